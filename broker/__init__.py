@@ -1,0 +1,1 @@
+"""A small RocketMQ broker and name server built on trocket.remoting."""

@@ -1,0 +1,1 @@
+"""RocketMQ producer and consumers built on trocket.remoting."""

@@ -1,0 +1,1 @@
+"""Golden frames, captures and the conformance runner."""

@@ -1,0 +1,1 @@
+"""RPC framework on trio mirroring RocketMQ's Netty remoting (see DESIGN.md)."""

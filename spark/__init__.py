@@ -1,0 +1,1 @@
+"""PySpark analysis of captured RocketMQ traffic."""

@@ -1,0 +1,3 @@
+from trocket.cli import main
+
+raise SystemExit(main())
