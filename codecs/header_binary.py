@@ -1,0 +1,120 @@
+"""The ROCKETMQ binary header serializer (``RocketMQSerializable``).
+
+Layout, big-endian::
+
+    code i16 | language u8 | version i16 | opaque i32 | flag i32
+    | remark: i32 length + UTF-8
+    | ext fields: i32 total length, then per entry u16 key length + key,
+                  i32 value length + value
+
+``code`` and ``version`` are Java shorts: values outside -32768..32767 cannot be
+written here (JSON keeps them). A zero-length remark or ext block decodes as absent
+(``None``), as Java reads it. A zero-length ext value decodes as ``""`` (Java reads
+null; keeping ``""`` makes re-encoding exact).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from .command import LanguageCode, RemotingCommand, SerializeType
+from .errors import HeaderDecodeError, HeaderEncodeError
+
+__all__ = ["encode_binary_header", "decode_binary_header"]
+
+_FIXED = struct.Struct(">hBhiii")  # code, language, version, opaque, flag, remark length
+_I32 = struct.Struct(">i")
+_U16 = struct.Struct(">H")
+_LANGUAGES = {lang.value: lang for lang in LanguageCode}
+
+
+def _encode_ext(ext: dict[str, str]) -> bytes:
+    parts: list[bytes] = []
+    for key, value in ext.items():
+        if value is None:
+            continue
+        k = key.encode("utf-8")
+        v = value.encode("utf-8")
+        if len(k) > 0xFFFF:
+            raise HeaderEncodeError(f"ext field key longer than 65535 bytes: {key[:40]!r}...")
+        parts += (_U16.pack(len(k)), k, _I32.pack(len(v)), v)
+    return b"".join(parts)
+
+
+def encode_binary_header(cmd: RemotingCommand, ext: dict[str, str] | None) -> bytes:
+    """Header bytes for ``cmd`` with ``ext`` as its ext fields (already merged)."""
+    if not -0x8000 <= cmd.code <= 0x7FFF:
+        raise HeaderEncodeError(
+            f"code {cmd.code} does not fit the ROCKETMQ header's signed short; use JSON"
+        )
+    if not -0x8000 <= cmd.version <= 0x7FFF:
+        raise HeaderEncodeError(f"version {cmd.version} does not fit a signed short")
+    try:
+        remark = cmd.remark.encode("utf-8") if cmd.remark else b""
+        ext_bytes = _encode_ext(ext) if ext else b""
+        fixed = _FIXED.pack(
+            cmd.code, int(cmd.language), cmd.version, cmd.opaque, cmd.flag, len(remark)
+        )
+    except struct.error as exc:
+        raise HeaderEncodeError(f"header field out of range: {exc}") from None
+    except UnicodeEncodeError as exc:
+        raise HeaderEncodeError(f"header text is not encodable as UTF-8: {exc}") from None
+    return b"".join((fixed, remark, _I32.pack(len(ext_bytes)), ext_bytes))
+
+
+def decode_binary_header(header: bytes | memoryview) -> RemotingCommand:
+    """Decode a ROCKETMQ binary header into a command without a body."""
+    end = len(header)
+    if end < _FIXED.size + 4:
+        raise HeaderDecodeError(
+            f"ROCKETMQ header too short: {end} bytes, at least {_FIXED.size + 4} needed"
+        )
+    code, language, version, opaque, flag, remark_len = _FIXED.unpack_from(header, 0)
+    lang = _LANGUAGES.get(language)
+    if lang is None:
+        raise HeaderDecodeError(f"unknown language code {language} in ROCKETMQ header")
+    pos = _FIXED.size
+    if remark_len < 0 or pos + remark_len + 4 > end:
+        raise HeaderDecodeError(f"ROCKETMQ header remark length {remark_len} overruns the header")
+    try:
+        remark = bytes(header[pos : pos + remark_len]).decode("utf-8") if remark_len else None
+        pos += remark_len
+        (ext_len,) = _I32.unpack_from(header, pos)
+        pos += 4
+        if ext_len < 0 or pos + ext_len != end:
+            raise HeaderDecodeError(
+                f"ROCKETMQ header ext-fields length {ext_len} does not match the "
+                f"{end - pos} bytes left in the header"
+            )
+        ext: dict[str, str] | None = None
+        if ext_len:
+            ext = {}
+            while pos < end:
+                if pos + 2 > end:
+                    raise HeaderDecodeError("ROCKETMQ header ext field cut short in a key length")
+                (klen,) = _U16.unpack_from(header, pos)
+                pos += 2
+                if pos + klen + 4 > end:
+                    raise HeaderDecodeError("ROCKETMQ header ext field key overruns the header")
+                key = bytes(header[pos : pos + klen]).decode("utf-8")
+                pos += klen
+                (vlen,) = _I32.unpack_from(header, pos)
+                pos += 4
+                if vlen < 0 or pos + vlen > end:
+                    raise HeaderDecodeError(
+                        f"ROCKETMQ header ext field {key!r} value length {vlen} overruns the header"
+                    )
+                ext[key] = bytes(header[pos : pos + vlen]).decode("utf-8")
+                pos += vlen
+    except UnicodeDecodeError as exc:
+        raise HeaderDecodeError(f"ROCKETMQ header text is not valid UTF-8: {exc}") from None
+    return RemotingCommand(
+        code=code,
+        language=lang,
+        version=version,
+        opaque=opaque,
+        flag=flag,
+        remark=remark,
+        ext_fields=ext,
+        serialize_type=SerializeType.ROCKETMQ,
+    )
