@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from .command import LanguageCode, RemotingCommand, SerializeType
@@ -24,16 +25,18 @@ from .errors import HeaderDecodeError, HeaderEncodeError
 
 __all__ = ["encode_json_header", "decode_json_header"]
 
-_quote = json.encoder.encode_basestring  # C-accelerated; ensure_ascii=False flavour
-
 _SHORT = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
 _FASTJSON_ESCAPES: dict[int, str] = {}
 for _c in [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]:
     _FASTJSON_ESCAPES[_c] = _SHORT.get(chr(_c), f"\\u{_c:04X}")
 _FASTJSON_ESCAPES[ord('"')] = '\\"'
 _FASTJSON_ESCAPES[ord("\\")] = "\\\\"
-# Characters fastjson escapes differently from Python's json module.
-_PY_DIFFERS = re.compile("[\x00-\x07\x0b\x0e-\x1f\x7f-\x9f\u2028\u2029]")
+# Where Python's json output differs from fastjson's: escapes whose hex has a letter
+# (Python writes lower case, fastjson upper), and characters Python leaves raw.
+# \x01 and \x02, in every message-properties string, are written alike by both.
+# A literal backslash followed by "u000b" matches too: harmless, the slow path is exact.
+_PY_LOWER_HEX = re.compile(r"\\u00(?:0[bef]|1[a-f])")
+_PY_RAW = re.compile("[\x7f-\x9f\u2028\u2029]")
 
 _LANGUAGE_NAMES = {lang: lang.name for lang in LanguageCode}
 _LANGUAGE_BY_NAME = {lang.name: lang for lang in LanguageCode}
@@ -44,7 +47,7 @@ def _fastjson_quote(s: str) -> str:
     return '"' + s.translate(_FASTJSON_ESCAPES) + '"'
 
 
-def _encode(cmd: RemotingCommand, ext: dict[str, str] | None, quote) -> str:
+def _encode(cmd: RemotingCommand, ext: dict[str, str] | None, quote: Callable[[str], str]) -> str:
     parts = ['{"code":', str(cmd.code)]
     if ext is not None:
         parts.append(',"extFields":{')
@@ -61,14 +64,32 @@ def _encode(cmd: RemotingCommand, ext: dict[str, str] | None, quote) -> str:
     return "".join(parts)
 
 
+_c_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+
+
 def encode_json_header(cmd: RemotingCommand, ext: dict[str, str] | None) -> bytes:
     """Header bytes for ``cmd`` with ``ext`` as its ext fields (already merged)."""
+    # One call into the C encoder for the whole header: keys are already in
+    # fastjson's alphabetical order, and dicts keep it.
+    obj: dict[str, Any] = {"code": cmd.code}
+    if ext is not None:
+        if None in ext.values():  # fastjson leaves null map values out
+            ext = {k: v for k, v in ext.items() if v is not None}
+        obj["extFields"] = ext
+    obj["flag"] = cmd.flag
+    obj["language"] = _LANGUAGE_NAMES[cmd.language]
+    obj["opaque"] = cmd.opaque
+    if cmd.remark is not None:
+        obj["remark"] = cmd.remark
+    obj["serializeTypeCurrentRPC"] = "JSON"
+    obj["version"] = cmd.version
     try:
-        text = _encode(cmd, ext, _quote)
-        if not text.isascii() or "\\u00" in text:
+        text = _c_encode(obj)
+        if ("\\u00" in text and _PY_LOWER_HEX.search(text)) or (
+            not text.isascii() and _PY_RAW.search(text)
+        ):
             # Rare: a character fastjson escapes unlike Python; redo it the slow way.
-            if _PY_DIFFERS.search(text) or "\\u00" in text:
-                text = _encode(cmd, ext, _fastjson_quote)
+            text = _encode(cmd, ext, _fastjson_quote)
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise HeaderEncodeError(f"header text is not encodable as UTF-8: {exc}") from None
@@ -95,85 +116,79 @@ def _ext_value(value: Any) -> str | None:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _int_field(obj: dict, name: str, default: int, lo: int, hi: int) -> int:
-    value = obj.get(name, default)
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+_decode = json.JSONDecoder(parse_float=_FloatText).decode
+
+
+def _int_field(obj: dict, name: str) -> int:
+    value = obj.get(name)
+    if type(value) is int and _I32_MIN <= value <= _I32_MAX:
+        return value
     if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise HeaderDecodeError(f"JSON header field {name!r} is not an integer: {value!r}")
+        return 0
     if isinstance(value, str):
         try:
             value = int(value)
         except ValueError:
-            raise HeaderDecodeError(f"JSON header field {name!r} is not an integer: {value!r}") from None
-    if not lo <= value <= hi:
+            pass
+    if type(value) is not int:
+        raise HeaderDecodeError(f"JSON header field {name!r} is not an integer: {value!r}")
+    if not _I32_MIN <= value <= _I32_MAX:
         raise HeaderDecodeError(f"JSON header field {name!r} out of range: {value}")
     return value
 
 
-_I32 = (-(2**31), 2**31 - 1)
+def _language(value: Any) -> LanguageCode:
+    if type(value) is str:
+        lang = _LANGUAGE_BY_NAME.get(value)
+        if lang is None:
+            raise HeaderDecodeError(f"unknown language {value!r} in JSON header")
+        return lang
+    if value is None:
+        return LanguageCode.JAVA
+    if type(value) is int:
+        try:
+            return LanguageCode(value)
+        except ValueError:
+            raise HeaderDecodeError(f"unknown language code {value} in JSON header") from None
+    raise HeaderDecodeError(f"bad language in JSON header: {value!r}")
 
 
 def decode_json_header(header: bytes | memoryview) -> RemotingCommand:
     """Decode a JSON header into a command without a body."""
     try:
-        text = bytes(header).decode("utf-8")
+        text = str(header, "utf-8")
     except UnicodeDecodeError as exc:
         raise HeaderDecodeError(f"JSON header is not valid UTF-8: {exc}") from None
     try:
-        obj = json.loads(text, parse_float=_FloatText)
+        obj = _decode(text)
     except (ValueError, RecursionError) as exc:
         raise HeaderDecodeError(f"JSON header does not parse: {exc}") from None
-    if not isinstance(obj, dict):
+    if type(obj) is not dict:
         raise HeaderDecodeError(f"JSON header is not an object: {type(obj).__name__}")
 
-    code = _int_field(obj, "code", 0, *_I32)
-    flag = _int_field(obj, "flag", 0, *_I32)
-    opaque = _int_field(obj, "opaque", 0, *_I32)
-    version = _int_field(obj, "version", 0, *_I32)
-
-    language = obj.get("language", "JAVA")
-    if isinstance(language, str):
-        lang = _LANGUAGE_BY_NAME.get(language)
-        if lang is None:
-            raise HeaderDecodeError(f"unknown language {language!r} in JSON header")
-    elif isinstance(language, int) and not isinstance(language, bool):
-        try:
-            lang = LanguageCode(language)
-        except ValueError:
-            raise HeaderDecodeError(f"unknown language code {language} in JSON header") from None
-    elif language is None:
-        lang = LanguageCode.JAVA
-    else:
-        raise HeaderDecodeError(f"bad language in JSON header: {language!r}")
-
     remark = obj.get("remark")
-    if remark is not None and not isinstance(remark, str):
+    if remark is not None and type(remark) is not str:
         raise HeaderDecodeError(f"JSON header remark is not a string: {remark!r}")
 
-    raw_ext = obj.get("extFields")
-    ext: dict[str, str] | None
-    if raw_ext is None:
-        ext = None
-    elif isinstance(raw_ext, dict):
-        ext = {}
-        for key, value in raw_ext.items():
-            if isinstance(value, str):
-                ext[key] = value
-            else:
-                text_value = _ext_value(value)
-                if text_value is not None:
-                    ext[key] = text_value
-    else:
-        raise HeaderDecodeError(f"JSON header extFields is not an object: {raw_ext!r}")
+    ext = obj.get("extFields")
+    if ext is not None:
+        if type(ext) is not dict:
+            raise HeaderDecodeError(f"JSON header extFields is not an object: {ext!r}")
+        for value in ext.values():
+            if type(value) is not str:  # rare: a client sent numbers, booleans or null
+                ext = {k: t for k, v in ext.items() if (t := _ext_value(v)) is not None}
+                break
 
     return RemotingCommand(
-        code=code,
-        language=lang,
-        version=version,
-        opaque=opaque,
-        flag=flag,
-        remark=remark,
-        ext_fields=ext,
-        serialize_type=SerializeType.JSON,
+        _int_field(obj, "code"),
+        _language(obj.get("language")),
+        _int_field(obj, "version"),
+        _int_field(obj, "opaque"),
+        _int_field(obj, "flag"),
+        remark,
+        ext,
+        b"",
+        None,
+        SerializeType.JSON,
     )
