@@ -72,6 +72,11 @@ class MessageDecodeError(CodecError):
     """A message, batch body or stored-message record is malformed."""
 
 
+class MessageEncodeError(CodecError):
+    """A message, batch body or stored-message record cannot be written as RocketMQ would
+    (a topic over 127 UTF-8 bytes, properties over 32767 bytes, an int out of its Java range)."""
+
+
 class MessageIdError(CodecError):
     """A unique or offset message id is malformed."""
 
