@@ -81,5 +81,16 @@ class MessageIdError(CodecError):
     """A unique or offset message id is malformed."""
 
 
+# -- captures --------------------------------------------------------------------
+
+
+class CaptureFormatError(CodecError):
+    """The bytes are not a well-formed trocket capture."""
+
+
+class TruncatedCaptureError(CaptureFormatError):
+    """The capture ends inside a record (a writer was cut off, or still writing)."""
+
+
 class InvalidNameError(CodecError):
     """A topic or group name breaks RocketMQ's naming rules."""

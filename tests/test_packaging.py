@@ -1,0 +1,44 @@
+"""The wheel installs the repository's folders as subpackages of ``trocket``."""
+
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+SUBPACKAGES = ["codecs", "remoting", "broker", "client", "conformance", "spark"]
+
+
+@pytest.mark.slow
+def test_wheel_installs_into_a_fresh_venv(tmp_path):
+    dist = tmp_path / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)],
+        check=True, capture_output=True,
+    )
+    [wheel] = dist.glob("trocket-*.whl")
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    py = env_dir / "bin" / "python"
+    subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(wheel)], check=True, capture_output=True)
+    code = (
+        "import importlib, trocket\n"
+        f"for name in {SUBPACKAGES!r}:\n"
+        "    mod = importlib.import_module('trocket.' + name)\n"
+        "    print(mod.__name__, mod.__file__)\n"
+        "import trocket.codecs.serialize, trocket.conformance.golden\n"
+        "from importlib.resources import files\n"
+        "assert (files('trocket.conformance') / 'golden' / 'java-4.9.8' / 'manifest.json').is_file()\n"
+    )
+    out = subprocess.run([str(py), "-c", code], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+    lines = out.splitlines()
+    assert [line.split()[0] for line in lines] == [f"trocket.{n}" for n in SUBPACKAGES]
+    for line in lines:  # imported from the venv, not from this checkout
+        assert str(env_dir) in line.split()[1]
+    ok = subprocess.run([str(env_dir / "bin" / "trocket"), "--version"], capture_output=True, text=True)
+    assert ok.returncode == 0
+    # The standard library's codecs module is not shadowed.
+    std = subprocess.run([str(py), "-c", "import codecs; print(codecs.__file__)"], capture_output=True, text=True)
+    assert "site-packages" not in std.stdout
