@@ -1,0 +1,282 @@
+"""The native capture format: what remoting's tap writes, what conformance and
+spark read. Pure: bytes in, bytes out, and a reader over a byte stream.
+
+File layout (all integers big-endian)::
+
+    file header, 16 bytes, written once when the file is created:
+        magic    8 bytes  b"TRKCAP\\r\\n"   (the CR LF catches text-mode mangling)
+        version  u16      1
+        hdrlen   u16      16 (bytes of this header; a reader skips to it)
+        reserved u32      0
+
+    then records, appended one after another:
+        length     u32   bytes of the record after this field
+        direction  u8    0 = received by the recording endpoint, 1 = sent by it
+        role       u8    0 = unknown, 1 = the recorder is a server, 2 = a client
+        flags      u16   0 (reserved; readers ignore unknown bits)
+        timestamp  u64   Unix time in nanoseconds (when read from / written to the socket)
+        conn_id    u64   connection id, unique within the recording process
+        local      u16 length + UTF-8 ``host:port`` of the recording end
+        remote     u16 length + UTF-8 ``host:port`` of the peer
+        frame      the rest: one whole RocketMQ frame, its 4-byte length prefix included
+
+The format is append-only: a writer only ever adds whole records at the end, so
+a file being written is readable up to its last whole record (a cut-off tail
+raises :class:`TruncatedCaptureError` unless the reader is told to tolerate it).
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from typing import BinaryIO, Iterator
+
+import attrs
+
+from .errors import CaptureFormatError, TruncatedCaptureError
+
+__all__ = [
+    "MAGIC",
+    "VERSION",
+    "FILE_HEADER",
+    "FILE_HEADER_SIZE",
+    "Direction",
+    "Role",
+    "CaptureRecord",
+    "CaptureFormatError",
+    "TruncatedCaptureError",
+    "encode_file_header",
+    "encode_record",
+    "encode_record_fields",
+    "decode_record",
+    "CaptureReader",
+    "iter_records",
+    "read_records",
+]
+
+MAGIC = b"TRKCAP\r\n"
+VERSION = 1
+FILE_HEADER_SIZE = 16
+_HEADER = struct.Struct(">8sHHI")
+FILE_HEADER = _HEADER.pack(MAGIC, VERSION, FILE_HEADER_SIZE, 0)
+
+_U32 = struct.Struct(">I")
+_FIXED = struct.Struct(">BBHQQ")  # direction, role, flags, timestamp, conn id
+_U16 = struct.Struct(">H")
+_MIN_RECORD = _FIXED.size + 2 + 2 + 4  # empty addresses, the smallest legal frame
+#: a record can hold the largest frame remoting accepts (16 MiB) plus addresses
+MAX_RECORD_LENGTH = 16 * 1024 * 1024 + 4 + _FIXED.size + 2 * (2 + 0xFFFF)
+
+
+class Direction(enum.IntEnum):
+    RECEIVED = 0
+    SENT = 1
+
+
+class Role(enum.IntEnum):
+    UNKNOWN = 0
+    SERVER = 1
+    CLIENT = 2
+
+
+@attrs.frozen(slots=True)
+class CaptureRecord:
+    timestamp_ns: int
+    connection_id: int
+    local_address: str
+    remote_address: str
+    direction: Direction
+    frame: bytes
+    role: Role = Role.UNKNOWN
+    flags: int = 0
+
+    @property
+    def payload(self) -> bytes:
+        """The frame without its length prefix (what ``decode_command`` takes)."""
+        return self.frame[4:]
+
+
+def encode_file_header() -> bytes:
+    return FILE_HEADER
+
+
+def encode_record_fields(
+    timestamp_ns: int,
+    connection_id: int,
+    local_address: str,
+    remote_address: str,
+    direction: int,
+    role: int,
+    frame: bytes,
+    flags: int = 0,
+) -> bytes:
+    """One record from its fields (the tap's fast path: no record object)."""
+    local = local_address.encode("utf-8")
+    remote = remote_address.encode("utf-8")
+    if len(local) > 0xFFFF or len(remote) > 0xFFFF:
+        raise CaptureFormatError("an address longer than 65535 bytes cannot be recorded")
+    length = _FIXED.size + 4 + len(local) + len(remote) + len(frame)
+    return b"".join(
+        (
+            _U32.pack(length),
+            _FIXED.pack(direction, role, flags, timestamp_ns, connection_id),
+            _U16.pack(len(local)),
+            local,
+            _U16.pack(len(remote)),
+            remote,
+            frame,
+        )
+    )
+
+
+def encode_record(record: CaptureRecord) -> bytes:
+    return encode_record_fields(
+        record.timestamp_ns,
+        record.connection_id,
+        record.local_address,
+        record.remote_address,
+        record.direction,
+        record.role,
+        record.frame,
+        record.flags,
+    )
+
+
+def decode_record(data: bytes | bytearray | memoryview, offset: int = 0) -> tuple[CaptureRecord, int]:
+    """Decode the record at ``offset``; returns it and the offset after it."""
+    end_of_data = len(data)
+    if offset + 4 > end_of_data:
+        raise TruncatedCaptureError(f"capture ends inside a record length at offset {offset}")
+    (length,) = _U32.unpack_from(data, offset)
+    if length < _MIN_RECORD or length > MAX_RECORD_LENGTH:
+        raise CaptureFormatError(f"impossible record length {length} at offset {offset}")
+    start = offset + 4
+    end = start + length
+    if end > end_of_data:
+        raise TruncatedCaptureError(
+            f"capture ends inside a record at offset {offset} ({end - end_of_data} bytes missing)"
+        )
+    direction, role, flags, timestamp, conn_id = _FIXED.unpack_from(data, start)
+    pos = start + _FIXED.size
+    try:
+        (llen,) = _U16.unpack_from(data, pos)
+        pos += 2
+        local = bytes(data[pos : pos + llen]).decode("utf-8")
+        pos += llen
+        (rlen,) = _U16.unpack_from(data, pos)
+        pos += 2
+        remote = bytes(data[pos : pos + rlen]).decode("utf-8")
+        pos += rlen
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise CaptureFormatError(f"bad addresses in the record at offset {offset}: {exc}") from None
+    if pos + 4 > end:
+        raise CaptureFormatError(f"record at offset {offset}: addresses overrun the record")
+    frame = bytes(data[pos:end])
+    (flen,) = _U32.unpack_from(frame, 0)
+    if flen != len(frame) - 4:
+        raise CaptureFormatError(
+            f"record at offset {offset}: frame says {flen} bytes but the record holds {len(frame) - 4}"
+        )
+    try:
+        dir_ = Direction(direction)
+    except ValueError:
+        raise CaptureFormatError(f"record at offset {offset}: unknown direction {direction}") from None
+    try:
+        role_ = Role(role)
+    except ValueError:
+        role_ = Role.UNKNOWN
+    return CaptureRecord(timestamp, conn_id, local, remote, dir_, frame, role_, flags), end
+
+
+def _check_header(data: bytes | bytearray | memoryview) -> int:
+    magic, version, hdrlen, _ = _HEADER.unpack_from(data, 0)
+    if magic != MAGIC:
+        raise CaptureFormatError(f"not a trocket capture (magic {bytes(magic)!r})")
+    if version != VERSION:
+        raise CaptureFormatError(f"unsupported capture version {version}")
+    if hdrlen < FILE_HEADER_SIZE:
+        raise CaptureFormatError(f"bad capture header length {hdrlen}")
+    return hdrlen
+
+
+class CaptureReader:
+    """Incremental, sans-I/O: ``feed`` bytes as they come, pull whole records.
+
+    >>> r = CaptureReader()
+    >>> r.feed(FILE_HEADER)
+    >>> r.next_record() is None
+    True
+    """
+
+    __slots__ = ("_buf", "_pos", "_header_done", "records_read")
+
+    def __init__(self, *, expect_header: bool = True) -> None:
+        self._buf = bytearray()
+        self._pos = 0
+        self._header_done = not expect_header
+        self.records_read = 0
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf) - self._pos
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        if self._pos and self._pos >= len(self._buf) - self._pos:
+            del self._buf[: self._pos]
+            self._pos = 0
+        self._buf += data
+
+    def next_record(self) -> CaptureRecord | None:
+        buf = self._buf
+        if not self._header_done:
+            if len(buf) - self._pos < FILE_HEADER_SIZE:
+                return None
+            self._pos += _check_header(memoryview(buf)[self._pos :])
+            self._header_done = True
+        available = len(buf) - self._pos
+        if available < 4:
+            return None
+        (length,) = _U32.unpack_from(buf, self._pos)
+        if length < _MIN_RECORD or length > MAX_RECORD_LENGTH:
+            raise CaptureFormatError(f"impossible record length {length} after {self.records_read} records")
+        if available < 4 + length:
+            return None
+        record, end = decode_record(buf, self._pos)
+        self._pos = end
+        self.records_read += 1
+        return record
+
+    def __iter__(self) -> Iterator[CaptureRecord]:
+        while (record := self.next_record()) is not None:
+            yield record
+
+    def close(self, *, allow_truncated: bool = False) -> None:
+        """End of input: raise if it cut a record (or the header) short."""
+        if self.buffered and not allow_truncated:
+            raise TruncatedCaptureError(
+                f"capture ends with {self.buffered} bytes of an incomplete "
+                f"{'record' if self._header_done else 'file header'}"
+            )
+
+
+def iter_records(
+    stream: BinaryIO, *, chunk_size: int = 1 << 20, allow_truncated: bool = False
+) -> Iterator[CaptureRecord]:
+    """Records from a binary stream (an open file, a socket's makefile, ...)."""
+    reader = CaptureReader()
+    while True:
+        chunk = stream.read(chunk_size)
+        if not chunk:
+            break
+        reader.feed(chunk)
+        yield from reader
+    reader.close(allow_truncated=allow_truncated)
+
+
+def read_records(data: bytes, *, allow_truncated: bool = False) -> list[CaptureRecord]:
+    """Every record of a whole capture held in memory."""
+    reader = CaptureReader()
+    reader.feed(data)
+    records = list(reader)
+    reader.close(allow_truncated=allow_truncated)
+    return records

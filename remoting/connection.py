@@ -1,0 +1,526 @@
+"""One connection: a reader task feeding the frame decoder, a writer task draining
+a bounded outbound queue with one ``send_all`` for many frames, the table of the
+calls pending on it, and the request-handler tasks it spawned.
+
+Lifecycle (all inside :meth:`Connection.run`, which the endpoint runs in its nursery)::
+
+    run ── work nursery (request handlers; outlive the socket, their answers are dropped)
+         └─ io nursery: reader (this task), writer, idle watcher
+
+The reader ends on EOF, on an I/O error, on undecodable bytes (the connection is
+closed with a logged diagnosis), on :meth:`close`, or on :meth:`stop_reading`
+(graceful shutdown: wait for the handlers, flush their answers, then close).
+Whatever ends it, pending calls fail at once and the socket is closed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import struct
+import time
+from typing import TYPE_CHECKING
+
+import trio
+
+from trocket.codecs.command import RPC_RESPONSE, RemotingCommand
+from trocket.codecs.errors import CodecError, FrameError
+from trocket.codecs.frame import FrameDecoder
+from trocket.codecs.serialize import decode_command, encode_command
+
+from .errors import (
+    RemotingCommandDecodeError,
+    RemotingConnectionClosedError,
+    RemotingFrameError,
+    RemotingSendRequestError,
+    RemotingShutdownError,
+)
+from .events import emit
+from .response import ResponseTable
+
+if TYPE_CHECKING:
+    from .endpoint import RemotingEndpoint
+    from .response import ResponseFuture
+
+__all__ = ["Connection", "format_address"]
+
+log = logging.getLogger(__name__)
+
+_connection_ids = itertools.count(1)
+_LENGTH = struct.Struct(">I")
+_write = os.write
+_IO_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
+#: capture directions (see :mod:`trocket.codecs.capture`)
+_RECEIVED = 0
+_SENT = 1
+
+
+def format_address(sockaddr) -> str:
+    """``host:port`` (``[host]:port`` for IPv6), computed once per connection."""
+    if isinstance(sockaddr, tuple) and len(sockaddr) >= 2:
+        host, port = sockaddr[0], sockaddr[1]
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return str(sockaddr)
+
+
+def _socket_of(stream: trio.abc.Stream):
+    while not isinstance(stream, trio.SocketStream):
+        inner = getattr(stream, "transport_stream", None)
+        if inner is None:
+            return None
+        stream = inner
+    return stream.socket
+
+
+class _Outbox:
+    """Bounded queue of encoded frames for the writer; bounded by frames and bytes
+    (a single frame larger than the byte bound still goes through when the queue is
+    empty). ``put_nowait`` is the hot path: no checkpoint, no task switch."""
+
+    __slots__ = ("frames", "nbytes", "max_frames", "max_bytes", "closed", "corked", "_writer", "_space")
+
+    def __init__(self, max_frames: int, max_bytes: int) -> None:
+        self.frames: list[bytes] = []
+        self.nbytes = 0
+        self.max_frames = max_frames
+        self.max_bytes = max_bytes
+        self.closed = False
+        self.corked = False  # the reader is producing a batch; it flushes it itself
+        self._writer = trio.lowlevel.ParkingLot()
+        self._space = trio.lowlevel.ParkingLot()
+
+    def put_nowait(self, frame: bytes) -> bool:
+        frames = self.frames
+        if frames and (len(frames) >= self.max_frames or self.nbytes >= self.max_bytes):
+            return False
+        frames.append(frame)
+        self.nbytes += len(frame)
+        if len(frames) == 1 and not self.corked and self._writer:
+            self._writer.unpark()
+        return True
+
+    def wake_writer(self) -> None:
+        if self._writer:
+            self._writer.unpark()
+
+    def wake_space(self) -> None:
+        if self._space:
+            self._space.unpark_all()
+
+    async def put(self, frame: bytes) -> bool:
+        """Wait for room; ``False`` if the outbox closed meanwhile."""
+        while not self.closed:
+            if self.put_nowait(frame):
+                return True
+            self.wake_writer()  # the queue may have been filled while corked
+            await self._space.park()
+        return False
+
+    async def take(self) -> list[bytes]:
+        """Every queued frame; ``[]`` once closed and empty."""
+        while not self.frames:
+            if self.closed:
+                return []
+            await self._writer.park()
+        frames = self.frames
+        self.frames = []
+        self.nbytes = 0
+        if self._space:
+            self._space.unpark_all()
+        return frames
+
+    def close(self, *, discard: bool) -> None:
+        self.closed = True
+        if discard:
+            self.frames = []
+            self.nbytes = 0
+        self._writer.unpark_all()
+        self._space.unpark_all()
+
+
+class Connection:
+    """One transport connection, either side. Don't make these yourself: servers
+    accept them, clients open them. Processors receive the one a request came on."""
+
+    __slots__ = (
+        "id",
+        "stream",
+        "endpoint",
+        "local_address",
+        "remote_address",
+        "peer",
+        "tls",
+        "responses",
+        "last_io",
+        "closed",
+        "close_reason",
+        "inflight",
+        "_outbox",
+        "_fd",
+        "_sending",
+        "_direct_ok",
+        "_flush_frames",
+        "_closing",
+        "_draining",
+        "_read_scope",
+        "_io_scope",
+        "_work",
+        "_writer_done",
+        "_idle_waiter",
+        "_shutdown",
+        "_closed_event",
+        "__weakref__",
+    )
+
+    def __init__(
+        self, endpoint: RemotingEndpoint, stream: trio.abc.Stream, *, tls: bool = False, peer: str | None = None
+    ) -> None:
+        cfg = endpoint.config
+        self.id = next(_connection_ids)
+        self.stream = stream
+        self.endpoint = endpoint
+        sock = _socket_of(stream)
+        try:
+            self.local_address = format_address(sock.getsockname()) if sock else "?"
+            self.remote_address = format_address(sock.getpeername()) if sock else "?"
+        except OSError:
+            self.local_address = self.remote_address = "?"
+        #: the address the client dialled (its connection-table key); None when accepted
+        self.peer = peer
+        self.tls = tls
+        self.responses = ResponseTable()
+        self.last_io = trio.current_time()
+        self.closed = False
+        self.close_reason: str | None = None
+        self.inflight = 0  # request handlers running or queued for this connection
+        self._outbox = _Outbox(cfg.outbound_max_frames, cfg.outbound_max_bytes)
+        # direct writes only on plain TCP (TLS needs the SSLStream's state machine)
+        self._fd = sock.fileno() if sock is not None and isinstance(stream, trio.SocketStream) else -1
+        self._sending = False  # the writer is inside send_all
+        self._direct_ok = self._fd >= 0
+        self._flush_frames = cfg.flush_frames if self._fd >= 0 else 1 << 62
+        self._closing = False
+        self._draining = False
+        self._read_scope = trio.CancelScope()
+        self._io_scope: trio.CancelScope | None = None
+        self._work: trio.Nursery | None = None
+        self._writer_done = trio.Event()
+        self._idle_waiter: trio.Event | None = None
+        self._shutdown = False
+        self._closed_event = trio.Event()
+
+    def __repr__(self) -> str:
+        return f"<Connection #{self.id} {self.local_address} -> {self.remote_address}{' closed' if self.closed else ''}>"
+
+    # -- sending -------------------------------------------------------------------------
+
+    def send_frame_nowait(self, frame: bytes) -> bool:
+        """Send or queue an encoded frame without waiting; ``False`` when the queue is full.
+
+        When nothing is queued and the writer is not mid-write, a plain-TCP frame is
+        written straight to the socket (non-blocking): no task switch for the common
+        request/response case. What the socket does not take goes to the writer.
+        Only the first frame of a burst goes direct (a write to a socket a peer
+        process is waiting on costs a wake-up); the rest queue up for the writer's
+        single ``send_all``. The reader (new data) and the writer (queue drained)
+        allow the next direct write.
+        """
+        if self._closing:
+            raise RemotingSendRequestError(f"connection to {self.remote_address} is closed", self.remote_address)
+        outbox = self._outbox
+        if outbox.frames or outbox.corked or not self._direct_ok:
+            if not outbox.put_nowait(frame):
+                return False
+            if len(outbox.frames) >= self._flush_frames and not self._sending:
+                # a long burst: hand the peer a first part now so it works while we
+                # produce the rest, instead of both sides taking turns
+                self._flush_direct()
+        else:
+            self._direct_ok = False  # one direct write per burst; the rest batch up
+            try:
+                n = _write(self._fd, frame)
+            except OSError:  # BlockingIOError, or a broken socket the writer will report
+                n = 0
+            if n < len(frame):
+                outbox.put_nowait(memoryview(frame)[n:] if n else frame)
+            else:
+                self.last_io = trio.current_time()
+        tap = self.endpoint.tap
+        if tap is not None:
+            tap.record(time.time_ns(), self.id, self.local_address, self.remote_address, _SENT, self.endpoint.role, frame)
+        return True
+
+    async def send_frame(self, frame: bytes) -> None:
+        """Send or queue an encoded frame, waiting for room (backpressure)."""
+        if not self.send_frame_nowait(frame):
+            if not await self._outbox.put(frame):
+                raise RemotingSendRequestError(f"connection to {self.remote_address} closed", self.remote_address)
+            tap = self.endpoint.tap
+            if tap is not None:
+                tap.record(time.time_ns(), self.id, self.local_address, self.remote_address, _SENT, self.endpoint.role, frame)
+
+    def _flush_corked(self) -> None:
+        """End of a reader batch: write what it queued with one direct write."""
+        self._outbox.corked = False
+        self._flush_direct()
+
+    def _flush_direct(self) -> None:
+        """Write the queued frames now, from this task, with one non-blocking write;
+        the writer task gets whatever the socket does not take."""
+        outbox = self._outbox
+        frames = outbox.frames
+        if not frames:
+            return
+        if self._sending or self._fd < 0:
+            outbox.wake_writer()
+            return
+        data = frames[0] if len(frames) == 1 else b"".join(frames)
+        try:
+            n = _write(self._fd, data)
+        except OSError:
+            n = 0
+        if n == len(data):
+            outbox.frames = []
+            outbox.nbytes = 0
+            self.last_io = trio.current_time()
+        else:
+            outbox.frames = [memoryview(data)[n:]]
+            outbox.nbytes = len(data) - n
+            outbox.wake_writer()
+        outbox.wake_space()
+
+    async def send_command(self, cmd: RemotingCommand) -> None:
+        await self.send_frame(encode_command(cmd))
+
+    async def send_response(self, request: RemotingCommand, response: RemotingCommand) -> bool:
+        """Answer ``request`` later (a processor that returned ``None``). Sets the
+        opaque, the response flag and the request's serialization; ``False`` if the
+        request was oneway or the connection is gone (the answer is dropped)."""
+        if request.is_oneway:
+            return False
+        response.opaque = request.opaque
+        response.flag |= RPC_RESPONSE
+        response.serialize_type = request.serialize_type
+        frame = encode_command(response)
+        try:
+            await self.send_frame(frame)
+        except RemotingSendRequestError:
+            return False
+        return True
+
+    # -- calls from this side (delegating to the endpoint) -------------------------------
+
+    async def invoke_sync(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
+        return await self.endpoint._invoke_sync(self, request, timeout)
+
+    async def invoke_async(self, request: RemotingCommand, timeout: float, callback=None) -> ResponseFuture:
+        return await self.endpoint._invoke_async(self, request, timeout, callback)
+
+    async def invoke_oneway(self, request: RemotingCommand, timeout: float) -> None:
+        await self.endpoint._invoke_oneway(self, request, timeout)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def is_active(self) -> bool:
+        return not self._closing
+
+    def close(self, reason: str = "closed locally") -> None:
+        """Close now: stop reading and writing (queued frames are dropped), fail
+        pending calls. Request handlers still running finish; their answers are dropped."""
+        if self._closing:
+            return
+        self._closing = True
+        self.close_reason = reason
+        self._outbox.close(discard=True)
+        if self._io_scope is not None:
+            self._io_scope.cancel()
+
+    def stop_reading(self) -> None:
+        """Graceful close: read no more requests; once the handlers running now
+        have finished and their answers are written, close."""
+        self._draining = True
+        self._read_scope.cancel()
+
+    async def wait_closed(self) -> None:
+        await self._closed_event.wait()
+
+    def _abort_handlers(self) -> None:
+        """Shutdown past its deadline: cancel the request handlers too."""
+        self._shutdown = True
+        self.close("shutdown")
+        if self._work is not None:
+            self._work.cancel_scope.cancel()
+
+    def _handler_done(self) -> None:
+        self.inflight -= 1
+        if not self.inflight and self._idle_waiter is not None:
+            self._idle_waiter.set()
+
+    async def run(self) -> None:
+        """Serve the connection until it closes (the endpoint runs this in its nursery)."""
+        endpoint = self.endpoint
+        endpoint._connection_opened(self)
+        try:
+            async with trio.open_nursery() as work:
+                self._work = work
+                try:
+                    async with trio.open_nursery() as io:
+                        self._io_scope = io.cancel_scope
+                        if self._closing:
+                            io.cancel_scope.cancel()
+                        io.start_soon(self._write_loop)
+                        idle = endpoint.config.idle_timeout
+                        if idle is not None:
+                            io.start_soon(self._idle_loop, idle)
+                        await self._read_loop()
+                        if self._draining and not self._closing:
+                            await self._drain()
+                        if self.close_reason is None:
+                            self.close_reason = "closed by peer"
+                        io.cancel_scope.cancel()
+                finally:
+                    self._teardown()
+                    with trio.CancelScope(shield=True):
+                        await trio.aclose_forcefully(self.stream)
+                    emit(endpoint.listener, "on_channel_close", self)
+        finally:
+            self.closed = True
+            endpoint._connection_closed(self)
+            self._closed_event.set()
+
+    def _teardown(self) -> None:
+        self._closing = True
+        self._outbox.close(discard=True)
+        address = self.remote_address
+        if self._shutdown or self.endpoint._shutting_down:
+            factory = lambda f: RemotingShutdownError(  # noqa: E731
+                f"endpoint shut down while call {f.opaque} to {address} was pending", address
+            )
+        else:
+            reason = self.close_reason or "closed"
+            factory = lambda f: RemotingConnectionClosedError(  # noqa: E731
+                f"connection to {address} {reason} while call {f.opaque} was pending", address
+            )
+        self.responses.fail_all(factory)
+
+    async def _drain(self) -> None:
+        while self.inflight:
+            self._idle_waiter = trio.Event()
+            await self._idle_waiter.wait()
+        self._outbox.close(discard=False)  # the writer flushes what is queued, then ends
+        await self._writer_done.wait()
+        self.close_reason = "closed gracefully"
+
+    def _fail(self, error: BaseException, what: str) -> None:
+        if self._closing:
+            return
+        log.info("connection #%d %s -> %s: %s failed: %r", self.id, self.local_address, self.remote_address, what, error)
+        emit(self.endpoint.listener, "on_channel_exception", self, error)
+        self.close(f"{what} failed: {error!r}")
+
+    # -- tasks -----------------------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        endpoint = self.endpoint
+        cfg = endpoint.config
+        decoder = FrameDecoder(cfg.max_frame_length)
+        receive = self.stream.receive_some
+        size = cfg.receive_size
+        pending = self.responses._futures
+        stats = endpoint.stats
+        dispatch = endpoint._dispatch
+        tap = endpoint.tap
+        outbox = self._outbox
+        fd = self._fd
+        current_time = trio.current_time
+        with self._read_scope:
+            while True:
+                try:
+                    data = await receive(size)
+                except _IO_ERRORS as exc:
+                    self._fail(exc, "receive")
+                    return
+                if not data:
+                    if decoder.buffered:
+                        log.info(
+                            "connection #%d from %s: peer closed inside a frame (%d bytes buffered)",
+                            self.id, self.remote_address, decoder.buffered,
+                        )
+                    return
+                self.last_io = current_time()
+                outbox.corked = True
+                if not self._sending and fd >= 0:
+                    self._direct_ok = True
+                try:
+                    decoder.feed(data)
+                    while (payload := decoder.next_frame()) is not None:
+                        if tap is not None:
+                            tap.record(
+                                time.time_ns(), self.id, self.local_address, self.remote_address,
+                                _RECEIVED, endpoint.role, _LENGTH.pack(len(payload)) + payload,
+                            )
+                        try:
+                            cmd = decode_command(payload)
+                        except CodecError as exc:
+                            self._bad_input(RemotingCommandDecodeError, exc)
+                            return
+                        if cmd.flag & RPC_RESPONSE:
+                            fut = pending.pop(cmd.opaque, None)
+                            if fut is None:
+                                stats.dropped_responses += 1
+                            else:
+                                fut.set_response(cmd)
+                        else:
+                            await dispatch(self, cmd)
+                except FrameError as exc:
+                    self._bad_input(RemotingFrameError, exc)
+                    return
+                finally:
+                    if not self._closing:
+                        self._flush_corked()
+
+    def _bad_input(self, kind: type, exc: CodecError) -> None:
+        error = kind(f"bad input from {self.remote_address}: {exc}", self.remote_address)
+        error.__cause__ = exc
+        self.endpoint.stats.decode_errors += 1
+        log.warning(
+            "closing connection #%d %s -> %s: %s", self.id, self.local_address, self.remote_address, exc
+        )
+        emit(self.endpoint.listener, "on_channel_exception", self, error)
+        self.close(f"bad input: {exc}")
+
+    async def _write_loop(self) -> None:
+        outbox = self._outbox
+        send_all = self.stream.send_all
+        current_time = trio.current_time
+        try:
+            while True:
+                frames = await outbox.take()
+                if not frames:
+                    return
+                self._sending = True
+                self._direct_ok = False
+                await send_all(frames[0] if len(frames) == 1 else b"".join(frames))
+                self._sending = False
+                self.last_io = current_time()
+                if not outbox.frames and self._fd >= 0:
+                    self._direct_ok = True
+        except _IO_ERRORS as exc:
+            self._fail(exc, "send")
+        finally:
+            self._sending = True  # no direct writes past this point
+            self._direct_ok = False
+            self._writer_done.set()
+
+    async def _idle_loop(self, idle: float) -> None:
+        while True:
+            await trio.sleep_until(self.last_io + idle)
+            if trio.current_time() >= self.last_io + idle:
+                log.info("connection #%d from %s idle for %.1f s: closing", self.id, self.remote_address, idle)
+                emit(self.endpoint.listener, "on_channel_idle", self)
+                self.close("idle")
+                return
+

@@ -1,0 +1,370 @@
+"""The core both sides share: invoking (sync, async, oneway) and dispatching
+incoming requests to processors, with RocketMQ's system replies.
+
+:class:`RemotingEndpoint` is the base of :class:`~trocket.remoting.server.RemotingServer`
+and :class:`~trocket.remoting.client.RemotingClient`; either side can send
+requests on a connection and answer requests that come in on it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import traceback
+from typing import TYPE_CHECKING, Iterable
+
+import attrs
+import trio
+
+from trocket.codecs.command import RPC_ONEWAY, RPC_RESPONSE, RemotingCommand
+from trocket.codecs.errors import CodecError
+from trocket.codecs.serialize import encode_command
+
+from .config import EndpointConfig
+from .errors import RemotingSendRequestError, RemotingShutdownError, RemotingTooManyRequestsError
+from .events import ChannelEventListener, emit
+from .processor import Processor, ProcessorEntry, ProcessorRegistry
+from .response import InvokeCallback, ResponseFuture
+
+if TYPE_CHECKING:
+    from .connection import Connection
+    from .hooks import RPCHook
+    from .tap import TapSink
+
+__all__ = ["RemotingEndpoint", "RemotingStats", "SysResponseCode", "next_opaque", "exception_simple_desc"]
+
+log = logging.getLogger(__name__)
+
+
+class SysResponseCode:
+    """RocketMQ's ``RemotingSysResponseCode``: the replies remoting itself sends."""
+
+    SUCCESS = 0
+    SYSTEM_ERROR = 1
+    SYSTEM_BUSY = 2
+    REQUEST_CODE_NOT_SUPPORTED = 3
+
+
+_REJECT_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
+_OVERLOAD_REMARK = "[OVERLOAD]system busy, start flow control for a while"
+
+_opaque_counter = itertools.count()
+
+
+def next_opaque() -> int:
+    """The next request id: one process-wide counter, wrapping as a Java int."""
+    n = next(_opaque_counter) & 0xFFFFFFFF
+    return n - 0x100000000 if n & 0x80000000 else n
+
+
+def exception_simple_desc(exc: BaseException) -> str:
+    """``Type: message, where`` like RocketMQ's ``RemotingHelper.exceptionSimpleDesc``
+    (the exception's text and the innermost frame it was raised in)."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    tb = exc.__traceback__
+    if tb is not None:
+        frame = traceback.extract_tb(tb)[-1]
+        text += f", {frame.name}({frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
+    return text
+
+
+@attrs.define(slots=True)
+class RemotingStats:
+    """Counters an operator (or a test) can read; plain ints, no locking needed."""
+
+    dropped_responses: int = 0  # responses matching no pending call (late or unknown)
+    busy_replies: int = 0  # SYSTEM_BUSY answers (processor full or rejecting)
+    not_supported_replies: int = 0
+    processor_errors: int = 0
+    decode_errors: int = 0  # connections closed for undecodable bytes
+    expired_by_scan: int = 0
+    connections_opened: int = 0
+    connections_closed: int = 0
+
+
+class RemotingEndpoint:
+    """Shared core: processors, hooks, permits, connections and the response scan."""
+
+    role: int = 0  # capture role: 1 server, 2 client
+
+    def __init__(
+        self,
+        config: EndpointConfig,
+        *,
+        hooks: Iterable[RPCHook] = (),
+        listener: ChannelEventListener | None = None,
+        tap: TapSink | None = None,
+    ) -> None:
+        self.config = config
+        self.processors = ProcessorRegistry(config.processor_limit, config.processor_queue)
+        self._hooks: tuple = tuple(hooks)
+        self.listener = listener
+        self.tap = tap
+        self.stats = RemotingStats()
+        self._async_permits = trio.Semaphore(config.async_permits)
+        self._oneway_permits = trio.Semaphore(config.oneway_permits)
+        self._connections: set[Connection] = set()
+        self._shutting_down = False
+
+    # -- registration -------------------------------------------------------------------
+
+    def register_processor(
+        self,
+        code: int,
+        processor: Processor,
+        *,
+        limit: int | None = None,
+        queue: int | None = None,
+        inline: bool = False,
+    ) -> ProcessorEntry:
+        """Route requests with ``code`` to ``processor`` (see :mod:`.processor`)."""
+        return self.processors.register(code, processor, limit=limit, queue=queue, inline=inline)
+
+    def register_default_processor(
+        self, processor: Processor, *, limit: int | None = None, queue: int | None = None, inline: bool = False
+    ) -> ProcessorEntry:
+        """The processor for codes nobody registered (otherwise REQUEST_CODE_NOT_SUPPORTED)."""
+        return self.processors.register_default(processor, limit=limit, queue=queue, inline=inline)
+
+    def register_rpc_hook(self, hook: RPCHook) -> None:
+        self._hooks = (*self._hooks, hook)
+
+    @property
+    def hooks(self) -> tuple:
+        return self._hooks
+
+    @property
+    def connections(self) -> frozenset[Connection]:
+        return frozenset(self._connections)
+
+    # -- invoking -----------------------------------------------------------------------
+
+    async def _acquire(self, sem: trio.Semaphore, kind: str, permits: int, timeout: float, address: str) -> None:
+        try:
+            sem.acquire_nowait()
+            return
+        except trio.WouldBlock:
+            pass
+        if timeout > 0:
+            with trio.move_on_after(timeout):
+                await sem.acquire()
+                return
+        raise RemotingTooManyRequestsError(kind, permits, timeout, address)
+
+    def _prepare(self, conn: Connection, request: RemotingCommand) -> bytes:
+        if self._shutting_down:
+            raise RemotingShutdownError("the endpoint is shutting down", conn.remote_address)
+        request.opaque = next_opaque()
+        for hook in self._hooks:
+            hook.do_before_request(conn.remote_address, request)
+        return encode_command(request)
+
+    async def _send(self, conn: Connection, frame: bytes, fut: ResponseFuture) -> None:
+        """Queue the frame, within the call's deadline; the outcome goes to ``fut``."""
+        try:
+            if not conn.send_frame_nowait(frame):
+                with trio.move_on_at(fut.deadline):
+                    await conn.send_frame(frame)
+                    return
+                fut.expire()
+        except RemotingSendRequestError as exc:
+            fut.set_exception(exc)
+        except BaseException:
+            fut.cancel()
+            raise
+
+    async def _invoke_sync(
+        self, conn: Connection, request: RemotingCommand, timeout: float, begin: float | None = None
+    ) -> RemotingCommand:
+        request.flag &= ~(RPC_ONEWAY | RPC_RESPONSE)
+        frame = self._prepare(conn, request)
+        fut = ResponseFuture(
+            request.opaque, request, conn.remote_address, timeout, conn.responses, hooks=self._hooks, begin=begin
+        )
+        conn.responses._futures[fut.opaque] = fut
+        await self._send(conn, frame, fut)
+        return await fut.wait()
+
+    async def _invoke_async(
+        self,
+        conn: Connection,
+        request: RemotingCommand,
+        timeout: float,
+        callback: InvokeCallback | None = None,
+        begin: float | None = None,
+    ) -> ResponseFuture:
+        if begin is None:
+            begin = trio.current_time()
+        sem = self._async_permits
+        await self._acquire(sem, "async", self.config.async_permits, begin + timeout - trio.current_time(), conn.remote_address)
+        try:
+            request.flag &= ~(RPC_ONEWAY | RPC_RESPONSE)
+            frame = self._prepare(conn, request)
+        except BaseException:
+            sem.release()
+            raise
+        fut = ResponseFuture(
+            request.opaque, request, conn.remote_address, timeout, conn.responses,
+            permit=sem, callback=callback, hooks=self._hooks, begin=begin,
+        )
+        conn.responses._futures[fut.opaque] = fut
+        await self._send(conn, frame, fut)
+        return fut
+
+    async def _invoke_oneway(self, conn: Connection, request: RemotingCommand, timeout: float) -> None:
+        sem = self._oneway_permits
+        await self._acquire(sem, "oneway", self.config.oneway_permits, timeout, conn.remote_address)
+        try:
+            request.flag = (request.flag | RPC_ONEWAY) & ~RPC_RESPONSE
+            frame = self._prepare(conn, request)
+            if not conn.send_frame_nowait(frame):
+                with trio.move_on_after(timeout):
+                    await conn.send_frame(frame)
+                    return
+                raise RemotingTooManyRequestsError("oneway", self.config.oneway_permits, timeout, conn.remote_address)
+        finally:
+            sem.release()
+
+    # -- dispatching --------------------------------------------------------------------
+
+    async def _reply(self, conn: Connection, request: RemotingCommand, code: int, remark: str) -> None:
+        response = RemotingCommand(
+            code=code, opaque=request.opaque, flag=RPC_RESPONSE, remark=remark,
+            version=request.version, serialize_type=request.serialize_type,
+        )
+        try:
+            await conn.send_frame(encode_command(response))
+        except RemotingSendRequestError:
+            pass
+
+    async def _dispatch(self, conn: Connection, request: RemotingCommand) -> None:
+        """Called by the connection's reader for every request, in arrival order."""
+        entry = self.processors.lookup(request.code)
+        oneway = request.flag & RPC_ONEWAY
+        if entry is None:
+            self.stats.not_supported_replies += 1
+            if not oneway:
+                await self._reply(
+                    conn, request, SysResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                    f" request type {request.code} not supported",
+                )
+            return
+        if entry.reject is not None and entry.reject():
+            self.stats.busy_replies += 1
+            if not oneway:
+                await self._reply(conn, request, SysResponseCode.SYSTEM_BUSY, _REJECT_REMARK)
+            return
+        if entry.inline:
+            await self._handle(conn, request, entry)
+            return
+        if entry.pending >= entry.limit + entry.queue:
+            self.stats.busy_replies += 1
+            if not oneway:
+                await self._reply(conn, request, SysResponseCode.SYSTEM_BUSY, _OVERLOAD_REMARK)
+            return
+        entry.pending += 1
+        conn.inflight += 1
+        conn._work.start_soon(self._run_request, conn, request, entry)
+
+    async def _run_request(self, conn: Connection, request: RemotingCommand, entry: ProcessorEntry) -> None:
+        try:
+            await self._handle(conn, request, entry)
+        finally:
+            entry.pending -= 1
+            conn._handler_done()
+
+    async def _handle(self, conn: Connection, request: RemotingCommand, entry: ProcessorEntry) -> None:
+        hooks = self._hooks
+        try:
+            for hook in hooks:
+                hook.do_before_request(conn.remote_address, request)
+            if entry.inline:
+                response = entry.call(conn, request)
+                if entry.is_async:
+                    response = await response
+            elif entry.is_async:
+                limiter = entry.limiter
+                try:
+                    limiter.acquire_nowait()
+                except trio.WouldBlock:
+                    await limiter.acquire()
+                try:
+                    response = await entry.call(conn, request)
+                finally:
+                    limiter.release()
+            else:
+                response = await trio.to_thread.run_sync(entry.call, conn, request, limiter=entry.limiter)
+            for hook in hooks:
+                hook.do_after_response(conn.remote_address, request, response)
+        except Exception as exc:
+            self.stats.processor_errors += 1
+            log.warning("processor for code %d from %s raised", request.code, conn.remote_address, exc_info=True)
+            if request.flag & RPC_ONEWAY:
+                return
+            await self._reply(conn, request, SysResponseCode.SYSTEM_ERROR, exception_simple_desc(exc))
+            return
+        if response is None or request.flag & RPC_ONEWAY:
+            return
+        response.opaque = request.opaque
+        response.flag |= RPC_RESPONSE
+        response.serialize_type = request.serialize_type
+        try:
+            frame = encode_command(response)
+        except CodecError as exc:
+            log.warning("response to code %d from %s does not encode: %s", request.code, conn.remote_address, exc)
+            await self._reply(conn, request, SysResponseCode.SYSTEM_ERROR, f"response does not encode: {exc}")
+            return
+        try:
+            if not conn.send_frame_nowait(frame):
+                await conn.send_frame(frame)
+        except RemotingSendRequestError:
+            pass  # the connection went away; the answer is dropped
+
+    # -- connections and the periodic scan ---------------------------------------------
+
+    def _connection_opened(self, conn: Connection) -> None:
+        self._connections.add(conn)
+        self.stats.connections_opened += 1
+        emit(self.listener, "on_channel_connect", conn)
+
+    def _connection_closed(self, conn: Connection) -> None:
+        self._connections.discard(conn)
+        self.stats.connections_closed += 1
+
+    async def _scan_loop(self) -> None:
+        """Expire calls whose deadline passed and that nobody awaits (callback-only)."""
+        interval = self.config.scan_interval
+        while True:
+            await trio.sleep(interval)
+            self.scan_responses()
+            if self.tap is not None:
+                self.tap.flush()
+
+    def scan_responses(self) -> int:
+        now = trio.current_time()
+        expired = 0
+        for conn in list(self._connections):
+            if conn.responses:
+                expired += conn.responses.expire(now)
+        self.stats.expired_by_scan += expired
+        return expired
+
+    async def _shutdown_connections(self, deadline: float) -> None:
+        """Stop reading, let handlers finish up to ``deadline`` seconds, then close all."""
+        self._shutting_down = True
+        conns = list(self._connections)
+        for conn in conns:
+            address = conn.remote_address
+            conn.responses.fail_all(
+                lambda f, a=address: RemotingShutdownError(f"endpoint shut down while call {f.opaque} to {a} was pending", a)
+            )
+            conn.stop_reading()
+        with trio.move_on_after(deadline):
+            for conn in conns:
+                await conn.wait_closed()
+        for conn in list(self._connections):
+            conn._abort_handlers()
+        for conn in conns:
+            await conn.wait_closed()
+        if self.tap is not None:
+            self.tap.flush()

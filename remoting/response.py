@@ -1,0 +1,224 @@
+"""Pending calls: :class:`ResponseFuture` and the per-connection :class:`ResponseTable`.
+
+Every call ends with exactly one outcome: a response, a timeout, a connection
+failure, or a cancellation. The first one to arrive wins (:meth:`ResponseFuture._finish`
+is idempotent); whoever wins removes the future from its table, releases its
+async permit and runs the callback, so a late response finds no entry and is
+dropped (and counted by the connection), never delivered.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable, Iterable
+
+import trio
+
+from trocket.codecs.command import RemotingCommand
+
+from .errors import RemotingCancelledError, RemotingError, RemotingTimeoutError
+
+__all__ = ["ResponseFuture", "ResponseTable", "InvokeCallback"]
+
+log = logging.getLogger(__name__)
+
+InvokeCallback = Callable[["ResponseFuture"], None]
+
+
+class ResponseFuture:
+    """The pending response to one request, awaitable (``await fut``).
+
+    Awaiting waits until the outcome or the call's deadline, whichever comes first;
+    an awaiter that is cancelled cancels the call (its opaque and permit are freed).
+    ``callback(fut)``, if given, runs once, synchronously, when the outcome is known:
+    keep it short and non-blocking (it runs on the connection's reader, or in the
+    task that timed out or cancelled the call).
+    """
+
+    __slots__ = (
+        "opaque",
+        "request",
+        "address",
+        "timeout",
+        "begin",
+        "deadline",
+        "callback",
+        "_table",
+        "_permit",
+        "_hooks",
+        "_event",
+        "_response",
+        "_error",
+        "_done",
+    )
+
+    def __init__(
+        self,
+        opaque: int,
+        request: RemotingCommand,
+        address: str | None,
+        timeout: float,
+        table: ResponseTable | None = None,
+        *,
+        permit: trio.Semaphore | None = None,
+        callback: InvokeCallback | None = None,
+        hooks: tuple = (),
+        begin: float | None = None,
+    ) -> None:
+        self.opaque = opaque
+        self.request = request
+        self.address = address
+        self.timeout = timeout
+        self.begin = trio.current_time() if begin is None else begin
+        self.deadline = self.begin + timeout
+        self.callback = callback
+        self._table = table
+        self._permit = permit
+        self._hooks = hooks
+        self._event: trio.Event | None = None
+        self._response: RemotingCommand | None = None
+        self._error: BaseException | None = None
+        self._done = False
+
+    # -- state ------------------------------------------------------------------------
+
+    def done(self) -> bool:
+        return self._done
+
+    def result(self) -> RemotingCommand:
+        """The response, or raise the call's error; only once :meth:`done`."""
+        if not self._done:
+            raise RuntimeError("the response future is not done yet")
+        if self._error is not None:
+            raise self._error
+        return self._response  # type: ignore[return-value]
+
+    @property
+    def response(self) -> RemotingCommand | None:
+        return self._response
+
+    @property
+    def exception(self) -> BaseException | None:
+        return self._error
+
+    @property
+    def elapsed(self) -> float:
+        return trio.current_time() - self.begin
+
+    # -- outcomes ---------------------------------------------------------------------
+
+    def set_response(self, response: RemotingCommand) -> bool:
+        if self._done:
+            return False
+        for hook in self._hooks:
+            try:
+                hook.do_after_response(self.address, self.request, response)
+            except Exception as exc:  # a hook's verdict becomes the call's outcome
+                return self._finish(None, exc)
+        return self._finish(response, None)
+
+    def set_exception(self, error: BaseException) -> bool:
+        return self._finish(None, error)
+
+    def expire(self) -> bool:
+        """End the call as timed out (the awaiter's deadline or the periodic scan)."""
+        if self._done:
+            return False
+        elapsed = trio.current_time() - self.begin
+        return self._finish(None, RemotingTimeoutError(self.address, elapsed, self.timeout))
+
+    def cancel(self) -> bool:
+        """Cancel the call: free its opaque and permit; a later response is dropped."""
+        if self._done:
+            return False
+        return self._finish(
+            None, RemotingCancelledError(f"call {self.opaque} cancelled", self.address)
+        )
+
+    def _finish(self, response: RemotingCommand | None, error: BaseException | None) -> bool:
+        if self._done:
+            return False
+        self._done = True
+        self._response = response
+        self._error = error
+        table = self._table
+        if table is not None:
+            table._futures.pop(self.opaque, None)
+        permit = self._permit
+        if permit is not None:
+            self._permit = None
+            permit.release()
+        if self._event is not None:
+            self._event.set()
+        callback = self.callback
+        if callback is not None:
+            try:
+                callback(self)
+            except Exception:
+                log.exception("invoke callback for opaque %d raised", self.opaque)
+        return True
+
+    # -- waiting ----------------------------------------------------------------------
+
+    async def wait(self) -> RemotingCommand:
+        """Wait for the outcome (at most until the deadline) and return the response."""
+        if not self._done:
+            event = self._event
+            if event is None:
+                event = self._event = trio.Event()
+            try:
+                with trio.move_on_at(self.deadline):
+                    await event.wait()
+            except trio.Cancelled:
+                self.cancel()
+                raise
+            if not self._done:
+                self.expire()
+        if self._error is not None:
+            raise self._error
+        return self._response  # type: ignore[return-value]
+
+    def __await__(self):
+        return self.wait().__await__()
+
+    def __repr__(self) -> str:
+        state = "pending" if not self._done else ("error" if self._error else "done")
+        return f"<ResponseFuture opaque={self.opaque} {state} to {self.address}>"
+
+
+class ResponseTable:
+    """The calls pending on one connection, keyed by opaque."""
+
+    __slots__ = ("_futures",)
+
+    def __init__(self) -> None:
+        self._futures: dict[int, ResponseFuture] = {}
+
+    def __len__(self) -> int:
+        return len(self._futures)
+
+    def __contains__(self, opaque: int) -> bool:
+        return opaque in self._futures
+
+    def add(self, future: ResponseFuture) -> None:
+        self._futures[future.opaque] = future
+
+    def pop(self, opaque: int) -> ResponseFuture | None:
+        return self._futures.pop(opaque, None)
+
+    def futures(self) -> Iterable[ResponseFuture]:
+        return list(self._futures.values())
+
+    def fail_all(self, error_factory: Callable[[ResponseFuture], RemotingError]) -> int:
+        """Fail every pending call at once (the connection is gone)."""
+        futures = list(self._futures.values())
+        for fut in futures:
+            fut.set_exception(error_factory(fut))
+        return len(futures)
+
+    def expire(self, now: float) -> int:
+        """Time out every call whose deadline has passed; returns how many."""
+        expired = [f for f in self._futures.values() if f.deadline <= now]
+        for fut in expired:
+            fut.expire()
+        return len(expired)

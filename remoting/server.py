@@ -1,0 +1,192 @@
+"""RemotingServer: the boss (accept loop), TLS detection, and graceful shutdown.
+
+Run it inside a nursery you own::
+
+    server = RemotingServer(ServerConfig(listen_port=0))
+    server.register_processor(100, my_processor)
+    await nursery.start(server.serve)          # returns once listening
+    ...
+    await server.shutdown()                     # stop accepting, drain, close
+
+or as an async context manager (``async with RemotingServer(cfg) as server:``),
+which serves on ``config.listen_host:listen_port`` and shuts down on exit.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import ssl
+from typing import Iterable
+
+import trio
+
+from .config import ServerConfig
+from .connection import Connection, format_address
+from .endpoint import RemotingEndpoint
+from .events import ChannelEventListener
+from .response import InvokeCallback, ResponseFuture
+from .tls import TlsMode, starts_with_tls
+
+__all__ = ["RemotingServer"]
+
+log = logging.getLogger(__name__)
+
+# accept() errors that mean "out of resources, try again soon" (as trio.serve_listeners)
+_ACCEPT_CAPACITY_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+
+
+class RemotingServer(RemotingEndpoint):
+    role = 1
+
+    def __init__(
+        self,
+        config: ServerConfig | None = None,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        hooks: Iterable = (),
+        listener: ChannelEventListener | None = None,
+        tap=None,
+    ) -> None:
+        config = config or ServerConfig()
+        super().__init__(config, hooks=hooks, listener=listener, tap=tap)
+        if config.tls_mode is not TlsMode.DISABLED and ssl_context is None:
+            raise ValueError(f"TLS mode {config.tls_mode.value} needs an ssl_context")
+        self.config: ServerConfig = config
+        self.ssl_context = ssl_context
+        self.listeners: list[trio.SocketListener] = []
+        self._sockname: tuple = ("", 0)
+        self._nursery: trio.Nursery | None = None
+        self._boss_scope: trio.CancelScope | None = None
+        self._serve_done = trio.Event()
+        self._cm_nursery = None
+        self.tls_handshake_failures = 0
+
+    # -- addresses ---------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return self._sockname[1]
+
+    @property
+    def address(self) -> str:
+        """``host:port`` of the first listener (``127.0.0.1`` if bound to all interfaces)."""
+        host, port = self._sockname[:2]
+        if host in ("0.0.0.0", "::"):
+            host = "127.0.0.1"
+        return format_address((host, port))
+
+    # -- serving -----------------------------------------------------------------------
+
+    async def serve(
+        self, host: str | None = None, port: int | None = None, *, task_status=trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Listen and serve until :meth:`shutdown` or cancellation."""
+        cfg = self.config
+        host = cfg.listen_host if host is None else host
+        port = cfg.listen_port if port is None else port
+        self.listeners = await trio.open_tcp_listeners(port, host=host, backlog=cfg.backlog)
+        self._sockname = self.listeners[0].socket.getsockname()
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._scan_loop)
+                self._boss_scope = boss = trio.CancelScope()
+                nursery.start_soon(self._boss, boss)
+                task_status.started(self)
+        finally:
+            for listener in self.listeners:
+                with trio.CancelScope(shield=True):
+                    await trio.aclose_forcefully(listener)
+            self._serve_done.set()
+
+    async def _boss(self, scope: trio.CancelScope) -> None:
+        with scope:
+            async with trio.open_nursery() as boss:
+                for listener in self.listeners:
+                    boss.start_soon(self._accept_loop, listener)
+        for listener in self.listeners:  # stop accepting: close the listening sockets now
+            await trio.aclose_forcefully(listener)
+
+    async def _accept_loop(self, listener: trio.SocketListener) -> None:
+        nursery = self._nursery
+        while True:
+            try:
+                stream = await listener.accept()
+            except OSError as exc:
+                if exc.errno in _ACCEPT_CAPACITY_ERRNOS:
+                    log.error("accept() failed (%s); sleeping 0.1 s", exc)
+                    await trio.sleep(0.1)
+                    continue
+                raise
+            nursery.start_soon(self._serve_connection, stream)
+
+    async def _serve_connection(self, stream: trio.SocketStream) -> None:
+        mode = self.config.tls_mode
+        tls = mode is TlsMode.ENFORCING
+        transport: trio.abc.Stream = stream
+        if mode is not TlsMode.DISABLED:
+            try:
+                with trio.fail_after(self.config.handshake_timeout):
+                    if mode is TlsMode.PERMISSIVE:
+                        tls = await starts_with_tls(stream)
+                    if tls:
+                        transport = trio.SSLStream(stream, self.ssl_context, server_side=True)
+                        await transport.do_handshake()
+            except (trio.TooSlowError, trio.BrokenResourceError, OSError) as exc:
+                self.tls_handshake_failures += 1
+                try:
+                    peer = format_address(stream.socket.getpeername())
+                except OSError:
+                    peer = "?"
+                log.info("TLS handshake with %s failed: %r", peer, exc)
+                await trio.aclose_forcefully(stream)
+                return
+        await Connection(self, transport, tls=tls).run()
+
+    # -- calls to clients --------------------------------------------------------------
+
+    async def invoke_sync(self, conn: Connection, request, timeout: float):
+        """Call a client over the connection it opened (a broker calling its clients)."""
+        return await self._invoke_sync(conn, request, timeout)
+
+    async def invoke_async(
+        self, conn: Connection, request, timeout: float, callback: InvokeCallback | None = None
+    ) -> ResponseFuture:
+        return await self._invoke_async(conn, request, timeout, callback)
+
+    async def invoke_oneway(self, conn: Connection, request, timeout: float) -> None:
+        await self._invoke_oneway(conn, request, timeout)
+
+    # -- shutdown ----------------------------------------------------------------------
+
+    async def shutdown(self, deadline: float | None = None) -> None:
+        """Stop accepting, fail pending calls to clients (:class:`RemotingShutdownError`),
+        let in-flight processors finish and their answers go out for up to ``deadline``
+        seconds (``config.shutdown_deadline``), then close every connection."""
+        if self._nursery is None:
+            return
+        if self._boss_scope is not None:
+            self._boss_scope.cancel()
+        deadline = self.config.shutdown_deadline if deadline is None else deadline
+        await self._shutdown_connections(deadline)
+        self._nursery.cancel_scope.cancel()
+        await self._serve_done.wait()
+
+    async def __aenter__(self) -> RemotingServer:
+        self._cm_nursery = trio.open_nursery()
+        nursery = await self._cm_nursery.__aenter__()
+        try:
+            await nursery.start(self.serve)
+        except BaseException as exc:
+            await self._cm_nursery.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            await self.shutdown()
+        elif self._nursery is not None:
+            self._shutting_down = True
+            self._nursery.cancel_scope.cancel()
+        return await self._cm_nursery.__aexit__(exc_type, exc, tb)
