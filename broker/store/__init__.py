@@ -1,0 +1,44 @@
+"""The message store: commit log, consume queues, flush, recovery, offsets, topics.
+
+See :class:`MessageStore` for the facade the broker uses.
+"""
+
+from .config import FlushMode, StoreConfig
+from .errors import (
+    ConfigLoadError,
+    MessageIllegalError,
+    MessageTooLargeError,
+    PropertiesTooLargeError,
+    PutMessageError,
+    StoreError,
+    StoreLoadError,
+)
+from .messages import BatchInner, MessageInner, tags_hash
+from .offsets import ConsumerOffsetManager
+from .results import GetResult, GetStatus, PutResult, PutStatus
+from .store import MessageStore, StoreClosedError
+from .topic_config import TopicConfig, TopicConfigManager
+
+__all__ = [
+    "BatchInner",
+    "ConfigLoadError",
+    "ConsumerOffsetManager",
+    "FlushMode",
+    "GetResult",
+    "GetStatus",
+    "MessageIllegalError",
+    "MessageInner",
+    "MessageStore",
+    "MessageTooLargeError",
+    "PropertiesTooLargeError",
+    "PutMessageError",
+    "PutResult",
+    "PutStatus",
+    "StoreClosedError",
+    "StoreConfig",
+    "StoreError",
+    "StoreLoadError",
+    "TopicConfig",
+    "TopicConfigManager",
+    "tags_hash",
+]

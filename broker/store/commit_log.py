@@ -1,0 +1,482 @@
+"""CommitLog: every message of every topic, appended to one log of mapped segments.
+
+The put path is Java's ``CommitLog.putMessage`` with the work moved out of the lock:
+
+* before the lock: encode the whole record (codecs' :func:`encode_record_into`) into a
+  fresh ``bytearray`` with placeholder QUEUEOFFSET / PHYSICALOFFSET / STORETIMESTAMP,
+  body CRC, properties bytes, sizes, tag hash, all checked against the limits;
+* under the one append lock (a ``threading.Lock``: callers are trio tasks and worker
+  threads): pick the queue offset, patch the three fields, copy the bytes into the map
+  (rolling to a new segment behind a BLANK record when they do not fit), advance the
+  counters, queue the dispatch request;
+* after it: dispatch (consume-queue entries, listeners) and build the result, whose
+  message id is computed only when read.
+
+Time inside the lock is summed in :attr:`CommitLog.lock_ns` / :attr:`lock_count`.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import NamedTuple
+
+import attrs
+
+from trocket.codecs.errors import MessageDecodeError, MessageEncodeError
+from trocket.codecs.message.batch import iter_batch_entries
+from trocket.codecs.message.hosts import HostAddress
+from trocket.codecs.message.properties import (
+    MAX_PROPERTIES_LENGTH,
+    PROPERTY_TAGS,
+    decode_properties_bytes,
+    encode_properties_bytes,
+)
+from trocket.codecs.message.record import (
+    BLANK_MAGIC_CODE,
+    END_FILE_MIN_BLANK_LENGTH,
+    MAX_TOPIC_LENGTH,
+    MESSAGE_MAGIC_CODE,
+    OFFSET_QUEUE_OFFSET,
+    decode_record,
+    encode_blank_into,
+    encode_record_into,
+    peek_record,
+    record_size,
+    store_timestamp_offset,
+)
+from trocket.codecs.message.sysflag import (
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+)
+
+from .config import StoreConfig
+from .errors import (
+    MessageIllegalError,
+    MessageTooLargeError,
+    PropertiesTooLargeError,
+    PutMessageError,
+)
+from .mapped_file import MappedFile
+from .mapped_file_queue import MappedFileQueue
+from .messages import BatchInner, MessageInner, tags_hash
+from .results import PutResult, PutStatus
+
+__all__ = ["CommitLog", "CreateSegmentError", "DispatchRequest", "check_record"]
+
+_QQ = struct.Struct(">qq")  # QUEUEOFFSET, PHYSICALOFFSET: adjacent at OFFSET_QUEUE_OFFSET
+_Q = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_PROP_SEP = 2  # "\x02"
+
+
+class CreateSegmentError(PutMessageError):
+    """A new commit-log segment could not be created (disk full, permissions)."""
+
+    status = "CREATE_MAPEDFILE_FAILED"
+
+
+class DispatchRequest(NamedTuple):
+    """What the dispatcher needs of a stored record (Java's ``DispatchRequest``)."""
+
+    topic: str
+    queue_id: int
+    queue_offset: int
+    physical_offset: int
+    size: int
+    tag_hash: int
+    store_timestamp: int
+    sys_flag: int
+
+
+@lru_cache(maxsize=4096)
+def _topic_bytes(topic: str) -> bytes:
+    data = topic.encode("utf-8")
+    if len(data) > MAX_TOPIC_LENGTH:
+        raise MessageIllegalError(f"topic is {len(data)} bytes, a record holds at most 127")
+    return data
+
+
+def _counts_in_queue(sys_flag: int) -> bool:
+    # Prepared and rolled-back transactional records get queue offset 0 and no
+    # consume-queue entry (CommitLog.DefaultAppendMessageCallback / BuildConsumeQueue).
+    tran = sys_flag & TRANSACTION_ROLLBACK_TYPE
+    return tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE
+
+
+def check_record(mf: MappedFile, pos: int, *, check_crc: bool) -> tuple[int, DispatchRequest | None]:
+    """``checkMessageAndReturnSize`` on the record at ``pos`` of segment ``mf``.
+
+    Returns ``(size, request)`` for a valid record, ``(0, None)`` at the blank record
+    that ends a segment, ``(-1, None)`` for anything else: bad magic, impossible size,
+    a record that does not decode, a body CRC mismatch (with ``check_crc``) or a
+    PHYSICALOFFSET that is not where the record sits.
+    """
+    file_size = mf.file_size
+    view = mf.view
+    if file_size - pos < END_FILE_MIN_BLANK_LENGTH:
+        return -1, None
+    total, magic = peek_record(view, pos)
+    if magic == BLANK_MAGIC_CODE:
+        return (0, None) if total == file_size - pos else (-1, None)
+    if magic != MESSAGE_MAGIC_CODE or total <= 0 or total > file_size - pos:
+        return -1, None
+    try:
+        msg, _end = decode_record(view[: pos + total], pos, read_body=False, check_crc=check_crc)
+    except MessageDecodeError:
+        return -1, None
+    physical = mf.file_from_offset + pos
+    if msg.commit_log_offset != physical:
+        return -1, None
+    return total, DispatchRequest(
+        msg.topic,
+        msg.queue_id,
+        msg.queue_offset,
+        physical,
+        total,
+        tags_hash(msg.properties.get(PROPERTY_TAGS)),
+        msg.store_timestamp,
+        msg.sys_flag,
+    )
+
+
+@attrs.define(slots=True, eq=False)
+class CommitLog:
+    """The commit log of one store."""
+
+    config: StoreConfig
+    files: MappedFileQueue
+    #: Next queue offset per (topic, queue id) (Java's ``topicQueueTable``).
+    queue_offsets: dict[tuple[str, int], int] = attrs.field(factory=dict)
+    #: Dispatch requests in commit-log order, appended under the append lock and
+    #: drained by the dispatcher.
+    pending: deque[tuple] = attrs.field(factory=deque)  # DispatchRequest-shaped tuples
+    #: Nanoseconds spent holding the append lock, and how many times it was taken.
+    lock_ns: int = 0
+    lock_count: int = 0
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False)
+    #: (end offset, store timestamp) of the last record written, replaced as one object
+    #: so a flusher thread reads a consistent pair.
+    tail: tuple[int, int] = (0, 0)
+    #: Where the last :meth:`scan` stopped (the first byte not part of a valid record).
+    scan_end: int = 0
+
+    @classmethod
+    def open(cls, config: StoreConfig) -> CommitLog:
+        files = MappedFileQueue(
+            config.commit_log_dir, config.commit_log_segment_size, config.preallocate
+        )
+        files.load()
+        return cls(config, files)
+
+    # -- offsets ---------------------------------------------------------------------
+
+    @property
+    def min_offset(self) -> int:
+        """``getMinOffset``: first byte still stored."""
+        return self.files.min_offset
+
+    @property
+    def max_offset(self) -> int:
+        """``getMaxOffset``: one past the last byte written."""
+        return self.files.max_offset
+
+    @property
+    def flushed_offset(self) -> int:
+        return self.files.flushed_where
+
+    def roll_next_file(self, offset: int) -> int:
+        """``rollNextFile``: start of the segment after the one holding ``offset``."""
+        size = self.config.commit_log_segment_size
+        return offset + size - offset % size
+
+    @property
+    def store_host(self) -> HostAddress:
+        return self.config.store_host
+
+    # -- preparation (outside the lock) ------------------------------------------------
+
+    def _check_size(self, size: int) -> None:
+        limit = self.config.max_message_size
+        if size > limit:
+            raise MessageTooLargeError(size, limit)
+        room = self.config.commit_log_segment_size - END_FILE_MIN_BLANK_LENGTH
+        if size > room:
+            raise MessageTooLargeError(size, room)
+
+    def _prepare(self, msg: MessageInner) -> tuple[bytearray, int, int]:
+        topic = _topic_bytes(msg.topic)
+        props = msg.properties_bytes
+        if props is None:
+            try:
+                props = encode_properties_bytes(msg.properties)
+            except MessageEncodeError as exc:
+                raise PropertiesTooLargeError(str(exc)) from None
+        elif len(props) > MAX_PROPERTIES_LENGTH:
+            raise PropertiesTooLargeError(f"properties are {len(props)} bytes, more than 32767")
+        size = record_size(len(msg.body), len(topic), len(props), msg.sys_flag)
+        self._check_size(size)
+        buf = bytearray(size)
+        try:
+            encode_record_into(
+                buf,
+                0,
+                topic=topic,
+                body=msg.body,
+                properties=props,
+                queue_id=msg.queue_id,
+                flag=msg.flag,
+                sys_flag=msg.sys_flag,
+                born_timestamp=msg.born_timestamp,
+                born_host=msg.born_host,
+                store_host=self.config.store_host,
+                reconsume_times=msg.reconsume_times,
+                prepared_transaction_offset=msg.prepared_transaction_offset,
+            )
+        except MessageEncodeError as exc:
+            raise MessageIllegalError(str(exc)) from None
+        return buf, size, store_timestamp_offset(msg.sys_flag)
+
+    # -- append (inside the lock) --------------------------------------------------------
+
+    def _segment_for(self, size: int) -> MappedFile:
+        """The segment to write ``size`` bytes into, rolling over behind a blank record
+        when fewer than ``size + 8`` bytes are left (``END_FILE_MIN_BLANK_LENGTH``)."""
+        files = self.files
+        mf = files.last
+        if mf is not None and size + END_FILE_MIN_BLANK_LENGTH <= mf.file_size - mf.wrote_position:
+            return mf
+        if mf is not None and not mf.is_full:
+            encode_blank_into(mf.view, mf.wrote_position, mf.remaining)
+            mf.wrote_position = mf.file_size
+        try:
+            return files.create_next(0)
+        except OSError as exc:
+            raise CreateSegmentError(f"cannot create a commit-log segment: {exc}") from exc
+
+    def put_message(self, msg: MessageInner) -> PutResult:
+        """Append one message; returns where it went (``PUT_OK``).
+
+        Raises :class:`PutMessageError` subclasses for refused messages. The caller
+        dispatches (see :class:`~trocket.broker.store.dispatcher.Dispatcher`).
+        """
+        buf, size, ts_at = self._prepare(msg)
+        topic = msg.topic
+        queue_id = msg.queue_id
+        sys_flag = msg.sys_flag
+        counts = _counts_in_queue(sys_flag)
+        tag = msg.tag_hash()
+        key = (topic, queue_id)
+        table = self.queue_offsets
+        with self._lock:
+            t0 = time.perf_counter_ns()
+            mf = self._segment_for(size)
+            pos = mf.wrote_position
+            phys = mf.file_from_offset + pos
+            if counts:
+                queue_offset = table.get(key, 0)
+                table[key] = queue_offset + 1
+            else:
+                queue_offset = 0
+            now = time.time_ns() // 1_000_000
+            _QQ.pack_into(buf, OFFSET_QUEUE_OFFSET, queue_offset, phys)
+            _Q.pack_into(buf, ts_at, now)
+            mf._view[pos : pos + size] = buf  # type: ignore[index]
+            mf.wrote_position = pos + size
+            mf.last_store_timestamp = now
+            self.tail = (phys + size, now)
+            # A plain tuple in DispatchRequest's field order (cheaper than the NamedTuple).
+            self.pending.append((topic, queue_id, queue_offset, phys, size, tag, now, sys_flag))
+            self.lock_count += 1
+            self.lock_ns += time.perf_counter_ns() - t0
+        return PutResult(
+            PutStatus.PUT_OK, queue_id, queue_offset, phys, size, now, self.config.store_host
+        )
+
+    def put_batch(self, batch: BatchInner) -> PutResult:
+        """Append every message of a batch body under one lock acquisition, with
+        consecutive queue offsets, contiguous in one segment."""
+        if batch.sys_flag & TRANSACTION_ROLLBACK_TYPE:
+            raise MessageIllegalError("a batch cannot hold transactional messages")
+        topic_b = _topic_bytes(batch.topic)
+        extra = bytes(batch.properties_bytes)
+        extra_tags = decode_properties_bytes(extra).get(PROPERTY_TAGS) if extra else None
+        try:
+            entries = list(iter_batch_entries(batch.body))
+        except MessageDecodeError as exc:
+            raise MessageIllegalError(f"bad batch body: {exc}") from None
+        if not entries:
+            raise MessageIllegalError("empty batch")
+        parts: list[tuple[bytes | memoryview, int]] = []
+        sizes: list[int] = []
+        tags: list[int] = []
+        sys_flag = batch.sys_flag
+        for entry in entries:
+            props = entry.properties
+            if extra:
+                sep = b"\x02" if len(props) and props[-1] != _PROP_SEP else b""
+                props = bytes(props) + sep + extra
+            if len(props) > MAX_PROPERTIES_LENGTH:
+                raise PropertiesTooLargeError(f"batch entry properties are {len(props)} bytes")
+            size = record_size(len(entry.body), len(topic_b), len(props), sys_flag)
+            self._check_size(size)
+            parts.append((props, size))
+            sizes.append(size)
+            if extra_tags is not None:
+                tags.append(tags_hash(extra_tags))
+            else:
+                try:
+                    entry_tags = decode_properties_bytes(entry.properties).get(PROPERTY_TAGS)
+                except MessageDecodeError as exc:
+                    raise MessageIllegalError(f"batch entry properties: {exc}") from None
+                tags.append(tags_hash(entry_tags))
+        total = sum(sizes)
+        self._check_size(total)
+        buf = bytearray(total)
+        at = 0
+        try:
+            for entry, (props, size) in zip(entries, parts):
+                encode_record_into(
+                    buf,
+                    at,
+                    topic=topic_b,
+                    body=entry.body,
+                    properties=props,
+                    queue_id=batch.queue_id,
+                    flag=entry.flag,
+                    sys_flag=sys_flag,
+                    born_timestamp=batch.born_timestamp,
+                    born_host=batch.born_host,
+                    store_host=self.config.store_host,
+                    reconsume_times=batch.reconsume_times,
+                )
+                at += size
+        except MessageEncodeError as exc:
+            raise MessageIllegalError(str(exc)) from None
+        ts_at = store_timestamp_offset(sys_flag)
+        topic = batch.topic
+        queue_id = batch.queue_id
+        key = (topic, queue_id)
+        table = self.queue_offsets
+        count = len(sizes)
+        with self._lock:
+            t0 = time.perf_counter_ns()
+            mf = self._segment_for(total)
+            pos = mf.wrote_position
+            phys = mf.file_from_offset + pos
+            first_queue_offset = table.get(key, 0)
+            table[key] = first_queue_offset + count
+            now = time.time_ns() // 1_000_000
+            at = 0
+            pending = self.pending
+            for i in range(count):
+                size = sizes[i]
+                _QQ.pack_into(buf, at + OFFSET_QUEUE_OFFSET, first_queue_offset + i, phys + at)
+                _Q.pack_into(buf, at + ts_at, now)
+                pending.append(
+                    (topic, queue_id, first_queue_offset + i, phys + at, size, tags[i], now, sys_flag)
+                )
+                at += size
+            mf._view[pos : pos + total] = buf  # type: ignore[index]
+            mf.wrote_position = pos + total
+            mf.last_store_timestamp = now
+            self.tail = (phys + total, now)
+            self.lock_count += 1
+            self.lock_ns += time.perf_counter_ns() - t0
+        return PutResult(
+            PutStatus.PUT_OK,
+            queue_id,
+            first_queue_offset,
+            phys,
+            total,
+            now,
+            self.config.store_host,
+            count,
+            tuple(sizes),
+        )
+
+    # -- reading ---------------------------------------------------------------------
+
+    def get_message(self, offset: int, size: int) -> memoryview | None:
+        """``getMessage(offset, size)``: a view of the record, or None if not stored."""
+        mf = self.files.find(offset)
+        if mf is None:
+            return None
+        pos = offset - mf.file_from_offset
+        if pos + size > mf.wrote_position or mf.closed:
+            return None
+        return mf.view[pos : pos + size]
+
+    def get_record(self, offset: int) -> memoryview | None:
+        """The whole record starting at ``offset`` (size read from TOTALSIZE)."""
+        mf = self.files.find(offset)
+        if mf is None or mf.closed:
+            return None
+        pos = offset - mf.file_from_offset
+        if pos + END_FILE_MIN_BLANK_LENGTH > mf.wrote_position:
+            return None
+        total, magic = peek_record(mf.view, pos)
+        if magic != MESSAGE_MAGIC_CODE or total <= 0 or pos + total > mf.wrote_position:
+            return None
+        return mf.view[pos : pos + total]
+
+    def pickup_store_timestamp(self, offset: int, size: int) -> int:
+        """``pickupStoreTimestamp``: STORETIMESTAMP of the record at ``offset``, -1 if gone."""
+        view = self.get_message(offset, size)
+        if view is None or size < 64:
+            return -1
+        (sys_flag,) = _I32.unpack_from(view, 36)
+        (ts,) = _Q.unpack_from(view, store_timestamp_offset(sys_flag))
+        return ts
+
+    # -- recovery --------------------------------------------------------------------
+
+    def scan(self, start: int, *, check_crc: bool) -> Iterator[DispatchRequest]:
+        """Valid records from ``start`` (a record boundary) on, across segments, until
+        the first invalid one or the end; :attr:`scan_end` is where the scan stopped."""
+        files = self.files
+        self.scan_end = start
+        mf = files.find(start)
+        if mf is None:
+            return
+        pos = start - mf.file_from_offset
+        index = files.files.index(mf)
+        all_files = files.files
+        while True:
+            size, request = check_record(mf, pos, check_crc=check_crc)
+            if size > 0 and request is not None:
+                pos += size
+                self.scan_end = mf.file_from_offset + pos
+                yield request
+                continue
+            if size == 0:  # blank: the segment ends here, continue with the next one
+                index += 1
+                if index >= len(all_files):
+                    self.scan_end = mf.file_end_offset
+                    return
+                mf = all_files[index]
+                pos = 0
+                self.scan_end = mf.file_from_offset
+                continue
+            return
+
+    def set_end(self, end: int) -> int:
+        """Make ``end`` the write position: later bytes are zeroed, later segments deleted,
+        earlier segments marked full. Returns the bytes zeroed or deleted."""
+        for mf in self.files:
+            if mf.file_end_offset <= end:
+                mf.wrote_position = mf.flushed_position = mf.file_size
+        cut = self.files.truncate_dirty(end)
+        self.tail = (end, self.tail[1])
+        return cut
+
+    def flush(self) -> int:
+        return self.files.flush()
+
+    def close(self) -> None:
+        self.files.close()

@@ -1,0 +1,104 @@
+"""Dispatcher: RocketMQ's ``ReputMessageService``, building consume queues from the
+commit log and telling listeners about new messages.
+
+It runs synchronously, in the putting thread, right after the append lock is released:
+the put path queues one :class:`DispatchRequest` per record under the append lock (so
+the queue is in commit-log order) and :meth:`Dispatcher.drain` applies them under the
+dispatcher's own lock. Why not a separate task as in Java (a thread polling every
+1 ms)? Applying a request is one 20-byte copy plus the listener calls: cheaper than a
+task switch, and a put returns with its consume-queue entry already visible, so a pull
+right after a send finds the message and held pulls are woken without polling latency.
+Whoever takes the dispatch lock drains everything queued, so many putters share one
+pass; a putter whose request another thread already applied finds the queue empty.
+
+Listeners are called ``listener(topic, queue_id, queue_offset, tag_hash,
+store_timestamp)`` in commit-log order, in the putting thread (a trio task or a worker
+thread), under the dispatch lock: they must be quick and thread-safe (for a trio
+broker, e.g. ``trio.lowlevel.TrioToken.run_sync_soon``) and decide themselves how to
+batch wake-ups.
+
+Recovery uses :meth:`Dispatcher.reput`, which reads the records back from the commit
+log (``doReput``) instead of taking them from the put path.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+
+import attrs
+
+from trocket.codecs.message.sysflag import (
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+)
+
+from .commit_log import CommitLog, DispatchRequest
+from .queue_table import ConsumeQueueTable
+
+__all__ = ["Dispatcher", "MessageArrivingListener"]
+
+log = logging.getLogger(__name__)
+
+MessageArrivingListener = Callable[[str, int, int, int, int], None]
+
+
+@attrs.define(slots=True, eq=False)
+class Dispatcher:
+    commit_log: CommitLog
+    queues: ConsumeQueueTable
+    _listeners: tuple[MessageArrivingListener, ...] = ()
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False)
+    #: End of the last record dispatched (Java's ``reputFromOffset``).
+    dispatched_offset: int = 0
+    #: Store timestamp of the last record dispatched (the checkpoint's logics time).
+    last_store_timestamp: int = 0
+    dispatched_count: int = 0
+
+    def add_listener(self, listener: MessageArrivingListener) -> None:
+        self._listeners = self._listeners + (listener,)
+
+    def remove_listener(self, listener: MessageArrivingListener) -> None:
+        self._listeners = tuple(x for x in self._listeners if x is not listener)
+
+    def drain(self) -> None:
+        """Apply every queued request, in order (see the module docstring)."""
+        pending = self.commit_log.pending
+        if not pending:
+            return
+        with self._lock:
+            while pending:
+                self._apply(pending.popleft())
+
+    def _apply(self, req: DispatchRequest | tuple) -> None:
+        topic, queue_id, queue_offset, phys, size, tag, store_ts, sys_flag = req
+        tran = sys_flag & TRANSACTION_ROLLBACK_TYPE
+        if tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE:
+            cq = self.queues.find_or_create(topic, queue_id)
+            cq.put(phys, size, tag, queue_offset)
+            for listener in self._listeners:
+                try:
+                    listener(topic, queue_id, queue_offset, tag, store_ts)
+                except Exception:  # a listener must not break the store
+                    log.exception("message arriving listener failed")
+        end = phys + size
+        if end > self.dispatched_offset:
+            self.dispatched_offset = end
+        self.last_store_timestamp = store_ts
+        self.dispatched_count += 1
+
+    def apply_all(self, requests: Iterable[DispatchRequest]) -> None:
+        with self._lock:
+            for req in requests:
+                self._apply(req)
+
+    def reput(self, start: int, *, check_crc: bool) -> int:
+        """Dispatch every valid record from ``start`` on (``doReput``); returns the end
+        of the last valid record. Consume queues skip entries they already hold."""
+        self.apply_all(self.commit_log.scan(start, check_crc=check_crc))
+        end = self.commit_log.scan_end
+        if end > self.dispatched_offset:
+            self.dispatched_offset = end
+        return end

@@ -1,0 +1,57 @@
+"""Typed errors of the message store."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigLoadError",
+    "MessageIllegalError",
+    "MessageTooLargeError",
+    "PropertiesTooLargeError",
+    "PutMessageError",
+    "StoreError",
+    "StoreLoadError",
+]
+
+
+class StoreError(Exception):
+    """Base of every error the store raises on purpose."""
+
+
+class StoreLoadError(StoreError):
+    """The files on disk do not make a store this configuration can open."""
+
+
+class ConfigLoadError(StoreError):
+    """A persisted JSON table (offsets, topics) is unreadable."""
+
+
+class PutMessageError(StoreError):
+    """A message was refused before it reached the commit log.
+
+    ``status`` is the :class:`~trocket.broker.store.results.PutStatus` a broker maps to
+    its response code (Java returns these as ``PutMessageResult`` statuses).
+    """
+
+    status: str = "UNKNOWN_ERROR"
+
+
+class MessageIllegalError(PutMessageError):
+    """Topic too long, an illegal batch, a field out of its Java range (MESSAGE_ILLEGAL)."""
+
+    status = "MESSAGE_ILLEGAL"
+
+
+class MessageTooLargeError(MessageIllegalError):
+    """The record is larger than ``max_message_size`` (Java: MESSAGE_SIZE_EXCEEDED ->
+    MESSAGE_ILLEGAL) or than a commit-log segment can hold."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"message record of {size} bytes exceeds the maximum of {limit}")
+        self.size = size
+        self.limit = limit
+
+
+class PropertiesTooLargeError(PutMessageError):
+    """Properties longer than 32767 bytes (PROPERTIES_SIZE_EXCEEDED)."""
+
+    status = "PROPERTIES_SIZE_EXCEEDED"

@@ -1,0 +1,233 @@
+"""MappedFileQueue: the ordered segments of one log in one directory.
+
+Segments are contiguous: segment *i* starts at ``first.file_from_offset + i * file_size``,
+so finding the one holding an offset is arithmetic, as in Java's
+``findMappedFileByOffset``. The list is replaced, never mutated, when segments come or go
+(copy on write), so readers in other threads index a consistent snapshot without a lock.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+
+import attrs
+
+from .errors import StoreLoadError
+from .mapped_file import MappedFile, segment_name
+
+__all__ = ["MappedFileQueue"]
+
+
+@attrs.define(slots=True, eq=False)
+class MappedFileQueue:
+    """Segments of ``file_size`` bytes under ``directory``."""
+
+    directory: str
+    file_size: int
+    preallocate: bool = False
+    _files: tuple[MappedFile, ...] = ()
+    #: Offset up to which everything is durable (``flushedWhere``).
+    flushed_where: int = 0
+    _struct_lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False)
+
+    # -- loading -------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Map every segment in the directory (``load``); positions are set by recovery.
+
+        Every segment but the last is marked full; the last one empty until recovery
+        finds its end.
+        """
+        if not os.path.isdir(self.directory):
+            self._files = ()
+            return
+        names = sorted(n for n in os.listdir(self.directory) if len(n) == 20 and n.isdigit())
+        files: list[MappedFile] = []
+        try:
+            for name in names:
+                path = os.path.join(self.directory, name)
+                size = os.path.getsize(path)
+                if size != self.file_size:
+                    raise StoreLoadError(
+                        f"{path} is {size} bytes but the configured segment size is "
+                        f"{self.file_size}; check it manually"
+                    )
+                mf = MappedFile.open(path, self.file_size)
+                if files and mf.file_from_offset != files[-1].file_end_offset:
+                    mf.close()
+                    raise StoreLoadError(
+                        f"{path} does not follow {files[-1].path}: segments must be contiguous"
+                    )
+                mf.wrote_position = mf.flushed_position = self.file_size
+                files.append(mf)
+        except BaseException:
+            for mf in files:
+                mf.close()
+            raise
+        self._files = tuple(files)
+        if files:
+            self.flushed_where = files[-1].file_end_offset
+
+    # -- access --------------------------------------------------------------------
+
+    @property
+    def files(self) -> tuple[MappedFile, ...]:
+        return self._files
+
+    def __iter__(self) -> Iterator[MappedFile]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    @property
+    def first(self) -> MappedFile | None:
+        files = self._files
+        return files[0] if files else None
+
+    @property
+    def last(self) -> MappedFile | None:
+        files = self._files
+        return files[-1] if files else None
+
+    @property
+    def min_offset(self) -> int:
+        """Offset of the first byte still stored (``getMinOffset``); 0 when empty."""
+        files = self._files
+        return files[0].file_from_offset if files else 0
+
+    @property
+    def max_offset(self) -> int:
+        """Offset just past the last byte written (``getMaxOffset``)."""
+        files = self._files
+        if not files:
+            return 0
+        last = files[-1]
+        return last.file_from_offset + last.wrote_position
+
+    def find(self, offset: int) -> MappedFile | None:
+        """The segment holding ``offset`` (``findMappedFileByOffset``), or None."""
+        files = self._files
+        if not files:
+            return None
+        index = (offset - files[0].file_from_offset) // self.file_size
+        if 0 <= index < len(files):
+            mf = files[index]
+            if mf.file_from_offset <= offset < mf.file_end_offset:
+                return mf
+        return None
+
+    # -- growth --------------------------------------------------------------------
+
+    def create_next(self, start_offset: int | None = None) -> MappedFile:
+        """Create the segment after the last one (or at ``start_offset`` when empty).
+
+        ``start_offset`` is rounded down to a segment boundary, as Java's
+        ``getLastMappedFile(startOffset)`` does for an empty queue.
+        """
+        with self._struct_lock:
+            files = self._files
+            if files:
+                offset = files[-1].file_end_offset
+            else:
+                start = start_offset or 0
+                offset = start - start % self.file_size
+            os.makedirs(self.directory, exist_ok=True)
+            path = os.path.join(self.directory, segment_name(offset))
+            mf = MappedFile.open(path, self.file_size, create=True, preallocate=self.preallocate)
+            if not files:
+                self.flushed_where = offset
+            self._files = files + (mf,)
+            return mf
+
+    def last_for_write(self, start_offset: int = 0) -> MappedFile:
+        """The last segment if it has room, else a new one (``getLastMappedFile``)."""
+        last = self.last
+        if last is None or last.is_full:
+            return self.create_next(start_offset)
+        return last
+
+    # -- flush ---------------------------------------------------------------------
+
+    def dirty(self, least_pages: int = 0) -> bool:
+        files = self._files
+        if not files:
+            return False
+        if self.flushed_where < files[-1].file_from_offset:
+            return True  # a whole segment behind: always worth a flush
+        return files[-1].is_dirty(least_pages)
+
+    def flush(self) -> int:
+        """Flush every segment with unflushed data; returns the new ``flushed_where``.
+
+        Called from one flusher thread at a time. What was written before the call is
+        durable when it returns.
+        """
+        files = self._files
+        if not files:
+            return self.flushed_where
+        where = self.flushed_where
+        for mf in files:
+            if mf.file_end_offset <= where or mf.closed:
+                continue
+            mf.flush()
+            reached = mf.file_from_offset + mf.flushed_position
+            if reached > where:
+                where = reached
+        self.flushed_where = where
+        return where
+
+    # -- shrinking -----------------------------------------------------------------
+
+    def truncate_dirty(self, offset: int) -> int:
+        """Drop everything at and after ``offset`` (``truncateDirtyFiles``).
+
+        The segment holding ``offset`` keeps its head, with its tail zeroed so no stale
+        record can be found there again; later segments are deleted. Returns the bytes
+        zeroed or deleted.
+        """
+        cut = 0
+        with self._struct_lock:
+            keep: list[MappedFile] = []
+            for mf in self._files:
+                if mf.file_end_offset <= offset:
+                    keep.append(mf)
+                elif mf.file_from_offset <= offset:
+                    pos = offset - mf.file_from_offset
+                    cut += mf.zero_from(pos)
+                    mf.wrote_position = pos
+                    mf.flushed_position = min(mf.flushed_position, pos)
+                    keep.append(mf)
+                else:
+                    cut += mf.file_size
+                    mf.delete()
+            self._files = tuple(keep)
+            if self.flushed_where > offset:
+                self.flushed_where = offset
+        return cut
+
+    def delete_first(self, count: int) -> list[MappedFile]:
+        """Delete the ``count`` oldest segments (never the last); returns them."""
+        with self._struct_lock:
+            files = self._files
+            count = max(0, min(count, len(files) - 1))
+            gone = files[:count]
+            self._files = files[count:]
+        for mf in gone:
+            mf.delete()
+        return list(gone)
+
+    def delete_all(self) -> None:
+        with self._struct_lock:
+            gone, self._files = self._files, ()
+            self.flushed_where = 0
+        for mf in gone:
+            mf.delete()
+
+    def close(self) -> None:
+        with self._struct_lock:
+            files, self._files = self._files, ()
+        for mf in files:
+            mf.close()

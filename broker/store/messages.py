@@ -1,0 +1,85 @@
+"""What the broker hands the store: ``MessageExtBrokerInner`` and ``MessageExtBatch``.
+
+Properties may come as the dict the broker parsed and/or the raw bytes the producer
+sent: raw bytes are stored verbatim (as Java stores ``propertiesString``); without them
+the dict is encoded. The dict is always where TAGS (the consume-queue tag hash) and
+WAIT are read from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+
+import attrs
+
+from trocket.codecs.message.hosts import HostAddress
+from trocket.codecs.message.properties import PROPERTY_TAGS
+
+__all__ = ["BatchInner", "MessageInner", "tags_hash"]
+
+_NO_HOST = HostAddress("0.0.0.0", 0)
+_MASK32 = 0xFFFFFFFF
+
+
+@lru_cache(maxsize=4096)
+def tags_hash(tags: str | None) -> int:
+    """``MessageExtBrokerInner.tagsString2tagsCode``: Java ``String.hashCode`` of TAGS, 0 if none.
+
+    Java hashes UTF-16 code units with 32-bit overflow; the result is a signed int,
+    widened to the consume queue's ``long``. Cached: brokers see few distinct tags.
+    """
+    if not tags:
+        return 0
+    h = 0
+    data = tags.encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+@attrs.define(slots=True, kw_only=True)
+class MessageInner:
+    """One message to store; the broker fills what the send header carried.
+
+    ``properties_bytes`` (if given) is written verbatim; otherwise ``properties`` is
+    encoded. ``properties`` is read for TAGS (the consume-queue tag hash) unless
+    ``tags_code`` is given.
+    """
+
+    topic: str
+    body: bytes | bytearray | memoryview = b""
+    queue_id: int = 0
+    flag: int = 0
+    properties: Mapping[str, str] = attrs.field(factory=dict)
+    properties_bytes: bytes | bytearray | memoryview | None = None
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: HostAddress = _NO_HOST
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    tags_code: int | None = None
+
+    def tag_hash(self) -> int:
+        if self.tags_code is not None:
+            return self.tags_code
+        return tags_hash(self.properties.get(PROPERTY_TAGS))
+
+
+@attrs.define(slots=True, kw_only=True)
+class BatchInner:
+    """A batch body (``MessageDecoder.encodeMessages`` entries) for one topic and queue.
+
+    ``properties_bytes`` are the batch-level properties (the send header's, plus what
+    the broker adds): 4.9.8 appends them to every entry's own properties, with a
+    ``\\x02`` between when the entry's do not end with one.
+    """
+
+    topic: str
+    body: bytes | bytearray | memoryview
+    queue_id: int = 0
+    properties_bytes: bytes | bytearray | memoryview = b""
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: HostAddress = _NO_HOST
+    reconsume_times: int = 0

@@ -1,0 +1,389 @@
+"""MessageStore: the facade the broker uses (``DefaultMessageStore``).
+
+Typical life::
+
+    store = MessageStore.open(StoreConfig(store_dir=..., store_host=("10.0.0.5", 10911)))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.run)          # flushers (and checkpoint)
+        result = await store.async_put_message(MessageInner(topic="T", body=b"..."))
+        got = store.get_message("G", "T", 0, 0, 32)
+        ...
+    store.shutdown()
+
+``put_message``/``put_messages``/``get_message`` are plain functions, safe from trio
+tasks and from worker threads (a put holds the append lock for microseconds); the
+``async_`` variants add the SYNC_FLUSH wait.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections.abc import Collection
+
+import attrs
+import trio
+
+from trocket.codecs.errors import MessageDecodeError
+from trocket.codecs.message.message import MessageExt
+from trocket.codecs.message.properties import PROPERTY_WAIT_STORE_MSG_OK
+from trocket.codecs.message.record import decode_record
+
+from .checkpoint import StoreCheckpoint
+from .commit_log import CommitLog
+from .config import FlushMode, StoreConfig
+from .consume_queue import BLANK_ENTRY, CQ_STORE_UNIT_SIZE, ConsumeQueue
+from .dispatcher import Dispatcher, MessageArrivingListener
+from .errors import StoreError, StoreLoadError
+from .flush import FlushService
+from .messages import BatchInner, MessageInner
+from .queue_table import ConsumeQueueTable
+from .recovery import RecoveryReport, recover
+from .results import GetResult, GetStatus, PutResult, PutStatus
+from .retention import RetentionResult, delete_expired
+
+__all__ = ["MessageStore", "StoreClosedError"]
+
+_MIN = -(1 << 63)
+_ENTRY = __import__("struct").Struct(">qiq")
+
+
+class StoreClosedError(StoreError):
+    """The store has been shut down (Java: SERVICE_NOT_AVAILABLE)."""
+
+    status = "SERVICE_NOT_AVAILABLE"
+
+
+def _java_int(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value & 0x80000000 else value
+
+
+@attrs.define(slots=True, eq=False)
+class MessageStore:
+    config: StoreConfig
+    commit_log: CommitLog
+    queues: ConsumeQueueTable
+    dispatcher: Dispatcher
+    checkpoint: StoreCheckpoint
+    flush_service: FlushService
+    recovery: RecoveryReport
+    _lock_fd: int = attrs.field(repr=False)
+    _closed: bool = False
+    _shutdown_lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False)
+
+    # -- life ------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, config: StoreConfig) -> MessageStore:
+        """Load the files, recover (see :mod:`.recovery`), create the abort file."""
+        os.makedirs(config.store_dir, exist_ok=True)
+        os.makedirs(config.commit_log_dir, exist_ok=True)
+        os.makedirs(config.consume_queue_dir, exist_ok=True)
+        lock_fd = os.open(config.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(lock_fd)
+            raise StoreLoadError(f"{config.store_dir} is in use by another store") from None
+        try:
+            abnormal = os.path.exists(config.abort_path)
+            checkpoint = StoreCheckpoint.load(config.checkpoint_path)
+            commit_log = CommitLog.open(config)
+            queues = ConsumeQueueTable(
+                config.consume_queue_dir, config.consume_queue_entries_per_file, config.preallocate
+            )
+            queues.load()
+            dispatcher = Dispatcher(commit_log, queues)
+            report = recover(
+                commit_log,
+                queues,
+                dispatcher,
+                checkpoint,
+                abnormal=abnormal,
+                check_crc=config.check_crc_on_recover,
+            )
+            # From now on a crash must not trust the last clean end: mark the store open.
+            checkpoint.clean_commit_log_end = -1
+            checkpoint.flush()
+            fd = os.open(config.abort_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.write(fd, str(os.getpid()).encode())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            flush = FlushService(config, commit_log, queues, dispatcher, checkpoint)
+        except BaseException:
+            fcntl.flock(lock_fd, fcntl.LOCK_UN)
+            os.close(lock_fd)
+            raise
+        return cls(config, commit_log, queues, dispatcher, checkpoint, flush, report, lock_fd)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The store's background work (flushers); start it in the broker's nursery."""
+        await self.flush_service.run(task_status=task_status)
+
+    def shutdown(self) -> None:
+        """Flush everything, record the clean end, remove the abort file, unmap."""
+        with self._shutdown_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self.dispatcher.drain()
+            self.flush_service.flush_all_sync()
+            self.checkpoint.clean_commit_log_end = self.commit_log.max_offset
+            self.checkpoint.flush()
+            try:
+                os.unlink(self.config.abort_path)
+            except FileNotFoundError:
+                pass
+            self.queues.close()
+            self.commit_log.close()
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+
+    def abandon(self) -> None:
+        """Let go of the files as a crash would: no flush, no checkpoint, the abort file
+        stays, so the next open recovers. For crash tests and fail-over."""
+        with self._shutdown_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self.queues.close()
+            self.commit_log.close()
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- put -------------------------------------------------------------------------
+
+    def put_message(self, msg: MessageInner) -> PutResult:
+        """Store one message; on return its consume-queue entry exists (not yet durable)."""
+        if self._closed:
+            raise StoreClosedError("message store is shut down")
+        result = self.commit_log.put_message(msg)
+        self.dispatcher.drain()
+        return result
+
+    def put_messages(self, batch: BatchInner) -> PutResult:
+        """Store a batch body's messages with consecutive queue offsets."""
+        if self._closed:
+            raise StoreClosedError("message store is shut down")
+        result = self.commit_log.put_batch(batch)
+        self.dispatcher.drain()
+        return result
+
+    async def _await_flush(self, result: PutResult, wait: bool) -> PutResult:
+        if wait and self.config.flush_mode is FlushMode.SYNC:
+            if not await self.flush_service.wait_flushed(result.end_offset):
+                result.status = PutStatus.FLUSH_DISK_TIMEOUT
+        else:
+            await trio.lowlevel.checkpoint()  # trio's rule: an async call is a checkpoint
+        return result
+
+    async def async_put_message(self, msg: MessageInner, *, wait: bool | None = None) -> PutResult:
+        """:meth:`put_message`, then in SYNC_FLUSH mode await the group commit covering
+        it, unless the message says ``WAIT=false`` (or ``wait=False``).
+        FLUSH_DISK_TIMEOUT after ``sync_flush_timeout_ms``."""
+        result = self.put_message(msg)
+        if wait is None:
+            wait = msg.properties.get(PROPERTY_WAIT_STORE_MSG_OK, "true").lower() == "true"
+        return await self._await_flush(result, wait)
+
+    async def async_put_messages(self, batch: BatchInner, *, wait: bool = True) -> PutResult:
+        return await self._await_flush(self.put_messages(batch), wait)
+
+    def add_listener(self, listener: MessageArrivingListener) -> None:
+        """Call ``listener(topic, queue_id, queue_offset, tag_hash, store_timestamp)`` for
+        every message dispatched (see :mod:`.dispatcher` for the threading rules)."""
+        self.dispatcher.add_listener(listener)
+
+    def remove_listener(self, listener: MessageArrivingListener) -> None:
+        self.dispatcher.remove_listener(listener)
+
+    # -- get -------------------------------------------------------------------------
+
+    def get_message(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msgs: int = 32,
+        tag_hashes: Collection[int] | None = None,
+    ) -> GetResult:
+        """``DefaultMessageStore.getMessage`` (4.9.8): up to ``max_msgs`` records from
+        queue offset ``offset``. ``tag_hashes`` is the subscription's code set (None or
+        empty: ``*``, everything matches)."""
+        cq = self.queues.find(topic, queue_id)
+        if cq is None:
+            return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
+        min_offset = cq.min_offset
+        max_offset = cq.max_offset
+        if max_offset == 0:
+            return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, 0, min_offset, max_offset)
+        if offset < min_offset:
+            return GetResult(GetStatus.OFFSET_TOO_SMALL, min_offset, min_offset, max_offset)
+        if offset == max_offset:
+            return GetResult(GetStatus.OFFSET_OVERFLOW_ONE, offset, min_offset, max_offset)
+        if offset > max_offset:
+            next_begin = min_offset if min_offset == 0 else max_offset
+            return GetResult(GetStatus.OFFSET_OVERFLOW_BADLY, next_begin, min_offset, max_offset)
+        entries = cq.entries_from(offset)
+        if entries is None:
+            return GetResult(
+                GetStatus.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_offset, max_offset
+            )
+        return self._collect(cq, entries, offset, max_msgs, tag_hashes, min_offset, max_offset)
+
+    def _collect(
+        self,
+        cq: ConsumeQueue,
+        entries: memoryview,
+        offset: int,
+        max_msgs: int,
+        tag_hashes: Collection[int] | None,
+        min_offset: int,
+        max_offset: int,
+    ) -> GetResult:
+        config = self.config
+        commit_log = self.commit_log
+        result = GetResult(GetStatus.NO_MATCHED_MESSAGE, offset, min_offset, max_offset)
+        buffers = result.buffers
+        queue_offsets = result.queue_offsets
+        total = 0
+        max_bytes = config.max_transfer_bytes
+        max_count = min(max_msgs, config.max_transfer_count)
+        scan_limit = min(len(entries), max(config.max_filter_scan_bytes, max_msgs * CQ_STORE_UNIT_SIZE))
+        filter_codes = set(tag_hashes) if tag_hashes else None
+        next_phy_file_start = _MIN
+        status = GetStatus.NO_MATCHED_MESSAGE
+        unpack = _ENTRY.unpack_from
+        i = 0
+        while i + CQ_STORE_UNIT_SIZE <= scan_limit:
+            phys, size, tag = unpack(entries, i)
+            if (phys == BLANK_ENTRY[0] and size == BLANK_ENTRY[1]) or (
+                next_phy_file_start != _MIN and phys < next_phy_file_start
+            ):
+                i += CQ_STORE_UNIT_SIZE
+                continue
+            if total and (len(buffers) >= max_count or total + size > max_bytes):
+                break  # isTheBatchFull
+            i += CQ_STORE_UNIT_SIZE
+            if filter_codes is not None and _java_int(tag) not in filter_codes:
+                continue
+            view = commit_log.get_message(phys, size)
+            if view is None:
+                if not total:
+                    status = GetStatus.MESSAGE_WAS_REMOVING
+                next_phy_file_start = commit_log.roll_next_file(phys)
+                continue
+            buffers.append(view)
+            queue_offsets.append(offset + i // CQ_STORE_UNIT_SIZE - 1)
+            total += size
+            status = GetStatus.FOUND
+            next_phy_file_start = _MIN
+        result.status = status
+        result.buffer_total_size = total
+        result.next_begin_offset = offset + i // CQ_STORE_UNIT_SIZE
+        return result
+
+    # -- offsets and lookups -----------------------------------------------------------
+
+    def get_max_offset(self, topic: str, queue_id: int) -> int:
+        """``getMaxOffsetInQueue``: the next queue offset (0 for an unknown queue)."""
+        cq = self.queues.find(topic, queue_id)
+        return cq.max_offset if cq is not None else 0
+
+    def get_min_offset(self, topic: str, queue_id: int) -> int:
+        """``getMinOffsetInQueue``."""
+        cq = self.queues.find(topic, queue_id)
+        return cq.min_offset if cq is not None else 0
+
+    def get_offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """``getOffsetInQueueByTime``."""
+        cq = self.queues.find(topic, queue_id)
+        if cq is None:
+            return 0
+        return cq.offset_by_time(
+            timestamp_ms, self.commit_log.pickup_store_timestamp, self.commit_log.min_offset
+        )
+
+    def get_commit_log_offset(self, topic: str, queue_id: int, queue_offset: int) -> int:
+        """``getCommitLogOffsetInQueue``: 0 when the entry is not there."""
+        cq = self.queues.find(topic, queue_id)
+        entry = cq.get(queue_offset) if cq is not None else None
+        return entry[0] if entry is not None else 0
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, queue_offset: int) -> int:
+        """``getMessageStoreTimeStamp``: -1 when unknown."""
+        cq = self.queues.find(topic, queue_id)
+        entry = cq.get(queue_offset) if cq is not None else None
+        if entry is None:
+            return -1
+        return self.commit_log.pickup_store_timestamp(entry[0], entry[1])
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        if cq is None:
+            return -1
+        return self.get_message_store_timestamp(topic, queue_id, cq.min_offset)
+
+    def select_one_message_by_offset(self, commit_log_offset: int) -> memoryview | None:
+        """``selectOneMessageByOffset``: the record's bytes (VIEW_MESSAGE_BY_ID)."""
+        return self.commit_log.get_record(commit_log_offset)
+
+    def look_message_by_offset(self, commit_log_offset: int) -> MessageExt | None:
+        """``lookMessageByOffset``: the decoded message at a commit-log offset, or None."""
+        view = self.commit_log.get_record(commit_log_offset)
+        if view is None:
+            return None
+        try:
+            msg, _ = decode_record(view)
+        except MessageDecodeError:
+            return None
+        return msg
+
+    @property
+    def max_phy_offset(self) -> int:
+        return self.commit_log.max_offset
+
+    @property
+    def min_phy_offset(self) -> int:
+        return self.commit_log.min_offset
+
+    @property
+    def flushed_offset(self) -> int:
+        return self.commit_log.flushed_offset
+
+    @property
+    def dispatch_behind_bytes(self) -> int:
+        return max(0, self.commit_log.max_offset - self.dispatcher.dispatched_offset)
+
+    def lock_stats(self) -> tuple[int, int]:
+        """(nanoseconds inside the append lock, acquisitions) since open."""
+        return self.commit_log.lock_ns, self.commit_log.lock_count
+
+    def topics(self) -> set[str]:
+        return self.queues.topics()
+
+    # -- maintenance -------------------------------------------------------------------
+
+    def delete_expired(
+        self, now: float | None = None, force: bool = False, used_ratio: float | None = None
+    ) -> RetentionResult:
+        """One retention pass (see :mod:`.retention`); call it periodically (Java: 10 s),
+        from a worker thread."""
+        return delete_expired(
+            self.config, self.commit_log, self.queues, now, force=force, used_ratio=used_ratio
+        )
+
+    def delete_topic(self, topic: str) -> None:
+        """Drop a topic's consume queues (its records age out of the commit log)."""
+        self.queues.remove_topic(topic)
+        for key in [k for k in self.commit_log.queue_offsets if k[0] == topic]:
+            del self.commit_log.queue_offsets[key]

@@ -1,0 +1,248 @@
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from trocket.broker.store import (
+    BatchInner,
+    GetStatus,
+    MessageStore,
+    MessageTooLargeError,
+    MessageIllegalError,
+    PropertiesTooLargeError,
+    tags_hash,
+)
+from trocket.codecs.message.batch import encode_batch
+from trocket.codecs.message.message import Message
+from trocket.codecs.message.msgid import decode_offset_msg_id
+from trocket.codecs.message.record import (
+    BLANK_MAGIC_CODE,
+    decode_record,
+    iter_records,
+    peek_record,
+)
+from trocket.codecs.message.sysflag import TRANSACTION_PREPARED_TYPE
+
+from .conftest import msg, small_config
+
+
+def records(result):
+    return list(iter_records(result.joined(), check_crc=True))
+
+
+def test_round_trip_fields(store, config):
+    r = store.put_message(msg(body=b"payload", queue_id=2, tags="TagA", flag=7, reconsume_times=3))
+    assert r.ok and r.queue_id == 2 and r.queue_offset == 0 and r.physical_offset == 0
+    assert r.wrote_bytes == r.end_offset
+    got = store.get_message("G", "T", 2, 0, 32)
+    assert got.status is GetStatus.FOUND and got.next_begin_offset == 1
+    assert (got.min_offset, got.max_offset) == (0, 1)
+    [m] = records(got)
+    assert m.body == b"payload" and m.topic == "T" and m.queue_id == 2 and m.flag == 7
+    assert m.properties == {"TAGS": "TagA"} and m.reconsume_times == 3
+    assert m.queue_offset == 0 and m.commit_log_offset == 0 and m.store_size == r.wrote_bytes
+    assert m.store_timestamp == r.store_timestamp and m.born_host == ("10.1.2.3", 40000)
+    assert m.store_host == tuple(config.store_host)
+    # the offset message id agrees with the record (JS clients correlate by it)
+    assert r.msg_id == m.msg_id
+    assert decode_offset_msg_id(r.msg_id).offset == 0
+
+
+def test_queue_offsets_are_per_queue(store):
+    offsets = [store.put_message(msg(queue_id=i % 3)).queue_offset for i in range(9)]
+    assert offsets == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert store.put_message(msg(topic="Other", queue_id=0)).queue_offset == 0
+    assert store.get_max_offset("T", 1) == 3 and store.get_min_offset("T", 1) == 0
+
+
+def test_raw_properties_stored_verbatim(store):
+    raw = b"TAGS\x01x\x02UNIQ_KEY\x01ABC\x02"  # CPP style, trailing separator
+    store.put_message(msg(properties_bytes=raw, properties={"TAGS": "x"}))
+    view = store.get_message("G", "T", 0, 0).buffers[0]
+    assert bytes(view).endswith(raw)
+
+
+def test_rollover_writes_blank_filler(tmp_path):
+    config = small_config(tmp_path)
+    store = MessageStore.open(config)
+    body = b"b" * 1000
+    results = [store.put_message(msg(body=body)) for _ in range(200)]
+    segment = config.commit_log_segment_size
+    rolled = [r for r in results if r.physical_offset % segment == 0 and r.physical_offset]
+    assert rolled, "expected a roll-over"
+    first_in_second = rolled[0]
+    prev = results[results.index(first_in_second) - 1]
+    blank_at = prev.end_offset
+    assert blank_at < segment
+    mf = store.commit_log.files.files[0]
+    total, magic = peek_record(mf.read_raw(0, segment), blank_at)
+    assert magic == BLANK_MAGIC_CODE and total == segment - blank_at
+    names = sorted(os.listdir(config.commit_log_dir))
+    assert names[:2] == ["00000000000000000000", f"{segment:020d}"]
+    # every message is served across segments in order
+    seen = []
+    offset = 0
+    while True:
+        got = store.get_message("G", "T", 0, offset, 32)
+        if got.status is not GetStatus.FOUND:
+            assert got.status is GetStatus.OFFSET_OVERFLOW_ONE
+            break
+        seen += [m.queue_offset for m in records(got)]
+        offset = got.next_begin_offset
+    assert seen == list(range(200))
+    store.shutdown()
+
+
+def test_max_message_size(store, config):
+    with pytest.raises(MessageTooLargeError) as info:
+        store.put_message(msg(body=b"x" * config.max_message_size))
+    assert info.value.status == "MESSAGE_ILLEGAL"
+    with pytest.raises(MessageIllegalError):
+        store.put_message(msg(topic="t" * 128))
+    with pytest.raises(PropertiesTooLargeError):
+        store.put_message(msg(properties={"k": "v" * 40000}))
+    assert store.max_phy_offset == 0  # nothing half-written
+
+
+def test_batch_put(store):
+    messages = [Message("ignored", f"m{i}".encode(), i, {"TAGS": f"t{i % 2}", "KEYS": f"k{i}"}) for i in range(5)]
+    store.put_message(msg(queue_id=1))
+    r = store.put_messages(
+        BatchInner(topic="T", body=encode_batch(messages), queue_id=1, properties_bytes=b"WAIT\x01true")
+    )
+    assert r.msg_count == 5 and r.queue_offset == 1
+    ids = r.msg_id.split(",")
+    assert len(ids) == 5 and [decode_offset_msg_id(i).offset for i in ids] == r.physical_offsets
+    got = store.get_message("G", "T", 1, 1, 32)
+    ms = records(got)
+    assert [m.queue_offset for m in ms] == [1, 2, 3, 4, 5]
+    assert [m.body for m in ms] == [f"m{i}".encode() for i in range(5)]
+    assert [m.flag for m in ms] == [0, 1, 2, 3, 4]
+    assert ms[2].properties == {"TAGS": "t0", "KEYS": "k2", "WAIT": "true"}
+    assert [m.commit_log_offset for m in ms] == r.physical_offsets
+    # tag filtering works on batch entries too
+    odd = store.get_message("G", "T", 1, 0, 32, {tags_hash("t1")})
+    assert [m.queue_offset for m in records(odd)] == [2, 4]
+    with pytest.raises(MessageIllegalError):
+        store.put_messages(BatchInner(topic="T", body=b"\x00\x00\x00\x05junk"))
+
+
+def test_tag_hash_is_java_string_hashcode():
+    assert tags_hash(None) == 0 and tags_hash("") == 0
+    assert tags_hash("a") == 97
+    assert tags_hash("hello") == 99162322
+    assert tags_hash("TagA") == 2598919
+    assert tags_hash("Hello World") == -862545276  # overflows to a negative int
+    assert tags_hash("\u00e9\U0001f600") == ((0xE9 * 31 + 0xD83D) * 31 + 0xDE00)
+
+
+def test_tag_filter(store):
+    for i in range(10):
+        store.put_message(msg(tags="A" if i % 3 == 0 else "B"))
+    got = store.get_message("G", "T", 0, 0, 32, {tags_hash("A")})
+    assert got.status is GetStatus.FOUND
+    assert [m.queue_offset for m in records(got)] == [0, 3, 6, 9]
+    assert got.next_begin_offset == 10
+    assert all(m.properties["TAGS"] == "A" for m in records(got))
+    none = store.get_message("G", "T", 0, 0, 32, {tags_hash("C")})
+    assert none.status is GetStatus.NO_MATCHED_MESSAGE and none.next_begin_offset == 10
+    assert not none.buffers
+
+
+def test_get_message_statuses(tmp_path):
+    config = small_config(tmp_path, consume_queue_entries_per_file=4)
+    store = MessageStore.open(config)
+    # unknown queue
+    r = store.get_message("G", "T", 0, 5)
+    assert (r.status, r.next_begin_offset, r.min_offset, r.max_offset) == (GetStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
+    for _ in range(10):
+        store.put_message(msg())
+    r = store.get_message("G", "T", 0, 10)
+    assert (r.status, r.next_begin_offset) == (GetStatus.OFFSET_OVERFLOW_ONE, 10)
+    r = store.get_message("G", "T", 0, 15)
+    assert (r.status, r.next_begin_offset) == (GetStatus.OFFSET_OVERFLOW_BADLY, 0)  # min is 0
+    # a pull stays within one consume-queue file (getIndexBuffer)
+    r = store.get_message("G", "T", 0, 1, 32)
+    assert r.status is GetStatus.FOUND and r.next_begin_offset == 4 and len(r.buffers) == 3
+    r = store.get_message("G", "T", 0, 0, 2)
+    assert r.next_begin_offset == 2 and len(r.buffers) == 2
+    # OFFSET_TOO_SMALL / OFFSET_OVERFLOW_BADLY with a non-zero minimum
+    cq = store.queues.find("T", 0)
+    cq.min_logic_offset = 4 * 20
+    r = store.get_message("G", "T", 0, 1)
+    assert (r.status, r.next_begin_offset, r.min_offset) == (GetStatus.OFFSET_TOO_SMALL, 4, 4)
+    r = store.get_message("G", "T", 0, 99)
+    assert (r.status, r.next_begin_offset) == (GetStatus.OFFSET_OVERFLOW_BADLY, 10)
+    # OFFSET_FOUND_NULL: the entry's file is gone although the offsets say otherwise
+    cq.files.delete_first(1)
+    cq.min_logic_offset = 0
+    r = store.get_message("G", "T", 0, 1)
+    assert (r.status, r.next_begin_offset) == (GetStatus.OFFSET_FOUND_NULL, 4)
+    store.shutdown()
+
+
+def test_message_was_removing(tmp_path):
+    config = small_config(tmp_path)
+    store = MessageStore.open(config)
+    for _ in range(200):
+        store.put_message(msg(body=b"z" * 1000))
+    assert len(store.commit_log.files) >= 3
+    # delete the oldest segment under the queue's feet
+    store.commit_log.files.delete_first(1)
+    first_kept = next(
+        i for i in range(200) if store.get_commit_log_offset("T", 0, i) >= store.min_phy_offset
+    )
+    assert first_kept > 50
+    # the whole consume-queue file (50 entries) points into the deleted segment
+    r = store.get_message("G", "T", 0, 0, 8)
+    assert r.status is GetStatus.MESSAGE_WAS_REMOVING and r.next_begin_offset == 50
+    assert not r.buffers
+    # the next pull skips the rest of the deleted segment and finds the survivors
+    r = store.get_message("G", "T", 0, 50, 8)
+    assert r.status is GetStatus.FOUND and r.queue_offsets[0] == first_kept
+    store.shutdown()
+
+
+def test_transfer_limits(tmp_path):
+    store = MessageStore.open(small_config(tmp_path, max_transfer_bytes=3000, max_transfer_count=32))
+    for _ in range(10):
+        store.put_message(msg(body=b"q" * 1000))
+    r = store.get_message("G", "T", 0, 0, 32)
+    assert len(r.buffers) == 2 and r.next_begin_offset == 2 and r.buffer_total_size <= 3000
+    store.shutdown()
+
+
+def test_prepared_transaction_not_in_queue(store):
+    r = store.put_message(msg(sys_flag=TRANSACTION_PREPARED_TYPE))
+    assert r.queue_offset == 0 and store.get_max_offset("T", 0) == 0
+    assert store.look_message_by_offset(r.physical_offset).sys_flag == TRANSACTION_PREPARED_TYPE
+    assert store.put_message(msg()).queue_offset == 0
+
+
+def test_look_and_select_by_offset(store):
+    store.put_message(msg(body=b"first"))
+    r = store.put_message(msg(body=b"second"))
+    m = store.look_message_by_offset(r.physical_offset)
+    assert m.body == b"second" and m.msg_id == r.msg_id
+    raw = store.select_one_message_by_offset(r.physical_offset)
+    assert decode_record(raw)[0].body == b"second"
+    assert store.look_message_by_offset(r.physical_offset + 1) is None
+    assert store.look_message_by_offset(10**9) is None
+
+
+def test_offset_by_time(store, monkeypatch):
+    import trocket.broker.store.commit_log as cl
+
+    clock = iter(range(1000, 100000, 10))
+    monkeypatch.setattr(cl.time, "time_ns", lambda: next(clock) * 1_000_000)
+    for _ in range(20):
+        store.put_message(msg())
+    # store timestamps are 1000, 1010, ..., 1190
+    assert store.get_message_store_timestamp("T", 0, 3) == 1030
+    assert store.get_offset_by_time("T", 0, 1050) == 5
+    assert store.get_offset_by_time("T", 0, 1052) == 5  # nearer to 1050
+    assert store.get_offset_by_time("T", 0, 1058) == 6  # nearer to 1060
+    assert store.get_offset_by_time("T", 0, 0) == 0
+    assert store.get_offset_by_time("T", 0, 10**7) == 19
+    assert store.get_earliest_message_time("T", 0) == 1000
