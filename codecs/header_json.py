@@ -43,7 +43,8 @@ _LANGUAGE_BY_NAME = {lang.name: lang for lang in LanguageCode}
 _SERIALIZE_NAMES = {SerializeType.JSON: "JSON", SerializeType.ROCKETMQ: "ROCKETMQ"}
 
 
-def _fastjson_quote(s: str) -> str:
+def fastjson_quote(s: str) -> str:
+    """``s`` as a JSON string literal exactly as fastjson writes it."""
     return '"' + s.translate(_FASTJSON_ESCAPES) + '"'
 
 
@@ -89,7 +90,7 @@ def encode_json_header(cmd: RemotingCommand, ext: dict[str, str] | None) -> byte
             not text.isascii() and _PY_RAW.search(text)
         ):
             # Rare: a character fastjson escapes unlike Python; redo it the slow way.
-            text = _encode(cmd, ext, _fastjson_quote)
+            text = _encode(cmd, ext, fastjson_quote)
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise HeaderEncodeError(f"header text is not encodable as UTF-8: {exc}") from None
