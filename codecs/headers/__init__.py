@@ -106,18 +106,20 @@ def decode_header(cls: type[T], ext: Mapping[str, str] | None) -> T:
     Raises :class:`~trocket.codecs.errors.CustomHeaderError` for a missing required field
     or a value that does not parse.
     """
-    decode = _FAST_DECODE.get(cls)
-    if decode is not None:
-        return decode(ext)
-    return generic_decode(cls, ext)
+    try:
+        decode = _FAST_DECODE[cls]
+    except KeyError:
+        return generic_decode(cls, ext)
+    return decode(ext)
 
 
 def encode_header(obj: Any) -> dict[str, str]:
     """Encode header ``obj`` into ext fields (declaration order, ``None`` omitted)."""
-    encode = _FAST_ENCODE.get(type(obj))
-    if encode is not None:
-        return encode(obj)
-    return generic_encode(obj)
+    try:
+        encode = _FAST_ENCODE[obj.__class__]
+    except KeyError:
+        return generic_encode(obj)
+    return encode(obj)
 
 
 def has_fast_codec(cls: type) -> bool:

@@ -1,10 +1,11 @@
 """Java scalar rules for custom-header values: parse and format, shared by both paths.
 
 Every ext-field value is a string on the wire. These functions are the single source of
-truth for turning such a string into an ``int`` / ``bool`` / ``float`` and back, so the
-generic (cattrs) path and the hand-written fast path cannot drift apart: the fast path
-inlines only the trivially-valid case (a short run of ASCII digits, an exact ``"true"``)
-and calls :func:`bad_value` / the ``parse_*`` functions for everything else.
+truth for turning such a string into an ``int`` / ``bool`` / ``float`` and back, and
+for the wording of errors. The generic path uses them for every value; the hand-written
+fast path inlines only values that are valid by construction (a table of canonical
+small ints, a short run of ASCII digits, the spellings in :data:`BOOLS`) and hands
+anything else to the generic path, so the two cannot drift apart.
 
 Parsing is deliberately *strict* and identical on both paths:
 
@@ -27,9 +28,9 @@ Formatting follows Java's ``toString``: ``Integer``/``Long`` decimal, ``Boolean`
 from __future__ import annotations
 
 import math
-from decimal import Decimal
 import re
-from typing import Any, NoReturn
+from decimal import Decimal
+from typing import Any
 
 from ..errors import CustomHeaderError
 
@@ -48,7 +49,7 @@ __all__ = [
     "format_double",
     "format_int",
     "missing",
-    "bad_value",
+    "value_error",
 ]
 
 INT32_MIN = -(2**31)
@@ -205,13 +206,6 @@ def format_double(value: float) -> str:
 
 # -- errors (one wording for both paths) ----------------------------------------------
 
-_PARSERS = {
-    "int": parse_int32,
-    "long": parse_int64,
-    "bool": parse_bool,
-    "double": parse_double,
-}
-
 
 def missing(header: str, field: str) -> CustomHeaderError:
     """The error for a required field that is absent or null (Java's wording)."""
@@ -221,19 +215,3 @@ def missing(header: str, field: str) -> CustomHeaderError:
 def value_error(header: str, field: str, value: Any, exc: ValueError) -> CustomHeaderError:
     """The error for a value that does not parse; names the field and the value."""
     return CustomHeaderError(header, field, f"cannot parse {value!r}: {exc}")
-
-
-def bad_value(header: str, field: str, kind: str, value: Any) -> Any:
-    """Parse ``value`` the slow, careful way: return it, or raise the error for it.
-
-    The fast path calls this whenever its inline check does not cover ``value`` (signs,
-    long digit runs, case variants, garbage), so error texts are identical on both paths.
-    """
-    try:
-        return _PARSERS[kind](value)
-    except ValueError as exc:
-        raise value_error(header, field, value, exc) from None
-
-
-def raise_missing(header: str, field: str) -> NoReturn:
-    raise missing(header, field)

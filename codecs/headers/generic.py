@@ -13,10 +13,13 @@ The counterpart of Java's reflective ``RemotingCommand.decodeCommandCustomHeader
 
 Why a loop and not ``cattrs.gen.make_dict_structure_fn``: the generated function
 structures fields that have defaults first and required ones last, so with several bad
-fields it would report a different one than Java (and the fast path), which go in
-declaration order. The loop reports the first bad field in declaration order.
+fields it would not report the first one in declaration order (the order of Java's
+field loop, and the one the fast path and the tests use). The loop does.
 
-Rules (identical on the fast path; tests hold both to them):
+Rules (identical on the fast path; tests hold both to them). Stricter than Java on
+purpose: 4.9.x's ``decodeCommandCustomHeader`` catches and only logs both a missing
+``@CFNotNull`` field and a ``NumberFormatException``, leaving the field null, and
+``FastCodesHeader.getAndCheckNotNull`` only logs too; here both are errors.
 
 * decode: a missing or null (``None``) value of a required field raises
   :class:`CustomHeaderError` "the custom field <name> is null"; of an optional field
