@@ -29,16 +29,20 @@ _LANGUAGES = {lang.value: lang for lang in LanguageCode}
 
 
 def _encode_ext(ext: dict[str, str]) -> bytes:
-    parts: list[bytes] = []
+    out = bytearray()
     for key, value in ext.items():
         if value is None:
             continue
-        k = key.encode("utf-8")
-        v = value.encode("utf-8")
-        if len(k) > 0xFFFF:
+        k = key.encode()
+        v = value.encode()
+        klen = len(k)
+        if klen > 0xFFFF:
             raise HeaderEncodeError(f"ext field key longer than 65535 bytes: {key[:40]!r}...")
-        parts += (_U16.pack(len(k)), k, _I32.pack(len(v)), v)
-    return b"".join(parts)
+        out += klen.to_bytes(2, "big")
+        out += k
+        out += len(v).to_bytes(4, "big")
+        out += v
+    return bytes(out)
 
 
 def encode_binary_header(cmd: RemotingCommand, ext: dict[str, str] | None) -> bytes:
@@ -62,8 +66,34 @@ def encode_binary_header(cmd: RemotingCommand, ext: dict[str, str] | None) -> by
     return b"".join((fixed, remark, _I32.pack(len(ext_bytes)), ext_bytes))
 
 
+def _decode_ext(header: bytes, pos: int, end: int) -> dict[str, str]:
+    ext: dict[str, str] = {}
+    unpack_key = _U16.unpack_from
+    unpack_val = _I32.unpack_from
+    while pos < end:
+        if pos + 2 > end:
+            raise HeaderDecodeError("ROCKETMQ header ext field cut short in a key length")
+        klen = unpack_key(header, pos)[0]
+        kend = pos + 2 + klen
+        if kend + 4 > end:
+            raise HeaderDecodeError("ROCKETMQ header ext field key overruns the header")
+        vlen = unpack_val(header, kend)[0]
+        vstart = kend + 4
+        vend = vstart + vlen
+        if vlen < 0 or vend > end:
+            key = header[pos + 2 : kend].decode("utf-8", "replace")
+            raise HeaderDecodeError(
+                f"ROCKETMQ header ext field {key!r} value length {vlen} overruns the header"
+            )
+        ext[header[pos + 2 : kend].decode()] = header[vstart:vend].decode()
+        pos = vend
+    return ext
+
+
 def decode_binary_header(header: bytes | memoryview) -> RemotingCommand:
     """Decode a ROCKETMQ binary header into a command without a body."""
+    if type(header) is not bytes:
+        header = bytes(header)
     end = len(header)
     if end < _FIXED.size + 4:
         raise HeaderDecodeError(
@@ -77,44 +107,18 @@ def decode_binary_header(header: bytes | memoryview) -> RemotingCommand:
     if remark_len < 0 or pos + remark_len + 4 > end:
         raise HeaderDecodeError(f"ROCKETMQ header remark length {remark_len} overruns the header")
     try:
-        remark = bytes(header[pos : pos + remark_len]).decode("utf-8") if remark_len else None
+        remark = header[pos : pos + remark_len].decode() if remark_len else None
         pos += remark_len
-        (ext_len,) = _I32.unpack_from(header, pos)
+        ext_len = _I32.unpack_from(header, pos)[0]
         pos += 4
         if ext_len < 0 or pos + ext_len != end:
             raise HeaderDecodeError(
                 f"ROCKETMQ header ext-fields length {ext_len} does not match the "
                 f"{end - pos} bytes left in the header"
             )
-        ext: dict[str, str] | None = None
-        if ext_len:
-            ext = {}
-            while pos < end:
-                if pos + 2 > end:
-                    raise HeaderDecodeError("ROCKETMQ header ext field cut short in a key length")
-                (klen,) = _U16.unpack_from(header, pos)
-                pos += 2
-                if pos + klen + 4 > end:
-                    raise HeaderDecodeError("ROCKETMQ header ext field key overruns the header")
-                key = bytes(header[pos : pos + klen]).decode("utf-8")
-                pos += klen
-                (vlen,) = _I32.unpack_from(header, pos)
-                pos += 4
-                if vlen < 0 or pos + vlen > end:
-                    raise HeaderDecodeError(
-                        f"ROCKETMQ header ext field {key!r} value length {vlen} overruns the header"
-                    )
-                ext[key] = bytes(header[pos : pos + vlen]).decode("utf-8")
-                pos += vlen
+        ext = _decode_ext(header, pos, end) if ext_len else None
     except UnicodeDecodeError as exc:
         raise HeaderDecodeError(f"ROCKETMQ header text is not valid UTF-8: {exc}") from None
     return RemotingCommand(
-        code=code,
-        language=lang,
-        version=version,
-        opaque=opaque,
-        flag=flag,
-        remark=remark,
-        ext_fields=ext,
-        serialize_type=SerializeType.ROCKETMQ,
+        code, lang, version, opaque, flag, remark, ext, b"", None, SerializeType.ROCKETMQ
     )
