@@ -1,0 +1,195 @@
+"""The name server's request processors (RocketMQ 4.9.8's ``DefaultRequestProcessor``).
+
+=====  ===================================  ==========================================
+code   request                              answer
+=====  ===================================  ==========================================
+103    REGISTER_BROKER                      SUCCESS + haServerAddr/masterAddr (a slave's
+                                            master); SYSTEM_ERROR "crc32 not match" or
+                                            for a header/body that does not decode
+104    UNREGISTER_BROKER                    SUCCESS
+105    GET_ROUTEINFO_BY_TOPIC               SUCCESS + TopicRouteData body, or
+                                            TOPIC_NOT_EXIST (17) with Java's remark
+106    GET_BROKER_CLUSTER_INFO              SUCCESS + ClusterInfo body
+206    GET_ALL_TOPIC_LIST_FROM_NAMESERVER   SUCCESS + TopicList body
+322    QUERY_DATA_VERSION                   SUCCESS + ``changed`` + the name server's
+                                            DataVersion of that broker (if any)
+=====  ===================================  ==========================================
+
+Other codes get remoting's REQUEST_CODE_NOT_SUPPORTED. Every answer carries an
+``extFields`` object (real clients need one), and errors are answers, never a closed
+connection.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from trocket.codecs.bodies.fastjson import BodyDecodeError
+from trocket.codecs.bodies.namesrv import DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper
+from trocket.codecs.codes import RequestCode, ResponseCode
+from trocket.codecs.command import RemotingCommand
+from trocket.codecs.errors import CodecError
+from trocket.codecs.headers import decode_header
+from trocket.codecs.headers.namesrv import (
+    GetRouteInfoRequestHeader,
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnregisterBrokerRequestHeader,
+)
+from trocket.codecs.message.crc import body_crc
+
+from .route_info import RouteInfoManager
+
+__all__ = [
+    "NamesrvProcessor",
+    "NO_TOPIC_ROUTE_REMARK",
+    "FAQ_APPLY_TOPIC_URL",
+    "V3_0_11",
+    "NAMESRV_VERSION",
+    "topic_not_exist_remark",
+]
+
+log = logging.getLogger(__name__)
+
+#: ``FAQUrl.APPLY_TOPIC_URL`` (4.9.8).
+FAQ_APPLY_TOPIC_URL = "http://rocketmq.apache.org/docs/faq/"
+NO_TOPIC_ROUTE_REMARK = "No topic route info in name server for the topic: "
+
+#: ``MQVersion.CURRENT_VERSION`` of 4.9.8 (V4_9_8): NamesrvStartup sets it as the
+#: remoting version, so every answer of a Java name server carries it.
+NAMESRV_VERSION = 409
+
+#: ``MQVersion.Version.V3_0_11.ordinal()``: brokers from this version on send a
+#: RegisterBrokerBody (with filter servers); older ones a bare TopicConfigSerializeWrapper.
+V3_0_11 = 37
+
+
+def topic_not_exist_remark(topic: str) -> str:
+    """The remark of a TOPIC_NOT_EXIST answer: Java's text plus ``FAQUrl.suggestTodo``."""
+    return f"{NO_TOPIC_ROUTE_REMARK}{topic}\nSee {FAQ_APPLY_TOPIC_URL} for further details."
+
+
+def _response(code: int, remark: str | None = None, header: Any = None, body: bytes = b"") -> RemotingCommand:
+    return RemotingCommand.response(code, remark, header, body=body, ext_fields={}, version=NAMESRV_VERSION)
+
+
+def _error(exc: BaseException, what: str | None = None) -> RemotingCommand:
+    text = f"{type(exc).__name__}: {exc}"
+    return _response(ResponseCode.SYSTEM_ERROR, f"{what}: {text}" if what else text)
+
+
+class NamesrvProcessor:
+    """The processors for one :class:`RouteInfoManager`; :meth:`register_on` installs
+    them on a remoting endpoint."""
+
+    def __init__(self, route_info: RouteInfoManager, *, enable_all_topic_list: bool = True) -> None:
+        self.route_info = route_info
+        self.enable_all_topic_list = enable_all_topic_list
+
+    def register_on(self, endpoint: Any) -> None:
+        endpoint.register_processor(RequestCode.REGISTER_BROKER, self.register_broker)
+        endpoint.register_processor(RequestCode.UNREGISTER_BROKER, self.unregister_broker)
+        endpoint.register_processor(RequestCode.GET_ROUTEINFO_BY_TOPIC, self.get_route_info_by_topic)
+        endpoint.register_processor(RequestCode.GET_BROKER_CLUSTER_INFO, self.get_broker_cluster_info)
+        endpoint.register_processor(
+            RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, self.get_all_topic_list_from_nameserver
+        )
+        endpoint.register_processor(RequestCode.QUERY_DATA_VERSION, self.query_broker_topic_config)
+
+    # -- 103 ---------------------------------------------------------------------------
+
+    async def register_broker(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        try:
+            header = decode_header(RegisterBrokerRequestHeader, request.ext_fields)
+        except CodecError as exc:
+            return _error(exc)
+        body = request.body or b""
+        if header.bodyCrc32 and body_crc(body) != header.bodyCrc32:
+            log.warning("receive registerBroker request, crc32 not match, from %s", conn.remote_address)
+            return _response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
+
+        filter_servers: list[str] | None = None
+        try:
+            if request.version >= V3_0_11:
+                if body:
+                    reg = RegisterBrokerBody.from_body(body, header.compressed)
+                else:
+                    reg = RegisterBrokerBody()
+                wrapper = reg.topic_config_wrapper
+                filter_servers = reg.filter_server_list
+            else:
+                wrapper = TopicConfigSerializeWrapper.from_body(body) if body else TopicConfigSerializeWrapper()
+        except BodyDecodeError as exc:
+            log.warning("REGISTER_BROKER from %s: bad body: %s", conn.remote_address, exc)
+            return _error(exc, "Failed to decode RegisterBrokerBody")
+
+        result = self.route_info.register_broker(
+            header.clusterName,
+            header.brokerAddr,
+            header.brokerName,
+            header.brokerId,
+            header.haServerAddr,
+            wrapper,
+            filter_servers,
+            conn,
+        )
+        # the body would be the order-topic KV namespace: trocket keeps none, so no body
+        return _response(
+            ResponseCode.SUCCESS,
+            header=RegisterBrokerResponseHeader(haServerAddr=result.ha_server_addr, masterAddr=result.master_addr),
+        )
+
+    # -- 104 ---------------------------------------------------------------------------
+
+    async def unregister_broker(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        try:
+            header = decode_header(UnregisterBrokerRequestHeader, request.ext_fields)
+        except CodecError as exc:
+            return _error(exc)
+        self.route_info.unregister_broker(header.clusterName, header.brokerAddr, header.brokerName, header.brokerId)
+        return _response(ResponseCode.SUCCESS)
+
+    # -- 105 ---------------------------------------------------------------------------
+
+    async def get_route_info_by_topic(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        try:
+            header = decode_header(GetRouteInfoRequestHeader, request.ext_fields)
+        except CodecError as exc:
+            return _error(exc)
+        route = self.route_info.pickup_topic_route_data(header.topic)
+        if route is None:
+            return _response(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(header.topic))
+        return _response(ResponseCode.SUCCESS, body=route.to_body())
+
+    # -- 106, 206 ----------------------------------------------------------------------
+
+    async def get_broker_cluster_info(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        return _response(ResponseCode.SUCCESS, body=self.route_info.get_all_cluster_info().to_body())
+
+    async def get_all_topic_list_from_nameserver(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        if not self.enable_all_topic_list:
+            return _response(ResponseCode.SYSTEM_ERROR, "disable")
+        return _response(ResponseCode.SUCCESS, body=self.route_info.get_all_topic_list().to_body())
+
+    # -- 322 ---------------------------------------------------------------------------
+
+    async def query_broker_topic_config(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        """``queryBrokerTopicConfig``: has the broker's topic-config version changed
+        since it last registered? An unchanged answer also counts as a heartbeat."""
+        ext = request.ext_fields or {}
+        broker_addr = ext.get("brokerAddr")
+        if broker_addr is None:
+            return _response(ResponseCode.SYSTEM_ERROR, "QueryDataVersionRequestHeader.brokerAddr: missing")
+        try:
+            version = DataVersion.from_body(request.body) if request.body else DataVersion()
+        except BodyDecodeError as exc:
+            return _error(exc)
+        route_info = self.route_info
+        changed = route_info.is_broker_topic_config_changed(str(broker_addr), version)
+        if not changed:
+            route_info.update_broker_info_update_timestamp(str(broker_addr))
+        current = route_info.query_broker_topic_config(str(broker_addr))
+        response = _response(ResponseCode.SUCCESS, body=current.to_body() if current is not None else b"")
+        response.ext_fields = {"changed": "true" if changed else "false"}
+        return response
