@@ -19,6 +19,7 @@ import trio
 
 from trocket.codecs.command import RemotingCommand
 
+from ._nursery import exit_owned_nursery
 from .config import ClientConfig
 from .connection import Connection
 from .endpoint import RemotingEndpoint
@@ -93,7 +94,7 @@ class RemotingClient(RemotingEndpoint):
         try:
             await nursery.start(self.run)
         except BaseException as exc:
-            await self._cm_nursery.__aexit__(type(exc), exc, exc.__traceback__)
+            await exit_owned_nursery(self._cm_nursery, type(exc), exc, exc.__traceback__)
             raise
         return self
 
@@ -103,7 +104,7 @@ class RemotingClient(RemotingEndpoint):
         elif self._nursery is not None:
             self._shutting_down = True
             self._nursery.cancel_scope.cancel()
-        return await self._cm_nursery.__aexit__(exc_type, exc, tb)
+        return await exit_owned_nursery(self._cm_nursery, exc_type, exc, tb)
 
     # -- the connection table ----------------------------------------------------------
 

@@ -21,6 +21,7 @@ from typing import Iterable
 
 import trio
 
+from ._nursery import exit_owned_nursery
 from .config import ServerConfig
 from .connection import Connection, format_address
 from .endpoint import RemotingEndpoint
@@ -179,7 +180,7 @@ class RemotingServer(RemotingEndpoint):
         try:
             await nursery.start(self.serve)
         except BaseException as exc:
-            await self._cm_nursery.__aexit__(type(exc), exc, exc.__traceback__)
+            await exit_owned_nursery(self._cm_nursery, type(exc), exc, exc.__traceback__)
             raise
         return self
 
@@ -189,4 +190,4 @@ class RemotingServer(RemotingEndpoint):
         elif self._nursery is not None:
             self._shutting_down = True
             self._nursery.cancel_scope.cancel()
-        return await self._cm_nursery.__aexit__(exc_type, exc, tb)
+        return await exit_owned_nursery(self._cm_nursery, exc_type, exc, tb)
