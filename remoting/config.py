@@ -43,6 +43,10 @@ class EndpointConfig:
     - ``flush_frames``: frames queued in one burst before they are written without
       waiting for the burst to end (16 measured best for pipelined calls here).
     - ``shutdown_deadline``: seconds in-flight processors get to finish on shutdown.
+    - ``system_reply_ext_fields``: give the layer's own replies (SYSTEM_BUSY,
+      SYSTEM_ERROR, REQUEST_CODE_NOT_SUPPORTED) an empty ext-fields object. RocketMQ's
+      Java layer writes none, but the C++ client crashes on a response without one,
+      so a broker serving it turns this on.
     """
 
     async_permits: int = attrs.field(default=65535, validator=_positive)
@@ -61,6 +65,7 @@ class EndpointConfig:
     shutdown_deadline: float = attrs.field(default=5.0, validator=attrs.validators.ge(0))
     #: TLS handshake (and, in permissive mode, first-byte) deadline, seconds.
     handshake_timeout: float = attrs.field(default=10.0, validator=_positive)
+    system_reply_ext_fields: bool = False
 
 
 @attrs.define(slots=True, frozen=True, kw_only=True)

@@ -231,6 +231,7 @@ class RemotingEndpoint:
         response = RemotingCommand(
             code=code, opaque=request.opaque, flag=RPC_RESPONSE, remark=remark,
             version=request.version, serialize_type=request.serialize_type,
+            ext_fields={} if self.config.system_reply_ext_fields else None,
         )
         try:
             await conn.send_frame(encode_command(response))

@@ -3,6 +3,8 @@
     trocket --version
     trocket decode FILE|HEX|-        one frame as JSON
     trocket conformance check DIR    golden frames: decode, re-encode, switch serializers
+    trocket broker [options]         a broker (with an embedded name server by default)
+    trocket namesrv [options]        a name server alone
 """
 
 from __future__ import annotations
@@ -54,6 +56,22 @@ def _build_parser() -> argparse.ArgumentParser:
     check.add_argument("dir", type=Path, metavar="DIR")
     check.add_argument("-v", "--verbose", action="store_true", help="list conforming frames too")
     check.set_defaults(run=_run_conformance_check)
+
+    from trocket.broker.main import add_broker_arguments, add_namesrv_arguments
+
+    broker = sub.add_parser(
+        "broker",
+        help="run a broker (with an embedded name server unless --namesrv is given)",
+        description="Run a RocketMQ broker. With no arguments: an embedded name server on "
+        "127.0.0.1:9876 and a broker on 127.0.0.1:10911 storing under ./trocket-store. "
+        "Ctrl-C shuts down cleanly.",
+    )
+    add_broker_arguments(broker)
+    broker.set_defaults(run=_run_broker)
+
+    namesrv = sub.add_parser("namesrv", help="run a name server alone", description="Run a RocketMQ name server.")
+    add_namesrv_arguments(namesrv)
+    namesrv.set_defaults(run=_run_namesrv)
     return parser
 
 
@@ -112,6 +130,21 @@ def _run_decode(args: argparse.Namespace) -> int:
         return _error(f"not a valid frame: {exc}")
     print(json.dumps(described, indent=2, ensure_ascii=False))
     return EXIT_OK
+
+
+# -- broker and name server ------------------------------------------------------------
+
+
+def _run_broker(args: argparse.Namespace) -> int:
+    from trocket.broker.main import main_broker
+
+    return main_broker(args)
+
+
+def _run_namesrv(args: argparse.Namespace) -> int:
+    from trocket.broker.main import main_namesrv
+
+    return main_namesrv(args)
 
 
 # -- conformance ----------------------------------------------------------------------

@@ -11,7 +11,7 @@ import trio
 from trocket.codecs.command import RPC_RESPONSE, RemotingCommand, SerializeType
 from trocket.remoting import SysResponseCode
 
-from .conftest import FAIL, Gate, client_of, request, serving
+from .conftest import FAIL, Gate, client_of, request, server_config, serving
 
 
 @pytest.mark.parametrize("stype", [SerializeType.JSON, SerializeType.ROCKETMQ])
@@ -207,3 +207,15 @@ async def test_remote_address_is_cached_per_connection():
         (sconn,) = server.connections
         assert sconn.remote_address == conn.local_address
         assert sconn.local_address == conn.remote_address
+
+
+async def test_system_replies_carry_no_ext_fields_by_default_like_java():
+    async with serving() as server, client_of() as client:
+        resp = await client.invoke_sync(f"127.0.0.1:{server.port}", RemotingCommand.request(4242), timeout=3)
+    assert resp.code == 3 and resp.ext_fields is None
+
+
+async def test_system_replies_can_carry_an_empty_ext_fields_object():
+    async with serving(server_config(system_reply_ext_fields=True)) as server, client_of() as client:
+        resp = await client.invoke_sync(f"127.0.0.1:{server.port}", RemotingCommand.request(4242), timeout=3)
+    assert resp.code == 3 and resp.ext_fields == {}

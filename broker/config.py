@@ -1,0 +1,551 @@
+"""BrokerConfig: the broker's knobs, RocketMQ 4.9's defaults, and a ``broker.conf`` loader.
+
+Every field documents its default and, where one exists, the RocketMQ key it answers
+to in a ``broker.conf`` file (java ``.properties`` syntax, ``key=value``)::
+
+    brokerClusterName = DefaultCluster
+    brokerName = broker-a
+    brokerId = 0
+    deleteWhen = 04
+    fileReservedTime = 48
+    brokerRole = ASYNC_MASTER
+    flushDiskType = ASYNC_FLUSH
+
+:func:`load_properties_file` reads such a file into a :class:`BrokerConfig`; unknown
+keys and bad values raise :class:`BrokerConfigError` naming the file, line and key.
+A few Java keys that make no sense here (``brokerRole=ASYNC_MASTER``, path overrides
+equal to the defaults...) are accepted and logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+import attrs
+
+from trocket.broker.store import FlushMode, StoreConfig
+from trocket.codecs.message.hosts import HostAddress
+
+__all__ = [
+    "BrokerConfig",
+    "BrokerConfigError",
+    "NamesrvSettings",
+    "load_properties_file",
+    "parse_properties",
+    "parse_hostport",
+    "PROPERTY_KEYS",
+]
+
+log = logging.getLogger(__name__)
+
+KiB = 1 << 10
+MiB = 1 << 20
+GiB = 1 << 30
+
+#: RocketMQ's ``TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC``.
+DEFAULT_TOPIC = "TBW102"
+
+
+class BrokerConfigError(ValueError):
+    """A bad configuration value or file (unknown key, bad value, bad syntax)."""
+
+
+def parse_hostport(text: str, *, default_host: str = "127.0.0.1", what: str = "address") -> tuple[str, int]:
+    """``"host:port"``, ``":port"``, ``"port"`` or ``"[v6]:port"`` -> ``(host, port)``."""
+    text = str(text).strip()
+    if not text:
+        raise BrokerConfigError(f"empty {what}")
+    if text.startswith("["):
+        host, sep, port = text[1:].partition("]:")
+        if not sep:
+            raise BrokerConfigError(f"bad {what} {text!r}: expected [host]:port")
+    elif ":" in text:
+        host, _, port = text.rpartition(":")
+    else:
+        host, port = "", text
+    host = host or default_host
+    try:
+        port_num = int(port)
+    except ValueError:
+        raise BrokerConfigError(f"bad {what} {text!r}: port {port!r} is not a number") from None
+    if not 0 <= port_num <= 65535:
+        raise BrokerConfigError(f"bad {what} {text!r}: port out of range 0..65535")
+    return host, port_num
+
+
+def _split_addrs(value: Any) -> list[str]:
+    """``namesrvAddr`` is ``"a:9876;b:9876"`` (RocketMQ separates with ``;``)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        parts = re.split(r"[;,\s]+", value)
+    else:
+        parts = list(value)
+    out = []
+    for part in parts:
+        part = str(part).strip()
+        if part:
+            host, port = parse_hostport(part, what="name server address")
+            out.append(f"{host}:{port}")
+    return out
+
+
+def _hostport_converter(value: Any) -> tuple[str, int]:
+    if isinstance(value, tuple):
+        return str(value[0]), int(value[1])
+    return parse_hostport(value)
+
+
+def _opt_hostport(value: Any) -> tuple[str, int] | None:
+    if value is None or value == "":
+        return None
+    return _hostport_converter(value)
+
+
+def _flush(value: Any) -> FlushMode:
+    if isinstance(value, FlushMode):
+        return value
+    text = str(value).strip().upper()
+    if text in ("ASYNC", "ASYNC_FLUSH", "TIMED"):
+        return FlushMode.ASYNC
+    if text in ("SYNC", "SYNC_FLUSH"):
+        return FlushMode.SYNC
+    raise BrokerConfigError(f"bad flush mode {value!r}: ASYNC_FLUSH (async) or SYNC_FLUSH (sync)")
+
+
+def _pos(_inst, attr, value) -> None:
+    if value <= 0:
+        raise BrokerConfigError(f"{attr.name} must be positive, got {value!r}")
+
+
+def _nonneg(_inst, attr, value) -> None:
+    if value < 0:
+        raise BrokerConfigError(f"{attr.name} must not be negative, got {value!r}")
+
+
+@attrs.define(slots=True, kw_only=True)
+class BrokerConfig:
+    """The broker's configuration (RocketMQ ``BrokerConfig`` + ``MessageStoreConfig`` +
+    ``NettyServerConfig`` parts that apply here). All fields have defaults: a bare
+    ``BrokerConfig()`` is ``trocket broker`` with no arguments."""
+
+    # -- identity ------------------------------------------------------------------------
+    #: ``brokerName``: "broker-a".
+    broker_name: str = "broker-a"
+    #: ``brokerClusterName``: "DefaultCluster".
+    cluster: str = "DefaultCluster"
+    #: ``brokerId``: 0 = master (routes give it out under key "0").
+    broker_id: int = attrs.field(default=0, validator=_nonneg)
+    #: ``brokerPermission``: 6 = read + write (PermName.PERM_READ|PERM_WRITE).
+    broker_permission: int = 6
+
+    # -- network -------------------------------------------------------------------------
+    #: listen address, 127.0.0.1:10911 (``listenPort``; trocket's ``listenHost``).
+    listen: tuple[str, int] = attrs.field(default=("127.0.0.1", 10911), converter=_hostport_converter)
+    #: ``brokerIP1`` + port: the host:port routes give out and records carry as STOREHOST.
+    #: None = the listen address (with the real port when listening on port 0, and
+    #: 127.0.0.1 for a wildcard host).
+    advertise: tuple[str, int] | None = attrs.field(default=None, converter=_opt_hostport)
+    #: ``namesrvAddr`` (";"-separated in broker.conf): external name servers. Empty = run
+    #: an embedded name server on :attr:`namesrv_listen`.
+    namesrv_addrs: list[str] = attrs.field(factory=list, converter=_split_addrs)
+    #: where the embedded name server listens: 127.0.0.1:9876.
+    namesrv_listen: tuple[str, int] = attrs.field(default=("127.0.0.1", 9876), converter=_hostport_converter)
+
+    # -- store ---------------------------------------------------------------------------
+    #: ``storePathRootDir``: ./trocket-store.
+    store_dir: str = attrs.field(default="./trocket-store", converter=os.fspath)
+    #: ``mappedFileSizeCommitLog``: 1 GiB per commit-log segment.
+    commit_log_segment_size: int = attrs.field(default=1 * GiB, validator=_pos)
+    #: ``mappedFileSizeConsumeQueue`` / 20: 300,000 entries per consume-queue file.
+    consume_queue_entries_per_file: int = attrs.field(default=300_000, validator=_pos)
+    #: ``flushDiskType``: ASYNC_FLUSH (timed, the default) or SYNC_FLUSH (group commit).
+    flush: FlushMode = attrs.field(default=FlushMode.ASYNC, converter=_flush)
+    #: ``flushIntervalCommitLog`` (ms): timed flush period, 500.
+    flush_interval_ms: int = attrs.field(default=500, validator=_pos)
+    #: ``syncFlushTimeout`` (ms): a SYNC send waits this long for its fsync, 5000.
+    sync_flush_timeout_ms: int = attrs.field(default=5000, validator=_pos)
+    #: ``maxMessageSize``: largest message (body + properties; a whole batch) 4 MiB.
+    max_message_size: int = attrs.field(default=4 * MiB, validator=_pos)
+    #: ``fileReservedTime`` (hours) before commit-log segments may be deleted, 72.
+    file_reserved_time_hours: float = attrs.field(default=72, validator=_pos)
+    #: ``deleteWhen``: hour(s) of the day when expired segments are deleted, "04".
+    delete_when: str = "04"
+    #: ``diskMaxUsedSpaceRatio`` (percent), 75.
+    disk_max_used_space_ratio: int = attrs.field(default=75, validator=_pos)
+    #: ``cleanResourceInterval`` (ms): how often retention is checked, 10000.
+    clean_resource_interval_ms: int = attrs.field(default=10_000, validator=_pos)
+    #: ``maxTransferCountOnMessageInMemory``: messages per pull at most, 32.
+    max_transfer_count: int = attrs.field(default=32, validator=_pos)
+    #: ``maxTransferBytesOnMessageInMemory``: bytes per pull at most, 256 KiB.
+    max_transfer_bytes: int = attrs.field(default=256 * KiB, validator=_pos)
+
+    # -- topics ----------------------------------------------------------------------------
+    #: ``autoCreateTopicEnable``: a send to an unknown topic creates it from TBW102 (on).
+    auto_create_topic: bool = True
+    #: ``defaultTopicQueueNums``: queues of TBW102 and of auto-created topics, 4.
+    default_topic_queue_nums: int = attrs.field(default=4, validator=_pos)
+    #: ``autoCreateSubscriptionGroup`` (kept for broker.conf compatibility; groups are
+    #: always accepted).
+    auto_create_subscription_group: bool = True
+
+    # -- pull / long polling -------------------------------------------------------------
+    #: ``longPollingEnable``: hold pulls that find nothing (on).
+    long_polling: bool = True
+    #: ``shortPollingTimeMills``: with long polling off, a suspend pull waits this long, 1000.
+    short_polling_time_ms: int = attrs.field(default=1000, validator=_pos)
+    #: PullRequestHoldService's periodic check (ms): 5000 with long polling (Java's 5 s),
+    #: ``shortPollingTimeMills`` without.
+    hold_check_interval_ms: int = attrs.field(default=5000, validator=_pos)
+    #: most pulls held at once; past it a pull that would be held gets SYSTEM_BUSY.
+    max_held_pulls: int = attrs.field(default=100_000, validator=_pos)
+    #: coalescing window (ms) for arrival wake-ups when traffic is high: queues made dirty
+    #: within it are woken in one batch (RocketMQ 4.9.3's batched notify).
+    notify_batch_ms: float = attrs.field(default=1.0, validator=_nonneg)
+
+    # -- clients / rebalance -------------------------------------------------------------
+    #: ``notifyConsumerIdsChangedEnable``: tell consumers when their group changes (on).
+    notify_consumer_ids_changed: bool = True
+    #: ``rocketmq.broker.rebalance.lockMaxLiveTime`` (ms): a queue lock expires after 60 s.
+    rebalance_lock_max_live_ms: int = attrs.field(default=60_000, validator=_pos)
+    #: ``channelExpiredTimeout`` (ms): clients silent this long are dropped, 120000.
+    channel_expired_timeout_ms: int = attrs.field(default=120_000, validator=_pos)
+
+    # -- periodic tasks ------------------------------------------------------------------
+    #: ``registerNameServerPeriod`` (ms): re-registration with the name servers, 30000.
+    register_interval_ms: int = attrs.field(default=30_000, validator=_pos)
+    #: ``registerBrokerTimeoutMills`` (ms): one registration call's timeout, 6000.
+    register_timeout_ms: int = attrs.field(default=6_000, validator=_pos)
+    #: ``flushConsumerOffsetInterval`` (ms): consumer offsets persisted this often, 5000.
+    flush_consumer_offset_interval_ms: int = attrs.field(default=5_000, validator=_pos)
+
+    # -- processor pools (Java thread pools -> concurrency limits + bounded queues) -------
+    #: ``sendMessageThreadPoolNums``-like: sends processed at once, 64 (with sync flush
+    #: the concurrent sends share one group commit).
+    send_concurrency: int = attrs.field(default=64, validator=_pos)
+    #: ``sendThreadPoolQueueCapacity``: sends admitted to wait, 10000; past it SYSTEM_BUSY.
+    send_queue_capacity: int = attrs.field(default=10_000, validator=_nonneg)
+    #: ``pullMessageThreadPoolNums``-like: pulls processed at once, 64.
+    pull_concurrency: int = attrs.field(default=64, validator=_pos)
+    #: ``pullThreadPoolQueueCapacity``: pulls admitted to wait, 100000.
+    pull_queue_capacity: int = attrs.field(default=100_000, validator=_nonneg)
+    #: ``adminBrokerThreadPoolNums``: admin requests at once, 16.
+    admin_concurrency: int = attrs.field(default=16, validator=_pos)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.broker_name or not re.fullmatch(r"[A-Za-z0-9_\-.%|]+", self.broker_name):
+            raise BrokerConfigError(f"bad broker name {self.broker_name!r}")
+        if not self.cluster:
+            raise BrokerConfigError("empty cluster name")
+        if self.max_message_size > 64 * MiB:
+            raise BrokerConfigError("max_message_size above 64 MiB is not supported")
+
+    # -- derived -------------------------------------------------------------------------
+
+    @property
+    def embedded_namesrv(self) -> bool:
+        return not self.namesrv_addrs
+
+    def namesrv_addr_list(self) -> list[str]:
+        """The name servers the broker registers with (the embedded one when none given)."""
+        if self.namesrv_addrs:
+            return list(self.namesrv_addrs)
+        host, port = self.namesrv_listen
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        return [f"{host}:{port}"]
+
+    def advertised_addr(self, server: Any = None) -> str:
+        """``host:port`` the broker gives out. With no :attr:`advertise`: the listen host
+        (127.0.0.1 for a wildcard) and the server's real port once it is listening."""
+        if self.advertise is not None:
+            host, port = self.advertise
+            return f"{host}:{port}"
+        host, port = self.listen
+        if server is not None and getattr(server, "port", 0):
+            port = server.port
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        return f"{host}:{port}"
+
+    def store_config(self, store_host: tuple[str, int] | None = None) -> StoreConfig:
+        """The :class:`StoreConfig` for this broker (``store_host`` = the advertised
+        address, the STOREHOST of every record)."""
+        if store_host is None:
+            host, _, port = self.advertised_addr().rpartition(":")
+            store_host = (host, int(port))
+        return StoreConfig(
+            store_dir=self.store_dir,
+            commit_log_segment_size=self.commit_log_segment_size,
+            consume_queue_entries_per_file=self.consume_queue_entries_per_file,
+            flush_mode=self.flush,
+            flush_interval_ms=self.flush_interval_ms,
+            sync_flush_timeout_ms=self.sync_flush_timeout_ms,
+            max_message_size=self.max_message_size,
+            file_reserved_time_hours=self.file_reserved_time_hours,
+            delete_when=self.delete_when,
+            disk_max_used_space_ratio=self.disk_max_used_space_ratio,
+            max_transfer_bytes=self.max_transfer_bytes,
+            max_transfer_count=self.max_transfer_count,
+            store_host=HostAddress(store_host[0], int(store_host[1])),
+        )
+
+    def evolve(self, **changes: Any) -> BrokerConfig:
+        return attrs.evolve(self, **changes)
+
+
+@attrs.define(slots=True, kw_only=True)
+class NamesrvSettings:
+    """What ``trocket namesrv`` needs: where to listen (``listenPort`` 9876)."""
+
+    listen: tuple[str, int] = attrs.field(default=("127.0.0.1", 9876), converter=_hostport_converter)
+
+
+# -- broker.conf --------------------------------------------------------------------------
+
+
+def _bool(text: str) -> bool:
+    t = text.strip().lower()
+    if t in ("true", "1", "yes", "on"):
+        return True
+    if t in ("false", "0", "no", "off"):
+        return False
+    raise BrokerConfigError(f"expected true or false, got {text!r}")
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise BrokerConfigError(f"expected an integer, got {text!r}") from None
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text.strip())
+    except ValueError:
+        raise BrokerConfigError(f"expected a number, got {text!r}") from None
+
+
+def _str(text: str) -> str:
+    return text.strip()
+
+
+def _port(text: str) -> int:
+    port = _int(text)
+    if not 0 <= port <= 65535:
+        raise BrokerConfigError(f"port {port} out of range 0..65535")
+    return port
+
+
+# key -> (field name or special, parser). Specials are handled in _apply.
+PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "brokerName": ("broker_name", _str),
+    "brokerClusterName": ("cluster", _str),
+    "brokerId": ("broker_id", _int),
+    "brokerPermission": ("broker_permission", _int),
+    "listenPort": ("@listen_port", _port),
+    "listenHost": ("@listen_host", _str),  # trocket's own (Java binds every interface)
+    "brokerIP1": ("@advertise_host", _str),
+    "advertiseAddr": ("advertise", _str),  # trocket's own: host:port
+    "namesrvAddr": ("namesrv_addrs", _str),
+    "namesrvListen": ("namesrv_listen", _str),  # trocket's own
+    "storePathRootDir": ("store_dir", _str),
+    "mappedFileSizeCommitLog": ("commit_log_segment_size", _int),
+    "mappedFileSizeConsumeQueue": ("@cq_file_size", _int),
+    "flushDiskType": ("flush", _flush),
+    "flushIntervalCommitLog": ("flush_interval_ms", _int),
+    "syncFlushTimeout": ("sync_flush_timeout_ms", _int),
+    "maxMessageSize": ("max_message_size", _int),
+    "fileReservedTime": ("file_reserved_time_hours", _float),
+    "deleteWhen": ("delete_when", _str),
+    "diskMaxUsedSpaceRatio": ("disk_max_used_space_ratio", _int),
+    "cleanResourceInterval": ("clean_resource_interval_ms", _int),
+    "maxTransferCountOnMessageInMemory": ("max_transfer_count", _int),
+    "maxTransferBytesOnMessageInMemory": ("max_transfer_bytes", _int),
+    "autoCreateTopicEnable": ("auto_create_topic", _bool),
+    "defaultTopicQueueNums": ("default_topic_queue_nums", _int),
+    "autoCreateSubscriptionGroup": ("auto_create_subscription_group", _bool),
+    "longPollingEnable": ("long_polling", _bool),
+    "shortPollingTimeMills": ("short_polling_time_ms", _int),
+    "notifyConsumerIdsChangedEnable": ("notify_consumer_ids_changed", _bool),
+    "channelExpiredTimeout": ("channel_expired_timeout_ms", _int),
+    "registerNameServerPeriod": ("register_interval_ms", _int),
+    "registerBrokerTimeoutMills": ("register_timeout_ms", _int),
+    "flushConsumerOffsetInterval": ("flush_consumer_offset_interval_ms", _int),
+    "sendMessageThreadPoolNums": ("send_concurrency", _int),
+    "sendThreadPoolQueueCapacity": ("send_queue_capacity", _int),
+    "pullMessageThreadPoolNums": ("pull_concurrency", _int),
+    "pullThreadPoolQueueCapacity": ("pull_queue_capacity", _int),
+    "adminBrokerThreadPoolNums": ("admin_concurrency", _int),
+    "maxHeldPulls": ("max_held_pulls", _int),  # trocket's own
+}
+
+#: Java keys accepted for compatibility with stock broker.conf files: value -> None
+#: means any value is fine (logged and ignored), otherwise the allowed values.
+_IGNORED_KEYS: dict[str, tuple[str, ...] | None] = {
+    "brokerRole": ("ASYNC_MASTER", "SYNC_MASTER"),
+    "storePathCommitLog": None,
+    "storePathConsumeQueue": None,
+    "storeCheckpoint": None,
+    "abortFile": None,
+    "brokerIP2": None,
+    "haListenPort": None,
+    "rocketmqHome": None,
+    "serverWorkerThreads": None,
+    "serverSelectorThreads": None,
+    "clientWorkerThreads": None,
+    "useEpollNativeSelector": None,
+    "transientStorePoolEnable": ("false",),
+    "enablePropertyFilter": None,
+    "aclEnable": ("false",),
+    "traceTopicEnable": None,
+    "slaveReadEnable": None,
+    "warmMapedFileEnable": None,
+}
+
+
+def parse_properties(text: str) -> list[tuple[int, str, str]]:
+    """Java ``.properties`` -> ``[(line number, key, value)]``: ``#``/``!`` comments,
+    ``key=value``, ``key: value`` or ``key value``, backslash line continuation and the
+    usual escapes (``\\t \\n \\uXXXX``)."""
+    out: list[tuple[int, str, str]] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        lineno = i + 1
+        line = lines[i].lstrip()
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        # continuation: an odd number of trailing backslashes
+        while _continues(line) and i < len(lines):
+            line = line[:-1] + lines[i].lstrip()
+            i += 1
+        if _continues(line):
+            line = line[:-1]
+        key_chars: list[str] = []
+        j = 0
+        while j < len(line):
+            c = line[j]
+            if c == "\\" and j + 1 < len(line):
+                key_chars.append(line[j : j + 2])
+                j += 2
+                continue
+            if c in "=: \t\f":
+                break
+            key_chars.append(c)
+            j += 1
+        rest = line[j:].lstrip(" \t\f")
+        if rest[:1] in ("=", ":"):
+            rest = rest[1:].lstrip(" \t\f")
+        out.append((lineno, _unescape("".join(key_chars)), _unescape(rest).rstrip()))
+    return out
+
+
+def _continues(line: str) -> bool:
+    n = len(line) - len(line.rstrip("\\"))
+    return n % 2 == 1
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(s: str) -> str:
+    if "\\" not in s:
+        return s
+    out = []
+    j = 0
+    while j < len(s):
+        c = s[j]
+        if c == "\\" and j + 1 < len(s):
+            n = s[j + 1]
+            if n == "u" and j + 6 <= len(s):
+                try:
+                    out.append(chr(int(s[j + 2 : j + 6], 16)))
+                    j += 6
+                    continue
+                except ValueError:
+                    pass
+            out.append(_ESCAPES.get(n, n))
+            j += 2
+            continue
+        out.append(c)
+        j += 1
+    return "".join(out)
+
+
+def config_changes_from_properties(
+    entries: list[tuple[int, str, str]], *, source: str = "<config>"
+) -> dict[str, Any]:
+    """Validate ``(line, key, value)`` entries into :class:`BrokerConfig` keyword changes."""
+    changes: dict[str, Any] = {}
+    listen_host: str | None = None
+    listen_port: int | None = None
+    adv_host: str | None = None
+    for lineno, key, value in entries:
+        where = f"{source}:{lineno}: {key}"
+        if key in _IGNORED_KEYS:
+            allowed = _IGNORED_KEYS[key]
+            if allowed is not None and value.strip().upper() not in (a.upper() for a in allowed):
+                raise BrokerConfigError(f"{where}={value!r} is not supported (only {', '.join(allowed)})")
+            log.info("%s: ignoring %s=%s (not used by trocket)", source, key, value)
+            continue
+        spec = PROPERTY_KEYS.get(key)
+        if spec is None:
+            near = [k for k in PROPERTY_KEYS if k.lower() == key.lower()]
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise BrokerConfigError(f"{where}: unknown key{hint}")
+        name, parse = spec
+        try:
+            parsed = parse(value)
+        except BrokerConfigError as exc:
+            raise BrokerConfigError(f"{where}: {exc}") from None
+        if name == "@listen_port":
+            listen_port = parsed
+        elif name == "@listen_host":
+            listen_host = parsed
+        elif name == "@advertise_host":
+            adv_host = parsed
+        elif name == "@cq_file_size":
+            if parsed < 20 or parsed % 20:
+                raise BrokerConfigError(f"{where}: must be a positive multiple of 20 bytes")
+            changes["consume_queue_entries_per_file"] = parsed // 20
+        else:
+            changes[name] = parsed
+    if listen_host is not None or listen_port is not None:
+        changes["listen"] = (listen_host or "127.0.0.1", 10911 if listen_port is None else listen_port)
+    if adv_host is not None and "advertise" not in changes:
+        changes["@advertise_host"] = adv_host  # resolved against the final listen port
+    return changes
+
+
+def apply_changes(config: BrokerConfig, changes: dict[str, Any], *, source: str = "<config>") -> BrokerConfig:
+    changes = dict(changes)
+    adv_host = changes.pop("@advertise_host", None)
+    try:
+        config = attrs.evolve(config, **changes)
+        if adv_host is not None:
+            config = attrs.evolve(config, advertise=(adv_host, config.listen[1]))
+    except BrokerConfigError as exc:
+        raise BrokerConfigError(f"{source}: {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise BrokerConfigError(f"{source}: {exc}") from None
+    return config
+
+
+def load_properties_file(path: str | os.PathLike, base: BrokerConfig | None = None) -> BrokerConfig:
+    """Read a RocketMQ-style ``broker.conf`` on top of ``base`` (defaults when None)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BrokerConfigError(f"cannot read config file {str(p)!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise BrokerConfigError(f"config file {str(p)!r} is not UTF-8: {exc}") from None
+    changes = config_changes_from_properties(parse_properties(text), source=str(p))
+    return apply_changes(base or BrokerConfig(), changes, source=str(p))

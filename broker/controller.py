@@ -1,0 +1,505 @@
+"""BrokerController: everything a running broker is, started and stopped in order.
+
+::
+
+    controller = BrokerController(BrokerConfig(listen=("127.0.0.1", 0), store_dir=tmp))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(controller.run)     # recovered, listening, registered
+        print(controller.broker_addr)           # "127.0.0.1:40123"
+        ...
+        nursery.cancel_scope.cancel()           # clean shutdown (or controller.request_shutdown())
+
+Start-up (``run``):
+
+1. the embedded name server when ``config.namesrv_addrs`` is empty (its port known
+   before the broker registers);
+2. the store: ``MessageStore.open`` (recovery; in a worker thread), the topic and
+   consumer-offset tables from ``<store>/config/``, then ``store.run`` (flushers);
+3. the client managers (``ConsumerManager``, ``ProducerManager``,
+   ``RebalanceLockManager`` from :mod:`.client_manager`) and the long-polling service
+   (fed by the store's message-arriving listener);
+4. the remoting server with every processor: send, pull, admin (this package) and the
+   client processors (heartbeat and client management, offsets, locks, send-back);
+5. registration with the name servers right away, then every
+   ``register_interval_ms`` (30 s) and soon after a topic is created;
+6. periodic tasks: consumer offsets persisted every 5 s, retention checked every 10 s,
+   client channels scanned for expiry every 10 s.
+
+Shutdown (cancellation of ``run`` or :meth:`request_shutdown`), services still up
+while it runs: stop the periodic tasks, unregister from the name servers, stop
+accepting and let in-flight requests finish (a send waiting for its flush is
+answered), persist offsets and topics, stop the services, ``store.shutdown()`` (flush,
+checkpoint, remove the abort file), stop the embedded name server.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import shutil
+import time
+from typing import Any, Callable
+
+import trio
+
+from trocket.codecs.message.hosts import HostAddress
+from trocket.remoting import ChannelEventListener, ClientConfig, RemotingClient, RemotingServer, ServerConfig
+
+from .client_manager import ConsumerManager, ProducerManager, RebalanceLockManager
+from .config import BrokerConfig
+from .context import BrokerContext
+from .long_polling import PullHoldService
+from .namesrv.server import NamesrvConfig, NameServer
+from .outer_api import BrokerOuterAPI
+from .processors import admin, client, locks, offsets, pull, send, send_back
+from .store import ConsumerOffsetManager, MessageStore, TopicConfigManager
+
+__all__ = ["BrokerController", "BrokerChannelListener"]
+
+log = logging.getLogger(__name__)
+
+#: How long the shutdown gives the network parts (unregister, draining requests).
+SHUTDOWN_NETWORK_DEADLINE = 10.0
+
+
+class BrokerChannelListener(ChannelEventListener):
+    """Fans channel events out to several listeners (the server takes one): the
+    long-polling service drops a closed connection's held pulls, and whatever the
+    client processors install gets every event too."""
+
+    def __init__(self) -> None:
+        self.listeners: list[ChannelEventListener] = []
+        self.on_close: list[Callable[[Any], None]] = []
+
+    def add(self, listener: ChannelEventListener) -> None:
+        if listener is not None and listener is not self and listener not in self.listeners:
+            self.listeners.append(listener)
+
+    def _each(self, event: str, *args) -> None:
+        for listener in self.listeners:
+            try:
+                getattr(listener, event)(*args)
+            except Exception:
+                log.exception("channel listener %r failed on %s", listener, event)
+
+    def on_channel_connect(self, remote_addr, conn) -> None:
+        self._each("on_channel_connect", remote_addr, conn)
+
+    def on_channel_close(self, remote_addr, conn) -> None:
+        for cb in self.on_close:
+            try:
+                cb(conn)
+            except Exception:
+                log.exception("close callback failed")
+        self._each("on_channel_close", remote_addr, conn)
+
+    def on_channel_exception(self, remote_addr, conn, error) -> None:
+        self._each("on_channel_exception", remote_addr, conn, error)
+
+    def on_channel_idle(self, remote_addr, conn) -> None:
+        self._each("on_channel_idle", remote_addr, conn)
+
+
+class BrokerController:
+    """A broker: store, processors, long polling, name-server registration."""
+
+    def __init__(
+        self,
+        config: BrokerConfig | None = None,
+        *,
+        namesrv_factory: Callable[[BrokerConfig], Any] | None = None,
+        client_config: ClientConfig | None = None,
+        server_config: ServerConfig | None = None,
+    ) -> None:
+        self.config = config or BrokerConfig()
+        #: builds the embedded name server (default: trocket.broker.namesrv's NameServer)
+        self.namesrv_factory = namesrv_factory
+        self.client_config = client_config or ClientConfig()
+        self._server_config = server_config
+        self.store: MessageStore | None = None
+        self.topics: TopicConfigManager | None = None
+        self.offsets: ConsumerOffsetManager | None = None
+        self.server: RemotingServer | None = None
+        self.client: RemotingClient | None = None
+        self.namesrv: Any = None
+        self.outer_api: BrokerOuterAPI | None = None
+        self.ctx: BrokerContext | None = None
+        self.pull_hold: PullHoldService | None = None
+        self.listener = BrokerChannelListener()
+        self.send_processor: Any = None
+        self.pull_processor: Any = None
+        self.admin_processor: Any = None
+        self.boot_timestamp = 0
+        self.registrations = 0
+        self.registration_failures = 0
+        self._register_soon = trio.Event()
+        self._wait_scope: trio.CancelScope | None = None
+        self._services_scope: trio.CancelScope | None = None
+        self._periodic_scope: trio.CancelScope | None = None
+        self._services: trio.Nursery | None = None
+        self._services_done = trio.Event()
+        self._started = False
+        self.stopped = trio.Event()
+
+    # -- addresses ----------------------------------------------------------------------
+
+    @property
+    def broker_addr(self) -> str:
+        """The advertised ``host:port`` (routes and STOREHOST)."""
+        return self.config.advertised_addr(self.server)
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        if self.config.namesrv_addrs:
+            return list(self.config.namesrv_addrs)
+        if self.namesrv is not None and getattr(self.namesrv, "address", None):
+            return [self.namesrv.address]
+        return self.config.namesrv_addr_list()
+
+    # -- life -----------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+        """Start everything (see the module docstring), report started with the
+        controller, serve until cancelled or :meth:`request_shutdown`, shut down cleanly."""
+        async with trio.open_nursery() as outer:
+            await outer.start(self._services_host)
+            try:
+                await self._start()
+                self._started = True
+                task_status.started(self)
+                with trio.CancelScope() as self._wait_scope:
+                    await trio.sleep_forever()
+            finally:
+                with trio.CancelScope(shield=True):
+                    await self._shutdown()
+
+    def request_shutdown(self) -> None:
+        """Begin a clean shutdown; ``run`` returns once it is done."""
+        if self._wait_scope is not None:
+            self._wait_scope.cancel()
+
+    async def _services_host(self, *, task_status) -> None:
+        # Services live under a shield: cancelling ``run`` must not tear them down
+        # before the orderly shutdown has used them (unregister, drain, flush).
+        try:
+            with trio.CancelScope(shield=True) as scope:
+                self._services_scope = scope
+                async with trio.open_nursery() as nursery:
+                    self._services = nursery
+                    task_status.started()
+                    await trio.sleep_forever()
+        finally:
+            self._services_done.set()
+
+    async def _start(self) -> None:
+        cfg = self.config
+        services = self._services
+        assert services is not None
+
+        # 1. the embedded name server
+        if cfg.embedded_namesrv:
+            self.namesrv = self._make_namesrv()
+            if self.namesrv is not None:
+                await services.start(self.namesrv.serve)
+
+        # 2. the store (recovery in a worker thread), topics, offsets
+        host, port = cfg.listen
+        adv = cfg.advertise
+        store_host = HostAddress(*(adv if adv is not None else (self._advertise_host(host), port)))
+        store_cfg = cfg.store_config((store_host.ip, store_host.port))
+        t0 = time.monotonic()
+        self.store = store = await trio.to_thread.run_sync(MessageStore.open, store_cfg)
+        rec = store.recovery
+        log.info(
+            "store %s opened in %.2f s (max commit-log offset %d, recovery: %s)",
+            os.path.abspath(cfg.store_dir), time.monotonic() - t0, store.max_phy_offset, rec,
+        )
+        self.topics = TopicConfigManager.open(
+            store_cfg.config_dir,
+            cluster_name=cfg.cluster,
+            broker_name=cfg.broker_name,
+            auto_create_topic_enable=cfg.auto_create_topic,
+            default_topic_queue_nums=cfg.default_topic_queue_nums,
+        )
+        self.offsets = ConsumerOffsetManager.open(store_cfg.config_dir)
+        await services.start(store.run)
+
+        # 3. server, context, managers, long polling
+        server_cfg = self._server_config or ServerConfig(
+            listen_host=host,
+            listen_port=port,
+            idle_timeout=cfg.channel_expired_timeout_ms / 1000.0,
+            system_reply_ext_fields=True,  # the C++ client needs an extFields object in every reply
+        )
+        self.server = server = RemotingServer(server_cfg, listener=self.listener)
+        self.pull_hold = hold = PullHoldService(
+            store,
+            check_interval=(cfg.hold_check_interval_ms if cfg.long_polling else cfg.short_polling_time_ms) / 1000.0,
+            max_held=cfg.max_held_pulls,
+        )
+        self.listener.on_close.append(hold.drop_connection)
+        self.ctx = ctx = BrokerContext(
+            config=cfg, store=store, topics=self.topics, offsets=self.offsets, server=server, pull_hold=hold
+        )
+        self._make_client_managers(ctx)
+        await services.start(hold.run)
+        store.add_listener(hold.on_message_arriving)
+
+        # 4. processors
+        self._register_processors(ctx)
+
+        # the outer API (registration) and its client
+        self.client = RemotingClient(self.client_config)
+        await services.start(self.client.run)
+        self.outer_api = BrokerOuterAPI(self.client, self.namesrv_addrs)
+
+        # listen (the real port is known now: patch STOREHOST for port 0)
+        await services.start(server.serve)
+        if adv is None and port == 0:
+            store.config.store_host = HostAddress(store_host.ip, server.port)
+        self.boot_timestamp = int(time.time() * 1000)
+
+        # 5./6. registration and periodic tasks
+        await self.register_broker_all()
+        services.start_soon(self._periodic_tasks)
+        log.info(
+            "The broker[%s, %s] boot success. serializeType=JSON and name server is %s",
+            cfg.broker_name, self.broker_addr, ";".join(self.namesrv_addrs),
+        )
+
+    @staticmethod
+    def _advertise_host(host: str) -> str:
+        return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+
+    def _make_namesrv(self) -> Any:
+        if self.namesrv_factory is not None:
+            return self.namesrv_factory(self.config)
+        host, port = self.config.namesrv_listen
+        return NameServer(NamesrvConfig(listen_host=host, listen_port=port))
+
+    def _make_client_managers(self, ctx: BrokerContext) -> None:
+        cfg = self.config
+        expiry = cfg.channel_expired_timeout_ms / 1000.0
+        ctx.consumers = ConsumerManager(channel_expired_timeout=expiry)
+        ctx.producers = ProducerManager(channel_expired_timeout=expiry)
+        ctx.locks = RebalanceLockManager(max_live_time=cfg.rebalance_lock_max_live_ms / 1000.0)
+
+    def _register_processors(self, ctx: BrokerContext) -> None:
+        created = self.topic_created
+        self.send_processor = send.register(ctx, on_topic_created=created)
+        self.pull_processor = pull.register(ctx, on_topic_created=created)
+        self.admin_processor = admin.register(ctx, on_topic_created=created, runtime_info=self.runtime_info)
+        # client adds its channel listener to ours (BrokerChannelListener.add)
+        client.register(ctx, on_topic_created=created)
+        send_back.register(ctx, on_topic_created=created)
+        offsets.register(ctx)
+        locks.register(ctx)
+
+    # -- name servers ------------------------------------------------------------------------
+
+    def topic_created(self, topic: str) -> None:
+        """A topic was created or changed: register again soon (Java registers at once)."""
+        self._register_soon.set()
+
+    async def register_broker_all(self, *, oneway: bool = False) -> list:
+        api = self.outer_api
+        if api is None or self.topics is None:
+            return []
+        cfg = self.config
+        addr = self.broker_addr
+        ha = f"{addr.rpartition(':')[0]}:{int(addr.rpartition(':')[2]) + 1}"
+        try:
+            results = await api.register_broker_all(
+                cfg.cluster, addr, cfg.broker_name, cfg.broker_id, ha, self.topics,
+                cfg.register_timeout_ms / 1000.0, oneway=oneway,
+            )
+        except Exception:
+            self.registration_failures += 1
+            log.exception("registering with name servers %s failed", self.namesrv_addrs)
+            return []
+        self.registrations += 1
+        if not oneway and not results and self.namesrv_addrs:
+            self.registration_failures += 1
+            log.warning("no name server of %s accepted the registration", self.namesrv_addrs)
+        return results
+
+    async def _unregister(self) -> None:
+        api = self.outer_api
+        if api is None:
+            return
+        cfg = self.config
+        try:
+            await api.unregister_broker_all(cfg.cluster, self.broker_addr, cfg.broker_name, cfg.broker_id)
+        except Exception:
+            log.exception("unregistering from name servers failed")
+
+    # -- periodic tasks -----------------------------------------------------------------------
+
+    async def _periodic_tasks(self) -> None:
+        with trio.CancelScope() as self._periodic_scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._register_loop)
+                nursery.start_soon(self._every, self.config.flush_consumer_offset_interval_ms, self._persist_offsets)
+                nursery.start_soon(self._every, self.config.clean_resource_interval_ms, self._retention)
+                if self.ctx is not None:
+                    nursery.start_soon(client.run_housekeeping, self.ctx)
+                else:
+                    nursery.start_soon(self._every, 10_000, self._scan_clients)
+
+    async def _register_loop(self) -> None:
+        interval = self.config.register_interval_ms / 1000.0
+        next_at = trio.current_time() + interval
+        while True:
+            with trio.move_on_at(next_at):
+                await self._register_soon.wait()
+                await trio.sleep(0.05)  # coalesce a burst of topic creations
+            self._register_soon = trio.Event()
+            await self.register_broker_all()
+            if trio.current_time() >= next_at:
+                next_at = trio.current_time() + interval
+
+    @staticmethod
+    async def _every(interval_ms: int, fn: Callable[[], Any]) -> None:
+        interval = interval_ms / 1000.0
+        while True:
+            await trio.sleep(interval)
+            try:
+                await fn()
+            except Exception:
+                log.exception("periodic task %s failed", getattr(fn, "__name__", fn))
+
+    async def _persist_offsets(self) -> None:
+        offsets = self.offsets
+        if offsets is not None and offsets.dirty:
+            await trio.to_thread.run_sync(offsets.persist)
+
+    async def _retention(self) -> None:
+        store = self.store
+        if store is None or store.closed:
+            return
+        result = await trio.to_thread.run_sync(store.delete_expired)
+        if result.commit_log_segments or result.consume_queue_files:
+            log.info(
+                "retention (%s): deleted %d commit-log segments, %d consume-queue files",
+                result.reason, result.commit_log_segments, result.consume_queue_files,
+            )
+
+    async def _scan_clients(self) -> None:
+        ctx = self.ctx
+        if ctx is None:
+            return
+        for mgr in (ctx.consumers, ctx.producers):
+            scan = getattr(mgr, "scan_not_active", None)
+            if scan is None:
+                continue
+            for _group, info in scan() or ():
+                conn = getattr(info, "channel", None)
+                close = getattr(conn, "close", None)
+                if close is not None:
+                    close("channel expired")
+
+    # -- shutdown ---------------------------------------------------------------------------
+
+    async def _shutdown(self) -> None:
+        log.info("broker %s shutting down", self.config.broker_name)
+        try:
+            if self._periodic_scope is not None:
+                self._periodic_scope.cancel()
+            with trio.move_on_after(SHUTDOWN_NETWORK_DEADLINE):
+                if self._started:
+                    await self._unregister()
+                if self.server is not None:
+                    await self.server.shutdown()
+        finally:
+            try:
+                if self.offsets is not None:
+                    await trio.to_thread.run_sync(self.offsets.persist)
+                if self.topics is not None:
+                    await trio.to_thread.run_sync(self.topics.persist)
+            except Exception:
+                log.exception("persisting offsets/topics at shutdown failed")
+            # stop the services (flushers, long polling, client, name server) ...
+            if self.namesrv is not None and self._started:
+                with trio.move_on_after(3):
+                    try:
+                        await self.namesrv.shutdown()
+                    except Exception:
+                        log.exception("name server shutdown failed")
+            if self._services_scope is not None:
+                self._services_scope.cancel()
+            await self._services_done.wait()
+            # ... then close the store (final flush, checkpoint, abort file removed)
+            if self.store is not None:
+                await trio.to_thread.run_sync(self.store.shutdown)
+            self.stopped.set()
+            log.info("broker %s shut down cleanly", self.config.broker_name)
+
+    # -- runtime info ------------------------------------------------------------------------
+
+    def runtime_info(self) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO's table (Java key names where they apply)."""
+        from trocket import __version__
+
+        store = self.store
+        info: dict[str, str] = {
+            "brokerVersionDesc": f"trocket {__version__} (V4_9_8 protocol)",
+            "brokerVersion": "409",
+            "bootTimestamp": str(self.boot_timestamp),
+        }
+        if self.boot_timestamp:
+            up = max(0, int(time.time() - self.boot_timestamp / 1000))
+            d, rem = divmod(up, 86400)
+            h, rem = divmod(rem, 3600)
+            m, s = divmod(rem, 60)
+            info["runtime"] = f"[ {d} days, {h} hours, {m} minutes, {s} seconds ]"
+        if store is not None and not store.closed:
+            lock_ns, lock_count = store.lock_stats()
+            info.update(
+                {
+                    "commitLogMaxOffset": str(store.max_phy_offset),
+                    "commitLogMinOffset": str(store.min_phy_offset),
+                    "remainHowManyDataToFlush": f"{max(0, store.max_phy_offset - store.flushed_offset)} B",
+                    "dispatchBehindBytes": str(store.dispatch_behind_bytes),
+                    "pageCacheLockTimeMills": "0",
+                    "putMessageLockTimeNanosTotal": str(lock_ns),
+                    "putMessageLockTimesTotal": str(lock_count),
+                    "flushDiskType": store.config.flush_mode.value,
+                }
+            )
+            try:
+                usage = shutil.disk_usage(store.config.store_dir)
+                info["commitLogDirCapacity"] = f"Total : {_human(usage.total)}, Free : {_human(usage.free)}."
+                info["commitLogDiskRatio"] = f"{(usage.total - usage.free) / usage.total:.4f}" if usage.total else "0"
+            except OSError:
+                pass
+        send = self.send_processor
+        if send is not None:
+            info["putMessageTimesTotal"] = str(send.put_messages)
+            info["putMessageSizeTotal"] = str(send.put_bytes)
+            info["putMessageFailedTimes"] = str(send.put_failures)
+            info["putMessageAverageSize"] = f"{send.put_bytes / send.put_messages:.2f}" if send.put_messages else "0.00"
+            info["sendThreadPoolQueueSize"] = str(max(0, send.pending - self.config.send_concurrency))
+            info["sendThreadPoolQueueCapacity"] = str(self.config.send_queue_capacity)
+        pull = self.pull_processor
+        if pull is not None:
+            info["getFoundTimesTotal"] = str(pull.found)
+            info["getMessageTransferedMsgCount"] = str(pull.found_messages)
+            info["getMissTimesTotal"] = str(pull.not_found)
+            info["pullThreadPoolQueueCapacity"] = str(self.config.pull_queue_capacity)
+        hold = self.pull_hold
+        if hold is not None:
+            info["pullRequestHeldNow"] = str(hold.held_count)
+            info["pullRequestWokenByArrival"] = str(hold.woken_by_arrival)
+            info["pullRequestWokenByTimeout"] = str(hold.woken_by_timeout)
+        if self.server is not None:
+            info["connections"] = str(len(self.server.connections))
+        return info
+
+
+def _human(n: float) -> str:
+    """``MixAll.humanReadableByteCount(n, false)``-like."""
+    if n < 1024:
+        return f"{int(n)} B"
+    exp = min(int(math.log(n, 1024)), 6)
+    return f"{n / 1024 ** exp:.1f} {'KMGTPE'[exp - 1]}iB"

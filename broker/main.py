@@ -1,0 +1,278 @@
+"""Entry points for ``trocket broker`` and ``trocket namesrv``.
+
+The CLI stays thin::
+
+    broker = sub.add_parser("broker", help="run a broker (and an embedded name server)")
+    add_broker_arguments(broker)
+    broker.set_defaults(run=main_broker)
+
+    namesrv = sub.add_parser("namesrv", help="run a name server")
+    add_namesrv_arguments(namesrv)
+    namesrv.set_defaults(run=main_namesrv)
+
+``trocket broker`` with no arguments: an embedded name server on 127.0.0.1:9876 and a
+broker on 127.0.0.1:10911 storing under ./trocket-store, topics auto-created with 4
+queues. A ``--config broker.conf`` (RocketMQ's ``key=value`` names) is read first; flags
+override it. SIGINT/SIGTERM shut down cleanly (unregister, drain, flush, persist
+offsets); a second signal aborts the wait for in-flight requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import signal
+import sys
+from typing import Any
+
+import trio
+
+from .config import BrokerConfig, BrokerConfigError, load_properties_file, parse_hostport
+
+__all__ = [
+    "add_broker_arguments",
+    "add_namesrv_arguments",
+    "config_from_args",
+    "main_broker",
+    "main_namesrv",
+    "run_broker",
+    "run_namesrv",
+]
+
+log = logging.getLogger("trocket.broker")
+
+EXIT_OK = 0
+EXIT_FAIL = 1
+EXIT_USAGE = 2
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmg]i?b?|b)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """``4194304``, ``4m``, ``4MiB``, ``1g`` -> bytes."""
+    m = _SIZE.match(text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"bad size {text!r}: a number of bytes, optionally with k, m or g")
+    unit = (m.group(2) or "").lower()[:1]
+    return int(m.group(1)) * _UNITS[unit]
+
+
+def _hostport(text: str) -> tuple[str, int]:
+    try:
+        return parse_hostport(text)
+    except BrokerConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``trocket broker`` flags (every one optional; see :class:`BrokerConfig`)."""
+    parser.description = parser.description or (
+        "Run a RocketMQ-compatible broker. With no --namesrv, an embedded name server runs "
+        "in the same process."
+    )
+    g = parser.add_argument_group("broker")
+    g.add_argument("-c", "--config", metavar="FILE", help="broker.conf (RocketMQ key=value names); flags override it")
+    g.add_argument("--listen", type=_hostport, metavar="HOST:PORT", help="listen address (default 127.0.0.1:10911)")
+    g.add_argument(
+        "--advertise", type=_hostport, metavar="HOST:PORT",
+        help="address given out in routes and message ids (brokerIP1; default: the listen address)",
+    )
+    g.add_argument(
+        "-n", "--namesrv", action="append", metavar="ADDR",
+        help="external name server(s), host:port, ';'-separated or repeated; none = run an embedded one",
+    )
+    g.add_argument(
+        "--namesrv-listen", type=_hostport, metavar="HOST:PORT",
+        help="where the embedded name server listens (default 127.0.0.1:9876)",
+    )
+    g.add_argument("--store", metavar="DIR", help="store directory (default ./trocket-store)")
+    g.add_argument("--flush", choices=("async", "sync"), help="flush mode: async (timed, default) or sync (group commit)")
+    g.add_argument("--broker-name", metavar="NAME", help="broker name (default broker-a)")
+    g.add_argument("--cluster", metavar="NAME", help="cluster name (default DefaultCluster)")
+    g.add_argument("--broker-id", type=int, metavar="ID", help="broker id (0 = master, the default)")
+    g.add_argument(
+        "--auto-create-topic", action=argparse.BooleanOptionalAction, default=None,
+        help="create unknown topics on first send (default on)",
+    )
+    g.add_argument("--default-queues", type=int, metavar="N", help="queues of auto-created topics (default 4)")
+    g.add_argument("--max-message-size", type=parse_size, metavar="SIZE", help="largest message (default 4m)")
+    g.add_argument("--segment-size", type=parse_size, metavar="SIZE", help="commit-log segment size (default 1g)")
+    g.add_argument(
+        "--long-polling", action=argparse.BooleanOptionalAction, default=None,
+        help="hold pulls that find nothing until a message arrives (default on)",
+    )
+    g.add_argument("--log-level", default="INFO", metavar="LEVEL", help="logging level (default INFO)")
+
+
+def add_namesrv_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = parser.description or "Run a RocketMQ-compatible name server."
+    parser.add_argument("--listen", type=_hostport, metavar="HOST:PORT", default=("127.0.0.1", 9876),
+                        help="listen address (default 127.0.0.1:9876)")
+    parser.add_argument("--log-level", default="INFO", metavar="LEVEL", help="logging level (default INFO)")
+
+
+def config_from_args(args: argparse.Namespace) -> BrokerConfig:
+    """Defaults, then ``--config FILE``, then the flags given. Raises
+    :class:`BrokerConfigError` with a clear message for bad files or values."""
+    config = BrokerConfig()
+    path = getattr(args, "config", None)
+    if path:
+        config = load_properties_file(path, config)
+    changes: dict[str, Any] = {}
+    if getattr(args, "listen", None) is not None:
+        changes["listen"] = args.listen
+        if config.advertise is not None and getattr(args, "advertise", None) is None and path:
+            # brokerIP1 from the file keeps its host but follows the new port
+            changes["advertise"] = (config.advertise[0], args.listen[1])
+    mapping = {
+        "advertise": "advertise",
+        "namesrv_listen": "namesrv_listen",
+        "store": "store_dir",
+        "broker_name": "broker_name",
+        "cluster": "cluster",
+        "broker_id": "broker_id",
+        "auto_create_topic": "auto_create_topic",
+        "default_queues": "default_topic_queue_nums",
+        "max_message_size": "max_message_size",
+        "segment_size": "commit_log_segment_size",
+        "long_polling": "long_polling",
+        "flush": "flush",
+    }
+    for arg, field in mapping.items():
+        value = getattr(args, arg, None)
+        if value is not None:
+            changes[field] = value
+    namesrv = getattr(args, "namesrv", None)
+    if namesrv:
+        changes["namesrv_addrs"] = ";".join(namesrv)
+    if changes:
+        try:
+            config = config.evolve(**changes)
+        except BrokerConfigError:
+            raise
+        except (TypeError, ValueError) as exc:
+            raise BrokerConfigError(str(exc)) from None
+    return config
+
+
+def _setup_logging(level: str) -> None:
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        logging.getLogger("trocket").setLevel(level.upper())
+    except ValueError:
+        logging.getLogger("trocket").setLevel(logging.INFO)
+
+
+async def _until_signal(on_first, on_second, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        task_status.started()
+        count = 0
+        async for signum in signals:
+            count += 1
+            if count == 1:
+                log.info("signal %s: shutting down (again to abort)", signal.Signals(signum).name)
+                on_first()
+            else:
+                log.warning("second signal: aborting")
+                on_second()
+                return
+
+
+async def run_broker(config: BrokerConfig, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Run a broker until SIGINT/SIGTERM (or cancellation), then shut it down cleanly."""
+    from .controller import BrokerController
+
+    controller = BrokerController(config)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(_until_signal, controller.request_shutdown, nursery.cancel_scope.cancel)
+        await nursery.start(controller.run)
+        task_status.started(controller)
+        await controller.stopped.wait()
+        nursery.cancel_scope.cancel()
+
+
+async def run_namesrv(listen: tuple[str, int] = ("127.0.0.1", 9876), *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Run a name server alone until SIGINT/SIGTERM (or cancellation)."""
+    from .namesrv.server import NamesrvConfig, NameServer
+
+    ns = NameServer(NamesrvConfig(listen_host=listen[0], listen_port=listen[1]))
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(_until_signal, stop.set, nursery.cancel_scope.cancel)
+        await nursery.start(ns.serve)
+        log.info("The Name Server boot success. serializeType=JSON, address %s", ns.address)
+        task_status.started(ns)
+        await stop.wait()
+        with trio.move_on_after(5):
+            await ns.shutdown()
+        nursery.cancel_scope.cancel()
+
+
+def main_broker(args: argparse.Namespace) -> int:
+    _setup_logging(getattr(args, "log_level", "INFO"))
+    try:
+        config = config_from_args(args)
+    except BrokerConfigError as exc:
+        print(f"trocket broker: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        trio.run(run_broker, config)
+    except KeyboardInterrupt:
+        return 130
+    except BaseException as exc:  # noqa: BLE001 - unwrap trio's exception groups
+        leaf = _leaf(exc)
+        from .store import StoreError
+
+        if isinstance(leaf, KeyboardInterrupt):
+            return 130
+        if isinstance(leaf, (OSError, StoreError, BrokerConfigError)):
+            print(f"trocket broker: error: {leaf}", file=sys.stderr)
+            return EXIT_FAIL
+        raise
+    return EXIT_OK
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real exception inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def main_namesrv(args: argparse.Namespace) -> int:
+    _setup_logging(getattr(args, "log_level", "INFO"))
+    try:
+        trio.run(run_namesrv, getattr(args, "listen", ("127.0.0.1", 9876)))
+    except KeyboardInterrupt:
+        return 130
+    except BaseException as exc:  # noqa: BLE001
+        leaf = _leaf(exc)
+        if isinstance(leaf, KeyboardInterrupt):
+            return 130
+        if isinstance(leaf, OSError):
+            print(f"trocket namesrv: error: {leaf}", file=sys.stderr)
+            return EXIT_FAIL
+        raise
+    return EXIT_OK
+
+
+def _standalone(argv: list[str] | None = None) -> int:
+    """``python -m trocket.broker.main [broker|namesrv] ...`` until the CLI is wired."""
+    parser = argparse.ArgumentParser(prog="trocket")
+    sub = parser.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("broker")
+    add_broker_arguments(b)
+    b.set_defaults(run=main_broker)
+    n = sub.add_parser("namesrv")
+    add_namesrv_arguments(n)
+    n.set_defaults(run=main_namesrv)
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(_standalone())

@@ -1,0 +1,118 @@
+"""Request processors of the broker, one module per family.
+
+Every module exposes ``register(ctx: BrokerContext) -> None``, which registers its
+codes on ``ctx.server``; the controller calls them all. This package holds what they
+share: responses that always carry an ``extFields`` object (the C++ client crashes on
+a send or pull response without one), RocketMQ's remark helpers, header decoding that
+turns a malformed header into Java's SYSTEM_ERROR answer, and the peer address as a
+``HostAddress``.
+
+Modules here (owner in parentheses):
+
+- :mod:`.send` SEND_MESSAGE 10, SEND_MESSAGE_V2 310, SEND_BATCH_MESSAGE 320
+- :mod:`.pull` PULL_MESSAGE 11 (with :mod:`trocket.broker.long_polling`)
+- :mod:`.admin` UPDATE_AND_CREATE_TOPIC 17, GET_BROKER_RUNTIME_INFO 28,
+  SEARCH_OFFSET_BY_TIMESTAMP 29, GET_MAX_OFFSET 30, GET_MIN_OFFSET 31,
+  VIEW_MESSAGE_BY_ID 33
+- :mod:`.client`, :mod:`.offsets`, :mod:`.locks`, :mod:`.send_back` (the client
+  processors: 34, 35, 38, 14, 15, 41, 42, 36)
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, TypeVar
+
+from trocket.codecs.codes import ResponseCode
+from trocket.codecs.command import RemotingCommand
+from trocket.codecs.errors import CustomHeaderError
+from trocket.codecs.headers import decode_header
+from trocket.codecs.message.hosts import HostAddress
+
+__all__ = [
+    "APPLY_TOPIC_URL",
+    "HeaderError",
+    "SUBSCRIPTION_GROUP_NOT_EXIST_URL",
+    "decode_request_header",
+    "host_address",
+    "perm_to_string",
+    "reply",
+    "suggest_todo",
+    "topic_config_string",
+]
+
+T = TypeVar("T")
+
+#: ``FAQUrl`` (4.9.x): every FAQ link points at the same page.
+FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
+APPLY_TOPIC_URL = FAQ_URL
+SUBSCRIPTION_GROUP_NOT_EXIST_URL = FAQ_URL
+SAME_GROUP_DIFFERENT_TOPIC_URL = FAQ_URL
+
+
+def suggest_todo(url: str) -> str:
+    """``FAQUrl.suggestTodo``."""
+    return f"\nSee {url} for further details."
+
+
+def reply(code: int, remark: str | None = None, ext: dict[str, str] | None = None, body: bytes = b"") -> RemotingCommand:
+    """A response with an ``extFields`` object always present (strings only)."""
+    return RemotingCommand(
+        code=code, flag=1, remark=remark, ext_fields={} if ext is None else ext, body=body
+    )
+
+
+class HeaderError(Exception):
+    """A request's custom header is malformed; :attr:`response` is Java's answer."""
+
+    def __init__(self, response: RemotingCommand) -> None:
+        super().__init__(response.remark)
+        self.response = response
+
+
+def decode_request_header(cls: type[T], request: RemotingCommand) -> T:
+    """Decode ``cls`` from the request's ext fields, or raise :class:`HeaderError`
+    carrying SYSTEM_ERROR with the remark Java's ``RemotingCommandException`` gives
+    (``the custom field <topic> is null``)."""
+    try:
+        return decode_header(cls, request.ext_fields)
+    except CustomHeaderError as exc:
+        raise HeaderError(
+            reply(ResponseCode.SYSTEM_ERROR, f"RemotingCommandException: {exc.reason} ({exc.header}.{exc.field})")
+        ) from None
+
+
+@lru_cache(maxsize=4096)
+def host_address(addr: str) -> HostAddress:
+    """``"ip:port"`` of a peer -> :class:`HostAddress` for a record's BORNHOST.
+
+    Records are written in the IPv4 layout (neither real client reads the IPv6 flags),
+    so an IPv4-mapped IPv6 address is unwrapped and any other IPv6 peer becomes 0.0.0.0.
+    """
+    host, _, port = addr.rpartition(":")
+    host = host.strip("[]")
+    if host.startswith("::ffff:") and "." in host:
+        host = host[7:]
+    if ":" in host or not host:
+        host = "0.0.0.0"
+    try:
+        return HostAddress(host, int(port))
+    except ValueError:
+        return HostAddress("0.0.0.0", 0)
+
+
+def perm_to_string(perm: int) -> str:
+    """``PermName.perm2String``: ``RW-`` for 6."""
+    return (
+        ("R" if perm & 4 else "-") + ("W" if perm & 2 else "-") + ("X" if perm & 1 else "-")
+    )
+
+
+def topic_config_string(tc: Any) -> str:
+    """``TopicConfig.toString()`` as Java prints it in remarks."""
+    return (
+        f"TopicConfig [topicName={tc.topic_name}, readQueueNums={tc.read_queue_nums}, "
+        f"writeQueueNums={tc.write_queue_nums}, perm={perm_to_string(tc.perm)}, "
+        f"topicFilterType={tc.topic_filter_type}, topicSysFlag={tc.topic_sys_flag}, "
+        f"order={'true' if tc.order else 'false'}]"
+    )

@@ -1,0 +1,172 @@
+"""Admin and query codes: 17, 28, 29, 30, 31, 33 (``AdminBrokerProcessor`` and
+``QueryMessageProcessor`` of RocketMQ 4.9).
+
+* UPDATE_AND_CREATE_TOPIC (17): validate (``TopicValidator``: SYSTEM_ERROR with its
+  remark; system topics refused), create or replace, persist ``topics.json``, and
+  re-register with the name servers so routes show the topic at once.
+* GET_BROKER_RUNTIME_INFO (28): body ``KVTable`` ``{"table": {...}}`` (strings), with
+  Java's key names where they apply plus trocket's (append-lock share, held pulls).
+* SEARCH_OFFSET_BY_TIMESTAMP (29), GET_MAX_OFFSET (30), GET_MIN_OFFSET (31): ``offset``.
+* VIEW_MESSAGE_BY_ID (33): the stored record at a commit-log offset (from an offset
+  message id) as the body; SYSTEM_ERROR "can not find message by the offset, N".
+
+Offsets of consumer groups (14/15) and the client codes belong to the client
+processors, not here.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Callable
+
+import trio
+
+from trocket.codecs.bodies.fastjson import Bean, dumps_bytes
+from trocket.codecs.codes import RequestCode, ResponseCode
+from trocket.codecs.command import RemotingCommand
+from trocket.codecs.errors import InvalidNameError
+from trocket.codecs.headers import (
+    CreateTopicRequestHeader,
+    GetMaxOffsetRequestHeader,
+    GetMinOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    ViewMessageRequestHeader,
+)
+from trocket.codecs.names import is_system_topic, validate_topic
+
+from ..store import TopicConfig
+from . import HeaderError, decode_request_header, reply
+
+if TYPE_CHECKING:
+    from ..context import BrokerContext
+
+__all__ = ["AdminProcessor", "register"]
+
+log = logging.getLogger(__name__)
+
+_FILTER_TYPES = ("SINGLE_TAG", "MULTI_TAG")
+
+
+class AdminProcessor:
+    def __init__(
+        self,
+        ctx: BrokerContext,
+        *,
+        on_topic_created: Callable[[str], None] | None = None,
+        runtime_info: Callable[[], dict[str, str]] | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.store = ctx.store
+        self.topics = ctx.topics
+        self.on_topic_created = on_topic_created
+        self.runtime_info = runtime_info
+        self._handlers = {
+            int(RequestCode.UPDATE_AND_CREATE_TOPIC): self.update_and_create_topic,
+            int(RequestCode.GET_BROKER_RUNTIME_INFO): self.get_broker_runtime_info,
+            int(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP): self.search_offset_by_timestamp,
+            int(RequestCode.GET_MAX_OFFSET): self.get_max_offset,
+            int(RequestCode.GET_MIN_OFFSET): self.get_min_offset,
+            int(RequestCode.VIEW_MESSAGE_BY_ID): self.view_message_by_id,
+        }
+
+    @property
+    def codes(self) -> list[int]:
+        return list(self._handlers)
+
+    async def process_request(self, conn, request: RemotingCommand) -> RemotingCommand:
+        handler = self._handlers.get(request.code)
+        if handler is None:
+            return reply(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported")
+        try:
+            return await handler(conn, request)
+        except HeaderError as exc:
+            return exc.response
+        except Exception as exc:
+            log.exception("admin request %d from %s failed", request.code, conn.remote_address)
+            return reply(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
+    # -- 17 ----------------------------------------------------------------------------------
+
+    async def update_and_create_topic(self, conn, request: RemotingCommand) -> RemotingCommand:
+        header = decode_request_header(CreateTopicRequestHeader, request)
+        topic = header.topic
+        try:
+            validate_topic(topic)
+        except InvalidNameError as exc:
+            return reply(ResponseCode.SYSTEM_ERROR, str(exc))
+        if is_system_topic(topic) or topic == self.ctx.config.cluster or topic == self.ctx.config.broker_name:
+            return reply(ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
+        if header.readQueueNums <= 0 or header.writeQueueNums <= 0:
+            return reply(
+                ResponseCode.SYSTEM_ERROR,
+                f"illegal queue numbers: readQueueNums={header.readQueueNums}, "
+                f"writeQueueNums={header.writeQueueNums} (both must be positive)",
+            )
+        if header.topicFilterType not in _FILTER_TYPES:
+            return reply(
+                ResponseCode.SYSTEM_ERROR,
+                f"illegal topicFilterType {header.topicFilterType!r}: SINGLE_TAG or MULTI_TAG",
+            )
+        tc = TopicConfig(
+            topic,
+            header.readQueueNums,
+            header.writeQueueNums,
+            header.perm,
+            header.topicFilterType,
+            header.topicSysFlag or 0,
+            bool(header.order),
+        )
+        log.info("updating topic %s from %s: %s", topic, conn.remote_address, tc)
+        await trio.to_thread.run_sync(self.topics.update, tc)
+        if self.on_topic_created is not None:
+            self.on_topic_created(topic)
+        return reply(ResponseCode.SUCCESS)
+
+    # -- 28 ----------------------------------------------------------------------------------
+
+    async def get_broker_runtime_info(self, conn, request: RemotingCommand) -> RemotingCommand:
+        table = self.runtime_info() if self.runtime_info is not None else {}
+        body = dumps_bytes(Bean(table={str(k): str(v) for k, v in table.items()}))
+        return reply(ResponseCode.SUCCESS, body=body)
+
+    # -- 29 / 30 / 31 ------------------------------------------------------------------------
+
+    async def search_offset_by_timestamp(self, conn, request: RemotingCommand) -> RemotingCommand:
+        header = decode_request_header(SearchOffsetRequestHeader, request)
+        offset = self.store.get_offset_by_time(header.topic, header.queueId, header.timestamp)
+        return reply(ResponseCode.SUCCESS, None, {"offset": str(offset)})
+
+    async def get_max_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
+        header = decode_request_header(GetMaxOffsetRequestHeader, request)
+        offset = self.store.get_max_offset(header.topic, header.queueId)
+        return reply(ResponseCode.SUCCESS, None, {"offset": str(offset)})
+
+    async def get_min_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
+        header = decode_request_header(GetMinOffsetRequestHeader, request)
+        offset = self.store.get_min_offset(header.topic, header.queueId)
+        return reply(ResponseCode.SUCCESS, None, {"offset": str(offset)})
+
+    # -- 33 ----------------------------------------------------------------------------------
+
+    async def view_message_by_id(self, conn, request: RemotingCommand) -> RemotingCommand:
+        header = decode_request_header(ViewMessageRequestHeader, request)
+        view = self.store.select_one_message_by_offset(header.offset) if header.offset >= 0 else None
+        if view is None:
+            return reply(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {header.offset}")
+        try:
+            body = bytes(view)
+        finally:
+            view.release()
+        return reply(ResponseCode.SUCCESS, body=body)
+
+
+def register(
+    ctx: BrokerContext,
+    *,
+    on_topic_created: Callable[[str], None] | None = None,
+    runtime_info: Callable[[], dict[str, str]] | None = None,
+) -> AdminProcessor:
+    proc = AdminProcessor(ctx, on_topic_created=on_topic_created, runtime_info=runtime_info)
+    for code in proc.codes:
+        ctx.server.register_processor(code, proc, limit=ctx.config.admin_concurrency, queue=1024)
+    return proc

@@ -1,0 +1,327 @@
+"""PULL_MESSAGE (11): RocketMQ 4.9's ``PullMessageProcessor`` with long polling.
+
+Checks, each with Java's code and remark: broker read permission (NO_PERMISSION),
+consumer group name (SUBSCRIPTION_GROUP_NOT_EXIST: an illegal name is a group that
+cannot exist), topic (TOPIC_NOT_EXIST; ``%RETRY%<group>`` is created on demand with
+1 queue, perm 6), topic read permission, queue id (SYSTEM_ERROR), subscription
+(TAG expressions only; SQL92 -> SYSTEM_ERROR as a broker with
+``enablePropertyFilter=false``).
+
+Reading: the store filters by tag hash in the consume queue (the subscription's code
+set); the records found are then checked against the exact tag strings (a hash
+collision must not deliver a foreign tag) -- what is left is the FOUND body, the
+stored records back to back. Statuses map to codes as in Java, the remark is the
+status name, and every answer carries ``suggestWhichBrokerId`` "0",
+``nextBeginOffset``, ``minOffset`` and ``maxOffset`` as strings:
+
+=====================  ==========================================================
+FOUND                  SUCCESS (0) with the records
+NO_MESSAGE_IN_QUEUE    PULL_OFFSET_MOVED (21) if the pull's offset is not 0, else 19
+OFFSET_OVERFLOW_ONE    PULL_NOT_FOUND (19) -- held when the suspend bit is set
+OFFSET_FOUND_NULL      PULL_NOT_FOUND (19) -- held too
+OFFSET_OVERFLOW_BADLY  PULL_OFFSET_MOVED (21)
+OFFSET_TOO_SMALL       PULL_OFFSET_MOVED (21)
+NO_MATCHED_MESSAGE     PULL_RETRY_IMMEDIATELY (20)
+MESSAGE_WAS_REMOVING   PULL_RETRY_IMMEDIATELY (20)
+=====================  ==========================================================
+
+A pull with sysFlag bit 1 stores ``commitOffset`` as the group's offset (first run
+only, as Java). A held pull is re-run by :mod:`trocket.broker.long_polling` and
+answered through its connection.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from typing import TYPE_CHECKING, Callable
+
+from trocket.codecs.codes import RequestCode, ResponseCode
+from trocket.codecs.command import RemotingCommand
+from trocket.codecs.errors import InvalidNameError
+from trocket.codecs.headers import PullMessageRequestHeader
+from trocket.codecs.message.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX, validate_group
+
+from ..long_polling import HeldPull
+from ..store import GetStatus, tags_hash
+from ..store.topic_config import PERM_READ, PERM_WRITE
+from . import (
+    APPLY_TOPIC_URL,
+    SAME_GROUP_DIFFERENT_TOPIC_URL,
+    SUBSCRIPTION_GROUP_NOT_EXIST_URL,
+    HeaderError,
+    decode_request_header,
+    reply,
+    suggest_todo,
+)
+
+if TYPE_CHECKING:
+    from ..context import BrokerContext
+
+__all__ = ["PullProcessor", "Subscription", "parse_subscription", "record_tags", "register"]
+
+log = logging.getLogger(__name__)
+
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+FLAG_CLASS_FILTER = 0x8
+
+_CODES = {
+    GetStatus.FOUND: ResponseCode.SUCCESS,
+    GetStatus.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetStatus.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetStatus.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
+    GetStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
+    GetStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
+    GetStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+}
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_BODYLEN_AT = 84  # IPv4 born and store hosts
+
+
+def record_tags(record: memoryview | bytes) -> str | None:
+    """The TAGS property of a stored record, without decoding the rest."""
+    (sys_flag,) = _I32.unpack_from(record, 36)
+    at = _BODYLEN_AT
+    if sys_flag & BORNHOST_V6_FLAG:
+        at += 12
+    if sys_flag & STOREHOSTADDRESS_V6_FLAG:
+        at += 12
+    (body_len,) = _I32.unpack_from(record, at)
+    at += 4 + body_len
+    topic_len = record[at]
+    at += 1 + topic_len
+    (props_len,) = _I16.unpack_from(record, at)
+    at += 2
+    props = bytes(record[at : at + props_len])
+    i = props.find(b"TAGS\x01")
+    while i > 0 and props[i - 1] != 2:
+        i = props.find(b"TAGS\x01", i + 1)
+    if i < 0:
+        return None
+    start = i + 5
+    end = props.find(b"\x02", start)
+    value = props[start:] if end < 0 else props[start:end]
+    return value.decode("utf-8", "replace") or None
+
+
+class Subscription:
+    """``SubscriptionData`` of a TAG expression: ``tags`` None means ``*``."""
+
+    __slots__ = ("expression", "tags", "codes")
+
+    def __init__(self, expression: str, tags: frozenset[str] | None) -> None:
+        self.expression = expression
+        self.tags = tags
+        self.codes = None if tags is None else frozenset(tags_hash(t) for t in tags)
+
+    def matches(self, tags: str | None) -> bool:
+        return self.tags is None or (tags is not None and tags in self.tags)
+
+
+_ALL = Subscription("*", None)
+
+
+def parse_subscription(expression: str | None) -> Subscription:
+    """``FilterAPI.buildSubscriptionData``: ``"*"``/empty = everything, else
+    ``"TagA || TagB"``."""
+    if not expression or expression.strip() == "*":
+        return _ALL
+    tags = frozenset(t.strip() for t in expression.split("||") if t.strip())
+    if not tags:
+        return _ALL
+    return Subscription(expression, tags)
+
+
+class PullProcessor:
+    def __init__(self, ctx: BrokerContext, on_topic_created: Callable[[str], None] | None = None) -> None:
+        self.ctx = ctx
+        self.config = ctx.config
+        self.store = ctx.store
+        self.topics = ctx.topics
+        self.offsets = ctx.offsets
+        self.hold = ctx.pull_hold
+        self.on_topic_created = on_topic_created
+        self.long_polling = ctx.config.long_polling
+        self.short_polling_ms = ctx.config.short_polling_time_ms
+        # counters
+        self.found = 0
+        self.found_messages = 0
+        self.found_bytes = 0
+        self.not_found = 0
+        self.held = 0
+        if self.hold is not None:
+            self.hold.rerun = self.rerun
+
+    def process_request(self, conn, request: RemotingCommand) -> RemotingCommand | None:
+        """Runs inline on the connection's reader: a pull never blocks (the store reads
+        from memory maps), so it needs neither a task nor a thread."""
+        try:
+            header = decode_request_header(PullMessageRequestHeader, request)
+            return self.pull(conn, request, header, True)
+        except HeaderError as exc:
+            return exc.response
+        except Exception as exc:
+            log.exception("pull from %s failed", conn.remote_address)
+            return reply(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
+    def rerun(self, held: HeldPull) -> RemotingCommand | None:
+        """Re-run a held pull (woken or timed out); never suspends again."""
+        return self.pull(held.conn, held.request, held.state, False)
+
+    # -- the pull ----------------------------------------------------------------------------
+
+    def pull(self, conn, request: RemotingCommand, header: PullMessageRequestHeader, allow_suspend: bool) -> RemotingCommand | None:
+        config = self.config
+        if not config.broker_permission & PERM_READ:
+            return reply(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{config.advertised_addr().rpartition(':')[0]}] pulling message is forbidden",
+            )
+        group = header.consumerGroup
+        try:
+            validate_group(group)
+        except InvalidNameError as exc:
+            return reply(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group [{group}] does not exist, {exc}{suggest_todo(SUBSCRIPTION_GROUP_NOT_EXIST_URL)}",
+            )
+        topic = header.topic
+        sys_flag = header.sysFlag
+        tc = self.topics.select(topic)
+        if tc is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and topic[len(RETRY_GROUP_TOPIC_PREFIX):] == group:
+            tc = self.topics.create_in_send_back(topic, 1, PERM_READ | PERM_WRITE, 0)
+            if self.on_topic_created is not None:
+                self.on_topic_created(topic)
+        if tc is None:
+            log.warning("the topic %s not exist, consumer: %s", topic, conn.remote_address)
+            return reply(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic[{topic}] not exist, apply first please! {suggest_todo(APPLY_TOPIC_URL)}",
+            )
+        if not tc.perm & PERM_READ:
+            return reply(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
+        queue_id = header.queueId
+        if queue_id < 0 or queue_id >= tc.read_queue_nums:
+            return reply(
+                ResponseCode.SYSTEM_ERROR,
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+                f"[{tc.read_queue_nums}] consumer:[{conn.remote_address}]",
+            )
+        if sys_flag & FLAG_SUBSCRIPTION:
+            expression_type = header.expressionType
+            if expression_type and expression_type.upper() != "TAG":
+                return reply(
+                    ResponseCode.SYSTEM_ERROR,
+                    f"The broker does not support consumer to filter message by {expression_type}",
+                )
+            sub = parse_subscription(header.subscription)
+        else:
+            sub = self._registered_subscription(group, topic)
+            if sub is None:
+                return reply(
+                    ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                    "the consumer's subscription not exist" + suggest_todo(SAME_GROUP_DIFFERENT_TOPIC_URL),
+                )
+
+        offset = header.queueOffset
+        result = self.store.get_message(group, topic, queue_id, offset, max(1, header.maxMsgNums), sub.codes)
+        status = result.status
+        body = b""
+        if status is GetStatus.FOUND:
+            if sub.tags is not None:
+                self._exact_tag_check(result, sub)
+                status = result.status
+            if status is GetStatus.FOUND:
+                body = result.joined()
+                self.found += 1
+                self.found_messages += len(result.buffers)
+                self.found_bytes += len(body)
+            result.release()
+        if status is GetStatus.NO_MESSAGE_IN_QUEUE or status is GetStatus.NO_MATCHED_LOGIC_QUEUE:
+            code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
+        else:
+            code = _CODES[status]
+
+        if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET:
+            self.offsets.commit_offset(group, topic, queue_id, header.commitOffset)
+
+        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND and self.hold is not None:
+            polling_ms = header.suspendTimeoutMillis if self.long_polling else self.short_polling_ms
+            held = HeldPull(
+                conn, request, topic, queue_id, offset, self.hold.deadline_for(polling_ms), sub.codes, header
+            )
+            if self.hold.suspend(held):
+                self.held += 1
+                return None
+            return reply(
+                ResponseCode.SYSTEM_BUSY,
+                f"[PULL_HOLD_FULL]broker busy: {self.hold.max_held} pull requests are held already, "
+                "start flow control for a while",
+            )
+        if code == ResponseCode.PULL_NOT_FOUND:
+            self.not_found += 1
+        return reply(
+            code,
+            status.value,
+            {
+                "suggestWhichBrokerId": "0",
+                "nextBeginOffset": str(result.next_begin_offset),
+                "minOffset": str(result.min_offset),
+                "maxOffset": str(result.max_offset),
+            },
+            body,
+        )
+
+    @staticmethod
+    def _exact_tag_check(result, sub: Subscription) -> None:
+        """Drop records whose TAGS only collide with the subscription's hashes."""
+        keep = []
+        keep_offsets = []
+        dropped = []
+        for buf, qoff in zip(result.buffers, result.queue_offsets):
+            if sub.matches(record_tags(buf)):
+                keep.append(buf)
+                keep_offsets.append(qoff)
+            else:
+                dropped.append(buf)
+        if not dropped:
+            return
+        for buf in dropped:
+            buf.release()
+        result.buffers = keep
+        result.queue_offsets = keep_offsets
+        result.buffer_total_size = sum(len(b) for b in keep)
+        if not keep:
+            result.status = GetStatus.NO_MATCHED_MESSAGE
+
+    def _registered_subscription(self, group: str, topic: str) -> Subscription | None:
+        """Without the subscription bit Java uses what the group's heartbeat said."""
+        consumers = self.ctx.consumers
+        if consumers is None:
+            return None
+        finder = getattr(consumers, "find_subscription", None) or getattr(consumers, "find_subscription_data", None)
+        if finder is None:
+            return None
+        try:
+            data = finder(group, topic)
+        except Exception:
+            return None
+        if data is None:
+            return None
+        expression = getattr(data, "sub_string", None)
+        if expression is None:
+            expression = getattr(data, "subString", None)
+        if expression is None and isinstance(data, dict):
+            expression = data.get("subString")
+        return parse_subscription(expression)
+
+
+def register(ctx: BrokerContext, *, on_topic_created: Callable[[str], None] | None = None) -> PullProcessor:
+    proc = PullProcessor(ctx, on_topic_created)
+    ctx.server.register_processor(int(RequestCode.PULL_MESSAGE), proc, inline=True)
+    return proc

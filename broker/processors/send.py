@@ -1,0 +1,358 @@
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320).
+
+RocketMQ 4.9's ``SendMessageProcessor`` + ``AbstractSendMessageProcessor.msgCheck``:
+
+1. decode the header (V2's one-letter names become V1's); malformed -> SYSTEM_ERROR;
+2. checks, in Java's order, each with Java's code and remark: broker write permission
+   (NO_PERMISSION), topic name (SYSTEM_ERROR, ``TopicValidator`` remark), send-forbidden
+   system topics (NO_PERMISSION), topic config -- auto-created from the default topic
+   (``TBW102``, the header's ``defaultTopic``/``defaultTopicQueueNums``) or, for
+   ``%RETRY%<group>``, with 1 queue perm 6; otherwise TOPIC_NOT_EXIST -- then the queue
+   id (SYSTEM_ERROR);
+3. the properties string is stored verbatim (only TAGS and WAIT are looked up in it);
+   a body larger than ``max_message_size`` is MESSAGE_ILLEGAL before any work;
+4. put (the store prepares the record outside its append lock), then in SYNC_FLUSH
+   mode await the group commit, answering FLUSH_DISK_TIMEOUT (10) when it is late;
+5. SUCCESS with ``msgId`` (the offset message id; comma-joined for a batch),
+   ``queueId``, ``queueOffset`` (the first one for a batch).
+
+A batch is code 320, or code 10/310 with ``batch`` true -- the C++ client sends
+``batch:"1"``, which the header codec reads as true. Transactional (prepared)
+messages are refused with Java's ``rejectTransactionMessage`` answer: this broker has
+no half-message service, and a prepared record would never become visible.
+
+Concurrency: sends run as trio tasks, ``send_concurrency`` at once, up to
+``send_queue_capacity`` more waiting; past that SYSTEM_BUSY at once (with an
+``extFields`` object, which the C++ client needs).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import TYPE_CHECKING, Callable
+
+import trio
+
+from trocket.codecs.codes import RequestCode, ResponseCode
+from trocket.codecs.command import RemotingCommand
+from trocket.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from trocket.codecs.message.sysflag import (
+    MULTI_TAGS_FLAG,
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+)
+from trocket.codecs.names import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+    is_not_allowed_send_topic,
+    validate_topic,
+)
+from trocket.codecs.errors import InvalidNameError
+
+from ..store import BatchInner, MessageInner, PutMessageError, PutStatus, StoreClosedError, tags_hash
+from ..store.topic_config import PERM_READ, PERM_WRITE
+from . import (
+    APPLY_TOPIC_URL,
+    HeaderError,
+    decode_request_header,
+    host_address,
+    reply,
+    suggest_todo,
+    topic_config_string,
+)
+
+if TYPE_CHECKING:
+    from ..context import BrokerContext
+
+__all__ = ["SendProcessor", "register"]
+
+log = logging.getLogger(__name__)
+
+_BUSY_REMARK = "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 0ms, size of queue: {}"
+#: ``MixAll.DEFAULT_MAX_RECONSUME_TIMES`` / SubscriptionGroupConfig.retryMaxTimes.
+MAX_RECONSUME_TIMES = 16
+_REGION_EXT = ("MSG_REGION", "DefaultRegion")
+_TRACE_EXT = ("TRACE_ON", "true")
+
+
+def get_property(props: str | None, key: str) -> str | None:
+    """The value of ``key`` in a properties string, without parsing the rest."""
+    if not props:
+        return None
+    needle = key + "\x01"
+    at = 0
+    while True:
+        i = props.find(needle, at)
+        if i < 0:
+            return None
+        if i == 0 or props[i - 1] == "\x02":
+            start = i + len(needle)
+            end = props.find("\x02", start)
+            value = props[start:] if end < 0 else props[start:end]
+            return value or None
+        at = i + 1
+
+
+class SendProcessor:
+    """The send processor (one per broker); ``process_request`` is what remoting calls."""
+
+    def __init__(self, ctx: BrokerContext, on_topic_created: Callable[[str], None] | None = None) -> None:
+        self.ctx = ctx
+        self.config = ctx.config
+        self.store = ctx.store
+        self.topics = ctx.topics
+        self.on_topic_created = on_topic_created
+        self.limiter = trio.CapacityLimiter(ctx.config.send_concurrency)
+        self.capacity = ctx.config.send_concurrency + ctx.config.send_queue_capacity
+        self.pending = 0
+        self.max_message_size = ctx.config.max_message_size
+        self._random = random.Random()
+        # counters for GET_BROKER_RUNTIME_INFO
+        self.put_messages = 0
+        self.put_bytes = 0
+        self.put_failures = 0
+
+    # -- entry ---------------------------------------------------------------------------
+
+    async def process_request(self, conn, request: RemotingCommand) -> RemotingCommand:
+        if self.pending >= self.capacity:
+            return reply(ResponseCode.SYSTEM_BUSY, _BUSY_REMARK.format(self.pending))
+        self.pending += 1
+        try:
+            limiter = self.limiter
+            try:
+                limiter.acquire_nowait()
+            except trio.WouldBlock:
+                await limiter.acquire()
+            try:
+                return await self._process(conn, request)
+            finally:
+                limiter.release()
+        except HeaderError as exc:
+            return exc.response
+        except Exception as exc:  # never leave a client without an answer (and extFields)
+            log.exception("send from %s failed", conn.remote_address)
+            return reply(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        finally:
+            self.pending -= 1
+
+    async def _process(self, conn, request: RemotingCommand) -> RemotingCommand:
+        code = request.code
+        if code == RequestCode.SEND_MESSAGE:
+            header = decode_request_header(SendMessageRequestHeader, request)
+        else:
+            header = decode_request_header(SendMessageRequestHeaderV2, request).to_v1()
+        problem, topic_config = self._msg_check(conn, header)
+        if problem is not None:
+            return problem
+        if code == RequestCode.SEND_BATCH_MESSAGE or header.batch:
+            return await self._send_batch(conn, request, header, topic_config)
+        return await self._send_one(conn, request, header, topic_config)
+
+    # -- checks (AbstractSendMessageProcessor.msgCheck) ------------------------------------
+
+    def _msg_check(self, conn, header: SendMessageRequestHeader):
+        config = self.config
+        topic = header.topic
+        if not config.broker_permission & PERM_WRITE:
+            return reply(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{config.advertised_addr().rpartition(':')[0]}] sending message is forbidden",
+            ), None
+        try:
+            validate_topic(topic)
+        except InvalidNameError as exc:
+            return reply(ResponseCode.SYSTEM_ERROR, str(exc)), None
+        if is_not_allowed_send_topic(topic):
+            return reply(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."), None
+        tc = self.topics.select(topic)
+        if tc is None:
+            tc = self._create_topic(conn, header)
+            if tc is None:
+                return reply(
+                    ResponseCode.TOPIC_NOT_EXIST,
+                    f"topic[{topic}] not exist, apply first please!{suggest_todo(APPLY_TOPIC_URL)}",
+                ), None
+        queue_id = header.queueId
+        if queue_id >= max(tc.write_queue_nums, tc.read_queue_nums):
+            return reply(
+                ResponseCode.SYSTEM_ERROR,
+                f"request queueId[{queue_id}] is illegal, {topic_config_string(tc)} Producer: {conn.remote_address}",
+            ), None
+        if not tc.perm & PERM_WRITE:
+            return reply(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"), None
+        return None, tc
+
+    def _create_topic(self, conn, header: SendMessageRequestHeader):
+        topic = header.topic
+        log.warning("the topic %s not exist, producer: %s", topic, conn.remote_address)
+        tc = None
+        default_topic = header.defaultTopic
+        if default_topic:
+            tc = self.topics.create_in_send(topic, default_topic, header.defaultTopicQueueNums, 0)
+        if tc is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            tc = self.topics.create_in_send_back(topic, 1, PERM_READ | PERM_WRITE, 0)
+        if tc is not None:
+            log.info("created topic %s (%d queues) on send from %s", topic, tc.write_queue_nums, conn.remote_address)
+            if self.on_topic_created is not None:
+                self.on_topic_created(topic)
+        return tc
+
+    def _pick_queue(self, queue_id: int, tc) -> int:
+        if queue_id < 0:
+            return self._random.randrange(max(1, tc.write_queue_nums))
+        return queue_id
+
+    # -- single message --------------------------------------------------------------------
+
+    async def _send_one(self, conn, request: RemotingCommand, header: SendMessageRequestHeader, tc) -> RemotingCommand:
+        body = request.body
+        if len(body) > self.max_message_size:
+            return self._illegal(f"message body is {len(body)} bytes, above the maximum of {self.max_message_size}")
+        sys_flag = header.sysFlag
+        if sys_flag & TRANSACTION_ROLLBACK_TYPE == TRANSACTION_PREPARED_TYPE or (
+            get_property(header.properties, "TRAN_MSG") or ""
+        ).lower() == "true":
+            return reply(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{self.config.advertised_addr().rpartition(':')[0]}] sending transaction message is forbidden",
+            )
+        topic = header.topic
+        queue_id = self._pick_queue(header.queueId, tc)
+        reconsume = header.reconsumeTimes or 0
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            max_times = header.maxReconsumeTimes if header.maxReconsumeTimes is not None else MAX_RECONSUME_TIMES
+            if reconsume > max_times:  # handleRetryAndDLQ: off to the dead-letter queue
+                topic = DLQ_GROUP_TOPIC_PREFIX + topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+                queue_id = 0
+                if self.topics.select(topic) is None:
+                    self.topics.create_in_send_back(topic, 1, PERM_READ | PERM_WRITE, 0)
+                    if self.on_topic_created is not None:
+                        self.on_topic_created(topic)
+        if tc.topic_filter_type == "MULTI_TAG":
+            sys_flag |= MULTI_TAGS_FLAG
+        props = header.properties or ""
+        try:
+            props_bytes = props.encode("utf-8")
+        except UnicodeEncodeError:
+            return self._illegal("properties are not valid UTF-8")
+        wait = (get_property(props, "WAIT") or "true").lower() == "true"
+        msg = MessageInner(
+            topic=topic,
+            body=body,
+            queue_id=queue_id,
+            flag=header.flag,
+            properties_bytes=props_bytes,
+            sys_flag=sys_flag,
+            born_timestamp=header.bornTimestamp,
+            born_host=host_address(conn.remote_address),
+            reconsume_times=reconsume,
+            tags_code=tags_hash(get_property(props, "TAGS")),
+        )
+        try:
+            result = await self.store.async_put_message(msg, wait=wait)
+        except StoreClosedError:
+            return self._not_available()
+        except PutMessageError as exc:
+            return self._put_error(exc)
+        return self._ok(result)
+
+    # -- batch ---------------------------------------------------------------------------------
+
+    async def _send_batch(self, conn, request: RemotingCommand, header: SendMessageRequestHeader, tc) -> RemotingCommand:
+        topic = header.topic
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return reply(ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {topic}")
+        body = request.body
+        if len(body) > self.max_message_size:
+            return self._illegal(f"batch body is {len(body)} bytes, above the maximum of {self.max_message_size}")
+        sys_flag = header.sysFlag
+        if tc.topic_filter_type == "MULTI_TAG":
+            sys_flag |= MULTI_TAGS_FLAG
+        props = header.properties or ""
+        try:
+            props_bytes = props.encode("utf-8")
+        except UnicodeEncodeError:
+            return self._illegal("properties are not valid UTF-8")
+        wait = (get_property(props, "WAIT") or "true").lower() == "true"
+        batch = BatchInner(
+            topic=topic,
+            body=body,
+            queue_id=self._pick_queue(header.queueId, tc),
+            properties_bytes=props_bytes,
+            sys_flag=sys_flag,
+            born_timestamp=header.bornTimestamp,
+            born_host=host_address(conn.remote_address),
+            reconsume_times=header.reconsumeTimes or 0,
+        )
+        try:
+            result = await self.store.async_put_messages(batch, wait=wait)
+        except StoreClosedError:
+            return self._not_available()
+        except PutMessageError as exc:
+            return self._put_error(exc)
+        return self._ok(result)
+
+    # -- answers -----------------------------------------------------------------------------
+
+    def _ok(self, result) -> RemotingCommand:
+        status = result.status
+        if status is PutStatus.PUT_OK:
+            code = ResponseCode.SUCCESS
+        elif status is PutStatus.FLUSH_DISK_TIMEOUT:
+            code = ResponseCode.FLUSH_DISK_TIMEOUT
+        else:  # the store raises for the failures; be safe anyway
+            self.put_failures += 1
+            return reply(ResponseCode.SYSTEM_ERROR, status.value)
+        self.put_messages += result.msg_count
+        self.put_bytes += result.wrote_bytes
+        return reply(
+            code,
+            None,
+            {
+                "msgId": result.msg_id,
+                "queueId": str(result.queue_id),
+                "queueOffset": str(result.queue_offset),
+                _REGION_EXT[0]: _REGION_EXT[1],
+                _TRACE_EXT[0]: _TRACE_EXT[1],
+            },
+        )
+
+    def _illegal(self, detail: str) -> RemotingCommand:
+        self.put_failures += 1
+        return reply(
+            ResponseCode.MESSAGE_ILLEGAL,
+            "the message is illegal, maybe msg body or properties length not matched. "
+            f"msg body length limit {self.max_message_size}B, msg properties length limit 32KB. ({detail})",
+        )
+
+    def _not_available(self) -> RemotingCommand:
+        self.put_failures += 1
+        return reply(
+            ResponseCode.SERVICE_NOT_AVAILABLE,
+            "service not available now. It may be caused by one of the following reasons: "
+            "the broker's disk is full, messages are put to the slave, message store has been shut down, etc.",
+        )
+
+    def _put_error(self, exc: PutMessageError) -> RemotingCommand:
+        status = exc.status
+        if status in ("MESSAGE_ILLEGAL", "PROPERTIES_SIZE_EXCEEDED"):
+            return self._illegal(str(exc))
+        self.put_failures += 1
+        if status == "CREATE_MAPEDFILE_FAILED":
+            return reply(ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken.")
+        if status == "SERVICE_NOT_AVAILABLE":
+            return self._not_available()
+        return reply(ResponseCode.SYSTEM_ERROR, f"UNKNOWN_ERROR: {exc}")
+
+
+def register(ctx: BrokerContext, *, on_topic_created: Callable[[str], None] | None = None) -> SendProcessor:
+    """Register 10, 310 and 320 on ``ctx.server``; returns the processor (for stats)."""
+    proc = SendProcessor(ctx, on_topic_created)
+    # Admission is the processor's own (so SYSTEM_BUSY carries extFields); remoting's
+    # bound is set just above it and never triggers first.
+    limit = proc.capacity + 64
+    for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
+        ctx.server.register_processor(int(code), proc, limit=limit, queue=0)
+    return proc

@@ -1,0 +1,196 @@
+"""CONSUMER_SEND_MSG_BACK 36: a consumer gives a message back for a later retry.
+
+RocketMQ 4.9.8's ``SendMessageProcessor.asyncConsumerSendMsgBack``. The header
+(``offset`` = the message's commit-log offset, ``group``, ``delayLevel``, optional
+``maxReconsumeTimes``, ``unitMode``) names a stored message; the broker stores a copy:
+
+* on ``%RETRY%<group>`` (queue 0: a group has one retry queue; the topic is created
+  with 1 queue, perm 6, as on heartbeat), or on ``%DLQ%<group>`` (1 queue, perm 6)
+  once the message's ``reconsumeTimes`` reached ``maxReconsumeTimes`` (the header's,
+  else the subscription group's default 16) or when ``delayLevel < 0``;
+* with ``reconsumeTimes + 1``, the original body (compressed or not, with its sysFlag),
+  flag, born timestamp and born host;
+* with the original properties plus ``RETRY_TOPIC=<original topic>`` (kept if already
+  set, so a message retried again still names its real topic), ``WAIT=false``,
+  ``ORIGIN_MESSAGE_ID`` (kept if set, else the original's offset message id) and
+  ``DELAY``: ``delayLevel``, 0 meaning "broker decides" = ``3 + reconsumeTimes``,
+  capped at 18 (the highest default level); ``0`` on a DLQ copy. The property string
+  is written in Java's ``HashMap`` order, as a Java broker writes it.
+
+**Difference from RocketMQ**: a Java broker stores the retry copy on
+``SCHEDULE_TOPIC_XXXX`` and its schedule service moves it to ``%RETRY%<group>`` after
+the level's delay (10 s at level 3 ... 2 h at 18). trocket's store has no schedule
+service yet, so the copy goes on the retry topic at once, ``DELAY`` property included,
+and consumers see it again on their next pull of the retry queue.
+
+Answers: SUCCESS once stored; SYSTEM_ERROR ``look message by offset failed, <offset>``
+when no message starts there; NO_PERMISSION when the broker or the retry topic is not
+writable; SYSTEM_ERROR with the store's status when the put fails; SYSTEM_ERROR naming
+the field for a malformed header. Always with an ``extFields`` object.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+import trio
+
+from trocket.broker.store import MessageInner, PutMessageError, StoreClosedError
+from trocket.codecs.codes import RequestCode, ResponseCode
+from trocket.codecs.command import RemotingCommand
+from trocket.codecs.errors import MessageDecodeError
+from trocket.codecs.headers import ConsumerSendMsgBackRequestHeader
+from trocket.codecs.message.message import MessageExt
+from trocket.codecs.message.properties import (
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_RETRY_TOPIC,
+    PROPERTY_WAIT_STORE_MSG_OK,
+    encode_properties_bytes,
+)
+from trocket.codecs.message.record import decode_record
+from trocket.codecs.names import DLQ_GROUP_TOPIC_PREFIX, is_valid_topic
+
+from . import decode_request_header, reply
+from .client import PERM_RW, _remember_topic_hook, Processor, ensure_retry_topic, guarded, retry_topic, topic_created
+
+__all__ = [
+    "register",
+    "send_back",
+    "look_message",
+    "dlq_topic",
+    "DEFAULT_MAX_RECONSUME_TIMES",
+    "MAX_DELAY_LEVEL",
+    "DLQ_NUMS_PER_GROUP",
+]
+
+log = logging.getLogger(__name__)
+
+#: ``SubscriptionGroupConfig.retryMaxTimes`` default.
+DEFAULT_MAX_RECONSUME_TIMES = 16
+#: levels of the default ``messageDelayLevel`` ("1s 5s 10s 30s 1m ... 2h"): 18.
+MAX_DELAY_LEVEL = 18
+#: ``MixAll.DLQ_NUMS_PER_GROUP``.
+DLQ_NUMS_PER_GROUP = 1
+
+_PERM_WRITE = 0x2
+
+
+def dlq_topic(group: str) -> str:
+    """``MixAll.getDLQTopic``."""
+    return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+def look_message(store: Any, commit_log_offset: int) -> MessageExt | None:
+    """``lookMessageByOffset`` without inflating the body (the copy keeps the stored
+    bytes and sysFlag, as Java's ``decode(buf, true, false)``); None when no record
+    starts at ``commit_log_offset``."""
+    if commit_log_offset < 0:
+        return None
+    view = store.select_one_message_by_offset(commit_log_offset)
+    if view is None:
+        return None
+    try:
+        msg, _ = decode_record(view, decompress=False)
+    except MessageDecodeError:
+        return None
+    return msg
+
+
+def _broker_ip(ctx: Any) -> str:
+    try:
+        return ctx.broker_addr().rpartition(":")[0]
+    except Exception:
+        return "?"
+
+
+async def _ensure_dlq_topic(ctx: Any, group: str) -> Any:
+    topic = dlq_topic(group)
+    tc = ctx.topics.select(topic)
+    if tc is not None or not is_valid_topic(topic):
+        return tc
+    tc = await trio.to_thread.run_sync(ctx.topics.create_in_send_back, topic, DLQ_NUMS_PER_GROUP, PERM_RW, 0)
+    topic_created(ctx, topic)
+    return tc
+
+
+async def send_back(ctx: Any, header: ConsumerSendMsgBackRequestHeader) -> RemotingCommand:
+    """Store the retry (or dead-letter) copy of the message at ``header.offset``."""
+    group = header.group
+    if not getattr(ctx.config, "broker_permission", 6) & _PERM_WRITE:
+        return reply(ResponseCode.NO_PERMISSION, f"the broker[{_broker_ip(ctx)}] sending message is forbidden")
+
+    new_topic = retry_topic(group)
+    tc = await ensure_retry_topic(ctx, group, header.unitMode)
+    if tc is None:
+        return reply(ResponseCode.SYSTEM_ERROR, f"topic[{new_topic}] not exist")
+    if not tc.perm & _PERM_WRITE:
+        return reply(ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden")
+
+    msg = look_message(ctx.store, header.offset)
+    if msg is None:
+        return reply(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}")
+
+    props = dict(msg.properties)
+    if props.get(PROPERTY_RETRY_TOPIC) is None:
+        props[PROPERTY_RETRY_TOPIC] = msg.topic
+    props[PROPERTY_WAIT_STORE_MSG_OK] = "false"
+
+    delay_level = header.delayLevel
+    max_times = header.maxReconsumeTimes
+    if max_times is None:
+        max_times = DEFAULT_MAX_RECONSUME_TIMES
+    if msg.reconsume_times >= max_times or delay_level < 0:
+        new_topic = dlq_topic(group)
+        tc = await _ensure_dlq_topic(ctx, group)
+        if tc is None:
+            return reply(ResponseCode.SYSTEM_ERROR, f"topic[{new_topic}] not exist")
+        props[PROPERTY_DELAY_TIME_LEVEL] = "0"
+    else:
+        if delay_level == 0:
+            delay_level = 3 + msg.reconsume_times
+        props[PROPERTY_DELAY_TIME_LEVEL] = str(min(delay_level, MAX_DELAY_LEVEL))
+
+    origin = props.get(PROPERTY_ORIGIN_MESSAGE_ID)
+    props[PROPERTY_ORIGIN_MESSAGE_ID] = origin if origin and origin.strip() else msg.msg_id
+
+    inner = MessageInner(
+        topic=new_topic,
+        body=msg.body,
+        queue_id=0,  # one retry queue (retryQueueNums 1) / one DLQ queue
+        flag=msg.flag,
+        properties=props,
+        properties_bytes=encode_properties_bytes(props, java_order=True),
+        sys_flag=msg.sys_flag,
+        born_timestamp=msg.born_timestamp,
+        born_host=msg.born_host,
+        reconsume_times=msg.reconsume_times + 1,
+    )
+    try:
+        result = await ctx.store.async_put_message(inner, wait=False)
+    except StoreClosedError:
+        return reply(ResponseCode.SERVICE_NOT_AVAILABLE, "SERVICE_NOT_AVAILABLE")
+    except PutMessageError as exc:
+        return reply(ResponseCode.SYSTEM_ERROR, exc.status)
+    if not result.ok:
+        return reply(ResponseCode.SYSTEM_ERROR, result.status.value)
+    log.debug(
+        "sent back %s of %s for group %s to %s (reconsume %d)",
+        msg.msg_id, props[PROPERTY_RETRY_TOPIC], group, new_topic, inner.reconsume_times,
+    )
+    return reply(ResponseCode.SUCCESS)
+
+
+def make_consumer_send_msg_back(ctx: Any) -> Processor:
+    async def consumer_send_msg_back(conn: Any, request: RemotingCommand) -> RemotingCommand:
+        header = decode_request_header(ConsumerSendMsgBackRequestHeader, request)
+        return await send_back(ctx, header)
+
+    return consumer_send_msg_back
+
+
+def register(ctx: Any, *, on_topic_created: Callable[[str], None] | None = None) -> None:
+    """Register 36 on ``ctx.server`` (``on_topic_created``: see :func:`.client.register`)."""
+    _remember_topic_hook(ctx, on_topic_created)
+    ctx.server.register_processor(RequestCode.CONSUMER_SEND_MSG_BACK, guarded(make_consumer_send_msg_back(ctx)))

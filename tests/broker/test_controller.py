@@ -1,0 +1,232 @@
+"""BrokerController life, configuration (broker.conf + flags), main entry points."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import trio
+
+from trocket.broker.config import BrokerConfig, BrokerConfigError, load_properties_file, parse_properties
+from trocket.broker.main import add_broker_arguments, config_from_args
+from trocket.broker.store import FlushMode
+from trocket.codecs.command import RemotingCommand
+from trocket.codecs.message.record import decode_records
+
+# -- configuration -------------------------------------------------------------------------
+
+
+def test_defaults_match_the_issue():
+    c = BrokerConfig()
+    assert (c.broker_name, c.cluster, c.broker_id) == ("broker-a", "DefaultCluster", 0)
+    assert c.listen == ("127.0.0.1", 10911) and c.advertised_addr() == "127.0.0.1:10911"
+    assert c.namesrv_addrs == [] and c.embedded_namesrv and c.namesrv_addr_list() == ["127.0.0.1:9876"]
+    assert c.store_dir == "./trocket-store" and c.commit_log_segment_size == 1 << 30
+    assert c.flush is FlushMode.ASYNC and c.auto_create_topic and c.default_topic_queue_nums == 4
+    assert c.max_message_size == 4 << 20 and c.long_polling and c.short_polling_time_ms == 1000
+    assert c.register_interval_ms == 30_000
+
+
+def test_broker_conf_file(tmp_path):
+    path = tmp_path / "broker.conf"
+    path.write_text(
+        "# stock RocketMQ broker.conf\n"
+        "brokerClusterName = MyCluster\n"
+        "brokerName = broker-b\n"
+        "brokerId = 0\n"
+        "deleteWhen = 04\n"
+        "fileReservedTime = 48\n"
+        "brokerRole = ASYNC_MASTER\n"
+        "flushDiskType = SYNC_FLUSH\n"
+        "listenPort=10921\n"
+        "brokerIP1=10.0.0.5\n"
+        "namesrvAddr=10.0.0.1:9876;10.0.0.2:9876\n"
+        "storePathRootDir=/data/rmq\n"
+        "mappedFileSizeCommitLog=67108864\n"
+        "autoCreateTopicEnable=false\n"
+        "defaultTopicQueueNums: 8\n"
+        "maxMessageSize 1048576\n"
+        "longPollingEnable=false\n"
+    )
+    c = load_properties_file(path)
+    assert (c.cluster, c.broker_name) == ("MyCluster", "broker-b")
+    assert c.listen == ("127.0.0.1", 10921) and c.advertise == ("10.0.0.5", 10921)
+    assert c.namesrv_addrs == ["10.0.0.1:9876", "10.0.0.2:9876"]
+    assert c.store_dir == "/data/rmq" and c.commit_log_segment_size == 64 << 20
+    assert c.flush is FlushMode.SYNC and not c.auto_create_topic and c.default_topic_queue_nums == 8
+    assert c.max_message_size == 1 << 20 and not c.long_polling and c.file_reserved_time_hours == 48
+    # flags override the file
+    parser = argparse.ArgumentParser()
+    add_broker_arguments(parser)
+    args = parser.parse_args(["-c", str(path), "--listen", "0.0.0.0:0", "--flush", "async", "--store", "s",
+                              "--namesrv", "h:1", "--auto-create-topic", "--max-message-size", "2m"])
+    c2 = config_from_args(args)
+    assert c2.listen == ("0.0.0.0", 0) and c2.flush is FlushMode.ASYNC and c2.store_dir == "s"
+    assert c2.namesrv_addrs == ["h:1"] and c2.auto_create_topic and c2.max_message_size == 2 << 20
+    assert c2.cluster == "MyCluster"
+
+
+@pytest.mark.parametrize(
+    "line, needle",
+    [
+        ("brokername=x", "unknown key (did you mean brokerName?)"),
+        ("noSuchKey=1", "noSuchKey: unknown key"),
+        ("flushDiskType=FAST", "bad flush mode"),
+        ("brokerId=abc", "brokerId: expected an integer"),
+        ("autoCreateTopicEnable=maybe", "expected true or false"),
+        ("listenPort=70000", "out of range"),
+        ("brokerRole=SLAVE", "not supported"),
+        ("maxMessageSize=-1", "max_message_size must be positive"),
+    ],
+)
+def test_broker_conf_errors(tmp_path, line, needle):
+    path = tmp_path / "b.conf"
+    path.write_text(f"brokerName=a\n{line}\n")
+    with pytest.raises(BrokerConfigError) as info:
+        load_properties_file(path)
+    assert needle in str(info.value)
+    assert str(path) in str(info.value)
+
+
+def test_properties_syntax():
+    text = "a=1\n! comment\n  b : two words \\\n    continued\nc\\=d=e\\u0041\nempty=\n"
+    assert parse_properties(text) == [(1, "a", "1"), (3, "b", "two words continued"), (5, "c=d", "eA"), (6, "empty", "")]
+
+
+def test_cli_bad_values():
+    parser = argparse.ArgumentParser()
+    add_broker_arguments(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--listen", "host:notaport"])
+    with pytest.raises(BrokerConfigError):
+        config_from_args(parser.parse_args(["--broker-name", "bad name!"]))
+
+
+# -- life ------------------------------------------------------------------------------------
+
+
+async def test_clean_shutdown_persists_and_restart_recovers(tmp_path, wire):
+    store_dir = tmp_path / "store"
+    async with wire.running_broker(tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        for i in range(5):
+            r = await c.invoke_sync(addr, wire.send_v1("Persist", f"m{i}".encode(), queue_id=2, properties=wire.props()))
+            assert r.code == 0
+        r = await c.invoke_sync(addr, wire.pull("Persist", 2, offset=3, sys_flag=5, commit_offset=3, group="PG1"))
+        assert r.code == 0
+        assert os.path.exists(store_dir / "abort")
+    # clean: abort file gone, offsets and topics on disk
+    assert not os.path.exists(store_dir / "abort")
+    offsets = json.loads((store_dir / "config" / "consumerOffset.json").read_text())
+    assert offsets["offsetTable"]["Persist@PG1"] == {"2": 3}
+    topics = json.loads((store_dir / "config" / "topics.json").read_text())
+    assert topics["topicConfigTable"]["Persist"]["writeQueueNums"] == 4
+
+    async with wire.running_broker(tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        assert broker.store.recovery.abnormal is False
+        assert broker.offsets.query_offset("PG1", "Persist", 2) == 3
+        r = await c.invoke_sync(addr, wire.pull("Persist", 2, sys_flag=4))
+        assert [m.body for m in decode_records(r.body)] == [f"m{i}".encode() for i in range(5)]
+        r = await c.invoke_sync(addr, wire.send_v1("Persist", b"m5", queue_id=2, properties=wire.props()))
+        assert r.ext_fields["queueOffset"] == "5"
+
+
+async def test_crash_recovery(tmp_path, wire):
+    from trocket.broker.controller import BrokerController
+
+    cfg = wire.broker_config(tmp_path)
+    controller = BrokerController(cfg)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(controller.run)
+        async with wire.client() as c:
+            for i in range(3):
+                await c.invoke_sync(controller.broker_addr, wire.send_v1("Crash", f"{i}".encode(), properties=wire.props()))
+        # simulate a crash: the store lets go of its files without the clean end
+        controller.store.abandon()
+        nursery.cancel_scope.cancel()
+    async with wire.running_broker(tmp_path) as broker, wire.client() as c:
+        assert broker.store.recovery.abnormal
+        r = await c.invoke_sync(broker.broker_addr, wire.pull("Crash", sys_flag=4))
+        assert [m.body for m in decode_records(r.body)] == [b"0", b"1", b"2"]
+
+
+async def test_external_namesrv_registration_and_reregistration(tmp_path, wire):
+    from trocket.broker.namesrv.server import NamesrvConfig, NameServer
+
+    async with NameServer(NamesrvConfig(listen_port=0)) as ns:
+        async with wire.running_broker(tmp_path, namesrv_addrs=[ns.address], register_interval_ms=150) as broker:
+            assert broker.namesrv is None and broker.namesrv_addrs == [ns.address]
+            first = broker.registrations
+            assert first >= 1
+            await trio.sleep(0.5)
+            assert broker.registrations >= first + 2  # re-registered periodically
+            async with wire.client() as c:
+                r = await c.invoke_sync(ns.address, RemotingCommand.request(105, ext_fields={"topic": "TBW102"}))
+                assert r.code == 0 and broker.broker_addr.encode() in r.body
+        # unregistered at shutdown
+        async with wire.client() as c:
+            r = await c.invoke_sync(ns.address, RemotingCommand.request(105, ext_fields={"topic": "TBW102"}))
+            assert r.code == 17
+
+
+async def test_request_shutdown_and_store_lock(tmp_path, wire):
+    from trocket.broker.controller import BrokerController
+    from trocket.broker.store import StoreLoadError
+
+    async with wire.running_broker(tmp_path) as broker:
+        # a second broker on the same store refuses to start
+        other = BrokerController(wire.broker_config(tmp_path))
+        with pytest.raises(BaseException) as info:
+            async with trio.open_nursery() as n:
+                await n.start(other.run)
+        exc = info.value
+        while isinstance(exc, BaseExceptionGroup):
+            exc = exc.exceptions[0]
+        assert isinstance(exc, StoreLoadError)
+        broker.request_shutdown()
+        with trio.fail_after(10):
+            await broker.stopped.wait()
+
+
+def test_main_broker_sigint_clean_exit(tmp_path):
+    store = tmp_path / "st"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trocket.broker.main", "broker", "--store", str(store),
+         "--listen", "127.0.0.1:0", "--namesrv-listen", "127.0.0.1:0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        lines = []
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            lines.append(line)
+            if "boot success" in line:
+                break
+        assert any("The broker[broker-a, 127.0.0.1:" in x and "boot success. serializeType=JSON and name server is 127.0.0.1:" in x for x in lines), lines
+        assert (store / "abort").exists()
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert "shut down cleanly" in out
+    assert not (store / "abort").exists()
+
+
+async def test_unknown_code_reply_has_ext_fields_for_the_cpp_client(tmp_path, wire):
+    # The C++ client dereferences the reply's extFields; the broker's system replies
+    # must carry the object even where Java's remoting leaves it out.
+    async with wire.running_broker(tmp_path) as broker, wire.client() as c:
+        resp = await c.invoke_sync(broker.broker_addr, RemotingCommand.request(4242))
+    assert resp.code == 3 and resp.remark == " request type 4242 not supported"
+    assert resp.ext_fields == {}
