@@ -16,6 +16,7 @@ them into a ``HashMap<String, String>``; a null value is dropped).
 from __future__ import annotations
 
 import json
+import json.scanner
 import re
 from collections.abc import Callable
 from typing import Any
@@ -65,7 +66,16 @@ def _encode(cmd: RemotingCommand, ext: dict[str, str] | None, quote: Callable[[s
     return "".join(parts)
 
 
-_c_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+def _make_encode() -> Callable[[Any], str]:
+    # The C encoder made once: json.JSONEncoder.encode builds a new one on every call.
+    make = json.encoder.c_make_encoder
+    if make is None:  # not CPython's accelerator
+        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+    chunks = make(None, None, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    return lambda obj: "".join(chunks(obj, 0))
+
+
+_c_encode = _make_encode()
 
 
 def encode_json_header(cmd: RemotingCommand, ext: dict[str, str] | None) -> bytes:
@@ -118,7 +128,24 @@ def _ext_value(value: Any) -> str | None:
 
 
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
-_decode = json.JSONDecoder(parse_float=_FloatText).decode
+_decoder = json.JSONDecoder(parse_float=_FloatText)
+_scan = json.scanner.c_make_scanner(_decoder) if json.scanner.c_make_scanner else _decoder.scan_once
+_WS = " \t\n\r"
+
+
+def _decode(text: str) -> Any:
+    """``json.loads`` for a header: the C scanner called directly (``JSONDecoder.decode``
+    adds two regex scans for the whitespace around the value)."""
+    start = 0
+    if text and text[0] in _WS:
+        start = len(text) - len(text.lstrip(_WS))
+    try:
+        obj, end = _scan(text, start)
+    except StopIteration as exc:
+        raise ValueError(f"Expecting value at char {exc.value}") from None
+    if end != len(text) and text[end:].strip(_WS):
+        raise ValueError(f"Extra data at char {end}")
+    return obj
 
 
 def _int_field(obj: dict, name: str) -> int:

@@ -16,6 +16,7 @@ import trio
 
 from trocket.codecs.command import RemotingCommand
 
+from .deadlines import schedule, unschedule
 from .errors import RemotingCancelledError, RemotingError, RemotingTimeoutError
 
 __all__ = ["ResponseFuture", "ResponseTable", "InvokeCallback"]
@@ -46,7 +47,8 @@ class ResponseFuture:
         "_table",
         "_permit",
         "_hooks",
-        "_event",
+        "_waiters",
+        "_slot",
         "_response",
         "_error",
         "_done",
@@ -75,7 +77,8 @@ class ResponseFuture:
         self._table = table
         self._permit = permit
         self._hooks = hooks
-        self._event: trio.Event | None = None
+        self._waiters: list[trio.lowlevel.Task] | None = None
+        self._slot: int | None = None  # deadline wheel slot while awaited
         self._response: RemotingCommand | None = None
         self._error: BaseException | None = None
         self._done = False
@@ -148,8 +151,13 @@ class ResponseFuture:
         if permit is not None:
             self._permit = None
             permit.release()
-        if self._event is not None:
-            self._event.set()
+        if self._slot is not None:
+            unschedule(self)
+        waiters = self._waiters
+        if waiters:
+            self._waiters = None
+            for task in waiters:
+                trio.lowlevel.reschedule(task)
         callback = self.callback
         if callback is not None:
             try:
@@ -163,17 +171,22 @@ class ResponseFuture:
     async def wait(self) -> RemotingCommand:
         """Wait for the outcome (at most until the deadline) and return the response."""
         if not self._done:
-            event = self._event
-            if event is None:
-                event = self._event = trio.Event()
-            try:
-                with trio.move_on_at(self.deadline):
-                    await event.wait()
-            except trio.Cancelled:
-                self.cancel()
-                raise
-            if not self._done:
-                self.expire()
+            task = trio.lowlevel.current_task()
+            if self._waiters is None:
+                self._waiters = [task]
+                schedule(self)  # the deadline wheel expires the call (see .deadlines)
+            else:
+                self._waiters.append(task)
+
+            def abort(_raise_cancel) -> trio.lowlevel.Abort:
+                if self._waiters is not None and task in self._waiters:
+                    self._waiters.remove(task)
+                self.cancel()  # an awaiter cancelled: the call is cancelled
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        else:
+            await trio.lowlevel.checkpoint()
         if self._error is not None:
             raise self._error
         return self._response  # type: ignore[return-value]
