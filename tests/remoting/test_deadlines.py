@@ -1,0 +1,62 @@
+import trio
+import trio.testing
+
+from trocket.remoting.deadlines import RESOLUTION, schedule, unschedule
+
+
+class Item:
+    def __init__(self, deadline: float, log: list) -> None:
+        self.deadline = deadline
+        self._slot = None
+        self.log = log
+
+    def expire(self) -> bool:
+        self.log.append((self, trio.current_time()))
+        return True
+
+
+async def test_expires_never_early_and_at_most_a_slot_late():
+    log: list = []
+    now = trio.current_time()
+    items = [Item(now + d, log) for d in (0.3, 0.1, 0.2)]
+    for item in items:
+        schedule(item)
+    await trio.sleep(0.5)
+    assert [i for i, _ in log] == [items[1], items[2], items[0]]
+    for item, when in log:
+        assert item.deadline <= when <= item.deadline + RESOLUTION + 0.05
+        assert item._slot is None
+
+
+async def test_unscheduled_items_never_expire():
+    log: list = []
+    item = Item(trio.current_time() + 0.05, log)
+    schedule(item)
+    unschedule(item)
+    unschedule(item)  # twice is harmless
+    await trio.sleep(0.15)
+    assert log == []
+
+
+async def test_an_earlier_deadline_wakes_the_sleeping_timer():
+    log: list = []
+    late = Item(trio.current_time() + 10, log)
+    schedule(late)
+    await trio.sleep(0.02)  # the timer now sleeps until +10 s
+    early = Item(trio.current_time() + 0.05, log)
+    schedule(early)
+    await trio.sleep(0.15)
+    assert [i for i, _ in log] == [early]
+    unschedule(late)
+
+
+async def test_many_items_in_one_slot():
+    log: list = []
+    deadline = trio.current_time() + 0.05
+    items = [Item(deadline, log) for _ in range(1000)]
+    for item in items:
+        schedule(item)
+    for item in items[::2]:
+        unschedule(item)
+    await trio.sleep(0.15)
+    assert {id(i) for i, _ in log} == {id(i) for i in items[1::2]}
