@@ -354,6 +354,27 @@ class Connection:
         if self._work is not None:
             self._work.cancel_scope.cancel()
 
+    def start_handler(self, async_fn, *args) -> None:
+        """Run ``async_fn(*args)`` as one of this connection's request handlers.
+
+        For work that answers a request later (a send waiting for its flush, a held
+        pull): it is counted in flight, so a graceful close or shutdown waits for it,
+        up to the shutdown deadline, and it is cancelled past that."""
+        if self._work is None:
+            raise RemotingConnectionClosedError("connection is not running", self.remote_address)
+        self.inflight += 1
+        try:
+            self._work.start_soon(self._run_handler, async_fn, args)
+        except BaseException:
+            self._handler_done()
+            raise
+
+    async def _run_handler(self, async_fn, args) -> None:
+        try:
+            await async_fn(*args)
+        finally:
+            self._handler_done()
+
     def _handler_done(self) -> None:
         self.inflight -= 1
         if not self.inflight and self._idle_waiter is not None:

@@ -264,15 +264,17 @@ class RemotingEndpoint:
                 await self._reply(conn, request, SysResponseCode.SYSTEM_BUSY, _OVERLOAD_REMARK)
             return
         entry.pending += 1
-        conn.inflight += 1
-        conn._work.start_soon(self._run_request, conn, request, entry)
+        try:
+            conn.start_handler(self._run_request, conn, request, entry)
+        except BaseException:
+            entry.pending -= 1
+            raise
 
     async def _run_request(self, conn: Connection, request: RemotingCommand, entry: ProcessorEntry) -> None:
         try:
             await self._handle(conn, request, entry)
         finally:
             entry.pending -= 1
-            conn._handler_done()
 
     async def _handle(self, conn: Connection, request: RemotingCommand, entry: ProcessorEntry) -> None:
         hooks = self._hooks
