@@ -17,27 +17,38 @@ RocketMQ 4.9's ``SendMessageProcessor`` + ``AbstractSendMessageProcessor.msgChec
    ``queueId``, ``queueOffset`` (the first one for a batch).
 
 A batch is code 320, or code 10/310 with ``batch`` true -- the C++ client sends
-``batch:"1"``, which the header codec reads as true. Transactional (prepared)
+``batch:"1"``, which the header codec reads as true. The C++ client also deflates a
+batch body of 4 KiB or more (zlib, ``sysFlag`` bit 0), which no Java client does: such
+a body is inflated here (never past ``max_message_size``) and the entries are stored
+with bit 0 clear, since each entry's own body is plain. Transactional (prepared)
 messages are refused with Java's ``rejectTransactionMessage`` answer: this broker has
 no half-message service, and a prepared record would never become visible.
 
-Concurrency: sends run as trio tasks, ``send_concurrency`` at once, up to
-``send_queue_capacity`` more waiting; past that SYSTEM_BUSY at once (with an
-``extFields`` object, which the C++ client needs).
+Order and concurrency: the processor runs *inline* on the connection's reader, so the
+sends of one connection are stored in the order they arrived -- as Java's single send
+thread stores them. (Run as one trio task each, they were stored in whatever order trio
+first ran the tasks, and it reverses batches of runnable tasks at random: pipelined
+``send_oneway_orderly`` / async sends of the C++ client came out of order.) Everything
+up to and including the put is synchronous and short (the store prepares the record
+outside its append lock); only a SYNC_FLUSH send waits, for its group commit, in a task
+of the connection (counted in-flight, so a shutdown drains it) that answers when the
+flush covers it. At most ``send_concurrency + send_queue_capacity`` sends wait at once;
+past that SYSTEM_BUSY at once (with an ``extFields`` object, which the C++ client
+needs). A send answered later is not seen by RPC hooks' ``do_after_response``.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import zlib
 from typing import TYPE_CHECKING, Callable
-
-import trio
 
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from trocket.codecs.message.sysflag import (
+    COMPRESSED_FLAG,
     MULTI_TAGS_FLAG,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
@@ -50,7 +61,16 @@ from trocket.codecs.names import (
 )
 from trocket.codecs.errors import InvalidNameError
 
-from ..store import BatchInner, MessageInner, PutMessageError, PutStatus, StoreClosedError, tags_hash
+from ..store import (
+    BatchInner,
+    FlushMode,
+    MessageInner,
+    PutMessageError,
+    PutResult,
+    PutStatus,
+    StoreClosedError,
+    tags_hash,
+)
 from ..store.topic_config import PERM_READ, PERM_WRITE
 from . import (
     APPLY_TOPIC_URL,
@@ -103,7 +123,6 @@ class SendProcessor:
         self.store = ctx.store
         self.topics = ctx.topics
         self.on_topic_created = on_topic_created
-        self.limiter = trio.CapacityLimiter(ctx.config.send_concurrency)
         self.capacity = ctx.config.send_concurrency + ctx.config.send_queue_capacity
         self.pending = 0
         self.max_message_size = ctx.config.max_message_size
@@ -115,29 +134,49 @@ class SendProcessor:
 
     # -- entry ---------------------------------------------------------------------------
 
-    async def process_request(self, conn, request: RemotingCommand) -> RemotingCommand:
+    def process_request(self, conn, request: RemotingCommand) -> RemotingCommand | None:
+        """Inline on the connection's reader (see the module docstring): the answer, or
+        None when a SYNC_FLUSH send answers from its own task once flushed."""
         if self.pending >= self.capacity:
             return reply(ResponseCode.SYSTEM_BUSY, _BUSY_REMARK.format(self.pending))
-        self.pending += 1
         try:
-            limiter = self.limiter
-            try:
-                limiter.acquire_nowait()
-            except trio.WouldBlock:
-                await limiter.acquire()
-            try:
-                return await self._process(conn, request)
-            finally:
-                limiter.release()
+            outcome = self._process(conn, request)
         except HeaderError as exc:
             return exc.response
         except Exception as exc:  # never leave a client without an answer (and extFields)
             log.exception("send from %s failed", conn.remote_address)
             return reply(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        if isinstance(outcome, PutResult):
+            self._answer_when_flushed(conn, request, outcome)
+            return None
+        return outcome
+
+    def _after_put(self, result: PutResult, wait: bool) -> RemotingCommand | PutResult:
+        """The answer now, or the result itself when it must wait for the group commit."""
+        if wait and self.store.config.flush_mode is FlushMode.SYNC and (
+            self.store.flush_service.flushed_offset < result.end_offset
+        ):
+            return result
+        return self._ok(result)
+
+    def _answer_when_flushed(self, conn, request: RemotingCommand, result: PutResult) -> None:
+        # One of the connection's request handlers: a graceful close or shutdown drains it.
+        self.pending += 1
+        try:
+            conn.start_handler(self._flush_then_answer, conn, request, result)
+        except BaseException:
+            self.pending -= 1
+            raise
+
+    async def _flush_then_answer(self, conn, request: RemotingCommand, result: PutResult) -> None:
+        try:
+            if not await self.store.flush_service.wait_flushed(result.end_offset):
+                result.status = PutStatus.FLUSH_DISK_TIMEOUT
+            await conn.send_response(request, self._ok(result))
         finally:
             self.pending -= 1
 
-    async def _process(self, conn, request: RemotingCommand) -> RemotingCommand:
+    def _process(self, conn, request: RemotingCommand) -> RemotingCommand | PutResult:
         code = request.code
         if code == RequestCode.SEND_MESSAGE:
             header = decode_request_header(SendMessageRequestHeader, request)
@@ -147,8 +186,8 @@ class SendProcessor:
         if problem is not None:
             return problem
         if code == RequestCode.SEND_BATCH_MESSAGE or header.batch:
-            return await self._send_batch(conn, request, header, topic_config)
-        return await self._send_one(conn, request, header, topic_config)
+            return self._send_batch(conn, request, header, topic_config)
+        return self._send_one(conn, request, header, topic_config)
 
     # -- checks (AbstractSendMessageProcessor.msgCheck) ------------------------------------
 
@@ -206,7 +245,7 @@ class SendProcessor:
 
     # -- single message --------------------------------------------------------------------
 
-    async def _send_one(self, conn, request: RemotingCommand, header: SendMessageRequestHeader, tc) -> RemotingCommand:
+    def _send_one(self, conn, request: RemotingCommand, header: SendMessageRequestHeader, tc) -> RemotingCommand | PutResult:
         body = request.body
         if len(body) > self.max_message_size:
             return self._illegal(f"message body is {len(body)} bytes, above the maximum of {self.max_message_size}")
@@ -251,16 +290,16 @@ class SendProcessor:
             tags_code=tags_hash(get_property(props, "TAGS")),
         )
         try:
-            result = await self.store.async_put_message(msg, wait=wait)
+            result = self.store.put_message(msg)
         except StoreClosedError:
             return self._not_available()
         except PutMessageError as exc:
             return self._put_error(exc)
-        return self._ok(result)
+        return self._after_put(result, wait)
 
     # -- batch ---------------------------------------------------------------------------------
 
-    async def _send_batch(self, conn, request: RemotingCommand, header: SendMessageRequestHeader, tc) -> RemotingCommand:
+    def _send_batch(self, conn, request: RemotingCommand, header: SendMessageRequestHeader, tc) -> RemotingCommand | PutResult:
         topic = header.topic
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             return reply(ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {topic}")
@@ -268,6 +307,18 @@ class SendProcessor:
         if len(body) > self.max_message_size:
             return self._illegal(f"batch body is {len(body)} bytes, above the maximum of {self.max_message_size}")
         sys_flag = header.sysFlag
+        if sys_flag & COMPRESSED_FLAG:
+            # the C++ client deflates batch bodies >= 4 KiB; the entries inside are plain
+            inflater = zlib.decompressobj()
+            try:
+                body = inflater.decompress(body, self.max_message_size + 1)
+            except zlib.error as exc:
+                return self._illegal(f"compressed batch body does not inflate: {exc}")
+            if len(body) > self.max_message_size or inflater.unconsumed_tail:
+                return self._illegal(f"batch body inflates past the maximum of {self.max_message_size}")
+            if not inflater.eof:
+                return self._illegal("compressed batch body is truncated")
+            sys_flag &= ~COMPRESSED_FLAG
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
         props = header.properties or ""
@@ -287,12 +338,12 @@ class SendProcessor:
             reconsume_times=header.reconsumeTimes or 0,
         )
         try:
-            result = await self.store.async_put_messages(batch, wait=wait)
+            result = self.store.put_messages(batch)
         except StoreClosedError:
             return self._not_available()
         except PutMessageError as exc:
             return self._put_error(exc)
-        return self._ok(result)
+        return self._after_put(result, wait)
 
     # -- answers -----------------------------------------------------------------------------
 
@@ -350,9 +401,8 @@ class SendProcessor:
 def register(ctx: BrokerContext, *, on_topic_created: Callable[[str], None] | None = None) -> SendProcessor:
     """Register 10, 310 and 320 on ``ctx.server``; returns the processor (for stats)."""
     proc = SendProcessor(ctx, on_topic_created)
-    # Admission is the processor's own (so SYSTEM_BUSY carries extFields); remoting's
-    # bound is set just above it and never triggers first.
-    limit = proc.capacity + 64
+    # Inline (arrival order, see the module docstring); admission is the processor's own,
+    # so SYSTEM_BUSY carries extFields.
     for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
-        ctx.server.register_processor(int(code), proc, limit=limit, queue=0)
+        ctx.server.register_processor(int(code), proc, inline=True)
     return proc

@@ -109,6 +109,19 @@ def _counts_in_queue(sys_flag: int) -> bool:
     return tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE
 
 
+def _write_size_last(view: memoryview, pos: int, buf: bytes | bytearray, size: int) -> None:
+    """Copy ``buf`` (one record, or a batch's records back to back) to ``view[pos:]``,
+    its first TOTALSIZE last. A process killed in the middle of the copy (kill -9, the
+    memory itself intact) then leaves TOTALSIZE 0 -- the end of the log for recovery --
+    never the prefix of a record whose tail is missing: a cut inside the properties
+    passes every check recovery can make (sizes agree, the body CRC matches), so such a
+    torn record would have been dispatched and served. A batch becomes visible all at
+    once, with its first record."""
+    src = memoryview(buf)
+    view[pos + 4 : pos + size] = src[4:size]
+    view[pos : pos + 4] = src[:4]
+
+
 def check_record(mf: MappedFile, pos: int, *, check_crc: bool) -> tuple[int, DispatchRequest | None]:
     """``checkMessageAndReturnSize`` on the record at ``pos`` of segment ``mf``.
 
@@ -286,7 +299,7 @@ class CommitLog:
             now = time.time_ns() // 1_000_000
             _QQ.pack_into(buf, OFFSET_QUEUE_OFFSET, queue_offset, phys)
             _Q.pack_into(buf, ts_at, now)
-            mf._view[pos : pos + size] = buf  # type: ignore[index]
+            _write_size_last(mf._view, pos, buf, size)
             mf.wrote_position = pos + size
             mf.last_store_timestamp = now
             self.tail = (phys + size, now)
@@ -382,7 +395,7 @@ class CommitLog:
                     (topic, queue_id, first_queue_offset + i, phys + at, size, tags[i], now, sys_flag)
                 )
                 at += size
-            mf._view[pos : pos + total] = buf  # type: ignore[index]
+            _write_size_last(mf._view, pos, buf, total)
             mf.wrote_position = pos + total
             mf.last_store_timestamp = now
             self.tail = (phys + total, now)
