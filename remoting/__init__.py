@@ -5,6 +5,7 @@ request codes, serve; call it with a :class:`RemotingClient`. Nothing here knows
 about topics or messages.
 """
 
+from ._nursery import ServiceContextManager
 from .client import RemotingClient, parse_address
 from .config import ClientConfig, EndpointConfig, ServerConfig
 from .connection import Connection
@@ -34,6 +35,7 @@ __all__ = [
     "RemotingClient",
     "RemotingServer",
     "RemotingEndpoint",
+    "ServiceContextManager",
     "Connection",
     "ClientConfig",
     "ServerConfig",

@@ -1,8 +1,12 @@
-"""Exiting a nursery that an ``async with`` object opened for its own tasks."""
+"""``async with`` for services that run their tasks in a nursery of their own."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import trio
+
+__all__ = ["ServiceContextManager", "exit_owned_nursery"]
 
 
 async def exit_owned_nursery(cm: Any, exc_type: Any, exc: BaseException | None, tb: Any) -> bool | None:
@@ -22,3 +26,38 @@ async def exit_owned_nursery(cm: Any, exc_type: Any, exc: BaseException | None, 
             if match is not None and rest is None:
                 raise exc from None
         raise
+
+
+class ServiceContextManager:
+    """``async with service:`` starts ``_cm_run(task_status=...)`` in a nursery the
+    service owns; a clean exit awaits ``_cm_close()`` (the graceful stop), an exit by
+    exception calls ``_cm_abort()`` (cancel at once) and re-raises the body's error
+    unwrapped. Subclasses set ``self._cm_nursery = None`` and define the three."""
+
+    _cm_nursery: Any
+
+    async def _cm_run(self, *, task_status: Any) -> None:
+        raise NotImplementedError
+
+    async def _cm_close(self) -> None:
+        raise NotImplementedError
+
+    def _cm_abort(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Any:
+        self._cm_nursery = trio.open_nursery()
+        nursery = await self._cm_nursery.__aenter__()
+        try:
+            await nursery.start(self._cm_run)
+        except BaseException as exc:
+            await exit_owned_nursery(self._cm_nursery, type(exc), exc, exc.__traceback__)
+            raise
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool | None:
+        if exc_type is None:
+            await self._cm_close()
+        else:
+            self._cm_abort()
+        return await exit_owned_nursery(self._cm_nursery, exc_type, exc, tb)

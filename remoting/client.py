@@ -19,7 +19,7 @@ import trio
 
 from trocket.codecs.command import RemotingCommand
 
-from ._nursery import exit_owned_nursery
+from ._nursery import ServiceContextManager
 from .config import ClientConfig
 from .connection import Connection
 from .endpoint import RemotingEndpoint
@@ -42,7 +42,7 @@ def parse_address(addr: str) -> tuple[str, int]:
     return host, int(port)
 
 
-class RemotingClient(RemotingEndpoint):
+class RemotingClient(RemotingEndpoint, ServiceContextManager):
     role = 2
 
     def __init__(
@@ -88,23 +88,16 @@ class RemotingClient(RemotingEndpoint):
         self._nursery.cancel_scope.cancel()
         await self._run_done.wait()
 
-    async def __aenter__(self) -> RemotingClient:
-        self._cm_nursery = trio.open_nursery()
-        nursery = await self._cm_nursery.__aenter__()
-        try:
-            await nursery.start(self.run)
-        except BaseException as exc:
-            await exit_owned_nursery(self._cm_nursery, type(exc), exc, exc.__traceback__)
-            raise
-        return self
+    # ``async with client:`` (ServiceContextManager)
+    _cm_run = run
 
-    async def __aexit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            await self.aclose()
-        elif self._nursery is not None:
+    async def _cm_close(self) -> None:
+        await self.aclose()
+
+    def _cm_abort(self) -> None:
+        if self._nursery is not None:
             self._shutting_down = True
             self._nursery.cancel_scope.cancel()
-        return await exit_owned_nursery(self._cm_nursery, exc_type, exc, tb)
 
     # -- the connection table ----------------------------------------------------------
 

@@ -21,7 +21,7 @@ from typing import Iterable
 
 import trio
 
-from ._nursery import exit_owned_nursery
+from ._nursery import ServiceContextManager
 from .config import ServerConfig
 from .connection import Connection, format_address
 from .endpoint import RemotingEndpoint
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 _ACCEPT_CAPACITY_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
 
 
-class RemotingServer(RemotingEndpoint):
+class RemotingServer(RemotingEndpoint, ServiceContextManager):
     role = 1
 
     def __init__(
@@ -174,20 +174,14 @@ class RemotingServer(RemotingEndpoint):
         self._nursery.cancel_scope.cancel()
         await self._serve_done.wait()
 
-    async def __aenter__(self) -> RemotingServer:
-        self._cm_nursery = trio.open_nursery()
-        nursery = await self._cm_nursery.__aenter__()
-        try:
-            await nursery.start(self.serve)
-        except BaseException as exc:
-            await exit_owned_nursery(self._cm_nursery, type(exc), exc, exc.__traceback__)
-            raise
-        return self
+    # ``async with server:`` (ServiceContextManager)
+    async def _cm_run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        await self.serve(task_status=task_status)
 
-    async def __aexit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            await self.shutdown()
-        elif self._nursery is not None:
+    async def _cm_close(self) -> None:
+        await self.shutdown()
+
+    def _cm_abort(self) -> None:
+        if self._nursery is not None:
             self._shutting_down = True
             self._nursery.cancel_scope.cancel()
-        return await exit_owned_nursery(self._cm_nursery, exc_type, exc, tb)

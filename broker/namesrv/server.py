@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 import trio
 
-from trocket.remoting import ChannelEventListener, RemotingServer, ServerConfig
+from trocket.remoting import ChannelEventListener, RemotingServer, ServerConfig, ServiceContextManager
 
 from .processor import NamesrvProcessor
 from .route_info import BROKER_CHANNEL_EXPIRED_TIME, RouteInfoManager
@@ -81,7 +81,7 @@ class BrokerHousekeeping(ChannelEventListener):
         self.route_info.on_channel_destroy(remote_addr, conn)
 
 
-class NameServer:
+class NameServer(ServiceContextManager):
     def __init__(self, config: NamesrvConfig | None = None) -> None:
         self.config = config or NamesrvConfig()
         self.route_info = RouteInfoManager(broker_expiry=self.config.broker_expiry, clock=trio.current_time)
@@ -129,22 +129,16 @@ class NameServer:
         self._nursery.cancel_scope.cancel()
         await self._done.wait()
 
-    async def __aenter__(self) -> NameServer:
-        self._cm_nursery = trio.open_nursery()
-        nursery = await self._cm_nursery.__aenter__()
-        try:
-            await nursery.start(self.serve)
-        except BaseException as exc:
-            await self._cm_nursery.__aexit__(type(exc), exc, exc.__traceback__)
-            raise
-        return self
+    # ``async with name_server:`` (ServiceContextManager)
+    async def _cm_run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        await self.serve(task_status=task_status)
 
-    async def __aexit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            await self.shutdown()
-        elif self._nursery is not None:
+    async def _cm_close(self) -> None:
+        await self.shutdown()
+
+    def _cm_abort(self) -> None:
+        if self._nursery is not None:
             self._nursery.cancel_scope.cancel()
-        return await self._cm_nursery.__aexit__(exc_type, exc, tb)
 
 
 async def run_namesrv(config: NamesrvConfig | None = None, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
