@@ -271,12 +271,10 @@ class SendProcessor:
                         self.on_topic_created(topic)
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
-        props = header.properties or ""
-        try:
-            props_bytes = props.encode("utf-8")
-        except UnicodeEncodeError:
-            return self._illegal("properties are not valid UTF-8")
-        wait = (get_property(props, "WAIT") or "true").lower() == "true"
+        prepared = self._properties(header.properties)
+        if isinstance(prepared, RemotingCommand):
+            return prepared
+        props_bytes, wait = prepared
         msg = MessageInner(
             topic=topic,
             body=body,
@@ -321,12 +319,10 @@ class SendProcessor:
             sys_flag &= ~COMPRESSED_FLAG
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
-        props = header.properties or ""
-        try:
-            props_bytes = props.encode("utf-8")
-        except UnicodeEncodeError:
-            return self._illegal("properties are not valid UTF-8")
-        wait = (get_property(props, "WAIT") or "true").lower() == "true"
+        prepared = self._properties(header.properties)
+        if isinstance(prepared, RemotingCommand):
+            return prepared
+        props_bytes, wait = prepared
         batch = BatchInner(
             topic=topic,
             body=body,
@@ -369,6 +365,16 @@ class SendProcessor:
                 _TRACE_EXT[0]: _TRACE_EXT[1],
             },
         )
+
+    def _properties(self, props: str | None) -> tuple[bytes, bool] | RemotingCommand:
+        """The properties string as stored (verbatim UTF-8), and whether the producer
+        waits for the store (WAIT, default true); or the MESSAGE_ILLEGAL answer."""
+        props = props or ""
+        try:
+            props_bytes = props.encode("utf-8")
+        except UnicodeEncodeError:
+            return self._illegal("properties are not valid UTF-8")
+        return props_bytes, (get_property(props, "WAIT") or "true").lower() == "true"
 
     def _illegal(self, detail: str) -> RemotingCommand:
         self.put_failures += 1
