@@ -285,7 +285,7 @@ class SendProcessor:
             born_timestamp=header.bornTimestamp,
             born_host=host_address(conn.remote_address),
             reconsume_times=reconsume,
-            tags_code=tags_hash(get_property(props, "TAGS")),
+            tags_code=tags_hash(get_property(header.properties, "TAGS")),
         )
         try:
             result = self.store.put_message(msg)
