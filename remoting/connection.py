@@ -50,6 +50,9 @@ log = logging.getLogger(__name__)
 _connection_ids = itertools.count(1)
 _LENGTH = struct.Struct(">I")
 _write = os.write
+_read = os.read
+_wait_readable = trio.lowlevel.wait_readable
+_checkpoint = trio.lowlevel.checkpoint
 _IO_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 #: capture directions (see :mod:`trocket.codecs.capture`)
@@ -159,6 +162,7 @@ class Connection:
         "inflight",
         "_outbox",
         "_fd",
+        "_drained",
         "_sending",
         "_direct_ok",
         "_flush_frames",
@@ -200,6 +204,7 @@ class Connection:
         self._fd = sock.fileno() if sock is not None and isinstance(stream, trio.SocketStream) else -1
         self._sending = False  # the writer is inside send_all
         self._direct_ok = self._fd >= 0
+        self._drained = False  # the last direct read left the socket empty
         self._flush_frames = cfg.flush_frames if self._fd >= 0 else 1 << 62
         self._closing = False
         self._draining = False
@@ -444,11 +449,31 @@ class Connection:
 
     # -- tasks -----------------------------------------------------------------------------
 
+    async def _receive_direct(self, size: int) -> bytes:
+        """``receive_some`` on the plain-TCP fd, skipping the read that would fail.
+
+        After a read that did not fill the buffer the socket is almost surely drained,
+        so wait for readiness first instead of trying a ``recv`` that raises EAGAIN (a
+        syscall and an exception per message on a request/response connection)."""
+        fd = self._fd
+        if self._drained:
+            await _wait_readable(fd)
+        else:
+            await _checkpoint()  # a busy peer must not starve the other tasks
+        while True:
+            try:
+                data = _read(fd, size)
+            except BlockingIOError:
+                await _wait_readable(fd)
+                continue
+            self._drained = len(data) < size
+            return data
+
     async def _read_loop(self) -> None:
         endpoint = self.endpoint
         cfg = endpoint.config
         decoder = FrameDecoder(cfg.max_frame_length)
-        receive = self.stream.receive_some
+        receive = self._receive_direct if self._fd >= 0 else self.stream.receive_some
         size = cfg.receive_size
         pending = self.responses._futures
         stats = endpoint.stats

@@ -11,7 +11,7 @@ import trio
 from trocket.codecs.command import RemotingCommand
 from trocket.remoting import ClientConfig, RemotingClient, SysResponseCode
 
-from .conftest import client_of, request, server_config, serving
+from .conftest import ECHO, client_of, request, server_config, serving
 
 
 async def test_ten_thousand_concurrent_async_calls_on_one_connection():
@@ -122,3 +122,33 @@ async def test_a_peer_that_never_reads_is_pushed_back_not_buffered():
         assert sconn._outbox.nbytes <= 32 * 1024 + len(frame)
         assert sent < 200_000
         await stream.aclose()
+
+
+async def test_shutdown_is_prompt_while_a_peer_floods_without_pause():
+    # The reader reads without waiting while data keeps coming; it must still take
+    # cancellation, so a peer that never pauses cannot hold a shutdown up. The flood
+    # comes from another process, so the socket never drains.
+    import subprocess
+    import sys
+
+    from trocket.codecs.serialize import encode_command
+
+    frame = encode_command(RemotingCommand.request(ECHO, body=b"x" * 64, oneway=True))
+    code = (
+        "import socket, sys\n"
+        f"s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n"
+        f"burst = bytes.fromhex({frame.hex()!r}) * 512\n"
+        "try:\n"
+        "    while True: s.sendall(burst)\n"
+        "except OSError: pass\n"
+    )
+    async with serving() as server:
+        flooder = subprocess.Popen([sys.executable, "-c", code, str(server.port)])
+        try:
+            await trio.sleep(0.5)
+            with trio.fail_after(5):
+                await server.shutdown(deadline=1.0)
+        finally:
+            flooder.kill()
+            flooder.wait()
+        assert server.stats.connections_closed >= 1
