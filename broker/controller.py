@@ -291,7 +291,7 @@ class BrokerController:
         self.pull_processor = pull.register(ctx, on_topic_created=created)
         self.admin_processor = admin.register(ctx, on_topic_created=created, runtime_info=self.runtime_info)
         # client adds its channel listener to ours (BrokerChannelListener.add)
-        client.register(ctx, on_topic_created=created)
+        client.register(ctx, on_topic_created=created, register_now=self.register_broker_all)
         send_back.register(ctx, on_topic_created=created)
         offsets.register(ctx)
         locks.register(ctx)

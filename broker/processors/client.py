@@ -8,7 +8,8 @@ RocketMQ 4.9.8's ``ClientManageProcessor``, ``ConsumerManageProcessor.getConsume
 
 * 34 HEART_BEAT: body ``HeartbeatData`` (C++ ints or JS names, see
   :mod:`trocket.codecs.bodies.client`). Each consumer group gets its retry topic
-  ``%RETRY%<group>`` (1 queue, perm 6, as ``createTopicInSendMessageBackMethod``) and
+  ``%RETRY%<group>`` (1 queue, perm 6, as ``createTopicInSendMessageBackMethod``; a new
+  one is registered with the name servers before the answer, as Java does) and
   its member registered; each producer group its member. SUCCESS. An undecodable body
   -> SYSTEM_ERROR (Java: the fastjson exception); the connection stays up.
   When a consumer group changed (new member, topic added/removed) and
@@ -309,6 +310,7 @@ async def ensure_retry_topic(ctx: Any, group: str, unit_mode: bool = False) -> A
     )
     log.info("created topic %s", topic)
     topic_created(ctx, topic)
+    await _register_now(ctx, topic)
     return tc
 
 
@@ -330,11 +332,33 @@ def topic_created(ctx: Any, topic: str) -> None:
 
 #: ctx -> the ``on_topic_created`` given to :func:`register` (BrokerContext is slotted)
 _topic_hooks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: ctx -> the ``register_now`` given to :func:`register`
+_register_hooks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: how long a heartbeat or send-back waits for that registration at most
+REGISTER_NOW_TIMEOUT = 5.0
 
 
 def _remember_topic_hook(ctx: Any, hook: Callable[[str], None] | None) -> None:
     if hook is not None:
         _topic_hooks[ctx] = hook
+
+
+async def _register_now(ctx: Any, topic: str) -> None:
+    """Java's ``createTopicInSendMessageBackMethod`` registers with the name servers
+    before it returns (``registerBrokerAll`` when the retry topic is new), so the
+    client's next GET_ROUTEINFO_BY_TOPIC for ``%RETRY%<group>`` finds it. The JS client
+    (ali-ons) asks right after its first heartbeat's answer and otherwise only
+    refreshes routes every 30 s: its retry queue would go unpulled that long."""
+    hook = _register_hooks.get(ctx)
+    if hook is None:
+        return
+    with trio.move_on_after(REGISTER_NOW_TIMEOUT) as scope:
+        try:
+            await hook()
+        except Exception:
+            log.exception("registering %s with the name servers failed", topic)
+    if scope.cancelled_caught:
+        log.warning("registering %s with the name servers took more than %.0f s", topic, REGISTER_NOW_TIMEOUT)
 
 
 # -- processors ---------------------------------------------------------------------------
@@ -423,13 +447,23 @@ def make_check_client_config(ctx: Any) -> Processor:
     return check_client_config
 
 
-def register(ctx: Any, *, on_topic_created: Callable[[str], None] | None = None) -> None:
+def register(
+    ctx: Any,
+    *,
+    on_topic_created: Callable[[str], None] | None = None,
+    register_now: Callable[[], Awaitable[Any]] | None = None,
+) -> None:
     """Register 34, 35, 38 and 46 on ``ctx.server``, install the channel-close listener
     and apply the broker's expiry settings to the managers. ``on_topic_created(name)``
-    is called when a heartbeat or a send-back creates a retry or DLQ topic."""
+    is called when a heartbeat or a send-back creates a retry or DLQ topic;
+    ``register_now()`` (the controller's registration with the name servers) is
+    awaited once a new retry topic exists, before the heartbeat or send-back that
+    created it is answered."""
     if ctx.consumers is None or ctx.producers is None:
         raise ValueError("BrokerContext.consumers and .producers must be set before registering")
     _remember_topic_hook(ctx, on_topic_created)
+    if register_now is not None:
+        _register_hooks[ctx] = register_now
     _apply_config(ctx)
     install_channel_listener(ctx)
     server = ctx.server
