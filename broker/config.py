@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 import attrs
 
+from trocket.broker.schedule import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevelError, parse_delay_levels
 from trocket.broker.store import FlushMode, StoreConfig
 from trocket.codecs.message.hosts import HostAddress
 
@@ -127,6 +128,13 @@ def _nonneg(_inst, attr, value) -> None:
         raise BrokerConfigError(f"{attr.name} must not be negative, got {value!r}")
 
 
+def _delay_table(_inst, attr, value) -> None:
+    try:
+        parse_delay_levels(value)
+    except DelayLevelError as exc:
+        raise BrokerConfigError(str(exc)) from None
+
+
 @attrs.define(slots=True, kw_only=True)
 class BrokerConfig:
     """The broker's configuration (RocketMQ ``BrokerConfig`` + ``MessageStoreConfig`` +
@@ -183,6 +191,13 @@ class BrokerConfig:
     max_transfer_count: int = attrs.field(default=32, validator=_pos)
     #: ``maxTransferBytesOnMessageInMemory``: bytes per pull at most, 256 KiB.
     max_transfer_bytes: int = attrs.field(default=256 * KiB, validator=_pos)
+
+    # -- delayed messages (broker/schedule.py) --------------------------------------------
+    #: ``messageDelayLevel``: the delay of each level, level 1 first, units s/m/h/d (and
+    #: trocket's ms): "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h".
+    message_delay_level: str = attrs.field(default=DEFAULT_MESSAGE_DELAY_LEVEL, validator=_delay_table)
+    #: ``flushDelayOffsetInterval`` (ms): delayOffset.json is written this often, 10000.
+    flush_delay_offset_interval_ms: int = attrs.field(default=10_000, validator=_pos)
 
     # -- topics ----------------------------------------------------------------------------
     #: ``autoCreateTopicEnable``: a send to an unknown topic creates it from TBW102 (on).
@@ -292,6 +307,7 @@ class BrokerConfig:
             max_transfer_bytes=self.max_transfer_bytes,
             max_transfer_count=self.max_transfer_count,
             store_host=HostAddress(store_host[0], int(store_host[1])),
+            delay_levels_ms=parse_delay_levels(self.message_delay_level),
         )
 
     def evolve(self, **changes: Any) -> BrokerConfig:
@@ -367,6 +383,8 @@ PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "cleanResourceInterval": ("clean_resource_interval_ms", _int),
     "maxTransferCountOnMessageInMemory": ("max_transfer_count", _int),
     "maxTransferBytesOnMessageInMemory": ("max_transfer_bytes", _int),
+    "messageDelayLevel": ("message_delay_level", _str),
+    "flushDelayOffsetInterval": ("flush_delay_offset_interval_ms", _int),
     "autoCreateTopicEnable": ("auto_create_topic", _bool),
     "defaultTopicQueueNums": ("default_topic_queue_nums", _int),
     "autoCreateSubscriptionGroup": ("auto_create_subscription_group", _bool),

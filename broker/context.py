@@ -2,9 +2,9 @@
 
 :class:`BrokerContext` is what every processor module's ``register(ctx)`` gets: the
 configuration, the store and its managers, the remoting server to register on, and
-the client-side managers (consumers, producers, rebalance locks) and the long-polling
-service. The controller (:mod:`trocket.broker.controller`) builds one and hands it to
-each processor module.
+the client-side managers (consumers, producers, rebalance locks), the long-polling
+service and the schedule service (delayed messages). The controller
+(:mod:`trocket.broker.controller`) builds one and hands it to each processor module.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class BrokerContext:
     producers: Any = None  # ProducerManager (same)
     locks: Any = None  # RebalanceLockManager (same)
     pull_hold: Any = None  # the long-polling service (broker/long_polling.py)
+    schedule: Any = None  # ScheduleMessageService (broker/schedule.py): delayed messages
 
     def broker_addr(self) -> str:
         """The advertised ``host:port`` (what routes give out; RocketMQ's brokerIP1:listenPort)."""

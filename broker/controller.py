@@ -14,22 +14,27 @@ Start-up (``run``):
 1. the embedded name server when ``config.namesrv_addrs`` is empty (its port known
    before the broker registers);
 2. the store: ``MessageStore.open`` (recovery; in a worker thread), the topic and
-   consumer-offset tables from ``<store>/config/``, then ``store.run`` (flushers);
+   consumer-offset tables from ``<store>/config/``, then ``store.run`` (flushers), then
+   the schedule service (delayed messages: ``delayOffset.json`` loaded, one delivery
+   task per delay level, see :mod:`.schedule`);
 3. the client managers (``ConsumerManager``, ``ProducerManager``,
    ``RebalanceLockManager`` from :mod:`.client_manager`) and the long-polling service
    (fed by the store's message-arriving listener);
 4. the remoting server with every processor: send, pull, admin (this package) and the
    client processors (heartbeat and client management, offsets, locks, send-back);
 5. registration with the name servers right away, then every
-   ``register_interval_ms`` (30 s) and soon after a topic is created;
+   ``register_interval_ms`` (30 s) and soon after a topic is created (at once, before
+   answering, when a heartbeat or send-back creates a group's retry topic);
 6. periodic tasks: consumer offsets persisted every 5 s, retention checked every 10 s,
    client channels scanned for expiry every 10 s.
 
 Shutdown (cancellation of ``run`` or :meth:`request_shutdown`), services still up
 while it runs: stop the periodic tasks, unregister from the name servers, stop
 accepting and let in-flight requests finish (a send waiting for its flush is
-answered), persist offsets and topics, stop the services, ``store.shutdown()`` (flush,
-checkpoint, remove the abort file), stop the embedded name server.
+answered), persist offsets and topics, stop the services (the schedule service's
+deliveries among them), ``store.shutdown()`` (flush, checkpoint, remove the abort file),
+then write ``delayOffset.json`` (every delivery now flushed), stop the embedded name
+server.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ from .long_polling import PullHoldService
 from .namesrv.server import NamesrvConfig, NameServer
 from .outer_api import BrokerOuterAPI
 from .processors import admin, client, locks, offsets, pull, send, send_back
+from .schedule import ScheduleMessageService
 from .store import ConsumerOffsetManager, MessageStore, TopicConfigManager
 
 __all__ = ["BrokerController", "BrokerChannelListener"]
@@ -126,6 +132,7 @@ class BrokerController:
         self.outer_api: BrokerOuterAPI | None = None
         self.ctx: BrokerContext | None = None
         self.pull_hold: PullHoldService | None = None
+        self.schedule: ScheduleMessageService | None = None
         self.listener = BrokerChannelListener()
         self.send_processor: Any = None
         self.pull_processor: Any = None
@@ -224,6 +231,8 @@ class BrokerController:
         )
         self.offsets = ConsumerOffsetManager.open(store_cfg.config_dir)
         await services.start(store.run)
+        self.schedule = schedule = ScheduleMessageService(store, cfg)
+        await services.start(schedule.run)
 
         # 3. server, context, managers, long polling
         server_cfg = self._server_config or ServerConfig(
@@ -240,7 +249,8 @@ class BrokerController:
         )
         self.listener.on_close.append(hold.drop_connection)
         self.ctx = ctx = BrokerContext(
-            config=cfg, store=store, topics=self.topics, offsets=self.offsets, server=server, pull_hold=hold
+            config=cfg, store=store, topics=self.topics, offsets=self.offsets, server=server, pull_hold=hold,
+            schedule=schedule,
         )
         self._make_client_managers(ctx)
         await services.start(hold.run)
@@ -432,6 +442,11 @@ class BrokerController:
             # ... then close the store (final flush, checkpoint, abort file removed)
             if self.store is not None:
                 await trio.to_thread.run_sync(self.store.shutdown)
+            if self.schedule is not None:
+                try:
+                    await trio.to_thread.run_sync(lambda: self.schedule.persist(durable_only=False))
+                except Exception:
+                    log.exception("persisting delayOffset.json at shutdown failed")
             self.stopped.set()
             log.info("broker %s shut down cleanly", self.config.broker_name)
 
@@ -487,6 +502,8 @@ class BrokerController:
             info["getMessageTransferedMsgCount"] = str(pull.found_messages)
             info["getMissTimesTotal"] = str(pull.not_found)
             info["pullThreadPoolQueueCapacity"] = str(self.config.pull_queue_capacity)
+        if self.schedule is not None:
+            info.update(self.schedule.running_stats())
         hold = self.pull_hold
         if hold is not None:
             info["pullRequestHeldNow"] = str(hold.held_count)

@@ -16,6 +16,15 @@ RocketMQ 4.9's ``SendMessageProcessor`` + ``AbstractSendMessageProcessor.msgChec
 5. SUCCESS with ``msgId`` (the offset message id; comma-joined for a batch),
    ``queueId``, ``queueOffset`` (the first one for a batch).
 
+Delayed messages: a single send whose properties carry ``DELAY`` (a level above 0) is
+stored on ``SCHEDULE_TOPIC_XXXX`` by the broker's schedule service
+(:meth:`~trocket.broker.schedule.ScheduleMessageService.rewrite`, the delay branch of
+Java's ``CommitLog.putMessage``) and put on its topic when due; the answer names the
+requested queue id and the schedule record's msgId and queue offset, as Java's. Not
+for a message the retry path sends to the DLQ (Java sets its level to 0). A batch
+whose properties carry ``DELAY`` is MESSAGE_ILLEGAL (``asyncPutMessages``). Clients
+may not send to ``SCHEDULE_TOPIC_XXXX`` itself (NO_PERMISSION, ``TopicValidator``).
+
 A batch is code 320, or code 10/310 with ``batch`` true -- the C++ client sends
 ``batch:"1"``, which the header codec reads as true. The C++ client also deflates a
 batch body of 4 KiB or more (zlib, ``sysFlag`` bit 0), which no Java client does: such
@@ -114,6 +123,13 @@ def get_property(props: str | None, key: str) -> str | None:
         at = i + 1
 
 
+def _positive_int(text: str) -> bool:
+    try:
+        return int(text) > 0
+    except ValueError:
+        return False
+
+
 class SendProcessor:
     """The send processor (one per broker); ``process_request`` is what remoting calls."""
 
@@ -122,6 +138,8 @@ class SendProcessor:
         self.config = ctx.config
         self.store = ctx.store
         self.topics = ctx.topics
+        #: ScheduleMessageService (delayed messages); None: DELAY is not acted upon
+        self.schedule = getattr(ctx, "schedule", None)
         self.on_topic_created = on_topic_created
         self.capacity = ctx.config.send_concurrency + ctx.config.send_queue_capacity
         self.pending = 0
@@ -260,11 +278,13 @@ class SendProcessor:
         topic = header.topic
         queue_id = self._pick_queue(header.queueId, tc)
         reconsume = header.reconsumeTimes or 0
+        to_dlq = False
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             max_times = header.maxReconsumeTimes if header.maxReconsumeTimes is not None else MAX_RECONSUME_TIMES
             if reconsume > max_times:  # handleRetryAndDLQ: off to the dead-letter queue
                 topic = DLQ_GROUP_TOPIC_PREFIX + topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
                 queue_id = 0
+                to_dlq = True  # Java: setDelayTimeLevel(0)
                 if self.topics.select(topic) is None:
                     self.topics.create_in_send_back(topic, 1, PERM_READ | PERM_WRITE, 0)
                     if self.on_topic_created is not None:
@@ -287,12 +307,20 @@ class SendProcessor:
             reconsume_times=reconsume,
             tags_code=tags_hash(get_property(header.properties, "TAGS")),
         )
+        schedule = self.schedule
+        delayed = False
+        if schedule is not None and not to_dlq and get_property(header.properties, "DELAY") is not None:
+            stored = schedule.rewrite(msg)
+            delayed = stored is not msg
+            msg = stored
         try:
             result = self.store.put_message(msg)
         except StoreClosedError:
             return self._not_available()
         except PutMessageError as exc:
             return self._put_error(exc)
+        if delayed:
+            result.queue_id = queue_id  # Java answers the requested queue, not the schedule one
         return self._after_put(result, wait)
 
     # -- batch ---------------------------------------------------------------------------------
@@ -319,6 +347,9 @@ class SendProcessor:
             sys_flag &= ~COMPRESSED_FLAG
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
+        level = get_property(header.properties, "DELAY")
+        if level is not None and _positive_int(level):
+            return self._illegal(f"a batch cannot be delayed (DELAY={level})")
         prepared = self._properties(header.properties)
         if isinstance(prepared, RemotingCommand):
             return prepared

@@ -14,14 +14,17 @@ RocketMQ 4.9.8's ``SendMessageProcessor.asyncConsumerSendMsgBack``. The header
   set, so a message retried again still names its real topic), ``WAIT=false``,
   ``ORIGIN_MESSAGE_ID`` (kept if set, else the original's offset message id) and
   ``DELAY``: ``delayLevel``, 0 meaning "broker decides" = ``3 + reconsumeTimes``,
-  capped at 18 (the highest default level); ``0`` on a DLQ copy. The property string
-  is written in Java's ``HashMap`` order, as a Java broker writes it.
+  capped at the highest level of ``messageDelayLevel`` (18 by default); ``0`` on a
+  DLQ copy. The property string is written in Java's ``HashMap`` order, as a Java
+  broker writes it.
 
-**Difference from RocketMQ**: a Java broker stores the retry copy on
-``SCHEDULE_TOPIC_XXXX`` and its schedule service moves it to ``%RETRY%<group>`` after
-the level's delay (10 s at level 3 ... 2 h at 18). trocket's store has no schedule
-service yet, so the copy goes on the retry topic at once, ``DELAY`` property included,
-and consumers see it again on their next pull of the retry queue.
+The retry copy is delayed as in Java: the broker's schedule service
+(:mod:`trocket.broker.schedule`) stores it on ``SCHEDULE_TOPIC_XXXX`` (queue
+``level - 1``, with ``REAL_TOPIC=%RETRY%<group>`` and ``REAL_QID=0``) and puts it on
+``%RETRY%<group>`` once the level's delay has passed (10 s at level 3 ... 2 h at 18 by
+default), where consumers pull it; it arrives there without ``DELAY``, ``REAL_TOPIC``
+and ``REAL_QID``. A DLQ copy is stored on ``%DLQ%<group>`` at once. (A context without
+a schedule service -- bare test setups -- stores the retry copy at once.)
 
 Answers: SUCCESS once stored; SYSTEM_ERROR ``look message by offset failed, <offset>``
 when no message starts there; NO_PERMISSION when the broker or the retry topic is not
@@ -138,6 +141,7 @@ async def send_back(ctx: Any, header: ConsumerSendMsgBackRequestHeader) -> Remot
     props[PROPERTY_WAIT_STORE_MSG_OK] = "false"
 
     delay_level = header.delayLevel
+    schedule = getattr(ctx, "schedule", None)  # ScheduleMessageService (broker/schedule.py)
     max_times = header.maxReconsumeTimes
     if max_times is None:
         max_times = DEFAULT_MAX_RECONSUME_TIMES
@@ -150,7 +154,8 @@ async def send_back(ctx: Any, header: ConsumerSendMsgBackRequestHeader) -> Remot
     else:
         if delay_level == 0:
             delay_level = 3 + msg.reconsume_times
-        props[PROPERTY_DELAY_TIME_LEVEL] = str(min(delay_level, MAX_DELAY_LEVEL))
+        max_level = schedule.max_level if schedule is not None else MAX_DELAY_LEVEL
+        props[PROPERTY_DELAY_TIME_LEVEL] = str(min(delay_level, max_level))
 
     origin = props.get(PROPERTY_ORIGIN_MESSAGE_ID)
     props[PROPERTY_ORIGIN_MESSAGE_ID] = origin if origin and origin.strip() else msg.msg_id
@@ -167,6 +172,8 @@ async def send_back(ctx: Any, header: ConsumerSendMsgBackRequestHeader) -> Remot
         born_host=msg.born_host,
         reconsume_times=msg.reconsume_times + 1,
     )
+    if schedule is not None and new_topic != dlq_topic(group):
+        inner = schedule.rewrite(inner)  # onto SCHEDULE_TOPIC_XXXX until the level's delay passed
     try:
         result = await ctx.store.async_put_message(inner, wait=False)
     except StoreClosedError:
@@ -176,8 +183,8 @@ async def send_back(ctx: Any, header: ConsumerSendMsgBackRequestHeader) -> Remot
     if not result.ok:
         return reply(ResponseCode.SYSTEM_ERROR, result.status.value)
     log.debug(
-        "sent back %s of %s for group %s to %s (reconsume %d)",
-        msg.msg_id, props[PROPERTY_RETRY_TOPIC], group, new_topic, inner.reconsume_times,
+        "sent back %s of %s for group %s to %s via %s (reconsume %d)",
+        msg.msg_id, props[PROPERTY_RETRY_TOPIC], group, new_topic, inner.topic, inner.reconsume_times,
     )
     return reply(ResponseCode.SUCCESS)
 

@@ -32,6 +32,7 @@ from trocket.codecs.message.batch import iter_batch_entries
 from trocket.codecs.message.hosts import HostAddress
 from trocket.codecs.message.properties import (
     MAX_PROPERTIES_LENGTH,
+    PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_TAGS,
     decode_properties_bytes,
     encode_properties_bytes,
@@ -54,6 +55,7 @@ from trocket.codecs.message.sysflag import (
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
 )
+from trocket.codecs.names import RMQ_SYS_SCHEDULE_TOPIC
 
 from .config import StoreConfig
 from .errors import (
@@ -64,7 +66,7 @@ from .errors import (
 )
 from .mapped_file import MappedFile
 from .mapped_file_queue import MappedFileQueue
-from .messages import BatchInner, MessageInner, tags_hash
+from .messages import BatchInner, MessageInner, schedule_delay_ms, tags_hash
 from .results import PutResult, PutStatus
 
 __all__ = ["CommitLog", "CreateSegmentError", "DispatchRequest", "check_record"]
@@ -122,8 +124,13 @@ def _write_size_last(view: memoryview, pos: int, buf: bytes | bytearray, size: i
     view[pos : pos + 4] = src[:4]
 
 
-def check_record(mf: MappedFile, pos: int, *, check_crc: bool) -> tuple[int, DispatchRequest | None]:
+def check_record(
+    mf: MappedFile, pos: int, *, check_crc: bool, delays_ms: tuple[int, ...] = ()
+) -> tuple[int, DispatchRequest | None]:
     """``checkMessageAndReturnSize`` on the record at ``pos`` of segment ``mf``.
+
+    A ``SCHEDULE_TOPIC_XXXX`` record with a ``DELAY`` level gets its deliver time (store
+    time + the level's delay in ``delays_ms``) as tag hash, as the put path gave it.
 
     Returns ``(size, request)`` for a valid record, ``(0, None)`` at the blank record
     that ends a segment, ``(-1, None)`` for anything else: bad magic, impossible size,
@@ -146,13 +153,18 @@ def check_record(mf: MappedFile, pos: int, *, check_crc: bool) -> tuple[int, Dis
     physical = mf.file_from_offset + pos
     if msg.commit_log_offset != physical:
         return -1, None
+    tag = None
+    if msg.topic == RMQ_SYS_SCHEDULE_TOPIC:
+        delay = schedule_delay_ms(delays_ms, msg.properties.get(PROPERTY_DELAY_TIME_LEVEL))
+        if delay is not None:
+            tag = msg.store_timestamp + delay
     return total, DispatchRequest(
         msg.topic,
         msg.queue_id,
         msg.queue_offset,
         physical,
         total,
-        tags_hash(msg.properties.get(PROPERTY_TAGS)),
+        tags_hash(msg.properties.get(PROPERTY_TAGS)) if tag is None else tag,
         msg.store_timestamp,
         msg.sys_flag,
     )
@@ -284,6 +296,8 @@ class CommitLog:
         sys_flag = msg.sys_flag
         counts = _counts_in_queue(sys_flag)
         tag = msg.tag_hash()
+        # ScheduleMessageService's queues: the tags code is the deliver time, set below
+        delay = self._schedule_delay(msg) if topic == RMQ_SYS_SCHEDULE_TOPIC else None
         key = (topic, queue_id)
         table = self.queue_offsets
         with self._lock:
@@ -297,6 +311,8 @@ class CommitLog:
             else:
                 queue_offset = 0
             now = time.time_ns() // 1_000_000
+            if delay is not None:
+                tag = now + delay
             _QQ.pack_into(buf, OFFSET_QUEUE_OFFSET, queue_offset, phys)
             _Q.pack_into(buf, ts_at, now)
             _write_size_last(mf._view, pos, buf, size)
@@ -310,6 +326,15 @@ class CommitLog:
         return PutResult(
             PutStatus.PUT_OK, queue_id, queue_offset, phys, size, now, self.config.store_host
         )
+
+    def _schedule_delay(self, msg: MessageInner) -> int | None:
+        level = msg.properties.get(PROPERTY_DELAY_TIME_LEVEL)
+        if level is None and msg.properties_bytes:
+            try:
+                level = decode_properties_bytes(msg.properties_bytes).get(PROPERTY_DELAY_TIME_LEVEL)
+            except MessageDecodeError:
+                return None
+        return schedule_delay_ms(self.config.delay_levels_ms, level)
 
     def put_batch(self, batch: BatchInner) -> PutResult:
         """Append every message of a batch body under one lock acquisition, with
@@ -460,8 +485,9 @@ class CommitLog:
         pos = start - mf.file_from_offset
         index = files.files.index(mf)
         all_files = files.files
+        delays = self.config.delay_levels_ms
         while True:
-            size, request = check_record(mf, pos, check_crc=check_crc)
+            size, request = check_record(mf, pos, check_crc=check_crc, delays_ms=delays)
             if size > 0 and request is not None:
                 pos += size
                 self.scan_end = mf.file_from_offset + pos

@@ -12,10 +12,18 @@ import attrs
 
 from trocket.codecs.message.hosts import HostAddress
 
-__all__ = ["FlushMode", "StoreConfig"]
+__all__ = ["DEFAULT_DELAY_LEVELS_MS", "FlushMode", "StoreConfig"]
 
 GiB = 1 << 30
 MiB = 1 << 20
+
+#: ``messageDelayLevel`` "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h" in
+#: milliseconds, level 1 first (the broker parses the text: :mod:`trocket.broker.schedule`).
+DEFAULT_DELAY_LEVELS_MS: tuple[int, ...] = (
+    1_000, 5_000, 10_000, 30_000,
+    *(m * 60_000 for m in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 30)),
+    3_600_000, 7_200_000,
+)
 
 
 class FlushMode(enum.Enum):
@@ -94,6 +102,11 @@ class StoreConfig:
     store_host: HostAddress = attrs.field(
         default=HostAddress("127.0.0.1", 10911), converter=lambda h: HostAddress(h[0], int(h[1]))
     )
+    #: ``messageDelayLevel``, parsed: the delay (ms) of each level, level 1 first. A record
+    #: on ``SCHEDULE_TOPIC_XXXX`` with ``DELAY=<level>`` gets store time + its level's delay
+    #: (the deliver time) as its consume-queue tags code, on put and on recovery alike
+    #: (Java's ``checkMessageAndReturnSize``); levels above the last count as the last.
+    delay_levels_ms: tuple[int, ...] = attrs.field(default=DEFAULT_DELAY_LEVELS_MS, converter=tuple)
 
     def __attrs_post_init__(self) -> None:
         if self.commit_log_segment_size < 4096:

@@ -16,7 +16,7 @@ import attrs
 from trocket.codecs.message.hosts import HostAddress
 from trocket.codecs.message.properties import PROPERTY_TAGS
 
-__all__ = ["BatchInner", "MessageInner", "tags_hash"]
+__all__ = ["BatchInner", "MessageInner", "schedule_delay_ms", "tags_hash"]
 
 _NO_HOST = HostAddress("0.0.0.0", 0)
 _MASK32 = 0xFFFFFFFF
@@ -36,6 +36,21 @@ def tags_hash(tags: str | None) -> int:
     for i in range(0, len(data), 2):
         h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
     return h - (1 << 32) if h & 0x80000000 else h
+
+
+def schedule_delay_ms(delays_ms: tuple[int, ...], level: str | int | None) -> int | None:
+    """The delay of a ``SCHEDULE_TOPIC_XXXX`` record's ``DELAY`` level: 4.9.8's
+    ``checkMessageAndReturnSize`` clamps the level to the last one and, when it is above
+    0, makes the tags code ``computeDeliverTimestamp(level, storeTimestamp)`` = store
+    time + this. None (keep the TAGS hash) for no level, a level <= 0 or no table."""
+    if level is None:
+        return None
+    try:
+        n = int(level)
+    except ValueError:
+        return None
+    n = min(n, len(delays_ms))
+    return delays_ms[n - 1] if n > 0 else None
 
 
 @attrs.define(slots=True, kw_only=True)

@@ -319,6 +319,12 @@ class MessageStore:
         entry = cq.get(queue_offset) if cq is not None else None
         return entry[0] if entry is not None else 0
 
+    def get_queue_entry(self, topic: str, queue_id: int, queue_offset: int) -> tuple[int, int, int] | None:
+        """The consume-queue entry ``(commit-log offset, size, tags code)`` at
+        ``queue_offset``, or None when it is not stored (blank entries included)."""
+        cq = self.queues.find(topic, queue_id)
+        return cq.get(queue_offset) if cq is not None else None
+
     def get_message_store_timestamp(self, topic: str, queue_id: int, queue_offset: int) -> int:
         """``getMessageStoreTimeStamp``: -1 when unknown."""
         cq = self.queues.find(topic, queue_id)

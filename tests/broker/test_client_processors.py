@@ -19,6 +19,7 @@ from trocket.broker.processors import client as client_proc
 from trocket.broker.processors import locks as locks_proc
 from trocket.broker.processors import offsets as offsets_proc
 from trocket.broker.processors import send_back as send_back_proc
+from trocket.broker.schedule import ScheduleMessageService
 from trocket.broker.store import (
     ConsumerOffsetManager,
     MessageInner,
@@ -90,8 +91,9 @@ async def broker(tmp_path, **config):
     topics = TopicConfigManager.open(str(tmp_path / "config"))
     offsets = ConsumerOffsetManager.open(str(tmp_path / "config"))
     server = RemotingServer(ServerConfig(listen_host="127.0.0.1", listen_port=0))
+    broker_config = BrokerConfig(**config)
     ctx = BrokerContext(
-        config=BrokerConfig(**config),
+        config=broker_config,
         store=store,
         topics=topics,
         offsets=offsets,
@@ -99,6 +101,8 @@ async def broker(tmp_path, **config):
         consumers=ConsumerManager(),
         producers=ProducerManager(),
         locks=RebalanceLockManager(),
+        # not running: send-back's retry copies stay on SCHEDULE_TOPIC_XXXX (retry_copies)
+        schedule=ScheduleMessageService(store, broker_config),
     )
     for module in (client_proc, offsets_proc, locks_proc, send_back_proc):
         module.register(ctx)
@@ -445,6 +449,19 @@ def read_queue(ctx, topic: str, queue_id: int = 0):
     return msgs
 
 
+def retry_copies(ctx, group: str = "G"):
+    """The retry copies send-back stored for ``group``: on SCHEDULE_TOPIC_XXXX (queue =
+    level - 1) with REAL_TOPIC %RETRY%<group>, until the schedule service delivers them
+    (tests/broker/test_schedule.py), in the order they were stored."""
+    copies = [
+        m
+        for level in range(1, ctx.schedule.max_level + 1)
+        for m in read_queue(ctx, "SCHEDULE_TOPIC_XXXX", level - 1)
+        if m.properties.get("REAL_TOPIC") == f"%RETRY%{group}"
+    ]
+    return sorted(copies, key=lambda m: m.commit_log_offset)
+
+
 async def test_send_back_to_retry_topic_then_dlq(tmp_path):
     async with broker(tmp_path) as ctx, peers(ctx, 2, [LanguageCode.CPP, LanguageCode.JAVA]) as (cpp, js):
         original = put(ctx)
@@ -452,8 +469,8 @@ async def test_send_back_to_retry_topic_then_dlq(tmp_path):
         # CPP: group, delayLevel int, offset string (to the store host)
         resp = await cpp.call(36, {"group": "G", "delayLevel": 0, "offset": str(original.physical_offset)})
         assert (resp.code, resp.ext_fields, resp.remark) == (0, {}, None)
-        (r1,) = read_queue(ctx, "%RETRY%G")
-        assert r1.topic == "%RETRY%G" and r1.queue_id == 0 and r1.queue_offset == 0
+        (r1,) = retry_copies(ctx)
+        assert r1.topic == "SCHEDULE_TOPIC_XXXX" and r1.queue_id == 2 and r1.queue_offset == 0  # level 3
         assert (r1.body, r1.flag, r1.reconsume_times) == (b"hello", 7, 1)
         assert (r1.born_timestamp, tuple(r1.born_host)) == (1_700_000_000_123, ("10.1.2.3", 40000))
         assert r1.properties == {
@@ -462,9 +479,12 @@ async def test_send_back_to_retry_topic_then_dlq(tmp_path):
             "UNIQ_KEY": "AC11000100002A9F0000000000000001",
             "WAIT": "false",
             "RETRY_TOPIC": "T",
-            "DELAY": "3",  # 3 + reconsumeTimes (trocket stores it at once; Java delays it)
+            "DELAY": "3",  # 3 + reconsumeTimes
             "ORIGIN_MESSAGE_ID": origin_id,
+            "REAL_TOPIC": "%RETRY%G",
+            "REAL_QID": "0",
         }
+        assert read_queue(ctx, "%RETRY%G") == []  # until level 3's delay has passed
         tc = ctx.topics.select("%RETRY%G")
         assert (tc.write_queue_nums, tc.perm) == (1, 6)
         # the retry copy consumed and failed again (JS: ints, originMsgId, maxReconsumeTimes)
@@ -474,7 +494,7 @@ async def test_send_back_to_retry_topic_then_dlq(tmp_path):
              "originTopic": "T", "unitMode": False, "maxReconsumeTimes": 2},
         )
         assert resp.code == 0
-        r2 = read_queue(ctx, "%RETRY%G")[1]
+        r2 = retry_copies(ctx)[1]
         assert r2.reconsume_times == 2
         assert (r2.properties["RETRY_TOPIC"], r2.properties["ORIGIN_MESSAGE_ID"], r2.properties["DELAY"]) == (
             "T", origin_id, "4"
@@ -487,20 +507,20 @@ async def test_send_back_to_retry_topic_then_dlq(tmp_path):
         assert (d.properties["RETRY_TOPIC"], d.properties["ORIGIN_MESSAGE_ID"], d.properties["DELAY"]) == ("T", origin_id, "0")
         tc = ctx.topics.select("%DLQ%G")
         assert (tc.write_queue_nums, tc.perm) == (1, 6)
-        assert len(read_queue(ctx, "%RETRY%G")) == 2
+        assert len(retry_copies(ctx)) == 2
 
 
 async def test_send_back_delay_levels_and_default_max(tmp_path):
     async with broker(tmp_path) as ctx, peers(ctx, 1) as (a,):
         m = put(ctx, reconsume_times=5)
         assert (await a.call(36, {"group": "G", "delayLevel": 2, "offset": str(m.physical_offset)})).code == 0
-        assert read_queue(ctx, "%RETRY%G")[-1].properties["DELAY"] == "2"
+        assert retry_copies(ctx)[-1].properties["DELAY"] == "2"
         assert (await a.call(36, {"group": "G", "delayLevel": 0, "offset": str(m.physical_offset)})).code == 0
-        assert read_queue(ctx, "%RETRY%G")[-1].properties["DELAY"] == "8"
+        assert retry_copies(ctx)[-1].properties["DELAY"] == "8"
         # 3 + 15 = 18 is the last level; beyond it the level is capped
         m = put(ctx, reconsume_times=15)
         assert (await a.call(36, {"group": "G", "delayLevel": 0, "offset": str(m.physical_offset)})).code == 0
-        assert read_queue(ctx, "%RETRY%G")[-1].properties["DELAY"] == "18"
+        assert retry_copies(ctx)[-1].properties["DELAY"] == "18"
         # default maxReconsumeTimes is 16
         m = put(ctx, reconsume_times=16)
         assert (await a.call(36, {"group": "G", "delayLevel": 0, "offset": str(m.physical_offset)})).code == 0
@@ -518,10 +538,10 @@ async def test_send_back_keeps_compressed_body_and_existing_origin(tmp_path):
         packed = zlib.compress(raw, 5)
         m = put(ctx, body=packed, sys_flag=1, properties={"ORIGIN_MESSAGE_ID": "ABC", "RETRY_TOPIC": "Orig"})
         assert (await a.call(36, {"group": "G", "delayLevel": 0, "offset": str(m.physical_offset)})).code == 0
-        (r,) = read_queue(ctx, "%RETRY%G")
+        (r,) = retry_copies(ctx)
         assert r.sys_flag & 1 and r.body == packed
         assert (r.properties["ORIGIN_MESSAGE_ID"], r.properties["RETRY_TOPIC"]) == ("ABC", "Orig")
-        got = ctx.store.get_message("G", "%RETRY%G", 0, 0, 1)
+        got = ctx.store.get_message("G", "SCHEDULE_TOPIC_XXXX", 2, 0, 1)
         assert decode_record(got.buffers[0])[0].body == raw  # clients inflate it as before
         got.release()
 
@@ -536,7 +556,7 @@ async def test_send_back_errors(tmp_path):
         assert resp.code == 1 and "offset" in resp.remark
         resp = await a.call(36, {"group": "G", "delayLevel": "x", "offset": "0"})
         assert resp.code == 1 and "delayLevel" in resp.remark
-        assert read_queue(ctx, "%RETRY%G") == []
+        assert retry_copies(ctx) == []
         assert (await a.call(36, {"group": "G", "delayLevel": 0, "offset": str(m.physical_offset)})).code == 0
 
 
