@@ -7,13 +7,15 @@ codecs and client (they are what is under test):
 * :class:`RawClient`: blocking JSON-frame requests (runtime info, max offset, pull);
 * :func:`decode_records` / :func:`scan_commit_log`: the V1 stored-message record, read
   strictly (sizes, magic code, body CRC);
-* :func:`run_client_script`: a client scenario in its own python process, JSON result.
+* :func:`run_client_script`: a client scenario in its own python process, JSON result;
+  :func:`run_js_script`: the same for the JS client (``node js/<script>``, ali-ons).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -27,6 +29,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = HERE / "scripts"
+JS_DIR = HERE / "js"
+REPO_ROOT = HERE.parent.parent
+#: what installs the JS client (ali-ons, pinned in js/package-lock.json); run from REPO_ROOT
+NPM_CI = "npm ci --prefix tests/acceptance/js --no-audit --no-fund"
 
 MESSAGE_MAGIC = 0xDAA320A7  # 0xAABBCCDD ^ (1880681586 + 8)
 BLANK_MAGIC = 0xCBD43194  # 0xBBCCDDEE ^ (1880681586 + 8)
@@ -252,9 +258,11 @@ class CountingProxy:
                         if req is not None:
                             self.answers.append((req[0], now, req[1], code, req[2]))
                 else:
-                    group = None
-                    if code == PULL_MESSAGE:
-                        group = (header.get("extFields") or {}).get("consumerGroup")
+                    # the group a request belongs to: consumerGroup (pulls, offsets,
+                    # consumer lists), group (send-back 36), producerGroup / a (sends)
+                    ext = header.get("extFields") or {}
+                    group = ext.get("consumerGroup") or ext.get("group") or ext.get("producerGroup") or ext.get("a")
+                    group = None if group is None else str(group)
                     with self.lock:
                         self.requests.append((now, code, group, cid))
                         self._open[(cid, opaque)] = (now, code, group)
@@ -273,6 +281,18 @@ class CountingProxy:
         with self.lock:
             return [(tq, tr, rc) for tq, tr, code, rc, g in self.answers
                     if code == PULL_MESSAGE and (group is None or g == group) and since <= tq <= until]
+
+    def requests_of(self, code: int, group: str | None = None, since: float = 0.0,
+                    until: float = float("inf")) -> list[float]:
+        """Times of the requests with ``code`` (from ``group``) sent in [since, until]."""
+        with self.lock:
+            return [t for t, c, g, _ in self.requests
+                    if c == code and (group is None or g == group) and since <= t <= until]
+
+    def answers_of(self, code: int, group: str | None = None) -> list[tuple[float, float, int]]:
+        """(request time, response time, response code) of answered ``code`` requests."""
+        with self.lock:
+            return [(tq, tr, rc) for tq, tr, c, rc, g in self.answers if c == code and (group is None or g == group)]
 
     def code_counts(self, since: float = 0.0, until: float = float("inf")) -> Counter:
         with self.lock:
@@ -329,6 +349,21 @@ class RawClient:
     def max_offset(self, topic: str, queue_id: int) -> int:
         resp, _ = self.call(30, {"topic": topic, "queueId": str(queue_id)})
         assert resp["code"] == 0, resp
+        return int(resp["extFields"]["offset"])
+
+    def create_topic(self, topic: str, queues: int = 4, perm: int = 6) -> None:
+        """UPDATE_AND_CREATE_TOPIC (17), as ``mqadmin updateTopic`` sends it."""
+        resp, _ = self.call(17, {
+            "topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues), "writeQueueNums": str(queues),
+            "perm": str(perm), "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false",
+        })
+        assert resp["code"] == 0, resp
+
+    def consumer_offset(self, group: str, topic: str, queue_id: int) -> int | None:
+        """QUERY_CONSUMER_OFFSET (14): the group's committed offset (None: not found)."""
+        resp, _ = self.call(14, {"consumerGroup": group, "topic": topic, "queueId": str(queue_id)})
+        if resp["code"] != 0:
+            return None
         return int(resp["extFields"]["offset"])
 
     def pull(self, topic: str, queue_id: int, offset: int, group: str = "acc_raw", max_msgs: int = 32):
@@ -538,3 +573,71 @@ def group_by(items, key):
     for it in items:
         out[key(it)].append(it)
     return out
+
+
+# -- JS client scripts (node, ali-ons) ----------------------------------------------------
+
+
+def node_executable() -> str | None:
+    return shutil.which("node")
+
+
+def js_client_status() -> tuple[bool, str]:
+    """(True, "") when node runs and ``require('ali-ons')`` works from js/; else
+    (False, why, with the command that fixes it)."""
+    node = node_executable()
+    if node is None:
+        return False, ("node is not on PATH: the JS acceptance tests need node (>= 14) and then "
+                       f"`cd {REPO_ROOT} && {NPM_CI}`")
+    try:
+        r = subprocess.run([node, "-e", "require('ali-ons'); console.log(process.version)"], cwd=JS_DIR,
+                           capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"{node} does not run ({type(exc).__name__}: {exc})"
+    if r.returncode != 0:
+        lines = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
+        why = next((ln for ln in lines if "Error" in ln), lines[-1] if lines else f"exit {r.returncode}")
+        return False, (f"require('ali-ons') fails under {node} ({why.strip()}): the JS client is not installed; "
+                       f"run `cd {REPO_ROOT} && {NPM_CI}`")
+    return True, ""
+
+
+def start_js_script(name: str, args: list[str], home: Path) -> subprocess.Popen:
+    home.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, HOME=str(home))
+    return subprocess.Popen([node_executable() or "node", str(JS_DIR / name), *args], cwd=JS_DIR, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+
+
+def finish_js_script(proc: subprocess.Popen, name: str, timeout: float, broker: BrokerProcess | None = None) -> dict:
+    """Wait (killing it after ``timeout`` s); the script's JSON result, or ScriptFailed
+    with its output when it hung, failed or printed no result. Each script also has its
+    own deadline (``--deadline``, exit 3 with a partial result) below ``timeout``."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise ScriptFailed(
+            f"node {name} hung (killed after {timeout} s)\nstdout:\n{out[-2000:]}\nstderr:\n{err[-3000:]}"
+            + (f"\nbroker log:\n{broker.log_tail()}" if broker else ""))
+    result = None
+    try:
+        result = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        pass
+    if proc.returncode != 0 or result is None:
+        brief = {k: v for k, v in (result or {}).items() if k not in ("messages", "acked", "sent")}
+        raise ScriptFailed(
+            f"node {name} exited with {proc.returncode}"
+            + (f" and printed no JSON result; stdout ({len(out)} chars):\n{out[:1000]}\n...\n{out[-1000:]}"
+               if result is None else f"; result: {json.dumps(brief)[:3000]}")
+            + f"\nstderr:\n{err[-3000:]}"
+            + (f"\nbroker log:\n{broker.log_tail()}" if broker else ""))
+    result["_stderr"] = err[-3000:]
+    return result
+
+
+def run_js_script(name: str, args: list[str], home: Path, timeout: float = 90.0,
+                  broker: BrokerProcess | None = None) -> dict:
+    return finish_js_script(start_js_script(name, args, home), name, timeout, broker)

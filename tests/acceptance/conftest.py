@@ -1,10 +1,13 @@
 """Real-client acceptance tests: ``trocket broker`` as a subprocess, driven by the C++
-RocketMQ client of the PyPI package ``rocketmq`` 0.4.4 (librocketmq.so in the wheel).
+RocketMQ client of the PyPI package ``rocketmq`` 0.4.4 (librocketmq.so in the wheel) and
+by the pure-JavaScript client ``ali-ons`` 3.12.0 from npm (tests/acceptance/js/).
 
-Every client scenario runs in its own python process (tests/acceptance/scripts/): the
-C++ client has its own threads and global state, and a crash or a hang there fails one
-test with its log instead of taking pytest down. The tests skip, saying why, only when
-``import rocketmq.client`` fails in such a process (the wheel cannot load here).
+Every client scenario runs in its own process (tests/acceptance/scripts/ with python,
+tests/acceptance/js/ with node): the clients have their own threads, timers and global
+state, and a crash or a hang there fails one test with its log instead of taking pytest
+down. The C++ tests skip, saying why, only when ``import rocketmq.client`` fails in such
+a process (the wheel cannot load here); the JS tests only when node is missing or
+``require('ali-ons')`` fails (not installed: the skip names the ``npm ci`` to run).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ for p in (HERE, HERE / "scripts"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from acc_tools import BrokerProcess, CountingProxy  # noqa: E402
+from acc_tools import BrokerProcess, CountingProxy, js_client_status  # noqa: E402
 
 
 def pytest_collection_modifyitems(config, items):
@@ -72,6 +75,29 @@ def rocketmq_wheel() -> None:
         pytest.skip(msg)
 
 
+@pytest.fixture(scope="session")
+def rocketmq_wheel_status() -> tuple[bool, str]:
+    """(loads, why not) for the ``rocketmq`` wheel, without skipping: for modules that
+    use the C++ client in some tests only."""
+    return _check_wheel()
+
+
+_js_status: tuple[bool, str] | None = None
+
+
+@pytest.fixture(scope="session")
+def js_client() -> None:
+    """Skip (printing why and the npm command that fixes it) where node is missing or
+    ``require('ali-ons')`` fails in tests/acceptance/js."""
+    global _js_status
+    if _js_status is None:
+        _js_status = js_client_status()
+    ok, why = _js_status
+    if not ok:
+        print(f"\nSKIP: {why}", file=sys.stderr)
+        pytest.skip(why)
+
+
 @pytest.fixture
 def broker_factory(tmp_path):
     """``make(flush="async"|"sync", advertise_port=None) -> BrokerProcess`` (started);
@@ -103,7 +129,16 @@ def broker_factory(tmp_path):
 def proxied_broker(rocketmq_wheel, tmp_path_factory):
     """A module-wide broker behind a :class:`CountingProxy` (routes give out the proxy,
     so every client request is counted); stopped with SIGINT, clean exit checked."""
-    tmp = tmp_path_factory.mktemp("proxied")
+    yield from _proxied_broker(tmp_path_factory.mktemp("proxied"))
+
+
+@pytest.fixture(scope="module")
+def js_proxied_broker(js_client, tmp_path_factory):
+    """:func:`proxied_broker` for the JS client's module (it does not need the C++ wheel)."""
+    yield from _proxied_broker(tmp_path_factory.mktemp("js-proxied"))
+
+
+def _proxied_broker(tmp: Path):
     proxy = CountingProxy()
     broker = BrokerProcess(tmp / "store", tmp / "broker.log", advertise_port=proxy.port,
                            extra=["--segment-size", "16m"])

@@ -73,3 +73,49 @@ def message_of(mode: str, i: int) -> dict:
 
 def digest(body: bytes) -> str:
     return hashlib.sha1(body).hexdigest()
+
+
+# -- the JS client's messages (tests/acceptance/js/spec.js computes the same) ---------------
+
+JS_LARGE_EVERY = 10  # every 10th JS message is 5 KiB: ali-ons deflates it (zlib default level)
+
+
+def _fnv1a32(data: bytes) -> int:
+    h = 0x811C9DC5
+    for b in data:
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return h or 1
+
+
+def _xorshift32(seed: int):
+    x = seed
+    while True:
+        x ^= (x << 13) & 0xFFFFFFFF
+        x ^= x >> 17
+        x ^= (x << 5) & 0xFFFFFFFF
+        yield x
+
+
+def js_body_of(mode: str, i: int) -> bytes:
+    uid = uid_of(mode, i)
+    head = f"{uid}|{mode} js body #{i} \u00e9\u00e8\u2713|"
+    rnd = _xorshift32(_fnv1a32(uid.encode()))
+    if i % JS_LARGE_EVERY == 0:
+        fill_len = LARGE_BODY - len(head.encode())
+    else:
+        fill_len = 10 + next(rnd) % 390
+    fill = "".join(_ALPHABET[next(rnd) % len(_ALPHABET)] for _ in range(fill_len))
+    return (head + fill).encode("utf-8")
+
+
+def js_message_of(mode: str, i: int, topic: str | None = None) -> dict:
+    """What ``node produce.js --mode <mode>`` sends as message ``i`` (spec.js messageOf)."""
+    uid = uid_of(mode, i)
+    return {
+        "uid": uid,
+        "topic": topic,
+        "tags": TAGS[i % len(TAGS)],
+        "keys": f"key-{uid} alt-{i % 7}",
+        "body": js_body_of(mode, i),
+        "props": {"uid": uid, "mode": mode, "idx": str(i), "note": f"h\u00e9llo \u2713 {i} k=v;x"},
+    }
