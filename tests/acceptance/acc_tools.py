@@ -582,13 +582,36 @@ def node_executable() -> str | None:
     return shutil.which("node")
 
 
+def install_js_client() -> str | None:
+    """``npm ci`` the pinned ali-ons into js/node_modules when it is not there yet and
+    npm is at hand, so the README's one test command runs the JS tests too; returns
+    why it could not, or None."""
+    if (JS_DIR / "node_modules" / "ali-ons").is_dir():
+        return None
+    npm = shutil.which("npm")
+    if npm is None:
+        return "npm is not on PATH"
+    try:
+        r = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=JS_DIR, capture_output=True, text=True,
+                           timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"`npm ci` did not finish ({type(exc).__name__}: {exc})"
+    if r.returncode != 0:
+        tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
+        return f"`npm ci` failed (exit {r.returncode}): {' | '.join(tail)}"
+    return None
+
+
 def js_client_status() -> tuple[bool, str]:
-    """(True, "") when node runs and ``require('ali-ons')`` works from js/; else
-    (False, why, with the command that fixes it)."""
+    """(True, "") when node runs and ``require('ali-ons')`` works from js/ (installing it
+    first with ``npm ci`` if need be); else (False, why, with the command that fixes it)."""
     node = node_executable()
     if node is None:
         return False, ("node is not on PATH: the JS acceptance tests need node (>= 14) and then "
                        f"`cd {REPO_ROOT} && {NPM_CI}`")
+    not_installed = install_js_client()
+    if not_installed is not None:
+        return False, f"the JS client is not installed and could not be: {not_installed}; run `cd {REPO_ROOT} && {NPM_CI}`"
     try:
         r = subprocess.run([node, "-e", "require('ali-ons'); console.log(process.version)"], cwd=JS_DIR,
                            capture_output=True, text=True, timeout=60)
