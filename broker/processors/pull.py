@@ -41,6 +41,7 @@ from trocket.codecs.command import RemotingCommand
 from trocket.codecs.errors import InvalidNameError
 from trocket.codecs.headers import PullMessageRequestHeader
 from trocket.codecs.message.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from trocket.codecs.message.properties import PROPERTY_TAGS, get_property
 from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX, validate_group
 
 from ..long_polling import HeldPull
@@ -97,16 +98,7 @@ def record_tags(record: memoryview | bytes) -> str | None:
     at += 1 + topic_len
     (props_len,) = _I16.unpack_from(record, at)
     at += 2
-    props = bytes(record[at : at + props_len])
-    i = props.find(b"TAGS\x01")
-    while i > 0 and props[i - 1] != 2:
-        i = props.find(b"TAGS\x01", i + 1)
-    if i < 0:
-        return None
-    start = i + 5
-    end = props.find(b"\x02", start)
-    value = props[start:] if end < 0 else props[start:end]
-    return value.decode("utf-8", "replace") or None
+    return get_property(record[at : at + props_len], PROPERTY_TAGS)
 
 
 class Subscription:

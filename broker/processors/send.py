@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Callable
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from trocket.codecs.message.properties import get_property
 from trocket.codecs.message.sysflag import (
     COMPRESSED_FLAG,
     MULTI_TAGS_FLAG,
@@ -103,24 +104,6 @@ _BUSY_REMARK = "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while
 MAX_RECONSUME_TIMES = 16
 _REGION_EXT = ("MSG_REGION", "DefaultRegion")
 _TRACE_EXT = ("TRACE_ON", "true")
-
-
-def get_property(props: str | None, key: str) -> str | None:
-    """The value of ``key`` in a properties string, without parsing the rest."""
-    if not props:
-        return None
-    needle = key + "\x01"
-    at = 0
-    while True:
-        i = props.find(needle, at)
-        if i < 0:
-            return None
-        if i == 0 or props[i - 1] == "\x02":
-            start = i + len(needle)
-            end = props.find("\x02", start)
-            value = props[start:] if end < 0 else props[start:end]
-            return value or None
-        at = i + 1
 
 
 def _positive_int(text: str) -> bool:

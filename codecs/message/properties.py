@@ -39,6 +39,7 @@ __all__ = [
     "decode_properties_bytes",
     "encode_properties",
     "encode_properties_bytes",
+    "get_property",
 ]
 
 NAME_VALUE_SEPARATOR = "\x01"
@@ -161,6 +162,32 @@ def decode_properties(text: str) -> dict[str, str]:
         if key and value:  # no separator leaves value empty too
             result[key] = value
     return result
+
+
+def get_property(props: str | bytes | bytearray | memoryview | None, key: str) -> str | None:
+    """The value of ``key`` in a properties string (or its UTF-8 bytes) without parsing
+    the rest: the first occurrence, ``None`` when absent or empty, undecodable bytes
+    replaced. For hot paths that need one property (TAGS, WAIT, DELAY)."""
+    if not props:
+        return None
+    if isinstance(props, str):
+        needle, sep = key + NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
+    else:
+        props = bytes(props)
+        needle, sep = key.encode("utf-8") + b"\x01", b"\x02"
+    at = 0
+    while True:
+        i = props.find(needle, at)
+        if i < 0:
+            return None
+        if i == 0 or props[i - 1 : i] == sep:
+            start = i + len(needle)
+            end = props.find(sep, start)
+            value = props[start:] if end < 0 else props[start:end]
+            if not isinstance(value, str):
+                value = value.decode("utf-8", "replace")
+            return value or None
+        at = i + 1
 
 
 def decode_properties_bytes(data: bytes | bytearray | memoryview) -> dict[str, str]:

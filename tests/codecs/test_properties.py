@@ -151,3 +151,18 @@ def test_append_properties_like_commitlog_batch():
     assert append_properties(b"A\x011\x02", b"CLUSTER\x01c") == b"A\x011\x02CLUSTER\x01c"
     assert append_properties(b"", b"CLUSTER\x01c") == b"CLUSTER\x01c"
     assert append_properties(b"A\x011", b"") == b"A\x011"
+
+
+def test_get_property_reads_one_key_from_str_or_bytes():
+    from trocket.codecs.message.properties import get_property
+
+    props = "KEYS\x01k1\x02XTAGS\x01no\x02TAGS\x01TagA\x02EMPTY\x01\x02WAIT\x01true"
+    for form in (props, props.encode(), memoryview(props.encode())):
+        assert get_property(form, "TAGS") == "TagA"  # not the XTAGS that contains it
+        assert get_property(form, "KEYS") == "k1"  # at the very start
+        assert get_property(form, "WAIT") == "true"  # at the end, no trailing separator
+        assert get_property(form, "EMPTY") is None  # empty reads as absent
+        assert get_property(form, "DELAY") is None
+    assert get_property(None, "TAGS") is None and get_property(b"", "TAGS") is None
+    assert get_property("TAGS\x01a\x02TAGS\x01b", "TAGS") == "a"  # the first one
+    assert get_property(b"TAGS\x01\xff\xfe", "TAGS") == "\ufffd\ufffd"  # undecodable bytes replaced
