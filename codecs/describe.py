@@ -7,9 +7,11 @@ from typing import Any
 
 import attrs
 
+from .codes import request_code_name, response_code_name
 from .command import RemotingCommand
 from .errors import CodecError
 from .frame import split_frames
+from .headers import REQUEST_HEADERS, RESPONSE_HEADERS, decode_header
 from .serialize import decode_command
 
 __all__ = ["describe_frame", "describe_command", "frame_payload"]
@@ -37,8 +39,6 @@ def _preview(body: bytes, n: int) -> dict[str, Any]:
 
 
 def _custom_header(cmd: RemotingCommand, request_code: int | None) -> dict[str, Any] | None:
-    from .headers import REQUEST_HEADERS, RESPONSE_HEADERS, decode_header
-
     if cmd.is_response:
         cls = RESPONSE_HEADERS.get(request_code) if request_code is not None else None
     else:
@@ -53,8 +53,6 @@ def _custom_header(cmd: RemotingCommand, request_code: int | None) -> dict[str, 
 
 
 def describe_command(cmd: RemotingCommand, *, request_code: int | None = None, preview: int = 64) -> dict[str, Any]:
-    from .codes import request_code_name, response_code_name
-
     if cmd.is_response:
         kind = "response"
         name = response_code_name(cmd.code)

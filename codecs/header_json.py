@@ -41,7 +41,6 @@ _PY_RAW = re.compile("[\x7f-\x9f\u2028\u2029]")
 
 _LANGUAGE_NAMES = {lang: lang.name for lang in LanguageCode}
 _LANGUAGE_BY_NAME = {lang.name: lang for lang in LanguageCode}
-_SERIALIZE_NAMES = {SerializeType.JSON: "JSON", SerializeType.ROCKETMQ: "ROCKETMQ"}
 
 
 def fastjson_quote(s: str) -> str:

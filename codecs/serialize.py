@@ -14,6 +14,7 @@ from .command import RemotingCommand, SerializeType
 from .errors import HeaderDecodeError, HeaderEncodeError
 from .header_binary import decode_binary_header, encode_binary_header
 from .header_json import decode_json_header, encode_json_header
+from .headers import encode_header, has_fast_codec
 from .java_hashmap import hashmap_order, hashmap_ordered
 
 __all__ = ["encode_command", "decode_command", "encode_header_bytes", "wire_ext_fields"]
@@ -37,8 +38,6 @@ def wire_ext_fields(cmd: RemotingCommand) -> dict[str, str] | None:
     ext = cmd.ext_fields
     if header is None:
         return ext
-    from .headers import encode_header, has_fast_codec  # headers import codecs.command
-
     fields = encode_header(header)
     if cmd.serialize_type == SerializeType.ROCKETMQ and has_fast_codec(type(header)):
         if not ext:
