@@ -5,6 +5,8 @@ the logical time a held pull is answered at, exactly, instead of measuring sleep
 
 from __future__ import annotations
 
+import threading
+
 import trio
 
 from trocket.codecs.message.batch import encode_batch
@@ -286,23 +288,36 @@ async def test_cpp_wire_format_ints_flag0_and_extfields(tmp_path, wire, raw):
 
 
 async def test_send_busy_answers_system_busy_with_extfields(tmp_path, wire):
-    async with wire.running_broker(tmp_path, send_concurrency=1, send_queue_capacity=0, flush="sync",
-                                   sync_flush_timeout_ms=2000) as broker, wire.client() as c:
+    """At most send_concurrency + send_queue_capacity sync-flush sends wait for their
+    flush; past that, SYSTEM_BUSY at once. The flush is held by a stalled fsync (the
+    store's ``flush_hook``) so exactly one send waits."""
+    disk = threading.Event()
+    async with wire.running_broker(tmp_path, send_concurrency=1, send_queue_capacity=0, flush="sync") as broker, \
+            wire.client() as c:
         addr = broker.broker_addr
         await c.invoke_sync(addr, wire.send_v1("BZ", b"warm", properties=wire.props()))
+        broker.store.flush_service.flush_hook = lambda: disk.wait(30)
         results = []
 
         async def one():
             results.append(await c.invoke_sync(addr, wire.send_v1("BZ", b"x" * 100, properties=wire.props())))
 
-        async with trio.open_nursery() as n:
-            for _ in range(30):
+        try:
+            async with trio.open_nursery() as n:
                 n.start_soon(one)
-        codes = {r.code for r in results}
-        assert 0 in codes
-        busy = [r for r in results if r.code == 2]
-        if busy:  # whether any was refused depends on timing; if so it carries extFields
-            assert busy[0].ext_fields == {} and "busy" in busy[0].remark
+                with trio.fail_after(5):
+                    while broker.send_processor.pending < 1:
+                        await trio.sleep(0.001)
+                for _ in range(3):
+                    r = await c.invoke_sync(addr, wire.send_v1("BZ", b"y", properties=wire.props()))
+                    assert r.code == 2 and r.ext_fields == {}
+                    assert r.remark.startswith("[TIMEOUT_CLEAN_QUEUE]broker busy") and "size of queue: 1" in r.remark
+                disk.set()
+        finally:
+            disk.set()
+        assert [r.code for r in results] == [0]
+        r = await c.invoke_sync(addr, wire.send_v1("BZ", b"z", properties=wire.props()))
+        assert r.code == 0 and r.ext_fields["queueOffset"] == "2"
 
 
 # -- bad input: RocketMQ's codes and remarks; the connection stays usable ------------------
