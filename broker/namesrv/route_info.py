@@ -128,7 +128,7 @@ class RouteInfoManager:
         previous = self.broker_live_table.get(broker_addr)
         self.broker_live_table[broker_addr] = BrokerLiveInfo(now, attrs.evolve(version), conn, ha_server_addr)
         if previous is None:
-            log.info("new broker registered, %s HAServer: %s", broker_addr, ha_server_addr)
+            log.info("new broker registered, %s HAServer: %s", broker_addr, ha_server_addr or "none")
 
         if filter_server_list is not None:
             if filter_server_list:
