@@ -40,7 +40,7 @@ from typing import Any, Callable, TypeVar
 from trocket.codecs.codes import ResponseCode
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.errors import CustomHeaderError
-from trocket.codecs.headers import decode_header
+from trocket.codecs.headers import decode_header, encode_header
 from trocket.codecs.message.hosts import HostAddress
 
 from ..store import TopicConfig
@@ -79,12 +79,19 @@ def reply(
     body: bytes = b"",
     header: Any = None,
 ) -> RemotingCommand:
-    """A response with an ``extFields`` object always present (strings only); a
-    response ``header`` object is encoded by its codec and merged into the ext fields
-    when the frame is written (:func:`trocket.codecs.serialize.wire_ext_fields`)."""
-    return RemotingCommand(
-        code=code, flag=1, remark=remark, ext_fields={} if ext is None else ext, body=body, custom_header=header
-    )
+    """A response with an ``extFields`` object always present (strings only).
+
+    A response ``header`` object is encoded by its codec (the hand-written one for the
+    send and pull headers) into the ext fields at once, in its declaration order, ``ext``
+    after it: the bytes the real clients were tested against, and cheaper than leaving
+    it as the command's custom header, which the serializer would reorder into Java's
+    HashMap order on every write (about 2 us a send)."""
+    if header is not None:
+        fields = encode_header(header)
+        if ext:
+            fields.update(ext)
+        ext = fields
+    return RemotingCommand(code=code, flag=1, remark=remark, ext_fields={} if ext is None else ext, body=body)
 
 
 class HeaderError(Exception):
