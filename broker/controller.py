@@ -9,7 +9,8 @@
         ...
         nursery.cancel_scope.cancel()           # clean shutdown (or controller.request_shutdown())
 
-Start-up (``run``):
+Start-up (``run``); settings that are accepted but have no effect
+(:meth:`~.config.BrokerConfig.ineffective_settings`) are logged as warnings first:
 
 1. the embedded name server when ``config.namesrv_addrs`` is empty (its port known
    before the broker registers);
@@ -17,14 +18,20 @@ Start-up (``run``):
    consumer-offset tables from ``<store>/config/``, then ``store.run`` (flushers), then
    the schedule service (delayed messages: ``delayOffset.json`` loaded, one delivery
    task per delay level, see :mod:`.schedule`);
-3. the client managers (``ConsumerManager``, ``ProducerManager``,
-   ``RebalanceLockManager`` from :mod:`.client_manager`) and the long-polling service
-   (fed by the store's message-arriving listener);
-4. the remoting server with every processor: send, pull, admin (this package) and the
-   client processors (heartbeat and client management, offsets, locks, send-back);
+3. the remoting server, the long-polling service (fed by the store's
+   message-arriving listener), the outer API's client, and the typed
+   :class:`~.context.BrokerContext` that processors get: it builds the client managers
+   (``ConsumerManager``, ``ProducerManager``, ``RebalanceLockManager`` from
+   :mod:`.client_manager`), makes its channel listener the server's (closed
+   connections leave long polling and their client groups), and carries the hooks
+   back here (``on_topic_created`` = :meth:`BrokerController.topic_created`,
+   ``register_now`` = :meth:`BrokerController.register_broker_all`);
+4. every processor on the server (:mod:`.processors`): send, pull, admin, client
+   management, offsets, locks, send-back;
 5. registration with the name servers right away, then every
    ``register_interval_ms`` (30 s) and soon after a topic is created (at once, before
-   answering, when a heartbeat or send-back creates a group's retry topic);
+   answering, when a heartbeat or send-back creates a group's retry topic). The broker
+   has no HA server, so it registers none (``haServerAddr`` empty);
 6. periodic tasks: consumer offsets persisted every 5 s, retention checked every 10 s,
    client channels scanned for expiry every 10 s.
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -317,5 +317,3 @@ class RouteInfoManager:
     def get_all_topic_list(self) -> TopicList:
         return TopicList(list(self.topic_queue_table))
 
-    def live_brokers(self) -> Iterable[str]:
-        return list(self.broker_live_table)
