@@ -132,6 +132,9 @@ def parse_subscription(expression: str | None) -> Subscription:
 
 
 class PullProcessor:
+    """The pull processor (one per broker), inline on the connection's reader; also
+    long polling's re-runner of held pulls."""
+
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
         self.config = ctx.config
