@@ -59,7 +59,7 @@ from trocket.codecs.message.hosts import HostAddress
 from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig
 
 from .config import BrokerConfig
-from .context import BrokerChannelListener, BrokerContext
+from .context import BrokerContext
 from .long_polling import PullHoldService
 from .namesrv.server import NamesrvConfig, NameServer
 from .outer_api import BrokerOuterAPI
@@ -267,11 +267,6 @@ class BrokerController:
         send_back.register(ctx)
         offsets.register(ctx)
         locks.register(ctx)
-
-    @property
-    def listener(self) -> BrokerChannelListener | None:
-        """The server's channel listener (the context's), once started."""
-        return self.ctx.channels if self.ctx is not None else None
 
     # -- name servers ------------------------------------------------------------------------
 

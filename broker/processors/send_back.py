@@ -56,6 +56,7 @@ from trocket.codecs.names import DLQ_GROUP_TOPIC_PREFIX, is_valid_topic
 from trocket.remoting import Connection
 
 from ..store import MessageInner, MessageStore, PutMessageError, StoreClosedError, TopicConfig
+from ..store.topic_config import PERM_WRITE
 from . import decode_request_header, guarded, reply
 from .client import PERM_RW, ensure_retry_topic, retry_topic
 
@@ -81,8 +82,6 @@ DEFAULT_MAX_RECONSUME_TIMES = 16
 MAX_DELAY_LEVEL = 18
 #: ``MixAll.DLQ_NUMS_PER_GROUP``.
 DLQ_NUMS_PER_GROUP = 1
-
-_PERM_WRITE = 0x2
 
 
 def dlq_topic(group: str) -> str:
@@ -119,7 +118,7 @@ async def _ensure_dlq_topic(ctx: BrokerContext, group: str) -> TopicConfig | Non
 async def send_back(ctx: BrokerContext, header: ConsumerSendMsgBackRequestHeader) -> RemotingCommand:
     """Store the retry (or dead-letter) copy of the message at ``header.offset``."""
     group = header.group
-    if not ctx.config.broker_permission & _PERM_WRITE:
+    if not ctx.config.broker_permission & PERM_WRITE:
         broker_ip = ctx.broker_addr().rpartition(":")[0]
         return reply(ResponseCode.NO_PERMISSION, f"the broker[{broker_ip}] sending message is forbidden")
 
@@ -127,7 +126,7 @@ async def send_back(ctx: BrokerContext, header: ConsumerSendMsgBackRequestHeader
     tc = await ensure_retry_topic(ctx, group, header.unitMode)
     if tc is None:
         return reply(ResponseCode.SYSTEM_ERROR, f"topic[{new_topic}] not exist")
-    if not tc.perm & _PERM_WRITE:
+    if not tc.perm & PERM_WRITE:
         return reply(ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden")
 
     msg = look_message(ctx.store, header.offset)
