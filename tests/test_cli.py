@@ -1,5 +1,6 @@
 import io
 import json
+import signal
 import struct
 import subprocess
 import sys
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import attrs
 import pytest
+import trio
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -368,3 +370,36 @@ def test_decode_subprocess_exits_cleanly(argv, stdin):
     doc = assert_clean(result.returncode, result.stdout, result.stderr)
     if argv[1:] == [SURROGATE_FRAME] or stdin.startswith(SURROGATE_FRAME.encode()):
         assert doc["extFields"]["empty"] == "a\udfff"
+
+
+# -- broker and name server: Ctrl-C is a clean stop ---------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["namesrv", "--listen", "127.0.0.1:0"],
+        ["broker", "--listen", "127.0.0.1:0", "--namesrv-listen", "127.0.0.1:0", "--segment-size", "1M"],
+    ],
+    ids=["namesrv", "broker"],
+)
+async def test_sigint_stops_the_servers_cleanly(argv, tmp_path):
+    proc = await trio.lowlevel.open_process(
+        [str(TROCKET), *argv], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    log = b""
+    try:
+        with trio.fail_after(30):
+            while b"boot success" not in log:
+                chunk = await proc.stderr.receive_some()
+                assert chunk, log.decode()
+                log += chunk
+            proc.send_signal(signal.SIGINT)
+            while chunk := await proc.stderr.receive_some():
+                log += chunk
+            code = await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+    assert code == 0 and b"Traceback" not in log and b"SIGINT: shutting down" in log, log.decode()
