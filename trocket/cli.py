@@ -111,6 +111,8 @@ def _hex_bytes(data: bytes) -> bytes | None:
     digits = b"".join(data.split())
     if digits[:2].lower() == b"0x":
         digits = digits[2:]
+    if not digits:  # whitespace alone is no hex
+        return None
     if len(digits) % 2:
         raise ValueError(f"odd number of hex digits ({len(digits)})")
     return bytes.fromhex(digits.decode("ascii"))
