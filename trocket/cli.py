@@ -38,7 +38,10 @@ def _build_parser() -> argparse.ArgumentParser:
         "prefix) and print the command as JSON: header, ext fields, the custom header when "
         "the code is known, and a preview of the body.",
     )
-    decode.add_argument("frame", metavar="FILE|HEX", help="a file holding the frame, hex digits, or - for stdin (files and stdin: raw bytes or hex digits)")
+    decode.add_argument(
+        "frame", metavar="FILE|HEX",
+        help="a file holding the frame, hex digits, or - for stdin (a file or stdin: raw bytes or hex digits)",
+    )
     decode.add_argument(
         "--request-code", type=int, metavar="CODE",
         help="for a response: the code of the request it answers, to decode its custom header",
