@@ -1,7 +1,7 @@
 """Broker produce/consume benchmark.
 
-    python benchmarks/broker_produce.py              # everything, ~40 s
-    python benchmarks/broker_produce.py --seconds 2  # shorter runs
+    .venv/bin/python benchmarks/broker_produce.py              # everything, ~40 s
+    .venv/bin/python benchmarks/broker_produce.py --seconds 2  # shorter runs
 
 For each flush mode (timed ``ASYNC_FLUSH``, then ``SYNC_FLUSH`` with group commit) it
 starts ``trocket broker`` in a child process on a fresh temporary store (embedded name
