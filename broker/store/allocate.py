@@ -20,6 +20,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import attrs
 import trio
@@ -41,6 +43,8 @@ class AllocateService:
     #: Spares built and adopted; builds that failed.
     built: int = 0
     failures: int = 0
+    #: Runs the build off the event loop (tests run it inline to wait deterministically).
+    to_thread: Callable[..., Awaitable[Any]] = attrs.field(default=trio.to_thread.run_sync, repr=False)
     _wanted: trio.Event = attrs.field(factory=trio.Event, repr=False)
     _token: trio.lowlevel.TrioToken | None = attrs.field(default=None, repr=False)
     _failing: bool = False
@@ -78,7 +82,7 @@ class AllocateService:
         if offset is None:
             return False
         try:
-            adopted = await trio.to_thread.run_sync(self._build, offset)
+            adopted = await self.to_thread(self._build, offset)
         except OSError as exc:
             self.failures += 1
             if not self._failing:
