@@ -6,6 +6,7 @@ import shutil
 import pytest
 
 from trocket.broker.store import GetStatus, MessageStore, StoreLoadError
+from trocket.broker.store.mapped_file import data_ranges
 from trocket.codecs.message.record import iter_records
 
 from .conftest import msg, small_config
@@ -170,4 +171,48 @@ def test_store_dir_is_locked(config):
     store = MessageStore.open(config)
     with pytest.raises(StoreLoadError):
         MessageStore.open(config)
+    store.shutdown()
+
+
+def _data_ranges_of(path, size):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return list(data_ranges(fd, 0, size))
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("crash", [True, False])
+def test_garbage_past_the_end_is_zeroed_and_nothing_beyond_touched(tmp_path, crash):
+    """A 256 MiB segment holding a few KB, with garbage just past the end (a torn
+    record) and a stale page further on: recovery zeroes both, and no page of the
+    empty rest is read (it stays a hole / unwritten: the data ranges are unchanged)."""
+    size = 256 << 20
+    config = small_config(tmp_path / "store", commit_log_segment_size=size)
+    store = MessageStore.open(config)
+    results = fill(store, 30)
+    end = results[-1].end_offset
+    if crash:
+        store.abandon()
+    else:
+        store.shutdown()
+    patch_file(config, end, b"\xab" * 200)
+    patch_file(config, end + (3 << 20), b"\xcd" * 4096)
+    path, _ = commit_log_file(config, 0)
+    before = _data_ranges_of(path, size)
+    store = MessageStore.open(config)
+    report = store.recovery
+    assert report.commit_log_end == end and report.truncated_bytes > 0
+    # after a clean shutdown the checkpoint's end is not trusted: bytes follow it
+    assert report.method == ("scan-abnormal" if crash else "scan-normal")
+    mf = store.commit_log.files.last
+    assert bytes(mf.read_raw(end, 200)) == bytes(200)
+    assert bytes(mf.read_raw(end + (3 << 20), 4096)) == bytes(4096)
+    assert [m.commit_log_offset for m in served(store)] == [r.physical_offset for r in results]
+    assert _data_ranges_of(path, size) == before
+    r = store.put_message(msg(queue_id=0))  # the zeroed range is written over safely
+    assert r.physical_offset == end
+    store.shutdown()
+    store = MessageStore.open(config)
+    assert len(served(store)) == 31
     store.shutdown()
