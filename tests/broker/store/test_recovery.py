@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
 import shutil
 
@@ -182,6 +184,33 @@ def _data_ranges_of(path, size):
         os.close(fd)
 
 
+def _resident_pages(path, size):
+    """How many of the file's pages are in the page cache (``mincore``); None where
+    that cannot be asked."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    except (OSError, AttributeError):
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        if addr in (None, ctypes.c_void_p(-1).value):
+            return None
+        try:
+            vec = (ctypes.c_ubyte * ((size + mmap.PAGESIZE - 1) // mmap.PAGESIZE))()
+            if libc.mincore(addr, size, vec) != 0:
+                return None
+            return sum(b & 1 for b in vec)
+        finally:
+            libc.munmap(addr, size)
+    finally:
+        os.close(fd)
+
+
 @pytest.mark.parametrize("crash", [True, False])
 def test_garbage_past_the_end_is_zeroed_and_nothing_beyond_touched(tmp_path, crash):
     """A 256 MiB segment holding a few KB, with garbage just past the end (a torn
@@ -210,6 +239,8 @@ def test_garbage_past_the_end_is_zeroed_and_nothing_beyond_touched(tmp_path, cra
     assert bytes(mf.read_raw(end + (3 << 20), 4096)) == bytes(4096)
     assert [m.commit_log_offset for m in served(store)] == [r.physical_offset for r in results]
     assert _data_ranges_of(path, size) == before
+    resident = _resident_pages(path, size)
+    assert resident is None or resident * mmap.PAGESIZE <= 16 << 20  # not 256 MiB read in
     r = store.put_message(msg(queue_id=0))  # the zeroed range is written over safely
     assert r.physical_offset == end
     store.shutdown()
