@@ -26,7 +26,7 @@ from typing import Any
 import attrs
 import trio
 
-from .mapped_file import create_segment_file
+from .mapped_file import MappedFile, create_segment_file
 from .mapped_file_queue import MappedFileQueue
 
 __all__ = ["AllocateService"]
@@ -101,12 +101,23 @@ class AllocateService:
         path = self.files.alloc_path(offset)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)  # a leftover of a build cut short
-        create_segment_file(path, self.files.file_size, preallocate=self.preallocate)
+        size = self.files.file_size
+        create_segment_file(path, size, preallocate=self.preallocate)
         adopted = False
+        mf = None
         try:
-            adopted = self.files.offer_spare(path, offset)
+            mf = MappedFile.open(path, size, file_from_offset=offset)
+            mf.touch_first_page()
+            adopted = self.files.offer_spare(mf)
         finally:
             if not adopted:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
+                if mf is not None:
+                    mf.delete()
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(path)
+        # Outside the queue's lock, so a rollover never waits for it. A put that writes
+        # into the spare before this is done is still safe: its fdatasync commits the
+        # file system's journal, which holds the rename.
+        self.files.sync_directory()
         return adopted

@@ -221,12 +221,12 @@ class MappedFileQueue:
         """Where the spare for ``offset`` is built before it gets its real name."""
         return os.path.join(self.directory, segment_name(offset) + ALLOC_SUFFIX)
 
-    def offer_spare(self, built: str, offset: int) -> bool:
-        """Adopt the file ``built`` (made at :meth:`alloc_path`) as the spare for
-        ``offset``: renamed to its real name, the rename made durable, mapped, its first
-        page touched (:meth:`MappedFile.touch_first_page`). False
-        (the caller deletes ``built``) when the log moved on meanwhile (a put created
-        that segment itself) or a spare is already there."""
+    def offer_spare(self, built: MappedFile) -> bool:
+        """Adopt ``built`` -- mapped at :meth:`alloc_path`, its first page touched -- as
+        the spare, renamed to its real name (the caller then makes the rename durable:
+        :meth:`sync_directory`). False (the caller deletes ``built``) when the log moved
+        on meanwhile (a put created that segment itself) or a spare is already there."""
+        offset = built.file_from_offset
         with self._struct_lock:
             files = self._files
             if self._spare is not None or not files or files[-1].file_end_offset != offset:
@@ -234,16 +234,14 @@ class MappedFileQueue:
             path = os.path.join(self.directory, segment_name(offset))
             if os.path.exists(path):
                 return False
-            os.rename(built, path)
-            try:
-                _fsync_dir(self.directory)
-                mf = MappedFile.open(path, self.file_size)
-            except BaseException:
-                os.unlink(path)
-                raise
-            mf.touch_first_page()
-            self._spare = mf
-            return True
+            os.rename(built.path, path)
+            built.path = path
+            self._spare = built
+        return True
+
+    def sync_directory(self) -> None:
+        """fsync the directory: makes renames and new entries durable."""
+        _fsync_dir(self.directory)
 
     def discard_spare(self) -> None:
         """Delete the unused spare (a clean shutdown leaves none behind, as Java's)."""

@@ -17,7 +17,7 @@ import trio.testing
 
 from trocket.broker.store import MessageStore
 from trocket.broker.store import allocate as allocate_mod
-from trocket.broker.store.mapped_file import data_ranges, segment_name
+from trocket.broker.store.mapped_file import MappedFile, data_ranges, segment_name
 
 from .conftest import msg, small_config
 from .test_recovery import served
@@ -143,12 +143,11 @@ def test_log_moved_on_while_building_drops_the_built_file(tmp_path):
     store = MessageStore.open(config)
     files = store.commit_log.files
     store.put_message(msg())
-    built = files.alloc_path(SEG)
-    with open(built, "wb") as f:
-        f.truncate(SEG)
+    built = MappedFile.open(files.alloc_path(SEG), SEG, create=True, file_from_offset=SEG)
     put_until(store, SEG)  # the put made segment SEG itself meanwhile
-    assert not files.offer_spare(built, SEG)
-    assert files.spare is None
+    assert not files.offer_spare(built)
+    assert files.spare is None and built.path == files.alloc_path(SEG)
+    built.delete()
     store.shutdown()
 
 
