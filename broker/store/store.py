@@ -12,7 +12,9 @@ Typical life::
 
 ``put_message``/``put_messages``/``get_message`` are plain functions, safe from trio
 tasks and from worker threads (a put holds the append lock for microseconds); the
-``async_`` variants add the SYNC_FLUSH wait.
+``async_`` variants add the SYNC_FLUSH wait. ``run`` also keeps the next commit-log
+segment made ahead (:mod:`.allocate`), so a put that rolls the log over does not create
+a file; without ``run`` (or with ``allocate_ahead`` off) puts create segments themselves.
 """
 
 from __future__ import annotations
