@@ -287,7 +287,7 @@ class MappedFileQueue:
 
         The segment holding ``offset`` keeps its head, with its tail zeroed so no stale
         record can be found there again; later segments are deleted. Returns the bytes
-        zeroed or deleted.
+        zeroed or deleted (an empty later segment, e.g. one made ahead, counts 0).
         """
         cut = 0
         with self._struct_lock:
@@ -302,7 +302,8 @@ class MappedFileQueue:
                     mf.flushed_position = min(mf.flushed_position, pos)
                     keep.append(mf)
                 else:
-                    cut += mf.file_size
+                    if any(mf.read_raw(0, 8)):  # not an empty segment (one made ahead)
+                        cut += mf.file_size
                     mf.delete()
             self._files = tuple(keep)
             if self.flushed_where > offset:

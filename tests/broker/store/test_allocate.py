@@ -164,6 +164,7 @@ def test_crash_with_an_unused_spare_recovers(tmp_path):
     store = MessageStore.open(config)
     assert store.recovery.abnormal and store.recovery.commit_log_end == results[-1].end_offset
     assert not os.path.exists(seg_path(config, SEG))  # past the end: deleted
+    assert store.recovery.truncated_bytes == 0  # nothing was lost with it
     assert len(served(store)) == len(results)
     r = store.put_message(msg())
     assert r.physical_offset == results[-1].end_offset
