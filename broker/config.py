@@ -214,6 +214,9 @@ class BrokerConfig:
     flush_interval_ms: int = attrs.field(default=500, validator=_pos)
     #: ``syncFlushTimeout`` (ms): a SYNC send waits this long for its fsync, 5000.
     sync_flush_timeout_ms: int = attrs.field(default=5000, validator=_pos)
+    #: make the next commit-log segment ahead of need, in the background (on;
+    #: trocket's ``allocateMappedFileAhead``, as Java's AllocateMappedFileService).
+    allocate_ahead: bool = True
     #: ``maxMessageSize``: largest message (body + properties; a whole batch) 4 MiB.
     max_message_size: int = attrs.field(default=4 * MiB, validator=_pos)
     #: ``fileReservedTime`` (hours) before commit-log segments may be deleted, 72.
@@ -338,6 +341,7 @@ class BrokerConfig:
         return StoreConfig(
             store_dir=self.store_dir,
             commit_log_segment_size=self.commit_log_segment_size,
+            allocate_ahead=self.allocate_ahead,
             consume_queue_entries_per_file=self.consume_queue_entries_per_file,
             flush_mode=self.flush,
             flush_interval_ms=self.flush_interval_ms,
@@ -427,6 +431,7 @@ PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "storePathRootDir": ("store_dir", _str),
     "mappedFileSizeCommitLog": ("commit_log_segment_size", _int),
     "mappedFileSizeConsumeQueue": ("@cq_file_size", _int),
+    "allocateMappedFileAhead": ("allocate_ahead", _bool),  # trocket's own
     "flushDiskType": ("flush", _flush),
     "flushIntervalCommitLog": ("flush_interval_ms", _int),
     "syncFlushTimeout": ("sync_flush_timeout_ms", _int),
