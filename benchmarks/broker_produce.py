@@ -1,7 +1,8 @@
 """Broker produce/consume benchmark.
 
-    python benchmarks/broker_produce.py              # everything, ~40 s
-    python benchmarks/broker_produce.py --seconds 2  # shorter runs
+    .venv/bin/python benchmarks/broker_produce.py                  # everything, ~70 s
+    .venv/bin/python benchmarks/broker_produce.py --seconds 2      # shorter runs
+    .venv/bin/python benchmarks/broker_produce.py --part rollover  # only the rollover runs
 
 For each flush mode (timed ``ASYNC_FLUSH``, then ``SYNC_FLUSH`` with group commit) it
 starts ``trocket broker`` in a child process on a fresh temporary store (embedded name
@@ -10,16 +11,30 @@ server, port 0), then from this process:
 * produces 128-byte messages (SEND_MESSAGE_V2, properties ``TAGS``/``WAIT``) with 1, 8
   and 32 concurrent senders spread over 4 connections, each sender waiting for its
   answer before the next send (synchronous sends, as a real producer's ``send()``),
-  for ``--seconds`` each; prints TPS, mean latency and the share of wall time the
-  broker spent inside the commit log's append lock (GET_BROKER_RUNTIME_INFO's
+  for ``--seconds`` each; prints TPS, mean and p99 latency and the share of wall time
+  the broker spent inside the commit log's append lock (GET_BROKER_RUNTIME_INFO's
   ``putMessageLockTimeNanosTotal`` before/after);
 * then drains everything just produced with PULL_MESSAGE (32 per pull, one puller per
   queue over the 4 connections) and prints the consume TPS.
+
+Rollover (``--part rollover``): a send that rolls the commit log over to a new segment
+runs on its connection's reader. With the next segment made ahead
+(``allocateMappedFileAhead=true``, the default) it takes a ready file; without, it
+creates and reserves the file itself. Four ``ASYNC_FLUSH`` brokers, each given a
+``broker.conf``: segments of ``--rollover-segment`` bytes (16 MiB: a rollover every
+~1000 sends of ``--rollover-body``-byte messages, 16 KiB) or of 1 GiB (none in the run), each with
+allocation ahead on and off; ``--rollover-senders`` senders on one connection. Prints
+p50/p99/max send latency per run, the latency of the sends that rolled the log over
+(their record opens a segment: the offset in their msgId), and per setting p99 with
+rollovers / p99 without and the rolling sends' median / p50 without. (A run has
+hundreds of sends per rollover, so its p99 barely moves either way; the rolling sends'
+own latency is where creating the segment inline shows.)
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -40,11 +55,20 @@ BODY = b"b" * 128
 PROPS = "TAGS\x01bench\x02WAIT\x01true\x02"
 
 
-def start_broker(store: str, flush: str, log_path: str) -> tuple[subprocess.Popen, str]:
+def start_broker(
+    store: str, flush: str, log_path: str, conf: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, str]:
+    """Start ``trocket broker`` (with a broker.conf holding ``conf`` when given)."""
+    extra: list[str] = []
+    if conf:
+        conf_path = os.path.join(os.path.dirname(log_path), "broker.conf")
+        with open(conf_path, "w") as f:
+            f.writelines(f"{k}={v}\n" for k, v in conf.items())
+        extra = ["-c", conf_path]
     log = open(log_path, "w")
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "trocket.broker.main", "broker",
+            sys.executable, "-m", "trocket.broker.main", "broker", *extra,
             "--store", store, "--listen", "127.0.0.1:0", "--namesrv-listen", "127.0.0.1:0",
             "--flush", flush, "--log-level", "INFO",
         ],
@@ -77,28 +101,54 @@ async def runtime_info(client: RemotingClient, addr: str) -> dict[str, str]:
     return loads(r.body)["table"]
 
 
-def send_request(queue_id: int) -> RemotingCommand:
+def send_request(queue_id: int, body: bytes = BODY) -> RemotingCommand:
     h = SendMessageRequestHeaderV2(
         a="BenchProducer", b=TOPIC, c="TBW102", d=QUEUES, e=queue_id, f=0,
         g=int(time.time() * 1000), h=0, i=PROPS, j=0, k=False,
     )
-    return RemotingCommand.request(310, h, body=BODY)
+    return RemotingCommand.request(310, h, body=body)
 
 
-async def produce(clients: list[RemotingClient], addr: str, senders: int, seconds: float) -> dict:
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile (nearest rank) of ``values``; 0 when empty."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def physical_offset(msg_id: str) -> int:
+    """The commit-log offset in an offset message id (host, port, then 8-byte offset)."""
+    return int(msg_id[-16:], 16)
+
+
+async def produce(
+    clients: list[RemotingClient],
+    addr: str,
+    senders: int,
+    seconds: float,
+    body: bytes = BODY,
+    segment: int = 0,
+) -> dict:
+    """Synchronous sends for ``seconds``. With ``segment``, the latencies of the sends
+    whose record opened a commit-log segment (the ones that rolled the log over) are
+    collected apart too."""
     count = 0
     errors = 0
-    latency = 0.0
+    latencies: list[float] = []
+    rolled: list[float] = []
     stop_at = trio.current_time() + seconds
 
     async def sender(i: int) -> None:
-        nonlocal count, errors, latency
+        nonlocal count, errors
         client = clients[i % len(clients)]
         q = i % QUEUES
         while trio.current_time() < stop_at:
             t0 = trio.current_time()
-            r = await client.invoke_sync(addr, send_request(q), 10)
-            latency += trio.current_time() - t0
+            r = await client.invoke_sync(addr, send_request(q, body), 10)
+            latencies.append(trio.current_time() - t0)
+            if segment and r.code == 0 and physical_offset(r.ext_fields["msgId"]) % segment == 0:
+                rolled.append(latencies[-1])
             if r.code == 0:
                 count += 1
             else:
@@ -112,13 +162,20 @@ async def produce(clients: list[RemotingClient], addr: str, senders: int, second
     elapsed = time.perf_counter() - t0
     after = await runtime_info(clients[0], addr)
     lock_ns = int(after["putMessageLockTimeNanosTotal"]) - int(before["putMessageLockTimeNanosTotal"])
+    max_offset = int(after["commitLogMaxOffset"])
     return {
         "tps": count / elapsed,
         "count": count,
         "errors": errors,
-        "latency_ms": 1000 * latency / max(1, count + errors),
+        "latency_ms": 1000 * sum(latencies) / max(1, len(latencies)),
+        "p50_ms": 1000 * percentile(latencies, 50),
+        "p99_ms": 1000 * percentile(latencies, 99),
+        "max_ms": 1000 * max(latencies, default=0.0),
+        "rolled_ms": [1000 * x for x in rolled],
         "lock_share": lock_ns / (elapsed * 1e9),
         "lock_us_per_msg": lock_ns / max(1, count) / 1000,
+        "start_offset": int(before["commitLogMaxOffset"]),
+        "end_offset": max_offset,
     }
 
 
@@ -168,6 +225,7 @@ async def bench_mode(flush: str, seconds: float) -> None:
                     print(
                         f"produce  flush={label:20s} senders={senders:3d} conns={CONNECTIONS}  "
                         f"TPS={res['tps']:9.0f}  mean latency={res['latency_ms']:6.2f} ms  "
+                        f"p99={res['p99_ms']:6.2f} ms  "
                         f"append-lock share={100 * res['lock_share']:5.2f}% "
                         f"({res['lock_us_per_msg']:.2f} us/msg)  errors={res['errors']}",
                         flush=True,
@@ -185,15 +243,83 @@ async def bench_mode(flush: str, seconds: float) -> None:
             stop_broker(proc)
 
 
-async def main(seconds: float) -> None:
-    print(f"trocket broker benchmark: {len(BODY)}-byte bodies, {QUEUES} queues, {seconds:.0f} s per produce run, "
-          f"broker in a child process (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
-    for flush in ("async", "sync"):
-        await bench_mode(flush, seconds)
+async def bench_rollover_run(
+    segment: int, ahead: bool, seconds: float, senders: int, body: bytes
+) -> dict:
+    """One ASYNC_FLUSH broker with ``segment``-byte commit-log segments."""
+    conf = {"mappedFileSizeCommitLog": str(segment), "allocateMappedFileAhead": str(ahead).lower()}
+    with tempfile.TemporaryDirectory(prefix="trocket-bench-") as tmp:
+        proc, addr = start_broker(
+            os.path.join(tmp, "store"), "async", os.path.join(tmp, "broker.log"), conf
+        )
+        try:
+            client = RemotingClient(ClientConfig(default_timeout=10))
+            async with trio.open_nursery() as nursery:
+                await nursery.start(client.run)
+                for q in range(QUEUES):  # warm up: topic, connection, first segment
+                    await client.invoke_sync(addr, send_request(q, body), 10)
+                res = await produce([client], addr, senders, seconds, body, segment)
+                await client.aclose()
+                nursery.cancel_scope.cancel()
+        finally:
+            stop_broker(proc)
+    res["rollovers"] = res["end_offset"] // segment - res["start_offset"] // segment
+    return res
+
+
+async def bench_rollover(seconds: float, senders: int, segment: int, body_size: int) -> None:
+    body = b"r" * body_size
+    print(
+        f"rollover: {body_size}-byte bodies, {senders} sender(s) on 1 connection, ASYNC_FLUSH, "
+        f"{seconds:.0f} s per run; segments of {segment} bytes vs 1 GiB",
+        flush=True,
+    )
+    for ahead in (True, False):
+        label = "on " if ahead else "off"
+        runs: dict[int, dict] = {}
+        for size in (segment, 1 << 30):
+            res = runs[size] = await bench_rollover_run(size, ahead, seconds, senders, body)
+            rolled = res["rolled_ms"]
+            print(
+                f"rollover allocate-ahead={label} segment={size:>10d} B  "
+                f"rollovers={res['rollovers']:4d}  sends={res['count']:6d}  TPS={res['tps']:7.0f}  "
+                f"p50={res['p50_ms']:6.3f} ms  p99={res['p99_ms']:6.3f} ms  max={res['max_ms']:7.3f} ms  "
+                + (f"rolling sends: median={percentile(rolled, 50):6.3f} ms max={max(rolled):7.3f} ms  "
+                   if rolled else "")
+                + f"errors={res['errors']}",
+                flush=True,
+            )
+        with_r, without = runs[segment], runs[1 << 30]
+        rolled = with_r["rolled_ms"]
+        print(
+            f"rollover allocate-ahead={label} p99 with rollovers / without = "
+            f"{with_r['p99_ms'] / max(without['p99_ms'], 1e-9):.2f}"
+            + (f";  rolling sends' median / p50 without = "
+               f"{percentile(rolled, 50) / max(without['p50_ms'], 1e-9):.2f}" if rolled else ""),
+            flush=True,
+        )
+
+
+async def main(args: argparse.Namespace) -> None:
+    seconds = args.seconds
+    if args.part in ("all", "throughput"):
+        print(f"trocket broker benchmark: {len(BODY)}-byte bodies, {QUEUES} queues, {seconds:.0f} s per produce run, "
+              f"broker in a child process (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
+        for flush in ("async", "sync"):
+            await bench_mode(flush, seconds)
+    if args.part in ("all", "rollover"):
+        await bench_rollover(seconds, args.rollover_senders, args.rollover_segment, args.rollover_body)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=4.0, help="duration of each produce run (default 4)")
-    args = parser.parse_args()
-    trio.run(main, args.seconds)
+    parser.add_argument("--part", choices=("all", "throughput", "rollover"), default="all",
+                        help="which runs (default all)")
+    parser.add_argument("--rollover-segment", type=int, default=16 << 20,
+                        help="small commit-log segment size for the rollover runs (default 16 MiB)")
+    parser.add_argument("--rollover-body", type=int, default=16384,
+                        help="message body size for the rollover runs (default 16384)")
+    parser.add_argument("--rollover-senders", type=int, default=1,
+                        help="concurrent senders in the rollover runs (default 1)")
+    trio.run(main, parser.parse_args())

@@ -1,9 +1,9 @@
 """Micro-benchmarks of trocket.codecs, one section per topic.
 
-    python benchmarks/codecs.py                  # every section
-    python benchmarks/codecs.py header           # sections whose title contains "header"
-    python benchmarks/codecs.py --quick          # fewer, shorter repeats (smoke run)
-    python benchmarks/codecs.py --list           # section titles
+    .venv/bin/python benchmarks/codecs.py                  # every section
+    .venv/bin/python benchmarks/codecs.py header           # sections whose title contains "header"
+    .venv/bin/python benchmarks/codecs.py --quick          # fewer, shorter repeats (smoke run)
+    .venv/bin/python benchmarks/codecs.py --list           # section titles
 
 Each figure is the best of N repeats (timeit style: the minimum is the least disturbed
 run), in microseconds per operation. Adding a section: write a function taking a

@@ -1,9 +1,9 @@
 """Echo benchmark of trocket.remoting against a raw-trio floor.
 
-    python benchmarks/remoting_echo.py                 # both sides, 2 processes
-    python benchmarks/remoting_echo.py --serve H:P     # only the echo server
-    python benchmarks/remoting_echo.py --target H:P    # only the client, against
-                                                       # any echo server (code 100)
+    .venv/bin/python benchmarks/remoting_echo.py                 # both sides, 2 processes
+    .venv/bin/python benchmarks/remoting_echo.py --serve H:P     # only the echo server
+    .venv/bin/python benchmarks/remoting_echo.py --target H:P    # only the client, against
+                                                                 # any echo server (code 100)
 
 The plain command starts the framework echo server and a raw trio echo server
 (no framing, no codecs: it sends back the bytes it reads, or swallows them for

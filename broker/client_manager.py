@@ -191,10 +191,6 @@ class ConsumerManager:
         info = self._groups.get(group)
         return info.subscriptions.get(topic) if info is not None else None
 
-    def subscription_count(self, group: str) -> int:
-        info = self._groups.get(group)
-        return len(info.subscriptions) if info is not None else 0
-
     def topic_consumed_by(self, topic: str) -> set[str]:
         """``queryTopicConsumeByWho``: groups whose subscriptions include ``topic``."""
         return {g for g, info in list(self._groups.items()) if topic in info.subscriptions}

@@ -27,18 +27,20 @@ from typing import Any, Callable
 
 import attrs
 
-from trocket.broker.schedule import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevelError, parse_delay_levels
 from trocket.broker.store import FlushMode, StoreConfig
 from trocket.codecs.message.hosts import HostAddress
 
 __all__ = [
     "BrokerConfig",
     "BrokerConfigError",
-    "NamesrvSettings",
+    "DEFAULT_MESSAGE_DELAY_LEVEL",
+    "DelayLevelError",
+    "INEFFECTIVE_SETTINGS",
     "load_properties_file",
     "parse_properties",
     "parse_hostport",
     "PROPERTY_KEYS",
+    "parse_delay_levels",
 ]
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,41 @@ DEFAULT_TOPIC = "TBW102"
 
 class BrokerConfigError(ValueError):
     """A bad configuration value or file (unknown key, bad value, bad syntax)."""
+
+
+# -- messageDelayLevel (the schedule service's table, see broker/schedule.py) -------------
+
+#: ``MessageStoreConfig.messageDelayLevel``'s default.
+DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+_UNITS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_ENTRY_RE = re.compile(r"(\d+)(ms|s|m|h|d)")
+
+
+class DelayLevelError(ValueError):
+    """A ``messageDelayLevel`` table that does not parse."""
+
+
+def parse_delay_levels(text: str) -> tuple[int, ...]:
+    """``parseDelayLevel``: ``"1s 5s 10s"`` -> ``(1000, 5000, 10000)`` (ms, level 1 first).
+
+    Entries are separated by blanks; each is a non-negative whole number and a unit:
+    ``s``, ``m``, ``h``, ``d`` (Java's) or ``ms`` (trocket's). Anything else, or no
+    entry at all, raises :class:`DelayLevelError`.
+    """
+    entries = str(text).split()
+    if not entries:
+        raise DelayLevelError("messageDelayLevel is empty: give at least one level, e.g. '1s 5s 10s'")
+    out = []
+    for i, entry in enumerate(entries, 1):
+        m = _ENTRY_RE.fullmatch(entry)
+        if m is None:
+            raise DelayLevelError(
+                f"messageDelayLevel level {i} {entry!r}: expected a whole number and a unit "
+                "(s, m, h, d; or ms), e.g. '5s'"
+            )
+        out.append(int(m.group(1)) * _UNITS[m.group(2)])
+    return tuple(out)
 
 
 def parse_hostport(text: str, *, default_host: str = "127.0.0.1", what: str = "address") -> tuple[str, int]:
@@ -177,6 +214,9 @@ class BrokerConfig:
     flush_interval_ms: int = attrs.field(default=500, validator=_pos)
     #: ``syncFlushTimeout`` (ms): a SYNC send waits this long for its fsync, 5000.
     sync_flush_timeout_ms: int = attrs.field(default=5000, validator=_pos)
+    #: make the next commit-log segment ahead of need, in the background (on;
+    #: trocket's ``allocateMappedFileAhead``, as Java's AllocateMappedFileService).
+    allocate_ahead: bool = True
     #: ``maxMessageSize``: largest message (body + properties; a whole batch) 4 MiB.
     max_message_size: int = attrs.field(default=4 * MiB, validator=_pos)
     #: ``fileReservedTime`` (hours) before commit-log segments may be deleted, 72.
@@ -218,8 +258,9 @@ class BrokerConfig:
     hold_check_interval_ms: int = attrs.field(default=5000, validator=_pos)
     #: most pulls held at once; past it a pull that would be held gets SYSTEM_BUSY.
     max_held_pulls: int = attrs.field(default=100_000, validator=_pos)
-    #: coalescing window (ms) for arrival wake-ups when traffic is high: queues made dirty
-    #: within it are woken in one batch (RocketMQ 4.9.3's batched notify).
+    #: accepted for compatibility, no effect (a warning at start when set): arrival
+    #: wake-ups are already coalesced without a window -- every queue made dirty since
+    #: the long-polling task last ran is woken in one pass (broker/long_polling.py).
     notify_batch_ms: float = attrs.field(default=1.0, validator=_nonneg)
 
     # -- clients / rebalance -------------------------------------------------------------
@@ -244,9 +285,13 @@ class BrokerConfig:
     send_concurrency: int = attrs.field(default=64, validator=_pos)
     #: ``sendThreadPoolQueueCapacity``: sends admitted to wait, 10000; past it SYSTEM_BUSY.
     send_queue_capacity: int = attrs.field(default=10_000, validator=_nonneg)
-    #: ``pullMessageThreadPoolNums``-like: pulls processed at once, 64.
+    #: ``pullMessageThreadPoolNums``: accepted for compatibility, no effect (a warning
+    #: at start when set): pulls run inline on the connection's reader (they never
+    #: block), so there is no pool to size.
     pull_concurrency: int = attrs.field(default=64, validator=_pos)
-    #: ``pullThreadPoolQueueCapacity``: pulls admitted to wait, 100000.
+    #: ``pullThreadPoolQueueCapacity``: accepted for compatibility, no effect (a warning
+    #: at start when set): no pull waits in a queue; held pulls are bounded by
+    #: ``max_held_pulls`` (``maxHeldPulls``).
     pull_queue_capacity: int = attrs.field(default=100_000, validator=_nonneg)
     #: ``adminBrokerThreadPoolNums``: admin requests at once, 16.
     admin_concurrency: int = attrs.field(default=16, validator=_pos)
@@ -296,6 +341,7 @@ class BrokerConfig:
         return StoreConfig(
             store_dir=self.store_dir,
             commit_log_segment_size=self.commit_log_segment_size,
+            allocate_ahead=self.allocate_ahead,
             consume_queue_entries_per_file=self.consume_queue_entries_per_file,
             flush_mode=self.flush,
             flush_interval_ms=self.flush_interval_ms,
@@ -310,15 +356,27 @@ class BrokerConfig:
             delay_levels_ms=parse_delay_levels(self.message_delay_level),
         )
 
+    def ineffective_settings(self) -> list[str]:
+        """The settings in :data:`INEFFECTIVE_SETTINGS` given a value other than their
+        default (broker.conf key where there is one): what the broker warns about."""
+        out = []
+        for name, key in INEFFECTIVE_SETTINGS.items():
+            field = getattr(attrs.fields(BrokerConfig), name)
+            if getattr(self, name) != field.default:
+                out.append(key)
+        return out
+
     def evolve(self, **changes: Any) -> BrokerConfig:
         return attrs.evolve(self, **changes)
 
 
-@attrs.define(slots=True, kw_only=True)
-class NamesrvSettings:
-    """What ``trocket namesrv`` needs: where to listen (``listenPort`` 9876)."""
-
-    listen: tuple[str, int] = attrs.field(default=("127.0.0.1", 9876), converter=_hostport_converter)
+#: Settings accepted (Java broker.conf files carry them) that change nothing here:
+#: field name -> the name a warning gives.
+INEFFECTIVE_SETTINGS: dict[str, str] = {
+    "pull_concurrency": "pullMessageThreadPoolNums",
+    "pull_queue_capacity": "pullThreadPoolQueueCapacity",
+    "notify_batch_ms": "notify_batch_ms",
+}
 
 
 # -- broker.conf --------------------------------------------------------------------------
@@ -373,6 +431,7 @@ PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "storePathRootDir": ("store_dir", _str),
     "mappedFileSizeCommitLog": ("commit_log_segment_size", _int),
     "mappedFileSizeConsumeQueue": ("@cq_file_size", _int),
+    "allocateMappedFileAhead": ("allocate_ahead", _bool),  # trocket's own
     "flushDiskType": ("flush", _flush),
     "flushIntervalCommitLog": ("flush_interval_ms", _int),
     "syncFlushTimeout": ("sync_flush_timeout_ms", _int),

@@ -1,40 +1,150 @@
 """The seam between the running broker and its request processors.
 
-:class:`BrokerContext` is what every processor module's ``register(ctx)`` gets: the
-configuration, the store and its managers, the remoting server to register on, and
-the client-side managers (consumers, producers, rebalance locks), the long-polling
-service and the schedule service (delayed messages). The controller
-(:mod:`trocket.broker.controller`) builds one and hands it to each processor module.
+:class:`BrokerContext` is the typed context every processor gets (RocketMQ's
+processors hold the ``BrokerController``; here they get only what they use): the
+configuration, the store and its topic and consumer-offset tables, the remoting server
+they are registered on, the client-side managers (consumers, producers, rebalance
+locks), the long-polling service, the schedule service (delayed messages), the outer
+API (name-server registration), the channel listener, and the hooks back into the
+controller:
+
+* ``on_topic_created(topic)``: a processor created or changed a topic; the controller
+  registers with the name servers soon;
+* ``register_now()``: register with the name servers at once and wait (a heartbeat
+  or send-back that created a group's retry topic answers only after it; Java's
+  ``createTopicInSendMessageBackMethod``).
+
+:class:`BrokerChannelListener` is the server's one channel listener: it calls every
+``on_close`` callback (long polling drops the connection's held pulls, the client
+processors remove its clients) and forwards every event to the listeners ``add``-ed
+to it. A context makes it the listener of its server.
+
+The controller (:mod:`trocket.broker.controller`) builds one context and hands it to
+each processor module's ``register(ctx)``; tests build one around a bare server.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import attrs
 
+from trocket.broker.client_manager import ConsumerManager, ProducerManager, RebalanceLockManager
 from trocket.broker.config import BrokerConfig
 from trocket.broker.store import ConsumerOffsetManager, MessageStore, TopicConfigManager
-from trocket.remoting import RemotingServer
+from trocket.remoting import ChannelEventListener, Connection, RemotingServer
 
-__all__ = ["BrokerContext"]
+if TYPE_CHECKING:
+    from trocket.broker.long_polling import PullHoldService
+    from trocket.broker.outer_api import BrokerOuterAPI
+    from trocket.broker.schedule import ScheduleMessageService
+
+__all__ = ["BrokerContext", "BrokerChannelListener"]
+
+log = logging.getLogger(__name__)
 
 
-@attrs.define(slots=True, eq=False)
+class BrokerChannelListener(ChannelEventListener):
+    """The broker's channel listener: ``on_close`` callbacks, then every event fanned
+    out to the listeners given to :meth:`add`. A callback or listener that raises is
+    logged; the others still run."""
+
+    def __init__(self) -> None:
+        self.on_close: list[Callable[[Connection], Any]] = []
+        self.listeners: list[ChannelEventListener] = []
+
+    def add(self, listener: ChannelEventListener) -> None:
+        if listener is not self and listener not in self.listeners:
+            self.listeners.append(listener)
+
+    def _each(self, event: str, *args: Any) -> None:
+        for listener in self.listeners:
+            try:
+                getattr(listener, event)(*args)
+            except Exception:
+                log.exception("channel listener %r failed on %s", listener, event)
+
+    def on_channel_connect(self, remote_addr: str, conn: Connection) -> None:
+        self._each("on_channel_connect", remote_addr, conn)
+
+    def on_channel_close(self, remote_addr: str, conn: Connection) -> None:
+        for callback in self.on_close:
+            try:
+                callback(conn)
+            except Exception:
+                log.exception("close callback %r failed", callback)
+        self._each("on_channel_close", remote_addr, conn)
+
+    def on_channel_exception(self, remote_addr: str, conn: Connection, error: BaseException) -> None:
+        self._each("on_channel_exception", remote_addr, conn, error)
+
+    def on_channel_idle(self, remote_addr: str, conn: Connection) -> None:
+        self._each("on_channel_idle", remote_addr, conn)
+
+
+def _ignore_topic(topic: str) -> None:
+    return None
+
+
+def _seconds(ms: int) -> float:
+    return ms / 1000.0
+
+
+@attrs.define(slots=True, eq=False, kw_only=True)
 class BrokerContext:
-    """What processors need from the running broker."""
+    """What processors need from the running broker (see the module docstring).
 
-    config: BrokerConfig  # broker/config.py
-    store: MessageStore  # trocket.broker.store
-    topics: TopicConfigManager  # trocket.broker.store (topic_config)
-    offsets: ConsumerOffsetManager  # trocket.broker.store (offsets)
-    server: RemotingServer  # trocket.remoting
-    consumers: Any = None  # ConsumerManager (broker/client_manager.py)
-    producers: Any = None  # ProducerManager (same)
-    locks: Any = None  # RebalanceLockManager (same)
-    pull_hold: Any = None  # the long-polling service (broker/long_polling.py)
-    schedule: Any = None  # ScheduleMessageService (broker/schedule.py): delayed messages
+    The client managers default to ones built from ``config`` (client expiry, lock
+    lifetime); the channel listener becomes ``server``'s listener (a listener the
+    server already had is kept, as one of its fanned-out listeners)."""
+
+    config: BrokerConfig
+    store: MessageStore
+    topics: TopicConfigManager
+    offsets: ConsumerOffsetManager
+    server: RemotingServer
+    consumers: ConsumerManager = attrs.field(
+        default=attrs.Factory(
+            lambda self: ConsumerManager(channel_expired_timeout=_seconds(self.config.channel_expired_timeout_ms)),
+            takes_self=True,
+        )
+    )
+    producers: ProducerManager = attrs.field(
+        default=attrs.Factory(
+            lambda self: ProducerManager(channel_expired_timeout=_seconds(self.config.channel_expired_timeout_ms)),
+            takes_self=True,
+        )
+    )
+    locks: RebalanceLockManager = attrs.field(
+        default=attrs.Factory(
+            lambda self: RebalanceLockManager(max_live_time=_seconds(self.config.rebalance_lock_max_live_ms)),
+            takes_self=True,
+        )
+    )
+    channels: BrokerChannelListener = attrs.field(factory=BrokerChannelListener)
+    #: long polling (broker/long_polling.py); None: pulls are never held
+    pull_hold: PullHoldService | None = None
+    #: delayed messages (broker/schedule.py); None: DELAY is not acted upon (bare setups)
+    schedule: ScheduleMessageService | None = None
+    #: name-server registration (broker/outer_api.py); set by the controller
+    outer_api: BrokerOuterAPI | None = None
+    on_topic_created: Callable[[str], None] = _ignore_topic
+    register_now: Callable[[], Awaitable[Any]] | None = None
+
+    def __attrs_post_init__(self) -> None:
+        current = self.server.listener
+        if current is not None and current is not self.channels:
+            self.channels.add(current)
+        self.server.listener = self.channels
 
     def broker_addr(self) -> str:
         """The advertised ``host:port`` (what routes give out; RocketMQ's brokerIP1:listenPort)."""
         return self.config.advertised_addr(self.server)
+
+    def topic_created(self, topic: str) -> None:
+        """Call the ``on_topic_created`` hook; a failing hook is logged, never raised."""
+        try:
+            self.on_topic_created(topic)
+        except Exception:
+            log.exception("on_topic_created hook failed for %s", topic)

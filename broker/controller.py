@@ -9,7 +9,8 @@
         ...
         nursery.cancel_scope.cancel()           # clean shutdown (or controller.request_shutdown())
 
-Start-up (``run``):
+Start-up (``run``); settings that are accepted but have no effect
+(:meth:`~.config.BrokerConfig.ineffective_settings`) are logged as warnings first:
 
 1. the embedded name server when ``config.namesrv_addrs`` is empty (its port known
    before the broker registers);
@@ -17,14 +18,20 @@ Start-up (``run``):
    consumer-offset tables from ``<store>/config/``, then ``store.run`` (flushers), then
    the schedule service (delayed messages: ``delayOffset.json`` loaded, one delivery
    task per delay level, see :mod:`.schedule`);
-3. the client managers (``ConsumerManager``, ``ProducerManager``,
-   ``RebalanceLockManager`` from :mod:`.client_manager`) and the long-polling service
-   (fed by the store's message-arriving listener);
-4. the remoting server with every processor: send, pull, admin (this package) and the
-   client processors (heartbeat and client management, offsets, locks, send-back);
+3. the remoting server, the long-polling service (fed by the store's
+   message-arriving listener), the outer API's client, and the typed
+   :class:`~.context.BrokerContext` that processors get: it builds the client managers
+   (``ConsumerManager``, ``ProducerManager``, ``RebalanceLockManager`` from
+   :mod:`.client_manager`), makes its channel listener the server's (closed
+   connections leave long polling and their client groups), and carries the hooks
+   back here (``on_topic_created`` = :meth:`BrokerController.topic_created`,
+   ``register_now`` = :meth:`BrokerController.register_broker_all`);
+4. every processor on the server (:mod:`.processors`): send, pull, admin, client
+   management, offsets, locks, send-back;
 5. registration with the name servers right away, then every
    ``register_interval_ms`` (30 s) and soon after a topic is created (at once, before
-   answering, when a heartbeat or send-back creates a group's retry topic);
+   answering, when a heartbeat or send-back creates a group's retry topic). The broker
+   has no HA server, so it registers none (``haServerAddr`` empty);
 6. periodic tasks: consumer offsets persisted every 5 s, retention checked every 10 s,
    client channels scanned for expiry every 10 s.
 
@@ -49,62 +56,26 @@ from typing import Any, Callable
 import trio
 
 from trocket.codecs.message.hosts import HostAddress
-from trocket.remoting import ChannelEventListener, ClientConfig, RemotingClient, RemotingServer, ServerConfig
+from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig
 
-from .client_manager import ConsumerManager, ProducerManager, RebalanceLockManager
 from .config import BrokerConfig
 from .context import BrokerContext
 from .long_polling import PullHoldService
 from .namesrv.server import NamesrvConfig, NameServer
 from .outer_api import BrokerOuterAPI
 from .processors import admin, client, locks, offsets, pull, send, send_back
+from .processors.admin import AdminProcessor
+from .processors.pull import PullProcessor
+from .processors.send import SendProcessor
 from .schedule import ScheduleMessageService
 from .store import ConsumerOffsetManager, MessageStore, TopicConfigManager
 
-__all__ = ["BrokerController", "BrokerChannelListener"]
+__all__ = ["BrokerController"]
 
 log = logging.getLogger(__name__)
 
 #: How long the shutdown gives the network parts (unregister, draining requests).
 SHUTDOWN_NETWORK_DEADLINE = 10.0
-
-
-class BrokerChannelListener(ChannelEventListener):
-    """Fans channel events out to several listeners (the server takes one): the
-    long-polling service drops a closed connection's held pulls, and whatever the
-    client processors install gets every event too."""
-
-    def __init__(self) -> None:
-        self.listeners: list[ChannelEventListener] = []
-        self.on_close: list[Callable[[Any], None]] = []
-
-    def add(self, listener: ChannelEventListener) -> None:
-        if listener is not None and listener is not self and listener not in self.listeners:
-            self.listeners.append(listener)
-
-    def _each(self, event: str, *args) -> None:
-        for listener in self.listeners:
-            try:
-                getattr(listener, event)(*args)
-            except Exception:
-                log.exception("channel listener %r failed on %s", listener, event)
-
-    def on_channel_connect(self, remote_addr, conn) -> None:
-        self._each("on_channel_connect", remote_addr, conn)
-
-    def on_channel_close(self, remote_addr, conn) -> None:
-        for cb in self.on_close:
-            try:
-                cb(conn)
-            except Exception:
-                log.exception("close callback failed")
-        self._each("on_channel_close", remote_addr, conn)
-
-    def on_channel_exception(self, remote_addr, conn, error) -> None:
-        self._each("on_channel_exception", remote_addr, conn, error)
-
-    def on_channel_idle(self, remote_addr, conn) -> None:
-        self._each("on_channel_idle", remote_addr, conn)
 
 
 class BrokerController:
@@ -133,10 +104,9 @@ class BrokerController:
         self.ctx: BrokerContext | None = None
         self.pull_hold: PullHoldService | None = None
         self.schedule: ScheduleMessageService | None = None
-        self.listener = BrokerChannelListener()
-        self.send_processor: Any = None
-        self.pull_processor: Any = None
-        self.admin_processor: Any = None
+        self.send_processor: SendProcessor | None = None
+        self.pull_processor: PullProcessor | None = None
+        self.admin_processor: AdminProcessor | None = None
         self.boot_timestamp = 0
         self.registrations = 0
         self.registration_failures = 0
@@ -203,6 +173,8 @@ class BrokerController:
         cfg = self.config
         services = self._services
         assert services is not None
+        for key in cfg.ineffective_settings():
+            log.warning("%s is accepted for compatibility and has no effect", key)
 
         # 1. the embedded name server
         if cfg.embedded_namesrv:
@@ -234,35 +206,34 @@ class BrokerController:
         self.schedule = schedule = ScheduleMessageService(store, cfg)
         await services.start(schedule.run)
 
-        # 3. server, context, managers, long polling
+        # 3. server, long polling, the context (with the client managers)
         server_cfg = self._server_config or ServerConfig(
             listen_host=host,
             listen_port=port,
             idle_timeout=cfg.channel_expired_timeout_ms / 1000.0,
             system_reply_ext_fields=True,  # the C++ client needs an extFields object in every reply
         )
-        self.server = server = RemotingServer(server_cfg, listener=self.listener)
+        self.server = server = RemotingServer(server_cfg)
         self.pull_hold = hold = PullHoldService(
             store,
             check_interval=(cfg.hold_check_interval_ms if cfg.long_polling else cfg.short_polling_time_ms) / 1000.0,
             max_held=cfg.max_held_pulls,
         )
-        self.listener.on_close.append(hold.drop_connection)
+        # the outer API (registration) and its client
+        self.client = RemotingClient(self.client_config)
+        await services.start(self.client.run)
+        self.outer_api = BrokerOuterAPI(self.client, self.namesrv_addrs)
         self.ctx = ctx = BrokerContext(
             config=cfg, store=store, topics=self.topics, offsets=self.offsets, server=server, pull_hold=hold,
-            schedule=schedule,
+            schedule=schedule, outer_api=self.outer_api,
+            on_topic_created=self.topic_created, register_now=self.register_broker_all,
         )
-        self._make_client_managers(ctx)
+        ctx.channels.on_close.append(hold.drop_connection)
         await services.start(hold.run)
         store.add_listener(hold.on_message_arriving)
 
         # 4. processors
         self._register_processors(ctx)
-
-        # the outer API (registration) and its client
-        self.client = RemotingClient(self.client_config)
-        await services.start(self.client.run)
-        self.outer_api = BrokerOuterAPI(self.client, self.namesrv_addrs)
 
         # listen (the real port is known now: patch STOREHOST for port 0)
         await services.start(server.serve)
@@ -288,21 +259,12 @@ class BrokerController:
         host, port = self.config.namesrv_listen
         return NameServer(NamesrvConfig(listen_host=host, listen_port=port))
 
-    def _make_client_managers(self, ctx: BrokerContext) -> None:
-        cfg = self.config
-        expiry = cfg.channel_expired_timeout_ms / 1000.0
-        ctx.consumers = ConsumerManager(channel_expired_timeout=expiry)
-        ctx.producers = ProducerManager(channel_expired_timeout=expiry)
-        ctx.locks = RebalanceLockManager(max_live_time=cfg.rebalance_lock_max_live_ms / 1000.0)
-
     def _register_processors(self, ctx: BrokerContext) -> None:
-        created = self.topic_created
-        self.send_processor = send.register(ctx, on_topic_created=created)
-        self.pull_processor = pull.register(ctx, on_topic_created=created)
-        self.admin_processor = admin.register(ctx, on_topic_created=created, runtime_info=self.runtime_info)
-        # client adds its channel listener to ours (BrokerChannelListener.add)
-        client.register(ctx, on_topic_created=created, register_now=self.register_broker_all)
-        send_back.register(ctx, on_topic_created=created)
+        self.send_processor = send.register(ctx)
+        self.pull_processor = pull.register(ctx)
+        self.admin_processor = admin.register(ctx, runtime_info=self.runtime_info)
+        client.register(ctx)
+        send_back.register(ctx)
         offsets.register(ctx)
         locks.register(ctx)
 
@@ -318,10 +280,11 @@ class BrokerController:
             return []
         cfg = self.config
         addr = self.broker_addr
-        ha = f"{addr.rpartition(':')[0]}:{int(addr.rpartition(':')[2]) + 1}"
         try:
+            # haServerAddr "": this broker has no HA server (master-slave replication is
+            # not built), so it advertises none
             results = await api.register_broker_all(
-                cfg.cluster, addr, cfg.broker_name, cfg.broker_id, ha, self.topics,
+                cfg.cluster, addr, cfg.broker_name, cfg.broker_id, "", self.topics,
                 cfg.register_timeout_ms / 1000.0, oneway=oneway,
             )
         except Exception:
@@ -354,8 +317,6 @@ class BrokerController:
                 nursery.start_soon(self._every, self.config.clean_resource_interval_ms, self._retention)
                 if self.ctx is not None:
                     nursery.start_soon(client.run_housekeeping, self.ctx)
-                else:
-                    nursery.start_soon(self._every, 10_000, self._scan_clients)
 
     async def _register_loop(self) -> None:
         interval = self.config.register_interval_ms / 1000.0
@@ -394,20 +355,6 @@ class BrokerController:
                 "retention (%s): deleted %d commit-log segments, %d consume-queue files",
                 result.reason, result.commit_log_segments, result.consume_queue_files,
             )
-
-    async def _scan_clients(self) -> None:
-        ctx = self.ctx
-        if ctx is None:
-            return
-        for mgr in (ctx.consumers, ctx.producers):
-            scan = getattr(mgr, "scan_not_active", None)
-            if scan is None:
-                continue
-            for _group, info in scan() or ():
-                conn = getattr(info, "channel", None)
-                close = getattr(conn, "close", None)
-                if close is not None:
-                    close("channel expired")
 
     # -- shutdown ---------------------------------------------------------------------------
 

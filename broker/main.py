@@ -204,12 +204,18 @@ async def run_namesrv(listen: tuple[str, int] = ("127.0.0.1", 9876), *, task_sta
     async with trio.open_nursery() as nursery:
         await nursery.start(_until_signal, stop.set, nursery.cancel_scope.cancel)
         await nursery.start(ns.serve)
-        log.info("The Name Server boot success. serializeType=JSON, address %s", ns.address)
+        address = ns.address
+        log.info("The Name Server boot success. serializeType=JSON, address %s", address)
         task_status.started(ns)
-        await stop.wait()
-        with trio.move_on_after(5):
-            await ns.shutdown()
-        nursery.cancel_scope.cancel()
+        try:
+            await stop.wait()
+        finally:
+            # a signal or a cancellation: stop accepting, finish in-flight requests
+            with trio.CancelScope(shield=True):
+                with trio.move_on_after(5):
+                    await ns.shutdown()
+            log.info("The Name Server %s shut down", address)
+            nursery.cancel_scope.cancel()
 
 
 def main_broker(args: argparse.Namespace) -> int:

@@ -102,10 +102,6 @@ class BrokerOuterAPI:
     def namesrv_addrs(self) -> list[str]:
         return list(self._namesrv_addrs)
 
-    def update_namesrv_addrs(self, addrs: Iterable[str] | str | None) -> None:
-        """``updateNameServerAddressList``."""
-        self._namesrv_addrs = parse_namesrv_addrs(addrs)
-
     # -- registration ------------------------------------------------------------------
 
     async def register_broker_all(

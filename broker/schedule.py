@@ -79,6 +79,7 @@ from trocket.codecs.message.sysflag import (
 )
 from trocket.codecs.names import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC
 
+from .config import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevelError, parse_delay_levels
 from .store import MessageInner, MessageStore, PutMessageError, StoreClosedError
 from .store.atomic_file import write_json_atomic
 from .store.commit_log import CreateSegmentError
@@ -99,8 +100,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 SCHEDULE_TOPIC = RMQ_SYS_SCHEDULE_TOPIC
-#: ``MessageStoreConfig.messageDelayLevel``'s default.
-DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 #: ``flushDelayOffsetInterval`` default (ms).
 DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS = 10_000
 #: An idle level re-reads its queue this often even without a wake-up (Java's
@@ -112,39 +111,11 @@ RETRY_AFTER_FAILURE = 1.0
 #: Entries one level delivers before it lets other tasks run.
 DELIVER_BATCH = 256
 
-_UNITS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-_ENTRY_RE = re.compile(r"(\d+)(ms|s|m|h|d)")
 _UNQUOTED_INT_KEY = re.compile(r"([{,]\s*)(-?\d+)(\s*:)")
 _DELAY_B = PROPERTY_DELAY_TIME_LEVEL.encode()
 _REAL_KEYS = frozenset((PROPERTY_REAL_TOPIC.encode(), PROPERTY_REAL_QUEUE_ID.encode()))
 _STRIP_ON_DELIVERY = _REAL_KEYS | {_DELAY_B}
 _INF = float("inf")
-
-
-class DelayLevelError(ValueError):
-    """A ``messageDelayLevel`` table that does not parse."""
-
-
-def parse_delay_levels(text: str) -> tuple[int, ...]:
-    """``parseDelayLevel``: ``"1s 5s 10s"`` -> ``(1000, 5000, 10000)`` (ms, level 1 first).
-
-    Entries are separated by blanks; each is a non-negative whole number and a unit:
-    ``s``, ``m``, ``h``, ``d`` (Java's) or ``ms`` (trocket's). Anything else, or no
-    entry at all, raises :class:`DelayLevelError`.
-    """
-    entries = str(text).split()
-    if not entries:
-        raise DelayLevelError("messageDelayLevel is empty: give at least one level, e.g. '1s 5s 10s'")
-    out = []
-    for i, entry in enumerate(entries, 1):
-        m = _ENTRY_RE.fullmatch(entry)
-        if m is None:
-            raise DelayLevelError(
-                f"messageDelayLevel level {i} {entry!r}: expected a whole number and a unit "
-                "(s, m, h, d; or ms), e.g. '5s'"
-            )
-        out.append(int(m.group(1)) * _UNITS[m.group(2)])
-    return tuple(out)
 
 
 def wall_clock_ms() -> int:

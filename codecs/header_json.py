@@ -114,7 +114,7 @@ class _FloatText(str):
 def _ext_value(value: Any) -> str | None:
     # Java's fastjson reads any JSON scalar into a String field by its text.
     if isinstance(value, str):
-        return value
+        return str(value)  # a _FloatText becomes its plain text: values are exactly str
     if value is None:
         return None
     if value is True:

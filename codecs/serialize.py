@@ -14,7 +14,13 @@ from .command import RemotingCommand, SerializeType
 from .errors import HeaderDecodeError, HeaderEncodeError
 from .header_binary import decode_binary_header, encode_binary_header
 from .header_json import decode_json_header, encode_json_header
-from .headers import encode_header, has_fast_codec
+from .headers import (
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+    encode_header,
+)
 from .java_hashmap import hashmap_order, hashmap_ordered
 
 __all__ = ["encode_command", "decode_command", "encode_header_bytes", "wire_ext_fields"]
@@ -23,15 +29,22 @@ _PREFIX = struct.Struct(">iI")  # total length, protocol word
 _WORD = struct.Struct(">I")
 _MAX_HEADER = 0xFFFFFF
 
+#: The header classes that implement Java's ``FastCodesHeader`` in RocketMQ 4.9.8. Not
+#: the same set as trocket's hand-written codecs (``headers.has_fast_codec``): trocket
+#: also decodes SendMessageRequestHeader (V1) by hand, which Java encodes through the map.
+_JAVA_FAST_CODES_HEADERS = frozenset(
+    {SendMessageRequestHeaderV2, SendMessageResponseHeader, PullMessageRequestHeader, PullMessageResponseHeader}
+)
+
 
 def wire_ext_fields(cmd: RemotingCommand) -> dict[str, str] | None:
     """The ext fields as they go on the wire, with the custom header merged in.
 
     Without a custom header the command's own ext fields are written in their order
     (a decoded command keeps wire order). With one, the merge follows RocketMQ 4.9.8:
-    JSON, and binary headers without a hand-written codec, put every field into the
-    extFields ``HashMap`` (``makeCustomHeaderToNet``), so all are written in HashMap
-    order; a binary header with a FastCodes codec writes its own fields first, in
+    JSON, and binary headers that are not a Java ``FastCodesHeader``, put every field
+    into the extFields ``HashMap`` (``makeCustomHeaderToNet``), so all are written in
+    HashMap order; a binary ``FastCodesHeader`` writes its own fields first, in
     declaration order, then the remaining map in HashMap order.
     """
     header = cmd.custom_header
@@ -39,7 +52,7 @@ def wire_ext_fields(cmd: RemotingCommand) -> dict[str, str] | None:
     if header is None:
         return ext
     fields = encode_header(header)
-    if cmd.serialize_type == SerializeType.ROCKETMQ and has_fast_codec(type(header)):
+    if cmd.serialize_type == SerializeType.ROCKETMQ and type(header) in _JAVA_FAST_CODES_HEADERS:
         if not ext:
             return fields
         merged = dict(fields)

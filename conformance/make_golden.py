@@ -1,6 +1,6 @@
 """Write trocket's own golden frames into ``conformance/golden/``.
 
-    python -m trocket.conformance.make_golden [DIR]
+    .venv/bin/python -m trocket.conformance.make_golden [DIR]
 
 Each case is a command written in both serializations. The Java-written frames in
 ``golden/java-4.9.8/`` are the reference; these extend the coverage to edges the Java

@@ -1,20 +1,23 @@
 """A small RPC service built on trocket.remoting alone: no topics, no messages.
 
-    python examples/echo_service.py serve HOST:PORT [--serialize JSON|ROCKETMQ]
-    python examples/echo_service.py call HOST:PORT [--body TEXT] [--ext k=v ...]
-                                              [--serialize JSON|ROCKETMQ] [--count N]
+    .venv/bin/python examples/echo_service.py serve HOST:PORT [--serialize JSON|ROCKETMQ]
+    .venv/bin/python examples/echo_service.py call HOST:PORT [--body TEXT] [--ext k=v ...]
+                                                    [--serialize JSON|ROCKETMQ] [--count N]
 
 The server answers request code 100 (ECHO) with code 0 (SUCCESS), the same body
 and the same ext fields; any other code gets RocketMQ's REQUEST_CODE_NOT_SUPPORTED.
 ``--serialize`` on ``serve`` is the header serialization the server uses for the
 calls it makes itself (none here); answers always use the serialization of the
-request they answer.
+request they answer. Ctrl-C (SIGINT) or SIGTERM stops ``serve`` cleanly: it stops
+accepting, lets in-flight calls finish, closes its connections, says so in one line and
+exits 0, as ``trocket broker`` does.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 import time
 
@@ -33,12 +36,15 @@ def echo(conn, request: RemotingCommand) -> RemotingCommand:
 
 
 async def serve(addr: str) -> None:
+    """Serve until SIGINT or SIGTERM, then shut down gracefully."""
     host, port = parse_address(addr)
     server = RemotingServer(ServerConfig(listen_host=host, listen_port=port))
     server.register_processor(ECHO, echo, inline=True)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(server.serve)
-        print(f"echo service listening on {server.address}", flush=True)
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with server:  # leaving the block shuts the server down gracefully
+            print(f"echo service listening on {server.address}", flush=True)
+            signum = await anext(aiter(signals))
+    print(f"echo service stopped ({signal.Signals(signum).name})", flush=True)
 
 
 async def call(addr: str, body: bytes, ext: dict[str, str], stype: SerializeType, count: int) -> int:
@@ -78,11 +84,23 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         ext = dict(kv.split("=", 1) for kv in args.ext)
         return trio.run(call, args.address, args.body.encode(), ext, SerializeType[args.serialize], args.count)
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # a CLI: one line, not a traceback
+    except BaseException as exc:  # a CLI: one line, not a traceback
+        if _only(KeyboardInterrupt, exc):  # Ctrl-C during a call (trio may group it)
+            print("interrupted", file=sys.stderr)
+            return 130
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]
+        if not isinstance(exc, Exception):
+            raise
         print(f"error: {exc}", file=sys.stderr)
         return 1
+
+
+def _only(kind: type[BaseException], exc: BaseException) -> bool:
+    """``exc`` is a ``kind``, or an exception group holding nothing else."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(kind)[1] is None
+    return isinstance(exc, kind)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The ``trocket`` command.
 
     trocket --version
-    trocket decode FILE|HEX|-        one frame as JSON
+    trocket decode FILE|HEX|-        one frame as JSON (a file or stdin: raw bytes or hex digits)
     trocket conformance check DIR    golden frames: decode, re-encode, switch serializers
     trocket broker [options]         a broker (with an embedded name server by default)
     trocket namesrv [options]        a name server alone
@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from trocket import __version__
 
@@ -36,7 +38,10 @@ def _build_parser() -> argparse.ArgumentParser:
         "prefix) and print the command as JSON: header, ext fields, the custom header when "
         "the code is known, and a preview of the body.",
     )
-    decode.add_argument("frame", metavar="FILE|HEX", help="a file holding the frame, hex digits, or - for stdin")
+    decode.add_argument(
+        "frame", metavar="FILE|HEX",
+        help="a file holding the frame, hex digits, or - for stdin (a file or stdin: raw bytes or hex digits)",
+    )
     decode.add_argument(
         "--request-code", type=int, metavar="CODE",
         help="for a response: the code of the request it answers, to decode its custom header",
@@ -97,23 +102,62 @@ def _error(message: str) -> int:
 # -- decode ---------------------------------------------------------------------------
 
 
+_HEX = re.compile(rb"\s*(?:0[xX])?[0-9a-fA-F\s]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _hex_bytes(data: bytes) -> bytes | None:
+    """The bytes ``data``'s hex digits spell (whitespace and a ``0x`` ignored), or None
+    when ``data`` is not hex digits. Raises ``ValueError`` on an odd number of digits."""
+    if _HEX.fullmatch(data) is None:
+        return None
+    digits = b"".join(data.split())
+    if digits[:2].lower() == b"0x":
+        digits = digits[2:]
+    if not digits:  # whitespace alone is no hex
+        return None
+    if len(digits) % 2:
+        raise ValueError(f"odd number of hex digits ({len(digits)})")
+    return bytes.fromhex(digits.decode("ascii"))
+
+
+def _frame_bytes(data: bytes) -> bytes:
+    """A file's or stdin's content: the frame's bytes, or their hex digits.
+
+    A frame's bytes are never all hex digits: a frame starts with a length whose first
+    byte is 0x00 (under 16 MiB), a bare payload with its serialization byte, 0 or 1.
+    """
+    decoded = _hex_bytes(data)
+    return data if decoded is None else decoded
+
+
 def _read_frame_arg(arg: str) -> bytes:
+    """The frame named by the ``decode`` argument: ``-`` (stdin), a file or hex digits."""
     if arg == "-":
-        return sys.stdin.buffer.read()
+        return _frame_bytes(sys.stdin.buffer.read())
     path = Path(arg)
     try:
         is_file = path.is_file()
-    except OSError:  # e.g. a long hex string is "File name too long"
+    except (OSError, ValueError):  # "File name too long"; a NUL in the name
         is_file = False
     if is_file:
-        return path.read_bytes()
-    digits = "".join(arg.split())
-    if digits[:2].lower() == "0x":
-        digits = digits[2:]
+        return _frame_bytes(path.read_bytes())
+    decoded = _hex_bytes(arg.encode("utf-8", "surrogateescape")) if arg else b""
+    if decoded is None:
+        raise ValueError(f"{arg!r} is neither a file nor hex digits")
+    return decoded
+
+
+def _json_text(doc: Any) -> str:
+    """``doc`` as indented JSON that any stdout can print: lone surrogates (a JSON header
+    may escape one, ``"\\udfff"``) stay escaped, and so does all non-ASCII text when
+    stdout cannot encode it."""
+    text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(doc, indent=2, ensure_ascii=False))
     try:
-        return bytes.fromhex(digits)
-    except ValueError:
-        raise ValueError(f"{arg!r} is neither a file nor hex digits") from None
+        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        text = json.dumps(doc, indent=2)
+    return text
 
 
 def _run_decode(args: argparse.Namespace) -> int:
@@ -128,7 +172,7 @@ def _run_decode(args: argparse.Namespace) -> int:
         described = describe_frame(data, request_code=args.request_code, preview=args.preview)
     except CodecError as exc:
         return _error(f"not a valid frame: {exc}")
-    print(json.dumps(described, indent=2, ensure_ascii=False))
+    print(_json_text(described))
     return EXIT_OK
 
 

@@ -1,18 +1,17 @@
 """The name server: broker registration and topic routes (RocketMQ 4.9.8's namesrv).
 
-- :class:`NameServer` / :func:`run_namesrv` / :class:`NamesrvConfig` (:mod:`.server`);
+- :class:`NameServer` / :class:`NamesrvConfig` (:mod:`.server`);
 - :class:`RouteInfoManager` (:mod:`.route_info`): the tables, no I/O;
 - :class:`NamesrvProcessor` (:mod:`.processor`): codes 103, 104, 105, 106, 206, 322.
 """
 
 from .processor import NamesrvProcessor, topic_not_exist_remark
 from .route_info import BROKER_CHANNEL_EXPIRED_TIME, BrokerLiveInfo, RouteInfoManager
-from .server import BrokerHousekeeping, NamesrvConfig, NameServer, run_namesrv
+from .server import BrokerHousekeeping, NamesrvConfig, NameServer
 
 __all__ = [
     "NameServer",
     "NamesrvConfig",
-    "run_namesrv",
     "RouteInfoManager",
     "BrokerLiveInfo",
     "BROKER_CHANNEL_EXPIRED_TIME",

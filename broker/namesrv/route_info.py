@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -128,7 +128,7 @@ class RouteInfoManager:
         previous = self.broker_live_table.get(broker_addr)
         self.broker_live_table[broker_addr] = BrokerLiveInfo(now, attrs.evolve(version), conn, ha_server_addr)
         if previous is None:
-            log.info("new broker registered, %s HAServer: %s", broker_addr, ha_server_addr)
+            log.info("new broker registered, %s HAServer: %s", broker_addr, ha_server_addr or "none")
 
         if filter_server_list is not None:
             if filter_server_list:
@@ -317,5 +317,3 @@ class RouteInfoManager:
     def get_all_topic_list(self) -> TopicList:
         return TopicList(list(self.topic_queue_table))
 
-    def live_brokers(self) -> Iterable[str]:
-        return list(self.broker_live_table)

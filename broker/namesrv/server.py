@@ -8,8 +8,8 @@
         ...
         await ns.shutdown()
 
-or ``async with NameServer(cfg) as ns: ...``, or ``await run_namesrv(cfg)`` to serve
-until cancelled (the CLI handles Ctrl-C).
+or ``async with NameServer(cfg) as ns: ...``. ``trocket namesrv`` runs one until a
+signal with :func:`trocket.broker.main.run_namesrv`.
 
 Brokers register every 30 s; one silent for ``broker_expiry`` (120 s) is dropped by the
 scan that runs every ``scan_interval`` (10 s), as ``NamesrvController``'s
@@ -30,7 +30,7 @@ from trocket.remoting import ChannelEventListener, RemotingServer, ServerConfig,
 from .processor import NamesrvProcessor
 from .route_info import BROKER_CHANNEL_EXPIRED_TIME, RouteInfoManager
 
-__all__ = ["NamesrvConfig", "NameServer", "run_namesrv", "BrokerHousekeeping"]
+__all__ = ["NamesrvConfig", "NameServer", "BrokerHousekeeping"]
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +139,3 @@ class NameServer(ServiceContextManager):
     def _cm_abort(self) -> None:
         if self._nursery is not None:
             self._nursery.cancel_scope.cancel()
-
-
-async def run_namesrv(config: NamesrvConfig | None = None, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Run a name server until cancelled (the caller handles Ctrl-C)."""
-    await NameServer(config).serve(task_status=task_status)

@@ -17,7 +17,7 @@ processors, not here.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 import trio
 
@@ -28,14 +28,18 @@ from trocket.codecs.errors import InvalidNameError
 from trocket.codecs.headers import (
     CreateTopicRequestHeader,
     GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
     GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader,
     SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
     ViewMessageRequestHeader,
 )
 from trocket.codecs.names import is_system_topic, validate_topic
+from trocket.remoting import Connection
 
 from ..store import TopicConfig
-from . import HeaderError, decode_request_header, reply
+from . import decode_request_header, guarded, reply
 
 if TYPE_CHECKING:
     from ..context import BrokerContext
@@ -47,20 +51,18 @@ log = logging.getLogger(__name__)
 _FILTER_TYPES = ("SINGLE_TAG", "MULTI_TAG")
 
 
+Handler = Callable[[Connection, RemotingCommand], Awaitable[RemotingCommand]]
+
+
 class AdminProcessor:
-    def __init__(
-        self,
-        ctx: BrokerContext,
-        *,
-        on_topic_created: Callable[[str], None] | None = None,
-        runtime_info: Callable[[], dict[str, str]] | None = None,
-    ) -> None:
+    """17, 28, 29, 30, 31 and 33; ``runtime_info()`` gives 28's table (the controller's)."""
+
+    def __init__(self, ctx: BrokerContext, *, runtime_info: Callable[[], dict[str, str]] | None = None) -> None:
         self.ctx = ctx
         self.store = ctx.store
         self.topics = ctx.topics
-        self.on_topic_created = on_topic_created
         self.runtime_info = runtime_info
-        self._handlers = {
+        self._handlers: dict[int, Handler] = {
             int(RequestCode.UPDATE_AND_CREATE_TOPIC): self.update_and_create_topic,
             int(RequestCode.GET_BROKER_RUNTIME_INFO): self.get_broker_runtime_info,
             int(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP): self.search_offset_by_timestamp,
@@ -73,17 +75,9 @@ class AdminProcessor:
     def codes(self) -> list[int]:
         return list(self._handlers)
 
-    async def process_request(self, conn, request: RemotingCommand) -> RemotingCommand:
-        handler = self._handlers.get(request.code)
-        if handler is None:
-            return reply(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported")
-        try:
-            return await handler(conn, request)
-        except HeaderError as exc:
-            return exc.response
-        except Exception as exc:
-            log.exception("admin request %d from %s failed", request.code, conn.remote_address)
-            return reply(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+    @guarded
+    async def process_request(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return await self._handlers[request.code](conn, request)
 
     # -- 17 ----------------------------------------------------------------------------------
 
@@ -118,8 +112,7 @@ class AdminProcessor:
         )
         log.info("updating topic %s from %s: %s", topic, conn.remote_address, tc)
         await trio.to_thread.run_sync(self.topics.update, tc)
-        if self.on_topic_created is not None:
-            self.on_topic_created(topic)
+        self.ctx.topic_created(topic)
         return reply(ResponseCode.SUCCESS)
 
     # -- 28 ----------------------------------------------------------------------------------
@@ -134,17 +127,17 @@ class AdminProcessor:
     async def search_offset_by_timestamp(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = decode_request_header(SearchOffsetRequestHeader, request)
         offset = self.store.get_offset_by_time(header.topic, header.queueId, header.timestamp)
-        return reply(ResponseCode.SUCCESS, None, {"offset": str(offset)})
+        return reply(ResponseCode.SUCCESS, header=SearchOffsetResponseHeader(offset=offset))
 
     async def get_max_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = decode_request_header(GetMaxOffsetRequestHeader, request)
         offset = self.store.get_max_offset(header.topic, header.queueId)
-        return reply(ResponseCode.SUCCESS, None, {"offset": str(offset)})
+        return reply(ResponseCode.SUCCESS, header=GetMaxOffsetResponseHeader(offset=offset))
 
     async def get_min_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = decode_request_header(GetMinOffsetRequestHeader, request)
         offset = self.store.get_min_offset(header.topic, header.queueId)
-        return reply(ResponseCode.SUCCESS, None, {"offset": str(offset)})
+        return reply(ResponseCode.SUCCESS, header=GetMinOffsetResponseHeader(offset=offset))
 
     # -- 33 ----------------------------------------------------------------------------------
 
@@ -160,13 +153,9 @@ class AdminProcessor:
         return reply(ResponseCode.SUCCESS, body=body)
 
 
-def register(
-    ctx: BrokerContext,
-    *,
-    on_topic_created: Callable[[str], None] | None = None,
-    runtime_info: Callable[[], dict[str, str]] | None = None,
-) -> AdminProcessor:
-    proc = AdminProcessor(ctx, on_topic_created=on_topic_created, runtime_info=runtime_info)
+def register(ctx: BrokerContext, *, runtime_info: Callable[[], dict[str, str]] | None = None) -> AdminProcessor:
+    """Register the admin codes on ``ctx.server`` (tasks, ``admin_concurrency`` at once)."""
+    proc = AdminProcessor(ctx, runtime_info=runtime_info)
     for code in proc.codes:
         ctx.server.register_processor(code, proc, limit=ctx.config.admin_concurrency, queue=1024)
     return proc

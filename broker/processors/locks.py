@@ -10,45 +10,48 @@ RocketMQ 4.9.8's ``AdminBrokerProcessor.lockBatchMQ`` / ``unlockBatchMQ`` over
   before each pull).
 * 42, same body: release the caller's locks -> SUCCESS.
 
-A malformed body -> SYSTEM_ERROR with the reason; the connection stays up.
+A malformed body -> SYSTEM_ERROR (the endpoint's answer, RocketMQ's
+``exceptionSimpleDesc`` remark); the connection stays up.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from trocket.codecs.bodies.client import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
+from trocket.remoting import Connection
 
 from . import reply
-from .client import Processor, guarded
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    from ..context import BrokerContext
 
-
-def make_lock_batch_mq(ctx: Any) -> Processor:
-    async def lock_batch_mq(conn: Any, request: RemotingCommand) -> RemotingCommand:
-        body = LockBatchRequestBody.decode(request.body)
-        locked = ctx.locks.try_lock_batch(body.consumer_group, body.mq_set, body.client_id)
-        return reply(ResponseCode.SUCCESS, body=LockBatchResponseBody(locked).encode())
-
-    return lock_batch_mq
+__all__ = ["LockProcessor", "register"]
 
 
-def make_unlock_batch_mq(ctx: Any) -> Processor:
-    async def unlock_batch_mq(conn: Any, request: RemotingCommand) -> RemotingCommand:
-        body = UnlockBatchRequestBody.decode(request.body)
-        ctx.locks.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
+class LockProcessor:
+    """41 and 42 over ``ctx.locks``, inline on the connection's reader (they never block)."""
+
+    codes = (int(RequestCode.LOCK_BATCH_MQ), int(RequestCode.UNLOCK_BATCH_MQ))
+
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.locks = ctx.locks
+
+    def process_request(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        if request.code == RequestCode.LOCK_BATCH_MQ:
+            body = LockBatchRequestBody.decode(request.body)
+            locked = self.locks.try_lock_batch(body.consumer_group, body.mq_set, body.client_id)
+            return reply(ResponseCode.SUCCESS, body=LockBatchResponseBody(locked).encode())
+        unlock = UnlockBatchRequestBody.decode(request.body)
+        self.locks.unlock_batch(unlock.consumer_group, unlock.mq_set, unlock.client_id)
         return reply(ResponseCode.SUCCESS)
 
-    return unlock_batch_mq
 
-
-def register(ctx: Any) -> None:
+def register(ctx: BrokerContext) -> LockProcessor:
     """Register 41 and 42 on ``ctx.server`` (inline: they never block)."""
-    if ctx.locks is None:
-        raise ValueError("BrokerContext.locks must be set before registering")
-    server = ctx.server
-    server.register_processor(RequestCode.LOCK_BATCH_MQ, guarded(make_lock_batch_mq(ctx)), inline=True)
-    server.register_processor(RequestCode.UNLOCK_BATCH_MQ, guarded(make_unlock_batch_mq(ctx)), inline=True)
+    proc = LockProcessor(ctx)
+    for code in proc.codes:
+        ctx.server.register_processor(code, proc, inline=True)
+    return proc

@@ -20,21 +20,28 @@ SYSTEM_ERROR naming the field.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
-from trocket.codecs.headers import QueryConsumerOffsetRequestHeader, UpdateConsumerOffsetRequestHeader
+from trocket.codecs.headers import (
+    QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from trocket.remoting import Connection
 
-from . import decode_request_header, reply
-from .client import Processor, guarded
+from . import decode_request_header, guarded, reply
 
-__all__ = ["register", "query_offset", "QUERY_NOT_FOUND_REMARK"]
+if TYPE_CHECKING:
+    from ..context import BrokerContext
+
+__all__ = ["ConsumerOffsetProcessor", "register", "query_offset", "QUERY_NOT_FOUND_REMARK"]
 
 QUERY_NOT_FOUND_REMARK = "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"
 
 
-def query_offset(ctx: Any, group: str, topic: str, queue_id: int) -> int | None:
+def query_offset(ctx: BrokerContext, group: str, topic: str, queue_id: int) -> int | None:
     """The offset QUERY_CONSUMER_OFFSET answers, or None for QUERY_NOT_FOUND."""
     offset = ctx.offsets.query_offset(group, topic, queue_id)
     if offset >= 0:
@@ -44,28 +51,36 @@ def query_offset(ctx: Any, group: str, topic: str, queue_id: int) -> int | None:
     return None
 
 
-def make_query_consumer_offset(ctx: Any) -> Processor:
-    async def query_consumer_offset(conn: Any, request: RemotingCommand) -> RemotingCommand:
+class ConsumerOffsetProcessor:
+    """14 and 15, inline on the connection's reader (they never block)."""
+
+    codes = (int(RequestCode.QUERY_CONSUMER_OFFSET), int(RequestCode.UPDATE_CONSUMER_OFFSET))
+
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+
+    @guarded
+    def process_request(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        if request.code == RequestCode.QUERY_CONSUMER_OFFSET:
+            return self.query_consumer_offset(request)
+        return self.update_consumer_offset(request)
+
+    def query_consumer_offset(self, request: RemotingCommand) -> RemotingCommand:
         h = decode_request_header(QueryConsumerOffsetRequestHeader, request)
-        offset = query_offset(ctx, h.consumerGroup, h.topic, h.queueId)
+        offset = query_offset(self.ctx, h.consumerGroup, h.topic, h.queueId)
         if offset is None:
             return reply(ResponseCode.QUERY_NOT_FOUND, QUERY_NOT_FOUND_REMARK)
-        return reply(ResponseCode.SUCCESS, ext={"offset": str(offset)})
+        return reply(ResponseCode.SUCCESS, header=QueryConsumerOffsetResponseHeader(offset=offset))
 
-    return query_consumer_offset
-
-
-def make_update_consumer_offset(ctx: Any) -> Processor:
-    async def update_consumer_offset(conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def update_consumer_offset(self, request: RemotingCommand) -> RemotingCommand:
         h = decode_request_header(UpdateConsumerOffsetRequestHeader, request)
-        ctx.offsets.commit_offset(h.consumerGroup, h.topic, h.queueId, h.commitOffset)
+        self.ctx.offsets.commit_offset(h.consumerGroup, h.topic, h.queueId, h.commitOffset)
         return reply(ResponseCode.SUCCESS)
 
-    return update_consumer_offset
 
-
-def register(ctx: Any) -> None:
+def register(ctx: BrokerContext) -> ConsumerOffsetProcessor:
     """Register 14 and 15 on ``ctx.server`` (inline: they never block)."""
-    server = ctx.server
-    server.register_processor(RequestCode.QUERY_CONSUMER_OFFSET, guarded(make_query_consumer_offset(ctx)), inline=True)
-    server.register_processor(RequestCode.UPDATE_CONSUMER_OFFSET, guarded(make_update_consumer_offset(ctx)), inline=True)
+    proc = ConsumerOffsetProcessor(ctx)
+    for code in proc.codes:
+        ctx.server.register_processor(code, proc, inline=True)
+    return proc

@@ -11,8 +11,8 @@ Reading: the store filters by tag hash in the consume queue (the subscription's 
 set); the records found are then checked against the exact tag strings (a hash
 collision must not deliver a foreign tag) -- what is left is the FOUND body, the
 stored records back to back. Statuses map to codes as in Java, the remark is the
-status name, and every answer carries ``suggestWhichBrokerId`` "0",
-``nextBeginOffset``, ``minOffset`` and ``maxOffset`` as strings:
+status name, and every answer carries a ``PullMessageResponseHeader``:
+``suggestWhichBrokerId`` 0, ``nextBeginOffset``, ``minOffset`` and ``maxOffset``:
 
 =====================  ==========================================================
 FOUND                  SUCCESS (0) with the records
@@ -27,22 +27,24 @@ MESSAGE_WAS_REMOVING   PULL_RETRY_IMMEDIATELY (20)
 
 A pull with sysFlag bit 1 stores ``commitOffset`` as the group's offset (first run
 only, as Java). A held pull is re-run by :mod:`trocket.broker.long_polling` and
-answered through its connection.
+answered through its connection. A pull that would be held while ``max_held_pulls``
+are held already is answered SYSTEM_BUSY ``[PULL_HOLD_FULL]``.
 """
 
 from __future__ import annotations
 
 import logging
 import struct
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.errors import InvalidNameError
-from trocket.codecs.headers import PullMessageRequestHeader
+from trocket.codecs.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from trocket.codecs.message.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 from trocket.codecs.message.properties import PROPERTY_TAGS, get_property
 from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX, validate_group
+from trocket.remoting import Connection
 
 from ..long_polling import HeldPull
 from ..store import GetStatus, tags_hash
@@ -51,8 +53,8 @@ from . import (
     APPLY_TOPIC_URL,
     SAME_GROUP_DIFFERENT_TOPIC_URL,
     SUBSCRIPTION_GROUP_NOT_EXIST_URL,
-    HeaderError,
     decode_request_header,
+    guarded,
     reply,
     suggest_todo,
 )
@@ -130,14 +132,17 @@ def parse_subscription(expression: str | None) -> Subscription:
 
 
 class PullProcessor:
-    def __init__(self, ctx: BrokerContext, on_topic_created: Callable[[str], None] | None = None) -> None:
+    """The pull processor (one per broker), inline on the connection's reader; also
+    long polling's re-runner of held pulls."""
+
+    def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
         self.config = ctx.config
         self.store = ctx.store
         self.topics = ctx.topics
         self.offsets = ctx.offsets
+        self.consumers = ctx.consumers
         self.hold = ctx.pull_hold
-        self.on_topic_created = on_topic_created
         self.long_polling = ctx.config.long_polling
         self.short_polling_ms = ctx.config.short_polling_time_ms
         # counters
@@ -149,17 +154,12 @@ class PullProcessor:
         if self.hold is not None:
             self.hold.rerun = self.rerun
 
-    def process_request(self, conn, request: RemotingCommand) -> RemotingCommand | None:
+    @guarded
+    def process_request(self, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
         """Runs inline on the connection's reader: a pull never blocks (the store reads
         from memory maps), so it needs neither a task nor a thread."""
-        try:
-            header = decode_request_header(PullMessageRequestHeader, request)
-            return self.pull(conn, request, header, True)
-        except HeaderError as exc:
-            return exc.response
-        except Exception as exc:
-            log.exception("pull from %s failed", conn.remote_address)
-            return reply(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        header = decode_request_header(PullMessageRequestHeader, request)
+        return self.pull(conn, request, header, True)
 
     def rerun(self, held: HeldPull) -> RemotingCommand | None:
         """Re-run a held pull (woken or timed out); never suspends again."""
@@ -167,7 +167,7 @@ class PullProcessor:
 
     # -- the pull ----------------------------------------------------------------------------
 
-    def pull(self, conn, request: RemotingCommand, header: PullMessageRequestHeader, allow_suspend: bool) -> RemotingCommand | None:
+    def pull(self, conn: Connection, request: RemotingCommand, header: PullMessageRequestHeader, allow_suspend: bool) -> RemotingCommand | None:
         config = self.config
         if not config.broker_permission & PERM_READ:
             return reply(
@@ -187,8 +187,7 @@ class PullProcessor:
         tc = self.topics.select(topic)
         if tc is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and topic[len(RETRY_GROUP_TOPIC_PREFIX):] == group:
             tc = self.topics.create_in_send_back(topic, 1, PERM_READ | PERM_WRITE, 0)
-            if self.on_topic_created is not None:
-                self.on_topic_created(topic)
+            self.ctx.topic_created(topic)
         if tc is None:
             log.warning("the topic %s not exist, consumer: %s", topic, conn.remote_address)
             return reply(
@@ -257,17 +256,13 @@ class PullProcessor:
             )
         if code == ResponseCode.PULL_NOT_FOUND:
             self.not_found += 1
-        return reply(
-            code,
-            status.value,
-            {
-                "suggestWhichBrokerId": "0",
-                "nextBeginOffset": str(result.next_begin_offset),
-                "minOffset": str(result.min_offset),
-                "maxOffset": str(result.max_offset),
-            },
-            body,
+        header = PullMessageResponseHeader(
+            suggestWhichBrokerId=0,
+            nextBeginOffset=result.next_begin_offset,
+            minOffset=result.min_offset,
+            maxOffset=result.max_offset,
         )
+        return reply(code, status.value, None, body, header)
 
     @staticmethod
     def _exact_tag_check(result, sub: Subscription) -> None:
@@ -293,27 +288,12 @@ class PullProcessor:
 
     def _registered_subscription(self, group: str, topic: str) -> Subscription | None:
         """Without the subscription bit Java uses what the group's heartbeat said."""
-        consumers = self.ctx.consumers
-        if consumers is None:
-            return None
-        finder = getattr(consumers, "find_subscription", None) or getattr(consumers, "find_subscription_data", None)
-        if finder is None:
-            return None
-        try:
-            data = finder(group, topic)
-        except Exception:
-            return None
-        if data is None:
-            return None
-        expression = getattr(data, "sub_string", None)
-        if expression is None:
-            expression = getattr(data, "subString", None)
-        if expression is None and isinstance(data, dict):
-            expression = data.get("subString")
-        return parse_subscription(expression)
+        data = self.consumers.find_subscription(group, topic)
+        return None if data is None else parse_subscription(data.sub_string)
 
 
-def register(ctx: BrokerContext, *, on_topic_created: Callable[[str], None] | None = None) -> PullProcessor:
-    proc = PullProcessor(ctx, on_topic_created)
+def register(ctx: BrokerContext) -> PullProcessor:
+    """Register 11 on ``ctx.server`` (inline) and make it long polling's re-runner."""
+    proc = PullProcessor(ctx)
     ctx.server.register_processor(int(RequestCode.PULL_MESSAGE), proc, inline=True)
     return proc

@@ -35,11 +35,10 @@ the field for a malformed header. Always with an ``extFields`` object.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import TYPE_CHECKING
 
 import trio
 
-from trocket.broker.store import MessageInner, PutMessageError, StoreClosedError
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.errors import MessageDecodeError
@@ -54,11 +53,18 @@ from trocket.codecs.message.properties import (
 )
 from trocket.codecs.message.record import decode_record
 from trocket.codecs.names import DLQ_GROUP_TOPIC_PREFIX, is_valid_topic
+from trocket.remoting import Connection
 
-from . import decode_request_header, reply
-from .client import PERM_RW, _remember_topic_hook, Processor, ensure_retry_topic, guarded, retry_topic, topic_created
+from ..store import MessageInner, MessageStore, PutMessageError, StoreClosedError, TopicConfig
+from ..store.topic_config import PERM_WRITE
+from . import decode_request_header, guarded, reply
+from .client import PERM_RW, ensure_retry_topic, retry_topic
+
+if TYPE_CHECKING:
+    from ..context import BrokerContext
 
 __all__ = [
+    "SendBackProcessor",
     "register",
     "send_back",
     "look_message",
@@ -77,15 +83,13 @@ MAX_DELAY_LEVEL = 18
 #: ``MixAll.DLQ_NUMS_PER_GROUP``.
 DLQ_NUMS_PER_GROUP = 1
 
-_PERM_WRITE = 0x2
-
 
 def dlq_topic(group: str) -> str:
     """``MixAll.getDLQTopic``."""
     return DLQ_GROUP_TOPIC_PREFIX + group
 
 
-def look_message(store: Any, commit_log_offset: int) -> MessageExt | None:
+def look_message(store: MessageStore, commit_log_offset: int) -> MessageExt | None:
     """``lookMessageByOffset`` without inflating the body (the copy keeps the stored
     bytes and sysFlag, as Java's ``decode(buf, true, false)``); None when no record
     starts at ``commit_log_offset``."""
@@ -101,34 +105,28 @@ def look_message(store: Any, commit_log_offset: int) -> MessageExt | None:
     return msg
 
 
-def _broker_ip(ctx: Any) -> str:
-    try:
-        return ctx.broker_addr().rpartition(":")[0]
-    except Exception:
-        return "?"
-
-
-async def _ensure_dlq_topic(ctx: Any, group: str) -> Any:
+async def _ensure_dlq_topic(ctx: BrokerContext, group: str) -> TopicConfig | None:
     topic = dlq_topic(group)
     tc = ctx.topics.select(topic)
     if tc is not None or not is_valid_topic(topic):
         return tc
     tc = await trio.to_thread.run_sync(ctx.topics.create_in_send_back, topic, DLQ_NUMS_PER_GROUP, PERM_RW, 0)
-    topic_created(ctx, topic)
+    ctx.topic_created(topic)
     return tc
 
 
-async def send_back(ctx: Any, header: ConsumerSendMsgBackRequestHeader) -> RemotingCommand:
+async def send_back(ctx: BrokerContext, header: ConsumerSendMsgBackRequestHeader) -> RemotingCommand:
     """Store the retry (or dead-letter) copy of the message at ``header.offset``."""
     group = header.group
-    if not getattr(ctx.config, "broker_permission", 6) & _PERM_WRITE:
-        return reply(ResponseCode.NO_PERMISSION, f"the broker[{_broker_ip(ctx)}] sending message is forbidden")
+    if not ctx.config.broker_permission & PERM_WRITE:
+        broker_ip = ctx.broker_addr().rpartition(":")[0]
+        return reply(ResponseCode.NO_PERMISSION, f"the broker[{broker_ip}] sending message is forbidden")
 
     new_topic = retry_topic(group)
     tc = await ensure_retry_topic(ctx, group, header.unitMode)
     if tc is None:
         return reply(ResponseCode.SYSTEM_ERROR, f"topic[{new_topic}] not exist")
-    if not tc.perm & _PERM_WRITE:
+    if not tc.perm & PERM_WRITE:
         return reply(ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden")
 
     msg = look_message(ctx.store, header.offset)
@@ -141,7 +139,7 @@ async def send_back(ctx: Any, header: ConsumerSendMsgBackRequestHeader) -> Remot
     props[PROPERTY_WAIT_STORE_MSG_OK] = "false"
 
     delay_level = header.delayLevel
-    schedule = getattr(ctx, "schedule", None)  # ScheduleMessageService (broker/schedule.py)
+    schedule = ctx.schedule
     max_times = header.maxReconsumeTimes
     if max_times is None:
         max_times = DEFAULT_MAX_RECONSUME_TIMES
@@ -189,15 +187,21 @@ async def send_back(ctx: Any, header: ConsumerSendMsgBackRequestHeader) -> Remot
     return reply(ResponseCode.SUCCESS)
 
 
-def make_consumer_send_msg_back(ctx: Any) -> Processor:
-    async def consumer_send_msg_back(conn: Any, request: RemotingCommand) -> RemotingCommand:
+class SendBackProcessor:
+    """36; in a task of its own (the store's put and a new retry topic's registration
+    may wait), within the endpoint's default limits."""
+
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+
+    @guarded
+    async def process_request(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         header = decode_request_header(ConsumerSendMsgBackRequestHeader, request)
-        return await send_back(ctx, header)
-
-    return consumer_send_msg_back
+        return await send_back(self.ctx, header)
 
 
-def register(ctx: Any, *, on_topic_created: Callable[[str], None] | None = None) -> None:
-    """Register 36 on ``ctx.server`` (``on_topic_created``: see :func:`.client.register`)."""
-    _remember_topic_hook(ctx, on_topic_created)
-    ctx.server.register_processor(RequestCode.CONSUMER_SEND_MSG_BACK, guarded(make_consumer_send_msg_back(ctx)))
+def register(ctx: BrokerContext) -> SendBackProcessor:
+    """Register 36 on ``ctx.server``."""
+    proc = SendBackProcessor(ctx)
+    ctx.server.register_processor(int(RequestCode.CONSUMER_SEND_MSG_BACK), proc)
+    return proc

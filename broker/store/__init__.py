@@ -1,4 +1,5 @@
-"""The message store: commit log, consume queues, flush, recovery, offsets, topics.
+"""The message store: commit log, consume queues, flush, recovery, offsets, topics, and
+the next commit-log segment made ahead (``allocate``).
 
 See :class:`MessageStore` for the facade the broker uses.
 """

@@ -7,8 +7,9 @@ The put path is Java's ``CommitLog.putMessage`` with the work moved out of the l
   body CRC, properties bytes, sizes, tag hash, all checked against the limits;
 * under the one append lock (a ``threading.Lock``: callers are trio tasks and worker
   threads): pick the queue offset, patch the three fields, copy the bytes into the map
-  (rolling to a new segment behind a BLANK record when they do not fit), advance the
-  counters, queue the dispatch request;
+  (rolling to a new segment behind a BLANK record when they do not fit: the segment
+  made ahead by :mod:`.allocate` when it is ready, else a file created right there),
+  advance the counters, queue the dispatch request;
 * after it: dispatch (consume-queue entries, listeners) and build the result, whose
   message id is computed only when read.
 

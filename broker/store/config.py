@@ -97,6 +97,10 @@ class StoreConfig:
     #: Reserve segment disk space at creation (``posix_fallocate``) so a full disk fails
     #: the roll-over with an error instead of a SIGBUS on a later write to the map.
     preallocate: bool = True
+    #: Make the next commit-log segment ahead of need, in the background
+    #: (``AllocateMappedFileService``, :mod:`.allocate`), so a put that rolls the log
+    #: over does not create and reserve a segment file inline. Off: the put does.
+    allocate_ahead: bool = True
     #: The broker's address, written as STOREHOST of every record (and so part of every
     #: offset message id): ``brokerIP1`` and the listen port.
     store_host: HostAddress = attrs.field(

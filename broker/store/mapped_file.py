@@ -14,26 +14,93 @@ Reads hand out memoryviews into the map (no copy). A map with live views cannot 
 closed (``BufferError``); :meth:`close` then just drops it and the pages are unmapped
 when the last view goes, which is RocketMQ's ``hold``/``release`` reference count done by
 Python's.
+
+Recovery zeroes a segment's tail past the recovered end (:meth:`MappedFile.zero_from`)
+so no stale record is found there again. Only the ranges the file system reports as
+data (``SEEK_DATA``/``SEEK_HOLE``) can hold anything but zeros: holes and the
+unwritten extents of a ``posix_fallocate``-d file read as zeros, so they are skipped
+rather than read through the map (reading the empty rest of a 1 GiB segment page by
+page took 3.6 s). A file system without the two whences reports the whole file as data
+and every byte is checked.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import mmap
 import os
 import sys
+from collections.abc import Iterator
 
 import attrs
 
-__all__ = ["MappedFile", "segment_name"]
+__all__ = ["MappedFile", "create_segment_file", "data_ranges", "segment_name"]
 
 _PAGE = mmap.PAGESIZE
 _FSYNC = os.fdatasync if sys.platform.startswith("linux") else os.fsync
 _ZERO_CHUNK = bytes(1 << 16)
+_MADV_RANDOM = getattr(mmap, "MADV_RANDOM", None)
+_MADV_NORMAL = getattr(mmap, "MADV_NORMAL", None)
 
 
 def segment_name(offset: int) -> str:
     """``UtilAll.offset2FileName``: the offset zero-padded to 20 digits."""
     return f"{offset:020d}"
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def create_segment_file(path: str, file_size: int, *, preallocate: bool) -> None:
+    """Create ``path`` (it must not exist) at ``file_size`` bytes: extended with
+    ``ftruncate`` (sparse, reads as zeros) and, with ``preallocate``, its blocks reserved
+    with ``posix_fallocate`` so a full disk fails here rather than as a SIGBUS on a later
+    write to the map. The file is removed again if any step fails."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.ftruncate(fd, file_size)
+        if preallocate and hasattr(os, "posix_fallocate"):
+            try:
+                os.posix_fallocate(fd, 0, file_size)
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):  # no fallocate here
+                    raise
+    except BaseException:
+        os.close(fd)
+        _unlink_quietly(path)
+        raise
+    os.close(fd)
+
+
+def data_ranges(fd: int, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """The ranges of ``[start, end)`` of file ``fd`` that may hold non-zero bytes: the
+    file system's data extents (``SEEK_DATA``/``SEEK_HOLE``), or the whole range where
+    the whences are not supported."""
+    seek_data = getattr(os, "SEEK_DATA", None)
+    seek_hole = getattr(os, "SEEK_HOLE", None)
+    if seek_data is None or seek_hole is None:
+        if start < end:
+            yield start, end
+        return
+    pos = start
+    while pos < end:
+        try:
+            data = os.lseek(fd, pos, seek_data)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # no data at or after pos
+                return
+            yield pos, end  # not supported: check everything
+            return
+        if data >= end:
+            return
+        hole = os.lseek(fd, data, seek_hole)
+        yield data, min(hole, end)
+        pos = hole
 
 
 @attrs.define(slots=True, eq=False)
@@ -53,41 +120,38 @@ class MappedFile:
 
     @classmethod
     def open(
-        cls, path: str, file_size: int, *, create: bool = False, preallocate: bool = False
+        cls,
+        path: str,
+        file_size: int,
+        *,
+        create: bool = False,
+        preallocate: bool = False,
+        file_from_offset: int | None = None,
     ) -> MappedFile:
-        """Map ``path`` (creating it at ``file_size`` bytes with ``create``).
+        """Map ``path`` (creating it first with ``create``: see :func:`create_segment_file`).
 
-        A new file is extended with ``ftruncate`` (sparse, reads as zeros) and, with
-        ``preallocate``, its blocks reserved with ``posix_fallocate``.
+        The segment's offset is its file name unless given (a segment built under a
+        temporary name, renamed later).
         """
-        name = os.path.basename(path)
-        if not (len(name) == 20 and name.isdigit()):
-            raise ValueError(f"segment file name must be 20 digits: {name!r}")
-        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
-        fd = os.open(path, flags, 0o644)
+        if file_from_offset is None:
+            name = os.path.basename(path)
+            if not (len(name) == 20 and name.isdigit()):
+                raise ValueError(f"segment file name must be 20 digits: {name!r}")
+            file_from_offset = int(name)
+        if create:
+            create_segment_file(path, file_size, preallocate=preallocate)
+        fd = os.open(path, os.O_RDWR, 0o644)
         try:
-            if create:
-                os.ftruncate(fd, file_size)
-                if preallocate and hasattr(os, "posix_fallocate"):
-                    try:
-                        os.posix_fallocate(fd, 0, file_size)
-                    except OSError as exc:
-                        if exc.errno not in (95, 22):  # EOPNOTSUPP / EINVAL: no fallocate here
-                            raise
-            else:
-                actual = os.fstat(fd).st_size
-                if actual != file_size:
-                    raise ValueError(f"{path} is {actual} bytes, the configured size is {file_size}")
+            actual = os.fstat(fd).st_size
+            if actual != file_size:
+                raise ValueError(f"{path} is {actual} bytes, the configured size is {file_size}")
             mm = mmap.mmap(fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException:
             os.close(fd)
             if create:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
+                _unlink_quietly(path)
             raise
-        return cls(path, int(name), file_size, fd, mm, memoryview(mm))
+        return cls(path, file_from_offset, file_size, fd, mm, memoryview(mm))
 
     # -- state ----------------------------------------------------------------------
 
@@ -167,22 +231,50 @@ class MappedFile:
         return self.flushed_position
 
     def zero_from(self, pos: int) -> int:
-        """Zero ``[pos, file end)``, skipping chunks already zero (sparse pages stay so).
+        """Zero ``[pos, file end)``: only the file's data ranges (:func:`data_ranges`) are
+        read, and in them only 64 KiB chunks holding something else than zeros are
+        written (sparse pages stay sparse).
 
         Returns how many bytes were rewritten (chunk granular).
         """
         view = self.view
-        end = self.file_size
         chunk = len(_ZERO_CHUNK)
         rewritten = 0
-        while pos < end:
-            stop = min(end, (pos // chunk + 1) * chunk)
-            zeros = memoryview(_ZERO_CHUNK)[: stop - pos]
-            if view[pos:stop] != zeros:
-                view[pos:stop] = zeros
-                rewritten += stop - pos
-            pos = stop
+        # The ranges first, and no read-ahead while checking them: pages read ahead into
+        # a hole would be data for the next SEEK_DATA, and the scan would creep on.
+        ranges = list(data_ranges(self._fd, pos, self.file_size))
+        self._advise(_MADV_RANDOM)
+        try:
+            for start, end in ranges:
+                while start < end:
+                    stop = min(end, (start // chunk + 1) * chunk)
+                    zeros = memoryview(_ZERO_CHUNK)[: stop - start]
+                    if view[start:stop] != zeros:
+                        view[start:stop] = zeros
+                        rewritten += stop - start
+                    start = stop
+        finally:
+            self._advise(_MADV_NORMAL)
         return rewritten
+
+    def _advise(self, advice: int | None) -> None:
+        if advice is not None and self._mm is not None:
+            self._mm.madvise(advice)
+
+    def touch_first_page(self) -> None:
+        """Take the first write fault of a fresh file's map (on ext4 ~2-3 ms for a 1 GiB
+        ``posix_fallocate``-d file) before a put needs the page: writes a zero at byte 0,
+        so call it only on a new, all-zero file, which still reads as empty to recovery.
+        The write goes through ``ctypes.memset``, which releases the GIL: a fault that
+        waits for the file system's journal must not stall the event loop's thread."""
+        mm = self._mm
+        if mm is None:
+            raise ValueError(f"{self.path} is closed")
+        anchor = ctypes.c_char.from_buffer(mm)
+        try:
+            ctypes.memset(ctypes.addressof(anchor), 0, 1)
+        finally:
+            del anchor
 
     def warm(self) -> None:
         """Ask the kernel to read the file in (``MADV_WILLNEED``), as ``warmMappedFile``."""

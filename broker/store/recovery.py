@@ -11,9 +11,16 @@ As ``DefaultMessageStore.recover``:
 
 A scan validates each record (magic code, size, body CRC, decodability, and that its
 PHYSICALOFFSET is where it sits) and stops at the first invalid one; everything from
-there on is zeroed and later segments deleted. Consume-queue entries pointing past the
-end are dropped (after a crash, entries whose record does not match are dropped too),
-then the records after the consume queues' last good entries are dispatched again.
+there on is zeroed and later segments deleted. Zeroing reads only what the file system
+reports as data past the end (:meth:`.MappedFile.zero_from`): a torn record and
+anything written past it are cleared, the never-written rest of a 1 GiB segment is not
+read, so opening a store costs what it holds, not its segment size. A segment made ahead
+of need and left on disk (:mod:`.allocate`) holds no record: a scan reaching it (after a
+segment's closing blank record) ends the log at its start and keeps it as the empty
+last segment; when the end lies earlier, it is deleted with every later segment.
+Consume-queue entries pointing past the end are dropped (after a crash, entries whose
+record does not match are dropped too), then the records after the consume queues'
+last good entries are dispatched again.
 """
 
 from __future__ import annotations

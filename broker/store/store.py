@@ -4,7 +4,7 @@ Typical life::
 
     store = MessageStore.open(StoreConfig(store_dir=..., store_host=("10.0.0.5", 10911)))
     async with trio.open_nursery() as nursery:
-        await nursery.start(store.run)          # flushers (and checkpoint)
+        await nursery.start(store.run)          # flushers, checkpoint, next segment
         result = await store.async_put_message(MessageInner(topic="T", body=b"..."))
         got = store.get_message("G", "T", 0, 0, 32)
         ...
@@ -12,7 +12,9 @@ Typical life::
 
 ``put_message``/``put_messages``/``get_message`` are plain functions, safe from trio
 tasks and from worker threads (a put holds the append lock for microseconds); the
-``async_`` variants add the SYNC_FLUSH wait.
+``async_`` variants add the SYNC_FLUSH wait. ``run`` also keeps the next commit-log
+segment made ahead (:mod:`.allocate`), so a put that rolls the log over does not create
+a file; without ``run`` (or with ``allocate_ahead`` off) puts create segments themselves.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from trocket.codecs.message.message import MessageExt
 from trocket.codecs.message.properties import PROPERTY_WAIT_STORE_MSG_OK
 from trocket.codecs.message.record import decode_record
 
+from .allocate import AllocateService
 from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog
 from .config import FlushMode, StoreConfig
@@ -69,6 +72,8 @@ class MessageStore:
     checkpoint: StoreCheckpoint
     flush_service: FlushService
     recovery: RecoveryReport
+    #: Makes the next commit-log segment ahead of need (None: ``allocate_ahead`` off).
+    allocate_service: AllocateService | None
     _lock_fd: int = attrs.field(repr=False)
     _closed: bool = False
     _shutdown_lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False)
@@ -114,18 +119,29 @@ class MessageStore:
             finally:
                 os.close(fd)
             flush = FlushService(config, commit_log, queues, dispatcher, checkpoint)
+            allocate = (
+                AllocateService(commit_log.files, config.preallocate) if config.allocate_ahead else None
+            )
         except BaseException:
             fcntl.flock(lock_fd, fcntl.LOCK_UN)
             os.close(lock_fd)
             raise
-        return cls(config, commit_log, queues, dispatcher, checkpoint, flush, report, lock_fd)
+        return cls(
+            config, commit_log, queues, dispatcher, checkpoint, flush, report, allocate, lock_fd
+        )
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The store's background work (flushers); start it in the broker's nursery."""
-        await self.flush_service.run(task_status=task_status)
+        """The store's background work -- the flushers and, with ``allocate_ahead``, the
+        next-segment service; start it in the broker's nursery."""
+        async with trio.open_nursery() as nursery:
+            if self.allocate_service is not None:
+                await nursery.start(self.allocate_service.run)
+            await nursery.start(self.flush_service.run)
+            task_status.started()
 
     def shutdown(self) -> None:
-        """Flush everything, record the clean end, remove the abort file, unmap."""
+        """Flush everything, record the clean end, remove the abort file, delete an
+        unused next segment, unmap."""
         with self._shutdown_lock:
             if self._closed:
                 return
@@ -139,13 +155,15 @@ class MessageStore:
             except FileNotFoundError:
                 pass
             self.queues.close()
+            self.commit_log.files.discard_spare()
             self.commit_log.close()
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             os.close(self._lock_fd)
 
     def abandon(self) -> None:
         """Let go of the files as a crash would: no flush, no checkpoint, the abort file
-        stays, so the next open recovers. For crash tests and fail-over."""
+        and an unused next segment stay, so the next open recovers. For crash tests and
+        fail-over."""
         with self._shutdown_lock:
             if self._closed:
                 return

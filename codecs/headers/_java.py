@@ -80,37 +80,41 @@ BOOLS: dict[str, bool] = {
 _BOOLS_FOLDED = {"true": True, "false": False, "1": True, "0": False}
 
 
-def _not_a_string(s: object) -> ValueError:
-    return ValueError(f"expected a string, got {type(s).__name__}")
+def _text(s: object, expected: str) -> str:
+    """``s`` as a plain ``str`` (a str subclass counts as its text); any other type is
+    an error naming what was expected, in user terms."""
+    if isinstance(s, str):
+        return str(s)
+    raise ValueError(f"expected a string holding {expected}, got {type(s).__name__} {s!r}")
 
 
-def _parse_int(s: str, lo: int, hi: int, java: str, method: str) -> int:
+def _parse_int(s: str, lo: int, hi: int, java: str) -> int:
     if type(s) is not str:
-        raise _not_a_string(s)
+        s = _text(s, f"an integer (Java {java})")
     body = s[1:] if s.startswith(("+", "-")) else s
     if not (body.isascii() and body.isdigit()):
-        raise ValueError(f"not a decimal {java} ({method})")
+        raise ValueError(f"expected an integer (Java {java}: optional sign, ASCII digits)")
     if len(body) > 19:
         # Python caps int() at 4300 digits; Java happily skips any number of leading zeros.
         body = body.lstrip("0") or "0"
         if len(body) > 19:
-            raise ValueError(f"out of range for {java}")
+            raise ValueError(f"out of range for Java {java} ({lo}..{hi})")
     value = int(body)
     if s[0] == "-":
         value = -value
     if not lo <= value <= hi:
-        raise ValueError(f"out of range for {java}")
+        raise ValueError(f"out of range for Java {java} ({lo}..{hi})")
     return value
 
 
 def parse_int32(s: str) -> int:
     """``Integer.parseInt``, strict (see the module docstring). Raises ``ValueError``."""
-    return _parse_int(s, INT32_MIN, INT32_MAX, "Integer", "Integer.parseInt")
+    return _parse_int(s, INT32_MIN, INT32_MAX, "Integer")
 
 
 def parse_int64(s: str) -> int:
     """``Long.parseLong``, strict (see the module docstring). Raises ``ValueError``."""
-    return _parse_int(s, INT64_MIN, INT64_MAX, "Long", "Long.parseLong")
+    return _parse_int(s, INT64_MIN, INT64_MAX, "Long")
 
 
 def parse_bool(s: str) -> bool:
@@ -118,11 +122,12 @@ def parse_bool(s: str) -> bool:
     value = BOOLS.get(s) if type(s) is str else None
     if value is None:
         if type(s) is not str:
-            raise _not_a_string(s)
-        if s.isascii():
+            s = _text(s, "a boolean")
+            value = BOOLS.get(s)
+        if value is None and s.isascii():
             value = _BOOLS_FOLDED.get(s.lower())
         if value is None:
-            raise ValueError('not a boolean ("true", "false", "1" or "0")')
+            raise ValueError('expected a boolean ("true", "false", "1" or "0")')
     return value
 
 
@@ -134,9 +139,9 @@ _DOUBLE_RE = re.compile(
 def parse_double(s: str) -> float:
     """``Double.parseDouble`` for decimal literals (no whitespace, no hex). Raises ``ValueError``."""
     if type(s) is not str:
-        raise _not_a_string(s)
+        s = _text(s, "a decimal number (Java Double)")
     if _DOUBLE_RE.fullmatch(s) is None:
-        raise ValueError("not a Double literal (Double.parseDouble)")
+        raise ValueError("expected a decimal number (Java Double, as Double.parseDouble reads it)")
     if s[-1] in "fFdD" and not s.endswith("Infinity"):
         s = s[:-1]
     return float(s)

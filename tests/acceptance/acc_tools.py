@@ -449,11 +449,16 @@ def decode_records(buf: bytes) -> list[dict]:
     return out
 
 
+def _segments(store: Path) -> list[Path]:
+    """The commit-log segment files in order (not a ``<offset>.alloc`` being built ahead)."""
+    return sorted(f for f in (Path(store) / "commitlog").iterdir() if f.name.isdigit())
+
+
 def scan_commit_log(store: Path, end: int | None = None) -> list[dict]:
     """Every record in ``store/commitlog`` (segments in order), strictly decoded, up to
     ``end`` (a physical offset) or the first zero TOTALSIZE (the end of what was written)."""
     out = []
-    for f in sorted((Path(store) / "commitlog").iterdir()):
+    for f in _segments(store):
         base = int(f.name)
         if end is not None and base >= end:
             break
@@ -476,7 +481,7 @@ def inject_torn_record(store: Path) -> tuple[int, int] | None:
     what a crash in the middle of writing it can leave, and which the body CRC exposes.
     Returns (end of the good data, torn bytes written), or None when the segment has no
     room (or the log's tail is already unreadable)."""
-    files = sorted((Path(store) / "commitlog").iterdir())
+    files = _segments(store)
     last_good = None
     for f in files:
         base = int(f.name)

@@ -37,7 +37,7 @@ from trocket.codecs.command import LanguageCode, RemotingCommand
 from trocket.codecs.message.msgid import encode_offset_msg_id
 from trocket.codecs.message.properties import encode_properties_bytes
 from trocket.codecs.message.record import decode_record
-from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig
+from trocket.remoting import ChannelEventListener, ClientConfig, RemotingClient, RemotingServer, ServerConfig
 
 CPP_SIGN = {"AccessKey": "", "OnsChannel": "ALIYUN", "Signature": "HiDgZ3K2u2yGZ0w8kLr5q1Yk3vU="}
 
@@ -90,7 +90,9 @@ async def broker(tmp_path, **config):
     )
     topics = TopicConfigManager.open(str(tmp_path / "config"))
     offsets = ConsumerOffsetManager.open(str(tmp_path / "config"))
-    server = RemotingServer(ServerConfig(listen_host="127.0.0.1", listen_port=0))
+    # as the broker's: remoting's own answers (SYSTEM_ERROR for a processor that raises)
+    # carry an extFields object
+    server = RemotingServer(ServerConfig(listen_host="127.0.0.1", listen_port=0, system_reply_ext_fields=True))
     broker_config = BrokerConfig(**config)
     ctx = BrokerContext(
         config=broker_config,
@@ -646,64 +648,109 @@ def test_rebalance_lock_manager():
     assert locks.unlock_batch("nope", q, "A") == []
 
 
-# -- wiring: listeners and the topic-created hook ----------------------------------------------
+# -- wiring: the channel listener, the hooks, the heartbeat off the reader -------------------
 
 
-class FanOut(client_proc.ChannelEventListener):
-    """Like the controller's listener: takes others with add() and fans events out."""
+async def test_channel_listener_fans_out_and_topic_hook(tmp_path):
+    """The context's listener is the server's: a closed connection leaves its groups, a
+    listener the server had before still gets every event, and topic creations reach
+    ``ctx.on_topic_created``."""
+    seen = []
 
-    def __init__(self) -> None:
-        self.listeners = []
-        self.closed = []
+    class Plain(ChannelEventListener):
+        def on_channel_close(self, remote_addr, conn):
+            seen.append(conn)
 
-    def add(self, listener) -> None:
-        self.listeners.append(listener)
-
-    def on_channel_close(self, remote_addr, conn) -> None:
-        self.closed.append(conn)
-        for listener in self.listeners:
-            listener.on_channel_close(remote_addr, conn)
-
-
-async def test_listener_joins_a_fan_out_listener_and_topic_hook(tmp_path):
-    created = []
     async with broker(tmp_path) as ctx, peers(ctx, 2) as (a, b):
-        fan = FanOut()
-        ctx.server.listener = fan
-        listener = client_proc.install_channel_listener(ctx)
-        assert ctx.server.listener is fan and fan.listeners == [listener] and listener.inner is None
-        assert client_proc.install_channel_listener(ctx) is listener  # idempotent
-        client_proc.register(ctx, on_topic_created=created.append)
-        assert fan.listeners == [listener]
-
+        assert ctx.server.listener is ctx.channels
+        ctx.channels.add(Plain())
+        created = []
+        ctx.on_topic_created = created.append
         await a.call(34, body=cpp_heartbeat("A", group="H"))
         await b.call(34, body=cpp_heartbeat("B", group="H"))
         assert created == ["%RETRY%H"]
         await b.client.aclose()
         with trio.fail_after(5):
-            while ctx.consumers.consumer_ids("H") != ["A"]:
+            while ctx.consumers.consumer_ids("H") != ["A"] or not seen:
                 await trio.sleep(0.01)
-        assert len(fan.closed) == 1
+        assert len(seen) == 1
         m = put(ctx)
         assert (await a.call(36, {"group": "H", "delayLevel": -1, "offset": str(m.physical_offset)})).code == 0
         assert created == ["%RETRY%H", "%DLQ%H"]
 
 
-async def test_listener_wraps_a_plain_listener_without_recursion(tmp_path):
+def test_a_server_listener_given_before_the_context_is_kept(tmp_path):
+    class Plain(ChannelEventListener):
+        pass
+
+    plain = Plain()
+    server = RemotingServer(ServerConfig(listen_host="127.0.0.1", listen_port=0), listener=plain)
+    store = MessageStore.open(StoreConfig(store_dir=tmp_path / "store", commit_log_segment_size=1 << 20))
+    try:
+        ctx = BrokerContext(
+            config=BrokerConfig(channel_expired_timeout_ms=7_000, rebalance_lock_max_live_ms=9_000),
+            store=store, topics=TopicConfigManager.open(str(tmp_path / "c")),
+            offsets=ConsumerOffsetManager.open(str(tmp_path / "c")), server=server,
+        )
+        assert server.listener is ctx.channels and ctx.channels.listeners == [plain]
+        # the default managers follow the configuration
+        assert ctx.consumers.channel_expired_timeout == 7.0 and ctx.producers.channel_expired_timeout == 7.0
+        assert ctx.locks.max_live_time == 9.0
+    finally:
+        store.shutdown()
+
+
+async def test_a_blocked_name_server_does_not_stall_the_connection(tmp_path):
+    """A heartbeat that creates a group's retry topic answers only once the broker has
+    registered with the name servers (ali-ons looks the route up right after), but that
+    wait runs off the connection's reader: a request behind it on the same connection is
+    answered at once, and sees the heartbeat's members."""
+    release = trio.Event()
+    calls = []
+
+    async def slow_register():
+        calls.append(trio.current_time())
+        await release.wait()
+
     async with broker(tmp_path) as ctx, peers(ctx, 1) as (a,):
-        seen = []
+        ctx.register_now = slow_register
+        answers = {}
 
-        class Plain(client_proc.ChannelEventListener):
-            def on_channel_close(self, remote_addr, conn):
-                seen.append(conn)
+        async def call(name, code, ext=None, body=b""):
+            answers[name] = await a.call(code, ext, body=body)
 
-        ctx.server.listener = Plain()
-        listener = client_proc.install_channel_listener(ctx)
-        assert ctx.server.listener is listener and isinstance(listener.inner, Plain)
-        # an inner listener that calls back into ours is not followed around in circles
-        listener.inner = listener
-        await a.call(34, body=cpp_heartbeat("A"))
-        await a.client.aclose()
-        with trio.fail_after(5):
-            while "G" in ctx.consumers:
-                await trio.sleep(0.01)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call, "heartbeat", 34, None, cpp_heartbeat("A", group="SLOW"))
+            with trio.fail_after(5):
+                while not calls:
+                    await trio.sleep(0.01)
+            # the heartbeat now waits for the name server; the same connection still serves
+            with trio.fail_after(2):
+                await call("list", 38, {"consumerGroup": "SLOW"})
+                await call("offset", 14, {"consumerGroup": "SLOW", "topic": "T", "queueId": "0"})
+            assert consumer_ids(answers["list"]) == ["A"]
+            assert answers["offset"].code == 0
+            assert "heartbeat" not in answers  # not answered before the registration
+            release.set()
+        assert answers["heartbeat"].code == 0
+        assert ctx.topics.select("%RETRY%SLOW") is not None
+        # a second heartbeat finds the topic: answered inline, no registration
+        assert (await a.call(34, body=cpp_heartbeat("A", group="SLOW"))).code == 0
+        assert len(calls) == 1
+
+
+async def test_heartbeat_answers_system_error_when_creating_the_retry_topic_fails(tmp_path):
+    async with broker(tmp_path) as ctx, peers(ctx, 1) as (a,):
+        class BrokenTopics:
+            def select(self, topic):
+                return None
+
+            def create_in_send_back(self, *args):
+                raise OSError("disk on fire")
+
+        ctx.topics = BrokenTopics()
+        r = await a.call(34, body=cpp_heartbeat("A", group="BROKEN"))
+        assert r.code == 1 and r.remark.startswith("OSError: disk on fire"), r.remark
+        assert r.ext_fields is not None
+        # the connection still works
+        assert (await a.call(38, {"consumerGroup": "BROKEN"})).code == 0

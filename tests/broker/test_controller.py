@@ -247,3 +247,29 @@ async def test_unknown_code_reply_has_ext_fields_for_the_cpp_client(tmp_path, wi
         resp = await c.invoke_sync(broker.broker_addr, RemotingCommand.request(4242))
     assert resp.code == 3 and resp.remark == " request type 4242 not supported"
     assert resp.ext_fields == {}
+
+
+async def test_start_warns_of_settings_without_effect_and_advertises_no_ha_server(tmp_path, wire, caplog):
+    """``pullMessageThreadPoolNums``, ``pullThreadPoolQueueCapacity`` and
+    ``notify_batch_ms`` are accepted (Java broker.conf files carry them) but change
+    nothing: a broker given one says so at start. Nothing listens on an HA port, so the
+    registration names no HA server (the name server used to log ``HAServer: <port+1>``)."""
+    conf = tmp_path / "broker.conf"
+    conf.write_text("pullMessageThreadPoolNums=8\npullThreadPoolQueueCapacity=50\n")
+    config = load_properties_file(conf, wire.broker_config(tmp_path)).evolve(notify_batch_ms=5)
+    assert config.ineffective_settings() == ["pullMessageThreadPoolNums", "pullThreadPoolQueueCapacity", "notify_batch_ms"]
+    assert wire.broker_config(tmp_path).ineffective_settings() == []
+    caplog.set_level("INFO", logger="trocket")
+    from trocket.broker.controller import BrokerController
+
+    controller = BrokerController(config)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(controller.run)
+        live = controller.namesrv.route_info.broker_live_table[controller.broker_addr]
+        assert live.ha_server_addr == ""
+        nursery.cancel_scope.cancel()
+    messages = [r.getMessage() for r in caplog.records]
+    for key in ("pullMessageThreadPoolNums", "pullThreadPoolQueueCapacity", "notify_batch_ms"):
+        assert f"{key} is accepted for compatibility and has no effect" in messages
+    assert not any("10912" in m or "HAServer: 127.0.0.1" in m for m in messages)
+    assert any(m.endswith("HAServer: none") for m in messages)

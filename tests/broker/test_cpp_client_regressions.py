@@ -159,3 +159,34 @@ async def test_sync_flush_sends_waiting_at_shutdown_are_answered(tmp_path, wire,
         assert all(a.code == 0 for a in answers.values()), [(a.code, a.remark) for a in answers.values()]
         await broker.stopped.wait()
         assert broker.send_processor.pending == 0
+
+
+async def test_send_and_pull_answers_keep_their_ext_fields_in_order(tmp_path, wire, raw):
+    """The send and pull answers are built from their response-header classes; their ext
+    fields stay the bytes the real clients were tested against: the header's fields in
+    declaration order, then the send's MSG_REGION and TRACE_ON."""
+    import json
+
+    async with wire.running_broker(tmp_path) as broker:
+        host, port = broker.broker_addr.rsplit(":", 1)
+        stream = await trio.open_tcp_stream(host, int(port))
+        buf = bytearray()
+        with trio.fail_after(10):
+            await stream.send_all(_cpp_send_frame(raw, "EXT", 1, 0))
+            cmd, header = await raw.read(stream, buf)
+            assert cmd.code == 0, cmd.remark
+            ext = json.loads(header)["extFields"]
+            assert list(ext) == ["msgId", "queueId", "queueOffset", "MSG_REGION", "TRACE_ON"]
+            assert ext["queueId"] == "0" and ext["queueOffset"] == "0"
+            assert (ext["MSG_REGION"], ext["TRACE_ON"]) == ("DefaultRegion", "true")
+            await stream.send_all(raw.frame(11, {
+                "consumerGroup": "CG", "topic": "EXT", "queueId": 0, "queueOffset": "0", "maxMsgNums": 32,
+                "sysFlag": 4, "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*",
+                "subVersion": "0", "expressionType": "TAG",
+            }, opaque=2))
+            cmd, header = await raw.read(stream, buf)
+            assert cmd.code == 0, cmd.remark
+            ext = json.loads(header)["extFields"]
+            assert ext == {"suggestWhichBrokerId": "0", "nextBeginOffset": "1", "minOffset": "0", "maxOffset": "1"}
+            assert list(ext) == ["suggestWhichBrokerId", "nextBeginOffset", "minOffset", "maxOffset"]
+        await stream.aclose()

@@ -1,5 +1,3 @@
-from enum import IntEnum
-
 import pytest
 
 from trocket.codecs.codes import (
@@ -107,15 +105,3 @@ def test_names():
     assert response_code_name(0) == "SUCCESS"
     assert response_code_name(19) == "PULL_NOT_FOUND"
     assert response_code_name(5) == "UNKNOWN(5)"
-
-
-def test_alias_resolves_to_first_declared_name():
-    # The documented rule for future colliding names (5.x reuses 209/210): declare the
-    # alias after the canonical name and lookups keep the canonical one.
-    class Codes(IntEnum):
-        UPDATE_AND_CREATE_ACL_CONFIG_FAILED = 209
-        POLLING_FULL = 209
-
-    assert Codes(209).name == "UPDATE_AND_CREATE_ACL_CONFIG_FAILED"
-    assert Codes.POLLING_FULL is Codes.UPDATE_AND_CREATE_ACL_CONFIG_FAILED
-    assert [m.name for m in Codes] == ["UPDATE_AND_CREATE_ACL_CONFIG_FAILED"]

@@ -5,8 +5,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trocket.codecs.command import LanguageCode, RemotingCommand, SerializeType
-from trocket.codecs.errors import HeaderDecodeError
+from trocket.codecs.errors import CustomHeaderError, HeaderDecodeError
 from trocket.codecs.header_json import decode_json_header, encode_json_header
+from trocket.codecs.headers import SendMessageRequestHeaderV2, decode_header
+from trocket.codecs.headers.generic import generic_decode
 
 from .strategies import text
 
@@ -82,6 +84,20 @@ def test_decodes_js_client_header_with_typed_values():
     assert cmd.remark is None
     assert cmd.ext_fields == {"a": "G", "d": "4", "e": "0", "k": "false", "j": "0", "x": "true", "f": "1.50", "big": "1e20"}
     assert list(cmd.ext_fields) == ["a", "d", "e", "k", "j", "x", "f", "big"]  # order kept
+    assert {type(v) for v in cmd.ext_fields.values()} == {str}  # plain text, not a parser's str subclass
+
+
+def test_a_fraction_for_an_integer_field_names_the_field_and_the_type():
+    # What a JS client sends for a queueId it computed as 1.5: the custom header's error
+    # (the broker's remark) says which field and what it should hold, in Java's terms.
+    raw = b'{"code":310,"extFields":{"a":"G","b":"T","c":"TBW102","d":"4","e":1.5,"f":"0","g":"1","h":"0"}}'
+    cmd = decode_json_header(raw)
+    for decode in (decode_header, generic_decode):
+        with pytest.raises(CustomHeaderError) as info:
+            decode(SendMessageRequestHeaderV2, cmd.ext_fields)
+        assert (info.value.field, info.value.reason) == (
+            "e", "cannot parse '1.5': expected an integer (Java Integer: optional sign, ASCII digits)"
+        )
 
 
 def test_missing_fields_take_java_defaults():

@@ -361,9 +361,23 @@ def test_no_ext_fields_at_all(decode: Any, cls: type) -> None:
 @pytest.mark.parametrize("value", [5, True, 2.0])
 def test_non_string_values_for_numeric_fields(decode: Any, value: Any) -> None:
     ext = {**full_ext(SendMessageRequestHeaderV2), "e": value}
-    with pytest.raises(CustomHeaderError, match="expected a string") as info:
+    with pytest.raises(CustomHeaderError) as info:
         decode(SendMessageRequestHeaderV2, ext)
     assert info.value.field == "e"
+    assert f"expected a string holding an integer (Java Integer), got {type(value).__name__} {value!r}" in info.value.reason
+
+
+@pytest.mark.parametrize("decode", BOTH)
+def test_a_str_subclass_value_is_read_as_its_text(decode: Any) -> None:
+    class Text(str):
+        pass
+
+    ext = {**full_ext(SendMessageRequestHeaderV2), "e": Text("7"), "k": Text("TRUE")}
+    header = decode(SendMessageRequestHeaderV2, ext)
+    assert (header.e, header.k) == (7, True)
+    with pytest.raises(CustomHeaderError) as info:
+        decode(SendMessageRequestHeaderV2, {**ext, "e": Text("1.5")})
+    assert info.value.reason == "cannot parse '1.5': expected an integer (Java Integer: optional sign, ASCII digits)"
 
 
 # -- what real clients send ----------------------------------------------------------------

@@ -1,4 +1,5 @@
 import json
+import os
 import struct
 from pathlib import Path
 
@@ -111,3 +112,12 @@ def test_garbage_payloads_raise_only_codec_errors(payload):
         decode_command(payload)
     except CodecError:
         pass
+
+
+def test_hypothesis_examples_have_no_deadline():
+    # tests/conftest.py loads the "trocket" profile unless HYPOTHESIS_PROFILE names
+    # another: under coverage a correct example overran hypothesis's 200 ms default.
+    assert settings.get_profile("trocket").deadline is None
+    if os.environ.get("HYPOTHESIS_PROFILE", "trocket") == "trocket":
+        assert settings().deadline is None
+        assert settings(max_examples=300).deadline is None  # as the @settings(...) above build it

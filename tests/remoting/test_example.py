@@ -3,31 +3,99 @@
 from __future__ import annotations
 
 import pathlib
+import signal
 import subprocess
 import sys
 
+import pytest
 import trio
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "echo_service.py"
 
 
-async def test_echo_service_serve_and_call():
+async def _read_line(stream: trio.abc.ReceiveStream) -> str:
+    line = b""
+    with trio.fail_after(20):
+        while not line.endswith(b"\n"):
+            chunk = await stream.receive_some(1)
+            assert chunk, f"the example closed its output after {line!r}"
+            line += chunk
+    return line.decode()
+
+
+async def _stop(proc: trio.Process, signum: int) -> tuple[int, bytes, bytes]:
+    """Send ``signum``, wait (at most 20 s), return (exit code, rest of stdout, stderr)."""
+    proc.send_signal(signum)
+    out, err = bytearray(), bytearray()
+
+    async def drain(stream, into):
+        while chunk := await stream.receive_some():
+            into += chunk
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(drain, proc.stdout, out)
+            nursery.start_soon(drain, proc.stderr, err)
+        code = await proc.wait()
+    return code, bytes(out), bytes(err)
+
+
+async def _start_server() -> tuple[trio.Process, str]:
     proc = await trio.lowlevel.open_process(
-        [sys.executable, str(EXAMPLE), "serve", "127.0.0.1:0"], stdout=subprocess.PIPE
+        [sys.executable, str(EXAMPLE), "serve", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
+    line = await _read_line(proc.stdout)
+    assert line.startswith("echo service listening on 127.0.0.1:"), line
+    return proc, line.rsplit(" ", 1)[-1].strip()
+
+
+async def _call(addr: str, *args: str) -> str:
+    result = await trio.run_process([sys.executable, str(EXAMPLE), "call", addr, *args], capture_stdout=True)
+    return result.stdout.decode()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=lambda s: signal.Signals(s).name)
+async def test_echo_service_serve_call_and_stop_cleanly(signum):
+    proc, addr = await _start_server()
     try:
-        with trio.fail_after(20):
-            line = b""
-            while not line.endswith(b"\n"):
-                line += await proc.stdout.receive_some(1)
-        addr = line.decode().rsplit(" ", 1)[-1].strip()
         for stype in ("JSON", "ROCKETMQ"):
-            result = await trio.run_process(
-                [sys.executable, str(EXAMPLE), "call", addr, "--body", "hi", "--ext", "k=v", "--serialize", stype],
-                capture_stdout=True,
-            )
-            out = result.stdout.decode()
+            out = await _call(addr, "--body", "hi", "--ext", "k=v", "--serialize", stype)
             assert "code=0" in out and "ext={'k': 'v'}" in out and "body=b'hi'" in out
+        code, out, err = await _stop(proc, signum)
     finally:
-        proc.terminate()
-        await proc.wait()
+        if proc.returncode is None:
+            proc.kill()
+    # Ctrl-C is a clean stop, as for `trocket broker`: exit 0, one line, no traceback.
+    assert (code, out, err) == (0, f"echo service stopped ({signal.Signals(signum).name})\n".encode(), b"")
+    # ... and the port is free again at once: the listener was closed.
+    with trio.fail_after(10):
+        host, port = addr.rsplit(":", 1)
+        with pytest.raises(OSError):
+            await trio.open_tcp_stream(host, int(port))
+
+
+async def test_ctrl_c_during_a_call_is_one_line_and_130():
+    # A peer that accepts and never answers: the call is waiting when SIGINT comes.
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    requested = trio.Event()
+
+    async def hold(stream):
+        if await stream.receive_some():  # the request's first bytes: the call now waits
+            requested.set()
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(trio.serve_listeners, hold, listeners)
+        proc = await trio.lowlevel.open_process(
+            [sys.executable, str(EXAMPLE), "call", f"127.0.0.1:{port}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        try:
+            with trio.fail_after(20):
+                await requested.wait()
+            code, out, err = await _stop(proc, signal.SIGINT)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+        nursery.cancel_scope.cancel()
+    assert (code, out, err) == (130, b"", b"interrupted\n")

@@ -8,7 +8,8 @@ import struct
 import pytest
 import trio
 
-from trocket.broker.namesrv import NameServer, NamesrvConfig, run_namesrv
+from trocket.broker.main import run_namesrv
+from trocket.broker.namesrv import NameServer, NamesrvConfig
 from trocket.broker.outer_api import BROKER_VERSION, BrokerOuterAPI, BrokerOuterAPIError, topic_config_wrapper_of
 from trocket.codecs.bodies.namesrv import (
     ClusterInfo,
@@ -345,12 +346,16 @@ async def test_wrapper_from_the_store_topic_config_manager(tmp_path, ns, api, cl
         assert (await route(client, ns, topic)).code == 0, topic
 
 
-async def test_run_namesrv_until_cancelled(client):
+async def test_run_namesrv_until_cancelled_logs_its_shutdown(client, caplog):
+    """``trocket namesrv``'s runner: serves, and says when it has shut down."""
+    caplog.set_level("INFO", logger="trocket.broker")
     async with trio.open_nursery() as nursery:
-        ns = await nursery.start(run_namesrv, config())
+        ns = await nursery.start(run_namesrv, ("127.0.0.1", 0))
         assert ns.port > 0 and ns.address == f"127.0.0.1:{ns.port}"
         assert (await route(client, ns, "T")).code == 17
         nursery.cancel_scope.cancel()
+    messages = [r.getMessage() for r in caplog.records]
+    assert f"The Name Server {ns.address} shut down" in messages
 
 
 def test_config_defaults():

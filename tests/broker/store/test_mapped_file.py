@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from trocket.broker.store.mapped_file import MappedFile, segment_name
+from trocket.broker.store.mapped_file import MappedFile, data_ranges, segment_name
 from trocket.broker.store.mapped_file_queue import MappedFileQueue
 
 
@@ -42,8 +42,45 @@ def test_close_with_live_views_and_delete(tmp_path):
 def test_zero_from_only_rewrites_dirty_chunks(tmp_path):
     mf = MappedFile.open(str(tmp_path / segment_name(0)), 256 * 1024, create=True)
     mf.write_at(1000, b"\xff" * 10)
-    assert mf.zero_from(500) == 65536 - 500
-    assert bytes(mf.read_raw(0, 2000)) == bytes(2000)
+    mf.write_at(200_000, b"\xee" * 10)
+    rewritten = mf.zero_from(500)
+    # chunk granular within the data the file system reports (a page on ext4/xfs/tmpfs)
+    assert 20 <= rewritten <= 2 * 65536
+    assert bytes(mf.read_raw(0, 256 * 1024)) == bytes(500) + bytes(256 * 1024 - 500)
+    assert mf.zero_from(500) == 0
+    mf.close()
+
+
+@pytest.mark.parametrize("preallocate", [True, False])
+def test_zero_from_touches_only_the_stale_range(tmp_path, preallocate):
+    """A 256 MiB segment with a written head and garbage at two places past the end:
+    the garbage is zeroed, the head kept, and the empty rest of the file is not read
+    (no page of it becomes data: the old full scan faulted in every page)."""
+    size = 256 << 20
+    mf = MappedFile.open(str(tmp_path / segment_name(0)), size, create=True, preallocate=preallocate)
+    mf.append(b"\x11" * 10_000)
+    mf.write_at(10_000, b"\x22" * 300)  # a torn record just past the end
+    mf.write_at(5 << 20, b"\x33" * 5000)  # a stale page further on
+    mf.flush()
+    before = list(data_ranges(mf._fd, 0, size))
+    rewritten = mf.zero_from(10_000)
+    assert rewritten > 0
+    assert bytes(mf.read_raw(0, 10_000)) == b"\x11" * 10_000
+    assert bytes(mf.read_raw(10_000, 300)) == bytes(300)
+    assert bytes(mf.read_raw(5 << 20, 5000)) == bytes(5000)
+    assert list(data_ranges(mf._fd, 0, size)) == before
+    if len(before) > 1 or before[0] != (0, size):  # the file system reports holes
+        assert sum(end - start for start, end in before) <= size // 16  # ext4: 8 MiB
+    mf.close()
+
+
+def test_zero_from_without_seek_data_checks_every_byte(tmp_path, monkeypatch):
+    mf = MappedFile.open(str(tmp_path / segment_name(0)), 256 * 1024, create=True)
+    mf.write_at(100_000, b"\x44" * 10)
+    monkeypatch.delattr(os, "SEEK_DATA")
+    assert list(data_ranges(mf._fd, 10, 1000)) == [(10, 1000)]
+    assert mf.zero_from(10) == 65536  # the one 64 KiB chunk holding the bytes
+    assert bytes(mf.read_raw(0, 256 * 1024)) == bytes(256 * 1024)
     mf.close()
 
 

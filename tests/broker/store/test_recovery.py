@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
 import shutil
 
 import pytest
 
 from trocket.broker.store import GetStatus, MessageStore, StoreLoadError
+from trocket.broker.store.mapped_file import data_ranges
 from trocket.codecs.message.record import iter_records
 
 from .conftest import msg, small_config
@@ -170,4 +173,77 @@ def test_store_dir_is_locked(config):
     store = MessageStore.open(config)
     with pytest.raises(StoreLoadError):
         MessageStore.open(config)
+    store.shutdown()
+
+
+def _data_ranges_of(path, size):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return list(data_ranges(fd, 0, size))
+    finally:
+        os.close(fd)
+
+
+def _resident_pages(path, size):
+    """How many of the file's pages are in the page cache (``mincore``); None where
+    that cannot be asked."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    except (OSError, AttributeError):
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        if addr in (None, ctypes.c_void_p(-1).value):
+            return None
+        try:
+            vec = (ctypes.c_ubyte * ((size + mmap.PAGESIZE - 1) // mmap.PAGESIZE))()
+            if libc.mincore(addr, size, vec) != 0:
+                return None
+            return sum(b & 1 for b in vec)
+        finally:
+            libc.munmap(addr, size)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("crash", [True, False])
+def test_garbage_past_the_end_is_zeroed_and_nothing_beyond_touched(tmp_path, crash):
+    """A 256 MiB segment holding a few KB, with garbage just past the end (a torn
+    record) and a stale page further on: recovery zeroes both, and no page of the
+    empty rest is read (it stays a hole / unwritten: the data ranges are unchanged)."""
+    size = 256 << 20
+    config = small_config(tmp_path / "store", commit_log_segment_size=size)
+    store = MessageStore.open(config)
+    results = fill(store, 30)
+    end = results[-1].end_offset
+    if crash:
+        store.abandon()
+    else:
+        store.shutdown()
+    patch_file(config, end, b"\xab" * 200)
+    patch_file(config, end + (3 << 20), b"\xcd" * 4096)
+    path, _ = commit_log_file(config, 0)
+    before = _data_ranges_of(path, size)
+    store = MessageStore.open(config)
+    report = store.recovery
+    assert report.commit_log_end == end and report.truncated_bytes > 0
+    # after a clean shutdown the checkpoint's end is not trusted: bytes follow it
+    assert report.method == ("scan-abnormal" if crash else "scan-normal")
+    mf = store.commit_log.files.last
+    assert bytes(mf.read_raw(end, 200)) == bytes(200)
+    assert bytes(mf.read_raw(end + (3 << 20), 4096)) == bytes(4096)
+    assert [m.commit_log_offset for m in served(store)] == [r.physical_offset for r in results]
+    assert _data_ranges_of(path, size) == before
+    resident = _resident_pages(path, size)
+    assert resident is None or resident * mmap.PAGESIZE <= 16 << 20  # not 256 MiB read in
+    r = store.put_message(msg(queue_id=0))  # the zeroed range is written over safely
+    assert r.physical_offset == end
+    store.shutdown()
+    store = MessageStore.open(config)
+    assert len(served(store)) == 31
     store.shutdown()
