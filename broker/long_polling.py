@@ -26,7 +26,12 @@ A re-run is the pull processor's job (:attr:`PullHoldService.rerun`, set by
 ``executeRequestWhenWakeup`` with ``brokerAllowSuspend=false``). A connection that
 closes drops its held pulls (:meth:`drop_connection`, called from the channel
 listener), and at most ``max_held`` pulls are held at once: :meth:`suspend` returns
-False past that and the processor answers SYSTEM_BUSY.
+False past that and the processor answers SYSTEM_BUSY. An answer that finds the
+connection's outbound queue full is not dropped and does not stall the service: a task
+sends it once there is room (or ends when the connection closes).
+
+Every time here is trio's clock (deadlines, the periodic check), so a test running
+under ``trio.testing.MockClock`` drives the whole service on logical time.
 """
 
 from __future__ import annotations
@@ -109,6 +114,8 @@ class PullHoldService:
         self.woken_by_check = 0
         self.passes = 0
         self.rejected_full = 0
+        #: answers sent later because the connection's outbound queue was full
+        self.deferred_answers = 0
 
     # -- state -------------------------------------------------------------------------------
 
@@ -323,6 +330,7 @@ class PullHoldService:
         except RemotingSendRequestError:
             return
         if self._nursery is not None:
+            self.deferred_answers += 1
             self._nursery.start_soon(self._send_later, conn, frame)
 
     @staticmethod

@@ -57,6 +57,7 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -89,9 +90,11 @@ __all__ = [
     "DelayLevelError",
     "SCHEDULE_TOPIC",
     "ScheduleMessageService",
+    "TrioEpochClock",
     "delivered_properties",
     "parse_delay_levels",
     "schedule_properties",
+    "wall_clock_ms",
 ]
 
 log = logging.getLogger(__name__)
@@ -115,8 +118,33 @@ _STRIP_ON_DELIVERY = _REAL_KEYS | {_DELAY_B}
 _INF = float("inf")
 
 
-def _now_ms() -> int:
+def wall_clock_ms() -> int:
+    """The real clock: epoch milliseconds, what the store stamps records with."""
     return time.time_ns() // 1_000_000
+
+
+class TrioEpochClock:
+    """Epoch ms that advance with trio's clock, for tests under
+    ``trio.testing.MockClock``: the wall clock read at the first call plus trio's time
+    elapsed since, but never behind the wall clock itself (the store stamps records
+    with it: a clock behind a record's store time would look like the clock going
+    back). A level that sleeps until its due time wakes reading exactly that time.
+    With trio's real clock it is a wall clock blind to the system clock being set
+    back, which is why the broker uses :func:`wall_clock_ms`. Call it in ``trio.run``."""
+
+    __slots__ = ("_wall0", "_trio0")
+
+    def __init__(self) -> None:
+        self._wall0: int | None = None
+        self._trio0 = 0.0
+
+    def __call__(self) -> int:
+        now = trio.current_time()
+        wall = wall_clock_ms()
+        if self._wall0 is None:
+            self._wall0, self._trio0 = wall, now
+        # the epsilon absorbs float error in a sleep of exactly (due - now) / 1000 s
+        return max(wall, self._wall0 + int((now - self._trio0) * 1000 + 1e-6))
 
 
 def _delay_level(value: str | None) -> int:
@@ -174,7 +202,7 @@ class _Level:
     durable: int = 0
     #: (next offset, end of the re-put record) of deliveries not known to be flushed yet
     unflushed: deque = attrs.field(factory=deque)
-    #: wall-clock ms the level task sleeps until (inf: until an arrival)
+    #: clock ms (epoch) the level task sleeps until (inf: until an arrival)
     deadline: float = _INF
     wake: trio.Event = attrs.field(factory=trio.Event)
     delivered: int = 0
@@ -190,10 +218,15 @@ class ScheduleMessageService:
     """Delayed delivery for one store (see the module docstring).
 
     ``config`` is the broker's (``message_delay_level``,
-    ``flush_delay_offset_interval_ms``); None means RocketMQ's defaults.
+    ``flush_delay_offset_interval_ms``); None means RocketMQ's defaults. ``clock``
+    returns epoch ms (see the module docstring); it is read on every pass, so it may
+    be replaced while the service runs.
     """
 
-    def __init__(self, store: MessageStore, config: Any = None) -> None:
+    def __init__(
+        self, store: MessageStore, config: Any = None, *, clock: Callable[[], int] = wall_clock_ms
+    ) -> None:
+        self.clock = clock
         text = getattr(config, "message_delay_level", DEFAULT_MESSAGE_DELAY_LEVEL)
         self.delays_ms = parse_delay_levels(text)
         self.max_level = len(self.delays_ms)
@@ -390,15 +423,15 @@ class ScheduleMessageService:
                 return
             except Exception:
                 log.exception("schedule level %d: delivery failed at offset %d", st.level, st.offset)
-                next_due = _now_ms() + int(RETRY_AFTER_FAILURE * 1000)
+                next_due = self.clock() + int(RETRY_AFTER_FAILURE * 1000)
             if next_due is None:
                 st.deadline = _INF
                 timeout = IDLE_RECHECK
             else:
                 st.deadline = next_due
-                # capped: the due time is wall-clock, the sleep monotonic; re-read after
-                # at most IDLE_RECHECK in case the wall clock was set forward meanwhile
-                timeout = min(max(0.0, (next_due - _now_ms()) / 1000.0), IDLE_RECHECK)
+                # capped: the due time is on self.clock, the sleep on trio's; re-read
+                # after at most IDLE_RECHECK in case the wall clock was set forward
+                timeout = min(max(0.0, (next_due - self.clock()) / 1000.0), IDLE_RECHECK)
             if timeout <= 0:
                 await trio.lowlevel.checkpoint()
                 continue
@@ -407,7 +440,7 @@ class ScheduleMessageService:
 
     def _deliver_due(self, st: _Level) -> int | None:
         """Deliver what is due from ``st.offset`` on (at most :data:`DELIVER_BATCH`);
-        the wall-clock ms when the next entry is due, or None when the queue is done."""
+        the clock ms when the next entry is due, or None when the queue is done."""
         store = self.store
         if store.closed:
             raise StoreClosedError("message store is shut down")
@@ -424,20 +457,20 @@ class ScheduleMessageService:
         budget = DELIVER_BATCH
         while st.offset < hi:
             if not budget:
-                return _now_ms()  # more is due: come back after a checkpoint
+                return self.clock()  # more is due: come back after a checkpoint
             entry = store.get_queue_entry(SCHEDULE_TOPIC, qid, st.offset)
             if entry is None:
                 st.offset += 1
                 continue
             phys, size, deliver_at = entry
-            now = _now_ms()
+            now = self.clock()
             if deliver_at > now + st.delay_ms:  # correctDeliverTimestamp: the clock went back
                 deliver_at = now
             if deliver_at > now:
                 return deliver_at
             end = self._deliver(st, phys, size)
             if end is False:
-                return _now_ms() + int(RETRY_AFTER_FAILURE * 1000)  # same entry again
+                return self.clock() + int(RETRY_AFTER_FAILURE * 1000)  # same entry again
             st.offset += 1
             st.unflushed.append((st.offset, end or 0))
             budget -= 1

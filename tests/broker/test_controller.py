@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -157,7 +158,7 @@ async def test_crash_recovery(tmp_path, wire):
         assert [m.body for m in decode_records(r.body)] == [b"0", b"1", b"2"]
 
 
-async def test_external_namesrv_registration_and_reregistration(tmp_path, wire):
+async def test_external_namesrv_registration_and_reregistration(tmp_path, wire, logical_clock):
     from trocket.broker.namesrv.server import NamesrvConfig, NameServer
 
     async with NameServer(NamesrvConfig(listen_port=0)) as ns:
@@ -166,7 +167,7 @@ async def test_external_namesrv_registration_and_reregistration(tmp_path, wire):
             first = broker.registrations
             assert first >= 1
             await trio.sleep(0.5)
-            assert broker.registrations >= first + 2  # re-registered periodically
+            assert broker.registrations == first + 3  # re-registered every 150 (logical) ms
             async with wire.client() as c:
                 r = await c.invoke_sync(ns.address, RemotingCommand.request(105, ext_fields={"topic": "TBW102"}))
                 assert r.code == 0 and broker.broker_addr.encode() in r.body
@@ -195,26 +196,42 @@ async def test_request_shutdown_and_store_lock(tmp_path, wire):
             await broker.stopped.wait()
 
 
+def read_lines_until(proc: subprocess.Popen, needle: str, timeout: float) -> list[str]:
+    """``proc``'s stdout lines up to the first holding ``needle``; fails after
+    ``timeout`` s even if the process writes nothing (a bare readline would block)."""
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    deadline = time.monotonic() + timeout
+    buf = b""
+    while needle.encode() not in buf:
+        left = deadline - time.monotonic()
+        assert left > 0 and proc.poll() is None, buf.decode(errors="replace")
+        select.select([fd], [], [], min(left, 0.5))
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            continue
+        assert chunk, f"stdout closed: {buf.decode(errors='replace')}"
+        buf += chunk
+    os.set_blocking(fd, True)
+    return buf.decode().splitlines(keepends=True)
+
+
 def test_main_broker_sigint_clean_exit(tmp_path):
     store = tmp_path / "st"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
         [sys.executable, "-m", "trocket.broker.main", "broker", "--store", str(store),
          "--listen", "127.0.0.1:0", "--namesrv-listen", "127.0.0.1:0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
     )
     try:
-        deadline = time.monotonic() + 20
-        lines = []
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            lines.append(line)
-            if "boot success" in line:
-                break
+        lines = read_lines_until(proc, "boot success", 20)
         assert any("The broker[broker-a, 127.0.0.1:" in x and "boot success. serializeType=JSON and name server is 127.0.0.1:" in x for x in lines), lines
         assert (store / "abort").exists()
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=20)
+        out = out.decode()
     finally:
         if proc.poll() is None:
             proc.kill()

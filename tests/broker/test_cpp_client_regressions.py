@@ -3,7 +3,7 @@ client of PyPI ``rocketmq`` 0.4.4), reproduced here with the frames that client 
 
 from __future__ import annotations
 
-import time
+import threading
 import zlib
 
 import pytest
@@ -128,14 +128,27 @@ async def test_sync_flush_sends_waiting_at_shutdown_are_answered(tmp_path, wire,
     """With sends processed inline, a SYNC_FLUSH send waits for its group commit in a
     task counted in flight on its connection: a graceful shutdown still answers it."""
     n = 20
+    disk = threading.Event()
     async with wire.running_broker(tmp_path, flush="sync") as broker:
-        broker.store.flush_service.flush_hook = lambda: time.sleep(0.3)  # a slow disk
+        broker.store.flush_service.flush_hook = lambda: disk.wait(10)  # a stalled disk
         host, port = broker.broker_addr.rsplit(":", 1)
         stream = await trio.open_tcp_stream(host, int(port))
         await stream.send_all(b"".join(_cpp_send_frame(raw, "SHUT", seq, 0) for seq in range(n)))
-        await trio.sleep(0.1)  # read and put; now waiting for the slow flush
-        assert broker.send_processor.pending > 0
-        broker.request_shutdown()
+        try:
+            with trio.fail_after(5):  # read and put; now waiting for the flush
+                while broker.send_processor.pending < n:
+                    await trio.sleep(0.001)
+            broker.request_shutdown()
+            with trio.fail_after(5):  # under way: the listener is closed, they still wait
+                while True:
+                    try:
+                        await (await trio.open_tcp_stream(host, int(port))).aclose()
+                    except OSError:
+                        break
+                    await trio.sleep(0.001)
+            assert broker.send_processor.pending == n
+        finally:
+            disk.set()  # the disk comes back
         buf = bytearray()
         answers = {}
         with trio.fail_after(10):

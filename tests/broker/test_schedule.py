@@ -2,7 +2,10 @@
 the real topic, delayOffset.json across restarts and crashes, send-back's retry delay.
 
 The brokers here run a short delay table ("200ms 500ms 1s", a trocket extension: Java
-takes s/m/h/d only) so that level 3 -- a first send-back's level -- is one second."""
+takes s/m/h/d only) so that level 3 -- a first send-back's level -- is one second, on
+a MockClock (conftest's ``logical_clock``): the schedule service reads a
+:class:`~trocket.broker.schedule.TrioEpochClock` (see conftest), so a test asserts the
+logical time a message is delivered at -- exactly its deliver time -- without waiting."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from trocket.broker.schedule import (
     DEFAULT_MESSAGE_DELAY_LEVEL,
     DelayLevelError,
     ScheduleMessageService,
+    TrioEpochClock,
     delivered_properties,
     parse_delay_levels,
     schedule_properties,
@@ -76,6 +80,29 @@ async def pull_wait(c, addr, wire, topic, queue_id=0, offset=0, *, within: float
             )
             if r.code == 0:
                 return r, _records(r.body)
+            # 19 after the suspend; anything else comes at once and would spin
+            assert r.code == 19, (r.code, r.remark)
+
+
+async def sleep_until_ms(clock, at_ms: int) -> None:
+    """Sleep until the schedule service's ``clock`` reads ``at_ms`` (it never lags the
+    wall clock, so one sleep may fall short by the real ms the test took)."""
+    with trio.fail_after(60):
+        while clock() < at_ms:
+            await trio.sleep((at_ms - clock()) / 1000)
+    assert clock() == at_ms
+
+
+async def not_before_due(c, addr, wire, broker, topic, queue_id, offset, due_ms):
+    """Nothing at ``offset`` 1 ms before ``due_ms``; then it arrives exactly at ``due_ms``
+    (by the service's clock). The records that came."""
+    clock = broker.schedule.clock
+    await sleep_until_ms(clock, due_ms - 1)
+    resp, msgs = await pull_now(c, addr, wire, topic, queue_id, offset)
+    assert msgs == [], (resp.code, resp.remark)
+    _, msgs = await pull_wait(c, addr, wire, topic, queue_id, offset)
+    assert clock() == due_ms
+    return msgs
 
 
 def retry_send(wire, topic: str, body: bytes, props: str, reconsume_times: int) -> RemotingCommand:
@@ -139,11 +166,10 @@ def test_schedule_properties_round_trip():
 # -- the put path and delivery -------------------------------------------------------------
 
 
-async def test_delayed_send_is_held_then_delivered_unchanged(tmp_path, wire):
+async def test_delayed_send_is_held_then_delivered_unchanged(tmp_path, wire, logical_clock):
     async with wire.running_broker(tmp_path, message_delay_level=TABLE) as broker, wire.client() as c:
         addr = broker.broker_addr
         props = wire.props(tags="TagA", keys="k1", UNIQ_KEY="0A0B0C0D" * 4, DELAY="2", custom="v\u00e9")
-        t0 = trio.current_time()
         r = await c.invoke_sync(addr, wire.send_v1("DT", b"later", queue_id=1, properties=props))
         assert r.code == 0, r.remark
         # Java answers the requested queue, and the schedule record's id and queue offset
@@ -156,11 +182,9 @@ async def test_delayed_send_is_held_then_delivered_unchanged(tmp_path, wire):
 
         resp, msgs = await pull_now(c, addr, wire, "DT", 1)
         assert resp.code != 0 and msgs == []
-        resp, msgs = await pull_wait(c, addr, wire, "DT", 1)
-        elapsed = trio.current_time() - t0
+        await not_before_due(c, addr, wire, broker, "DT", 1, 0, entry[2])
+        resp, msgs = await pull_now(c, addr, wire, "DT", 1)
         (m,) = msgs
-        assert 0.45 <= elapsed < 3.0, elapsed
-        assert m.store_timestamp >= held.store_timestamp + 500
         assert (m.topic, m.queue_id, m.queue_offset, m.body) == ("DT", 1, 0, b"later")
         assert m.commit_log_offset > held.commit_log_offset and m.msg_id != held.msg_id
         assert (m.born_timestamp, m.flag, m.reconsume_times, m.sys_flag) == (
@@ -177,7 +201,7 @@ async def test_delayed_send_is_held_then_delivered_unchanged(tmp_path, wire):
         assert r2.code != 0 or _records(r2.body) == []
 
 
-async def test_v2_send_and_compressed_body(tmp_path, wire):
+async def test_v2_send_and_compressed_body(tmp_path, wire, logical_clock):
     import zlib
 
     async with wire.running_broker(tmp_path, message_delay_level=TABLE) as broker, wire.client() as c:
@@ -195,7 +219,7 @@ async def test_v2_send_and_compressed_body(tmp_path, wire):
         assert msgs[0].properties == {"TAGS": "a"} and msgs[1].sys_flag & 1
 
 
-async def test_order_within_a_level_and_levels_independent(tmp_path, wire):
+async def test_order_within_a_level_and_levels_independent(tmp_path, wire, logical_clock):
     async with wire.running_broker(tmp_path, message_delay_level=TABLE) as broker, wire.client() as c:
         addr = broker.broker_addr
         for i in range(5):
@@ -206,11 +230,18 @@ async def test_order_within_a_level_and_levels_independent(tmp_path, wire):
         for i in range(5, 8):
             r = await c.invoke_sync(addr, wire.send_v1("OT", f"a{i}".encode(), properties=wire.props(DELAY="3")))
             assert r.code == 0
-        _, msgs = await pull_wait(c, addr, wire, "OT")
+        (b_entry,), _ = schedule_queue(broker, 1)
+        msgs = await not_before_due(c, addr, wire, broker, "OT", 0, 0, b_entry[2])
         assert [m.body for m in msgs] == [b"b"]  # level 1 (200 ms) overtakes level 3 (1 s)
-        with trio.fail_after(5):
-            while broker.store.get_max_offset("OT", 0) < 9:
-                await trio.sleep(0.05)
+        a_entries, _ = schedule_queue(broker, 3)
+        msgs = await not_before_due(c, addr, wire, broker, "OT", 0, 1, a_entries[0][2])
+        assert msgs[0].body == b"a0"
+        # each of the others when its own time comes (they were sent apart in time)
+        offset = 2
+        while offset < 9:
+            _, got = await pull_wait(c, addr, wire, "OT", offset=offset)
+            offset += len(got)
+        assert broker.schedule.clock() == a_entries[-1][2]
         _, msgs = await pull_now(c, addr, wire, "OT")
         assert [m.body for m in msgs] == [b"b"] + [f"a{i}".encode() for i in range(8)]
         assert [m.queue_offset for m in msgs] == list(range(9))
@@ -218,25 +249,25 @@ async def test_order_within_a_level_and_levels_independent(tmp_path, wire):
         # no polling: an idle level read its queue once at start and once per wake-up
         levels = broker.schedule.levels
         passes = {n: st.passes for n, st in levels.items()}
-        await trio.sleep(0.5)
+        await trio.sleep(5)
         assert {n: st.passes for n, st in levels.items()} == passes
         assert passes[2] == 1 and passes[1] <= 4 and passes[3] <= 12, passes
 
 
-async def test_levels_beyond_the_last_are_clamped_and_non_levels_ignored(tmp_path, wire):
+async def test_levels_beyond_the_last_are_clamped_and_non_levels_ignored(tmp_path, wire, logical_clock):
     async with wire.running_broker(tmp_path, message_delay_level=TABLE) as broker, wire.client() as c:
         addr = broker.broker_addr
         r = await c.invoke_sync(addr, wire.send_v1("CT", b"far", properties=wire.props(DELAY="99")))
         assert r.code == 0
-        (_e,), (held,) = schedule_queue(broker, 3)
-        assert held.properties["DELAY"] == "3"
+        (far,), (held,) = schedule_queue(broker, 3)
+        assert held.properties["DELAY"] == "3" and far[2] == held.store_timestamp + 1000
         # no level, 0, negative, not a number: stored on the topic at once
         for i, level in enumerate(("0", "-1", "abc")):
             r = await c.invoke_sync(addr, wire.send_v1("CT", f"now{i}".encode(), properties=wire.props(DELAY=level)))
             assert r.code == 0 and r.ext_fields["queueOffset"] == str(i)
         _, msgs = await pull_now(c, addr, wire, "CT")
         assert [m.body for m in msgs] == [b"now0", b"now1", b"now2"]
-        _, msgs = await pull_wait(c, addr, wire, "CT", offset=3)
+        msgs = await not_before_due(c, addr, wire, broker, "CT", 0, 3, far[2])
         assert [m.body for m in msgs] == [b"far"]
 
 
@@ -265,7 +296,7 @@ async def test_prepared_transaction_not_delayed(tmp_path):
         store.shutdown()
 
 
-async def test_runtime_info_has_schedule_offsets(tmp_path, wire):
+async def test_runtime_info_has_schedule_offsets(tmp_path, wire, logical_clock):
     async with wire.running_broker(tmp_path, message_delay_level=TABLE) as broker, wire.client() as c:
         addr = broker.broker_addr
         r = await c.invoke_sync(addr, wire.send_v1("RT", b"x", properties=wire.props(DELAY="1")))
@@ -278,8 +309,12 @@ async def test_runtime_info_has_schedule_offsets(tmp_path, wire):
 # -- restarts and crashes -----------------------------------------------------------------------
 
 
-async def test_restart_keeps_pending_delayed_messages(tmp_path, wire):
-    async with wire.running_broker(tmp_path, message_delay_level=TABLE) as broker, wire.client() as c:
+async def test_restart_keeps_pending_delayed_messages(tmp_path, wire, logical_clock):
+    # level 3 is 5 s here: far past what the clean shutdown and the restart take
+    # on the logical clock (it jumps while the store's files are closed and opened in
+    # worker threads)
+    table = "200ms 500ms 5s"
+    async with wire.running_broker(tmp_path, message_delay_level=table) as broker, wire.client() as c:
         addr = broker.broker_addr
         r = await c.invoke_sync(addr, wire.send_v1("RS", b"early", properties=wire.props(DELAY="1")))
         assert r.code == 0
@@ -287,26 +322,31 @@ async def test_restart_keeps_pending_delayed_messages(tmp_path, wire):
         for i in range(3):
             r = await c.invoke_sync(addr, wire.send_v1("RS", f"late{i}".encode(), properties=wire.props(DELAY="3")))
             assert r.code == 0
-        stopped_at = trio.current_time()
+        late, _ = schedule_queue(broker, 3)
+        assert [e[2] - m.store_timestamp for e, m in zip(late, _)] == [5_000] * 3
     offsets = json.loads((tmp_path / "store" / "config" / "delayOffset.json").read_text())
     assert offsets == {"offsetTable": {"1": 1, "2": 0, "3": 0}}
     # restarted before the late ones were due; they come once, the early one is not repeated
-    async with wire.running_broker(tmp_path, message_delay_level=TABLE) as broker, wire.client() as c:
+    async with wire.running_broker(tmp_path, message_delay_level=table) as broker, wire.client() as c:
         addr = broker.broker_addr
+        clock = broker.schedule.clock
+        assert clock() < late[0][2] - 1, late[0][2] - clock()
+        # (the level tasks' first pass read the real clock, before conftest swapped in
+        # the trio one: they may come a few real ms late, never early)
+        await sleep_until_ms(clock, late[0][2] - 1)
         _, msgs = await pull_now(c, addr, wire, "RS")
         assert [m.body for m in msgs] == [b"early"]
-        with trio.fail_after(5):
+        with trio.fail_after(120):
             while broker.store.get_max_offset("RS", 0) < 4:
-                await trio.sleep(0.02)
-        assert trio.current_time() - stopped_at >= 0.9
-        await trio.sleep(0.3)
+                await pull_wait(c, addr, wire, "RS", offset=broker.store.get_max_offset("RS", 0), within=60)
+        assert clock() >= late[-1][2]
         _, msgs = await pull_now(c, addr, wire, "RS")
         assert [m.body for m in msgs] == [b"early", b"late0", b"late1", b"late2"]
     offsets = json.loads((tmp_path / "store" / "config" / "delayOffset.json").read_text())
     assert offsets == {"offsetTable": {"1": 1, "2": 0, "3": 3}}
 
 
-async def test_fastjson_offsets_file_and_out_of_range_offsets(tmp_path, wire):
+async def test_fastjson_offsets_file_and_out_of_range_offsets(tmp_path, wire, logical_clock):
     path = tmp_path / "store" / "config" / "delayOffset.json"
     os.makedirs(path.parent)
     path.write_text('{"offsetTable":{1:7,3:-2}}')  # Java's fastjson output, offsets past the queues
@@ -325,7 +365,7 @@ async def test_fastjson_offsets_file_and_out_of_range_offsets(tmp_path, wire):
         store.shutdown()
 
 
-async def test_crash_redelivers_at_least_once_and_recovery_recomputes_deliver_times(tmp_path):
+async def test_crash_redelivers_at_least_once_and_recovery_recomputes_deliver_times(tmp_path, logical_clock):
     cfg = StoreConfig(store_dir=tmp_path / "s", commit_log_segment_size=1 << 20, delay_levels_ms=DELAYS)
     store = MessageStore.open(cfg)
 
@@ -333,7 +373,7 @@ async def test_crash_redelivers_at_least_once_and_recovery_recomputes_deliver_ti
         message_delay_level = TABLE
         flush_delay_offset_interval_ms = 60_000
 
-    svc = ScheduleMessageService(store, Conf)
+    svc = ScheduleMessageService(store, Conf, clock=TrioEpochClock())
     props = {"TAGS": "t", "DELAY": "1"}
     for i in range(3):
         held = svc.rewrite(MessageInner(topic="CR", body=b"%d" % i, properties=props,
@@ -357,7 +397,7 @@ async def test_crash_redelivers_at_least_once_and_recovery_recomputes_deliver_ti
     try:
         entries, msgs = schedule_queue(store, 1)
         assert [e[2] for e in entries] == [m.store_timestamp + 200 for m in msgs]
-        svc = ScheduleMessageService(store, Conf)
+        svc = ScheduleMessageService(store, Conf, clock=TrioEpochClock())
         assert svc.offset_table() == {1: 0, 2: 0, 3: 0}
         async with trio.open_nursery() as nursery:
             await nursery.start(svc.run)
@@ -378,25 +418,21 @@ async def test_crash_redelivers_at_least_once_and_recovery_recomputes_deliver_ti
 # -- send-back: %RETRY% after the level's delay, %DLQ% at once ----------------------------------
 
 
-async def test_send_back_retry_waits_for_level_3_and_dlq_is_immediate(tmp_path, wire):
+async def test_send_back_retry_waits_for_level_3_and_dlq_is_immediate(tmp_path, wire, logical_clock):
     async with wire.running_broker(tmp_path, message_delay_level=TABLE) as broker, wire.client() as c:
         addr = broker.broker_addr
         r = await c.invoke_sync(addr, wire.send_v1("SB", b"work", properties=wire.props(tags="T1", keys="k")))
         assert r.code == 0
         origin = r.ext_fields["msgId"]
         phys = decode_offset_msg_id(origin).offset
-        t0 = trio.current_time()
         r = await c.invoke_sync(addr, send_back(phys, "G", 0))
         assert r.code == 0, r.remark
         # level 3 + reconsumeTimes 0 = 3: on the schedule topic, not on %RETRY%G yet
-        (_e,), (held,) = schedule_queue(broker, 3)
+        (entry,), (held,) = schedule_queue(broker, 3)
         assert (held.properties["REAL_TOPIC"], held.properties["REAL_QID"], held.properties["DELAY"]) == (
             "%RETRY%G", "0", "3")
-        resp, msgs = await pull_now(c, addr, wire, "%RETRY%G")
-        assert msgs == []
-        _, msgs = await pull_wait(c, addr, wire, "%RETRY%G")
-        assert trio.current_time() - t0 >= 0.95
-        (m,) = msgs
+        assert entry[2] == held.store_timestamp + 1000
+        (m,) = await not_before_due(c, addr, wire, broker, "%RETRY%G", 0, 0, entry[2])
         assert (m.body, m.reconsume_times, m.topic) == (b"work", 1, "%RETRY%G")
         assert (m.properties["RETRY_TOPIC"], m.properties["ORIGIN_MESSAGE_ID"], m.tags) == ("SB", origin, "T1")
         assert not {"DELAY", "REAL_TOPIC", "REAL_QID"} & set(m.properties)
@@ -422,7 +458,7 @@ async def test_send_back_retry_waits_for_level_3_and_dlq_is_immediate(tmp_path, 
         assert broker.store.get_max_offset(SCHEDULE, 2) == 2
 
 
-async def test_explicit_send_back_level_and_producer_retry_send(tmp_path, wire):
+async def test_explicit_send_back_level_and_producer_retry_send(tmp_path, wire, logical_clock):
     async with wire.running_broker(tmp_path, message_delay_level=TABLE) as broker, wire.client() as c:
         addr = broker.broker_addr
         r = await c.invoke_sync(addr, wire.send_v1("SL", b"w", properties=wire.props()))

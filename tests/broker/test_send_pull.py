@@ -1,6 +1,11 @@
-"""SEND (10/310/320, CPP-style batch) and PULL (11) against a real broker over TCP."""
+"""SEND (10/310/320, CPP-style batch) and PULL (11) against a real broker over TCP.
+
+The long-polling tests run on a MockClock (conftest's ``logical_clock``): they assert
+the logical time a held pull is answered at, exactly, instead of measuring sleeps."""
 
 from __future__ import annotations
+
+import threading
 
 import trio
 
@@ -130,13 +135,13 @@ async def test_exact_tag_check_drops_hash_collisions(tmp_path, wire):
         assert resp.code == 20 and resp.ext_fields["nextBeginOffset"] == "3"
 
 
-async def test_pull_without_suspend_answers_19_at_once(tmp_path, wire):
+async def test_pull_without_suspend_answers_19_at_once(tmp_path, wire, logical_clock):
     async with wire.running_broker(tmp_path) as broker, wire.client() as c:
         addr = broker.broker_addr
         assert (await c.invoke_sync(addr, wire.send_v1("NS", b"x", properties=wire.props()))).code == 0
         t0 = trio.current_time()
         resp = await c.invoke_sync(addr, wire.pull("NS", offset=1, sys_flag=4, suspend_ms=20000))
-        assert trio.current_time() - t0 < 0.5
+        assert trio.current_time() == t0
         assert resp.code == 19 and resp.remark == "OFFSET_OVERFLOW_ONE"
         assert resp.ext_fields == {"suggestWhichBrokerId": "0", "nextBeginOffset": "1", "minOffset": "0", "maxOffset": "1"}
         # an empty queue with offset 0: 19 too (NO_MESSAGE_IN_QUEUE)
@@ -144,36 +149,40 @@ async def test_pull_without_suspend_answers_19_at_once(tmp_path, wire):
         assert resp.code == 19 and resp.remark == "NO_MESSAGE_IN_QUEUE"
 
 
-async def test_long_polling_woken_by_arrival(tmp_path, wire):
+async def held_count_reaches(broker, n: int) -> None:
+    with trio.fail_after(3):
+        while broker.pull_hold.held_count < n:
+            await trio.sleep(0.001)
+
+
+async def test_long_polling_woken_by_arrival(tmp_path, wire, logical_clock):
     async with wire.running_broker(tmp_path) as broker, wire.client() as c, wire.client() as producer:
         addr = broker.broker_addr
         assert (await c.invoke_sync(addr, wire.send_v1("LP", b"first", properties=wire.props()))).code == 0
         got = {}
 
         async def held_pull():
-            t0 = trio.current_time()
             got["resp"] = await c.invoke_sync(addr, wire.pull("LP", offset=1, suspend_ms=10000), 15)
-            got["elapsed"] = trio.current_time() - t0
+            got["at"] = trio.current_time()
 
         async with trio.open_nursery() as n:
             n.start_soon(held_pull)
-            with trio.fail_after(3):
-                while broker.pull_hold.held_count == 0:
-                    await trio.sleep(0.01)
+            await held_count_reaches(broker, 1)
             # the held pull does not block other requests on the same connection
             r = await c.invoke_sync(addr, wire.pull("LP", offset=0, sys_flag=4), 2)
             assert r.code == 0
-            await trio.sleep(0.2)
+            await trio.sleep(9.9)
             assert "resp" not in got
+            sent_at = trio.current_time()
             r = await producer.invoke_sync(addr, wire.send_v1("LP", b"second", properties=wire.props()))
             assert r.code == 0
         resp = got["resp"]
         assert resp.code == 0 and [m.body for m in _records(resp.body)] == [b"second"]
-        assert got["elapsed"] < 1.5
+        assert got["at"] == sent_at  # answered by the arrival, not by the periodic check
         assert broker.pull_hold.woken_by_arrival >= 1 and broker.pull_hold.held_count == 0
 
 
-async def test_long_polling_timeout_answers_19_no_hot_loop(tmp_path, wire):
+async def test_long_polling_timeout_answers_19_no_hot_loop(tmp_path, wire, logical_clock):
     async with wire.running_broker(tmp_path) as broker, wire.client() as c:
         addr = broker.broker_addr
         assert (await c.invoke_sync(addr, wire.send_v1("LT", b"x", properties=wire.props()))).code == 0
@@ -182,13 +191,13 @@ async def test_long_polling_timeout_answers_19_no_hot_loop(tmp_path, wire):
         resp = await c.invoke_sync(addr, wire.pull("LT", offset=1, suspend_ms=700), 5)
         elapsed = trio.current_time() - t0
         assert resp.code == 19 and resp.ext_fields["nextBeginOffset"] == "1"
-        assert 0.65 <= elapsed < 1.5
+        assert abs(elapsed - 0.7) < 1e-9  # the suspend deadline, exactly
         # the service slept until the deadline: a handful of passes, not a spin
         assert broker.pull_hold.passes - passes0 < 10
         assert broker.pull_hold.woken_by_timeout == 1
 
 
-async def test_long_polling_other_tag_does_not_wake(tmp_path, wire):
+async def test_long_polling_other_tag_does_not_wake(tmp_path, wire, logical_clock):
     async with wire.running_broker(tmp_path) as broker, wire.client() as c:
         addr = broker.broker_addr
         await c.invoke_sync(addr, wire.send_v1("LG", b"zero", properties=wire.props(tags="other")))
@@ -200,19 +209,17 @@ async def test_long_polling_other_tag_does_not_wake(tmp_path, wire):
 
         async with trio.open_nursery() as n:
             n.start_soon(held)
-            with trio.fail_after(3):
-                while broker.pull_hold.held_count == 0:
-                    await trio.sleep(0.01)
+            await held_count_reaches(broker, 1)
             await c.invoke_sync(addr, wire.send_v1("LG", b"other", properties=wire.props(tags="other")))
-            await trio.sleep(0.3)
+            await trio.sleep(4.9)  # less than the periodic check's 5 s
             assert "r" not in got  # still held
             t0 = trio.current_time()
             await c.invoke_sync(addr, wire.send_v1("LG", b"mine", properties=wire.props(tags="want")))
         assert got["r"].code == 0 and [m.body for m in _records(got["r"].body)] == [b"mine"]
-        assert got["t"] - t0 < 1.0
+        assert got["t"] == t0
 
 
-async def test_many_held_pulls_woken_in_one_batch(tmp_path, wire):
+async def test_many_held_pulls_woken_in_one_batch(tmp_path, wire, logical_clock):
     async with wire.running_broker(tmp_path) as broker, wire.client() as c:
         addr = broker.broker_addr
         results = []
@@ -227,9 +234,7 @@ async def test_many_held_pulls_woken_in_one_batch(tmp_path, wire):
         async with trio.open_nursery() as n:
             for i in range(40):
                 n.start_soon(held, i)
-            with trio.fail_after(3):
-                while broker.pull_hold.held_count < 40:
-                    await trio.sleep(0.01)
+            await held_count_reaches(broker, 40)
             passes0 = broker.pull_hold.passes
             # a burst of sends to every queue: one coalesced pass (or a few) wakes all
             async with trio.open_nursery() as senders:
@@ -283,23 +288,36 @@ async def test_cpp_wire_format_ints_flag0_and_extfields(tmp_path, wire, raw):
 
 
 async def test_send_busy_answers_system_busy_with_extfields(tmp_path, wire):
-    async with wire.running_broker(tmp_path, send_concurrency=1, send_queue_capacity=0, flush="sync",
-                                   sync_flush_timeout_ms=2000) as broker, wire.client() as c:
+    """At most send_concurrency + send_queue_capacity sync-flush sends wait for their
+    flush; past that, SYSTEM_BUSY at once. The flush is held by a stalled fsync (the
+    store's ``flush_hook``) so exactly one send waits."""
+    disk = threading.Event()
+    async with wire.running_broker(tmp_path, send_concurrency=1, send_queue_capacity=0, flush="sync") as broker, \
+            wire.client() as c:
         addr = broker.broker_addr
         await c.invoke_sync(addr, wire.send_v1("BZ", b"warm", properties=wire.props()))
+        broker.store.flush_service.flush_hook = lambda: disk.wait(30)
         results = []
 
         async def one():
             results.append(await c.invoke_sync(addr, wire.send_v1("BZ", b"x" * 100, properties=wire.props())))
 
-        async with trio.open_nursery() as n:
-            for _ in range(30):
+        try:
+            async with trio.open_nursery() as n:
                 n.start_soon(one)
-        codes = {r.code for r in results}
-        assert 0 in codes
-        busy = [r for r in results if r.code == 2]
-        if busy:  # whether any was refused depends on timing; if so it carries extFields
-            assert busy[0].ext_fields == {} and "busy" in busy[0].remark
+                with trio.fail_after(5):
+                    while broker.send_processor.pending < 1:
+                        await trio.sleep(0.001)
+                for _ in range(3):
+                    r = await c.invoke_sync(addr, wire.send_v1("BZ", b"y", properties=wire.props()))
+                    assert r.code == 2 and r.ext_fields == {}
+                    assert r.remark.startswith("[TIMEOUT_CLEAN_QUEUE]broker busy") and "size of queue: 1" in r.remark
+                disk.set()
+        finally:
+            disk.set()
+        assert [r.code for r in results] == [0]
+        r = await c.invoke_sync(addr, wire.send_v1("BZ", b"z", properties=wire.props()))
+        assert r.code == 0 and r.ext_fields["queueOffset"] == "2"
 
 
 # -- bad input: RocketMQ's codes and remarks; the connection stays usable ------------------
@@ -413,9 +431,7 @@ async def test_held_pulls_dropped_when_connection_closes_and_bounded(tmp_path, w
             async with trio.open_nursery() as n:
                 for _ in range(2):
                     n.start_soon(held)
-                with trio.fail_after(3):
-                    while broker.pull_hold.held_count < 2:
-                        await trio.sleep(0.01)
+                await held_count_reaches(broker, 2)
                 r = await c.invoke_sync(addr, wire.pull("HD", offset=1, suspend_ms=30000))
                 assert r.code == 2 and "[PULL_HOLD_FULL]" in r.remark
                 c.close_connection(addr)

@@ -185,7 +185,7 @@ async def test_unregister(ns, api, client):
     assert info == ClusterInfo()
 
 
-async def test_broker_silent_past_the_expiry_is_dropped(client, broker_client):
+async def test_broker_silent_past_the_expiry_is_dropped(client, broker_client, autojump_clock):
     async with NameServer(config(broker_expiry=0.3, scan_interval=0.05)) as ns:
         api = BrokerOuterAPI(broker_client, ns.address)
         await register(api)
