@@ -41,8 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import attrs
 import trio
 
-from trocket.codecs.command import RPC_RESPONSE, RemotingCommand
-from trocket.codecs.serialize import encode_command
+from trocket.codecs.command import RemotingCommand
 from trocket.remoting.errors import RemotingSendRequestError
 
 if TYPE_CHECKING:
@@ -307,30 +306,12 @@ class PullHoldService:
         self.answer(conn, held.request, response)
 
     def answer(self, conn: Connection, request: RemotingCommand, response: RemotingCommand) -> None:
-        """Send ``response`` to ``request`` now, or from a task if the connection's
-        outbound queue is full (never blocks the service)."""
-        response.opaque = request.opaque
-        response.flag |= RPC_RESPONSE
-        response.serialize_type = request.serialize_type
+        """Send ``response`` to ``request`` from one of the connection's request
+        handlers (``Connection.answer`` may wait for room: never blocks the service)."""
         try:
-            frame = encode_command(response)
-        except Exception:
-            log.exception("held pull answer does not encode")
-            return
-        try:
-            if conn.send_frame_nowait(frame):
-                return
+            conn.start_handler(conn.answer, request, response)
         except RemotingSendRequestError:
-            return
-        if self._nursery is not None:
-            self._nursery.start_soon(self._send_later, conn, frame)
-
-    @staticmethod
-    async def _send_later(conn: Connection, frame: bytes) -> None:
-        try:
-            await conn.send_frame(frame)
-        except RemotingSendRequestError:
-            pass
+            pass  # the connection is gone: the answer is dropped
 
     def deadline_for(self, timeout_ms: int) -> float:
         """The trio-clock deadline ``timeout_ms`` from now (negative counts as 0)."""
