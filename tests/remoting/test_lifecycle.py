@@ -306,3 +306,23 @@ async def test_a_flood_of_resets_logs_addresses_a_few_lines_and_a_summary(mock_c
                 await trio.sleep(0.01)
         summaries = [r.getMessage() for r in caplog.records if "suppressed" in r.getMessage()]
         assert summaries == [f"{n - burst} more connection failure messages suppressed in the last 10 s"]
+
+
+async def test_rate_limited_log_bursts_then_summarises_each_interval(autojump_clock, caplog):
+    from trocket.remoting.ratelog import RateLimitedLog
+
+    caplog.set_level(logging.INFO, logger="t.ratelog")
+    rlog = RateLimitedLog(logging.getLogger("t.ratelog"), burst=2, interval=10.0, what="resets")
+    assert [rlog.log(logging.INFO, "reset %d", i) for i in range(5)] == [True, True, False, False, False]
+    assert rlog.flush() == 0 and rlog.suppressed == 3  # the interval is not over yet
+    await trio.sleep(10)
+    assert rlog.flush() == 3 and rlog.suppressed == 0 and rlog.flush() == 0
+    assert rlog.log(logging.INFO, "reset %d", 5)  # a new interval, a new burst
+    await trio.sleep(3)
+    assert rlog.log(logging.INFO, "reset %d", 6) and not rlog.log(logging.INFO, "reset %d", 7)
+    await trio.sleep(7)
+    assert rlog.log(logging.INFO, "reset %d", 8)  # the next interval summarises the last one first
+    assert [r.getMessage() for r in caplog.records] == [
+        "reset 0", "reset 1", "3 more resets suppressed in the last 10 s",
+        "reset 5", "reset 6", "1 more resets suppressed in the last 10 s", "reset 8",
+    ]
