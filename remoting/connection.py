@@ -342,21 +342,17 @@ class Connection:
         Returns whether an answer was sent or queued (``False``: oneway, or the
         connection is gone and the answer is dropped).
         """
-        oneway = request.flag & RPC_ONEWAY
-        if not oneway:
-            response.opaque = request.opaque  # type: ignore[union-attr]
-            response.flag |= RPC_RESPONSE  # type: ignore[union-attr]
-            response.serialize_type = request.serialize_type  # type: ignore[union-attr]
+        if request.flag & RPC_ONEWAY:
+            self._after_oneway(request, response)
+            return False
+        response.opaque = request.opaque  # type: ignore[union-attr]
+        response.flag |= RPC_RESPONSE  # type: ignore[union-attr]
+        response.serialize_type = request.serialize_type  # type: ignore[union-attr]
         try:
             for hook in self.endpoint.hooks:
                 hook.do_after_response(self.remote_address, request, response)
-            if oneway:
-                return False
             frame = encode_command(response)  # type: ignore[arg-type]
         except Exception as exc:
-            if oneway:
-                log.warning("RPC hook for code %d from %s raised", request.code, self.remote_address, exc_info=True)
-                return False
             if isinstance(exc, CodecError):
                 log.warning("response to code %d from %s does not encode: %s", request.code, self.remote_address, exc)
                 remark = f"response does not encode: {exc}"
@@ -371,6 +367,14 @@ class Connection:
         except RemotingSendRequestError:
             return False
         return True
+
+    def _after_oneway(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
+        try:
+            for hook in self.endpoint.hooks:
+                hook.do_after_response(self.remote_address, request, response)
+        except Exception:
+            self.endpoint.stats.processor_errors += 1
+            log.warning("RPC hook for code %d from %s raised", request.code, self.remote_address, exc_info=True)
 
     async def reply_system(self, request: RemotingCommand, code: int, remark: str) -> bool:
         """Answer with one of remoting's own codes (:class:`~.replies.SysResponseCode`:

@@ -81,7 +81,8 @@ class RemotingEndpoint:
     ) -> None:
         self.config = config
         self.processors = ProcessorRegistry(config.processor_limit, config.processor_queue)
-        self._hooks: tuple = tuple(hooks)
+        #: the RPC hooks, a tuple (replaced, never mutated, by :meth:`register_rpc_hook`)
+        self.hooks: tuple = tuple(hooks)
         self.listener = listener
         self.tap = tap
         self.stats = RemotingStats()
@@ -115,11 +116,7 @@ class RemotingEndpoint:
         return self.processors.register_default(processor, limit=limit, queue=queue, inline=inline)
 
     def register_rpc_hook(self, hook: RPCHook) -> None:
-        self._hooks = (*self._hooks, hook)
-
-    @property
-    def hooks(self) -> tuple:
-        return self._hooks
+        self.hooks = (*self.hooks, hook)
 
     @property
     def connections(self) -> frozenset[Connection]:
@@ -143,7 +140,7 @@ class RemotingEndpoint:
         if self._shutting_down:
             raise RemotingShutdownError("the endpoint is shutting down", conn.remote_address)
         request.opaque = next_opaque()
-        for hook in self._hooks:
+        for hook in self.hooks:
             hook.do_before_request(conn.remote_address, request)
         return encode_command(request)
 
@@ -167,7 +164,7 @@ class RemotingEndpoint:
         request.flag &= ~(RPC_ONEWAY | RPC_RESPONSE)
         frame = self._prepare(conn, request)
         fut = ResponseFuture(
-            request.opaque, request, conn.remote_address, timeout, conn.responses, hooks=self._hooks, begin=begin
+            request.opaque, request, conn.remote_address, timeout, conn.responses, hooks=self.hooks, begin=begin
         )
         conn.responses.add(fut)
         await self._send(conn, frame, fut)
@@ -193,7 +190,7 @@ class RemotingEndpoint:
             raise
         fut = ResponseFuture(
             request.opaque, request, conn.remote_address, timeout, conn.responses,
-            permit=sem, callback=callback, hooks=self._hooks, begin=begin,
+            permit=sem, callback=callback, hooks=self.hooks, begin=begin,
         )
         conn.responses.add(fut)
         await self._send(conn, frame, fut)
@@ -254,7 +251,7 @@ class RemotingEndpoint:
             entry.pending -= 1
 
     async def _handle(self, conn: Connection, request: RemotingCommand, entry: ProcessorEntry) -> None:
-        hooks = self._hooks
+        hooks = self.hooks
         try:
             for hook in hooks:
                 hook.do_before_request(conn.remote_address, request)

@@ -40,11 +40,9 @@ class ConnectionOwner(Protocol):
     tap: Any  # a TapSink or None
     stats: Any  # RemotingStats
     role: int
+    hooks: tuple  # RPC hooks
     io_log: RateLimitedLog
     _shutting_down: bool
-
-    @property
-    def hooks(self) -> tuple: ...
 
     async def _dispatch(self, conn: Any, request: RemotingCommand) -> None: ...
 
