@@ -102,10 +102,8 @@ async def test_peer_close_and_graceful_shutdown_reasons():
             assert conn.close_reason is CloseReason.PEER
 
 
-async def test_idle_close_reason(mock_clock):
-    # jump the clock only once nothing happened for 0.1 s of real time (the loopback
-    # round trip is done by then); the 30 s of idleness then pass at once
-    mock_clock.autojump_threshold = 0.1
+async def test_idle_close_reason(idle_jump_clock):
+    # the 30 s of idleness pass at once once the loopback round trip is done
     async with serving(server_config(idle_timeout=None)) as server, client_of(ClientConfig(idle_timeout=30.0)) as client:
         await client.invoke_sync(server.address, request())
         conn = client.connection_for(server.address)
