@@ -46,8 +46,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import attrs
 import trio
 
-from trocket.codecs.command import RPC_RESPONSE, RemotingCommand
-from trocket.codecs.serialize import encode_command
+from trocket.codecs.command import RemotingCommand
 from trocket.remoting.errors import RemotingSendRequestError
 
 if TYPE_CHECKING:
@@ -104,7 +103,6 @@ class PullHoldService:
         self._event = trio.Event()
         self._token: trio.lowlevel.TrioToken | None = None
         self._trio_thread = -1
-        self._nursery: trio.Nursery | None = None
         self._kick_pending = False
         self._kick_lock = threading.Lock()
         self._foreign: list[tuple[str, int, int]] = []
@@ -114,8 +112,6 @@ class PullHoldService:
         self.woken_by_check = 0
         self.passes = 0
         self.rejected_full = 0
-        #: answers sent later because the connection's outbound queue was full
-        self.deferred_answers = 0
 
     # -- state -------------------------------------------------------------------------------
 
@@ -237,30 +233,28 @@ class PullHoldService:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         self._token = trio.lowlevel.current_trio_token()
         self._trio_thread = threading.get_ident()
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            task_status.started()
-            next_check = trio.current_time() + self.check_interval
-            while True:
-                if not self._dirty:
-                    wake_at = next_check
-                    heap = self._heap
-                    while heap and heap[0][2].done:
-                        heapq.heappop(heap)
-                    if heap and heap[0][0] < wake_at:
-                        wake_at = heap[0][0]
-                    with trio.move_on_at(wake_at):
-                        await self._event.wait()
-                self._event = trio.Event()
-                self.passes += 1
-                if self._dirty:
-                    self._process_dirty()
-                now = trio.current_time()
-                self._process_expired(now)
-                if now >= next_check:
-                    self._check_all()
-                    next_check = now + self.check_interval
-                await trio.lowlevel.checkpoint()
+        task_status.started()
+        next_check = trio.current_time() + self.check_interval
+        while True:
+            if not self._dirty:
+                wake_at = next_check
+                heap = self._heap
+                while heap and heap[0][2].done:
+                    heapq.heappop(heap)
+                if heap and heap[0][0] < wake_at:
+                    wake_at = heap[0][0]
+                with trio.move_on_at(wake_at):
+                    await self._event.wait()
+            self._event = trio.Event()
+            self.passes += 1
+            if self._dirty:
+                self._process_dirty()
+            now = trio.current_time()
+            self._process_expired(now)
+            if now >= next_check:
+                self._check_all()
+                next_check = now + self.check_interval
+            await trio.lowlevel.checkpoint()
 
     def _process_dirty(self) -> None:
         dirty, self._dirty = self._dirty, {}
@@ -314,31 +308,12 @@ class PullHoldService:
         self.answer(conn, held.request, response)
 
     def answer(self, conn: Connection, request: RemotingCommand, response: RemotingCommand) -> None:
-        """Send ``response`` to ``request`` now, or from a task if the connection's
-        outbound queue is full (never blocks the service)."""
-        response.opaque = request.opaque
-        response.flag |= RPC_RESPONSE
-        response.serialize_type = request.serialize_type
+        """Send ``response`` to ``request`` from one of the connection's request
+        handlers (``Connection.answer`` may wait for room: never blocks the service)."""
         try:
-            frame = encode_command(response)
-        except Exception:
-            log.exception("held pull answer does not encode")
-            return
-        try:
-            if conn.send_frame_nowait(frame):
-                return
+            conn.start_handler(conn.answer, request, response)
         except RemotingSendRequestError:
-            return
-        if self._nursery is not None:
-            self.deferred_answers += 1
-            self._nursery.start_soon(self._send_later, conn, frame)
-
-    @staticmethod
-    async def _send_later(conn: Connection, frame: bytes) -> None:
-        try:
-            await conn.send_frame(frame)
-        except RemotingSendRequestError:
-            pass
+            pass  # the connection is gone: the answer is dropped
 
     def deadline_for(self, timeout_ms: int) -> float:
         """The trio-clock deadline ``timeout_ms`` from now (negative counts as 0)."""

@@ -28,6 +28,7 @@ from .hooks import HmacSigningHook, HmacVerifyingHook, RPCHook, SignatureError
 from .processor import RequestProcessor
 from .response import ResponseFuture
 from .server import RemotingServer
+from .state import CloseReason, ConnectionStateError, ConnState
 from .tap import FileTap, MemoryTap, TapSink
 from .tls import TlsMode, client_ssl_context, server_ssl_context
 
@@ -37,6 +38,9 @@ __all__ = [
     "RemotingEndpoint",
     "ServiceContextManager",
     "Connection",
+    "ConnState",
+    "CloseReason",
+    "ConnectionStateError",
     "ClientConfig",
     "ServerConfig",
     "EndpointConfig",

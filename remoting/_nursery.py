@@ -57,7 +57,12 @@ class ServiceContextManager:
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool | None:
         if exc_type is None:
-            await self._cm_close()
+            try:
+                await self._cm_close()
+            except BaseException as close_exc:  # e.g. an enclosing scope cancelled the close
+                self._cm_abort()
+                await exit_owned_nursery(self._cm_nursery, type(close_exc), close_exc, close_exc.__traceback__)
+                raise
         else:
             self._cm_abort()
         return await exit_owned_nursery(self._cm_nursery, exc_type, exc, tb)

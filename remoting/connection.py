@@ -2,15 +2,26 @@
 a bounded outbound queue with one ``send_all`` for many frames, the table of the
 calls pending on it, and the request-handler tasks it spawned.
 
-Lifecycle (all inside :meth:`Connection.run`, which the endpoint runs in its nursery)::
+Netty's counterpart is the channel with its pipeline (``NettyRemotingAbstract``'s
+``processMessageReceived`` on the read side, ``writeAndFlush`` on the write side).
+
+Tasks (all inside :meth:`Connection.run`, which the endpoint runs in its nursery)::
 
     run ── work nursery (request handlers; outlive the socket, their answers are dropped)
          └─ io nursery: reader (this task), writer, idle watcher
 
-The reader ends on EOF, on an I/O error, on undecodable bytes (the connection is
-closed with a logged diagnosis), on :meth:`close`, or on :meth:`stop_reading`
-(graceful shutdown: wait for the handlers, flush their answers, then close).
-Whatever ends it, pending calls fail at once and the socket is closed.
+The lifecycle is one state (:class:`~.state.ConnState`: OPEN, DRAINING, CLOSING,
+CLOSED) with the reason it closed (:class:`~.state.CloseReason`). The reader ends on
+EOF (PEER), on an I/O error (IO_ERROR), on undecodable bytes (BAD_INPUT, with a
+logged diagnosis), on :meth:`close` (LOCAL, or IDLE from the idle watcher), or on
+:meth:`stop_reading` (DRAINING: wait for the handlers, flush their answers, then
+close as GRACEFUL). Whatever ends it, pending calls fail at once with an error whose
+``__cause__`` is the exception that closed the connection, if one did, and the
+socket is closed. Per-connection failure logs go through the endpoint's
+:class:`~.ratelog.RateLimitedLog`, so a flood of resets is a few lines and a count.
+
+Every answer goes out through :meth:`Connection.answer` (opaque, response flag and
+serialization from the request, the RPC hooks' after-response, encode, send).
 """
 
 from __future__ import annotations
@@ -24,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from trocket.codecs.command import RPC_RESPONSE, RemotingCommand
+from trocket.codecs.command import RPC_ONEWAY, RPC_RESPONSE, RemotingCommand
 from trocket.codecs.errors import CodecError, FrameError
 from trocket.codecs.frame import FrameDecoder
 from trocket.codecs.serialize import decode_command, encode_command
@@ -37,10 +48,12 @@ from .errors import (
     RemotingShutdownError,
 )
 from .events import emit
+from .replies import SysResponseCode, exception_simple_desc, system_response
 from .response import ResponseTable
+from .state import CloseReason, ConnState, check_transition
 
 if TYPE_CHECKING:
-    from .endpoint import RemotingEndpoint
+    from .interfaces import ConnectionOwner
     from .response import ResponseFuture
 
 __all__ = ["Connection", "format_address"]
@@ -54,6 +67,7 @@ _read = os.read
 _wait_readable = trio.lowlevel.wait_readable
 _checkpoint = trio.lowlevel.checkpoint
 _IO_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+_CLOSING = ConnState.CLOSING
 
 #: capture directions (see :mod:`trocket.codecs.capture`)
 _RECEIVED = 0
@@ -66,6 +80,15 @@ def format_address(sockaddr) -> str:
         host, port = sockaddr[0], sockaddr[1]
         return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     return str(sockaddr)
+
+
+def _address_of(get_address) -> str | None:
+    """``format_address(get_address())``, or None if the socket no longer knows it
+    (``getpeername`` fails once a peer has reset the connection)."""
+    try:
+        return format_address(get_address())
+    except OSError:
+        return None
 
 
 def _socket_of(stream: trio.abc.Stream):
@@ -157,47 +180,57 @@ class Connection:
         "tls",
         "responses",
         "last_io",
-        "closed",
         "close_reason",
+        "close_detail",
+        "close_cause",
         "inflight",
+        "_state",
         "_outbox",
         "_fd",
         "_drained",
         "_sending",
         "_direct_ok",
         "_flush_frames",
-        "_closing",
-        "_draining",
         "_read_scope",
         "_io_scope",
         "_work",
         "_writer_done",
         "_idle_waiter",
-        "_shutdown",
         "_closed_event",
         "__weakref__",
     )
 
     def __init__(
-        self, endpoint: RemotingEndpoint, stream: trio.abc.Stream, *, tls: bool = False, peer: str | None = None
+        self,
+        endpoint: ConnectionOwner,
+        stream: trio.abc.Stream,
+        *,
+        tls: bool = False,
+        peer: str | None = None,
+        remote_address: str | None = None,
     ) -> None:
+        """``remote_address``: the peer's address as the accept already knows it (a
+        peer that reset the connection meanwhile makes ``getpeername`` fail)."""
         cfg = endpoint.config
         self.id = next(_connection_ids)
         self.stream = stream
         self.endpoint = endpoint
         sock = _socket_of(stream)
-        try:
-            self.local_address = format_address(sock.getsockname()) if sock else "?"
-            self.remote_address = format_address(sock.getpeername()) if sock else "?"
-        except OSError:
-            self.local_address = self.remote_address = "?"
+        self.local_address = (sock and _address_of(sock.getsockname)) or "?"
+        if remote_address is None:
+            remote_address = (sock and _address_of(sock.getpeername)) or peer or "?"
+        self.remote_address = remote_address
         #: the address the client dialled (its connection-table key); None when accepted
         self.peer = peer
         self.tls = tls
         self.responses = ResponseTable()
         self.last_io = trio.current_time()
-        self.closed = False
-        self.close_reason: str | None = None
+        self._state = ConnState.OPEN
+        #: why it closed (None while open or draining); ``close_detail`` is the text a
+        #: caller gave, ``close_cause`` the exception that closed it, if one did
+        self.close_reason: CloseReason | None = None
+        self.close_detail: str | None = None
+        self.close_cause: BaseException | None = None
         self.inflight = 0  # request handlers running or queued for this connection
         self._outbox = _Outbox(cfg.outbound_max_frames, cfg.outbound_max_bytes)
         # direct writes only on plain TCP (TLS needs the SSLStream's state machine)
@@ -206,18 +239,15 @@ class Connection:
         self._direct_ok = self._fd >= 0
         self._drained = False  # the last direct read left the socket empty
         self._flush_frames = cfg.flush_frames if self._fd >= 0 else 1 << 62
-        self._closing = False
-        self._draining = False
         self._read_scope = trio.CancelScope()
         self._io_scope: trio.CancelScope | None = None
         self._work: trio.Nursery | None = None
         self._writer_done = trio.Event()
         self._idle_waiter: trio.Event | None = None
-        self._shutdown = False
         self._closed_event = trio.Event()
 
     def __repr__(self) -> str:
-        return f"<Connection #{self.id} {self.local_address} -> {self.remote_address}{' closed' if self.closed else ''}>"
+        return f"<Connection #{self.id} {self.local_address} -> {self.remote_address} {self._state.name}>"
 
     # -- sending -------------------------------------------------------------------------
 
@@ -232,7 +262,7 @@ class Connection:
         single ``send_all``. The reader (new data) and the writer (queue drained)
         allow the next direct write.
         """
-        if self._closing:
+        if self._state >= _CLOSING:
             raise RemotingSendRequestError(f"connection to {self.remote_address} is closed", self.remote_address)
         outbox = self._outbox
         if outbox.frames or outbox.corked or not self._direct_ok:
@@ -299,18 +329,60 @@ class Connection:
     async def send_command(self, cmd: RemotingCommand) -> None:
         await self.send_frame(encode_command(cmd))
 
-    async def send_response(self, request: RemotingCommand, response: RemotingCommand) -> bool:
-        """Answer ``request`` later (a processor that returned ``None``). Sets the
-        opaque, the response flag and the request's serialization; ``False`` if the
-        request was oneway or the connection is gone (the answer is dropped)."""
-        if request.is_oneway:
+    async def answer(self, request: RemotingCommand, response: RemotingCommand | None) -> bool:
+        """Finish and send the response to ``request``: the one way every answer goes
+        out, now (the endpoint, for what a processor returns) or later (a processor
+        that returned ``None`` and answers from :meth:`start_handler`).
+
+        Copies the request's opaque and serialization, sets the response flag, runs
+        the RPC hooks' ``do_after_response``, encodes, and sends (without waiting when
+        there is room; else waiting for room: backpressure). A hook that raises or a
+        response that does not encode is answered SYSTEM_ERROR instead. A oneway
+        request gets no answer (the hooks still see ``response``, ``None`` as a rule).
+        Returns whether an answer was sent or queued (``False``: oneway, or the
+        connection is gone and the answer is dropped).
+        """
+        if request.flag & RPC_ONEWAY:
+            self._after_oneway(request, response)
             return False
-        response.opaque = request.opaque
-        response.flag |= RPC_RESPONSE
-        response.serialize_type = request.serialize_type
-        frame = encode_command(response)
+        response.opaque = request.opaque  # type: ignore[union-attr]
+        response.flag |= RPC_RESPONSE  # type: ignore[union-attr]
+        response.serialize_type = request.serialize_type  # type: ignore[union-attr]
         try:
-            await self.send_frame(frame)
+            for hook in self.endpoint.hooks:
+                hook.do_after_response(self.remote_address, request, response)
+            frame = encode_command(response)  # type: ignore[arg-type]
+        except Exception as exc:
+            if isinstance(exc, CodecError):
+                log.warning("response to code %d from %s does not encode: %s", request.code, self.remote_address, exc)
+                remark = f"response does not encode: {exc}"
+            else:
+                log.warning("RPC hook for code %d from %s raised", request.code, self.remote_address, exc_info=True)
+                self.endpoint.stats.processor_errors += 1
+                remark = exception_simple_desc(exc)
+            return await self.reply_system(request, SysResponseCode.SYSTEM_ERROR, remark)
+        try:
+            if not self.send_frame_nowait(frame):
+                await self.send_frame(frame)
+        except RemotingSendRequestError:
+            return False
+        return True
+
+    def _after_oneway(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
+        try:
+            for hook in self.endpoint.hooks:
+                hook.do_after_response(self.remote_address, request, response)
+        except Exception:
+            self.endpoint.stats.processor_errors += 1
+            log.warning("RPC hook for code %d from %s raised", request.code, self.remote_address, exc_info=True)
+
+    async def reply_system(self, request: RemotingCommand, code: int, remark: str) -> bool:
+        """Answer with one of remoting's own codes (:class:`~.replies.SysResponseCode`:
+        busy, not supported, system error) as RocketMQ does: no hooks. ``False`` if
+        the connection is gone."""
+        response = system_response(request, code, remark, ext_fields=self.endpoint.config.system_reply_ext_fields)
+        try:
+            await self.send_frame(encode_command(response))
         except RemotingSendRequestError:
             return False
         return True
@@ -329,16 +401,44 @@ class Connection:
     # -- lifecycle -------------------------------------------------------------------------
 
     @property
-    def is_active(self) -> bool:
-        return not self._closing
+    def state(self) -> ConnState:
+        return self._state
 
-    def close(self, reason: str = "closed locally") -> None:
+    def _to(self, new: ConnState) -> None:
+        self._state = check_transition(self._state, new)
+
+    @property
+    def is_active(self) -> bool:
+        """Open or draining: it still sends."""
+        return self._state < _CLOSING
+
+    @property
+    def closed(self) -> bool:
+        """Finished: pending calls failed, socket closed."""
+        return self._state is ConnState.CLOSED
+
+    @property
+    def close_description(self) -> str:
+        """How errors and logs say why it closed, e.g. ``failed: [Errno 104] ...``."""
+        reason = self.close_reason
+        if reason is None:
+            return "open" if self._state is ConnState.OPEN else self._state.name.lower()
+        extra = self.close_detail or (str(self.close_cause) if self.close_cause is not None else "")
+        return f"{reason.value}: {extra}" if extra else reason.value
+
+    def close(self, reason: CloseReason | str = CloseReason.LOCAL, cause: BaseException | None = None) -> None:
         """Close now: stop reading and writing (queued frames are dropped), fail
-        pending calls. Request handlers still running finish; their answers are dropped."""
-        if self._closing:
+        pending calls (their errors chain ``cause``). Request handlers still running
+        finish; their answers are dropped. A ``str`` reason is a LOCAL close with that
+        text. Closing a closing or closed connection does nothing."""
+        if self._state >= _CLOSING:
             return
-        self._closing = True
+        if isinstance(reason, str):
+            self.close_detail = reason
+            reason = CloseReason.LOCAL
+        self._to(_CLOSING)
         self.close_reason = reason
+        self.close_cause = cause
         self._outbox.close(discard=True)
         if self._io_scope is not None:
             self._io_scope.cancel()
@@ -346,7 +446,8 @@ class Connection:
     def stop_reading(self) -> None:
         """Graceful close: read no more requests; once the handlers running now
         have finished and their answers are written, close."""
-        self._draining = True
+        if self._state is ConnState.OPEN:
+            self._to(ConnState.DRAINING)
         self._read_scope.cancel()
 
     async def wait_closed(self) -> None:
@@ -354,8 +455,7 @@ class Connection:
 
     def _abort_handlers(self) -> None:
         """Shutdown past its deadline: cancel the request handlers too."""
-        self._shutdown = True
-        self.close("shutdown")
+        self.close(CloseReason.SHUTDOWN)
         if self._work is not None:
             self._work.cancel_scope.cancel()
 
@@ -395,17 +495,16 @@ class Connection:
                 try:
                     async with trio.open_nursery() as io:
                         self._io_scope = io.cancel_scope
-                        if self._closing:
+                        if self._state >= _CLOSING:
                             io.cancel_scope.cancel()
                         io.start_soon(self._write_loop)
                         idle = endpoint.config.idle_timeout
                         if idle is not None:
                             io.start_soon(self._idle_loop, idle)
                         await self._read_loop()
-                        if self._draining and not self._closing:
+                        if self._state is ConnState.DRAINING:
                             await self._drain()
-                        if self.close_reason is None:
-                            self.close_reason = "closed by peer"
+                        self.close(CloseReason.PEER)  # the reader saw EOF (else: closing already)
                         io.cancel_scope.cancel()
                 finally:
                     self._teardown()
@@ -413,23 +512,37 @@ class Connection:
                         await trio.aclose_forcefully(self.stream)
                     emit(endpoint.listener, "on_channel_close", self)
         finally:
-            self.closed = True
+            self._teardown()  # cancelled before the io nursery started
+            self._to(ConnState.CLOSED)
             endpoint._connection_closed(self)
             self._closed_event.set()
 
     def _teardown(self) -> None:
-        self._closing = True
-        self._outbox.close(discard=True)
+        """Be CLOSING (a run cancelled from outside closes as SHUTDOWN or LOCAL) and
+        fail every pending call, chaining what closed the connection."""
+        shutting_down = self.endpoint._shutting_down
+        if self._state < _CLOSING:
+            self.close(CloseReason.SHUTDOWN if shutting_down else CloseReason.LOCAL)
+        if not self.responses:
+            return
         address = self.remote_address
-        if self._shutdown or self.endpoint._shutting_down:
-            factory = lambda f: RemotingShutdownError(  # noqa: E731
-                f"endpoint shut down while call {f.opaque} to {address} was pending", address
-            )
+        cause = self.close_cause
+        if shutting_down or self.close_reason is CloseReason.SHUTDOWN:
+
+            def factory(f: ResponseFuture) -> RemotingConnectionClosedError:
+                error = RemotingShutdownError(f"endpoint shut down while call {f.opaque} to {address} was pending", address)
+                error.__cause__ = cause
+                return error
         else:
-            reason = self.close_reason or "closed"
-            factory = lambda f: RemotingConnectionClosedError(  # noqa: E731
-                f"connection to {address} {reason} while call {f.opaque} was pending", address
-            )
+            description = self.close_description
+
+            def factory(f: ResponseFuture) -> RemotingConnectionClosedError:
+                error = RemotingConnectionClosedError(
+                    f"connection to {address} {description} while call {f.opaque} was pending", address
+                )
+                error.__cause__ = cause
+                return error
+
         self.responses.fail_all(factory)
 
     async def _drain(self) -> None:
@@ -438,14 +551,17 @@ class Connection:
             await self._idle_waiter.wait()
         self._outbox.close(discard=False)  # the writer flushes what is queued, then ends
         await self._writer_done.wait()
-        self.close_reason = "closed gracefully"
+        self.close(CloseReason.GRACEFUL)
 
     def _fail(self, error: BaseException, what: str) -> None:
-        if self._closing:
+        if self._state >= _CLOSING:
             return
-        log.info("connection #%d %s -> %s: %s failed: %r", self.id, self.local_address, self.remote_address, what, error)
+        self.endpoint.io_log.log(
+            logging.INFO, "connection #%d %s -> %s: %s failed: %r",
+            self.id, self.local_address, self.remote_address, what, error,
+        )
         emit(self.endpoint.listener, "on_channel_exception", self, error)
-        self.close(f"{what} failed: {error!r}")
+        self.close(CloseReason.IO_ERROR, error)
 
     # -- tasks -----------------------------------------------------------------------------
 
@@ -475,7 +591,7 @@ class Connection:
         decoder = FrameDecoder(cfg.max_frame_length)
         receive = self._receive_direct if self._fd >= 0 else self.stream.receive_some
         size = cfg.receive_size
-        pending = self.responses._futures
+        pop_pending = self.responses.pop
         stats = endpoint.stats
         dispatch = endpoint._dispatch
         tap = endpoint.tap
@@ -491,8 +607,8 @@ class Connection:
                     return
                 if not data:
                     if decoder.buffered:
-                        log.info(
-                            "connection #%d from %s: peer closed inside a frame (%d bytes buffered)",
+                        endpoint.io_log.log(
+                            logging.INFO, "connection #%d from %s: peer closed inside a frame (%d bytes buffered)",
                             self.id, self.remote_address, decoder.buffered,
                         )
                     return
@@ -514,7 +630,7 @@ class Connection:
                             self._bad_input(RemotingCommandDecodeError, exc)
                             return
                         if cmd.flag & RPC_RESPONSE:
-                            fut = pending.pop(cmd.opaque, None)
+                            fut = pop_pending(cmd.opaque)
                             if fut is None:
                                 stats.dropped_responses += 1
                             else:
@@ -525,18 +641,18 @@ class Connection:
                     self._bad_input(RemotingFrameError, exc)
                     return
                 finally:
-                    if not self._closing:
+                    if self._state < _CLOSING:
                         self._flush_corked()
 
     def _bad_input(self, kind: type, exc: CodecError) -> None:
         error = kind(f"bad input from {self.remote_address}: {exc}", self.remote_address)
         error.__cause__ = exc
         self.endpoint.stats.decode_errors += 1
-        log.warning(
-            "closing connection #%d %s -> %s: %s", self.id, self.local_address, self.remote_address, exc
+        self.endpoint.io_log.log(
+            logging.WARNING, "closing connection #%d %s -> %s: %s", self.id, self.local_address, self.remote_address, exc
         )
         emit(self.endpoint.listener, "on_channel_exception", self, error)
-        self.close(f"bad input: {exc}")
+        self.close(CloseReason.BAD_INPUT, error)
 
     async def _write_loop(self) -> None:
         outbox = self._outbox
@@ -565,8 +681,10 @@ class Connection:
         while True:
             await trio.sleep_until(self.last_io + idle)
             if trio.current_time() >= self.last_io + idle:
-                log.info("connection #%d from %s idle for %.1f s: closing", self.id, self.remote_address, idle)
+                self.endpoint.io_log.log(
+                    logging.INFO, "connection #%d from %s idle for %.1f s: closing", self.id, self.remote_address, idle
+                )
                 emit(self.endpoint.listener, "on_channel_idle", self)
-                self.close("idle")
+                self.close(CloseReason.IDLE)
                 return
 

@@ -1,29 +1,33 @@
 """The core both sides share: invoking (sync, async, oneway) and dispatching
-incoming requests to processors, with RocketMQ's system replies.
+incoming requests to processors, with RocketMQ's system replies
+(``NettyRemotingAbstract``).
 
 :class:`RemotingEndpoint` is the base of :class:`~trocket.remoting.server.RemotingServer`
 and :class:`~trocket.remoting.client.RemotingClient`; either side can send
-requests on a connection and answer requests that come in on it.
+requests on a connection and answer requests that come in on it. It is the
+connection's :class:`~.interfaces.ConnectionOwner`: connections use it through that
+protocol, and answers go out through :meth:`Connection.answer
+<trocket.remoting.connection.Connection.answer>`.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import traceback
 from typing import TYPE_CHECKING, Iterable
 
 import attrs
 import trio
 
 from trocket.codecs.command import RPC_ONEWAY, RPC_RESPONSE, RemotingCommand
-from trocket.codecs.errors import CodecError
 from trocket.codecs.serialize import encode_command
 
 from .config import EndpointConfig
 from .errors import RemotingSendRequestError, RemotingShutdownError, RemotingTooManyRequestsError
 from .events import ChannelEventListener, emit
 from .processor import Processor, ProcessorEntry, ProcessorRegistry
+from .ratelog import RateLimitedLog
+from .replies import SysResponseCode, exception_simple_desc
 from .response import InvokeCallback, ResponseFuture
 
 if TYPE_CHECKING:
@@ -36,15 +40,6 @@ __all__ = ["RemotingEndpoint", "RemotingStats", "SysResponseCode", "next_opaque"
 log = logging.getLogger(__name__)
 
 
-class SysResponseCode:
-    """RocketMQ's ``RemotingSysResponseCode``: the replies remoting itself sends."""
-
-    SUCCESS = 0
-    SYSTEM_ERROR = 1
-    SYSTEM_BUSY = 2
-    REQUEST_CODE_NOT_SUPPORTED = 3
-
-
 _REJECT_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
 _OVERLOAD_REMARK = "[OVERLOAD]system busy, start flow control for a while"
 
@@ -55,17 +50,6 @@ def next_opaque() -> int:
     """The next request id: one process-wide counter, wrapping as a Java int."""
     n = next(_opaque_counter) & 0xFFFFFFFF
     return n - 0x100000000 if n & 0x80000000 else n
-
-
-def exception_simple_desc(exc: BaseException) -> str:
-    """``Type: message, where`` like RocketMQ's ``RemotingHelper.exceptionSimpleDesc``
-    (the exception's text and the innermost frame it was raised in)."""
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    tb = exc.__traceback__
-    if tb is not None:
-        frame = traceback.extract_tb(tb)[-1]
-        text += f", {frame.name}({frame.filename.rsplit('/', 1)[-1]}:{frame.lineno})"
-    return text
 
 
 @attrs.define(slots=True)
@@ -97,7 +81,8 @@ class RemotingEndpoint:
     ) -> None:
         self.config = config
         self.processors = ProcessorRegistry(config.processor_limit, config.processor_queue)
-        self._hooks: tuple = tuple(hooks)
+        #: the RPC hooks, a tuple (replaced, never mutated, by :meth:`register_rpc_hook`)
+        self.hooks: tuple = tuple(hooks)
         self.listener = listener
         self.tap = tap
         self.stats = RemotingStats()
@@ -105,6 +90,10 @@ class RemotingEndpoint:
         self._oneway_permits = trio.Semaphore(config.oneway_permits)
         self._connections: set[Connection] = set()
         self._shutting_down = False
+        #: per-connection failure logs (resets, bad input, idle): a flood is a few lines and a count
+        self.io_log = RateLimitedLog(
+            logging.getLogger("trocket.remoting.connection"), what="connection failure messages"
+        )
 
     # -- registration -------------------------------------------------------------------
 
@@ -127,11 +116,7 @@ class RemotingEndpoint:
         return self.processors.register_default(processor, limit=limit, queue=queue, inline=inline)
 
     def register_rpc_hook(self, hook: RPCHook) -> None:
-        self._hooks = (*self._hooks, hook)
-
-    @property
-    def hooks(self) -> tuple:
-        return self._hooks
+        self.hooks = (*self.hooks, hook)
 
     @property
     def connections(self) -> frozenset[Connection]:
@@ -155,7 +140,7 @@ class RemotingEndpoint:
         if self._shutting_down:
             raise RemotingShutdownError("the endpoint is shutting down", conn.remote_address)
         request.opaque = next_opaque()
-        for hook in self._hooks:
+        for hook in self.hooks:
             hook.do_before_request(conn.remote_address, request)
         return encode_command(request)
 
@@ -179,9 +164,9 @@ class RemotingEndpoint:
         request.flag &= ~(RPC_ONEWAY | RPC_RESPONSE)
         frame = self._prepare(conn, request)
         fut = ResponseFuture(
-            request.opaque, request, conn.remote_address, timeout, conn.responses, hooks=self._hooks, begin=begin
+            request.opaque, request, conn.remote_address, timeout, conn.responses, hooks=self.hooks, begin=begin
         )
-        conn.responses._futures[fut.opaque] = fut
+        conn.responses.add(fut)
         await self._send(conn, frame, fut)
         return await fut.wait()
 
@@ -205,9 +190,9 @@ class RemotingEndpoint:
             raise
         fut = ResponseFuture(
             request.opaque, request, conn.remote_address, timeout, conn.responses,
-            permit=sem, callback=callback, hooks=self._hooks, begin=begin,
+            permit=sem, callback=callback, hooks=self.hooks, begin=begin,
         )
-        conn.responses._futures[fut.opaque] = fut
+        conn.responses.add(fut)
         await self._send(conn, frame, fut)
         return fut
 
@@ -227,17 +212,6 @@ class RemotingEndpoint:
 
     # -- dispatching --------------------------------------------------------------------
 
-    async def _reply(self, conn: Connection, request: RemotingCommand, code: int, remark: str) -> None:
-        response = RemotingCommand(
-            code=code, opaque=request.opaque, flag=RPC_RESPONSE, remark=remark,
-            version=request.version, serialize_type=request.serialize_type,
-            ext_fields={} if self.config.system_reply_ext_fields else None,
-        )
-        try:
-            await conn.send_frame(encode_command(response))
-        except RemotingSendRequestError:
-            pass
-
     async def _dispatch(self, conn: Connection, request: RemotingCommand) -> None:
         """Called by the connection's reader for every request, in arrival order."""
         entry = self.processors.lookup(request.code)
@@ -245,15 +219,15 @@ class RemotingEndpoint:
         if entry is None:
             self.stats.not_supported_replies += 1
             if not oneway:
-                await self._reply(
-                    conn, request, SysResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                await conn.reply_system(
+                    request, SysResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                     f" request type {request.code} not supported",
                 )
             return
         if entry.reject is not None and entry.reject():
             self.stats.busy_replies += 1
             if not oneway:
-                await self._reply(conn, request, SysResponseCode.SYSTEM_BUSY, _REJECT_REMARK)
+                await conn.reply_system(request, SysResponseCode.SYSTEM_BUSY, _REJECT_REMARK)
             return
         if entry.inline:
             await self._handle(conn, request, entry)
@@ -261,7 +235,7 @@ class RemotingEndpoint:
         if entry.pending >= entry.limit + entry.queue:
             self.stats.busy_replies += 1
             if not oneway:
-                await self._reply(conn, request, SysResponseCode.SYSTEM_BUSY, _OVERLOAD_REMARK)
+                await conn.reply_system(request, SysResponseCode.SYSTEM_BUSY, _OVERLOAD_REMARK)
             return
         entry.pending += 1
         try:
@@ -277,7 +251,7 @@ class RemotingEndpoint:
             entry.pending -= 1
 
     async def _handle(self, conn: Connection, request: RemotingCommand, entry: ProcessorEntry) -> None:
-        hooks = self._hooks
+        hooks = self.hooks
         try:
             for hook in hooks:
                 hook.do_before_request(conn.remote_address, request)
@@ -297,31 +271,15 @@ class RemotingEndpoint:
                     limiter.release()
             else:
                 response = await trio.to_thread.run_sync(entry.call, conn, request, limiter=entry.limiter)
-            for hook in hooks:
-                hook.do_after_response(conn.remote_address, request, response)
         except Exception as exc:
             self.stats.processor_errors += 1
             log.warning("processor for code %d from %s raised", request.code, conn.remote_address, exc_info=True)
-            if request.flag & RPC_ONEWAY:
-                return
-            await self._reply(conn, request, SysResponseCode.SYSTEM_ERROR, exception_simple_desc(exc))
+            if not request.flag & RPC_ONEWAY:
+                await conn.reply_system(request, SysResponseCode.SYSTEM_ERROR, exception_simple_desc(exc))
             return
-        if response is None or request.flag & RPC_ONEWAY:
-            return
-        response.opaque = request.opaque
-        response.flag |= RPC_RESPONSE
-        response.serialize_type = request.serialize_type
-        try:
-            frame = encode_command(response)
-        except CodecError as exc:
-            log.warning("response to code %d from %s does not encode: %s", request.code, conn.remote_address, exc)
-            await self._reply(conn, request, SysResponseCode.SYSTEM_ERROR, f"response does not encode: {exc}")
-            return
-        try:
-            if not conn.send_frame_nowait(frame):
-                await conn.send_frame(frame)
-        except RemotingSendRequestError:
-            pass  # the connection went away; the answer is dropped
+        if response is not None or request.flag & RPC_ONEWAY:
+            await conn.answer(request, response)
+        # else the processor answers later, through conn.answer (the hooks run then)
 
     # -- connections and the periodic scan ---------------------------------------------
 
@@ -335,11 +293,13 @@ class RemotingEndpoint:
         self.stats.connections_closed += 1
 
     async def _scan_loop(self) -> None:
-        """Expire calls whose deadline passed and that nobody awaits (callback-only)."""
+        """Expire calls whose deadline passed and that nobody awaits (callback-only);
+        summarise the connection failures the rate-limited log held back."""
         interval = self.config.scan_interval
         while True:
             await trio.sleep(interval)
             self.scan_responses()
+            self.io_log.flush()
             if self.tap is not None:
                 self.tap.flush()
 

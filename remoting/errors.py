@@ -41,7 +41,9 @@ class RemotingSendRequestError(RemotingError):
 
 
 class RemotingConnectionClosedError(RemotingSendRequestError):
-    """The connection closed while the call was waiting for its response."""
+    """The connection closed while the call was waiting for its response. Its
+    ``__cause__`` is what closed the connection, when something did (the
+    ``OSError`` of a reset, the :class:`RemotingDecodeError` of bad input)."""
 
 
 class RemotingShutdownError(RemotingConnectionClosedError):

@@ -45,8 +45,11 @@ class RPCHook(Protocol):
     def do_after_response(
         self, remote_addr: str | None, request: RemotingCommand, response: RemotingCommand | None
     ) -> None:
-        """Called after a response arrived (caller side) or was produced (server side;
-        ``None`` when the processor answers nothing)."""
+        """Called after a response arrived (caller side) or when it is answered
+        (processing side, in :meth:`Connection.answer
+        <trocket.remoting.connection.Connection.answer>`: at once, or later for a
+        processor that returned ``None`` and answers afterwards; for a oneway request,
+        with what the processor returned, ``None`` as a rule)."""
 
 
 class SignatureError(Exception):

@@ -10,7 +10,8 @@ A processor is either
   answers SYSTEM_BUSY at once, for flow control).
 
 Returning ``None`` sends no response (the processor may answer later with
-:meth:`Connection.send_response`, as RocketMQ's long polling does).
+:meth:`Connection.answer`, e.g. from a handler task started with
+:meth:`Connection.start_handler`, as RocketMQ's long polling does).
 
 Each registration has a ``limit`` (requests processed at once) and a ``queue``
 (requests admitted to wait beyond that). A request past both is answered

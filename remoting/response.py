@@ -146,7 +146,7 @@ class ResponseFuture:
         self._error = error
         table = self._table
         if table is not None:
-            table._futures.pop(self.opaque, None)
+            table.pop(self.opaque)
         permit = self._permit
         if permit is not None:
             self._permit = None
@@ -200,7 +200,8 @@ class ResponseFuture:
 
 
 class ResponseTable:
-    """The calls pending on one connection, keyed by opaque."""
+    """The calls pending on one connection, keyed by opaque; used only through these
+    methods (the invoker adds, the reader and a finishing future pop)."""
 
     __slots__ = ("_futures",)
 
@@ -214,9 +215,11 @@ class ResponseTable:
         return opaque in self._futures
 
     def add(self, future: ResponseFuture) -> None:
+        """Register a call under its opaque (a later call with the same opaque replaces it)."""
         self._futures[future.opaque] = future
 
     def pop(self, opaque: int) -> ResponseFuture | None:
+        """Remove and return the call with ``opaque``; None if there is none (late or unknown)."""
         return self._futures.pop(opaque, None)
 
     def futures(self) -> Iterable[ResponseFuture]:

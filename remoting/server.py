@@ -35,6 +35,16 @@ log = logging.getLogger(__name__)
 
 # accept() errors that mean "out of resources, try again soon" (as trio.serve_listeners)
 _ACCEPT_CAPACITY_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+# accept() errors about that one connection, to be treated as "try again" (accept(2); as
+# trio's SocketListener.accept)
+_ACCEPT_RETRY_ERRNOS = {
+    getattr(errno, name)
+    for name in (
+        "EAGAIN", "EWOULDBLOCK", "ECONNABORTED", "EPROTO", "ENETDOWN", "ENOPROTOOPT",
+        "EHOSTDOWN", "ENONET", "EHOSTUNREACH", "EOPNOTSUPP", "ENETUNREACH",
+    )
+    if hasattr(errno, name)
+}
 
 
 class RemotingServer(RemotingEndpoint, ServiceContextManager):
@@ -110,19 +120,24 @@ class RemotingServer(RemotingEndpoint, ServiceContextManager):
             await trio.aclose_forcefully(listener)
 
     async def _accept_loop(self, listener: trio.SocketListener) -> None:
+        """Accept on the listener's socket ourselves, to keep the peer address accept()
+        returns: ``getpeername`` fails on a connection the peer reset meanwhile."""
         nursery = self._nursery
+        accept = listener.socket.accept
         while True:
             try:
-                stream = await listener.accept()
+                sock, sockaddr = await accept()
             except OSError as exc:
+                if exc.errno in _ACCEPT_RETRY_ERRNOS:
+                    continue
                 if exc.errno in _ACCEPT_CAPACITY_ERRNOS:
                     log.error("accept() failed (%s); sleeping 0.1 s", exc)
                     await trio.sleep(0.1)
                     continue
                 raise
-            nursery.start_soon(self._serve_connection, stream)
+            nursery.start_soon(self._serve_connection, trio.SocketStream(sock), format_address(sockaddr))
 
-    async def _serve_connection(self, stream: trio.SocketStream) -> None:
+    async def _serve_connection(self, stream: trio.SocketStream, peer: str) -> None:
         mode = self.config.tls_mode
         tls = mode is TlsMode.ENFORCING
         transport: trio.abc.Stream = stream
@@ -136,14 +151,10 @@ class RemotingServer(RemotingEndpoint, ServiceContextManager):
                         await transport.do_handshake()
             except (trio.TooSlowError, trio.BrokenResourceError, OSError) as exc:
                 self.tls_handshake_failures += 1
-                try:
-                    peer = format_address(stream.socket.getpeername())
-                except OSError:
-                    peer = "?"
-                log.info("TLS handshake with %s failed: %r", peer, exc)
+                self.io_log.log(logging.INFO, "TLS handshake with %s failed: %r", peer, exc)
                 await trio.aclose_forcefully(stream)
                 return
-        await Connection(self, transport, tls=tls).run()
+        await Connection(self, transport, tls=tls, remote_address=peer).run()
 
     # -- calls to clients --------------------------------------------------------------
 

@@ -47,9 +47,9 @@ outside its append lock); only a SYNC_FLUSH send waits, for its group commit, in
 of the connection (counted in-flight, so a shutdown drains it) that answers when the
 flush covers it. At most ``send_concurrency + send_queue_capacity`` sends wait at once;
 past that SYSTEM_BUSY at once (with an ``extFields`` object, which the C++ client
-needs). A send answered later is not seen by RPC hooks' ``do_after_response``.
-Anything unexpected a send raises is answered by the endpoint (SYSTEM_ERROR, see
-:mod:`trocket.broker.processors`).
+needs). A send answered later goes out through ``Connection.answer`` like any other
+(RPC hooks' ``do_after_response`` see it). Anything unexpected a send raises is
+answered by the endpoint (SYSTEM_ERROR, see :mod:`trocket.broker.processors`).
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ class SendProcessor:
         try:
             if not await self.store.flush_service.wait_flushed(result.end_offset):
                 result.status = PutStatus.FLUSH_DISK_TIMEOUT
-            await conn.send_response(request, self._ok(result))
+            await conn.answer(request, self._ok(result))
         finally:
             self.pending -= 1
 

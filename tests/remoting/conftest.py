@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from contextlib import asynccontextmanager
 
+import pytest
 import trio
+import trio.testing
 
 from trocket.codecs.command import RemotingCommand
 from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig
@@ -16,6 +18,16 @@ FAIL = 102
 
 async def echo(conn, request: RemotingCommand) -> RemotingCommand:
     return RemotingCommand.response(0, body=request.body, ext_fields=request.ext_fields)
+
+
+@pytest.fixture
+def idle_jump_clock() -> trio.testing.MockClock:
+    """Virtual time for tests about time over real sockets: it stands still while
+    anything happens and jumps to the next deadline once nothing happened for 0.1 s
+    of real time (loopback I/O is long done by then). pytest-trio runs a test with
+    the clock a fixture returns. Plain ``autojump_clock`` would jump while a
+    loopback round trip is still in flight."""
+    return trio.testing.MockClock(autojump_threshold=0.1)
 
 
 def server_config(**kw) -> ServerConfig:
@@ -61,5 +73,6 @@ class Gate:
         return RemotingCommand.response(0, body=request.body)
 
     async def wait_arrivals(self, n: int) -> None:
-        while self.arrived < n:
-            await self.arrival.wait()
+        with trio.fail_after(10):
+            while self.arrived < n:
+                await self.arrival.wait()

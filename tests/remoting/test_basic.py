@@ -160,7 +160,7 @@ async def test_requests_on_one_connection_are_processed_concurrently():
         assert (await held).body == b"held"
 
 
-async def test_processor_answers_later_with_send_response():
+async def test_processor_answers_later_with_answer():
     later = []
 
     async def deferred(conn, req):
@@ -170,10 +170,11 @@ async def test_processor_answers_later_with_send_response():
     async with serving() as server, client_of() as client:
         server.register_processor(11, deferred)
         fut = await client.invoke_async(server.address, request(11, body=b"q"))
-        while not later:
-            await trio.sleep(0.01)
+        with trio.fail_after(5):
+            while not later:
+                await trio.sleep(0.01)
         conn, req = later[0]
-        assert await conn.send_response(req, RemotingCommand.response(0, body=b"later"))
+        assert await conn.answer(req, RemotingCommand.response(0, body=b"later"))
         assert (await fut).body == b"later"
 
 

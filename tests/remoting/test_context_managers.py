@@ -44,3 +44,16 @@ async def test_cancellation_passes_through():
         async with RemotingClient():
             await trio.sleep(10)
     assert scope.cancelled_caught
+
+
+async def test_an_enclosing_cancel_during_a_clean_exit_still_closes_the_owned_nursery():
+    # the body ends normally but its enclosing scope is cancelled: the graceful close
+    # is cancelled too, and the client's own nursery must still be exited properly
+    async with serving() as server:
+        with trio.CancelScope() as scope:
+            async with client_of() as client:
+                await client.invoke_sync(server.address, RemotingCommand.request(ECHO), timeout=2)
+                scope.cancel()
+        assert scope.cancelled_caught
+        async with client_of() as client:  # trio's state is sound: the next one works
+            await client.invoke_sync(server.address, RemotingCommand.request(ECHO), timeout=2)

@@ -95,7 +95,7 @@ async def test_connect_and_close_events_on_both_sides():
     assert srec.events == [("connect", caddr), ("close", caddr)]
 
 
-async def test_idle_connections_are_closed():
+async def test_idle_connections_are_closed(idle_jump_clock):
     srec = Recorder()
     async with serving(server_config(idle_timeout=0.3), listener=srec) as server:
         async with client_of(ClientConfig(idle_timeout=None)) as client:
@@ -104,7 +104,7 @@ async def test_idle_connections_are_closed():
             start = trio.current_time()
             with trio.fail_after(3):
                 await conn.wait_closed()
-            assert trio.current_time() - start >= 0.25
+            assert 0.3 <= trio.current_time() - start <= 0.3 + 1e-9
             assert [e[0] for e in srec.events] == ["connect", "idle", "close"]
             # the client reconnects transparently
             assert (await client.invoke_sync(server.address, request(body=b"x"))).body == b"x"
