@@ -9,7 +9,7 @@ from ._nursery import ServiceContextManager
 from .client import RemotingClient, parse_address
 from .config import ClientConfig, EndpointConfig, ServerConfig
 from .connection import Connection
-from .endpoint import RemotingEndpoint, RemotingStats, SysResponseCode, next_opaque
+from .endpoint import RemotingEndpoint, RemotingStats, next_opaque
 from .errors import (
     RemotingCancelledError,
     RemotingCommandDecodeError,
@@ -26,6 +26,7 @@ from .errors import (
 from .events import ChannelEventListener
 from .hooks import HmacSigningHook, HmacVerifyingHook, RPCHook, SignatureError
 from .processor import RequestProcessor
+from .replies import SysResponseCode, exception_simple_desc
 from .response import ResponseFuture
 from .server import RemotingServer
 from .state import CloseReason, ConnectionStateError, ConnState
@@ -48,6 +49,7 @@ __all__ = [
     "RequestProcessor",
     "RemotingStats",
     "SysResponseCode",
+    "exception_simple_desc",
     "next_opaque",
     "parse_address",
     "ChannelEventListener",

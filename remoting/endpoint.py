@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .hooks import RPCHook
     from .tap import TapSink
 
-__all__ = ["RemotingEndpoint", "RemotingStats", "SysResponseCode", "next_opaque", "exception_simple_desc"]
+__all__ = ["RemotingEndpoint", "RemotingStats", "next_opaque"]
 
 log = logging.getLogger(__name__)
 

@@ -63,7 +63,7 @@ from trocket.codecs.headers import (
 from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX, is_valid_topic
 from trocket.codecs.serialize import encode_command
 from trocket.remoting import Connection, next_opaque
-from trocket.remoting.endpoint import exception_simple_desc
+from trocket.remoting import exception_simple_desc
 from trocket.remoting.errors import RemotingError
 
 from ..store import TopicConfig
@@ -307,7 +307,7 @@ class ClientManageProcessor:
         except Exception as exc:  # answered here: this handler is past the endpoint's catch-all
             log.warning("heartbeat from %s: creating retry topics failed", conn.remote_address, exc_info=True)
             response = reply(ResponseCode.SYSTEM_ERROR, exception_simple_desc(exc))
-        await conn.send_response(request, response)
+        await conn.answer(request, response)
 
     # -- 35 ------------------------------------------------------------------------------
 
