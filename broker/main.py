@@ -267,7 +267,9 @@ def main_namesrv(args: argparse.Namespace) -> int:
 
 
 def _standalone(argv: list[str] | None = None) -> int:
-    """``python -m trocket.broker.main [broker|namesrv] ...`` until the CLI is wired."""
+    """``.venv/bin/python -m trocket.broker.main [broker|namesrv] ...``: the two
+    commands without the ``trocket`` console script (the tests and benchmarks start
+    the broker this way, with ``sys.executable``)."""
     parser = argparse.ArgumentParser(prog="trocket")
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("broker")

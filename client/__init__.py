@@ -1,1 +1,1 @@
-"""RocketMQ producer and consumers built on trocket.remoting."""
+"""RocketMQ producer and consumers on trocket.remoting (planned: issue 7; nothing here yet)."""

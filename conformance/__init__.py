@@ -1,1 +1,2 @@
-"""Golden frames, captures and the conformance runner."""
+"""Golden frames and the conformance checker (``trocket conformance check``); captures
+and the replay runner are planned (issue 8)."""

@@ -1,1 +1,1 @@
-"""PySpark analysis of captured RocketMQ traffic."""
+"""PySpark analysis of captured RocketMQ traffic (planned: issue 9; nothing here yet)."""

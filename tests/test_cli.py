@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from trocket import __version__
 from trocket.cli import main
-from trocket.codecs.codes import RequestCode
 from trocket.codecs.command import LanguageCode, RemotingCommand, SerializeType
 from trocket.codecs.headers import REQUEST_HEADERS
 from trocket.codecs.serialize import encode_command

@@ -276,11 +276,6 @@ class MappedFile:
         finally:
             del anchor
 
-    def warm(self) -> None:
-        """Ask the kernel to read the file in (``MADV_WILLNEED``), as ``warmMappedFile``."""
-        if self._mm is not None and hasattr(mmap, "MADV_WILLNEED"):
-            self._mm.madvise(mmap.MADV_WILLNEED)
-
     def close(self) -> None:
         """Unmap and close. Views still held by readers keep the pages mapped until freed."""
         view, mm = self._view, self._mm

@@ -9,7 +9,6 @@ import json
 import zlib
 from contextlib import asynccontextmanager
 
-import pytest
 import trio
 
 from trocket.broker.client_manager import ConsumerManager, ProducerManager, RebalanceLockManager
@@ -34,7 +33,6 @@ from trocket.codecs.bodies.client import (
     SubscriptionData,
 )
 from trocket.codecs.command import LanguageCode, RemotingCommand
-from trocket.codecs.message.msgid import encode_offset_msg_id
 from trocket.codecs.message.properties import encode_properties_bytes
 from trocket.codecs.message.record import decode_record
 from trocket.remoting import ChannelEventListener, ClientConfig, RemotingClient, RemotingServer, ServerConfig

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trocket.codecs.command import RPC_ONEWAY, RPC_RESPONSE, LanguageCode, RemotingCommand, SerializeType
+from trocket.codecs.command import RPC_ONEWAY, RPC_RESPONSE, RemotingCommand, SerializeType
 from trocket.codecs.errors import CodecError, HeaderDecodeError
 from trocket.codecs.frame import split_frames
 from trocket.codecs.serialize import decode_command, encode_command

@@ -11,7 +11,6 @@ import errno
 import logging
 import os
 
-import pytest
 import trio
 import trio.testing
 
