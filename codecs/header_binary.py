@@ -11,11 +11,18 @@ Layout, big-endian::
 written here (JSON keeps them). A zero-length remark or ext block decodes as absent
 (``None``), as Java reads it. A zero-length ext value decodes as ``""`` (Java reads
 null; keeping ``""`` makes re-encoding exact).
+
+Decoding the ext block: a per-entry loop is the reference; a block laid out like the
+last one of its length (same key bytes, same value lengths: what a producer sends
+request after request) is read with one precompiled ``struct`` call instead, checked
+against the recorded layout in C (see :func:`_decode_ext`).
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from .command import LanguageCode, RemotingCommand, SerializeType
 from .errors import HeaderDecodeError, HeaderEncodeError
@@ -66,8 +73,33 @@ def encode_binary_header(cmd: RemotingCommand, ext: dict[str, str] | None) -> by
     return b"".join((fixed, remark, _I32.pack(len(ext_bytes)), ext_bytes))
 
 
-def _decode_ext(header: bytes, pos: int, end: int) -> dict[str, str]:
-    ext: dict[str, str] = {}
+class _Shape(NamedTuple):
+    """The layout of one ext block: its key lengths, key bytes and value lengths.
+
+    ``unpack`` reads the whole block in one call, keys and values as bytes and the
+    length fields as ints; a block has this shape exactly when those ints and key bytes
+    equal the recorded ones (same total length is the cache key).
+    """
+
+    unpack: Callable[[bytes, int], tuple[Any, ...]]
+    klens: tuple[int, ...]
+    kbytes: tuple[bytes, ...]
+    vlens: tuple[int, ...]
+    keys: tuple[str, ...]
+
+
+#: Ext block length -> the last shape seen with that length. Producers send the same
+#: keys with mostly the same value lengths request after request, so most blocks hit.
+_SHAPES: dict[int, _Shape] = {}
+_MAX_SHAPES = 256
+_MAX_SHAPE_FIELDS = 64
+_utf8 = bytes.decode
+
+
+def _decode_ext_fields(header: bytes, pos: int, end: int) -> list[tuple[bytes, int, int]]:
+    """The reference parse: ``(key bytes, value start, value end)`` per entry, each
+    length checked against the block, in wire order."""
+    fields = []
     unpack_key = _U16.unpack_from
     unpack_val = _I32.unpack_from
     while pos < end:
@@ -85,9 +117,46 @@ def _decode_ext(header: bytes, pos: int, end: int) -> dict[str, str]:
             raise HeaderDecodeError(
                 f"ROCKETMQ header ext field {key!r} value length {vlen} overruns the header"
             )
-        ext[header[pos + 2 : kend].decode()] = header[vstart:vend].decode()
+        fields.append((header[pos + 2 : kend], vstart, vend))
         pos = vend
+    return fields
+
+
+def _decode_ext(header: bytes, pos: int, end: int) -> dict[str, str]:
+    """The ext block ``header[pos:end]`` as a dict in wire order.
+
+    A block shaped like the last one of its length is read with one precompiled
+    ``struct`` call, a C-level compare of its lengths and key bytes, and the values
+    decoded by ``map``: about half the cost of the per-entry loop, which remains the
+    reference (and the only source of errors) for every other block, and teaches the
+    cache the block's shape.
+    """
+    shape = _SHAPES.get(end - pos)
+    if shape is not None:
+        unpack, klens, kbytes, vlens, keys = shape
+        vals = unpack(header, pos)
+        if vals[2::4] == vlens and vals[1::4] == kbytes and vals[0::4] == klens:
+            return dict(zip(keys, map(_utf8, vals[3::4])))
+    fields = _decode_ext_fields(header, pos, end)
+    ext = {k.decode(): header[vs:ve].decode() for k, vs, ve in fields}
+    if len(fields) <= _MAX_SHAPE_FIELDS:
+        _learn(fields, end - pos)
     return ext
+
+
+def _learn(fields: list[tuple[bytes, int, int]], size: int) -> None:
+    kbytes = tuple(k for k, _, _ in fields)
+    vlens = tuple(ve - vs for _, vs, ve in fields)
+    fmt = ">" + "".join(f"H{len(k)}si{v}s" for k, v in zip(kbytes, vlens))
+    if len(_SHAPES) >= _MAX_SHAPES:
+        _SHAPES.clear()
+    _SHAPES[size] = _Shape(
+        struct.Struct(fmt).unpack_from,
+        tuple(map(len, kbytes)),
+        kbytes,
+        vlens,
+        tuple(k.decode() for k in kbytes),
+    )
 
 
 def decode_binary_header(header: bytes | memoryview) -> RemotingCommand:
