@@ -93,13 +93,17 @@ class _Shape(NamedTuple):
 _SHAPES: dict[int, _Shape] = {}
 _MAX_SHAPES = 256
 _MAX_SHAPE_FIELDS = 64
+#: Ext block length -> its misses since its shape was last learned (or ever).
+_MISSES: dict[int, int] = {}
+_MAX_MISSES = 4 * _MAX_SHAPES
+_LEARN_AFTER = 2
+_RELEARN_AFTER = 8
 _utf8 = bytes.decode
 
 
-def _decode_ext_fields(header: bytes, pos: int, end: int) -> list[tuple[bytes, int, int]]:
-    """The reference parse: ``(key bytes, value start, value end)`` per entry, each
-    length checked against the block, in wire order."""
-    fields = []
+def _decode_ext_loop(header: bytes, pos: int, end: int) -> dict[str, str]:
+    """The reference reading: entry by entry, each length checked against the block."""
+    ext: dict[str, str] = {}
     unpack_key = _U16.unpack_from
     unpack_val = _I32.unpack_from
     while pos < end:
@@ -117,45 +121,64 @@ def _decode_ext_fields(header: bytes, pos: int, end: int) -> list[tuple[bytes, i
             raise HeaderDecodeError(
                 f"ROCKETMQ header ext field {key!r} value length {vlen} overruns the header"
             )
-        fields.append((header[pos + 2 : kend], vstart, vend))
+        ext[header[pos + 2 : kend].decode()] = header[vstart:vend].decode()
         pos = vend
-    return fields
+    return ext
 
 
 def _decode_ext(header: bytes, pos: int, end: int) -> dict[str, str]:
     """The ext block ``header[pos:end]`` as a dict in wire order.
 
-    A block shaped like the last one of its length is read with one precompiled
-    ``struct`` call, a C-level compare of its lengths and key bytes, and the values
-    decoded by ``map``: about half the cost of the per-entry loop, which remains the
-    reference (and the only source of errors) for every other block, and teaches the
-    cache the block's shape.
+    A block shaped like the cached one of its length is read with one precompiled
+    ``struct`` call, a C-level compare of its lengths and key bytes, and its values
+    decoded by ``map``: about half the cost of the per-entry loop. Every other block
+    goes through the loop, the reference and the only source of errors. A length's
+    shape is learned at its :data:`_LEARN_AFTER`-th miss (a length seen once costs no
+    learning) and replaced after :data:`_RELEARN_AFTER` misses against it (two layouts
+    alternating under one length cost a re-learn only now and then).
     """
-    shape = _SHAPES.get(end - pos)
+    size = end - pos
+    shape = _SHAPES.get(size)
     if shape is not None:
         unpack, klens, kbytes, vlens, keys = shape
         vals = unpack(header, pos)
         if vals[2::4] == vlens and vals[1::4] == kbytes and vals[0::4] == klens:
             return dict(zip(keys, map(_utf8, vals[3::4])))
-    fields = _decode_ext_fields(header, pos, end)
-    ext = {k.decode(): header[vs:ve].decode() for k, vs, ve in fields}
-    if len(fields) <= _MAX_SHAPE_FIELDS:
-        _learn(fields, end - pos)
+    ext = _decode_ext_loop(header, pos, end)
+    misses = _MISSES.get(size, 0) + 1
+    if misses < (_LEARN_AFTER if shape is None else _RELEARN_AFTER):
+        if len(_MISSES) >= _MAX_MISSES:
+            _MISSES.clear()
+        _MISSES[size] = misses
+    else:
+        _MISSES.pop(size, None)
+        _learn(header, pos, end)
     return ext
 
 
-def _learn(fields: list[tuple[bytes, int, int]], size: int) -> None:
-    kbytes = tuple(k for k, _, _ in fields)
-    vlens = tuple(ve - vs for _, vs, ve in fields)
-    fmt = ">" + "".join(f"H{len(k)}si{v}s" for k, v in zip(kbytes, vlens))
+def _learn(header: bytes, pos: int, end: int) -> None:
+    """Cache the shape of a block the loop has just read without error."""
+    klens, kbytes, vlens = [], [], []
+    size = end - pos
+    while pos < end:
+        klen = _U16.unpack_from(header, pos)[0]
+        kend = pos + 2 + klen
+        vlen = _I32.unpack_from(header, kend)[0]
+        klens.append(klen)
+        kbytes.append(header[pos + 2 : kend])
+        vlens.append(vlen)
+        pos = kend + 4 + vlen
+        if len(klens) > _MAX_SHAPE_FIELDS:
+            return
     if len(_SHAPES) >= _MAX_SHAPES:
         _SHAPES.clear()
+    fmt = ">" + "".join([f"H{k}si{v}s" for k, v in zip(klens, vlens)])
     _SHAPES[size] = _Shape(
         struct.Struct(fmt).unpack_from,
-        tuple(map(len, kbytes)),
-        kbytes,
-        vlens,
-        tuple(k.decode() for k in kbytes),
+        tuple(klens),
+        tuple(kbytes),
+        tuple(vlens),
+        tuple(map(_utf8, kbytes)),
     )
 
 
