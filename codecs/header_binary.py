@@ -102,28 +102,51 @@ _utf8 = bytes.decode
 
 
 def _decode_ext_loop(header: bytes, pos: int, end: int) -> dict[str, str]:
-    """The reference reading: entry by entry, each length checked against the block."""
+    """The reference reading, entry by entry. Lengths are checked once at the end (a
+    short block makes ``unpack_from`` fail, an overrun leaves ``pos`` past ``end``);
+    any fault is reported by :func:`_check_ext`, which finds the first bad entry."""
     ext: dict[str, str] = {}
     unpack_key = _U16.unpack_from
     unpack_val = _I32.unpack_from
+    start = pos
+    try:
+        while pos < end:
+            (klen,) = unpack_key(header, pos)
+            kstart = pos + 2
+            kend = kstart + klen
+            (vlen,) = unpack_val(header, kend)
+            if vlen < 0:
+                break
+            pos = kend + 4 + vlen
+            ext[header[kstart:kend].decode()] = header[kend + 4 : pos].decode()
+    except struct.error:
+        pass
+    except UnicodeDecodeError:
+        _check_ext(header, start, end)  # a cut-short block is the first fault
+        raise
+    if pos != end:
+        _check_ext(header, start, end)
+        raise AssertionError("_check_ext passed a block the loop could not read")
+    return ext
+
+
+def _check_ext(header: bytes, pos: int, end: int) -> None:
+    """Raise the error for the first bad entry of an ext block, if it has one."""
     while pos < end:
         if pos + 2 > end:
             raise HeaderDecodeError("ROCKETMQ header ext field cut short in a key length")
-        klen = unpack_key(header, pos)[0]
+        klen = _U16.unpack_from(header, pos)[0]
         kend = pos + 2 + klen
         if kend + 4 > end:
             raise HeaderDecodeError("ROCKETMQ header ext field key overruns the header")
-        vlen = unpack_val(header, kend)[0]
-        vstart = kend + 4
-        vend = vstart + vlen
+        vlen = _I32.unpack_from(header, kend)[0]
+        vend = kend + 4 + vlen
         if vlen < 0 or vend > end:
             key = header[pos + 2 : kend].decode("utf-8", "replace")
             raise HeaderDecodeError(
                 f"ROCKETMQ header ext field {key!r} value length {vlen} overruns the header"
             )
-        ext[header[pos + 2 : kend].decode()] = header[vstart:vend].decode()
         pos = vend
-    return ext
 
 
 def _decode_ext(header: bytes, pos: int, end: int) -> dict[str, str]:

@@ -218,3 +218,20 @@ def test_mutations_of_a_cached_block_match_the_oracle(ext, edits):
     for at, byte in edits:
         mutated[at % len(mutated)] = byte
     assert ext_of(with_ext_block(bytes(mutated))) == oracle(bytes(mutated))
+
+
+def test_uncached_loop_names_the_structural_fault_first():
+    # value length 3 over a 2-byte tail that cuts "é" in half: an overrun, not bad UTF-8
+    block = b"\x00\x01k\x00\x00\x00\x03" + "\u00e9".encode()[:1] + b"x"
+    with pytest.raises(HeaderDecodeError, match="overruns"):
+        decode_binary_header(with_ext_block(block[:-1] + b"\xc3"))
+    # bad UTF-8 early, then a key length running past the end: the overrun is reported
+    block = b"\x00\x01k\x00\x00\x00\x01\xff" + b"\x00\x09"
+    with pytest.raises(HeaderDecodeError, match="overruns"):
+        decode_binary_header(with_ext_block(block))
+    # bad UTF-8 in a well-formed block
+    with pytest.raises(HeaderDecodeError, match="UTF-8"):
+        decode_binary_header(with_ext_block(b"\x00\x01k\x00\x00\x00\x01\xff"))
+    # multi-byte keys and values read through the loop
+    block = b"\x00\x02\xc3\xa9\x00\x00\x00\x03ab\x00" + b"\x00\x00\x00\x00\x00\x00"
+    assert decode_binary_header(with_ext_block(block)).ext_fields == {"\u00e9": "ab\x00", "": ""}
