@@ -35,21 +35,31 @@ _U16 = struct.Struct(">H")
 _LANGUAGES = {lang.value: lang for lang in LanguageCode}
 
 
+#: Ext key -> its encoded length and bytes: the same few keys go out on every command.
+_KEY_PREFIXES: dict[str, bytes] = {}
+_MAX_KEY_PREFIXES = 1024
+
+
+def _key_prefix(key: str) -> bytes:
+    k = key.encode()
+    if len(k) > 0xFFFF:
+        raise HeaderEncodeError(f"ext field key longer than 65535 bytes: {key[:40]!r}...")
+    if len(_KEY_PREFIXES) >= _MAX_KEY_PREFIXES:
+        _KEY_PREFIXES.clear()
+    prefix = _KEY_PREFIXES[key] = len(k).to_bytes(2, "big") + k
+    return prefix
+
+
 def _encode_ext(ext: dict[str, str]) -> bytes:
-    out = bytearray()
+    out: list[bytes] = []
+    known = _KEY_PREFIXES.get
+    pack_len = _I32.pack
     for key, value in ext.items():
         if value is None:
             continue
-        k = key.encode()
         v = value.encode()
-        klen = len(k)
-        if klen > 0xFFFF:
-            raise HeaderEncodeError(f"ext field key longer than 65535 bytes: {key[:40]!r}...")
-        out += klen.to_bytes(2, "big")
-        out += k
-        out += len(v).to_bytes(4, "big")
-        out += v
-    return bytes(out)
+        out += (known(key) or _key_prefix(key), pack_len(len(v)), v)
+    return b"".join(out)
 
 
 def encode_binary_header(cmd: RemotingCommand, ext: dict[str, str] | None) -> bytes:

@@ -235,3 +235,20 @@ def test_uncached_loop_names_the_structural_fault_first():
     # multi-byte keys and values read through the loop
     block = b"\x00\x02\xc3\xa9\x00\x00\x00\x03ab\x00" + b"\x00\x00\x00\x00\x00\x00"
     assert decode_binary_header(with_ext_block(block)).ext_fields == {"\u00e9": "ab\x00", "": ""}
+
+
+def test_key_prefix_cache_writes_the_same_bytes_and_stays_bounded():
+    from trocket.codecs import header_binary
+
+    cmd = RemotingCommand(code=310, ext_fields={"k": "v1", "\u00e9": "", "k3": "\u00fc"})
+    first = enc(cmd)
+    assert enc(cmd) == first == (
+        struct.pack(">hBhiii", 310, 0, 0, 0, 0, 0) + struct.pack(">i", 9 + 8 + 10)
+        + b"\x00\x01k\x00\x00\x00\x02v1" + b"\x00\x02\xc3\xa9\x00\x00\x00\x00" + b"\x00\x02k3\x00\x00\x00\x02\xc3\xbc"
+    )
+    for n in range(header_binary._MAX_KEY_PREFIXES + 10):
+        enc(RemotingCommand(code=1, ext_fields={f"key{n}": "v"}))
+    assert len(header_binary._KEY_PREFIXES) <= header_binary._MAX_KEY_PREFIXES
+    for _ in range(2):  # a refused key is not remembered
+        with pytest.raises(HeaderEncodeError, match="65535"):
+            enc(RemotingCommand(code=1, ext_fields={"k" * 70000: "v"}))
