@@ -9,7 +9,9 @@ ext lookups, the usual values converted inline, no per-field dispatch.
   (``"0"``..``"1023"``, ``"-1"``): a hit is valid by construction;
 * other non-negative ints by a precompiled check, ``isdigit() and isascii()`` and
   fewer than 10 (int32) / 19 (int64) digits, which is always in range, then ``int``;
-* bools by lookup of the accepted spellings (:data:`._java.BOOLS`).
+* bools by lookup of the accepted spellings (:data:`._java.BOOLS`);
+* a pull request's poll timeout and subscription version, the same from one pull to
+  the next, by lookup of the int64 spellings already validated (bounded).
 
 Anything else (a missing or null required field, a sign, leading zeros, a long digit
 run, garbage, a non-string value) makes it hand the *whole* ext map to
@@ -88,6 +90,22 @@ def _i64(v: str) -> int:
         if not (v.isdigit() and v.isascii() and len(v) < 19):
             raise _Fallback
         x = int(v)
+    return x
+
+
+#: Spellings of int64 values that stay the same request after request (a consumer's
+#: poll timeout and subscription version), validated once; bounded, cleared when full.
+_KNOWN_I64: dict[str, int] = {}
+_known_i64 = _KNOWN_I64.get
+_MAX_KNOWN_I64 = 4096
+
+
+def _learn_i64(v: str) -> int:
+    """An int64 value not yet known: checked as :func:`_i64` does, then remembered."""
+    x = _i64(v)
+    if len(_KNOWN_I64) >= _MAX_KNOWN_I64:
+        _KNOWN_I64.clear()
+    _KNOWN_I64[v] = x
     return x
 
 
@@ -368,11 +386,14 @@ def decode_pull_message(ext: Mapping[str, str] | None) -> PullMessageRequestHead
         o.queueOffset = int(v) if v.isdigit() and v.isascii() and len(v) < 19 else _i64(v)
         v = ext["commitOffset"]
         o.commitOffset = int(v) if v.isdigit() and v.isascii() and len(v) < 19 else _i64(v)
+        # a consumer's constants: its poll timeout and its subscription's version
         v = ext["suspendTimeoutMillis"]
-        o.suspendTimeoutMillis = int(v) if v.isdigit() and v.isascii() and len(v) < 19 else _i64(v)
+        x = _known_i64(v)
+        o.suspendTimeoutMillis = _learn_i64(v) if x is None else x
         o.subscription = get("subscription")
         v = ext["subVersion"]
-        o.subVersion = int(v) if v.isdigit() and v.isascii() and len(v) < 19 else _i64(v)
+        x = _known_i64(v)
+        o.subVersion = _learn_i64(v) if x is None else x
         o.expressionType = get("expressionType")
         o.bname = get("bname")
         return o

@@ -155,6 +155,36 @@ def test_none_ext_same_on_both_paths() -> None:
         assert outcome(decode_header, cls, None) == outcome(generic_decode, cls, None)
 
 
+@pytest.mark.parametrize(
+    "spelling", ["15000", "0", "9223372036854775807", "+15000", "015000", "-1", "1_000", "\u0661\u0662", " 5", "", "x"]
+)
+def test_pull_constants_cache_agrees_with_generic_every_time(spelling: str) -> None:
+    """The remembered int64 spellings (poll timeout, subscription version) change nothing:
+    the first decode (learning) and later ones (known) match the generic path."""
+    from trocket.codecs.headers import PullMessageRequestHeader
+    from trocket.codecs.headers import fast
+
+    ext = {"consumerGroup": "g", "topic": "t", "queueId": "1", "queueOffset": "5", "maxMsgNums": "32",
+           "sysFlag": "0", "commitOffset": "4", "suspendTimeoutMillis": spelling, "subVersion": spelling}
+    for _ in range(3):
+        assert outcome(decode_header, PullMessageRequestHeader, ext) == outcome(generic_decode, PullMessageRequestHeader, ext)
+    from trocket.codecs.headers._java import parse_int64
+
+    assert all(parse_int64(k) == x for k, x in fast._KNOWN_I64.items())  # only what Java reads alike
+
+
+def test_pull_constants_cache_is_bounded() -> None:
+    from trocket.codecs.headers import PullMessageRequestHeader
+    from trocket.codecs.headers import fast
+
+    ext = {"consumerGroup": "g", "topic": "t", "queueId": "1", "queueOffset": "5", "maxMsgNums": "32",
+           "sysFlag": "0", "commitOffset": "4", "suspendTimeoutMillis": "1"}
+    for n in range(fast._MAX_KNOWN_I64 + 10):
+        ext["subVersion"] = str(10**12 + n)
+        assert decode_header(PullMessageRequestHeader, ext).subVersion == 10**12 + n
+    assert len(fast._KNOWN_I64) <= fast._MAX_KNOWN_I64
+
+
 # -- V1 <-> V2 -----------------------------------------------------------------------------
 
 
