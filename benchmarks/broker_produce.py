@@ -125,11 +125,18 @@ def send_request(
     return RemotingCommand.request(310, h, body=body, serialize_type=serialize_type)
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process ``pid`` so far (``/proc/PID/stat``), in seconds."""
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """User and system CPU time of process ``pid`` so far (``/proc/PID/stat``), in seconds."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def cpu_per_message(cpu0: tuple[float, float], cpu1: tuple[float, float], count: int) -> dict:
+    user, system = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
+    n = max(1, count)
+    return {"cpu_us": 1e6 * (user + system) / n, "user_us": 1e6 * user / n, "sys_us": 1e6 * system / n}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -330,7 +337,7 @@ def senders_line(gen: str, senders: int, res: dict) -> str:
     return (
         f"senders  gen={gen:6s} senders={senders:3d} conns=1  TPS={res['tps']:8.0f}  "
         f"p50={res['p50_ms']:6.3f} ms  p99={res['p99_ms']:6.3f} ms  "
-        f"broker CPU={res['cpu_us']:6.1f} us/msg  ({res['count']} msgs in {res['seconds']:.1f} s, "
+        f"broker CPU={res['cpu_us']:6.1f} us/msg (user {res['user_us']:5.1f} + sys {res['sys_us']:5.1f})  ({res['count']} msgs in {res['seconds']:.1f} s, "
         f"errors={res['errors']})"
     )
 
@@ -375,7 +382,7 @@ async def produce_window(
     return {
         "tps": count / elapsed, "count": count, "errors": errors, "seconds": elapsed,
         "p50_ms": 1000 * percentile(latencies, 50), "p99_ms": 1000 * percentile(latencies, 99),
-        "cpu_us": 1e6 * (cpu1 - cpu0) / max(1, count),
+        **cpu_per_message(cpu0, cpu1, count),
     }
 
 
@@ -415,7 +422,7 @@ def cpp_window(namesrv: str, pid: int, threads: int, warmup: float, seconds: flo
         stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(),
     )
     assert child.stdout is not None
-    cpu0 = cpu1 = 0.0
+    cpu0 = cpu1 = (0.0, 0.0)
     result: dict = {}
     for line in child.stdout:
         if line.startswith("start"):
@@ -429,7 +436,7 @@ def cpp_window(namesrv: str, pid: int, threads: int, warmup: float, seconds: flo
         raise RuntimeError(f"cpp_producer.py failed (exit {child.returncode})")
     count = result["count"]
     result["tps"] = count / result["seconds"]
-    result["cpu_us"] = 1e6 * (cpu1 - cpu0) / max(1, count)
+    result.update(cpu_per_message(cpu0, cpu1, count))
     return result
 
 
