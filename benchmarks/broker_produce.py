@@ -386,7 +386,9 @@ async def produce_window(
     }
 
 
-async def bench_senders_python(warmup: float, seconds: float, serialize_type: SerializeType) -> None:
+async def bench_senders_python(
+    warmup: float, seconds: float, serialize_type: SerializeType, counts: tuple[int, ...] = SENDER_COUNTS
+) -> None:
     with tempfile.TemporaryDirectory(prefix="trocket-bench-") as tmp:
         proc, addr = start_broker(os.path.join(tmp, "store"), "async", os.path.join(tmp, "broker.log"))
         try:
@@ -395,7 +397,7 @@ async def bench_senders_python(warmup: float, seconds: float, serialize_type: Se
                 await nursery.start(client.run)
                 for q in range(QUEUES):  # warm up: topic, connection
                     await client.invoke_sync(addr, send_request(q, BODY, serialize_type), 10)
-                for senders in SENDER_COUNTS:
+                for senders in counts:
                     res = await produce_window(client, addr, proc.pid, senders, warmup, seconds, serialize_type)
                     print(senders_line("python", senders, res), flush=True)
                 await client.aclose()
@@ -440,7 +442,7 @@ def cpp_window(namesrv: str, pid: int, threads: int, warmup: float, seconds: flo
     return result
 
 
-async def bench_senders_cpp(warmup: float, seconds: float) -> None:
+async def bench_senders_cpp(warmup: float, seconds: float, counts: tuple[int, ...] = SENDER_COUNTS) -> None:
     namesrv = f"127.0.0.1:{free_port()}"
     with tempfile.TemporaryDirectory(prefix="trocket-bench-") as tmp:
         proc, addr = start_broker(
@@ -454,7 +456,7 @@ async def bench_senders_cpp(warmup: float, seconds: float) -> None:
                     await client.invoke_sync(addr, send_request(q), 10)
                 await client.aclose()
                 nursery.cancel_scope.cancel()
-            for threads in SENDER_COUNTS:
+            for threads in counts:
                 res = await trio.to_thread.run_sync(cpp_window, namesrv, proc.pid, threads, warmup, seconds)
                 print(senders_line("cpp", threads, res), flush=True)
                 for err in res.get("first_errors", []):
@@ -471,9 +473,9 @@ async def main(args: argparse.Namespace) -> None:
               f"{args.warmup:.0f} s warm-up + {seconds:.0f} s timed per run, python generator "
               f"{ser.name} headers (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)", flush=True)
         if args.generator in ("both", "python"):
-            await bench_senders_python(args.warmup, seconds, ser)
+            await bench_senders_python(args.warmup, seconds, ser, args.senders)
         if args.generator in ("both", "cpp"):
-            await bench_senders_cpp(args.warmup, seconds)
+            await bench_senders_cpp(args.warmup, seconds, args.senders)
     if args.part in ("all", "throughput"):
         print(f"trocket broker benchmark: {len(BODY)}-byte bodies, {QUEUES} queues, {seconds:.0f} s per produce run, "
               f"broker in a child process (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
@@ -498,6 +500,8 @@ if __name__ == "__main__":
                         help="load generator(s) of the senders runs (default both)")
     parser.add_argument("--serialize", choices=("rocketmq", "json"), default="rocketmq",
                         help="header serialization of the python generator (default rocketmq)")
+    parser.add_argument("--senders", type=lambda t: tuple(int(x) for x in t.split(",")), default=SENDER_COUNTS,
+                        help="comma-separated sender counts of the senders runs (default 1,4,16)")
     parser.add_argument("--warmup", type=float, default=1.0,
                         help="untimed seconds before each senders run (default 1)")
     trio.run(main, parser.parse_args())
