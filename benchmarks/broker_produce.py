@@ -1,9 +1,10 @@
 """Broker produce/consume benchmark.
 
-    .venv/bin/python benchmarks/broker_produce.py                  # everything, ~70 s
+    .venv/bin/python benchmarks/broker_produce.py                  # everything, ~2 min
     .venv/bin/python benchmarks/broker_produce.py --seconds 2      # shorter runs
     .venv/bin/python benchmarks/broker_produce.py --part rollover  # only the rollover runs
     .venv/bin/python benchmarks/broker_produce.py --part senders   # issue 12's producer load
+    .venv/bin/python benchmarks/broker_produce.py --part senders --generator cpp --senders 4
 
 For each flush mode (timed ``ASYNC_FLUSH``, then ``SYNC_FLUSH`` with group commit) it
 starts ``trocket broker`` in a child process on a fresh temporary store (embedded name
@@ -47,8 +48,10 @@ own latency is where creating the segment inline shows.)
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -407,8 +410,6 @@ async def bench_senders_python(
 
 
 def free_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -432,7 +433,7 @@ def cpp_window(namesrv: str, pid: int, threads: int, warmup: float, seconds: flo
         elif line.startswith("end"):
             cpu1 = cpu_seconds(pid)
         elif line.startswith("{"):
-            result = __import__("json").loads(line)
+            result = json.loads(line)
     child.wait(30)
     if not result:
         raise RuntimeError(f"cpp_producer.py failed (exit {child.returncode})")
