@@ -1,8 +1,10 @@
 """Broker produce/consume benchmark.
 
-    .venv/bin/python benchmarks/broker_produce.py                  # everything, ~70 s
+    .venv/bin/python benchmarks/broker_produce.py                  # everything, ~2 min
     .venv/bin/python benchmarks/broker_produce.py --seconds 2      # shorter runs
     .venv/bin/python benchmarks/broker_produce.py --part rollover  # only the rollover runs
+    .venv/bin/python benchmarks/broker_produce.py --part senders   # issue 12's producer load
+    .venv/bin/python benchmarks/broker_produce.py --part senders --generator cpp --senders 4
 
 For each flush mode (timed ``ASYNC_FLUSH``, then ``SYNC_FLUSH`` with group commit) it
 starts ``trocket broker`` in a child process on a fresh temporary store (embedded name
@@ -16,6 +18,18 @@ server, port 0), then from this process:
   ``putMessageLockTimeNanosTotal`` before/after);
 * then drains everything just produced with PULL_MESSAGE (32 per pull, one puller per
   queue over the 4 connections) and prints the consume TPS.
+
+Senders (``--part senders``), the load of a real producer (issue 12): one ``ASYNC_FLUSH``
+broker per load generator; for 1, 4 and 16 senders sharing ONE connection, synchronous
+SEND_MESSAGE_V2 sends of 128-byte bodies (ROCKETMQ header serialization unless
+``--serialize json``), ``--warmup`` seconds untimed, then ``--seconds`` timed. Prints TPS,
+p50/p99 latency and the broker's CPU time per message: user+sys of the broker process
+from ``/proc/PID/stat`` over the timed window only, divided by the messages sent in it.
+Two load generators: trio tasks of this process on one :class:`RemotingClient`
+(``python``), and N threads through one real C++ producer (PyPI ``rocketmq``,
+``benchmarks/cpp_producer.py``, ``cpp``), which routes through the embedded name
+server. The Python generator shares the 2 cores and may be the limit itself; the broker's
+CPU per message is the figure that compares.
 
 Rollover (``--part rollover``): a send that rolls the commit log over to a new segment
 runs on its connection's reader. With the next segment made ahead
@@ -34,8 +48,10 @@ own latency is where creating the segment inline shows.)
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -44,7 +60,7 @@ import time
 import trio
 
 from trocket.codecs.bodies.fastjson import loads
-from trocket.codecs.command import RemotingCommand
+from trocket.codecs.command import RemotingCommand, SerializeType
 from trocket.codecs.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
 from trocket.remoting import ClientConfig, RemotingClient
 
@@ -56,7 +72,8 @@ PROPS = "TAGS\x01bench\x02WAIT\x01true\x02"
 
 
 def start_broker(
-    store: str, flush: str, log_path: str, conf: dict[str, str] | None = None
+    store: str, flush: str, log_path: str, conf: dict[str, str] | None = None,
+    namesrv_listen: str = "127.0.0.1:0",
 ) -> tuple[subprocess.Popen, str]:
     """Start ``trocket broker`` (with a broker.conf holding ``conf`` when given)."""
     extra: list[str] = []
@@ -69,7 +86,7 @@ def start_broker(
     proc = subprocess.Popen(
         [
             sys.executable, "-m", "trocket.broker.main", "broker", *extra,
-            "--store", store, "--listen", "127.0.0.1:0", "--namesrv-listen", "127.0.0.1:0",
+            "--store", store, "--listen", "127.0.0.1:0", "--namesrv-listen", namesrv_listen,
             "--flush", flush, "--log-level", "INFO",
         ],
         stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"),
@@ -101,12 +118,28 @@ async def runtime_info(client: RemotingClient, addr: str) -> dict[str, str]:
     return loads(r.body)["table"]
 
 
-def send_request(queue_id: int, body: bytes = BODY) -> RemotingCommand:
+def send_request(
+    queue_id: int, body: bytes = BODY, serialize_type: SerializeType = SerializeType.JSON
+) -> RemotingCommand:
     h = SendMessageRequestHeaderV2(
         a="BenchProducer", b=TOPIC, c="TBW102", d=QUEUES, e=queue_id, f=0,
         g=int(time.time() * 1000), h=0, i=PROPS, j=0, k=False,
     )
-    return RemotingCommand.request(310, h, body=body)
+    return RemotingCommand.request(310, h, body=body, serialize_type=serialize_type)
+
+
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """User and system CPU time of process ``pid`` so far (``/proc/PID/stat``), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def cpu_per_message(cpu0: tuple[float, float], cpu1: tuple[float, float], count: int) -> dict:
+    user, system = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
+    n = max(1, count)
+    return {"cpu_us": 1e6 * (user + system) / n, "user_us": 1e6 * user / n, "sys_us": 1e6 * system / n}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -300,8 +333,150 @@ async def bench_rollover(seconds: float, senders: int, segment: int, body_size: 
         )
 
 
+SENDER_COUNTS = (1, 4, 16)
+
+
+def senders_line(gen: str, senders: int, res: dict) -> str:
+    return (
+        f"senders  gen={gen:6s} senders={senders:3d} conns=1  TPS={res['tps']:8.0f}  "
+        f"p50={res['p50_ms']:6.3f} ms  p99={res['p99_ms']:6.3f} ms  "
+        f"broker CPU={res['cpu_us']:6.1f} us/msg (user {res['user_us']:5.1f} + sys {res['sys_us']:5.1f})  ({res['count']} msgs in {res['seconds']:.1f} s, "
+        f"errors={res['errors']})"
+    )
+
+
+async def produce_window(
+    client: RemotingClient, addr: str, pid: int, senders: int, warmup: float, seconds: float,
+    serialize_type: SerializeType,
+) -> dict:
+    """``senders`` trio tasks sending synchronously through ``client`` (one connection):
+    ``warmup`` seconds untimed, then ``seconds`` over which messages, latencies and the
+    broker's CPU time are counted."""
+    count = errors = 0
+    latencies: list[float] = []
+    timed = False
+    stop = False
+    async def sender(i: int) -> None:
+        nonlocal count, errors
+        q = i % QUEUES
+        clock = trio.current_time
+        while not stop:
+            req = send_request(q, BODY, serialize_type)
+            t0 = clock()
+            r = await client.invoke_sync(addr, req, 10)
+            if timed:
+                latencies.append(clock() - t0)
+                if r.code == 0:
+                    count += 1
+                else:
+                    errors += 1
+
+    async with trio.open_nursery() as nursery:
+        for i in range(senders):
+            nursery.start_soon(sender, i)
+        await trio.sleep(warmup)
+        cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+        timed = True
+        await trio.sleep(seconds)
+        timed = False
+        cpu1, t1 = cpu_seconds(pid), time.perf_counter()
+        stop = True
+    elapsed = t1 - t0
+    return {
+        "tps": count / elapsed, "count": count, "errors": errors, "seconds": elapsed,
+        "p50_ms": 1000 * percentile(latencies, 50), "p99_ms": 1000 * percentile(latencies, 99),
+        **cpu_per_message(cpu0, cpu1, count),
+    }
+
+
+async def bench_senders_python(
+    warmup: float, seconds: float, serialize_type: SerializeType, counts: tuple[int, ...] = SENDER_COUNTS
+) -> None:
+    with tempfile.TemporaryDirectory(prefix="trocket-bench-") as tmp:
+        proc, addr = start_broker(os.path.join(tmp, "store"), "async", os.path.join(tmp, "broker.log"))
+        try:
+            client = RemotingClient(ClientConfig(default_timeout=10))
+            async with trio.open_nursery() as nursery:
+                await nursery.start(client.run)
+                for q in range(QUEUES):  # warm up: topic, connection
+                    await client.invoke_sync(addr, send_request(q, BODY, serialize_type), 10)
+                for senders in counts:
+                    res = await produce_window(client, addr, proc.pid, senders, warmup, seconds, serialize_type)
+                    print(senders_line("python", senders, res), flush=True)
+                await client.aclose()
+                nursery.cancel_scope.cancel()
+        finally:
+            stop_broker(proc)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpp_window(namesrv: str, pid: int, threads: int, warmup: float, seconds: float) -> dict:
+    """``benchmarks/cpp_producer.py`` with ``threads`` senders; the broker's CPU time is
+    sampled when it says the timed window starts and ends."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_producer.py")
+    child = subprocess.Popen(
+        [sys.executable, script, "--namesrv", namesrv, "--topic", TOPIC, "--threads", str(threads),
+         "--body", str(len(BODY)), "--warmup", str(warmup), "--seconds", str(seconds)],
+        stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(),
+    )
+    assert child.stdout is not None
+    cpu0 = cpu1 = (0.0, 0.0)
+    result: dict = {}
+    for line in child.stdout:
+        if line.startswith("start"):
+            cpu0 = cpu_seconds(pid)
+        elif line.startswith("end"):
+            cpu1 = cpu_seconds(pid)
+        elif line.startswith("{"):
+            result = json.loads(line)
+    child.wait(30)
+    if not result:
+        raise RuntimeError(f"cpp_producer.py failed (exit {child.returncode})")
+    count = result["count"]
+    result["tps"] = count / result["seconds"]
+    result.update(cpu_per_message(cpu0, cpu1, count))
+    return result
+
+
+async def bench_senders_cpp(warmup: float, seconds: float, counts: tuple[int, ...] = SENDER_COUNTS) -> None:
+    namesrv = f"127.0.0.1:{free_port()}"
+    with tempfile.TemporaryDirectory(prefix="trocket-bench-") as tmp:
+        proc, addr = start_broker(
+            os.path.join(tmp, "store"), "async", os.path.join(tmp, "broker.log"), namesrv_listen=namesrv
+        )
+        try:
+            client = RemotingClient(ClientConfig(default_timeout=10))
+            async with trio.open_nursery() as nursery:
+                await nursery.start(client.run)
+                for q in range(QUEUES):  # create the topic before the C++ client asks its route
+                    await client.invoke_sync(addr, send_request(q), 10)
+                await client.aclose()
+                nursery.cancel_scope.cancel()
+            for threads in counts:
+                res = await trio.to_thread.run_sync(cpp_window, namesrv, proc.pid, threads, warmup, seconds)
+                print(senders_line("cpp", threads, res), flush=True)
+                for err in res.get("first_errors", []):
+                    print(f"         error: {err}", flush=True)
+        finally:
+            stop_broker(proc)
+
+
 async def main(args: argparse.Namespace) -> None:
     seconds = args.seconds
+    if args.part in ("all", "senders"):
+        ser = SerializeType.ROCKETMQ if args.serialize == "rocketmq" else SerializeType.JSON
+        print(f"senders: {len(BODY)}-byte bodies, SEND_MESSAGE_V2, one connection, ASYNC_FLUSH, "
+              f"{args.warmup:.0f} s warm-up + {seconds:.0f} s timed per run, python generator "
+              f"{ser.name} headers (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)", flush=True)
+        if args.generator in ("both", "python"):
+            await bench_senders_python(args.warmup, seconds, ser, args.senders)
+        if args.generator in ("both", "cpp"):
+            await bench_senders_cpp(args.warmup, seconds, args.senders)
     if args.part in ("all", "throughput"):
         print(f"trocket broker benchmark: {len(BODY)}-byte bodies, {QUEUES} queues, {seconds:.0f} s per produce run, "
               f"broker in a child process (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
@@ -314,7 +489,7 @@ async def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=4.0, help="duration of each produce run (default 4)")
-    parser.add_argument("--part", choices=("all", "throughput", "rollover"), default="all",
+    parser.add_argument("--part", choices=("all", "throughput", "rollover", "senders"), default="all",
                         help="which runs (default all)")
     parser.add_argument("--rollover-segment", type=int, default=16 << 20,
                         help="small commit-log segment size for the rollover runs (default 16 MiB)")
@@ -322,4 +497,12 @@ if __name__ == "__main__":
                         help="message body size for the rollover runs (default 16384)")
     parser.add_argument("--rollover-senders", type=int, default=1,
                         help="concurrent senders in the rollover runs (default 1)")
+    parser.add_argument("--generator", choices=("both", "python", "cpp"), default="both",
+                        help="load generator(s) of the senders runs (default both)")
+    parser.add_argument("--serialize", choices=("rocketmq", "json"), default="rocketmq",
+                        help="header serialization of the python generator (default rocketmq)")
+    parser.add_argument("--senders", type=lambda t: tuple(int(x) for x in t.split(",")), default=SENDER_COUNTS,
+                        help="comma-separated sender counts of the senders runs (default 1,4,16)")
+    parser.add_argument("--warmup", type=float, default=1.0,
+                        help="untimed seconds before each senders run (default 1)")
     trio.run(main, parser.parse_args())

@@ -30,6 +30,7 @@ import itertools
 import logging
 import os
 import struct
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -63,7 +64,7 @@ log = logging.getLogger(__name__)
 _connection_ids = itertools.count(1)
 _LENGTH = struct.Struct(">I")
 _write = os.write
-_read = os.read
+_readv = os.readv
 _wait_readable = trio.lowlevel.wait_readable
 _checkpoint = trio.lowlevel.checkpoint
 _IO_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
@@ -72,6 +73,26 @@ _CLOSING = ConnState.CLOSING
 #: capture directions (see :mod:`trocket.codecs.capture`)
 _RECEIVED = 0
 _SENT = 1
+
+
+_receive_buffers = threading.local()
+
+
+def _receive_buffer(size: int) -> tuple[bytearray, memoryview]:
+    """This thread's receive buffer of ``size`` bytes (made once per thread and size).
+
+    ``os.read(fd, size)`` allocates ``size`` bytes and shrinks them to what arrived:
+    with the 256 KiB default, that allocation cost more than the rest of a send's
+    receive path. Reading into one reused buffer instead is safe because a reader
+    hands what it read to its frame decoder (which copies) before it next awaits,
+    and a trio run is one thread."""
+    key = f"b{size}"
+    pair = getattr(_receive_buffers, key, None)
+    if pair is None:
+        buf = bytearray(size)
+        pair = (buf, memoryview(buf))
+        setattr(_receive_buffers, key, pair)
+    return pair
 
 
 def format_address(sockaddr) -> str:
@@ -565,25 +586,28 @@ class Connection:
 
     # -- tasks -----------------------------------------------------------------------------
 
-    async def _receive_direct(self, size: int) -> bytes:
+    async def _receive_direct(self, size: int) -> memoryview:
         """``receive_some`` on the plain-TCP fd, skipping the read that would fail.
 
         After a read that did not fill the buffer the socket is almost surely drained,
         so wait for readiness first instead of trying a ``recv`` that raises EAGAIN (a
-        syscall and an exception per message on a request/response connection)."""
+        syscall and an exception per message on a request/response connection).
+        Returns a view of the thread's receive buffer (see :func:`_receive_buffer`):
+        valid until the caller next awaits."""
         fd = self._fd
         if self._drained:
             await _wait_readable(fd)
         else:
             await _checkpoint()  # a busy peer must not starve the other tasks
+        buf, view = _receive_buffer(size)
         while True:
             try:
-                data = _read(fd, size)
+                n = _readv(fd, (buf,))
             except BlockingIOError:
                 await _wait_readable(fd)
                 continue
-            self._drained = len(data) < size
-            return data
+            self._drained = n < size
+            return view[:n]
 
     async def _read_loop(self) -> None:
         endpoint = self.endpoint

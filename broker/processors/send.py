@@ -54,6 +54,7 @@ answered by the endpoint (SYSTEM_ERROR, see :mod:`trocket.broker.processors`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import zlib
@@ -64,7 +65,6 @@ from trocket.codecs.command import RemotingCommand
 from trocket.codecs.headers import (
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
-    SendMessageResponseHeader,
 )
 from trocket.codecs.message.properties import get_property
 from trocket.codecs.message.sysflag import (
@@ -116,6 +116,12 @@ MAX_RECONSUME_TIMES = 16
 #: what Java's SendMessageProcessor adds to every SUCCESS besides the header (its
 #: defaults: ``regionId`` DefaultRegion, ``traceOn`` true)
 _OK_EXT = (("MSG_REGION", "DefaultRegion"), ("TRACE_ON", "true"))
+_REGION, _TRACE_ON = (v for _, v in _OK_EXT)
+#: topic names that passed ``validate_topic`` and are not send-forbidden (names only:
+#: the topic's config is looked up on every send); cleared when it grows past the bound
+_CHECKED_TOPICS_MAX = 4096
+#: a connection's ``ip:port`` -> its BORNHOST (one parse per peer, not per send)
+_born_host = functools.lru_cache(maxsize=1024)(host_address)
 
 
 def _positive_int(text: str) -> bool:
@@ -164,6 +170,7 @@ class SendProcessor:
         self.pending = 0
         self.max_message_size = ctx.config.max_message_size
         self._random = random.Random()
+        self._checked_topics: set[str] = set()
         # counters for GET_BROKER_RUNTIME_INFO
         self.put_messages = 0
         self.put_bytes = 0
@@ -232,12 +239,17 @@ class SendProcessor:
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{config.advertised_addr().rpartition(':')[0]}] sending message is forbidden",
             ), None
-        try:
-            validate_topic(topic)
-        except InvalidNameError as exc:
-            return reply(ResponseCode.SYSTEM_ERROR, str(exc)), None
-        if is_not_allowed_send_topic(topic):
-            return reply(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."), None
+        checked = self._checked_topics
+        if topic not in checked:
+            try:
+                validate_topic(topic)
+            except InvalidNameError as exc:
+                return reply(ResponseCode.SYSTEM_ERROR, str(exc)), None
+            if is_not_allowed_send_topic(topic):
+                return reply(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."), None
+            if len(checked) >= _CHECKED_TOPICS_MAX:
+                checked.clear()
+            checked.add(topic)
         tc = self.topics.select(topic)
         if tc is None:
             tc = self._create_topic(conn, header)
@@ -282,9 +294,11 @@ class SendProcessor:
         if len(body) > self.max_message_size:
             return self._illegal(f"message body is {len(body)} bytes, above the maximum of {self.max_message_size}")
         sys_flag = header.sysFlag
+        props = header.properties or ""
+        # the substring tests skip a properties scan for what most messages lack
         if sys_flag & TRANSACTION_ROLLBACK_TYPE == TRANSACTION_PREPARED_TYPE or (
-            get_property(header.properties, "TRAN_MSG") or ""
-        ).lower() == "true":
+            "TRAN_MSG" in props and (get_property(props, "TRAN_MSG") or "").lower() == "true"
+        ):
             return reply(
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{self.config.advertised_addr().rpartition(':')[0]}] sending transaction message is forbidden",
@@ -304,7 +318,7 @@ class SendProcessor:
                     self.ctx.topic_created(topic)
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
-        prepared = self._properties(header.properties)
+        prepared = self._properties(props)
         if isinstance(prepared, RemotingCommand):
             return prepared
         props_bytes, wait = prepared
@@ -316,13 +330,13 @@ class SendProcessor:
             properties_bytes=props_bytes,
             sys_flag=sys_flag,
             born_timestamp=header.bornTimestamp,
-            born_host=host_address(conn.remote_address),
+            born_host=_born_host(conn.remote_address),
             reconsume_times=reconsume,
-            tags_code=tags_hash(get_property(header.properties, "TAGS")),
+            tags_code=tags_hash(get_property(props, "TAGS")),
         )
         schedule = self.schedule
         delayed = False
-        if schedule is not None and not to_dlq and get_property(header.properties, "DELAY") is not None:
+        if schedule is not None and not to_dlq and "DELAY" in props and get_property(props, "DELAY") is not None:
             stored = schedule.rewrite(msg)
             delayed = stored is not msg
             msg = stored
@@ -374,7 +388,7 @@ class SendProcessor:
             properties_bytes=props_bytes,
             sys_flag=sys_flag,
             born_timestamp=header.bornTimestamp,
-            born_host=host_address(conn.remote_address),
+            born_host=_born_host(conn.remote_address),
             reconsume_times=header.reconsumeTimes or 0,
         )
         try:
@@ -398,8 +412,14 @@ class SendProcessor:
             return reply(ResponseCode.SYSTEM_ERROR, status.value)
         self.put_messages += result.msg_count
         self.put_bytes += result.wrote_bytes
-        header = SendMessageResponseHeader(msgId=result.msg_id, queueId=result.queue_id, queueOffset=result.queue_offset)
-        return reply(code, None, dict(_OK_EXT), header=header)
+        # SendMessageResponseHeader's fields in declaration order (no transactionId),
+        # then _OK_EXT: what reply(code, None, dict(_OK_EXT), header=...) builds, minus
+        # the header object and its codec
+        ext = {
+            "msgId": result.msg_id, "queueId": str(result.queue_id), "queueOffset": str(result.queue_offset),
+            "MSG_REGION": _REGION, "TRACE_ON": _TRACE_ON,
+        }
+        return RemotingCommand(code=code, flag=1, ext_fields=ext)
 
     def _properties(self, props: str | None) -> tuple[bytes, bool] | RemotingCommand:
         """The properties string as stored (verbatim UTF-8), and whether the producer
@@ -409,7 +429,7 @@ class SendProcessor:
             props_bytes = props.encode("utf-8")
         except UnicodeEncodeError:
             return self._illegal("properties are not valid UTF-8")
-        return props_bytes, (get_property(props, "WAIT") or "true").lower() == "true"
+        return props_bytes, "WAIT" not in props or (get_property(props, "WAIT") or "true").lower() == "true"
 
     def _illegal(self, detail: str) -> RemotingCommand:
         self.put_failures += 1

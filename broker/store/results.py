@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from functools import lru_cache
 
 import attrs
 
@@ -10,6 +11,12 @@ from trocket.codecs.message.hosts import HostAddress
 from trocket.codecs.message.msgid import encode_offset_msg_id
 
 __all__ = ["GetResult", "GetStatus", "PutResult", "PutStatus"]
+
+
+@lru_cache(maxsize=64)
+def _store_host_hex(ip: str, port: int) -> str:
+    """The offset message id's first part (IP and port, upper hex), once per store host."""
+    return encode_offset_msg_id(ip, port, 0)[:-16]
 
 
 class PutStatus(enum.Enum):
@@ -83,6 +90,9 @@ class PutResult:
         """Offset message id(s): store host + commit-log offset (comma-joined for a batch)."""
         if self._msg_id is None:
             ip, port = self.store_host
+            if self.record_sizes is None:  # one message: the host part is cached
+                self._msg_id = _store_host_hex(ip, port) + "%016X" % self.physical_offset
+                return self._msg_id
             self._msg_id = ",".join(
                 encode_offset_msg_id(ip, port, off) for off in self.physical_offsets
             )

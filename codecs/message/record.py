@@ -173,9 +173,11 @@ def _topic_bytes(topic: str | bytes) -> bytes:
 
 
 def _properties_bytes(properties: Mapping[str, str | None] | str | Buffer) -> Buffer:
-    if isinstance(properties, Mapping):
-        return encode_properties_bytes(properties)
-    data = utf8(properties, "properties") if isinstance(properties, str) else properties
+    data = properties
+    if type(data) is not bytes:  # the broker's put path passes bytes: no ABC check
+        if isinstance(properties, Mapping):
+            return encode_properties_bytes(properties)
+        data = utf8(properties, "properties") if isinstance(properties, str) else properties
     if len(data) > MAX_PROPERTIES_LENGTH:
         raise MessageEncodeError(
             f"properties are {len(data)} bytes, more than the maximum {MAX_PROPERTIES_LENGTH}"
