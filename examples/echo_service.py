@@ -47,7 +47,31 @@ async def serve(addr: str) -> None:
     print(f"echo service stopped ({signal.Signals(signum).name})", flush=True)
 
 
+INTERRUPTED = 130  # the shell's exit status for a command stopped by SIGINT
+
+
 async def call(addr: str, body: bytes, ext: dict[str, str], stype: SerializeType, count: int) -> int:
+    """Make ``count`` calls; Ctrl-C cancels them (the client closes cleanly) and
+    the exit status is 130. SIGINT is received as a signal, not as a
+    KeyboardInterrupt, which trio would raise in whatever task runs at that moment."""
+    status = INTERRUPTED
+    with trio.open_signal_receiver(signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def calls() -> None:
+                nonlocal status
+                status = await _calls(addr, body, ext, stype, count)
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(calls)
+            await anext(aiter(signals))
+            nursery.cancel_scope.cancel()
+    if status == INTERRUPTED:
+        print("interrupted", file=sys.stderr)
+    return status
+
+
+async def _calls(addr: str, body: bytes, ext: dict[str, str], stype: SerializeType, count: int) -> int:
     async with RemotingClient(ClientConfig()) as client:
         for _ in range(count):
             request = RemotingCommand.request(ECHO, body=body, ext_fields=dict(ext) or None, serialize_type=stype)
@@ -85,9 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         ext = dict(kv.split("=", 1) for kv in args.ext)
         return trio.run(call, args.address, args.body.encode(), ext, SerializeType[args.serialize], args.count)
     except BaseException as exc:  # a CLI: one line, not a traceback
-        if _only(KeyboardInterrupt, exc):  # Ctrl-C during a call (trio may group it)
+        if _holds(KeyboardInterrupt, exc):  # Ctrl-C before call() listens for it
             print("interrupted", file=sys.stderr)
-            return 130
+            return INTERRUPTED
         while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
             exc = exc.exceptions[0]
         if not isinstance(exc, Exception):
@@ -96,10 +120,15 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def _only(kind: type[BaseException], exc: BaseException) -> bool:
-    """``exc`` is a ``kind``, or an exception group holding nothing else."""
+def _holds(kind: type[BaseException], exc: BaseException) -> bool:
+    """``exc`` is a ``kind`` or an exception group holding one.
+
+    Trio raises Ctrl-C's KeyboardInterrupt in whichever task runs when it comes: in the
+    connection's reader it tears the connection down, and the call waiting on it fails
+    with a "closed locally" error beside it in the group. That error is a consequence:
+    the user interrupted."""
     if isinstance(exc, BaseExceptionGroup):
-        return exc.split(kind)[1] is None
+        return exc.split(kind)[0] is not None
     return isinstance(exc, kind)
 
 
