@@ -126,6 +126,22 @@ def _ext_value(value: Any) -> str | None:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def _ext_strings(ext: dict[str, Any]) -> dict[str, str]:
+    """Every ext value as the text Java reads (:func:`_ext_value`), nulls dropped. The
+    C++ client sends every request's numbers and booleans bare, so the common types
+    are handled here without a call each."""
+    out: dict[str, str] = {}
+    for key, value in ext.items():
+        kind = type(value)
+        if kind is str:
+            out[key] = value
+        elif kind is int:
+            out[key] = str(value)
+        elif value is not None:
+            out[key] = _ext_value(value)
+    return out
+
+
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 _decoder = json.JSONDecoder(parse_float=_FloatText)
 _scan = json.scanner.c_make_scanner(_decoder) if json.scanner.c_make_scanner else _decoder.scan_once
@@ -203,8 +219,8 @@ def decode_json_header(header: bytes | memoryview) -> RemotingCommand:
         if type(ext) is not dict:
             raise HeaderDecodeError(f"JSON header extFields is not an object: {ext!r}")
         for value in ext.values():
-            if type(value) is not str:  # rare: a client sent numbers, booleans or null
-                ext = {k: t for k, v in ext.items() if (t := _ext_value(v)) is not None}
+            if type(value) is not str:  # the C++ client sends numbers and booleans
+                ext = _ext_strings(ext)
                 break
 
     return RemotingCommand(
