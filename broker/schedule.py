@@ -7,7 +7,7 @@ RocketMQ 4.9.8's ``CommitLog.asyncPutMessage`` delay branch plus
   ``"1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"``: level ``n`` is the
   ``n``-th entry, ``<number><unit>`` with unit ``s``, ``m``, ``h`` or ``d`` as Java, and
   (a trocket extension, which Java's parser rejects) ``ms``. The number of entries is
-  the max level. A bad table is a :class:`DelayLevelError` naming the entry.
+  the max level. A bad table is a :class:`~trocket.broker.config.DelayLevelError` naming the entry.
 * **the put path** -- :meth:`ScheduleMessageService.rewrite`: a message whose ``DELAY``
   property is a level above 0, and that is not a prepared or rolled-back transactional
   message, is stored on ``SCHEDULE_TOPIC_XXXX``, queue ``level - 1``, with the level
@@ -79,20 +79,17 @@ from trocket.codecs.message.sysflag import (
 )
 from trocket.codecs.names import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC
 
-from .config import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevelError, parse_delay_levels
+from .config import DEFAULT_MESSAGE_DELAY_LEVEL, parse_delay_levels
 from .store import MessageInner, MessageStore, PutMessageError, StoreClosedError
 from .store.atomic_file import write_json_atomic
 from .store.commit_log import CreateSegmentError
 from .store.errors import ConfigLoadError
 
 __all__ = [
-    "DEFAULT_MESSAGE_DELAY_LEVEL",
-    "DelayLevelError",
     "SCHEDULE_TOPIC",
     "ScheduleMessageService",
     "TrioEpochClock",
     "delivered_properties",
-    "parse_delay_levels",
     "schedule_properties",
     "wall_clock_ms",
 ]

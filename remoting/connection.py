@@ -26,6 +26,7 @@ serialization from the request, the RPC hooks' after-response, encode, send).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
@@ -86,12 +87,11 @@ def _receive_buffer(size: int) -> tuple[bytearray, memoryview]:
     receive path. Reading into one reused buffer instead is safe because a reader
     hands what it read to its frame decoder (which copies) before it next awaits,
     and a trio run is one thread."""
-    key = f"b{size}"
-    pair = getattr(_receive_buffers, key, None)
+    buffers = _receive_buffers.__dict__
+    pair = buffers.get(size)
     if pair is None:
         buf = bytearray(size)
-        pair = (buf, memoryview(buf))
-        setattr(_receive_buffers, key, pair)
+        pair = buffers[size] = (buf, memoryview(buf))
     return pair
 
 
@@ -586,20 +586,20 @@ class Connection:
 
     # -- tasks -----------------------------------------------------------------------------
 
-    async def _receive_direct(self, size: int) -> memoryview:
+    async def _receive_direct(self, buffer: tuple[bytearray, memoryview], size: int) -> memoryview:
         """``receive_some`` on the plain-TCP fd, skipping the read that would fail.
 
         After a read that did not fill the buffer the socket is almost surely drained,
         so wait for readiness first instead of trying a ``recv`` that raises EAGAIN (a
         syscall and an exception per message on a request/response connection).
-        Returns a view of the thread's receive buffer (see :func:`_receive_buffer`):
-        valid until the caller next awaits."""
+        Reads into ``buffer`` (the thread's, see :func:`_receive_buffer`, looked up
+        once per reader) and returns a view of it: valid until the caller next awaits."""
         fd = self._fd
         if self._drained:
             await _wait_readable(fd)
         else:
             await _checkpoint()  # a busy peer must not starve the other tasks
-        buf, view = _receive_buffer(size)
+        buf, view = buffer
         while True:
             try:
                 n = _readv(fd, (buf,))
@@ -613,8 +613,11 @@ class Connection:
         endpoint = self.endpoint
         cfg = endpoint.config
         decoder = FrameDecoder(cfg.max_frame_length)
-        receive = self._receive_direct if self._fd >= 0 else self.stream.receive_some
         size = cfg.receive_size
+        if self._fd >= 0:
+            receive = functools.partial(self._receive_direct, _receive_buffer(size))
+        else:
+            receive = self.stream.receive_some
         pop_pending = self.responses.pop
         stats = endpoint.stats
         dispatch = endpoint._dispatch

@@ -62,8 +62,7 @@ from trocket.codecs.headers import (
 )
 from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX, is_valid_topic
 from trocket.codecs.serialize import encode_command
-from trocket.remoting import Connection, next_opaque
-from trocket.remoting import exception_simple_desc
+from trocket.remoting import Connection, exception_simple_desc, next_opaque
 from trocket.remoting.errors import RemotingError
 
 from ..store import TopicConfig

@@ -17,8 +17,8 @@ RocketMQ 4.9's ``SendMessageProcessor`` + ``AbstractSendMessageProcessor.msgChec
    mode await the group commit, answering FLUSH_DISK_TIMEOUT (10) when it is late;
 5. SUCCESS with a ``SendMessageResponseHeader`` -- ``msgId`` (the offset message id;
    comma-joined for a batch), ``queueId``, ``queueOffset`` (the first one for a batch)
-   -- plus ``MSG_REGION`` and ``TRACE_ON``, written in Java's HashMap order as a Java
-   broker writes them.
+   -- plus ``MSG_REGION`` and ``TRACE_ON``, in declaration order (the bytes the real
+   clients are tested with; a Java broker writes HashMap order).
 
 Delayed messages: a single send whose properties carry ``DELAY`` (a level above 0) is
 stored on ``SCHEDULE_TOPIC_XXXX`` by the broker's schedule service
@@ -54,7 +54,6 @@ answered by the endpoint (SYSTEM_ERROR, see :mod:`trocket.broker.processors`).
 
 from __future__ import annotations
 
-import functools
 import logging
 import random
 import zlib
@@ -65,6 +64,7 @@ from trocket.codecs.command import RemotingCommand
 from trocket.codecs.headers import (
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
 )
 from trocket.codecs.message.properties import get_property
 from trocket.codecs.message.sysflag import (
@@ -115,13 +115,10 @@ _BUSY_REMARK = "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while
 MAX_RECONSUME_TIMES = 16
 #: what Java's SendMessageProcessor adds to every SUCCESS besides the header (its
 #: defaults: ``regionId`` DefaultRegion, ``traceOn`` true)
-_OK_EXT = (("MSG_REGION", "DefaultRegion"), ("TRACE_ON", "true"))
-_REGION, _TRACE_ON = (v for _, v in _OK_EXT)
+_OK_EXT = {"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
 #: topic names that passed ``validate_topic`` and are not send-forbidden (names only:
 #: the topic's config is looked up on every send); cleared when it grows past the bound
 _CHECKED_TOPICS_MAX = 4096
-#: a connection's ``ip:port`` -> its BORNHOST (one parse per peer, not per send)
-_born_host = functools.lru_cache(maxsize=1024)(host_address)
 
 
 def _positive_int(text: str) -> bool:
@@ -330,7 +327,7 @@ class SendProcessor:
             properties_bytes=props_bytes,
             sys_flag=sys_flag,
             born_timestamp=header.bornTimestamp,
-            born_host=_born_host(conn.remote_address),
+            born_host=host_address(conn.remote_address),
             reconsume_times=reconsume,
             tags_code=tags_hash(get_property(props, "TAGS")),
         )
@@ -388,7 +385,7 @@ class SendProcessor:
             properties_bytes=props_bytes,
             sys_flag=sys_flag,
             born_timestamp=header.bornTimestamp,
-            born_host=_born_host(conn.remote_address),
+            born_host=host_address(conn.remote_address),
             reconsume_times=header.reconsumeTimes or 0,
         )
         try:
@@ -412,14 +409,8 @@ class SendProcessor:
             return reply(ResponseCode.SYSTEM_ERROR, status.value)
         self.put_messages += result.msg_count
         self.put_bytes += result.wrote_bytes
-        # SendMessageResponseHeader's fields in declaration order (no transactionId),
-        # then _OK_EXT: what reply(code, None, dict(_OK_EXT), header=...) builds, minus
-        # the header object and its codec
-        ext = {
-            "msgId": result.msg_id, "queueId": str(result.queue_id), "queueOffset": str(result.queue_offset),
-            "MSG_REGION": _REGION, "TRACE_ON": _TRACE_ON,
-        }
-        return RemotingCommand(code=code, flag=1, ext_fields=ext)
+        header = SendMessageResponseHeader(msgId=result.msg_id, queueId=result.queue_id, queueOffset=result.queue_offset)
+        return reply(code, None, _OK_EXT, header=header)  # reply copies _OK_EXT after the header
 
     def _properties(self, props: str | None) -> tuple[bytes, bool] | RemotingCommand:
         """The properties string as stored (verbatim UTF-8), and whether the producer

@@ -16,13 +16,11 @@ import pytest
 import trio
 
 from trocket.broker.config import BrokerConfigError, load_properties_file
+from trocket.broker.config import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevelError, parse_delay_levels
 from trocket.broker.schedule import (
-    DEFAULT_MESSAGE_DELAY_LEVEL,
-    DelayLevelError,
     ScheduleMessageService,
     TrioEpochClock,
     delivered_properties,
-    parse_delay_levels,
     schedule_properties,
 )
 from trocket.broker.store import ConfigLoadError, MessageInner, MessageStore, StoreConfig
