@@ -5,6 +5,8 @@ synthetic captures. Pure: it returns bytes.
   nanosecond timestamps, a snaplen that cuts records as tcpdump's ``-s`` does).
 - :func:`build_tcp_packet`: Ethernet / SLL / SLL2 / raw / NULL link layer + IPv4 or IPv6
   + TCP bytes from ``host:port`` endpoints, sequence numbers, flags and payload.
+- :class:`PcapngWriter`: pcapng blocks (sections, interfaces with their own link types and
+  timestamp resolutions, enhanced and simple packets), for tests.
 - :class:`TcpFlow`: one connection's packets with its sequence numbers tracked: the
   handshake, data cut into segments, FIN.
 """
@@ -28,7 +30,7 @@ from .pcap import (
 )
 from .pcap_decode import ACK, FIN, PSH, SYN
 
-__all__ = ["PcapWriter", "build_tcp_packet", "TcpFlow"]
+__all__ = ["PcapWriter", "PcapngWriter", "build_tcp_packet", "TcpFlow"]
 
 _TCP = struct.Struct(">HHIIBB")
 _RAW_TYPES = (LINKTYPE_RAW, 12, 14)
@@ -189,3 +191,46 @@ class TcpFlow:
         ]
         self.seq = {"client": (c + 1) & 0xFFFFFFFF, "server": (s + 1) & 0xFFFFFFFF}
         return out
+
+
+class PcapngWriter:
+    """Builds pcapng blocks: a section header, interfaces (each with its link type and
+    timestamp resolution), enhanced and simple packet blocks, any other block."""
+
+    def __init__(self, *, endian: str = "<") -> None:
+        self.endian = endian
+        self._resol: list[int] = []
+
+    def block(self, btype: int, body: bytes) -> bytes:
+        body += b"\x00" * (-len(body) % 4)
+        total = 12 + len(body)
+        return struct.pack(self.endian + "II", btype, total) + body + struct.pack(self.endian + "I", total)
+
+    def _option(self, code: int, value: bytes) -> bytes:
+        return struct.pack(self.endian + "HH", code, len(value)) + value + b"\x00" * (-len(value) % 4)
+
+    def section(self) -> bytes:
+        self._resol = []
+        return self.block(0x0A0D0D0A, struct.pack(self.endian + "IHHq", 0x1A2B3C4D, 1, 0, -1))
+
+    def interface(self, linktype: int, *, tsresol: int | None = None, tsoffset: int = 0, snaplen: int = 0) -> bytes:
+        """An interface; ``tsresol`` is pcapng's ``if_tsresol`` byte (6 = microseconds,
+        the default; 9 = nanoseconds; 0x80 | n = 2**-n seconds)."""
+        opts = b""
+        if tsresol is not None:
+            opts += self._option(9, bytes([tsresol]))
+        if tsoffset:
+            opts += self._option(14, struct.pack(self.endian + "q", tsoffset))
+        if opts:
+            opts += self._option(0, b"")
+        r = 6 if tsresol is None else tsresol
+        self._resol.append(2 ** (r & 0x7F) if r & 0x80 else 10**r)
+        return self.block(1, struct.pack(self.endian + "HHI", linktype, 0, snaplen) + opts)
+
+    def packet(self, interface: int, timestamp_ns: int, data: bytes, orig_len: int | None = None) -> bytes:
+        """An enhanced packet block; the timestamp in the interface's units."""
+        units = timestamp_ns * self._resol[interface] // 1_000_000_000
+        return self.block(6, struct.pack(self.endian + "IIIII", interface, units >> 32, units & 0xFFFFFFFF, len(data), len(data) if orig_len is None else orig_len) + data)
+
+    def simple_packet(self, data: bytes, orig_len: int | None = None) -> bytes:
+        return self.block(3, struct.pack(self.endian + "I", len(data) if orig_len is None else orig_len) + data)

@@ -99,7 +99,7 @@ class FrameSplitter:
         if self._first and self._synced and offset == 0:
             self._first = False
             head = bytes(data[:4])
-            protocol = sniff_foreign_protocol(head)
+            protocol = "HTTP/1.x (a response line)" if head == b"HTTP" else sniff_foreign_protocol(head)
             if protocol is not None:
                 self._dead = True
                 out.append((PROBLEM, offset, "not-rocketmq", f"the stream speaks {protocol}, not RocketMQ remoting", ts))
@@ -135,7 +135,11 @@ class FrameSplitter:
         if self._synced and self._buf:
             out.append((PROBLEM, self._off, "partial-frame", f"the stream ends inside a frame at offset {self._off} ({len(self._buf)} bytes of it captured)", ts))
         elif not self._synced and self._buf:
-            self._flush_skip(out, self._off + len(self._buf), ts)
+            end = self._off + len(self._buf)
+            if self._frames == 0 and self._skip_from == 0:
+                self._not_rocketmq(out, end, ts)
+            else:
+                self._flush_skip(out, end, ts)
         self._buf.clear()
         return out
 
@@ -146,6 +150,12 @@ class FrameSplitter:
         if start is not None and end > start:
             out.append((PROBLEM, start, "resync", f"{end - start} bytes skipped at stream offset {start} (no plausible frame header)", ts))
         self._skip_from = None
+
+    def _not_rocketmq(self, out: list, end: int, ts: int) -> None:
+        self._dead = True
+        self._buf.clear()
+        self._skip_from = None
+        out.append((PROBLEM, 0, "not-rocketmq", f"no RocketMQ frame header in the first {end} bytes of the stream: not RocketMQ traffic", ts))
 
     def _split(self, out: list, ts: int) -> None:
         buf = self._buf
@@ -166,7 +176,8 @@ class FrameSplitter:
             stype = buf[pos + 4]
             if length < 4 or length > maxlen or stype > 1 or ((buf[pos + 5] << 16) | (buf[pos + 6] << 8) | buf[pos + 7]) > length - 4:
                 at = self._off + pos
-                out.append((PROBLEM, at, "bad-frame", f"implausible frame header at stream offset {at} (length {length}, type {stype}); resynchronising", ts))
+                if at or self._frames:  # at the very start: reported as not RocketMQ or a skip
+                    out.append((PROBLEM, at, "bad-frame", f"implausible frame header at stream offset {at} (length {length}, type {stype}); resynchronising", ts))
                 self._synced = False
                 self._skip_from = at
                 self._scan = pos + 1
@@ -186,8 +197,16 @@ class FrameSplitter:
         """The buffer index of the next plausible frame header at or after the scan point,
         or None (bytes before an undecided candidate are kept, the rest dropped)."""
         buf = self._buf
-        for m in _CANDIDATE.finditer(buf, self._scan):
+        search = _CANDIDATE.search
+        scan = self._scan
+        while True:
+            # (a match object pins the bytearray's size: keep none alive while resizing)
+            m = search(buf, scan)
+            if m is None:
+                break
             cand = m.start()
+            del m
+            scan = cand + 1
             verdict = plausible_frame_at(buf, cand, self._max)
             if verdict is None:
                 self._drop_before(cand)
@@ -202,9 +221,7 @@ class FrameSplitter:
         self._scan = 0
         skipped_from = self._skip_from
         if self._frames == 0 and skipped_from == 0 and self._off >= NOT_ROCKETMQ_AFTER:
-            self._dead = True
-            self._buf.clear()
-            out.append((PROBLEM, 0, "not-rocketmq", f"no RocketMQ frame header in the first {self._off} bytes of the stream: not RocketMQ traffic", ts))
+            self._not_rocketmq(out, self._off, ts)
         return None
 
     def _drop_before(self, index: int) -> None:

@@ -7,8 +7,8 @@
 object; another module adds its own subcommand to the group with one line in
 ``trocket/cli.py``::
 
-    capture = add_capture_parser(sub)
-    add_proxy_parser(capture)        # e.g. trocket.conformance's ``capture proxy``
+    capture_commands = add_capture_parser(sub)
+    add_proxy_parser(capture_commands)     # e.g. ``trocket capture proxy`` from another module
 
 Exit status: 0 when every file was read completely; 1 when a file is missing, of an
 unknown type, cut off, or a stream had gaps or bytes that are no RocketMQ frames
