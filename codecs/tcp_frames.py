@@ -69,7 +69,7 @@ class FrameSplitter:
     captured); if not, the first frame is found by scanning, like after a gap.
     """
 
-    __slots__ = ("_buf", "_off", "_synced", "_max", "_dead", "_skip_from", "_scan", "_frames", "_first")
+    __slots__ = ("_buf", "_off", "_synced", "_max", "_dead", "_skip_from", "_scan", "_frames", "_first", "_skip_to")
 
     def __init__(self, *, synced: bool, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> None:
         self._buf = bytearray()
@@ -81,6 +81,7 @@ class FrameSplitter:
         self._scan = 0  # _buf index where the resync scan goes on
         self._frames = 0
         self._first = True
+        self._skip_to: int | None = None  # the end of a frame a gap cut: its rest is dropped
 
     @property
     def frames(self) -> int:
@@ -94,6 +95,13 @@ class FrameSplitter:
         if self._dead:
             return []
         out: list[tuple] = []
+        if self._skip_to is not None:
+            if offset + len(data) <= self._skip_to:
+                return out
+            if offset < self._skip_to:
+                data = data[self._skip_to - offset :]
+                offset = self._skip_to
+            self._skip_to = None
         if not self._buf:
             self._off = offset
         if self._first and self._synced and offset == 0:
@@ -109,10 +117,26 @@ class FrameSplitter:
         return out
 
     def gap(self, offset: int, length: int, ts: int) -> list[tuple]:
+        """``length`` bytes at ``offset`` are missing. The frame they cut is lost; when
+        its header was captured the next frame is known to start right after it (and is
+        checked there), else the next plausible header is searched for."""
         if self._dead:
             return []
         out: list[tuple] = []
+        end = offset + length
+        if self._skip_to is not None:
+            out.append((PROBLEM, offset, "gap", f"{length} bytes missing at stream offset {offset} (in a frame already lost)", ts))
+            if end < self._skip_to:
+                return out
+            self._skip_to = None
+            self._skip_from = end
+            self._off = end
+            return out
         lost = len(self._buf)
+        next_frame = None
+        if self._synced and lost >= 4:
+            (flen,) = _U32.unpack_from(self._buf, 0)
+            next_frame = self._off + 4 + flen
         if self._synced and lost:
             what = f"{length} bytes missing at stream offset {offset}: the frame at offset {self._off} is lost"
         elif self._synced:
@@ -122,10 +146,15 @@ class FrameSplitter:
             self._flush_skip(out, offset, ts)
         out.append((PROBLEM, offset, "gap", what, ts))
         self._buf.clear()
-        self._off = offset + length
         self._synced = False
-        self._skip_from = offset + length
         self._scan = 0
+        if next_frame is not None and next_frame >= end:
+            self._skip_to = next_frame  # the lost frame's rest: dropped without a report
+            self._skip_from = next_frame
+            self._off = next_frame
+        else:
+            self._skip_from = end
+            self._off = end
         return out
 
     def finish(self, ts: int = 0) -> list[tuple]:
