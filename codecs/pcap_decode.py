@@ -54,6 +54,8 @@ _IPV6_EXT = (0, 43, 60, 51, 135, 139, 140)  # hop-by-hop, routing, dest opts, AH
 _IPV6_FRAGMENT = 44
 
 _TCP = struct.Struct(">HHIIBB")
+# IPv4 (version/ihl, total length, flags/fragment, protocol, addresses) + the TCP fields
+_FAST_V4 = struct.Struct(">BxHxxHxBxx4s4sHHIIBB")
 
 
 @attrs.frozen(slots=True)
@@ -88,9 +90,22 @@ class PacketProblem:
 
 
 def format_endpoint(ip: bytes, port: int) -> str:
-    if len(ip) == 4:
-        return f"{ip[0]}.{ip[1]}.{ip[2]}.{ip[3]}:{port}"
-    return f"[{socket.inet_ntop(socket.AF_INET6, ip)}]:{port}"
+    """``host:port`` as remoting writes it (``[v6]:port`` for IPv6)."""
+    key = (ip, port)
+    text = _ENDPOINTS.get(key)
+    if text is None:
+        if len(ip) == 4:
+            text = f"{ip[0]}.{ip[1]}.{ip[2]}.{ip[3]}:{port}"
+        else:
+            text = f"[{socket.inet_ntop(socket.AF_INET6, ip)}]:{port}"
+        if len(_ENDPOINTS) >= 65536:
+            _ENDPOINTS.clear()
+        _ENDPOINTS[key] = text
+    return text
+
+
+_ENDPOINTS: dict[tuple[bytes, int], str] = {}  # a capture holds few endpoints, seen again and again
+_endpoint = format_endpoint
 
 
 def _ip_offset(linktype: int, data: bytes) -> tuple[int, int] | None:
@@ -160,6 +175,16 @@ def decode_packet(packet: RawPacket) -> TcpSegment | PacketProblem | None:
         return PacketProblem(off, ts, "packet cut short before its IP header")
     if version == 0:
         version = data[pos] >> 4
+    if version == 4 and len(data) >= pos + 40 and data[pos] == 0x45:
+        # the common case in one unpack: IPv4 without options, TCP
+        _, total, frag, proto, src_ip, dst_ip, sport, dport, seq, ack, doff, flags = _FAST_V4.unpack_from(data, pos)
+        if proto == 6 and not frag & 0x3FFF and total >= 40:
+            hlen = (doff >> 4) * 4
+            ip_end = pos + total
+            start = pos + 20 + hlen
+            if hlen >= 20 and start <= ip_end and len(data) >= start:
+                return TcpSegment(ts, _endpoint(src_ip, sport), _endpoint(dst_ip, dport), seq, ack, flags,
+                                  data[start:ip_end], ip_end - start, off)
     # the IP layer's end: bytes after it (Ethernet padding) are not payload
     if version == 4:
         if len(data) < pos + 20:

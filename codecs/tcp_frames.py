@@ -112,9 +112,33 @@ class FrameSplitter:
                 self._dead = True
                 out.append((PROBLEM, offset, "not-rocketmq", f"the stream speaks {protocol}, not RocketMQ remoting", ts))
                 return out
+        if not self._buf and self._synced:
+            # the common case: the segment starts on a frame boundary; whole frames are
+            # sliced straight out of it, only a trailing part is buffered
+            pos = self._whole_frames(data, offset, out, ts)
+            if pos == len(data):
+                return out
+            data = data[pos:]
+            self._off = offset + pos
         self._buf += data
         self._split(out, ts)
         return out
+
+    def _whole_frames(self, data: bytes, offset: int, out: list, ts: int) -> int:
+        pos = 0
+        n = len(data)
+        maxlen = self._max
+        while n - pos >= 8:
+            (length,) = _U32.unpack_from(data, pos)
+            end = pos + 4 + length
+            if end > n or length < 4 or length > maxlen or data[pos + 4] > 1:
+                break  # incomplete, or implausible: the buffered path handles (and reports) it
+            if ((data[pos + 5] << 16) | (data[pos + 6] << 8) | data[pos + 7]) > length - 4:
+                break
+            out.append((FRAME, offset + pos, data[pos:end] if pos or end != n else data, ts))
+            self._frames += 1
+            pos = end
+        return pos
 
     def gap(self, offset: int, length: int, ts: int) -> list[tuple]:
         """``length`` bytes at ``offset`` are missing. The frame they cut is lost; when

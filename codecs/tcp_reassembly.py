@@ -53,7 +53,7 @@ class StreamReassembler:
     __slots__ = (
         "started", "syn_seen", "isn", "next_seq", "next_abs", "fin_abs", "max_ack_abs",
         "_buf", "_starts", "_buffered", "max_buffer_bytes", "max_segments", "_recent", "_recent_bytes",
-        "ack_grace_ns", "_pending_ack",
+        "ack_grace_ns", "_pending_ack", "_last_ack",
     )
 
     def __init__(self, *, max_buffer_bytes: int = 4 << 20, max_segments: int = 4096, ack_grace_ns: int = 100_000_000) -> None:
@@ -73,6 +73,7 @@ class StreamReassembler:
         self._recent_bytes = 0
         self.ack_grace_ns = ack_grace_ns
         self._pending_ack: tuple[int, int] | None = None  # (acked offset, capture time)
+        self._last_ack = -1
 
     @property
     def buffered_bytes(self) -> int:
@@ -143,8 +144,9 @@ class StreamReassembler:
         capture has not shown are declared lost once ``ack_grace_ns`` of capture time
         has passed with them still missing (a capture may list a packet a little after
         the acknowledgement of it: multi-queue capture)."""
-        if not self.started:
+        if not self.started or (ack == self._last_ack and self._pending_ack is None):
             return []
+        self._last_ack = ack
         ack_abs = self.next_abs + seq_diff(ack, self.next_seq)
         if self.fin_abs is not None and ack_abs > self.fin_abs:
             ack_abs = self.fin_abs  # the FIN's own sequence number is no data
