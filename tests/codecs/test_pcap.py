@@ -291,3 +291,31 @@ def test_split_ranges_pcapng_carry_the_interfaces(target):
     again = _reread(data, target)
     assert again == whole
     assert all(decode_packet(p).seq == i for i, p in enumerate(again))
+
+
+def test_split_ranges_pcap_cost_grows_with_ranges_not_packets():
+    w = PcapWriter()
+    data = w.header() + b"".join(w.tcp(T0 + i * 1000, C4, S4, i, 0, ACK, bytes([i % 251]) * (i % 300)) for i in range(3000))
+    reads = []
+
+    class Counting(io.BytesIO):
+        def read(self, n=-1):
+            reads.append(n)
+            return super().read(n)
+
+    ranges = split_ranges(Counting(data), len(data) // 4)
+    assert 3 <= len(ranges) <= 5 and len(reads) < 40
+    whole, _ = packets_of(data)
+    again = [p for r in ranges for p in PacketReader(io.BytesIO(data), range_=r)]
+    assert again == whole
+
+
+def test_split_ranges_of_a_cut_file_leave_the_problem_to_the_last_reader():
+    w = PcapWriter()
+    data = w.header() + b"".join(w.tcp(T0, C4, S4, i, 0, ACK, b"c" * 100) for i in range(50))
+    cut = data[:-30]
+    ranges = split_ranges(io.BytesIO(cut), 1000)
+    readers = [PacketReader(io.BytesIO(cut), range_=r) for r in ranges]
+    got = [p for r in readers for p in r]
+    assert len(got) == 49
+    assert [r.problem is not None for r in readers] == [False] * (len(readers) - 1) + [True]
