@@ -238,7 +238,7 @@ class PacketReader:
             raise CaptureFormatError(f"unsupported pcap version {major}.{minor}")
         per = 1_000_000_000 if magic == PCAP_MAGIC_NS else 1_000_000
         # the upper 16 bits of the link-type field may carry FCS information (libpcap)
-        iface = Interface(network & 0x03FF_FFFF if network >> 26 else network & 0xFFFF, snaplen, per)
+        iface = Interface(network & 0xFFFF, snaplen, per)
         self.state = ReaderState("pcap", endian, (iface,))
         self._pos += 24
 

@@ -206,9 +206,7 @@ def decode_packet(packet: RawPacket) -> TcpSegment | PacketProblem | None:
                 off, ts, f"IPv4 fragment {ipaddress.IPv4Address(src_ip)} -> {ipaddress.IPv4Address(dst_ip)} (fragments are not reassembled)"
             )
         tcp = pos + ihl
-        ip_end = pos + (total if total else len(data) - pos)  # 0: TSO-offloaded capture
-        if total == 0:
-            ip_end = len(data)
+        ip_end = pos + total if total else len(data)  # 0: a TSO-offloaded capture
     elif version == 6:
         if len(data) < pos + 40:
             return PacketProblem(off, ts, "IPv6 header cut short by the snaplen")

@@ -186,3 +186,17 @@ def test_console_script_bad_file_no_traceback(tmp_path):
     r = subprocess.run([str(exe), "capture", "stats", str(junk)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1
     assert "unknown capture file type" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_progress_line_on_a_terminal(capsys, tmp_path, monkeypatch):
+    import trocket.cli_capture as cc
+
+    path = tmp_path / "c.pcap"
+    write_pcap(path)
+    monkeypatch.setattr(cc, "_PROGRESS_MIN_BYTES", 0)
+    monkeypatch.setattr(cc, "_PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(cc, "_PROGRESS_RECORDS", 1)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    code, out, err = run(capsys, "stats", str(path))
+    assert code == 0 and "c.pcap:" in err and "% of" in err and err.endswith("\r\x1b[K")
+    assert "\r" not in out

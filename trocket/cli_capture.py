@@ -29,7 +29,9 @@ __all__ = ["add_capture_parser", "run_show", "run_stats"]
 
 EXIT_OK = 0
 EXIT_INCOMPLETE = 1
-_PROGRESS_MIN_BYTES = 16 << 20
+_PROGRESS_MIN_BYTES = 16 << 20  # smaller files get no progress line
+_PROGRESS_SECONDS = 0.3  # between updates
+_PROGRESS_RECORDS = 1024  # records between looks at the clock
 
 
 def add_capture_parser(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
@@ -80,14 +82,14 @@ class _Progress:
         self.name = name
         self.size = size
         self.on = size >= _PROGRESS_MIN_BYTES and sys.stderr.isatty()
-        self._next = time.monotonic() + 0.3
+        self._next = time.monotonic() + _PROGRESS_SECONDS
         self._shown = False
 
     def update(self, position: int) -> None:
         now = time.monotonic()
         if now < self._next:
             return
-        self._next = now + 0.3
+        self._next = now + _PROGRESS_SECONDS
         pct = 100.0 * position / self.size if self.size else 100.0
         sys.stderr.write(f"\r  {self.name}: {pct:5.1f}% of {self.size / 1e6:.1f} MB")
         sys.stderr.flush()
@@ -141,7 +143,7 @@ class _Files:
                         if type(item) is CaptureRecord:
                             yield index, item
                             n += 1
-                            if progress.on and not n & 1023:
+                            if progress.on and not n % _PROGRESS_RECORDS:
                                 progress.update(capture.position)
                         else:
                             progress.done()
