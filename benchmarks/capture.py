@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from trocket.codecs.capture import FILE_HEADER, CaptureRecord, Direction, Role, encode_record_fields
+from trocket.codecs.capture import FILE_HEADER, Direction, Role, encode_record_fields
 from trocket.codecs.capture_files import CaptureFile
 from trocket.codecs.command import RemotingCommand, SerializeType
 from trocket.codecs.pcap_write import PcapWriter, TcpFlow

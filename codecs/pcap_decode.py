@@ -41,19 +41,25 @@ __all__ = [
     "PacketProblem",
     "decode_packet",
     "format_endpoint",
+    "ETHERTYPE_IPV4",
+    "ETHERTYPE_IPV6",
+    "RAW_LINKTYPES",
+    "TCP_HEADER",
 ]
 
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 
-_ETH_IPV4 = 0x0800
-_ETH_IPV6 = 0x86DD
+ETHERTYPE_IPV4 = 0x0800
+ETHERTYPE_IPV6 = 0x86DD
 _ETH_VLAN = (0x8100, 0x88A8, 0x9100)
-_RAW_TYPES = (LINKTYPE_RAW, 12, 14)
+#: raw IP: LINKTYPE_RAW, and DLT_RAW's values 12 and 14 as some writers put it in files
+RAW_LINKTYPES = (LINKTYPE_RAW, 12, 14)
 _AF_INET6_BSD = (10, 24, 28, 30)  # Linux, NetBSD/OpenBSD, FreeBSD, macOS
 _IPV6_EXT = (0, 43, 60, 51, 135, 139, 140)  # hop-by-hop, routing, dest opts, AH, mobility, HIP, shim6
 _IPV6_FRAGMENT = 44
 
-_TCP = struct.Struct(">HHIIBB")
+#: ports, sequence and acknowledgement numbers, data offset, flags
+TCP_HEADER = struct.Struct(">HHIIBB")
 # IPv4 (version/ihl, total length, flags/fragment, protocol, addresses) + the TCP fields
 _FAST_V4 = struct.Struct(">BxHxxHxBxx4s4sHHIIBB")
 
@@ -131,7 +137,7 @@ def _ip_offset(linktype: int, data: bytes) -> tuple[int, int] | None:
             return None
         etype = (data[0] << 8) | data[1]
         pos = 20
-    elif linktype in _RAW_TYPES:
+    elif linktype in RAW_LINKTYPES:
         return (0, 0)
     elif linktype == LINKTYPE_IPV4:
         return (0, 4)
@@ -150,9 +156,9 @@ def _ip_offset(linktype: int, data: bytes) -> tuple[int, int] | None:
         return None
     else:
         raise ValueError(linktype)
-    if etype == _ETH_IPV4:
+    if etype == ETHERTYPE_IPV4:
         return (pos, 4)
-    if etype == _ETH_IPV6:
+    if etype == ETHERTYPE_IPV6:
         return (pos, 6)
     return None
 
@@ -232,7 +238,7 @@ def decode_packet(packet: RawPacket) -> TcpSegment | PacketProblem | None:
         if ip_end < tcp + 20:
             return PacketProblem(off, ts, "malformed TCP header (IP length too short)")
         return PacketProblem(off, ts, "TCP header cut short by the snaplen")
-    sport, dport, seq, ack, doff, flags = _TCP.unpack_from(data, tcp)
+    sport, dport, seq, ack, doff, flags = TCP_HEADER.unpack_from(data, tcp)
     hlen = (doff >> 4) * 4
     if hlen < 20 or tcp + hlen > ip_end:
         return PacketProblem(off, ts, f"malformed TCP header (data offset {hlen})")

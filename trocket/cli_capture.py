@@ -7,8 +7,10 @@
 object; another module adds its own subcommand to the group with one line in
 ``trocket/cli.py``::
 
-    capture_commands = add_capture_parser(sub)
-    add_proxy_parser(capture_commands)     # e.g. ``trocket capture proxy`` from another module
+    add_capture_parser(
+        sub,
+        add_proxy_parser,    # e.g. ``trocket capture proxy`` from another module: it
+    )                        # calls ``subparsers.add_parser("proxy", ...)`` and sets ``run``
 
 Exit status: 0 when every file was read completely; 1 when a file is missing, of an
 unknown type, cut off, or a stream had gaps or bytes that are no RocketMQ frames
@@ -23,7 +25,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 __all__ = ["add_capture_parser", "run_show", "run_stats"]
 
@@ -34,8 +36,9 @@ _PROGRESS_SECONDS = 0.3  # between updates
 _PROGRESS_RECORDS = 1024  # records between looks at the clock
 
 
-def add_capture_parser(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
-    """Add ``capture`` (with ``show`` and ``stats``) to ``sub``; return its subparsers."""
+def add_capture_parser(sub: argparse._SubParsersAction, *more: Callable[[argparse._SubParsersAction], Any]) -> argparse._SubParsersAction:
+    """Add ``capture`` (with ``show`` and ``stats``) to ``sub``, then let each of ``more``
+    add its own subcommand to the group; return the group's subparsers."""
     capture = sub.add_parser(
         "capture",
         help="look at captured traffic (trocket captures, pcap, pcapng)",
@@ -69,6 +72,8 @@ def add_capture_parser(sub: argparse._SubParsersAction) -> argparse._SubParsersA
     stats.add_argument("files", nargs="+", type=Path, metavar="FILE")
     stats.add_argument("--json", action="store_true", help="print the counts as one JSON document")
     stats.set_defaults(run=run_stats)
+    for add in more:
+        add(csub)
     return csub
 
 

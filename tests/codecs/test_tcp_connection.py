@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from trocket.codecs.capture import CaptureProblem, CaptureRecord, Direction, Role
 from trocket.codecs.command import RemotingCommand, SerializeType
 from trocket.codecs.pcap import PacketReader
-from trocket.codecs.pcap_decode import ACK, PSH, RST, decode_packet
+from trocket.codecs.pcap_decode import ACK, RST, decode_packet
 from trocket.codecs.pcap_write import PcapWriter, TcpFlow
 from trocket.codecs.serialize import encode_command
 from trocket.codecs.tcp_connection import ConnectionTracker, connection_key
