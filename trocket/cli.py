@@ -82,10 +82,8 @@ def _build_parser() -> argparse.ArgumentParser:
 
     from trocket.cli_capture import add_capture_parser
 
-    add_capture_parser(
-        sub,
-        # ``trocket capture`` subcommands of other modules, one line each: add_X_parser,
-    )
+    capture_commands = add_capture_parser(sub)
+    # more ``trocket capture`` subcommands from other modules: add_X_parser(capture_commands)
     return parser
 
 

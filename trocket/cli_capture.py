@@ -7,10 +7,10 @@
 object; another module adds its own subcommand to the group with one line in
 ``trocket/cli.py``::
 
-    add_capture_parser(
-        sub,
-        add_proxy_parser,    # e.g. ``trocket capture proxy`` from another module: it
-    )                        # calls ``subparsers.add_parser("proxy", ...)`` and sets ``run``
+    capture_commands = add_capture_parser(sub)
+    add_proxy_command(capture_commands)    # ``subparsers.add_parser("proxy", ...)``, ``run`` set
+
+(``add_capture_parser(sub, add_proxy_command, ...)`` does the same.)
 
 Exit status: 0 when every file was read completely; 1 when a file is missing, of an
 unknown type, cut off, or a stream had gaps or bytes that are no RocketMQ frames
