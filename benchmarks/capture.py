@@ -1,9 +1,9 @@
 """Capture reading speed (issue 8): frames/s read from a pcap (packet decoding, TCP
 reassembly, frame splitting, then header decode) and from a native trocket capture.
 
-    .venv/bin/python benchmarks/capture.py                # 100 MB captures
-    .venv/bin/python benchmarks/capture.py --mb 20        # smaller
-    .venv/bin/python benchmarks/capture.py --keep DIR     # keep the generated files
+    .venv/bin/python benchmarks/capture.py --part read             # 100 MB captures
+    .venv/bin/python benchmarks/capture.py --part read --mb 20     # smaller
+    .venv/bin/python benchmarks/capture.py --part read --keep DIR  # keep the generated files
 
 The captures are generated first (not timed): a producer-like session on several
 interleaved connections — SEND_MESSAGE_V2 requests (ROCKETMQ headers, 1 KiB bodies) and
@@ -17,9 +17,8 @@ Rows:
   decode     the same plus decode_command on every frame (what show/stats/spark do)
   stats      `trocket capture stats` end to end (decode, pairing, counts), output discarded
 
-The broker's produce TPS with ``--tap`` on vs off (the other half of issue 8's benchmark)
-belongs with the tap: add it as a function in TAP_BENCHMARKS below (it is run after the
-reader rows when present).
+The broker's produce TPS with ``--tap`` on vs off (the other half of issue 8's benchmark,
+``--part tap``) belongs with the tap: it is a function in TAP_BENCHMARKS below.
 """
 
 from __future__ import annotations
@@ -148,12 +147,7 @@ def best_of(fn, path: Path, repeat: int) -> tuple[int, int, float]:
     return n, size, best
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mb", type=int, default=100, help="frame megabytes per capture (default 100)")
-    parser.add_argument("--repeat", type=int, default=2, help="runs per row, the best is shown (default 2)")
-    parser.add_argument("--keep", type=Path, metavar="DIR", help="write the captures here and keep them")
-    args = parser.parse_args(argv)
+def bench_read(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         directory = args.keep or Path(tmp)
         directory.mkdir(parents=True, exist_ok=True)
@@ -164,6 +158,18 @@ def main(argv: list[str] | None = None) -> int:
                 n, size, secs = best_of(fn, path, args.repeat)
                 print(f"{name:<10}{row:<8}{n:>10}{secs:>10.2f}{n / secs:>12.0f}{size / 1e6 / secs:>9.1f}")
                 sys.stdout.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--part", choices=["read", "tap", "all"], default="all", help="the reader rows, the tap rows, or both (default)")
+    parser.add_argument("--mb", type=int, default=100, help="frame megabytes per capture (default 100)")
+    parser.add_argument("--repeat", type=int, default=2, help="runs per row, the best is shown (default 2)")
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="write the captures here and keep them")
+    args = parser.parse_args(argv)
+    if args.part in ("read", "all"):
+        bench_read(args)
+    if args.part in ("tap", "all"):
         for title, bench in TAP_BENCHMARKS:
             print(f"\n{title}")
             for line in bench(args):
