@@ -38,7 +38,8 @@ CONFLICT = 2
 
 _MOD = 1 << 32
 _HALF = 1 << 31
-_RECENT_BYTES = 256 * 1024
+#: delivered bytes kept to compare retransmissions with (per direction)
+_RECENT_BYTES = 64 * 1024
 
 
 def seq_diff(a: int, b: int) -> int:
@@ -74,6 +75,14 @@ class StreamReassembler:
         self.ack_grace_ns = ack_grace_ns
         self._pending_ack: tuple[int, int] | None = None  # (acked offset, capture time)
         self._last_ack = -1
+
+    def release(self) -> None:
+        """Forget buffered and recent bytes (the connection is over)."""
+        self._buf.clear()
+        self._starts.clear()
+        self._buffered = 0
+        self._recent.clear()
+        self._recent_bytes = 0
 
     @property
     def buffered_bytes(self) -> int:

@@ -287,3 +287,28 @@ def test_any_packetisation_gives_the_frames(isn, mss, rng, dups):
     assert problems == []
     assert sent_by(records, Direction.RECEIVED) == sent["client"]
     assert sent_by(records, Direction.SENT) == sent["server"]
+
+
+def test_finished_connections_are_forgotten_and_late_segments_dropped():
+    w = PcapWriter()
+    tracker = ConnectionTracker()
+    recs = []
+    for i in range(300):
+        f = TcpFlow(w, f"10.0.1.{i % 250}:{30000 + i}", SERVER)
+        recs += f.handshake(T0 + i) + f.send(T0 + i, "client", request(i)) + f.close(T0 + i + 1)
+        recs.append(w.tcp(T0 + i + 2, f.client, SERVER, f.seq["client"], f.seq["server"], ACK))  # a late ACK
+    records, problems = track(recs, tracker)
+    assert problems == [] and len(records) == 300
+    assert [r.connection_id for r in records] == list(range(1, 301))
+    assert tracker.connections == 300 and tracker._conns == {}
+
+
+def test_mid_stream_broker_request_first_the_port_decides():
+    """The broker calls its client (NOTIFY_CONSUMER_IDS_CHANGED, oneway) before the
+    capture sees anything else: the broker's port, not the request, names the server."""
+    w = PcapWriter()
+    f = TcpFlow(w, "10.0.0.9:52000", SERVER)
+    notify = encode_command(RemotingCommand.request(40, ext_fields={"consumerGroup": "CG"}, oneway=True, opaque=3))
+    records, problems = track(f.send(T0, "server", notify) + f.send(T0 + 1, "client", request(4)))
+    assert problems == []
+    assert [(r.local_address, r.direction) for r in records] == [(SERVER, Direction.SENT), (SERVER, Direction.RECEIVED)]
