@@ -192,7 +192,7 @@ class TcpConnection:
                 res = splitter.gap(ev[1], ev[2], ev[3])
             else:  # CONFLICT
                 assert kind == CONFLICT
-                self._problem(out, "overlap-conflict", f"overlapping copies of {ev[2]} bytes at stream offset {ev[1]} differ (the first copy was kept)", half.src, ev[1], ev[3])
+                self._problem(out, "overlap-conflict", f"a retransmitted or overlapping copy differs from the first from stream offset {ev[1]} ({ev[2]} bytes to the end of the overlap; the first copy was kept)", half.src, ev[1], ev[3])
                 continue
             if res:
                 self._splitter_out(half, res, out)

@@ -200,3 +200,21 @@ def test_progress_line_on_a_terminal(capsys, tmp_path, monkeypatch):
     code, out, err = run(capsys, "stats", str(path))
     assert code == 0 and "c.pcap:" in err and "% of" in err and err.endswith("\r\x1b[K")
     assert "\r" not in out
+
+
+def test_text_a_terminal_cannot_show_stays_escaped(tmp_path):
+    """A JSON header may escape a lone surrogate; a topic may be any Unicode: show prints
+    them on any stdout (here ASCII) without a traceback."""
+    header = b'{"code":105,"extFields":{"topic":"\\u4e2d\\udfff"},"flag":0,"language":"JAVA","opaque":1,"remark":"r\\udfff","serializeTypeCurrentRPC":"JSON","version":0}'
+    frame = len(header).to_bytes(4, "big")
+    frame = (4 + len(header)).to_bytes(4, "big") + frame + header
+    w = PcapWriter()
+    f = TcpFlow(w, CLIENT, SERVER)
+    path = tmp_path / "u.pcap"
+    path.write_bytes(w.header() + b"".join(f.handshake(T0) + f.send(T0, "client", frame)))
+    exe = Path(sys.executable).parent / "trocket"
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "PYTHONIOENCODING": "ascii"}
+    for extra in ([], ["--json"]):
+        r = subprocess.run([str(exe), "capture", "show", *extra, str(path)], capture_output=True, text=True, timeout=60, env=env)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+        assert "\\u4e2d" in r.stdout and "\\udfff" in r.stdout

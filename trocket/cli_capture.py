@@ -214,6 +214,7 @@ def run_show(args: argparse.Namespace) -> int:
     multi = len(args.files) > 1
     first_ns: int | None = None
     out = sys.stdout
+    enc = getattr(out, "encoding", None) or "utf-8"
     code, conn_filter, opaque = args.code, args.conn, args.opaque
     for index, record in files:
         if conn_filter is not None and record.connection_id != conn_filter:
@@ -227,12 +228,15 @@ def run_show(args: argparse.Namespace) -> int:
             doc = view.to_json()
             if multi:
                 doc["file"] = str(args.files[index])
-            out.write(json.dumps(doc, ensure_ascii=False) + "\n")
+            out.write(json.dumps(doc) + "\n")  # ASCII: lone surrogates a JSON header escaped stay escaped
         else:
             if first_ns is None:
                 first_ns = view.ts_ns
             conn = f"{index + 1}:{view.conn}" if multi else str(view.conn)
-            out.write(_format_line(view, (view.ts_ns - first_ns) / 1e9, conn) + "\n")
+            line = _format_line(view, (view.ts_ns - first_ns) / 1e9, conn)
+            if not line.isascii():  # what stdout cannot encode (or a lone surrogate) shown escaped
+                line = line.encode(enc, "backslashreplace").decode(enc, "replace")
+            out.write(line + "\n")
     out.flush()
     if files.incomplete:
         print("trocket: the captures could not be read completely (see the problems above)", file=sys.stderr)

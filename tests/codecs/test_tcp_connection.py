@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from trocket.codecs.capture import CaptureProblem, CaptureRecord, Direction, Role
 from trocket.codecs.command import RemotingCommand, SerializeType
 from trocket.codecs.pcap import PacketReader
-from trocket.codecs.pcap_decode import ACK, RST, decode_packet
+from trocket.codecs.pcap_decode import ACK, PSH, RST, decode_packet
 from trocket.codecs.pcap_write import PcapWriter, TcpFlow
 from trocket.codecs.serialize import encode_command
 from trocket.codecs.tcp_connection import ConnectionTracker, connection_key
@@ -312,3 +312,17 @@ def test_mid_stream_broker_request_first_the_port_decides():
     records, problems = track(f.send(T0, "server", notify) + f.send(T0 + 1, "client", request(4)))
     assert problems == []
     assert [(r.local_address, r.direction) for r in records] == [(SERVER, Direction.SENT), (SERVER, Direction.RECEIVED)]
+
+
+def test_retransmission_with_other_bytes_is_reported_first_copy_kept():
+    w = PcapWriter()
+    f = TcpFlow(w, CLIENT, SERVER, mss=1000)
+    a = request(1, b"original")
+    recs = f.handshake(T0) + f.send(T0 + 1, "client", a)
+    seq = f.seq["client"] - len(a)
+    forged = a[:-8] + b"FORGED!!"
+    recs.append(w.tcp(T0 + 2, CLIENT, SERVER, seq, f.seq["server"], ACK | PSH, forged))
+    records, problems = track(recs)
+    assert [r.frame for r in records] == [a]
+    [p] = problems
+    assert p.kind == "overlap-conflict" and p.stream_offset == len(a) - 8 and "first copy was kept" in p.what
