@@ -66,8 +66,9 @@ def add_capture_parser(sub: argparse._SubParsersAction, *more: Callable[[argpars
         "stats",
         help="counts: frames, requests and responses by code, unanswered requests, per connection",
         description="Count the frames of the captures: requests and responses by code, request/"
-        "response pairs, unanswered requests (no response by the end of the capture; oneway "
-        "requests never count), per connection, and the problems met while reading.",
+        "response pairs, latency percentiles by request code, unanswered requests (no response "
+        "by the end of the capture; oneway requests never count), per connection, and the "
+        "problems met while reading.",
     )
     stats.add_argument("files", nargs="+", type=Path, metavar="FILE")
     stats.add_argument("--json", action="store_true", help="print the counts as one JSON document")
@@ -304,6 +305,11 @@ def _print_stats(doc: dict[str, Any], req_name, resp_name) -> None:
         for pair in doc["pairs"]:
             label = f"{req_name(pair['request_code'])} -> {resp_name(pair['response_code'])}"
             p(f"{label:<60}{pair['count']:>10}")
+    if doc["latency_ms_by_code"]:
+        p("")
+        p(f"{'latency (ms) by request code':<44}{'p50':>10}{'p95':>10}{'p99':>10}{'max':>10}")
+        for code, q in doc["latency_ms_by_code"].items():
+            p(f"{req_name(int(code)) + f' ({code})':<44}{q['p50']:>10.3f}{q['p95']:>10.3f}{q['p99']:>10.3f}{q['max']:>10.3f}")
     if doc["per_connection"]:
         p("")
         p(f"{'conn':>8}  {'client -> server':<50}{'frames':>8}{'requests':>10}{'responses':>11}{'bytes':>12}")
