@@ -54,22 +54,16 @@ def _port(endpoint: str) -> int:
     return int(endpoint.rpartition(":")[2])
 
 
-def _guess_server(a: str, b: str) -> str:
-    pa, pb = _port(a), _port(b)
-    if (pa in WELL_KNOWN_PORTS) != (pb in WELL_KNOWN_PORTS):
-        return a if pa in WELL_KNOWN_PORTS else b
-    return a if pa <= pb else b
-
-
 def _server_from_frame(key: ConnectionKey, sender: str, frame: bytes) -> str:
     """The server of a connection whose handshake was not captured, from its first frame."""
     a, b = key
-    a_known, b_known = _port(a) in WELL_KNOWN_PORTS, _port(b) in WELL_KNOWN_PORTS
+    pa, pb = _port(a), _port(b)
+    a_known, b_known = pa in WELL_KNOWN_PORTS, pb in WELL_KNOWN_PORTS
     if a_known != b_known:  # a broker or name server port on one side only: it is the server
         return a if a_known else b
     resp = _frame_is_response(frame)
     if resp is None:
-        return _guess_server(a, b)
+        return a if pa <= pb else b
     other = b if sender == a else a
     return sender if resp else other
 
