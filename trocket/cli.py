@@ -5,6 +5,8 @@
     trocket conformance check DIR    golden frames: decode, re-encode, switch serializers
     trocket broker [options]         a broker (with an embedded name server by default)
     trocket namesrv [options]        a name server alone
+    trocket capture show FILE...     frames of captures (trocket, pcap, pcapng), one a line or JSON
+    trocket capture stats FILE...    counts by code, unanswered requests, per connection
 """
 
 from __future__ import annotations
@@ -77,6 +79,11 @@ def _build_parser() -> argparse.ArgumentParser:
     namesrv = sub.add_parser("namesrv", help="run a name server alone", description="Run a RocketMQ name server.")
     add_namesrv_arguments(namesrv)
     namesrv.set_defaults(run=_run_namesrv)
+
+    from trocket.cli_capture import add_capture_parser
+
+    capture_commands = add_capture_parser(sub)
+    # more ``trocket capture`` subcommands from other modules: add_X_parser(capture_commands)
     return parser
 
 
