@@ -158,6 +158,8 @@ class BrokerController:
                 self._started = True
                 task_status.started(self)
                 with trio.CancelScope() as self._wait_scope:
+                    if self.fatal is not None:  # failed while starting (a slave ahead of its master)
+                        self._wait_scope.cancel()
                     await trio.sleep_forever()
             finally:
                 with trio.CancelScope(shield=True):
