@@ -1,0 +1,115 @@
+"""Synchronous double write: what the non-blocking hand-off costs and buys (issue 10).
+
+    .venv/bin/python benchmarks/ha_sync.py                 # 3 runs, ~30 s
+    .venv/bin/python benchmarks/ha_sync.py --seconds 10 --senders 16
+
+Three setups, each a master and a slave ``trocket broker`` in child processes on fresh
+temporary stores (the master's embedded name server; the slave follows ``haMasterAddress``):
+
+* ``ASYNC_MASTER`` + slave: a send is answered once stored; the slave follows;
+* ``SYNC_MASTER`` + slave: a send is answered once the slave acknowledged it -- the
+  send path hands (end offset, deadline) to the transfer service and moves on, the
+  answer goes out when the acknowledgement covers it (many per acknowledgement);
+* ``SYNC_MASTER`` + slave, blocking (``replicationBlockingSend=true``, for comparison
+  only): one send task at a time waits for its slave acknowledgement before the next
+  send is taken, the pre-4.7 design.
+
+Load: ``broker_produce.py``'s generator -- ``--senders`` trio tasks of this process on
+one connection, synchronous SEND_MESSAGE_V2 of 128-byte bodies, ``--warmup`` seconds
+untimed, then ``--seconds`` timed. Prints TPS, p50/p99 latency and the master's CPU per
+message for each, and the ratios SYNC/ASYNC (goal >= 0.8) and blocking/ASYNC.
+Every process shares this machine's cores with the load generator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+
+import trio
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from broker_produce import (  # noqa: E402
+    BODY,
+    QUEUES,
+    free_port,
+    produce_window,
+    runtime_info,
+    send_request,
+    start_broker,
+    stop_broker,
+)
+
+from trocket.codecs.command import SerializeType  # noqa: E402
+from trocket.remoting import ClientConfig, RemotingClient  # noqa: E402
+
+SETUPS = (
+    ("ASYNC_MASTER", {"brokerRole": "ASYNC_MASTER"}),
+    ("SYNC_MASTER", {"brokerRole": "SYNC_MASTER"}),
+    ("SYNC_MASTER blocking", {"brokerRole": "SYNC_MASTER", "replicationBlockingSend": "true"}),
+)
+
+
+async def run_setup(name: str, conf: dict[str, str], senders: int, warmup: float, seconds: float) -> dict:
+    with tempfile.TemporaryDirectory(prefix="trocket-ha-bench-") as tmp:
+        ha_port, ns_port = free_port(), free_port()
+        os.makedirs(os.path.join(tmp, "m"))
+        os.makedirs(os.path.join(tmp, "s"))
+        master, addr = start_broker(
+            os.path.join(tmp, "m", "store"), "async", os.path.join(tmp, "m", "broker.log"),
+            conf={**conf, "haListenPort": str(ha_port)}, namesrv_listen=f"127.0.0.1:{ns_port}",
+        )
+        slave = None
+        try:
+            slave, _ = start_broker(
+                os.path.join(tmp, "s", "store"), "async", os.path.join(tmp, "s", "broker.log"),
+                conf={"brokerRole": "SLAVE", "haMasterAddress": f"127.0.0.1:{ha_port}",
+                      "namesrvAddr": f"127.0.0.1:{ns_port}"},
+            )
+            client = RemotingClient(ClientConfig(default_timeout=10))
+            async with trio.open_nursery() as nursery:
+                await nursery.start(client.run)
+                with trio.fail_after(15):
+                    while (await runtime_info(client, addr)).get("haConnections") != "1":
+                        await trio.sleep(0.05)
+                for q in range(QUEUES):
+                    await client.invoke_sync(addr, send_request(q, BODY, SerializeType.ROCKETMQ), 10)
+                res = await produce_window(client, addr, master.pid, senders, warmup, seconds, SerializeType.ROCKETMQ)
+                info = await runtime_info(client, addr)
+                res["behind"] = int(info.get("haSlaveFallBehind", "0"))
+                await client.aclose()
+                nursery.cancel_scope.cancel()
+        finally:
+            if slave is not None:
+                stop_broker(slave)
+            stop_broker(master)
+    print(
+        f"{name:22s} senders={senders}  TPS={res['tps']:8.0f}  p50={res['p50_ms']:7.3f} ms  "
+        f"p99={res['p99_ms']:7.3f} ms  master CPU={res['cpu_us']:6.1f} us/msg  "
+        f"({res['count']} msgs in {res['seconds']:.1f} s, errors={res['errors']}, slave behind at end {res['behind']} B)",
+        flush=True,
+    )
+    return res
+
+
+async def main(args: argparse.Namespace) -> None:
+    results = {}
+    for name, conf in SETUPS:
+        results[name] = await run_setup(name, conf, args.senders, args.warmup, args.seconds)
+    a = results["ASYNC_MASTER"]["tps"]
+    s = results["SYNC_MASTER"]["tps"]
+    b = results["SYNC_MASTER blocking"]["tps"]
+    print(f"SYNC/ASYNC TPS ratio      = {s / a:.2f}  (goal >= 0.8)")
+    print(f"blocking/ASYNC TPS ratio  = {b / a:.2f}")
+    print(f"SYNC hand-off / blocking  = {s / b:.1f}x")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--senders", type=int, default=16)
+    ap.add_argument("--warmup", type=float, default=1.0)
+    ap.add_argument("--seconds", type=float, default=5.0)
+    trio.run(main, ap.parse_args())
