@@ -154,12 +154,18 @@ def check_record(
     physical = mf.file_from_offset + pos
     if msg.commit_log_offset != physical:
         return -1, None
+    return total, _dispatch_request(msg, physical, total, delays_ms)
+
+
+def _dispatch_request(msg, physical: int, total: int, delays_ms: tuple[int, ...]) -> DispatchRequest:
+    """The dispatch request of a decoded record. A ``SCHEDULE_TOPIC_XXXX`` record with
+    a ``DELAY`` level gets its deliver time as tag hash, as the put path gave it."""
     tag = None
     if msg.topic == RMQ_SYS_SCHEDULE_TOPIC:
         delay = schedule_delay_ms(delays_ms, msg.properties.get(PROPERTY_DELAY_TIME_LEVEL))
         if delay is not None:
             tag = msg.store_timestamp + delay
-    return total, DispatchRequest(
+    return DispatchRequest(
         msg.topic,
         msg.queue_id,
         msg.queue_offset,
@@ -180,12 +186,12 @@ class ReplicaDataError(PutMessageError):
 
 def _check_records(
     data: memoryview, physical: int, room: int, delays_ms: tuple[int, ...]
-) -> list[tuple]:
+) -> list[DispatchRequest]:
     """The dispatch requests of the whole records in ``data`` (to be written at
     ``physical``, with ``room`` bytes left in its segment); a blank record may only end
     the segment. Raises :class:`ReplicaDataError` at the first byte that is not part
     of a valid record."""
-    out: list[tuple] = []
+    out: list[DispatchRequest] = []
     pos = 0
     n = len(data)
     while pos < n:
@@ -206,16 +212,7 @@ def _check_records(
             raise ReplicaDataError(
                 f"the record at {physical + pos} says it belongs at {msg.commit_log_offset}"
             )
-        tag = None
-        if msg.topic == RMQ_SYS_SCHEDULE_TOPIC:
-            delay = schedule_delay_ms(delays_ms, msg.properties.get(PROPERTY_DELAY_TIME_LEVEL))
-            if delay is not None:
-                tag = msg.store_timestamp + delay
-        out.append((
-            msg.topic, msg.queue_id, msg.queue_offset, physical + pos, total,
-            tags_hash(msg.properties.get(PROPERTY_TAGS)) if tag is None else tag,
-            msg.store_timestamp, msg.sys_flag,
-        ))
+        out.append(_dispatch_request(msg, physical + pos, total, delays_ms))
         pos += total
     return out
 
@@ -503,11 +500,18 @@ class CommitLog:
         if not n:
             return offset
         size = self.config.commit_log_segment_size
+        room = size - offset % size
+        if n > room:
+            raise ReplicaDataError(f"{n} replicated bytes at {offset} cross the segment end")
+        # decoded outside the lock: a slave has no other writer, the offset is checked below
+        requests = _check_records(memoryview(data), offset, room, self.config.delay_levels_ms)
         with self._lock:
             files = self.files
             end = files.max_offset if files.files else offset
             if offset != end:
-                raise ReplicaDataError(f"replicated data at {offset}, but the commit log ends at {end}")
+                if end or offset % size:
+                    raise ReplicaDataError(f"replicated data at {offset}, but the commit log ends at {end}")
+                files.delete_all()  # an empty log (an empty first segment) takes the master's start
             mf = files.last
             if mf is None or mf.is_full:
                 if mf is None and offset % size:
@@ -516,11 +520,7 @@ class CommitLog:
                     mf = files.create_next(offset)
                 except OSError as exc:
                     raise CreateSegmentError(f"cannot create a commit-log segment: {exc}") from exc
-            pos = mf.wrote_position
-            if pos + n > mf.file_size:
-                raise ReplicaDataError(f"{n} replicated bytes at {offset} cross the segment end")
-            requests = _check_records(memoryview(data), mf.file_from_offset + pos, mf.file_size - pos,
-                                      self.config.delay_levels_ms)
+            pos = offset - mf.file_from_offset
             _write_size_last(mf._view, pos, data, n)
             mf.wrote_position = pos + n
             table = self.queue_offsets

@@ -126,14 +126,19 @@ async def test_ha_connection_cut_mid_stream_catches_up_exactly(tmp_path, namesrv
         proxy.close()
 
 
-async def test_slave_kill_9_resumes(tmp_path, namesrv, procs):
+async def _pair(tmp_path, namesrv, procs):
+    """An ASYNC_MASTER with an HA port and a slave following it there, connected."""
     ha_port = free_port()
     master = broker(tmp_path, "master", namesrv, "--ha-listen", f"127.0.0.1:{ha_port}")
     procs.append(master)
-    flags = ("--role", "SLAVE", "--master-ha", f"127.0.0.1:{ha_port}")
-    slave = broker(tmp_path, "slave", namesrv, *flags)
+    slave = broker(tmp_path, "slave", namesrv, "--role", "SLAVE", "--master-ha", f"127.0.0.1:{ha_port}")
     procs.append(slave)
     await wait_for(lambda: _ha_connected(master), 15)
+    return master, slave
+
+
+async def test_slave_kill_9_resumes(tmp_path, namesrv, procs):
+    master, slave = await _pair(tmp_path, namesrv, procs)
 
     async def killer():
         await trio.sleep(0.4)
@@ -152,13 +157,7 @@ async def test_slave_kill_9_resumes(tmp_path, namesrv, procs):
 
 
 async def test_slave_ahead_of_master_stops_naming_both_offsets(tmp_path, namesrv, procs):
-    ha_port = free_port()
-    master = broker(tmp_path, "master", namesrv, "--ha-listen", f"127.0.0.1:{ha_port}")
-    procs.append(master)
-    flags = ("--role", "SLAVE", "--master-ha", f"127.0.0.1:{ha_port}")
-    slave = broker(tmp_path, "slave", namesrv, *flags)
-    procs.append(slave)
-    await wait_for(lambda: _ha_connected(master), 15)
+    master, slave = await _pair(tmp_path, namesrv, procs)
     await send_many(master.addr, "HaAhead", 200, senders=4)
     await wait_for(_caught_up(master, slave), 20)
     slave_end = int((await runtime_info(slave.addr))["commitLogMaxOffset"])

@@ -3,11 +3,14 @@ fast checks of the send path's hand-off, the slave's append and refusal, the syn
 
 from __future__ import annotations
 
+import pytest
 import trio
 
 from trocket.broker.ha.protocol import HEADER, OFFSET
-from trocket.codecs.codes import ResponseCode
-from trocket.codecs.headers import SendMessageResponseHeader, decode_header
+from trocket.codecs.bodies.route import TopicRouteData
+from trocket.codecs.codes import RequestCode, ResponseCode
+from trocket.codecs.command import RemotingCommand
+from trocket.codecs.headers import GetRouteInfoRequestHeader, SendMessageResponseHeader, decode_header
 
 from ..conftest import Wire, client, running_broker
 
@@ -58,8 +61,15 @@ async def test_sync_master_replicates_and_slave_refuses(tmp_path):
                 # and serves pulls
                 r = await c.invoke_sync(slave.broker_addr, Wire.pull(TOPIC, 0, 0, suspend_ms=0, sys_flag=4))
                 assert r.code == ResponseCode.SUCCESS
-                # the route shows both
-                from trocket.codecs.headers.namesrv import GetRouteInfoRequestHeader  # noqa: F401
+                # the route shows both: the slave as broker id 1 of the same broker name
+                await wait_until(lambda: slave.topics.select(TOPIC) is not None)
+                await slave.register_broker_all()
+                route = await c.invoke_sync(ns, RemotingCommand.request(
+                    RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=TOPIC)))
+                assert route.code == ResponseCode.SUCCESS, route
+                data = TopicRouteData.from_body(route.body)
+                assert [bd.broker_addrs for bd in data.broker_datas] == [
+                    {0: master.broker_addr, 1: slave.broker_addr}]
                 # topic config and offsets synced
                 r = await c.invoke_sync(master.broker_addr, Wire.pull(TOPIC, 1, 0, group="G1", commit_offset=3, sys_flag=5, suspend_ms=0))
                 master.offsets.commit_offset("G1", TOPIC, 1, 7)
@@ -128,3 +138,112 @@ async def test_bad_input_on_ha_port(tmp_path):
         async with client() as c:  # still serving
             r = await c.invoke_sync(master.broker_addr, Wire.pull(TOPIC, 0, 0, suspend_ms=0, sys_flag=4))
             assert r.code in (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND)
+
+
+async def _fake_slave(port: int, offset: int = 0) -> trio.SocketStream:
+    """A slave that reports ``offset`` once and never acknowledges anything after."""
+    s = await trio.open_tcp_stream("127.0.0.1", port)
+    await s.send_all(OFFSET.pack(offset))
+    return s
+
+
+async def test_flush_slave_timeout_and_sync_flush_together(tmp_path):
+    async with running_broker(
+        tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0), flush="SYNC",
+        sync_flush_timeout_ms=300,
+    ) as master:
+        silent = await _fake_slave(master.ha.server.port)
+        try:
+            await wait_until(lambda: master.ha.transfer.connections == 1)
+            async with client() as c:
+                t0 = trio.current_time()
+                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"x", properties=Wire.props()))
+                waited = trio.current_time() - t0
+                assert r.code == ResponseCode.FLUSH_SLAVE_TIMEOUT, r
+                assert 0.25 <= waited < 3
+                assert decode_header(SendMessageResponseHeader, r.ext_fields).msgId
+                # WAIT=false: answered at once, neither flush nor slave awaited
+                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"y", properties=Wire.props(WAIT="false")))
+                assert r.code == ResponseCode.SUCCESS
+        finally:
+            await silent.aclose()
+        # a real slave: sync flush and replication both awaited, concurrently
+        async with running_broker(
+            tmp_path / "s", broker_role="SLAVE", ha_master_address=("127.0.0.1", master.ha.server.port),
+            namesrv_addrs=master.namesrv.address,
+        ) as slave:
+            await wait_until(lambda: master.ha.transfer.connections == 1)
+            async with client() as c:
+                async def one(i):
+                    r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"z%d" % i, queue_id=i % 4, properties=Wire.props()))
+                    assert r.code == ResponseCode.SUCCESS, r
+
+                async with trio.open_nursery() as n:
+                    for i in range(200):
+                        n.start_soon(one, i)
+            assert master.store.flushed_offset >= master.store.max_phy_offset
+            assert slave.store.max_phy_offset == master.store.max_phy_offset
+            t = master.ha.transfer
+            assert t.completed >= 200 and t.acks_used < t.completed  # many per acknowledgement
+
+
+async def test_empty_slave_starts_at_masters_last_segment(tmp_path):
+    # 1 MiB segments (conftest): ~1.5 MiB of messages before the slave comes
+    async with running_broker(tmp_path / "m", ha_listen=("127.0.0.1", 0)) as master:
+        async with client() as c:
+            async def burst(first, n):
+                for i in range(first, first + n):
+                    r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"%05d" % i + b"p" * 1000, queue_id=0, properties=Wire.props()))
+                    assert r.code == ResponseCode.SUCCESS
+
+            await burst(0, 1500)
+            segment = master.store.config.commit_log_segment_size
+            last_start = master.store.max_phy_offset // segment * segment
+            assert last_start > 0
+            async with running_broker(
+                tmp_path / "s", broker_role="SLAVE", ha_master_address=("127.0.0.1", master.ha.server.port),
+                namesrv_addrs=master.namesrv.address,
+            ) as slave:
+                await burst(1500, 100)
+                await wait_until(lambda: slave.store.max_phy_offset == master.store.max_phy_offset)
+                assert slave.store.min_phy_offset == last_start
+                end = master.store.max_phy_offset
+                assert bytes(slave.store.commit_log.get_message(last_start, end - last_start)) == bytes(
+                    master.store.commit_log.get_message(last_start, end - last_start))
+                # queue offsets as on the master: the slave's queue starts where its log does
+                assert slave.store.get_max_offset(TOPIC, 0) == 1600
+                first = slave.store.get_min_offset(TOPIC, 0)
+                assert first > 0
+                assert slave.store.get_queue_entry(TOPIC, 0, first) == master.store.get_queue_entry(TOPIC, 0, first)
+
+
+def test_append_replicated_refuses_bad_data(tmp_path):
+    from trocket.broker.store import MessageInner, MessageStore, ReplicaDataError, SlaveModeError, StoreConfig
+
+    m = MessageStore.open(StoreConfig(store_dir=str(tmp_path / "m"), commit_log_segment_size=1 << 20))
+    s = MessageStore.open(StoreConfig(store_dir=str(tmp_path / "s"), commit_log_segment_size=1 << 20))
+    try:
+        for i in range(3):
+            m.put_message(MessageInner(topic=TOPIC, body=b"b%d" % i, queue_id=0))
+        data = bytes(m.commit_log.get_message(0, m.max_phy_offset))
+        first = m.get_queue_entry(TOPIC, 0, 0)[1]
+        s.set_slave(True)
+        with pytest.raises(SlaveModeError):
+            s.put_message(MessageInner(topic=TOPIC, body=b"x", queue_id=0))
+        with pytest.raises(ReplicaDataError, match="torn"):
+            s.append_replicated(0, data[: first + 5])
+        with pytest.raises(ReplicaDataError, match="segment boundary"):
+            s.append_replicated(first, data[first:])
+        bad = bytearray(data)
+        bad[first + 4 : first + 8] = b"\0\0\0\0"  # the second record's magic code
+        with pytest.raises(ReplicaDataError, match="no whole record"):
+            s.append_replicated(0, bad)
+        assert s.max_phy_offset == 0 and s.get_max_offset(TOPIC, 0) == 0
+        assert s.append_replicated(0, data[:first]) == first
+        with pytest.raises(ReplicaDataError, match=f"ends at {first}"):
+            s.append_replicated(0, data[:first])  # a duplicate
+        assert s.append_replicated(first, data[first:]) == len(data)
+        assert [s.get_queue_entry(TOPIC, 0, i) for i in range(3)] == [m.get_queue_entry(TOPIC, 0, i) for i in range(3)]
+    finally:
+        m.shutdown()
+        s.shutdown()
