@@ -64,12 +64,16 @@ async def test_sync_master_replicates_and_slave_refuses(tmp_path):
                 # the route shows both: the slave as broker id 1 of the same broker name
                 await wait_until(lambda: slave.topics.select(TOPIC) is not None)
                 await slave.register_broker_all()
-                route = await c.invoke_sync(ns, RemotingCommand.request(
-                    RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=TOPIC)))
-                assert route.code == ResponseCode.SUCCESS, route
-                data = TopicRouteData.from_body(route.body)
-                assert [bd.broker_addrs for bd in data.broker_datas] == [
-                    {0: master.broker_addr, 1: slave.broker_addr}]
+                want = [{0: master.broker_addr, 1: slave.broker_addr}]
+                with trio.fail_after(10):  # the master registers a new topic within ~50 ms
+                    while True:
+                        route = await c.invoke_sync(ns, RemotingCommand.request(
+                            RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=TOPIC)))
+                        if route.code == ResponseCode.SUCCESS and [
+                            bd.broker_addrs for bd in TopicRouteData.from_body(route.body).broker_datas
+                        ] == want:
+                            break
+                        await trio.sleep(0.02)
                 # topic config and offsets synced
                 r = await c.invoke_sync(master.broker_addr, Wire.pull(TOPIC, 1, 0, group="G1", commit_offset=3, sys_flag=5, suspend_ms=0))
                 master.offsets.commit_offset("G1", TOPIC, 1, 7)
