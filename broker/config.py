@@ -270,6 +270,15 @@ class BrokerConfig:
     #: pre-4.7 blocking design), to compare with the hand-off (trocket's
     #: ``replicationBlockingSend``).
     replication_blocking_send: bool = False
+    #: ``slaveReadEnable``: consumers may be sent to the slave (off). On: a master tells
+    #: a consumer reading further back than ``accessMessageInMemoryMaxRatio`` of the RAM
+    #: to pull from broker id 1 (``suggestWhichBrokerId``), a slave asks for nothing
+    #: else. Off: every pull answer suggests the master (id 0); a slave still serves the
+    #: pull -- where Java's answers PULL_RETRY_IMMEDIATELY, a slave whose master is gone
+    #: would serve nothing.
+    slave_read_enable: bool = False
+    #: ``accessMessageInMemoryMaxRatio`` (percent of the RAM), 40.
+    access_message_in_memory_max_ratio: int = attrs.field(default=40, validator=_nonneg)
 
     # -- delayed messages (broker/schedule.py) --------------------------------------------
     #: ``messageDelayLevel``: the delay of each level, level 1 first, units s/m/h/d (and
@@ -415,6 +424,7 @@ class BrokerConfig:
             max_transfer_count=self.max_transfer_count,
             store_host=HostAddress(store_host[0], int(store_host[1])),
             delay_levels_ms=parse_delay_levels(self.message_delay_level),
+            access_message_in_memory_max_ratio=self.access_message_in_memory_max_ratio,
         )
 
     def ineffective_settings(self) -> list[str]:
@@ -530,6 +540,8 @@ PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "haSlaveFallbehindMax": ("ha_slave_fallbehind_max", _int),
     "slaveSyncInterval": ("slave_sync_interval_ms", _int),  # trocket's own
     "replicationBlockingSend": ("replication_blocking_send", _bool),  # trocket's own, benchmarks
+    "slaveReadEnable": ("slave_read_enable", _bool),
+    "accessMessageInMemoryMaxRatio": ("access_message_in_memory_max_ratio", _int),
 }
 
 #: Java keys accepted for compatibility with stock broker.conf files: value -> None
@@ -549,7 +561,6 @@ _IGNORED_KEYS: dict[str, tuple[str, ...] | None] = {
     "enablePropertyFilter": None,
     "aclEnable": ("false",),
     "traceTopicEnable": None,
-    "slaveReadEnable": None,
     "warmMapedFileEnable": None,
 }
 

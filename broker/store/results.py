@@ -117,6 +117,9 @@ class GetResult:
     buffers: list[memoryview] = attrs.field(factory=list)
     queue_offsets: list[int] = attrs.field(factory=list)
     buffer_total_size: int = 0
+    #: ``suggestPullingFromSlave``: what this pull read lies further behind the commit
+    #: log's end than ``access_message_in_memory_max_ratio`` of the RAM (a slow consumer)
+    suggest_pulling_from_slave: bool = False
 
     @property
     def message_count(self) -> int:

@@ -49,6 +49,8 @@ from .retention import RetentionResult, delete_expired
 __all__ = ["MessageStore", "SlaveModeError", "StoreClosedError"]
 
 _MIN = -(1 << 63)
+#: ``StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE``
+_TOTAL_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 _ENTRY = __import__("struct").Struct(">qiq")
 
 
@@ -344,6 +346,9 @@ class MessageStore:
             next_phy_file_start = _MIN
         result.status = status
         result.buffer_total_size = total
+        if total:  # getMessage's diff > memory (maxOffsetPy - maxPhyOffsetPulling)
+            behind = commit_log.max_offset - phys
+            result.suggest_pulling_from_slave = behind > _TOTAL_MEMORY * config.access_message_in_memory_max_ratio // 100
         result.next_begin_offset = offset + i // CQ_STORE_UNIT_SIZE
         return result
 

@@ -251,3 +251,20 @@ def test_append_replicated_refuses_bad_data(tmp_path):
     finally:
         m.shutdown()
         s.shutdown()
+
+
+async def test_pull_suggests_the_slave_to_a_slow_consumer(tmp_path):
+    from trocket.codecs.headers import PullMessageResponseHeader
+
+    # ratio 0: any read behind the end is "slow"; without slaveReadEnable: always the master
+    for read_enable, want in ((True, 1), (False, 0)):
+        async with running_broker(
+            tmp_path / f"m{read_enable}", slave_read_enable=read_enable, access_message_in_memory_max_ratio=0,
+        ) as master:
+            async with client() as c:
+                for i in range(3):
+                    r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"s%d" % i, properties=Wire.props()))
+                    assert r.code == ResponseCode.SUCCESS
+                r = await c.invoke_sync(master.broker_addr, Wire.pull(TOPIC, 0, 0, max_msgs=1, suspend_ms=0, sys_flag=4))
+                assert r.code == ResponseCode.SUCCESS
+                assert decode_header(PullMessageResponseHeader, r.ext_fields).suggestWhichBrokerId == want
