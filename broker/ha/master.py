@@ -33,7 +33,7 @@ __all__ = ["HAServer", "HAConnection"]
 log = logging.getLogger(__name__)
 
 #: how often an idle writer looks for new commit-log data (ASYNC_MASTER: no submission wakes it)
-POLL_INTERVAL = 0.002
+POLL_INTERVAL = 0.005
 
 
 def _peer(stream: trio.SocketStream) -> str:

@@ -13,8 +13,10 @@ RocketMQ 4.9's ``SendMessageProcessor`` + ``AbstractSendMessageProcessor.msgChec
    id (SYSTEM_ERROR);
 3. the properties string is stored verbatim (only TAGS and WAIT are looked up in it);
    a body larger than ``max_message_size`` is MESSAGE_ILLEGAL before any work;
-4. put (the store prepares the record outside its append lock), then in SYNC_FLUSH
-   mode await the group commit, answering FLUSH_DISK_TIMEOUT (10) when it is late;
+4. put (the store prepares the record outside its append lock; a slave's store refuses:
+   SERVICE_NOT_AVAILABLE with Java's remark), then in SYNC_FLUSH mode await the group
+   commit, answering FLUSH_DISK_TIMEOUT (10) when it is late; on a SYNC_MASTER, hand
+   (end offset, deadline) to the HA transfer service (below);
 5. SUCCESS with a ``SendMessageResponseHeader`` -- ``msgId`` (the offset message id;
    comma-joined for a batch), ``queueId``, ``queueOffset`` (the first one for a batch)
    -- plus ``MSG_REGION`` and ``TRACE_ON``, in declaration order (the bytes the real
@@ -48,7 +50,19 @@ of the connection (counted in-flight, so a shutdown drains it) that answers when
 flush covers it. At most ``send_concurrency + send_queue_capacity`` sends wait at once;
 past that SYSTEM_BUSY at once (with an ``extFields`` object, which the C++ client
 needs). A send answered later goes out through ``Connection.answer`` like any other
-(RPC hooks' ``do_after_response`` see it). Anything unexpected a send raises is
+(RPC hooks' ``do_after_response`` see it).
+
+SYNC_MASTER (:mod:`trocket.broker.ha`): a send whose producer waits (WAIT, default
+true) is answered SLAVE_NOT_AVAILABLE (11) at once when no slave is connected or it lags
+more than ``haSlaveFallbehindMax``; otherwise the processor submits (end offset,
+callback) to :class:`~trocket.broker.ha.transfer.GroupTransferService` and returns --
+no task waits. The service calls back, in commit-log order, once a slave
+acknowledgement covers the end (or with FLUSH_SLAVE_TIMEOUT, 12, after
+``syncFlushTimeout``); the callback queues the answer on its connection, where one
+short-lived task per connection writes every answer ready. With SYNC_FLUSH too, the
+flush task awaits the group commit and then the transfer (already under way), so both
+are awaited at once. ``replication_blocking_send`` (benchmarks only) instead runs each
+send in one serial task that waits for the slave: the pre-4.7 design. Anything unexpected a send raises is
 answered by the endpoint (SYSTEM_ERROR, see :mod:`trocket.broker.processors`).
 """
 
