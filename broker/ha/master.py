@@ -14,8 +14,9 @@ one writer (``WriteSocketService``):
 
 Bad input closes that connection only, with a log line: junk that decodes as an
 offset beyond the master's log (the slave is then told the master's end, see
-:mod:`.protocol`), a negative offset, an acknowledgement of bytes never sent or going
-backwards, silence past ``haHousekeepingInterval``.
+:mod:`.protocol`), a negative offset, one before the master's first stored byte, an
+acknowledgement of bytes never sent or going backwards, silence past
+``haHousekeepingInterval``.
 """
 
 from __future__ import annotations
@@ -123,6 +124,11 @@ class HAConnection:
         if first == 0:
             start = end - end % store.config.commit_log_segment_size
             start = max(start, store.min_phy_offset)
+        elif first < store.min_phy_offset:
+            raise HAProtocolError(
+                f"slave reports offset {first}, before this master's first stored offset "
+                f"{store.min_phy_offset} (deleted): the slave must start from an empty store"
+            )
         else:
             start = first
         self.request_offset = self.ack_offset = first

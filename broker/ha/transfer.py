@@ -7,9 +7,11 @@ and a callback, and returns: it never awaits. Submissions go to a write list; th
 service swaps the two lists (4.9.1's double buffer: producers append to one while the
 service drains the other, nothing held across an await) and keeps the requests in
 arrival order, which is commit-log order. Each acknowledgement from the slave
-(:meth:`notify_acked`) wakes the service, which completes, in order, every request
-whose end the acknowledged offset covers -- many per acknowledgement -- and, on the
-same pass, times out the ones past their deadline (``syncFlushTimeout``).
+(:meth:`notify_acked`, called by the HA connection's reader) runs a pass right there
+-- no task switch between the acknowledgement and the answers -- completing, in order,
+every request whose end the acknowledged offset covers: many per acknowledgement. The
+service's own task only wakes for deadlines: a pass at the first request's deadline
+times out those past it (``syncFlushTimeout``).
 """
 
 from __future__ import annotations
@@ -64,17 +66,22 @@ class GroupTransferService:
         return self.connections > 0 and master_put_where - self.acked < self.fallbehind_max
 
     def submit(self, end: int, done: Callable[[bool], None]) -> None:
-        """Hand over a request; ``done`` is called later from the service's task."""
-        self._write.append(TransferRequest(end, trio.current_time() + self.timeout, done))
-        self._wakeup.set()
+        """Hand over a request; ``done`` is called later, from the pass of an
+        acknowledgement or of the service's deadline."""
+        write = self._write
+        if not write and not self._pending:
+            self._wakeup.set()  # the service sleeps with no deadline: give it one
+        write.append(TransferRequest(end, trio.current_time() + self.timeout, done))
         self.new_data.set()
 
     # -- the HA connection -----------------------------------------------------------------
 
     def notify_acked(self, offset: int) -> None:
+        """The slave holds everything below ``offset``: complete what it covers now."""
         if offset > self.acked:
             self.acked = offset
-            self._wakeup.set()
+            self._swap()
+            self._complete()
 
     def reset_acked(self, offset: int) -> None:
         """A (new) slave starts at ``offset``."""
