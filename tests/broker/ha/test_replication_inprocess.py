@@ -79,6 +79,13 @@ async def test_sync_master_replicates_and_slave_refuses(tmp_path):
                 master.offsets.commit_offset("G1", TOPIC, 1, 7)
                 await wait_until(lambda: slave.offsets.query_offset("G1", TOPIC, 1) == 7)
                 await wait_until(lambda: slave.topics.select(TOPIC) is not None)
+                # delay offsets: a level-1 (1 s) message delivered on the master; the slave's
+                # schedule never delivers, it copies the master's offsets
+                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"later", properties=Wire.props(DELAY="1")))
+                assert r.code == ResponseCode.SUCCESS
+                await wait_until(lambda: master.schedule.offset_table().get(1) == 1)
+                await wait_until(lambda: slave.schedule.offset_table().get(1) == 1)
+                assert slave.store.get_max_offset("SCHEDULE_TOPIC_XXXX", 0) == 1
 
 
 async def test_sync_master_without_slave_fails_fast(tmp_path):
