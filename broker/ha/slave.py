@@ -57,6 +57,8 @@ class HAClient:
         #: where the next byte from the master belongs (store end + buffered tail)
         self.received = 0
         self._partial = bytearray()
+        #: nothing stored yet: the first frame may start anywhere (the master's last segment)
+        self._empty = False
         self.connected = False
         self.connects = 0
         self.fatal: BaseException | None = None
@@ -88,9 +90,7 @@ class HAClient:
             else:
                 try:
                     async with stream:
-                        with trio.CancelScope() as scope:
-                            self._scope = scope
-                            await self._follow(stream, addr)
+                        await self._follow(stream, addr)
                 except SlaveAheadError as exc:
                     self.fatal = exc
                     log.error("HA: %s", exc)

@@ -221,7 +221,11 @@ class SendProcessor:
             return reply(ResponseCode.SYSTEM_BUSY, _BUSY_REMARK.format(self.pending))
         if self.blocking_replication:
             self.pending += 1
-            conn.start_handler(self._blocking_send, conn, request)
+            try:
+                conn.start_handler(self._blocking_send, conn, request)
+            except BaseException:
+                self.pending -= 1
+                raise
             return None
         outcome = self._process(conn, request)
         if isinstance(outcome, PutResult):

@@ -3,6 +3,8 @@ fast checks of the send path's hand-off, the slave's append and refusal, the syn
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import trio
 
@@ -275,3 +277,33 @@ async def test_pull_suggests_the_slave_to_a_slow_consumer(tmp_path):
                 r = await c.invoke_sync(master.broker_addr, Wire.pull(TOPIC, 0, 0, max_msgs=1, suspend_ms=0, sys_flag=4))
                 assert r.code == ResponseCode.SUCCESS
                 assert decode_header(PullMessageResponseHeader, r.ext_fields).suggestWhichBrokerId == want
+
+
+async def test_slave_drops_a_master_that_sends_junk_and_reconnects(tmp_path):
+    accepted: list[bytes] = []
+    closed = trio.Event()
+
+    async def fake_master(stream: trio.SocketStream) -> None:
+        first = await stream.receive_some(8)
+        accepted.append(first)
+        if len(accepted) == 1:
+            # a frame at the right offset whose body is no record
+            await stream.send_all(HEADER.pack(0, 20) + b"junk" * 5)
+            with trio.fail_after(5):
+                while await stream.receive_some(100):
+                    pass
+            closed.set()
+        await stream.aclose()
+
+    async with trio.open_nursery() as n:
+        listeners = await n.start(functools.partial(trio.serve_tcp, fake_master, 0, host="127.0.0.1"))
+        port = listeners[0].socket.getsockname()[1]
+        async with running_broker(tmp_path / "s", broker_role="SLAVE", ha_master_address=("127.0.0.1", port)) as slave:
+            slave.ha.client.reconnect_delay = 0.1
+            with trio.fail_after(10):
+                await closed.wait()
+                while len(accepted) < 2:
+                    await trio.sleep(0.01)
+            assert accepted[0] == accepted[1] == OFFSET.pack(0)  # nothing was written
+            assert slave.store.max_phy_offset == 0
+        n.cancel_scope.cancel()
