@@ -59,6 +59,7 @@ class HAClient:
         self._partial = bytearray()
         #: nothing stored yet: the first frame may start anywhere (the master's last segment)
         self._empty = False
+        self._failing: str | None = None
         self.connected = False
         self.connects = 0
         self.fatal: BaseException | None = None
@@ -86,8 +87,12 @@ class HAClient:
             try:
                 stream = await trio.open_tcp_stream(*master)
             except OSError as exc:
-                log.info("HA: cannot connect to master %s: %s", addr, exc)
+                # once per outage at INFO; the retries every reconnect_delay at DEBUG
+                log.log(logging.INFO if self._failing != addr else logging.DEBUG,
+                        "HA: cannot connect to master %s: %s", addr, exc)
+                self._failing = addr
             else:
+                self._failing = None
                 try:
                     async with stream:
                         await self._follow(stream, addr)
