@@ -96,6 +96,7 @@ async def run_setup(name: str, conf: dict[str, str], senders: int, warmup: float
 
 
 async def main(args: argparse.Namespace) -> None:
+    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start", flush=True)
     results = {}
     for name, conf in SETUPS:
         results[name] = await run_setup(name, conf, args.senders, args.warmup, args.seconds)
@@ -105,6 +106,7 @@ async def main(args: argparse.Namespace) -> None:
     print(f"SYNC/ASYNC TPS ratio      = {s / a:.2f}  (goal >= 0.8)")
     print(f"blocking/ASYNC TPS ratio  = {b / a:.2f}")
     print(f"SYNC hand-off / blocking  = {s / b:.1f}x")
+    print(f"load average {os.getloadavg()[0]:.1f} at the end (other processes share the cores)")
 
 
 if __name__ == "__main__":
