@@ -1,7 +1,7 @@
 """Synchronous double write: what the non-blocking hand-off costs and buys (issue 10).
 
-    .venv/bin/python benchmarks/ha_sync.py                 # 3 runs, ~30 s
-    .venv/bin/python benchmarks/ha_sync.py --seconds 10 --senders 16
+    .venv/bin/python benchmarks/ha_sync.py                 # 3 rounds of the 3 setups, ~1.5 min
+    .venv/bin/python benchmarks/ha_sync.py --seconds 10 --rounds 5
 
 Three setups, each a master and a slave ``trocket broker`` in child processes on fresh
 temporary stores (the master's embedded name server; the slave follows ``haMasterAddress``):
@@ -17,14 +17,17 @@ temporary stores (the master's embedded name server; the slave follows ``haMaste
 Load: ``broker_produce.py``'s generator -- ``--senders`` trio tasks of this process on
 one connection, synchronous SEND_MESSAGE_V2 of 128-byte bodies, ``--warmup`` seconds
 untimed, then ``--seconds`` timed. Prints TPS, p50/p99 latency and the master's CPU per
-message for each, and the ratios SYNC/ASYNC (goal >= 0.8) and blocking/ASYNC.
-Every process shares this machine's cores with the load generator.
+message for each run, then the medians over ``--rounds`` interleaved rounds (A, S, B,
+A, S, B, ...: load from elsewhere hits every setup alike) and the ratios SYNC/ASYNC
+(goal >= 0.8) and blocking/ASYNC. Every process shares this machine's cores with the
+load generator.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 
@@ -88,7 +91,8 @@ async def run_setup(name: str, conf: dict[str, str], senders: int, warmup: float
             stop_broker(master)
     print(
         f"{name:22s} senders={senders}  TPS={res['tps']:8.0f}  p50={res['p50_ms']:7.3f} ms  "
-        f"p99={res['p99_ms']:7.3f} ms  master CPU={res['cpu_us']:6.1f} us/msg  "
+        f"p99={res['p99_ms']:7.3f} ms  master CPU={res['cpu_us']:6.1f} us/msg "
+        f"(user {res['user_us']:5.1f} + sys {res['sys_us']:5.1f})  "
         f"({res['count']} msgs in {res['seconds']:.1f} s, errors={res['errors']}, slave behind at end {res['behind']} B)",
         flush=True,
     )
@@ -97,13 +101,24 @@ async def run_setup(name: str, conf: dict[str, str], senders: int, warmup: float
 
 async def main(args: argparse.Namespace) -> None:
     print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start", flush=True)
-    results = {}
-    for name, conf in SETUPS:
-        results[name] = await run_setup(name, conf, args.senders, args.warmup, args.seconds)
-    a = results["ASYNC_MASTER"]["tps"]
-    s = results["SYNC_MASTER"]["tps"]
-    b = results["SYNC_MASTER blocking"]["tps"]
-    print(f"SYNC/ASYNC TPS ratio      = {s / a:.2f}  (goal >= 0.8)")
+    runs: dict[str, list[dict]] = {name: [] for name, _ in SETUPS}
+    for r in range(args.rounds):  # interleaved: a burst of load elsewhere hits every setup alike
+        print(f"-- round {r + 1}/{args.rounds}", flush=True)
+        for name, conf in SETUPS:
+            runs[name].append(await run_setup(name, conf, args.senders, args.warmup, args.seconds))
+    print(f"-- medians of {args.rounds} rounds")
+    med = {}
+    for name, results in runs.items():
+        med[name] = {k: statistics.median(x[k] for x in results) for k in ("tps", "p50_ms", "p99_ms", "cpu_us")}
+        m = med[name]
+        print(f"{name:22s} TPS={m['tps']:8.0f}  p50={m['p50_ms']:7.3f} ms  p99={m['p99_ms']:7.3f} ms  "
+              f"master CPU={m['cpu_us']:6.1f} us/msg")
+    a = med["ASYNC_MASTER"]["tps"]
+    s = med["SYNC_MASTER"]["tps"]
+    b = med["SYNC_MASTER blocking"]["tps"]
+    ratios = [x["tps"] / y["tps"] for x, y in zip(runs["SYNC_MASTER"], runs["ASYNC_MASTER"])]
+    print(f"SYNC/ASYNC TPS ratio      = {s / a:.2f}  (goal >= 0.8; per round: "
+          + ", ".join(f"{x:.2f}" for x in ratios) + ")")
     print(f"blocking/ASYNC TPS ratio  = {b / a:.2f}")
     print(f"SYNC hand-off / blocking  = {s / b:.1f}x")
     print(f"load average {os.getloadavg()[0]:.1f} at the end (other processes share the cores)")
@@ -113,5 +128,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--senders", type=int, default=16)
     ap.add_argument("--warmup", type=float, default=1.0)
-    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported")
     trio.run(main, ap.parse_args())
