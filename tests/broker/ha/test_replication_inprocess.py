@@ -307,3 +307,25 @@ async def test_slave_drops_a_master_that_sends_junk_and_reconnects(tmp_path):
             assert accepted[0] == accepted[1] == OFFSET.pack(0)  # nothing was written
             assert slave.store.max_phy_offset == 0
         n.cancel_scope.cancel()
+
+
+async def test_slave_lagging_past_fallbehind_max_is_not_available(tmp_path):
+    async with running_broker(
+        tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0), ha_slave_fallbehind_max=1000,
+        sync_flush_timeout_ms=300,
+    ) as master:
+        silent = await _fake_slave(master.ha.server.port)  # connected, acknowledges nothing
+        try:
+            await wait_until(lambda: master.ha.transfer.connections == 1)
+            async with client() as c:
+                # within haSlaveFallbehindMax: waits for the slave, then FLUSH_SLAVE_TIMEOUT
+                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"a" * 100, properties=Wire.props()))
+                assert r.code == ResponseCode.FLUSH_SLAVE_TIMEOUT
+                # past it: SLAVE_NOT_AVAILABLE at once
+                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"b" * 2000, properties=Wire.props()))
+                t0 = trio.current_time()
+                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"c", properties=Wire.props()))
+                assert r.code == ResponseCode.SLAVE_NOT_AVAILABLE
+                assert trio.current_time() - t0 < 0.25
+        finally:
+            await silent.aclose()
