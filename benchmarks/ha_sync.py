@@ -83,6 +83,8 @@ async def run_setup(name: str, conf: dict[str, str], senders: int, warmup: float
                 res = await produce_window(client, addr, master.pid, senders, warmup, seconds, SerializeType.ROCKETMQ)
                 info = await runtime_info(client, addr)
                 res["behind"] = int(info.get("haSlaveFallBehind", "0"))
+                acks = int(info.get("haTransferAcksUsed", "0"))
+                res["per_ack"] = int(info.get("haTransferCompleted", "0")) / acks if acks else 0.0
                 await client.aclose()
                 nursery.cancel_scope.cancel()
         finally:
@@ -93,7 +95,8 @@ async def run_setup(name: str, conf: dict[str, str], senders: int, warmup: float
         f"{name:22s} senders={senders}  TPS={res['tps']:8.0f}  p50={res['p50_ms']:7.3f} ms  "
         f"p99={res['p99_ms']:7.3f} ms  master CPU={res['cpu_us']:6.1f} us/msg "
         f"(user {res['user_us']:5.1f} + sys {res['sys_us']:5.1f})  "
-        f"({res['count']} msgs in {res['seconds']:.1f} s, errors={res['errors']}, slave behind at end {res['behind']} B)",
+        f"({res['count']} msgs in {res['seconds']:.1f} s, errors={res['errors']}, slave behind at end {res['behind']} B"
+        + (f", {res['per_ack']:.1f} sends answered per slave acknowledgement)" if res["per_ack"] else ")"),
         flush=True,
     )
     return res

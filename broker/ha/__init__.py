@@ -99,6 +99,10 @@ class HAService:
             out["haPush2SlaveMaxOffset"] = str(self.transfer.acked)
             out["haSlaveFallBehind"] = str(max(0, store.max_phy_offset - self.transfer.acked) if slave else 0)
             out["haTransferWaiting"] = str(self.transfer.waiting)
+            # sends completed / acknowledgements that completed some: the batching
+            out["haTransferCompleted"] = str(self.transfer.completed)
+            out["haTransferAcksUsed"] = str(self.transfer.acks_used)
+            out["haTransferTimedOut"] = str(self.transfer.timed_out)
         if self.client is not None:
             out["haMasterAddress"] = "" if self.client.master is None else "%s:%d" % self.client.master
             out["haConnected"] = str(self.client.connected).lower()
