@@ -13,7 +13,7 @@ to in a ``broker.conf`` file (java ``.properties`` syntax, ``key=value``)::
 
 :func:`load_properties_file` reads such a file into a :class:`BrokerConfig`; unknown
 keys and bad values raise :class:`BrokerConfigError` naming the file, line and key.
-A few Java keys that make no sense here (``brokerRole=ASYNC_MASTER``, path overrides
+A few Java keys that make no sense here (path overrides
 equal to the defaults...) are accepted and logged.
 """
 
@@ -155,6 +155,17 @@ def _flush(value: Any) -> FlushMode:
     raise BrokerConfigError(f"bad flush mode {value!r}: ASYNC_FLUSH (async) or SYNC_FLUSH (sync)")
 
 
+#: ``BrokerRole`` values (``brokerRole`` in broker.conf).
+BROKER_ROLES = ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE")
+
+
+def _role(value: Any) -> str:
+    text = str(value).strip().upper()
+    if text not in BROKER_ROLES:
+        raise BrokerConfigError(f"bad broker role {value!r}: ASYNC_MASTER, SYNC_MASTER or SLAVE")
+    return text
+
+
 def _pos(_inst, attr, value) -> None:
     if value <= 0:
         raise BrokerConfigError(f"{attr.name} must be positive, got {value!r}")
@@ -232,6 +243,43 @@ class BrokerConfig:
     #: ``maxTransferBytesOnMessageInMemory``: bytes per pull at most, 256 KiB.
     max_transfer_bytes: int = attrs.field(default=256 * KiB, validator=_pos)
 
+    # -- replication (broker/ha) ---------------------------------------------------------
+    #: ``brokerRole``: ASYNC_MASTER (default), SYNC_MASTER (a send is answered once a
+    #: slave has it) or SLAVE (follows ``ha_master_address``, refuses sends).
+    broker_role: str = attrs.field(default="ASYNC_MASTER", converter=_role)
+    #: where a master's HA server listens (``haListenPort``, on the listen host). None:
+    #: an ASYNC_MASTER runs no HA server; a SYNC_MASTER listens on listen port + 1 (Java's
+    #: default 10912).
+    ha_listen: tuple[str, int] | None = attrs.field(default=None, converter=_opt_hostport)
+    #: ``haMasterAddress``: the master's HA address a slave follows. None: the one the
+    #: name server gives at registration (the master's ``haServerAddr``), as Java's.
+    ha_master_address: tuple[str, int] | None = attrs.field(default=None, converter=_opt_hostport)
+    #: ``haSendHeartbeatInterval`` (ms): slave offset report / master heartbeat when idle, 5000.
+    ha_send_heartbeat_interval_ms: int = attrs.field(default=5000, validator=_pos)
+    #: ``haHousekeepingInterval`` (ms): an HA connection silent this long is closed, 20000.
+    ha_housekeeping_interval_ms: int = attrs.field(default=20_000, validator=_pos)
+    #: ``haTransferBatchSize``: commit-log bytes per HA frame at most, 32 KiB.
+    ha_transfer_batch_size: int = attrs.field(default=32 * KiB, validator=_pos)
+    #: ``haSlaveFallbehindMax``: a SYNC send gets SLAVE_NOT_AVAILABLE at once when the
+    #: slave lags more than this many bytes, 256 MiB.
+    ha_slave_fallbehind_max: int = attrs.field(default=256 * MiB, validator=_pos)
+    #: how often a slave pulls topics, consumer offsets, delay offsets and subscription
+    #: groups from its master (``SlaveSynchronize``; Java: 10 s), ms.
+    slave_sync_interval_ms: int = attrs.field(default=10_000, validator=_pos)
+    #: benchmarks only: a SYNC_MASTER send waits for the slave in one serial task (the
+    #: pre-4.7 blocking design), to compare with the hand-off (trocket's
+    #: ``replicationBlockingSend``).
+    replication_blocking_send: bool = False
+    #: ``slaveReadEnable``: consumers may be sent to the slave (off). On: a master tells
+    #: a consumer reading further back than ``accessMessageInMemoryMaxRatio`` of the RAM
+    #: to pull from broker id 1 (``suggestWhichBrokerId``), a slave asks for nothing
+    #: else. Off: every pull answer suggests the master (id 0); a slave still serves the
+    #: pull -- where Java's answers PULL_RETRY_IMMEDIATELY, a slave whose master is gone
+    #: would serve nothing.
+    slave_read_enable: bool = False
+    #: ``accessMessageInMemoryMaxRatio`` (percent of the RAM), 40.
+    access_message_in_memory_max_ratio: int = attrs.field(default=40, validator=_nonneg)
+
     # -- delayed messages (broker/schedule.py) --------------------------------------------
     #: ``messageDelayLevel``: the delay of each level, level 1 first, units s/m/h/d (and
     #: trocket's ms): "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h".
@@ -303,6 +351,28 @@ class BrokerConfig:
             raise BrokerConfigError("empty cluster name")
         if self.max_message_size > 64 * MiB:
             raise BrokerConfigError("max_message_size above 64 MiB is not supported")
+        if self.broker_role == "SLAVE" and self.broker_id == 0:
+            self.broker_id = 1  # a slave is never id 0 (Java refuses; the usual slave id is 1)
+
+    @property
+    def is_slave(self) -> bool:
+        return self.broker_role == "SLAVE"
+
+    @property
+    def is_sync_master(self) -> bool:
+        return self.broker_role == "SYNC_MASTER"
+
+    def ha_listen_addr(self) -> tuple[str, int] | None:
+        """Where the HA server listens: ``ha_listen``; for a SYNC_MASTER without it, the
+        listen host and port + 1; None for a slave or an ASYNC_MASTER without it."""
+        if self.is_slave:
+            return None
+        if self.ha_listen is not None:
+            return self.ha_listen
+        if self.is_sync_master:
+            host, port = self.listen
+            return host, (port + 1 if port else 0)
+        return None
 
     # -- derived -------------------------------------------------------------------------
 
@@ -354,6 +424,7 @@ class BrokerConfig:
             max_transfer_count=self.max_transfer_count,
             store_host=HostAddress(store_host[0], int(store_host[1])),
             delay_levels_ms=parse_delay_levels(self.message_delay_level),
+            access_message_in_memory_max_ratio=self.access_message_in_memory_max_ratio,
         )
 
     def ineffective_settings(self) -> list[str]:
@@ -460,18 +531,27 @@ PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "pullThreadPoolQueueCapacity": ("pull_queue_capacity", _int),
     "adminBrokerThreadPoolNums": ("admin_concurrency", _int),
     "maxHeldPulls": ("max_held_pulls", _int),  # trocket's own
+    "brokerRole": ("broker_role", _role),
+    "haListenPort": ("@ha_listen_port", _port),
+    "haMasterAddress": ("ha_master_address", _str),
+    "haSendHeartbeatInterval": ("ha_send_heartbeat_interval_ms", _int),
+    "haHousekeepingInterval": ("ha_housekeeping_interval_ms", _int),
+    "haTransferBatchSize": ("ha_transfer_batch_size", _int),
+    "haSlaveFallbehindMax": ("ha_slave_fallbehind_max", _int),
+    "slaveSyncInterval": ("slave_sync_interval_ms", _int),  # trocket's own
+    "replicationBlockingSend": ("replication_blocking_send", _bool),  # trocket's own, benchmarks
+    "slaveReadEnable": ("slave_read_enable", _bool),
+    "accessMessageInMemoryMaxRatio": ("access_message_in_memory_max_ratio", _int),
 }
 
 #: Java keys accepted for compatibility with stock broker.conf files: value -> None
 #: means any value is fine (logged and ignored), otherwise the allowed values.
 _IGNORED_KEYS: dict[str, tuple[str, ...] | None] = {
-    "brokerRole": ("ASYNC_MASTER", "SYNC_MASTER"),
     "storePathCommitLog": None,
     "storePathConsumeQueue": None,
     "storeCheckpoint": None,
     "abortFile": None,
     "brokerIP2": None,
-    "haListenPort": None,
     "rocketmqHome": None,
     "serverWorkerThreads": None,
     "serverSelectorThreads": None,
@@ -481,7 +561,6 @@ _IGNORED_KEYS: dict[str, tuple[str, ...] | None] = {
     "enablePropertyFilter": None,
     "aclEnable": ("false",),
     "traceTopicEnable": None,
-    "slaveReadEnable": None,
     "warmMapedFileEnable": None,
 }
 
@@ -564,6 +643,7 @@ def config_changes_from_properties(
     listen_host: str | None = None
     listen_port: int | None = None
     adv_host: str | None = None
+    ha_port: int | None = None
     for lineno, key, value in entries:
         where = f"{source}:{lineno}: {key}"
         if key in _IGNORED_KEYS:
@@ -588,6 +668,8 @@ def config_changes_from_properties(
             listen_host = parsed
         elif name == "@advertise_host":
             adv_host = parsed
+        elif name == "@ha_listen_port":
+            ha_port = parsed
         elif name == "@cq_file_size":
             if parsed < 20 or parsed % 20:
                 raise BrokerConfigError(f"{where}: must be a positive multiple of 20 bytes")
@@ -596,6 +678,8 @@ def config_changes_from_properties(
             changes[name] = parsed
     if listen_host is not None or listen_port is not None:
         changes["listen"] = (listen_host or "127.0.0.1", 10911 if listen_port is None else listen_port)
+    if ha_port is not None:
+        changes["ha_listen"] = (listen_host or "127.0.0.1", ha_port)
     if adv_host is not None and "advertise" not in changes:
         changes["@advertise_host"] = adv_host  # resolved against the final listen port
     return changes

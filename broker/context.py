@@ -5,7 +5,7 @@ processors hold the ``BrokerController``; here they get only what they use): the
 configuration, the store and its topic and consumer-offset tables, the remoting server
 they are registered on, the client-side managers (consumers, producers, rebalance
 locks), the long-polling service, the schedule service (delayed messages), the outer
-API (name-server registration), the channel listener, and the hooks back into the
+API (name-server registration), replication (``ha``), the channel listener, and the hooks back into the
 controller:
 
 * ``on_topic_created(topic)``: a processor created or changed a topic; the controller
@@ -36,6 +36,7 @@ from trocket.broker.store import ConsumerOffsetManager, MessageStore, TopicConfi
 from trocket.remoting import ChannelEventListener, Connection, RemotingServer
 
 if TYPE_CHECKING:
+    from trocket.broker.ha import HAService
     from trocket.broker.long_polling import PullHoldService
     from trocket.broker.outer_api import BrokerOuterAPI
     from trocket.broker.schedule import ScheduleMessageService
@@ -127,6 +128,9 @@ class BrokerContext:
     pull_hold: PullHoldService | None = None
     #: delayed messages (broker/schedule.py); None: DELAY is not acted upon (bare setups)
     schedule: ScheduleMessageService | None = None
+    #: replication (broker/ha): the HA server / client and the transfer service; None:
+    #: no replication (bare setups)
+    ha: HAService | None = None
     #: name-server registration (broker/outer_api.py); set by the controller
     outer_api: BrokerOuterAPI | None = None
     on_topic_created: Callable[[str], None] = _ignore_topic

@@ -17,7 +17,9 @@ Start-up (``run``); settings that are accepted but have no effect
 2. the store: ``MessageStore.open`` (recovery; in a worker thread), the topic and
    consumer-offset tables from ``<store>/config/``, then ``store.run`` (flushers), then
    the schedule service (delayed messages: ``delayOffset.json`` loaded, one delivery
-   task per delay level, see :mod:`.schedule`);
+   task per delay level, see :mod:`.schedule`; not delivering on a slave, whose store
+   refuses puts), then replication (:class:`~.ha.HAService`: the transfer service and
+   HA server of a master, the HA client of a slave);
 3. the remoting server, the long-polling service (fed by the store's
    message-arriving listener), the outer API's client, and the typed
    :class:`~.context.BrokerContext` that processors get: it builds the client managers
@@ -30,10 +32,12 @@ Start-up (``run``); settings that are accepted but have no effect
    management, offsets, locks, send-back;
 5. registration with the name servers right away, then every
    ``register_interval_ms`` (30 s) and soon after a topic is created (at once, before
-   answering, when a heartbeat or send-back creates a group's retry topic). The broker
-   has no HA server, so it registers none (``haServerAddr`` empty);
+   answering, when a heartbeat or send-back creates a group's retry topic), with the
+   HA server's address (``haServerAddr``) when this master runs one; a slave learns its
+   master's broker and HA addresses from the answer (:mod:`.ha`);
 6. periodic tasks: consumer offsets persisted every 5 s, retention checked every 10 s,
-   client channels scanned for expiry every 10 s.
+   client channels scanned for expiry every 10 s; on a slave, the master's tables
+   copied every ``slave_sync_interval_ms`` (:mod:`.ha.sync`).
 
 Shutdown (cancellation of ``run`` or :meth:`request_shutdown`), services still up
 while it runs: stop the periodic tasks, unregister from the name servers, stop
@@ -60,6 +64,8 @@ from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, Serve
 
 from .config import BrokerConfig
 from .context import BrokerContext
+from .ha import HAService
+from .ha.sync import SlaveSynchronize
 from .long_polling import PullHoldService
 from .namesrv.server import NamesrvConfig, NameServer
 from .outer_api import BrokerOuterAPI
@@ -107,6 +113,12 @@ class BrokerController:
         self.send_processor: SendProcessor | None = None
         self.pull_processor: PullProcessor | None = None
         self.admin_processor: AdminProcessor | None = None
+        self.ha: HAService | None = None
+        self.slave_sync: SlaveSynchronize | None = None
+        #: the master's broker address a slave learned at registration (its sync target)
+        self.master_addr: str | None = None
+        #: what stopped the broker on its own (a slave ahead of its master)
+        self.fatal: BaseException | None = None
         self.boot_timestamp = 0
         self.registrations = 0
         self.registration_failures = 0
@@ -146,10 +158,17 @@ class BrokerController:
                 self._started = True
                 task_status.started(self)
                 with trio.CancelScope() as self._wait_scope:
+                    if self.fatal is not None:  # failed while starting (a slave ahead of its master)
+                        self._wait_scope.cancel()
                     await trio.sleep_forever()
             finally:
                 with trio.CancelScope(shield=True):
                     await self._shutdown()
+
+    def _fatal(self, exc: BaseException) -> None:
+        """Replication cannot go on (a slave ahead of its master): stop the broker."""
+        self.fatal = exc
+        self.request_shutdown()
 
     def request_shutdown(self) -> None:
         """Begin a clean shutdown; ``run`` returns once it is done."""
@@ -202,9 +221,14 @@ class BrokerController:
             default_topic_queue_nums=cfg.default_topic_queue_nums,
         )
         self.offsets = ConsumerOffsetManager.open(store_cfg.config_dir)
+        store.set_slave(cfg.is_slave)
         await services.start(store.run)
         self.schedule = schedule = ScheduleMessageService(store, cfg)
-        await services.start(schedule.run)
+        if not cfg.is_slave:  # a slave's schedule queues are replicated, never delivered
+            await services.start(schedule.run)
+        # replication: the transfer service, the HA server (master) or client (slave)
+        self.ha = HAService(cfg, store, on_fatal=self._fatal)
+        await services.start(self.ha.run)
 
         # 3. server, long polling, the context (with the client managers)
         server_cfg = self._server_config or ServerConfig(
@@ -225,7 +249,7 @@ class BrokerController:
         self.outer_api = BrokerOuterAPI(self.client, self.namesrv_addrs)
         self.ctx = ctx = BrokerContext(
             config=cfg, store=store, topics=self.topics, offsets=self.offsets, server=server, pull_hold=hold,
-            schedule=schedule, outer_api=self.outer_api,
+            schedule=schedule, outer_api=self.outer_api, ha=self.ha,
             on_topic_created=self.topic_created, register_now=self.register_broker_all,
         )
         ctx.channels.on_close.append(hold.drop_connection)
@@ -243,6 +267,8 @@ class BrokerController:
 
         # 5./6. registration and periodic tasks
         await self.register_broker_all()
+        if cfg.is_slave:
+            self.slave_sync = SlaveSynchronize(ctx, self.client, lambda: self.master_addr)
         services.start_soon(self._periodic_tasks)
         log.info(
             "The broker[%s, %s] boot success. serializeType=JSON and name server is %s",
@@ -281,10 +307,9 @@ class BrokerController:
         cfg = self.config
         addr = self.broker_addr
         try:
-            # haServerAddr "": this broker has no HA server (master-slave replication is
-            # not built), so it advertises none
+            ha_addr = self.ha.ha_server_addr(addr.rpartition(":")[0]) if self.ha is not None else ""
             results = await api.register_broker_all(
-                cfg.cluster, addr, cfg.broker_name, cfg.broker_id, "", self.topics,
+                cfg.cluster, addr, cfg.broker_name, cfg.broker_id, ha_addr, self.topics,
                 cfg.register_timeout_ms / 1000.0, oneway=oneway,
             )
         except Exception:
@@ -292,10 +317,27 @@ class BrokerController:
             log.exception("registering with name servers %s failed", self.namesrv_addrs)
             return []
         self.registrations += 1
+        if cfg.is_slave:
+            self._learn_master(results)
         if not oneway and not results and self.namesrv_addrs:
             self.registration_failures += 1
             log.warning("no name server of %s accepted the registration", self.namesrv_addrs)
         return results
+
+    def _learn_master(self, results: list) -> None:
+        """A slave's registration answer names the master and its HA address (Java's
+        ``updateMasterHAServerAddrPeriodically`` / ``SlaveSynchronize.setMasterAddr``)."""
+        for result in results:
+            if result.master_addr:
+                self.master_addr = result.master_addr
+            if result.ha_server_addr and self.config.ha_master_address is None and self.ha is not None:
+                client = self.ha.client
+                if client is not None:
+                    host, _, port = result.ha_server_addr.rpartition(":")
+                    try:
+                        client.set_master((host, int(port)))
+                    except ValueError:
+                        log.warning("bad haServerAddr %r from the name server", result.ha_server_addr)
 
     async def _unregister(self) -> None:
         api = self.outer_api
@@ -317,6 +359,8 @@ class BrokerController:
                 nursery.start_soon(self._every, self.config.clean_resource_interval_ms, self._retention)
                 if self.ctx is not None:
                     nursery.start_soon(client.run_housekeeping, self.ctx)
+                if self.slave_sync is not None:
+                    nursery.start_soon(self.slave_sync.run, self.config.slave_sync_interval_ms / 1000.0)
 
     async def _register_loop(self) -> None:
         interval = self.config.register_interval_ms / 1000.0
@@ -458,6 +502,8 @@ class BrokerController:
             info["pullRequestWokenByTimeout"] = str(hold.woken_by_timeout)
         if self.server is not None:
             info["connections"] = str(len(self.server.connections))
+        if self.ha is not None:
+            info.update(self.ha.info())
         return info
 
 

@@ -104,6 +104,14 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
         help="hold pulls that find nothing until a message arrives (default on)",
     )
     g.add_argument("--log-level", default="INFO", metavar="LEVEL", help="logging level (default INFO)")
+    # -- replication (broker/ha): brokerRole, haListenPort, haMasterAddress --
+    h = parser.add_argument_group("replication")
+    h.add_argument("--role", type=str.upper, choices=("ASYNC_MASTER", "SYNC_MASTER", "SLAVE"),
+                   help="brokerRole (default ASYNC_MASTER; a SLAVE is broker id 1 unless --broker-id)")
+    h.add_argument("--ha-listen", type=_hostport, metavar="HOST:PORT",
+                   help="a master's HA listen address (SYNC_MASTER default: listen port + 1)")
+    h.add_argument("--master-ha", type=_hostport, metavar="HOST:PORT",
+                   help="a slave's master HA address (default: from the name server)")
 
 
 def add_namesrv_arguments(parser: argparse.ArgumentParser) -> None:
@@ -139,6 +147,9 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         "segment_size": "commit_log_segment_size",
         "long_polling": "long_polling",
         "flush": "flush",
+        "role": "broker_role",
+        "ha_listen": "ha_listen",
+        "master_ha": "ha_master_address",
     }
     for arg, field in mapping.items():
         value = getattr(args, arg, None)
@@ -193,6 +204,8 @@ async def run_broker(config: BrokerConfig, *, task_status=trio.TASK_STATUS_IGNOR
         task_status.started(controller)
         await controller.stopped.wait()
         nursery.cancel_scope.cancel()
+    if controller.fatal is not None:
+        raise controller.fatal
 
 
 async def run_namesrv(listen: tuple[str, int] = ("127.0.0.1", 9876), *, task_status=trio.TASK_STATUS_IGNORED) -> None:

@@ -10,6 +10,12 @@
 * VIEW_MESSAGE_BY_ID (33): the stored record at a commit-log offset (from an offset
   message id) as the body; SYSTEM_ERROR "can not find message by the offset, N".
 
+* GET_ALL_TOPIC_CONFIG (21), GET_ALL_CONSUMER_OFFSET (43), GET_ALL_DELAY_OFFSET (45),
+  GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): the master's tables a slave copies
+  (``SlaveSynchronize``, see :mod:`trocket.broker.ha.sync`): the topic wrapper with its
+  data version, ``{"offsetTable": ...}``, ``delayOffset.json``'s text, and an empty
+  subscription-group table (trocket keeps none: every group is accepted).
+
 Offsets of consumer groups (14/15) and the client codes belong to the client
 processors, not here.
 """
@@ -69,6 +75,10 @@ class AdminProcessor:
             int(RequestCode.GET_MAX_OFFSET): self.get_max_offset,
             int(RequestCode.GET_MIN_OFFSET): self.get_min_offset,
             int(RequestCode.VIEW_MESSAGE_BY_ID): self.view_message_by_id,
+            int(RequestCode.GET_ALL_TOPIC_CONFIG): self.get_all_topic_config,
+            int(RequestCode.GET_ALL_CONSUMER_OFFSET): self.get_all_consumer_offset,
+            int(RequestCode.GET_ALL_DELAY_OFFSET): self.get_all_delay_offset,
+            int(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG): self.get_all_subscription_group,
         }
 
     @property
@@ -151,6 +161,29 @@ class AdminProcessor:
         finally:
             view.release()
         return reply(ResponseCode.SUCCESS, body=body)
+
+
+    # -- 21 / 43 / 45 / 201: what a slave copies (SlaveSynchronize) ----------------------
+
+    async def get_all_topic_config(self, conn, request: RemotingCommand) -> RemotingCommand:
+        from ..outer_api import topic_config_wrapper_of
+
+        return reply(ResponseCode.SUCCESS, body=topic_config_wrapper_of(self.topics).to_body())
+
+    async def get_all_consumer_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
+        table = self.ctx.offsets.snapshot()
+        return reply(ResponseCode.SUCCESS, body=dumps_bytes(Bean(offsetTable=table)))
+
+    async def get_all_delay_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
+        schedule = self.ctx.schedule
+        if schedule is None:
+            return reply(ResponseCode.SYSTEM_ERROR, "No delay offset in this broker")
+        table = schedule.offset_table(durable_only=False)
+        return reply(ResponseCode.SUCCESS, body=dumps_bytes(Bean(offsetTable=table)))
+
+    async def get_all_subscription_group(self, conn, request: RemotingCommand) -> RemotingCommand:
+        version = Bean(timestamp=self.topics.data_version_timestamp, counter=0)
+        return reply(ResponseCode.SUCCESS, body=dumps_bytes(Bean(subscriptionGroupTable={}, dataVersion=version)))
 
 
 def register(ctx: BrokerContext, *, runtime_info: Callable[[], dict[str, str]] | None = None) -> AdminProcessor:

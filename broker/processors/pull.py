@@ -12,7 +12,12 @@ set); the records found are then checked against the exact tag strings (a hash
 collision must not deliver a foreign tag) -- what is left is the FOUND body, the
 stored records back to back. Statuses map to codes as in Java, the remark is the
 status name, and every answer carries a ``PullMessageResponseHeader``:
-``suggestWhichBrokerId`` 0, ``nextBeginOffset``, ``minOffset`` and ``maxOffset``:
+``suggestWhichBrokerId``, ``nextBeginOffset``, ``minOffset`` and ``maxOffset``.
+``suggestWhichBrokerId`` is 0 (the master) unless a master with ``slaveReadEnable``
+finds the consumer reading further behind the log's end than
+``accessMessageInMemoryMaxRatio`` of the RAM (Java's ``suggestPullingFromSlave``): then
+1 (``whichBrokerWhenConsumeSlowly``). A slave serves pulls as a master does (see
+:attr:`~trocket.broker.config.BrokerConfig.slave_read_enable`).
 
 =====================  ==========================================================
 FOUND                  SUCCESS (0) with the records
@@ -144,6 +149,8 @@ class PullProcessor:
         self.consumers = ctx.consumers
         self.hold = ctx.pull_hold
         self.long_polling = ctx.config.long_polling
+        #: a master with ``slaveReadEnable`` sends slow consumers to its slave (id 1)
+        self.slave_read = ctx.config.slave_read_enable and not ctx.config.is_slave
         self.short_polling_ms = ctx.config.short_polling_time_ms
         # counters
         self.found = 0
@@ -257,7 +264,8 @@ class PullProcessor:
         if code == ResponseCode.PULL_NOT_FOUND:
             self.not_found += 1
         header = PullMessageResponseHeader(
-            suggestWhichBrokerId=0,
+            # Java: whichBrokerWhenConsumeSlowly (1) for a slow consumer with slaveReadEnable
+            suggestWhichBrokerId=1 if result.suggest_pulling_from_slave and self.slave_read else 0,
             nextBeginOffset=result.next_begin_offset,
             minOffset=result.min_offset,
             maxOffset=result.max_offset,

@@ -13,8 +13,10 @@ RocketMQ 4.9's ``SendMessageProcessor`` + ``AbstractSendMessageProcessor.msgChec
    id (SYSTEM_ERROR);
 3. the properties string is stored verbatim (only TAGS and WAIT are looked up in it);
    a body larger than ``max_message_size`` is MESSAGE_ILLEGAL before any work;
-4. put (the store prepares the record outside its append lock), then in SYNC_FLUSH
-   mode await the group commit, answering FLUSH_DISK_TIMEOUT (10) when it is late;
+4. put (the store prepares the record outside its append lock; a slave's store refuses:
+   SERVICE_NOT_AVAILABLE with Java's remark), then in SYNC_FLUSH mode await the group
+   commit, answering FLUSH_DISK_TIMEOUT (10) when it is late; on a SYNC_MASTER, hand
+   (end offset, deadline) to the HA transfer service (below);
 5. SUCCESS with a ``SendMessageResponseHeader`` -- ``msgId`` (the offset message id;
    comma-joined for a batch), ``queueId``, ``queueOffset`` (the first one for a batch)
    -- plus ``MSG_REGION`` and ``TRACE_ON``, in declaration order (the bytes the real
@@ -48,7 +50,19 @@ of the connection (counted in-flight, so a shutdown drains it) that answers when
 flush covers it. At most ``send_concurrency + send_queue_capacity`` sends wait at once;
 past that SYSTEM_BUSY at once (with an ``extFields`` object, which the C++ client
 needs). A send answered later goes out through ``Connection.answer`` like any other
-(RPC hooks' ``do_after_response`` see it). Anything unexpected a send raises is
+(RPC hooks' ``do_after_response`` see it).
+
+SYNC_MASTER (:mod:`trocket.broker.ha`): a send whose producer waits (WAIT, default
+true) is answered SLAVE_NOT_AVAILABLE (11) at once when no slave is connected or it lags
+more than ``haSlaveFallbehindMax``; otherwise the processor submits (end offset,
+callback) to :class:`~trocket.broker.ha.transfer.GroupTransferService` and returns --
+no task waits. The service calls back, in commit-log order, once a slave
+acknowledgement covers the end (or with FLUSH_SLAVE_TIMEOUT, 12, after
+``syncFlushTimeout``); the callback queues the answer on its connection, where one
+short-lived task per connection writes every answer ready. With SYNC_FLUSH too, the
+flush task awaits the group commit and then the transfer (already under way), so both
+are awaited at once. ``replication_blocking_send`` (benchmarks only) instead runs each
+send in one serial task that waits for the slave: the pre-4.7 design. Anything unexpected a send raises is
 answered by the endpoint (SYSTEM_ERROR, see :mod:`trocket.broker.processors`).
 """
 
@@ -57,7 +71,10 @@ from __future__ import annotations
 import logging
 import random
 import zlib
+from collections import deque
 from typing import TYPE_CHECKING, Union
+
+import trio
 
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
@@ -128,6 +145,20 @@ def _positive_int(text: str) -> bool:
         return False
 
 
+class _Replica:
+    """A transfer completion a task awaits (SYNC_FLUSH + SYNC_MASTER, the blocking variant)."""
+
+    __slots__ = ("event", "ok")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.ok = False
+
+    def set(self, ok: bool) -> None:
+        self.ok = ok
+        self.event.set()
+
+
 class V2Fields:
     """A SEND_MESSAGE_V2 header under the V1 names the send path reads (only those)."""
 
@@ -168,6 +199,13 @@ class SendProcessor:
         self.max_message_size = ctx.config.max_message_size
         self._random = random.Random()
         self._checked_topics: set[str] = set()
+        #: SYNC_MASTER: the HA transfer service sends are handed to (None: no waiting on a slave)
+        ha = getattr(ctx, "ha", None)
+        self.transfer = ha.transfer if ha is not None and ctx.config.is_sync_master else None
+        self._answers: dict[Connection, deque] = {}
+        #: comparison only: each send awaits the slave in one serial task (pre-4.7 design)
+        self.blocking_replication = bool(ctx.config.replication_blocking_send)
+        self._serial = trio.Lock()
         # counters for GET_BROKER_RUNTIME_INFO
         self.put_messages = 0
         self.put_bytes = 0
@@ -181,18 +219,114 @@ class SendProcessor:
         None when a SYNC_FLUSH send answers from its own task once flushed."""
         if self.pending >= self.capacity:
             return reply(ResponseCode.SYSTEM_BUSY, _BUSY_REMARK.format(self.pending))
+        if self.blocking_replication:
+            self.pending += 1
+            try:
+                conn.start_handler(self._blocking_send, conn, request)
+            except BaseException:
+                self.pending -= 1
+                raise
+            return None
         outcome = self._process(conn, request)
         if isinstance(outcome, PutResult):
-            self._answer_when_flushed(conn, request, outcome)
+            if self.transfer is not None:
+                self._hand_off(conn, request, outcome)
+            else:
+                self._answer_when_flushed(conn, request, outcome)
             return None
         return outcome
 
     def _after_put(self, result: PutResult, wait: bool) -> RemotingCommand | PutResult:
-        """The answer now, or the result itself when it must wait for the group commit."""
-        if wait and self.store.config.flush_mode is FlushMode.SYNC and (
+        """The answer now, or the result itself when it must wait for the group commit
+        (or, on a SYNC_MASTER, for the slave)."""
+        if wait:
+            transfer = self.transfer
+            if transfer is not None:
+                if transfer.slave_ok(result.end_offset):
+                    return result
+                result.status = PutStatus.SLAVE_NOT_AVAILABLE  # stored, not replicated
+                return self._ok(result)
+            if self.store.config.flush_mode is FlushMode.SYNC and (
+                self.store.flush_service.flushed_offset < result.end_offset
+            ):
+                return result
+        return self._ok(result)
+
+    # -- SYNC_MASTER: the hand-off to the transfer service (never awaited here) ------------
+
+    def _hand_off(self, conn, request: RemotingCommand, result: PutResult) -> None:
+        """Give (end offset, deadline) to the transfer service; the answer goes out from
+        :meth:`_replicated` when it completes. With SYNC_FLUSH too, a task awaits the
+        group commit while the slave catches up: the answer waits for both, concurrently."""
+        self.pending += 1
+        transfer = self.transfer
+        if self.store.config.flush_mode is FlushMode.SYNC and (
             self.store.flush_service.flushed_offset < result.end_offset
         ):
-            return result
+            done = _Replica()
+            transfer.submit(result.end_offset, done.set)
+            try:
+                conn.start_handler(self._flush_then_answer, conn, request, result, done)
+            except BaseException:
+                self.pending -= 1
+                raise
+            return
+        transfer.submit(result.end_offset, lambda ok: self._replicated(conn, request, result, ok))
+
+    def _replicated(self, conn, request: RemotingCommand, result: PutResult, ok: bool) -> None:
+        """The transfer service's callback: queue the answer on the connection's answerer
+        (one task per connection drains every answer ready, in order)."""
+        if not ok:
+            result.status = PutStatus.FLUSH_SLAVE_TIMEOUT
+        queue = self._answers.get(conn)
+        if queue is not None:
+            queue.append((request, result))
+            return
+        self._answers[conn] = queue = deque(((request, result),))
+        try:
+            conn.start_handler(self._answer_queued, conn, queue)
+        except Exception:  # the connection is gone: nobody to answer
+            del self._answers[conn]
+            self.pending -= len(queue)
+
+    async def _answer_queued(self, conn, queue: deque) -> None:
+        try:
+            while queue:
+                request, result = queue.popleft()
+                try:
+                    await conn.answer(request, self._ok(result))
+                finally:
+                    self.pending -= 1
+        finally:
+            self.pending -= len(queue)
+            queue.clear()
+            if self._answers.get(conn) is queue:
+                del self._answers[conn]
+
+    async def _blocking_send(self, conn, request: RemotingCommand) -> None:
+        """For comparison only (``replication_blocking_send``): the pre-4.7 design, one
+        send thread that waits for the slave before it takes the next send."""
+        try:
+            async with self._serial:
+                outcome = self._process(conn, request)
+                if isinstance(outcome, PutResult):
+                    done = _Replica()
+                    if self.transfer is not None:
+                        self.transfer.submit(outcome.end_offset, done.set)
+                    else:
+                        done.set(True)
+                    outcome = await self._wait_then_ok(outcome, done)
+                await conn.answer(request, outcome)
+        finally:
+            self.pending -= 1
+
+    async def _wait_then_ok(self, result: PutResult, done: _Replica | None) -> RemotingCommand:
+        if self.store.config.flush_mode is FlushMode.SYNC and not await self.store.flush_service.wait_flushed(result.end_offset):
+            result.status = PutStatus.FLUSH_DISK_TIMEOUT
+        if done is not None:
+            await done.event.wait()
+            if not done.ok:
+                result.status = PutStatus.FLUSH_SLAVE_TIMEOUT
         return self._ok(result)
 
     def _answer_when_flushed(self, conn, request: RemotingCommand, result: PutResult) -> None:
@@ -204,11 +338,9 @@ class SendProcessor:
             self.pending -= 1
             raise
 
-    async def _flush_then_answer(self, conn, request: RemotingCommand, result: PutResult) -> None:
+    async def _flush_then_answer(self, conn, request: RemotingCommand, result: PutResult, replica: _Replica | None = None) -> None:
         try:
-            if not await self.store.flush_service.wait_flushed(result.end_offset):
-                result.status = PutStatus.FLUSH_DISK_TIMEOUT
-            await conn.answer(request, self._ok(result))
+            await conn.answer(request, await self._wait_then_ok(result, replica))
         finally:
             self.pending -= 1
 
@@ -404,6 +536,10 @@ class SendProcessor:
             code = ResponseCode.SUCCESS
         elif status is PutStatus.FLUSH_DISK_TIMEOUT:
             code = ResponseCode.FLUSH_DISK_TIMEOUT
+        elif status is PutStatus.FLUSH_SLAVE_TIMEOUT:
+            code = ResponseCode.FLUSH_SLAVE_TIMEOUT
+        elif status is PutStatus.SLAVE_NOT_AVAILABLE:
+            code = ResponseCode.SLAVE_NOT_AVAILABLE
         else:  # the store raises for the failures; be safe anyway
             self.put_failures += 1
             return reply(ResponseCode.SYSTEM_ERROR, status.value)

@@ -17,7 +17,8 @@ from .errors import (
 from .messages import BatchInner, MessageInner, tags_hash
 from .offsets import ConsumerOffsetManager
 from .results import GetResult, GetStatus, PutResult, PutStatus
-from .store import MessageStore, StoreClosedError
+from .commit_log import ReplicaDataError
+from .store import MessageStore, SlaveModeError, StoreClosedError
 from .topic_config import TopicConfig, TopicConfigManager
 
 __all__ = [
@@ -35,6 +36,8 @@ __all__ = [
     "PutMessageError",
     "PutResult",
     "PutStatus",
+    "ReplicaDataError",
+    "SlaveModeError",
     "StoreClosedError",
     "StoreConfig",
     "StoreError",

@@ -70,7 +70,7 @@ from .mapped_file_queue import MappedFileQueue
 from .messages import BatchInner, MessageInner, schedule_delay_ms, tags_hash
 from .results import PutResult, PutStatus
 
-__all__ = ["CommitLog", "CreateSegmentError", "DispatchRequest", "check_record"]
+__all__ = ["CommitLog", "CreateSegmentError", "DispatchRequest", "ReplicaDataError", "check_record"]
 
 _QQ = struct.Struct(">qq")  # QUEUEOFFSET, PHYSICALOFFSET: adjacent at OFFSET_QUEUE_OFFSET
 _Q = struct.Struct(">q")
@@ -154,12 +154,18 @@ def check_record(
     physical = mf.file_from_offset + pos
     if msg.commit_log_offset != physical:
         return -1, None
+    return total, _dispatch_request(msg, physical, total, delays_ms)
+
+
+def _dispatch_request(msg, physical: int, total: int, delays_ms: tuple[int, ...]) -> DispatchRequest:
+    """The dispatch request of a decoded record. A ``SCHEDULE_TOPIC_XXXX`` record with
+    a ``DELAY`` level gets its deliver time as tag hash, as the put path gave it."""
     tag = None
     if msg.topic == RMQ_SYS_SCHEDULE_TOPIC:
         delay = schedule_delay_ms(delays_ms, msg.properties.get(PROPERTY_DELAY_TIME_LEVEL))
         if delay is not None:
             tag = msg.store_timestamp + delay
-    return total, DispatchRequest(
+    return DispatchRequest(
         msg.topic,
         msg.queue_id,
         msg.queue_offset,
@@ -169,6 +175,46 @@ def check_record(
         msg.store_timestamp,
         msg.sys_flag,
     )
+
+
+class ReplicaDataError(PutMessageError):
+    """Replicated commit-log bytes that cannot be appended here (wrong offset, not
+    whole valid records, across a segment end)."""
+
+    status = "MESSAGE_ILLEGAL"
+
+
+def _check_records(
+    data: memoryview, physical: int, room: int, delays_ms: tuple[int, ...]
+) -> list[DispatchRequest]:
+    """The dispatch requests of the whole records in ``data`` (to be written at
+    ``physical``, with ``room`` bytes left in its segment); a blank record may only end
+    the segment. Raises :class:`ReplicaDataError` at the first byte that is not part
+    of a valid record."""
+    out: list[DispatchRequest] = []
+    pos = 0
+    n = len(data)
+    while pos < n:
+        if n - pos < END_FILE_MIN_BLANK_LENGTH:
+            raise ReplicaDataError(f"a torn record at {physical + pos}")
+        total, magic = peek_record(data, pos)
+        if magic == BLANK_MAGIC_CODE:
+            if total != room - pos or pos + total != n:
+                raise ReplicaDataError(f"a blank record at {physical + pos} that does not end the segment")
+            return out
+        if magic != MESSAGE_MAGIC_CODE or total <= 0 or pos + total > n:
+            raise ReplicaDataError(f"no whole record at {physical + pos} (size {total}, magic {magic:#x})")
+        try:
+            msg, _end = decode_record(data[: pos + total], pos, read_body=False, check_crc=False)
+        except MessageDecodeError as exc:
+            raise ReplicaDataError(f"the record at {physical + pos} does not decode: {exc}") from None
+        if msg.commit_log_offset != physical + pos:
+            raise ReplicaDataError(
+                f"the record at {physical + pos} says it belongs at {msg.commit_log_offset}"
+            )
+        out.append(_dispatch_request(msg, physical + pos, total, delays_ms))
+        pos += total
+    return out
 
 
 @attrs.define(slots=True, eq=False)
@@ -438,6 +484,57 @@ class CommitLog:
             count,
             tuple(sizes),
         )
+
+    # -- replication (a slave appends what its master streams) ---------------------------
+
+    def append_replicated(self, offset: int, data: bytes | bytearray | memoryview) -> int:
+        """Copy whole records (and a segment's closing blank record) received from a
+        master at ``offset`` -- which must be this log's end -- into the log, as they
+        were on the master, and queue their dispatch requests. ``data`` lies within one
+        segment (a master never streams across one). Returns the new end.
+
+        Raises :class:`ReplicaDataError` when the offset is not the end, the bytes do not
+        fit the segment or are not valid records at those offsets (nothing is written).
+        """
+        n = len(data)
+        if not n:
+            return offset
+        size = self.config.commit_log_segment_size
+        room = size - offset % size
+        if n > room:
+            raise ReplicaDataError(f"{n} replicated bytes at {offset} cross the segment end")
+        # decoded outside the lock: a slave has no other writer, the offset is checked below
+        requests = _check_records(memoryview(data), offset, room, self.config.delay_levels_ms)
+        with self._lock:
+            files = self.files
+            end = files.max_offset if files.files else offset
+            if offset != end:
+                if end or offset % size:
+                    raise ReplicaDataError(f"replicated data at {offset}, but the commit log ends at {end}")
+                files.delete_all()  # an empty log (an empty first segment) takes the master's start
+            mf = files.last
+            if mf is None or mf.is_full:
+                if mf is None and offset % size:
+                    raise ReplicaDataError(f"an empty commit log can start only at a segment boundary, not {offset}")
+                try:
+                    mf = files.create_next(offset)
+                except OSError as exc:
+                    raise CreateSegmentError(f"cannot create a commit-log segment: {exc}") from exc
+            pos = offset - mf.file_from_offset
+            _write_size_last(mf._view, pos, data, n)
+            mf.wrote_position = pos + n
+            table = self.queue_offsets
+            pending = self.pending
+            last_ts = self.tail[1]
+            for req in requests:
+                if _counts_in_queue(req[7]):
+                    table[req[0], req[1]] = req[2] + 1
+                pending.append(req)
+                last_ts = req[6]
+            if requests:
+                mf.last_store_timestamp = last_ts
+            self.tail = (offset + n, last_ts)
+        return offset + n
 
     # -- reading ---------------------------------------------------------------------
 

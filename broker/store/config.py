@@ -92,6 +92,9 @@ class StoreConfig:
     #: ``maxFilterMessageCount`` (4.9.8: 16000 bytes of consume queue): how far one pull
     #: scans past non-matching tags before answering.
     max_filter_scan_bytes: int = 16_000
+    #: ``accessMessageInMemoryMaxRatio`` (percent of the RAM): a pull reading further
+    #: behind the log's end is told to go to a slave (``suggestPullingFromSlave``), 40.
+    access_message_in_memory_max_ratio: int = 40
     #: ``checkCRCOnRecover``: recovery verifies each record's body CRC.
     check_crc_on_recover: bool = True
     #: Reserve segment disk space at creation (``posix_fallocate``) so a full disk fails

@@ -6,16 +6,17 @@ Every fsync runs in a worker thread (``trio.to_thread.run_sync``), so the event 
 never waits on the disk, and only one runs at a time per log.
 
 Group commit: a SYNC send awaits :meth:`FlushService.wait_flushed` with the offset just
-past its record. Waiters register in a heap and wake the flusher; the flusher snapshots
-the write position, runs one fsync covering everything written so far, then wakes, in
-one pass, every waiter whose offset it passed. Waiters that arrive during an fsync are
-served together by the next one, so under load many sends share each fsync.
+past its record. Waiters append to a write list and wake the flusher; the flusher swaps
+the write list with its read list (4.9.1's ``GroupCommitService`` double buffer: the
+send path appends to one while the flusher drains the other; no lock, nothing held
+across an await), runs one fsync covering everything written so far, then wakes, in
+one pass, every waiter whose offset it passed (the others wait for the next pass).
+Waiters that arrive during an fsync are served together by the next one, so under load
+many sends share each fsync.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import time
 from collections.abc import Callable
 
@@ -41,8 +42,12 @@ class FlushService:
     #: fsync passes over the commit log (each covers every write made before it began).
     flush_count: int = 0
     cq_flush_count: int = 0
-    _waiters: list[tuple[int, int, trio.Event]] = attrs.field(factory=list)
-    _seq: itertools.count = attrs.field(factory=itertools.count)
+    #: the double buffer: the send path appends (offset, event) to ``_write``; the
+    #: flusher swaps it with ``_read`` and keeps what its fsync did not cover
+    _write: list[tuple[int, trio.Event]] = attrs.field(factory=list)
+    _read: list[tuple[int, trio.Event]] = attrs.field(factory=list)
+    #: swapped in, not covered by an fsync yet
+    _waiting: list[tuple[int, trio.Event]] = attrs.field(factory=list)
     _wakeup: trio.Event = attrs.field(factory=trio.Event)
     _running: bool = False
     _last_thorough: float = 0.0
@@ -64,7 +69,7 @@ class FlushService:
         if timeout is None:
             timeout = self.config.sync_flush_timeout_ms / 1000
         event = trio.Event()
-        heapq.heappush(self._waiters, (offset, next(self._seq), event))
+        self._write.append((offset, event))
         self._wakeup.set()
         with trio.move_on_after(timeout):
             await event.wait()
@@ -72,9 +77,19 @@ class FlushService:
 
     def _wake_waiters(self) -> None:
         flushed = self.commit_log.flushed_offset
-        waiters = self._waiters
-        while waiters and waiters[0][0] <= flushed:
-            heapq.heappop(waiters)[2].set()
+        self._write, self._read = self._read, self._write
+        waiting = self._waiting
+        waiting.extend(self._read)
+        self._read.clear()
+        if not waiting:
+            return
+        still = []
+        for item in waiting:
+            if item[0] <= flushed:
+                item[1].set()
+            else:
+                still.append(item)
+        self._waiting = still
 
     # -- flushing --------------------------------------------------------------------
 

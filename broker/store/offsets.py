@@ -99,6 +99,13 @@ class ConsumerOffsetManager:
                     del self._table[key]
             self._version += 1
 
+    def replace_all(self, table: dict[str, dict[int, int]]) -> None:
+        """Take a master's whole table (a slave's sync, ``SlaveSynchronize``)."""
+        with self._lock:
+            if table != self._table:
+                self._table = {key: dict(queues) for key, queues in table.items()}
+                self._version += 1
+
     def snapshot(self) -> dict[str, dict[int, int]]:
         with self._lock:
             return {key: dict(queues) for key, queues in self._table.items()}

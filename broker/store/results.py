@@ -24,6 +24,8 @@ class PutStatus(enum.Enum):
 
     PUT_OK = "PUT_OK"
     FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
     SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"
     CREATE_MAPEDFILE_FAILED = "CREATE_MAPEDFILE_FAILED"
     MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"
@@ -115,6 +117,9 @@ class GetResult:
     buffers: list[memoryview] = attrs.field(factory=list)
     queue_offsets: list[int] = attrs.field(factory=list)
     buffer_total_size: int = 0
+    #: ``suggestPullingFromSlave``: what this pull read lies further behind the commit
+    #: log's end than ``access_message_in_memory_max_ratio`` of the RAM (a slow consumer)
+    suggest_pulling_from_slave: bool = False
 
     @property
     def message_count(self) -> int:

@@ -46,9 +46,11 @@ from .recovery import RecoveryReport, recover
 from .results import GetResult, GetStatus, PutResult, PutStatus
 from .retention import RetentionResult, delete_expired
 
-__all__ = ["MessageStore", "StoreClosedError"]
+__all__ = ["MessageStore", "SlaveModeError", "StoreClosedError"]
 
 _MIN = -(1 << 63)
+#: ``StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE``
+_TOTAL_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 _ENTRY = __import__("struct").Struct(">qiq")
 
 
@@ -56,6 +58,11 @@ class StoreClosedError(StoreError):
     """The store has been shut down (Java: SERVICE_NOT_AVAILABLE)."""
 
     status = "SERVICE_NOT_AVAILABLE"
+
+
+class SlaveModeError(StoreClosedError):
+    """A put on a slave's store (Java's ``checkStoreStatus``: "message store is slave
+    mode, so putMessage is forbidden"; SERVICE_NOT_AVAILABLE)."""
 
 
 def _java_int(value: int) -> int:
@@ -76,6 +83,9 @@ class MessageStore:
     allocate_service: AllocateService | None
     _lock_fd: int = attrs.field(repr=False)
     _closed: bool = False
+    #: puts refused: closed, or a slave's store (one flag, so the put path checks one)
+    _no_puts: bool = False
+    _slave: bool = False
     _shutdown_lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False)
 
     # -- life ------------------------------------------------------------------------
@@ -145,7 +155,7 @@ class MessageStore:
         with self._shutdown_lock:
             if self._closed:
                 return
-            self._closed = True
+            self._closed = self._no_puts = True
             self.dispatcher.drain()
             self.flush_service.flush_all_sync()
             self.checkpoint.clean_commit_log_end = self.commit_log.max_offset
@@ -167,7 +177,7 @@ class MessageStore:
         with self._shutdown_lock:
             if self._closed:
                 return
-            self._closed = True
+            self._closed = self._no_puts = True
             self.queues.close()
             self.commit_log.close()
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
@@ -177,20 +187,49 @@ class MessageStore:
     def closed(self) -> bool:
         return self._closed
 
+    # -- replication (broker/ha) ---------------------------------------------------------
+
+    @property
+    def slave(self) -> bool:
+        """A slave's store: puts are refused (:class:`SlaveModeError`); the commit log
+        grows only by :meth:`append_replicated`."""
+        return self._slave
+
+    def set_slave(self, slave: bool) -> None:
+        self._slave = slave
+        self._no_puts = self._closed or slave
+
+    def _refuse_put(self) -> None:
+        if self._closed:
+            raise StoreClosedError("message store is shut down")
+        raise SlaveModeError("message store is slave mode, so putMessage is forbidden")
+
+    def append_replicated(self, offset: int, data: bytes | bytearray | memoryview) -> int:
+        """A slave's append: whole records streamed by the master, written at the same
+        physical offset (which must be this log's end) and dispatched into the consume
+        queues at once. Returns the new end. Raises
+        :class:`~.commit_log.ReplicaDataError` for bytes that do not fit (nothing is
+        written)."""
+        if self._closed:
+            raise StoreClosedError("message store is shut down")
+        end = self.commit_log.append_replicated(offset, data)
+        self.dispatcher.drain()
+        return end
+
     # -- put -------------------------------------------------------------------------
 
     def put_message(self, msg: MessageInner) -> PutResult:
         """Store one message; on return its consume-queue entry exists (not yet durable)."""
-        if self._closed:
-            raise StoreClosedError("message store is shut down")
+        if self._no_puts:
+            self._refuse_put()
         result = self.commit_log.put_message(msg)
         self.dispatcher.drain()
         return result
 
     def put_messages(self, batch: BatchInner) -> PutResult:
         """Store a batch body's messages with consecutive queue offsets."""
-        if self._closed:
-            raise StoreClosedError("message store is shut down")
+        if self._no_puts:
+            self._refuse_put()
         result = self.commit_log.put_batch(batch)
         self.dispatcher.drain()
         return result
@@ -307,6 +346,9 @@ class MessageStore:
             next_phy_file_start = _MIN
         result.status = status
         result.buffer_total_size = total
+        if total:  # getMessage's diff > memory (maxOffsetPy - maxPhyOffsetPulling)
+            behind = commit_log.max_offset - phys
+            result.suggest_pulling_from_slave = behind > _TOTAL_MEMORY * config.access_message_in_memory_max_ratio // 100
         result.next_begin_offset = offset + i // CQ_STORE_UNIT_SIZE
         return result
 

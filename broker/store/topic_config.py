@@ -191,6 +191,14 @@ class TopicConfigManager:
             self._next_version()
             self.persist()
 
+    def replace_all(self, table: dict[str, TopicConfig], counter: int, timestamp: int) -> None:
+        """Take a master's whole table and data version (a slave's sync), then persist."""
+        with self._lock:
+            self._table = dict(table)
+            self.data_version_counter = counter
+            self.data_version_timestamp = timestamp
+            self.persist()
+
     def delete(self, topic: str) -> bool:
         with self._lock:
             if self._table.pop(topic, None) is None:

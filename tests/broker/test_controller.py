@@ -82,7 +82,7 @@ def test_broker_conf_file(tmp_path):
         ("brokerId=abc", "brokerId: expected an integer"),
         ("autoCreateTopicEnable=maybe", "expected true or false"),
         ("listenPort=70000", "out of range"),
-        ("brokerRole=SLAVE", "not supported"),
+        ("brokerRole=BACKUP", "bad broker role"),
         ("maxMessageSize=-1", "max_message_size must be positive"),
     ],
 )

@@ -1,0 +1,136 @@
+"""Synchronous double write: what the non-blocking hand-off costs and buys (issue 10).
+
+    .venv/bin/python benchmarks/ha_sync.py                 # 3 rounds of the 3 setups, ~1.5 min
+    .venv/bin/python benchmarks/ha_sync.py --seconds 10 --rounds 5
+
+Three setups, each a master and a slave ``trocket broker`` in child processes on fresh
+temporary stores (the master's embedded name server; the slave follows ``haMasterAddress``):
+
+* ``ASYNC_MASTER`` + slave: a send is answered once stored; the slave follows;
+* ``SYNC_MASTER`` + slave: a send is answered once the slave acknowledged it -- the
+  send path hands (end offset, deadline) to the transfer service and moves on, the
+  answer goes out when the acknowledgement covers it (many per acknowledgement);
+* ``SYNC_MASTER`` + slave, blocking (``replicationBlockingSend=true``, for comparison
+  only): one send task at a time waits for its slave acknowledgement before the next
+  send is taken, the pre-4.7 design.
+
+Load: ``broker_produce.py``'s generator -- ``--senders`` trio tasks of this process on
+one connection, synchronous SEND_MESSAGE_V2 of 128-byte bodies, ``--warmup`` seconds
+untimed, then ``--seconds`` timed. Prints TPS, p50/p99 latency and the master's CPU per
+message for each run, then the medians over ``--rounds`` interleaved rounds (A, S, B,
+A, S, B, ...: load from elsewhere hits every setup alike) and the ratios SYNC/ASYNC
+(goal >= 0.8) and blocking/ASYNC. Every process shares this machine's cores with the
+load generator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+
+import trio
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from broker_produce import (  # noqa: E402
+    BODY,
+    QUEUES,
+    free_port,
+    produce_window,
+    runtime_info,
+    send_request,
+    start_broker,
+    stop_broker,
+)
+
+from trocket.codecs.command import SerializeType  # noqa: E402
+from trocket.remoting import ClientConfig, RemotingClient  # noqa: E402
+
+SETUPS = (
+    ("ASYNC_MASTER", {"brokerRole": "ASYNC_MASTER"}),
+    ("SYNC_MASTER", {"brokerRole": "SYNC_MASTER"}),
+    ("SYNC_MASTER blocking", {"brokerRole": "SYNC_MASTER", "replicationBlockingSend": "true"}),
+)
+
+
+async def run_setup(name: str, conf: dict[str, str], senders: int, warmup: float, seconds: float) -> dict:
+    with tempfile.TemporaryDirectory(prefix="trocket-ha-bench-") as tmp:
+        ha_port, ns_port = free_port(), free_port()
+        os.makedirs(os.path.join(tmp, "m"))
+        os.makedirs(os.path.join(tmp, "s"))
+        master, addr = start_broker(
+            os.path.join(tmp, "m", "store"), "async", os.path.join(tmp, "m", "broker.log"),
+            conf={**conf, "haListenPort": str(ha_port)}, namesrv_listen=f"127.0.0.1:{ns_port}",
+        )
+        slave = None
+        try:
+            slave, _ = start_broker(
+                os.path.join(tmp, "s", "store"), "async", os.path.join(tmp, "s", "broker.log"),
+                conf={"brokerRole": "SLAVE", "haMasterAddress": f"127.0.0.1:{ha_port}",
+                      "namesrvAddr": f"127.0.0.1:{ns_port}"},
+            )
+            client = RemotingClient(ClientConfig(default_timeout=10))
+            async with trio.open_nursery() as nursery:
+                await nursery.start(client.run)
+                with trio.fail_after(15):
+                    while (await runtime_info(client, addr)).get("haConnections") != "1":
+                        await trio.sleep(0.05)
+                for q in range(QUEUES):
+                    await client.invoke_sync(addr, send_request(q, BODY, SerializeType.ROCKETMQ), 10)
+                res = await produce_window(client, addr, master.pid, senders, warmup, seconds, SerializeType.ROCKETMQ)
+                info = await runtime_info(client, addr)
+                res["behind"] = int(info.get("haSlaveFallBehind", "0"))
+                acks = int(info.get("haTransferAcksUsed", "0"))
+                res["per_ack"] = int(info.get("haTransferCompleted", "0")) / acks if acks else 0.0
+                await client.aclose()
+                nursery.cancel_scope.cancel()
+        finally:
+            if slave is not None:
+                stop_broker(slave)
+            stop_broker(master)
+    print(
+        f"{name:22s} senders={senders}  TPS={res['tps']:8.0f}  p50={res['p50_ms']:7.3f} ms  "
+        f"p99={res['p99_ms']:7.3f} ms  master CPU={res['cpu_us']:6.1f} us/msg "
+        f"(user {res['user_us']:5.1f} + sys {res['sys_us']:5.1f})  "
+        f"({res['count']} msgs in {res['seconds']:.1f} s, errors={res['errors']}, slave behind at end {res['behind']} B"
+        + (f", {res['per_ack']:.1f} sends answered per slave acknowledgement)" if res["per_ack"] else ")"),
+        flush=True,
+    )
+    return res
+
+
+async def main(args: argparse.Namespace) -> None:
+    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start", flush=True)
+    runs: dict[str, list[dict]] = {name: [] for name, _ in SETUPS}
+    for r in range(args.rounds):  # interleaved: a burst of load elsewhere hits every setup alike
+        print(f"-- round {r + 1}/{args.rounds}", flush=True)
+        for name, conf in SETUPS:
+            runs[name].append(await run_setup(name, conf, args.senders, args.warmup, args.seconds))
+    print(f"-- medians of {args.rounds} rounds")
+    med = {}
+    for name, results in runs.items():
+        med[name] = {k: statistics.median(x[k] for x in results) for k in ("tps", "p50_ms", "p99_ms", "cpu_us")}
+        m = med[name]
+        print(f"{name:22s} TPS={m['tps']:8.0f}  p50={m['p50_ms']:7.3f} ms  p99={m['p99_ms']:7.3f} ms  "
+              f"master CPU={m['cpu_us']:6.1f} us/msg")
+    a = med["ASYNC_MASTER"]["tps"]
+    s = med["SYNC_MASTER"]["tps"]
+    b = med["SYNC_MASTER blocking"]["tps"]
+    ratios = [x["tps"] / y["tps"] for x, y in zip(runs["SYNC_MASTER"], runs["ASYNC_MASTER"])]
+    print(f"SYNC/ASYNC TPS ratio      = {s / a:.2f}  (goal >= 0.8; per round: "
+          + ", ".join(f"{x:.2f}" for x in ratios) + ")")
+    print(f"blocking/ASYNC TPS ratio  = {b / a:.2f}")
+    print(f"SYNC hand-off / blocking  = {s / b:.1f}x")
+    print(f"load average {os.getloadavg()[0]:.1f} at the end (other processes share the cores)")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--senders", type=int, default=16)
+    ap.add_argument("--warmup", type=float, default=1.0)
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported")
+    trio.run(main, ap.parse_args())

@@ -1,0 +1,109 @@
+"""Master-slave replication (RocketMQ 4.9's ``HAService``), in trio.
+
+* :mod:`.protocol` -- the HA wire format (8-byte offsets up, 12-byte headers + commit-log
+  bytes down), so a trocket slave can follow a Java master and the other way round;
+* :mod:`.master` -- ``AcceptSocketService`` / ``HAConnection``: one slave, streamed from
+  its reported offset;
+* :mod:`.slave` -- ``HAClient``: appends at the same physical offsets, reconnects from
+  its real end, stops when it is ahead of its master;
+* :mod:`.transfer` -- ``GroupTransferService``: SYNC_MASTER sends handed over, never
+  awaited by the send path, completed in order per acknowledgement;
+* :mod:`.sync` -- ``SlaveSynchronize``: topics, consumer and delay offsets copied from
+  the master with the admin codes.
+
+:class:`HAService` puts them together for the controller, by role: a master runs the
+transfer service and, when it has an HA address, the HA server; a slave runs the client.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+import trio
+
+from ..config import BrokerConfig
+from ..store import MessageStore
+from .master import HAServer
+from .protocol import HAProtocolError, SlaveAheadError
+from .slave import HAClient
+from .transfer import GroupTransferService
+
+__all__ = [
+    "GroupTransferService",
+    "HAClient",
+    "HAProtocolError",
+    "HAServer",
+    "HAService",
+    "SlaveAheadError",
+]
+
+log = logging.getLogger(__name__)
+
+
+class HAService:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        store: MessageStore,
+        *,
+        on_fatal: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        heartbeat = config.ha_send_heartbeat_interval_ms / 1000.0
+        housekeeping = config.ha_housekeeping_interval_ms / 1000.0
+        self.transfer = GroupTransferService(
+            timeout=config.sync_flush_timeout_ms / 1000.0, fallbehind_max=config.ha_slave_fallbehind_max
+        )
+        listen = config.ha_listen_addr()
+        self.server: HAServer | None = None
+        self.client: HAClient | None = None
+        if listen is not None:
+            self.server = HAServer(
+                store, self.transfer, listen,
+                batch_size=config.ha_transfer_batch_size, heartbeat=heartbeat, housekeeping=housekeeping,
+            )
+        if config.is_slave:
+            self.client = HAClient(
+                store, config.ha_master_address, heartbeat=heartbeat, housekeeping=housekeeping,
+                max_record=config.max_message_size, on_fatal=on_fatal,
+            )
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            if not self.config.is_slave:
+                await nursery.start(self.transfer.run)
+            if self.server is not None:
+                await nursery.start(self.server.run)
+            if self.client is not None:
+                await nursery.start(self.client.run)
+            task_status.started()
+
+    def ha_server_addr(self, advertised_host: str) -> str:
+        """``haServerAddr`` to register (``brokerIP2:haListenPort``); "" without a server."""
+        if self.server is None or not self.server.port:
+            return ""
+        host = self.server.listen[0]
+        if host in ("0.0.0.0", "::", ""):
+            host = advertised_host
+        return f"{host}:{self.server.port}"
+
+    def info(self) -> dict[str, str]:
+        """Runtime-info entries (Java's ``getHAServer`` figures where they apply)."""
+        out: dict[str, str] = {"brokerRole": self.config.broker_role}
+        store = self.store
+        if self.server is not None and not store.closed:
+            slave = self.server.slave
+            out["haConnections"] = str(self.transfer.connections)
+            out["haPush2SlaveMaxOffset"] = str(self.transfer.acked)
+            out["haSlaveFallBehind"] = str(max(0, store.max_phy_offset - self.transfer.acked) if slave else 0)
+            out["haTransferWaiting"] = str(self.transfer.waiting)
+            # sends completed / acknowledgements that completed some: the batching
+            out["haTransferCompleted"] = str(self.transfer.completed)
+            out["haTransferAcksUsed"] = str(self.transfer.acks_used)
+            out["haTransferTimedOut"] = str(self.transfer.timed_out)
+        if self.client is not None:
+            out["haMasterAddress"] = "" if self.client.master is None else "%s:%d" % self.client.master
+            out["haConnected"] = str(self.client.connected).lower()
+        return out

@@ -1,0 +1,226 @@
+"""The master side of replication: ``HAService.AcceptSocketService`` + ``HAConnection``.
+
+:class:`HAServer` listens on the HA port and takes one slave at a time (a second
+connection is logged and closed). Per slave, one reader (``ReadSocketService``) and
+one writer (``WriteSocketService``):
+
+* the reader takes the slave's 8-byte offsets; the first says where to start (0: the
+  start of the master's last segment, as Java's), each later one is an
+  acknowledgement for :class:`~.transfer.GroupTransferService`;
+* the writer streams 12-byte headers + commit-log bytes from there, at most
+  ``haTransferBatchSize`` per frame and never across a segment; idle, it waits for a
+  SYNC submission (or polls every few ms) and sends a size-0 heartbeat every
+  ``haSendHeartbeatInterval``.
+
+Bad input closes that connection only, with a log line: junk that decodes as an
+offset beyond the master's log (the slave is then told the master's end, see
+:mod:`.protocol`), a negative offset, one before the master's first stored byte, an
+acknowledgement of bytes never sent or going backwards, silence past
+``haHousekeepingInterval``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from ..store import MessageStore
+from .protocol import HEADER, OFFSET, HAProtocolError
+from .transfer import GroupTransferService
+
+__all__ = ["HAServer", "HAConnection"]
+
+log = logging.getLogger(__name__)
+
+#: how often an idle writer looks for new commit-log data (ASYNC_MASTER: no submission wakes it)
+POLL_INTERVAL = 0.005
+
+
+def _peer(stream: trio.SocketStream) -> str:
+    try:
+        host, port = stream.socket.getpeername()[:2]
+        return f"{host}:{port}"
+    except OSError:
+        return "?"
+
+
+class HAServer:
+    def __init__(
+        self,
+        store: MessageStore,
+        transfer: GroupTransferService,
+        listen: tuple[str, int],
+        *,
+        batch_size: int = 32 * 1024,
+        heartbeat: float = 5.0,
+        housekeeping: float = 20.0,
+    ) -> None:
+        self.store = store
+        self.transfer = transfer
+        self.listen = listen
+        self.batch_size = batch_size
+        self.heartbeat = heartbeat
+        self.housekeeping = housekeeping
+        self.port = 0
+        self.slave: HAConnection | None = None
+        #: connections refused or dropped for bad input (tests read it)
+        self.rejected = 0
+
+    async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+        host, port = self.listen
+        listeners = await trio.open_tcp_listeners(port, host=host)
+        self.port = listeners[0].socket.getsockname()[1]
+        log.info("HA service listening on %s:%d", host, self.port)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(trio.serve_listeners, self._handle, listeners)
+            task_status.started(self.port)
+
+    async def _handle(self, stream: trio.SocketStream) -> None:
+        peer = _peer(stream)
+        async with stream:
+            if self.slave is not None:
+                self.rejected += 1
+                log.warning("HA: refusing %s: slave %s already follows this master", peer, self.slave.peer)
+                return
+            conn = HAConnection(self, stream, peer)
+            self.slave = conn
+            self.transfer.connections += 1
+            try:
+                await conn.run()
+            except HAProtocolError as exc:
+                self.rejected += 1
+                log.warning("HA: closing slave %s: %s", peer, exc)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                log.info("HA: slave %s disconnected: %s", peer, exc)
+            finally:
+                self.transfer.connections -= 1
+                self.slave = None
+
+
+class HAConnection:
+    def __init__(self, server: HAServer, stream: trio.SocketStream, peer: str) -> None:
+        self.server = server
+        self.store = server.store
+        self.stream = stream
+        self.peer = peer
+        #: the slave's first report (``slaveRequestOffset``) and latest (``slaveAckOffset``)
+        self.request_offset = -1
+        self.ack_offset = -1
+        #: next byte to send (``nextTransferFromWhere``)
+        self.next = -1
+        self.sent_bytes = 0
+        self._rest = bytearray()
+
+    async def run(self) -> None:
+        first = await self._read_first()
+        store = self.store
+        end = store.max_phy_offset
+        if first < 0 or first > end:
+            # tell a trocket slave where the master ends (a Java slave logs a mismatch)
+            with trio.move_on_after(1):
+                await self.stream.send_all(HEADER.pack(end, 0))
+            raise HAProtocolError(f"slave reports offset {first}, beyond this master's commit log end {end}")
+        if first == 0:
+            start = end - end % store.config.commit_log_segment_size
+            start = max(start, store.min_phy_offset)
+        elif first < store.min_phy_offset:
+            raise HAProtocolError(
+                f"slave reports offset {first}, before this master's first stored offset "
+                f"{store.min_phy_offset} (deleted): the slave must start from an empty store"
+            )
+        else:
+            start = first
+        self.request_offset = self.ack_offset = first
+        self.next = start
+        self.server.transfer.reset_acked(first)
+        log.info("HA: slave %s follows from offset %d (reported %d)", self.peer, start, first)
+        error: BaseException | None = None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._writer, nursery.cancel_scope)
+            try:
+                await self._reader()
+            except (HAProtocolError, trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                error = exc  # raised outside the nursery: not wrapped in an exception group
+            nursery.cancel_scope.cancel()
+        if error is not None:
+            raise error
+
+    async def _read_first(self) -> int:
+        buf = bytearray()
+        with trio.fail_after(self.server.housekeeping):
+            while len(buf) < 8:
+                data = await self.stream.receive_some(64)
+                if not data:
+                    raise HAProtocolError("closed before reporting an offset")
+                buf += data
+        usable = len(buf) - len(buf) % 8
+        (offset,) = OFFSET.unpack_from(buf, usable - 8)
+        self._rest = buf[usable:]
+        return offset
+
+    async def _reader(self) -> None:
+        buf = bytearray(self._rest)
+        transfer = self.server.transfer
+        housekeeping = self.server.housekeeping
+        while True:
+            with trio.move_on_after(housekeeping) as scope:
+                data = await self.stream.receive_some(4096)
+            if scope.cancelled_caught:
+                raise HAProtocolError(f"silent for {housekeeping:.0f} s")
+            if not data:
+                return
+            buf += data
+            usable = len(buf) - len(buf) % 8
+            if not usable:
+                continue
+            (offset,) = OFFSET.unpack_from(buf, usable - 8)
+            del buf[:usable]
+            if offset < self.ack_offset or offset > self.next:
+                raise HAProtocolError(
+                    f"slave acknowledges offset {offset}, outside [{self.ack_offset}, {self.next}] "
+                    "(acknowledged so far, sent so far)"
+                )
+            self.ack_offset = offset
+            transfer.notify_acked(offset)
+
+    def _chunk(self) -> memoryview | None:
+        """Up to ``batch_size`` bytes from ``next``, within one segment (None: nothing new)."""
+        files = self.store.commit_log.files
+        mf = files.find(self.next)
+        if mf is None:
+            return None
+        pos = self.next - mf.file_from_offset
+        n = min(mf.wrote_position - pos, self.server.batch_size)
+        if n <= 0:
+            return None
+        return mf.view[pos : pos + n]
+
+    async def _writer(self, scope: trio.CancelScope) -> None:
+        transfer = self.server.transfer
+        heartbeat = self.server.heartbeat
+        stream = self.stream
+        last_write = trio.current_time()
+        try:
+            while True:
+                chunk = self._chunk()
+                if chunk is not None:
+                    n = len(chunk)
+                    frame = HEADER.pack(self.next, n) + chunk
+                    self.next += n
+                    self.sent_bytes += n
+                    await stream.send_all(frame)
+                    last_write = trio.current_time()
+                    continue
+                if trio.current_time() - last_write >= heartbeat:
+                    await stream.send_all(HEADER.pack(self.next, 0))
+                    last_write = trio.current_time()
+                    continue
+                if transfer.new_data.is_set():
+                    transfer.new_data = trio.Event()
+                    continue
+                with trio.move_on_after(POLL_INTERVAL):
+                    await transfer.new_data.wait()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            log.info("HA: writing to slave %s failed: %s", self.peer, exc)
+            scope.cancel()

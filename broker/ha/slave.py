@@ -1,0 +1,208 @@
+"""The slave side of replication: ``HAService.HAClient``.
+
+Connects to the master's HA port, reports its commit-log max offset (8 bytes) at once,
+after every write and every ``haSendHeartbeatInterval``, and appends what the master
+streams at the same physical offsets (:meth:`MessageStore.append_replicated`, which
+dispatches the records into the consume queues). Frames cut records anywhere; the
+client keeps the tail of an incomplete record in memory (bounded) and writes only
+whole records, so the log on disk never holds a torn one. The offset it reports
+counts those buffered bytes (what the master must send next); every acknowledged
+message is whole, hence written. On reconnect the buffer is dropped and the report
+is the log's real end: no gap, no duplicate.
+
+A frame at any other offset than the one expected closes the connection (Java's
+"master pushed offset not equal the max phy offset in slave"), except a size-0 frame
+below it: the master's log ends before the slave's (see :mod:`.protocol`), and the
+client stops with :class:`~.protocol.SlaveAheadError` naming both offsets.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+import trio
+
+from trocket.codecs.message.record import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, peek_record
+
+from ..store import MessageStore, PutMessageError
+from .protocol import HEADER, HEADER_SIZE, OFFSET, HAProtocolError, SlaveAheadError
+
+__all__ = ["HAClient"]
+
+log = logging.getLogger(__name__)
+
+
+class HAClient:
+    def __init__(
+        self,
+        store: MessageStore,
+        master: tuple[str, int] | None = None,
+        *,
+        heartbeat: float = 5.0,
+        housekeeping: float = 20.0,
+        reconnect_delay: float = 1.0,
+        max_record: int = 4 * 1024 * 1024,
+        on_fatal: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        self.store = store
+        self._master = master
+        self.heartbeat = heartbeat
+        self.housekeeping = housekeeping
+        self.reconnect_delay = reconnect_delay
+        #: an incomplete record is buffered up to this many bytes (blank records included)
+        self.partial_limit = 2 * max_record + (1 << 20)
+        self.on_fatal = on_fatal
+        self._master_changed = trio.Event()
+        #: where the next byte from the master belongs (store end + buffered tail)
+        self.received = 0
+        self._partial = bytearray()
+        #: nothing stored yet: the first frame may start anywhere (the master's last segment)
+        self._empty = False
+        self._failing: str | None = None
+        self.connected = False
+        self.connects = 0
+        self.fatal: BaseException | None = None
+
+    @property
+    def master(self) -> tuple[str, int] | None:
+        return self._master
+
+    def set_master(self, master: tuple[str, int] | None) -> None:
+        """The master's HA address (``updateHaMasterAddress``); a change reconnects."""
+        if master != self._master:
+            log.info("HA master address: %s -> %s", self._master, master)
+            self._master = master
+            self._master_changed.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while self.fatal is None:
+            master = self._master
+            if master is None:
+                await self._master_changed.wait()
+                self._master_changed = trio.Event()
+                continue
+            addr = f"{master[0]}:{master[1]}"
+            try:
+                stream = await trio.open_tcp_stream(*master)
+            except OSError as exc:
+                # once per outage at INFO; the retries every reconnect_delay at DEBUG
+                log.log(logging.INFO if self._failing != addr else logging.DEBUG,
+                        "HA: cannot connect to master %s: %s", addr, exc)
+                self._failing = addr
+            else:
+                self._failing = None
+                try:
+                    async with stream:
+                        await self._follow(stream, addr)
+                except SlaveAheadError as exc:
+                    self.fatal = exc
+                    log.error("HA: %s", exc)
+                    if self.on_fatal is not None:
+                        self.on_fatal(exc)
+                    return
+                except (HAProtocolError, PutMessageError) as exc:
+                    log.warning("HA: closing the connection to master %s: %s", addr, exc)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                    log.info("HA: connection to master %s lost: %s", addr, exc)
+                finally:
+                    self.connected = False
+                    self._partial.clear()
+            with trio.move_on_after(self.reconnect_delay):
+                await self._master_changed.wait()
+                self._master_changed = trio.Event()
+
+    async def _follow(self, stream: trio.SocketStream, addr: str) -> None:
+        store = self.store
+        self._partial.clear()
+        self.received = store.max_phy_offset
+        self._empty = self.received == 0
+        await stream.send_all(OFFSET.pack(self.received))
+        self.connected = True
+        self.connects += 1
+        log.info("HA: following master %s from offset %d", addr, self.received)
+        reported = self.received
+        buf = bytearray()
+        last_read = trio.current_time()
+        while True:
+            with trio.move_on_after(self.heartbeat):
+                data = await stream.receive_some(256 * 1024)
+                if not data:
+                    raise HAProtocolError("master closed the connection")
+                buf += data
+                last_read = trio.current_time()
+                pos = 0
+                n = len(buf)
+                while n - pos >= HEADER_SIZE:
+                    offset, size = HEADER.unpack_from(buf, pos)
+                    if size < 0:
+                        raise HAProtocolError(f"frame with negative size {size}")
+                    if n - pos - HEADER_SIZE < size:
+                        break
+                    body = memoryview(buf)[pos + HEADER_SIZE : pos + HEADER_SIZE + size]
+                    try:
+                        self._frame(offset, body, addr)
+                    finally:
+                        body.release()
+                    pos += HEADER_SIZE + size
+                if pos:
+                    del buf[:pos]
+                if len(buf) > self.partial_limit + HEADER_SIZE:
+                    raise HAProtocolError(f"frame larger than {self.partial_limit} bytes")
+                if self.received != reported:
+                    reported = self.received
+                    await stream.send_all(OFFSET.pack(reported))
+                continue
+            # heartbeat interval without data: report, and give up on a silent master
+            if trio.current_time() - last_read >= self.housekeeping:
+                raise HAProtocolError(f"master silent for {self.housekeeping:.0f} s")
+            await stream.send_all(OFFSET.pack(self.received))
+
+    def _frame(self, offset: int, body: memoryview, addr: str) -> None:
+        received = self.received
+        if self._empty and offset != received and len(body) and not self._partial:
+            # an empty slave takes the master's start (the last segment's)
+            received = self.received = offset
+        if offset != received:
+            if not len(body) and offset < received:
+                raise SlaveAheadError(received, offset, addr)
+            raise HAProtocolError(
+                f"master pushed offset {offset}, not the slave's offset {received}"
+            )
+        if not len(body):
+            return
+        self._empty = False
+        self._append(body)
+
+    def _append(self, body: memoryview) -> None:
+        """Write the whole records of ``partial + body``; keep the incomplete tail."""
+        partial = self._partial
+        partial += body
+        store = self.store
+        base = self.received - (len(partial) - len(body))  # physical offset of partial[0]
+        segment = store.config.commit_log_segment_size
+        pos = 0
+        start = 0
+        n = len(partial)
+        while n - pos >= 8:
+            total, magic = peek_record(partial, pos)
+            room = segment - (base + pos) % segment
+            if magic == BLANK_MAGIC_CODE:
+                if total != room:
+                    raise HAProtocolError(f"blank record of {total} bytes at {base + pos}, {room} left in the segment")
+            elif magic != MESSAGE_MAGIC_CODE or total <= 0 or total > room:
+                raise HAProtocolError(f"no record at {base + pos} (size {total}, magic {magic & 0xFFFFFFFF:#x})")
+            if n - pos < total:
+                break
+            pos += total
+            if magic == BLANK_MAGIC_CODE:  # the segment ends: write what belongs to it
+                store.append_replicated(base + start, memoryview(partial)[start:pos])
+                start = pos
+        if pos > start:
+            store.append_replicated(base + start, memoryview(partial)[start:pos])
+        if pos:
+            del partial[:pos]
+        if len(partial) > self.partial_limit:
+            raise HAProtocolError(f"an incomplete record of more than {self.partial_limit} bytes")
+        self.received += len(body)

@@ -1,0 +1,139 @@
+"""GroupTransferService: SYNC_MASTER sends wait here for a slave's acknowledgement
+(RocketMQ 4.9.1's ``HAService.GroupTransferService``, non-blocking as 4.7's
+``CommitLog.submitReplicaRequest``).
+
+The send path calls :meth:`GroupTransferService.submit` with the message's end offset
+and a callback, and returns: it never awaits. Submissions go to a write list; the
+service swaps the two lists (4.9.1's double buffer: producers append to one while the
+service drains the other, nothing held across an await) and keeps the requests in
+arrival order, which is commit-log order. Each acknowledgement from the slave
+(:meth:`notify_acked`, called by the HA connection's reader) runs a pass right there
+-- no task switch between the acknowledgement and the answers -- completing, in order,
+every request whose end the acknowledged offset covers: many per acknowledgement. The
+service's own task only wakes for deadlines: a pass at the first request's deadline
+times out those past it (``syncFlushTimeout``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from typing import Callable
+
+import attrs
+import trio
+
+__all__ = ["GroupTransferService", "TransferRequest"]
+
+log = logging.getLogger(__name__)
+
+
+@attrs.define(slots=True, eq=False)
+class TransferRequest:
+    #: the offset just past the message (batch) that must reach the slave
+    end: int
+    #: trio time after which it is answered FLUSH_SLAVE_TIMEOUT
+    deadline: float
+    #: called once, in the service's task: True (acknowledged) or False (timed out)
+    done: Callable[[bool], None]
+
+
+class GroupTransferService:
+    def __init__(self, *, timeout: float, fallbehind_max: int) -> None:
+        self.timeout = timeout
+        self.fallbehind_max = fallbehind_max
+        #: highest offset a slave acknowledged (``push2SlaveMaxOffset``)
+        self.acked = 0
+        #: slaves connected now (trocket's master takes one)
+        self.connections = 0
+        self._write: list[TransferRequest] = []
+        self._read: list[TransferRequest] = []
+        self._pending: deque[TransferRequest] = deque()
+        self._wakeup = trio.Event()
+        #: set on every submission: the HA writer streams new data at once
+        self.new_data = trio.Event()
+        #: acknowledgements that completed at least one request, and requests completed
+        self.acks_used = 0
+        self.completed = 0
+        self.timed_out = 0
+
+    # -- the send path (synchronous, cheap) ------------------------------------------------
+
+    def slave_ok(self, master_put_where: int) -> bool:
+        """``HAService.isSlaveOK``: a slave is connected and lags less than
+        ``haSlaveFallbehindMax`` behind ``master_put_where``."""
+        return self.connections > 0 and master_put_where - self.acked < self.fallbehind_max
+
+    def submit(self, end: int, done: Callable[[bool], None]) -> None:
+        """Hand over a request; ``done`` is called later, from the pass of an
+        acknowledgement or of the service's deadline."""
+        write = self._write
+        if not write and not self._pending:
+            self._wakeup.set()  # the service sleeps with no deadline: give it one
+        write.append(TransferRequest(end, trio.current_time() + self.timeout, done))
+        self.new_data.set()
+
+    # -- the HA connection -----------------------------------------------------------------
+
+    def notify_acked(self, offset: int) -> None:
+        """The slave holds everything below ``offset``: complete what it covers now."""
+        if offset > self.acked:
+            self.acked = offset
+            self._swap()
+            self._complete()
+
+    def reset_acked(self, offset: int) -> None:
+        """A (new) slave starts at ``offset``."""
+        self.acked = offset
+
+    # -- the service -----------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        try:
+            while True:
+                pending = self._pending
+                wait = pending[0].deadline - trio.current_time() if pending else math.inf
+                if wait > 0:
+                    with trio.move_on_after(wait):
+                        await self._wakeup.wait()
+                self._wakeup = trio.Event()
+                self._swap()
+                self._complete()
+        finally:
+            self._swap()
+            for req in self._pending:
+                _call(req, False)
+            self._pending.clear()
+
+    def _swap(self) -> None:
+        self._write, self._read = self._read, self._write
+        self._pending.extend(self._read)
+        self._read.clear()
+
+    def _complete(self) -> None:
+        pending = self._pending
+        acked = self.acked
+        n = 0
+        while pending and pending[0].end <= acked:
+            _call(pending.popleft(), True)
+            n += 1
+        if n:
+            self.acks_used += 1
+            self.completed += n
+        now = trio.current_time()
+        while pending and pending[0].deadline <= now:
+            _call(pending.popleft(), False)
+            self.timed_out += 1
+
+    @property
+    def waiting(self) -> int:
+        return len(self._pending) + len(self._write)
+
+
+def _call(req: TransferRequest, ok: bool) -> None:
+    try:
+        req.done(ok)
+    except Exception:
+        log.exception("transfer completion callback failed")

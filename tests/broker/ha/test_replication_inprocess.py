@@ -1,0 +1,331 @@
+"""Replication between two controllers in one process (real TCP, real stores): the
+fast checks of the send path's hand-off, the slave's append and refusal, the sync codes."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import trio
+
+from trocket.broker.ha.protocol import HEADER, OFFSET
+from trocket.codecs.bodies.route import TopicRouteData
+from trocket.codecs.codes import RequestCode, ResponseCode
+from trocket.codecs.command import RemotingCommand
+from trocket.codecs.headers import GetRouteInfoRequestHeader, SendMessageResponseHeader, decode_header
+
+from ..conftest import Wire, client, running_broker
+
+TOPIC = "HaTopic"
+
+
+async def wait_until(pred, timeout: float = 10.0) -> None:
+    with trio.fail_after(timeout):
+        while not pred():
+            await trio.sleep(0.01)
+
+
+def cq_entries(store, topic, queue_id):
+    out = []
+    n = store.get_max_offset(topic, queue_id)
+    for i in range(n):
+        out.append(store.get_queue_entry(topic, queue_id, i))
+    return out
+
+
+async def test_sync_master_replicates_and_slave_refuses(tmp_path):
+    async with running_broker(tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0)) as master:
+        ns = master.namesrv.address
+        async with running_broker(
+            tmp_path / "s", broker_role="SLAVE", namesrv_addrs=ns, slave_sync_interval_ms=200,
+        ) as slave:
+            assert slave.config.broker_id == 1
+            await wait_until(lambda: master.ha.transfer.connections == 1)
+            async with client() as c:
+                props = Wire.props(tags="A")
+                acks = []
+                for i in range(50):
+                    r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"m%d" % i, queue_id=i % 4, properties=props))
+                    assert r.code == ResponseCode.SUCCESS, r
+                    acks.append(decode_header(SendMessageResponseHeader, r.ext_fields))
+                # acknowledged = already on the slave
+                end = master.store.max_phy_offset
+                assert slave.store.max_phy_offset == end
+                mv = master.store.commit_log.get_message(0, end)
+                sv = slave.store.commit_log.get_message(0, end)
+                assert bytes(mv) == bytes(sv)
+                for q in range(4):
+                    assert cq_entries(master.store, TOPIC, q) == cq_entries(slave.store, TOPIC, q)
+                # the slave refuses sends with Java's code and remark
+                r = await c.invoke_sync(slave.broker_addr, Wire.send_v2(TOPIC, b"x", properties=props))
+                assert r.code == ResponseCode.SERVICE_NOT_AVAILABLE
+                assert "messages are put to the slave" in r.remark
+                # and serves pulls
+                r = await c.invoke_sync(slave.broker_addr, Wire.pull(TOPIC, 0, 0, suspend_ms=0, sys_flag=4))
+                assert r.code == ResponseCode.SUCCESS
+                # the route shows both: the slave as broker id 1 of the same broker name
+                await wait_until(lambda: slave.topics.select(TOPIC) is not None)
+                await slave.register_broker_all()
+                want = [{0: master.broker_addr, 1: slave.broker_addr}]
+                with trio.fail_after(10):  # the master registers a new topic within ~50 ms
+                    while True:
+                        route = await c.invoke_sync(ns, RemotingCommand.request(
+                            RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=TOPIC)))
+                        if route.code == ResponseCode.SUCCESS and [
+                            bd.broker_addrs for bd in TopicRouteData.from_body(route.body).broker_datas
+                        ] == want:
+                            break
+                        await trio.sleep(0.02)
+                # topic config and offsets synced
+                r = await c.invoke_sync(master.broker_addr, Wire.pull(TOPIC, 1, 0, group="G1", commit_offset=3, sys_flag=5, suspend_ms=0))
+                master.offsets.commit_offset("G1", TOPIC, 1, 7)
+                await wait_until(lambda: slave.offsets.query_offset("G1", TOPIC, 1) == 7)
+                await wait_until(lambda: slave.topics.select(TOPIC) is not None)
+                # delay offsets: a level-1 (1 s) message delivered on the master; the slave's
+                # schedule never delivers, it copies the master's offsets
+                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"later", properties=Wire.props(DELAY="1")))
+                assert r.code == ResponseCode.SUCCESS
+                await wait_until(lambda: master.schedule.offset_table().get(1) == 1)
+                await wait_until(lambda: slave.schedule.offset_table().get(1) == 1)
+                assert slave.store.get_max_offset("SCHEDULE_TOPIC_XXXX", 0) == 1
+
+
+async def test_sync_master_without_slave_fails_fast(tmp_path):
+    async with running_broker(tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0)) as master:
+        async with client() as c:
+            with trio.fail_after(2):
+                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"x", properties=Wire.props()))
+            assert r.code == ResponseCode.SLAVE_NOT_AVAILABLE
+            h = decode_header(SendMessageResponseHeader, r.ext_fields)
+            assert h.msgId  # stored, answered with its header as Java's
+    async with running_broker(tmp_path / "a") as master:
+        async with client() as c:
+            r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"x", properties=Wire.props()))
+            assert r.code == ResponseCode.SUCCESS
+
+
+async def test_bad_input_on_ha_port(tmp_path):
+    async with running_broker(tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0)) as master:
+        port = master.ha.server.port
+        async with client() as c:
+            await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"x", properties=Wire.props()))
+        end = master.store.max_phy_offset
+        # junk
+        s = await trio.open_tcp_stream("127.0.0.1", port)
+        await s.send_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        with trio.fail_after(5):
+            data = b""
+            while True:
+                chunk = await s.receive_some(100)
+                if not chunk:
+                    break
+                data += chunk
+        assert data[:12] == HEADER.pack(end, 0)
+        await s.aclose()
+        # an offset beyond the log
+        s = await trio.open_tcp_stream("127.0.0.1", port)
+        await s.send_all(OFFSET.pack(end + 1))
+        with trio.fail_after(5):
+            assert (await s.receive_some(100)) == HEADER.pack(end, 0)
+            assert (await s.receive_some(100)) == b""
+        await s.aclose()
+        # a good slave, then a second one
+        s1 = await trio.open_tcp_stream("127.0.0.1", port)
+        await s1.send_all(OFFSET.pack(0))
+        with trio.fail_after(5):
+            got = await s1.receive_some(65536)
+        off, size = HEADER.unpack_from(got)
+        assert off == 0 and size == end
+        s2 = await trio.open_tcp_stream("127.0.0.1", port)
+        await s2.send_all(OFFSET.pack(0))
+        with trio.fail_after(5):
+            assert (await s2.receive_some(100)) == b""
+        await s2.aclose()
+        # an ack of bytes never sent
+        await s1.send_all(OFFSET.pack(end + 100))
+        with trio.fail_after(5):
+            while await s1.receive_some(100):
+                pass
+        await s1.aclose()
+        assert master.ha.server.rejected == 4
+        async with client() as c:  # still serving
+            r = await c.invoke_sync(master.broker_addr, Wire.pull(TOPIC, 0, 0, suspend_ms=0, sys_flag=4))
+            assert r.code in (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND)
+
+
+async def _fake_slave(port: int, offset: int = 0) -> trio.SocketStream:
+    """A slave that reports ``offset`` once and never acknowledges anything after."""
+    s = await trio.open_tcp_stream("127.0.0.1", port)
+    await s.send_all(OFFSET.pack(offset))
+    return s
+
+
+async def test_flush_slave_timeout_and_sync_flush_together(tmp_path):
+    async with running_broker(
+        tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0), flush="SYNC",
+        sync_flush_timeout_ms=300,
+    ) as master:
+        silent = await _fake_slave(master.ha.server.port)
+        try:
+            await wait_until(lambda: master.ha.transfer.connections == 1)
+            async with client() as c:
+                t0 = trio.current_time()
+                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"x", properties=Wire.props()))
+                waited = trio.current_time() - t0
+                assert r.code == ResponseCode.FLUSH_SLAVE_TIMEOUT, r
+                assert 0.25 <= waited < 3
+                assert decode_header(SendMessageResponseHeader, r.ext_fields).msgId
+                # WAIT=false: answered at once, neither flush nor slave awaited
+                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"y", properties=Wire.props(WAIT="false")))
+                assert r.code == ResponseCode.SUCCESS
+        finally:
+            await silent.aclose()
+        # a real slave: sync flush and replication both awaited, concurrently
+        async with running_broker(
+            tmp_path / "s", broker_role="SLAVE", ha_master_address=("127.0.0.1", master.ha.server.port),
+            namesrv_addrs=master.namesrv.address,
+        ) as slave:
+            await wait_until(lambda: master.ha.transfer.connections == 1)
+            async with client() as c:
+                async def one(i):
+                    r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"z%d" % i, queue_id=i % 4, properties=Wire.props()))
+                    assert r.code == ResponseCode.SUCCESS, r
+
+                async with trio.open_nursery() as n:
+                    for i in range(200):
+                        n.start_soon(one, i)
+            assert master.store.flushed_offset >= master.store.max_phy_offset
+            assert slave.store.max_phy_offset == master.store.max_phy_offset
+            t = master.ha.transfer
+            assert t.completed >= 200 and t.acks_used < t.completed  # many per acknowledgement
+
+
+async def test_empty_slave_starts_at_masters_last_segment(tmp_path):
+    # 1 MiB segments (conftest): ~1.5 MiB of messages before the slave comes
+    async with running_broker(tmp_path / "m", ha_listen=("127.0.0.1", 0)) as master:
+        async with client() as c:
+            async def burst(first, n):
+                for i in range(first, first + n):
+                    r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"%05d" % i + b"p" * 1000, queue_id=0, properties=Wire.props()))
+                    assert r.code == ResponseCode.SUCCESS
+
+            await burst(0, 1500)
+            segment = master.store.config.commit_log_segment_size
+            last_start = master.store.max_phy_offset // segment * segment
+            assert last_start > 0
+            async with running_broker(
+                tmp_path / "s", broker_role="SLAVE", ha_master_address=("127.0.0.1", master.ha.server.port),
+                namesrv_addrs=master.namesrv.address,
+            ) as slave:
+                await burst(1500, 100)
+                await wait_until(lambda: slave.store.max_phy_offset == master.store.max_phy_offset)
+                assert slave.store.min_phy_offset == last_start
+                end = master.store.max_phy_offset
+                assert bytes(slave.store.commit_log.get_message(last_start, end - last_start)) == bytes(
+                    master.store.commit_log.get_message(last_start, end - last_start))
+                # queue offsets as on the master: the slave's queue starts where its log does
+                assert slave.store.get_max_offset(TOPIC, 0) == 1600
+                first = slave.store.get_min_offset(TOPIC, 0)
+                assert first > 0
+                assert slave.store.get_queue_entry(TOPIC, 0, first) == master.store.get_queue_entry(TOPIC, 0, first)
+
+
+def test_append_replicated_refuses_bad_data(tmp_path):
+    from trocket.broker.store import MessageInner, MessageStore, ReplicaDataError, SlaveModeError, StoreConfig
+
+    m = MessageStore.open(StoreConfig(store_dir=str(tmp_path / "m"), commit_log_segment_size=1 << 20))
+    s = MessageStore.open(StoreConfig(store_dir=str(tmp_path / "s"), commit_log_segment_size=1 << 20))
+    try:
+        for i in range(3):
+            m.put_message(MessageInner(topic=TOPIC, body=b"b%d" % i, queue_id=0))
+        data = bytes(m.commit_log.get_message(0, m.max_phy_offset))
+        first = m.get_queue_entry(TOPIC, 0, 0)[1]
+        s.set_slave(True)
+        with pytest.raises(SlaveModeError):
+            s.put_message(MessageInner(topic=TOPIC, body=b"x", queue_id=0))
+        with pytest.raises(ReplicaDataError, match="torn"):
+            s.append_replicated(0, data[: first + 5])
+        with pytest.raises(ReplicaDataError, match="segment boundary"):
+            s.append_replicated(first, data[first:])
+        bad = bytearray(data)
+        bad[first + 4 : first + 8] = b"\0\0\0\0"  # the second record's magic code
+        with pytest.raises(ReplicaDataError, match="no whole record"):
+            s.append_replicated(0, bad)
+        assert s.max_phy_offset == 0 and s.get_max_offset(TOPIC, 0) == 0
+        assert s.append_replicated(0, data[:first]) == first
+        with pytest.raises(ReplicaDataError, match=f"ends at {first}"):
+            s.append_replicated(0, data[:first])  # a duplicate
+        assert s.append_replicated(first, data[first:]) == len(data)
+        assert [s.get_queue_entry(TOPIC, 0, i) for i in range(3)] == [m.get_queue_entry(TOPIC, 0, i) for i in range(3)]
+    finally:
+        m.shutdown()
+        s.shutdown()
+
+
+async def test_pull_suggests_the_slave_to_a_slow_consumer(tmp_path):
+    from trocket.codecs.headers import PullMessageResponseHeader
+
+    # ratio 0: any read behind the end is "slow"; without slaveReadEnable: always the master
+    for read_enable, want in ((True, 1), (False, 0)):
+        async with running_broker(
+            tmp_path / f"m{read_enable}", slave_read_enable=read_enable, access_message_in_memory_max_ratio=0,
+        ) as master:
+            async with client() as c:
+                for i in range(3):
+                    r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"s%d" % i, properties=Wire.props()))
+                    assert r.code == ResponseCode.SUCCESS
+                r = await c.invoke_sync(master.broker_addr, Wire.pull(TOPIC, 0, 0, max_msgs=1, suspend_ms=0, sys_flag=4))
+                assert r.code == ResponseCode.SUCCESS
+                assert decode_header(PullMessageResponseHeader, r.ext_fields).suggestWhichBrokerId == want
+
+
+async def test_slave_drops_a_master_that_sends_junk_and_reconnects(tmp_path):
+    accepted: list[bytes] = []
+    closed = trio.Event()
+
+    async def fake_master(stream: trio.SocketStream) -> None:
+        first = await stream.receive_some(8)
+        accepted.append(first)
+        if len(accepted) == 1:
+            # a frame at the right offset whose body is no record
+            await stream.send_all(HEADER.pack(0, 20) + b"junk" * 5)
+            with trio.fail_after(5):
+                while await stream.receive_some(100):
+                    pass
+            closed.set()
+        await stream.aclose()
+
+    async with trio.open_nursery() as n:
+        listeners = await n.start(functools.partial(trio.serve_tcp, fake_master, 0, host="127.0.0.1"))
+        port = listeners[0].socket.getsockname()[1]
+        async with running_broker(tmp_path / "s", broker_role="SLAVE", ha_master_address=("127.0.0.1", port)) as slave:
+            slave.ha.client.reconnect_delay = 0.1
+            with trio.fail_after(10):
+                await closed.wait()
+                while len(accepted) < 2:
+                    await trio.sleep(0.01)
+            assert accepted[0] == accepted[1] == OFFSET.pack(0)  # nothing was written
+            assert slave.store.max_phy_offset == 0
+        n.cancel_scope.cancel()
+
+
+async def test_slave_lagging_past_fallbehind_max_is_not_available(tmp_path):
+    async with running_broker(
+        tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0), ha_slave_fallbehind_max=1000,
+        sync_flush_timeout_ms=300,
+    ) as master:
+        silent = await _fake_slave(master.ha.server.port)  # connected, acknowledges nothing
+        try:
+            await wait_until(lambda: master.ha.transfer.connections == 1)
+            async with client() as c:
+                # within haSlaveFallbehindMax: waits for the slave, then FLUSH_SLAVE_TIMEOUT
+                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"a" * 100, properties=Wire.props()))
+                assert r.code == ResponseCode.FLUSH_SLAVE_TIMEOUT
+                # past it: SLAVE_NOT_AVAILABLE at once
+                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"b" * 2000, properties=Wire.props()))
+                t0 = trio.current_time()
+                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"c", properties=Wire.props()))
+                assert r.code == ResponseCode.SLAVE_NOT_AVAILABLE
+                assert trio.current_time() - t0 < 0.25
+        finally:
+            await silent.aclose()
