@@ -20,6 +20,7 @@ offsets); a second signal aborts the wait for in-flight requests.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import re
 import signal
@@ -104,6 +105,7 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
         help="hold pulls that find nothing until a message arrives (default on)",
     )
     g.add_argument("--log-level", default="INFO", metavar="LEVEL", help="logging level (default INFO)")
+    add_tap_arguments(parser)
 
 
 def add_namesrv_arguments(parser: argparse.ArgumentParser) -> None:
@@ -111,6 +113,7 @@ def add_namesrv_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", type=_hostport, metavar="HOST:PORT", default=("127.0.0.1", 9876),
                         help="listen address (default 127.0.0.1:9876)")
     parser.add_argument("--log-level", default="INFO", metavar="LEVEL", help="logging level (default INFO)")
+    add_tap_arguments(parser)
 
 
 def config_from_args(args: argparse.Namespace) -> BrokerConfig:
@@ -182,11 +185,11 @@ async def _until_signal(on_first, on_second, *, task_status=trio.TASK_STATUS_IGN
                 return
 
 
-async def run_broker(config: BrokerConfig, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+async def run_broker(config: BrokerConfig, *, tap: Any = None, task_status=trio.TASK_STATUS_IGNORED) -> None:
     """Run a broker until SIGINT/SIGTERM (or cancellation), then shut it down cleanly."""
     from .controller import BrokerController
 
-    controller = BrokerController(config)
+    controller = BrokerController(config, tap=tap)
     async with trio.open_nursery() as nursery:
         await nursery.start(_until_signal, controller.request_shutdown, nursery.cancel_scope.cancel)
         await nursery.start(controller.run)
@@ -195,11 +198,14 @@ async def run_broker(config: BrokerConfig, *, task_status=trio.TASK_STATUS_IGNOR
         nursery.cancel_scope.cancel()
 
 
-async def run_namesrv(listen: tuple[str, int] = ("127.0.0.1", 9876), *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+async def run_namesrv(
+    listen: tuple[str, int] = ("127.0.0.1", 9876), *, tap: Any = None, task_status=trio.TASK_STATUS_IGNORED
+) -> None:
     """Run a name server alone until SIGINT/SIGTERM (or cancellation)."""
     from .namesrv.server import NamesrvConfig, NameServer
 
     ns = NameServer(NamesrvConfig(listen_host=listen[0], listen_port=listen[1]))
+    ns.remoting.tap = tap
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
         await nursery.start(_until_signal, stop.set, nursery.cancel_scope.cancel)
@@ -226,7 +232,12 @@ def main_broker(args: argparse.Namespace) -> int:
         print(f"trocket broker: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        trio.run(run_broker, config)
+        tap = open_tap(args, "broker")
+    except OSError as exc:
+        print(f"trocket broker: error: cannot open the tap file: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    try:
+        trio.run(functools.partial(run_broker, config, tap=tap))
     except KeyboardInterrupt:
         return 130
     except BaseException as exc:  # noqa: BLE001 - unwrap trio's exception groups
@@ -239,6 +250,8 @@ def main_broker(args: argparse.Namespace) -> int:
             print(f"trocket broker: error: {leaf}", file=sys.stderr)
             return EXIT_FAIL
         raise
+    finally:
+        close_tap(tap, "broker")
     return EXIT_OK
 
 
@@ -252,7 +265,12 @@ def _leaf(exc: BaseException) -> BaseException:
 def main_namesrv(args: argparse.Namespace) -> int:
     _setup_logging(getattr(args, "log_level", "INFO"))
     try:
-        trio.run(run_namesrv, getattr(args, "listen", ("127.0.0.1", 9876)))
+        tap = open_tap(args, "namesrv")
+    except OSError as exc:
+        print(f"trocket namesrv: error: cannot open the tap file: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    try:
+        trio.run(functools.partial(run_namesrv, getattr(args, "listen", ("127.0.0.1", 9876)), tap=tap))
     except KeyboardInterrupt:
         return 130
     except BaseException as exc:  # noqa: BLE001
@@ -263,7 +281,47 @@ def main_namesrv(args: argparse.Namespace) -> int:
             print(f"trocket namesrv: error: {leaf}", file=sys.stderr)
             return EXIT_FAIL
         raise
+    finally:
+        close_tap(tap, "namesrv")
     return EXIT_OK
+
+
+# -- capture tap (issue 8): --tap FILE, --tap-rotate-mb N ---------------------------------
+
+
+def add_tap_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("capture")
+    g.add_argument(
+        "--tap", metavar="FILE",
+        help="record every frame the server(s) receive and send to FILE (native capture format; "
+        "appends; a slow disk drops frames, counted and reported on exit, never blocks)",
+    )
+    g.add_argument(
+        "--tap-rotate-mb", type=float, metavar="N",
+        help="with --tap: continue in FILE.1, FILE.2, ... each time the current file reaches N MiB",
+    )
+
+
+def open_tap(args: argparse.Namespace, what: str) -> Any:
+    """The FileTap ``--tap`` asks for, or None. Raises OSError for a bad path."""
+    path = getattr(args, "tap", None)
+    if not path:
+        return None
+    from trocket.remoting.tap import FileTap
+
+    mb = getattr(args, "tap_rotate_mb", None)
+    rotate = max(int(mb * (1 << 20)), 1024) if mb else None
+    tap = FileTap(path, rotate_bytes=rotate)
+    log.info("%s: recording every frame to %s%s", what, path, f" (rotating every {mb:g} MiB)" if mb else "")
+    return tap
+
+
+def close_tap(tap: Any, what: str) -> None:
+    """Write what the tap holds and report on stderr (dropped frames included)."""
+    if tap is None:
+        return
+    tap.close()
+    print(f"trocket {what}: {tap.summary()}", file=sys.stderr)
 
 
 def _standalone(argv: list[str] | None = None) -> int:
