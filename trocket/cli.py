@@ -5,6 +5,8 @@
     trocket conformance check DIR    golden frames: decode, re-encode, switch serializers
     trocket broker [options]         a broker (with an embedded name server by default)
     trocket namesrv [options]        a name server alone
+    trocket replay FILE --target H:P  replay a captured session, compare the answers
+    trocket capture proxy ...        a transparent proxy recording every frame
 """
 
 from __future__ import annotations
@@ -77,6 +79,12 @@ def _build_parser() -> argparse.ArgumentParser:
     namesrv = sub.add_parser("namesrv", help="run a name server alone", description="Run a RocketMQ name server.")
     add_namesrv_arguments(namesrv)
     namesrv.set_defaults(run=_run_namesrv)
+
+    from trocket.cli_replay import add_proxy_command, add_replay_command
+
+    add_replay_command(sub)
+    capture = sub.add_parser("capture", help="capture tools")
+    add_proxy_command(capture.add_subparsers(dest="capture_command", metavar="COMMAND", required=True))
     return parser
 
 
