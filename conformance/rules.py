@@ -52,6 +52,7 @@ compares clean.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -186,7 +187,8 @@ class Difference:
 @attrs.frozen(slots=True)
 class Rewriter:
     """``topic=OLD:NEW`` and ``group=OLD:NEW`` substitutions on whole names: ext values,
-    JSON strings in JSON bodies, and (for topics) the topic of pulled messages."""
+    JSON strings in JSON bodies, whole words in remarks, and (for topics) the topic of
+    pulled messages."""
 
     topics: dict[str, str] = attrs.field(factory=dict)
     groups: dict[str, str] = attrs.field(factory=dict)
@@ -227,7 +229,11 @@ class Rewriter:
         if body[:1] in (b"{", b"["):
             for old, new in names.items():
                 body = body.replace(json.dumps(old).encode(), json.dumps(new).encode())
-        return attrs.evolve(cmd, ext_fields=ext, body=body)
+        remark = cmd.remark
+        if remark:
+            for old, new in names.items():
+                remark = re.sub(rf"(?<![\w%|-]){re.escape(old)}(?![\w%|-])", new.replace("\\", "\\\\"), remark)
+        return attrs.evolve(cmd, ext_fields=ext, body=body, remark=remark)
 
     def pulled(self, key: Any) -> Any:
         """A pull body's comparison key with its messages' topics rewritten."""
