@@ -92,7 +92,7 @@ def load_session(
 
     A record needs ``conn``, ``ts`` (seconds), ``from_client`` (True when the client
     sent it), ``server``, ``client``, ``frame`` (length prefix included) and ``raw``;
-    :func:`~trocket.conformance.sources.frame_records` gives that view of every
+    :func:`~trocket.conformance.sources.read_frames` gives that view of every
     capture format. Requests the server sends its clients, and the clients' answers
     to them, are left out: a replay plays the client's part only.
     """

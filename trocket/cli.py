@@ -5,8 +5,10 @@
     trocket conformance check DIR    golden frames: decode, re-encode, switch serializers
     trocket broker [options]         a broker (with an embedded name server by default)
     trocket namesrv [options]        a name server alone
-    trocket replay FILE --target H:P  replay a captured session, compare the answers
+    trocket capture show FILE...     frames of captures (trocket, pcap, pcapng), one a line or JSON
+    trocket capture stats FILE...    counts by code, unanswered requests, per connection
     trocket capture proxy ...        a transparent proxy recording every frame
+    trocket replay FILE --target H:P  replay a captured session, compare the answers
 """
 
 from __future__ import annotations
@@ -80,11 +82,12 @@ def _build_parser() -> argparse.ArgumentParser:
     add_namesrv_arguments(namesrv)
     namesrv.set_defaults(run=_run_namesrv)
 
+    from trocket.cli_capture import add_capture_parser
     from trocket.cli_replay import add_proxy_command, add_replay_command
 
+    capture_commands = add_capture_parser(sub)  # capture subcommands of other modules: add_X_parser(<its result>)
+    add_proxy_command(capture_commands)
     add_replay_command(sub)
-    capture = sub.add_parser("capture", help="capture tools")
-    add_proxy_command(capture.add_subparsers(dest="capture_command", metavar="COMMAND", required=True))
     return parser
 
 

@@ -64,7 +64,7 @@ def run_replay_command(args: argparse.Namespace) -> int:
     from trocket.codecs.errors import CodecError
     from trocket.conformance.replay import Report, load_session, parse_speed, replay
     from trocket.conformance.rules import Rewriter
-    from trocket.conformance.sources import CaptureSourceError, frame_records
+    from trocket.conformance.sources import read_frames
 
     try:
         speed = parse_speed(args.speed)
@@ -82,14 +82,21 @@ def run_replay_command(args: argparse.Namespace) -> int:
 
     records = []
     incomplete = False
-    for path in args.files:
+    for i, path in enumerate(args.files):
         try:
-            for rec in frame_records(path):
-                records.append(rec)
-        except (OSError, CaptureSourceError, CodecError) as exc:
-            print(f"trocket replay: error: {path}: {exc} (replaying the {len(records)} frames read before it)",
-                  file=sys.stderr)
+            read = read_frames(path, file_tag=i if len(args.files) > 1 else None)
+        except (OSError, CodecError) as exc:
+            print(f"trocket replay: error: {path}: {exc}", file=sys.stderr)
             incomplete = True
+            continue
+        records += read.frames
+        if not read.complete:
+            incomplete = True
+            shown = read.problems[:5]
+            print(f"trocket replay: {path} is incomplete ({len(read.problems)} problem(s)); replaying what was "
+                  "read:", file=sys.stderr)
+            for problem in shown:
+                print(f"    {problem}", file=sys.stderr)
     conns = None
     if args.conn:
         conns = {c for c in args.conn} | {int(c) for c in args.conn if c.isdigit()}

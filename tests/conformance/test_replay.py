@@ -11,11 +11,12 @@ import trio
 
 from trocket.conformance.replay import load_session, parse_speed, replay
 from trocket.conformance.rules import Rewriter
-from trocket.conformance.sources import frame_records
+from trocket.conformance.sources import read_frames
 
 from .conftest import CAPTURES, fresh_broker, target_map
 
 NATIVE = sorted(CAPTURES.glob("*.trkcap"))
+ALL = NATIVE + sorted(CAPTURES.glob("*.pcap"))
 
 
 def test_the_corpus_is_there():
@@ -23,9 +24,9 @@ def test_the_corpus_is_there():
     assert {"cpp-produce-pull", "js-produce-consume"} <= names
 
 
-@pytest.mark.parametrize("path", NATIVE, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
 async def test_committed_capture_replays_with_no_unexpected_difference(tmp_path, path):
-    session = load_session(frame_records(str(path)))
+    session = load_session(read_frames(str(path)).frames)
     async with fresh_broker(tmp_path) as controller:
         with trio.fail_after(30):
             report = await replay(session, target_map(session, controller), timeout=3)
@@ -36,7 +37,7 @@ async def test_committed_capture_replays_with_no_unexpected_difference(tmp_path,
 
 
 async def test_rewritten_topic_and_group_replay_clean_and_land_under_the_new_names(tmp_path):
-    session = load_session(frame_records(str(CAPTURES / "cpp-produce-pull.trkcap")))
+    session = load_session(read_frames(str(CAPTURES / "cpp-produce-pull.trkcap")).frames)
     rw = Rewriter.parse(["topic=CapCpp:CapCppRenamed", "group=CG_cap_cpp:CG_renamed"])
     async with fresh_broker(tmp_path) as controller:
         with trio.fail_after(30):
@@ -47,7 +48,7 @@ async def test_rewritten_topic_and_group_replay_clean_and_land_under_the_new_nam
 
 
 async def test_a_changed_answer_is_reported_field_by_field(tmp_path):
-    session = load_session(frame_records(str(CAPTURES / "cpp-produce-pull.trkcap")))
+    session = load_session(read_frames(str(CAPTURES / "cpp-produce-pull.trkcap")).frames)
     sends = [e for ex in session.connections.values() for e in ex if e.request.code == 10]
     victim = sends[2]
     ext = dict(victim.response.ext_fields)
@@ -65,7 +66,7 @@ async def test_a_changed_answer_is_reported_field_by_field(tmp_path):
 
 
 async def test_a_target_that_is_down_leaves_partial_results_and_clear_errors(tmp_path):
-    session = load_session(frame_records(str(CAPTURES / "cpp-produce-pull.trkcap")))
+    session = load_session(read_frames(str(CAPTURES / "cpp-produce-pull.trkcap")).frames)
     with trio.fail_after(30):
         report = await replay(session, lambda server: ("127.0.0.1", 1), timeout=1)
     assert not report.ok
@@ -75,7 +76,7 @@ async def test_a_target_that_is_down_leaves_partial_results_and_clear_errors(tmp
 
 
 async def test_a_target_answering_garbage_is_reported_not_raised(tmp_path):
-    session = load_session(frame_records(str(CAPTURES / "cpp-produce-pull.trkcap")))
+    session = load_session(read_frames(str(CAPTURES / "cpp-produce-pull.trkcap")).frames)
 
     async def garbage(stream):
         await stream.receive_some(100)
