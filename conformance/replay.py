@@ -315,6 +315,7 @@ async def replay(
                             give_up(ex, f"no answer within {max(latency, 0) + timeout:.1f} s")
 
             next_opaque = itertools.count(1)
+            send_lock = trio.Lock()
 
             async def send(ex: Exchange) -> bool:
                 opaque = next(next_opaque)
@@ -323,7 +324,8 @@ async def replay(
                     waiting[opaque] = ex
                 ex.sent_at = trio.current_time()
                 try:
-                    await stream.send_all(encode_command(cmd))
+                    async with send_lock:
+                        await stream.send_all(encode_command(cmd))
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                     broken.append(f"conn {conn}: sending to {where} failed: {exc}")
                     waiting.pop(opaque, None)
