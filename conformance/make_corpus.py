@@ -17,8 +17,9 @@ tests/acceptance/js with ali-ons, installed by ``npm ci --prefix tests/acceptanc
   (SEND_MESSAGE_V2), then the ali-ons push consumer (group ``CG_cap_js``) consumes
   them and shuts down.
 
-Needs root (or CAP_NET_RAW) for tcpdump. Then ``python conformance/make_golden.py``
-is not needed: golden frames of the corpus are extracted by ``--golden`` here.
+Needs root (or CAP_NET_RAW) for tcpdump. Afterwards extract the sessions' distinct
+frames into golden/captures/ with ``python -m trocket.conformance.corpus_golden``
+(captures/README.md says what each session holds).
 """
 
 from __future__ import annotations

@@ -52,3 +52,18 @@ def test_raw_flag_round_trips_and_raw_records_may_be_short():
     data = encode_record(rec)
     back, end = decode_record(data)
     assert back == rec and end == len(data) and back.raw
+
+
+def test_golden_frames_of_the_corpus_are_current_and_conform(tmp_path):
+    from trocket.conformance.corpus_golden import DEFAULT_GOLDEN, main as extract
+    from trocket.conformance.golden import check_dir
+
+    assert extract([str(CAPTURES), str(tmp_path)]) == 0
+    made = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    committed = sorted(p.relative_to(DEFAULT_GOLDEN) for p in DEFAULT_GOLDEN.rglob("*") if p.is_file())
+    assert made == committed
+    for rel in made:
+        assert (tmp_path / rel).read_bytes() == (DEFAULT_GOLDEN / rel).read_bytes(), rel
+    results = list(check_dir(DEFAULT_GOLDEN))
+    assert len(results) >= 30 and all(r.ok for r in results), [r.problems for r in results if not r.ok]
+    assert any(r.entry.fields.get("reencodes") is False for r in results)  # the C++ client's JSON
