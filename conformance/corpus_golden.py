@@ -15,7 +15,6 @@ not that it is the same bytes. Regenerating from the same captures changes no by
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -23,7 +22,7 @@ from pathlib import Path
 from trocket.codecs.codes import request_code_name, response_code_name
 from trocket.codecs.serialize import decode_command, encode_command
 
-from .golden import MANIFEST, command_to_entry
+from .golden import command_to_entry, write_manifest
 from .sources import read_frames
 
 HERE = Path(__file__).resolve().parent
@@ -61,8 +60,7 @@ def extract_session(capture: Path, folder: Path) -> list[dict]:
         if encode_command(cmd) != f.frame:
             entry["reencodes"] = False
         entries.append(entry)
-    text = json.dumps({"frames": entries}, indent=1, ensure_ascii=False) + "\n"
-    (folder / MANIFEST).write_text(text, encoding="utf-8")
+    write_manifest(folder, entries)
     return entries
 
 

@@ -29,7 +29,7 @@ from trocket.codecs.errors import CodecError
 from trocket.codecs.frame import split_frames
 from trocket.codecs.serialize import decode_command, encode_command
 
-__all__ = ["GoldenEntry", "FrameResult", "load_manifest", "find_manifests", "check_entry", "check_dir", "entry_to_command", "command_to_entry"]
+__all__ = ["GoldenEntry", "FrameResult", "load_manifest", "find_manifests", "check_entry", "check_dir", "entry_to_command", "command_to_entry", "write_manifest"]
 
 MANIFEST = "manifest.json"
 
@@ -62,6 +62,12 @@ def load_manifest(folder: Path) -> list[GoldenEntry]:
 def find_manifests(root: Path) -> list[Path]:
     """Every folder at or below ``root`` that holds a manifest, sorted."""
     return sorted(p.parent for p in root.rglob(MANIFEST))
+
+
+def write_manifest(folder: Path, entries: list[dict[str, Any]]) -> None:
+    """``folder/manifest.json`` listing ``entries`` (the layout the golden sets share)."""
+    text = json.dumps({"frames": entries}, indent=1, ensure_ascii=False) + "\n"
+    (folder / MANIFEST).write_text(text, encoding="utf-8")
 
 
 def command_to_entry(cmd: RemotingCommand, file: str, note: str) -> dict[str, Any]:

@@ -105,3 +105,31 @@ def test_rewrite_parsing():
     for bad in ("topic=A", "queue=A:B", "topic=:B"):
         with pytest.raises(ValueError):
             Rewriter.parse([bad])
+
+
+def _paced_session(gap: float):
+    """One connection, three requests ``gap`` seconds apart in the capture, each answered."""
+    from trocket.codecs.command import RemotingCommand
+    from trocket.codecs.serialize import encode_command
+    from trocket.conformance.sources import SessionFrame
+
+    frames = []
+    for n in range(3):
+        t = 1000.0 + n * gap
+        req = encode_command(RemotingCommand.request(28, opaque=n))
+        resp = encode_command(RemotingCommand.response(0, opaque=n, ext_fields={}))
+        frames.append(SessionFrame(1, t, True, "c:1", "s:1", req))
+        frames.append(SessionFrame(1, t + 0.001, False, "c:1", "s:1", resp))
+    return load_session(frames)
+
+
+@pytest.mark.parametrize("speed, low, high", [(1.0, 0.95, 3.0), (10.0, 0.09, 0.6), (None, 0.0, 0.5)])
+async def test_speed_keeps_the_clients_pacing_or_a_multiple_of_it(tmp_path, speed, low, high):
+    session = _paced_session(0.5)
+    async with fresh_broker(tmp_path) as controller:
+        t0 = trio.current_time()
+        with trio.fail_after(10):
+            report = await replay(session, lambda s: ("127.0.0.1", controller.server.port), speed=speed)
+        elapsed = trio.current_time() - t0
+    assert report.ok and report.by_code[28].matched == 3, report.details()
+    assert low <= elapsed <= high, elapsed
