@@ -115,6 +115,14 @@ def run_replay_command(args: argparse.Namespace) -> int:
     n = sum(len(x) for x in session.connections.values())
     print(f"replaying {n} requests on {len(session.connections)} connections "
           f"(speed {args.speed}){' with rewrites' if rewriter else ''}")
+    servers = sorted(set(session.servers.values()))
+    if len(servers) > 1 and default is not None and not mapping:
+        print(f"note: the capture talked to {len(servers)} servers ({', '.join(servers)}), all replayed to "
+              f"{default[0]}:{default[1]}; --target CAPTURED=HOST:PORT maps each (a broker and its name server)",
+              file=sys.stderr)
+    if session.skipped:
+        print(f"note: {session.skipped} broker registration requests (REGISTER_BROKER/UNREGISTER_BROKER) "
+              "not replayed", file=sys.stderr)
     try:
         report: Report = trio.run(
             lambda: replay(session, target, speed=speed, timeout=args.timeout, rewriter=rewriter)
