@@ -7,7 +7,8 @@ Tap (``--part tap``, :func:`bench_tap`): the broker's produce TPS with ``--tap F
 vs off. One ``ASYNC_FLUSH`` broker per run (fresh store), ``--senders`` synchronous
 SEND_MESSAGE_V2 senders of 128-byte bodies on one connection (the load of
 ``benchmarks/broker_produce.py --part senders``, its :func:`produce_window`), ``--warmup``
-seconds untimed then ``--seconds`` timed; the runs alternate off, on, off, on ...
+seconds untimed then ``--seconds`` timed; first the tap's own cost per frame
+(:func:`tap_record_cost`, in-process, immune to the machine's load), then the runs alternate off, on, off, on ...
 (``--rounds`` pairs) so that a busy machine's drift hits both alike. Prints each run's
 TPS and broker CPU per message (user+sys from /proc over the timed window), then the
 medians and the tap's cost: 1 - TPS(on)/TPS(off) and the extra CPU per message. The
@@ -82,6 +83,25 @@ async def bench_tap(senders: int = 16, warmup: float = 1.0, seconds: float = 4.0
     return {"tps_off": tps[False], "tps_on": tps[True], "cost": cost, "cpu_off": cpu[False], "cpu_on": cpu[True]}
 
 
+def tap_record_cost(frames: int = 200_000, frame_size: int = 250) -> float:
+    """CPU microseconds per frame of FileTap: record() (encode + queue) plus the writer
+    thread's share (the process's CPU time over recording and closing, so the machine's
+    load does not count)."""
+    import time
+
+    from trocket.remoting.tap import FileTap
+
+    frame = (frame_size - 4).to_bytes(4, "big") + b"\x01" * (frame_size - 4)
+    with tempfile.TemporaryDirectory(prefix="trocket-bench-tap-") as tmp:
+        tap = FileTap(os.path.join(tmp, "t.trkcap"))
+        t0 = time.process_time()
+        for i in range(frames):
+            tap.record(time.time_ns(), 7, "127.0.0.1:10911", "127.0.0.1:54321", i & 1, 1, frame)
+        tap.close()
+        elapsed = time.process_time() - t0
+    return 1e6 * elapsed / frames
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--part", choices=("tap",), default="tap")
@@ -91,6 +111,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="off/on pairs (3)")
     args = parser.parse_args()
     if args.part == "tap":
+        per_frame = tap_record_cost()
+        print(f"tap record: {per_frame:.2f} CPU us per 250-byte frame, written; a send is 2 frames "
+              f"(request and answer): {2 * per_frame:.2f} us per message", flush=True)
         trio.run(bench_tap, args.senders, args.warmup, args.seconds, args.rounds)
     return 0
 

@@ -55,6 +55,8 @@ __all__ = [
     "encode_file_header",
     "encode_record",
     "encode_record_fields",
+    "encode_addresses",
+    "encode_record_with_addresses",
     "decode_record",
     "CaptureReader",
     "iter_records",
@@ -69,6 +71,7 @@ FILE_HEADER = _HEADER.pack(MAGIC, VERSION, FILE_HEADER_SIZE, 0)
 
 _U32 = struct.Struct(">I")
 _FIXED = struct.Struct(">BBHQQ")  # direction, role, flags, timestamp, conn id
+_HEAD = struct.Struct(">IBBHQQ")  # the record length, then _FIXED
 _U16 = struct.Struct(">H")
 _MIN_RECORD = _FIXED.size + 2 + 2 + 1  # empty addresses, one raw byte
 #: flags bit: the record holds raw bytes that are not a frame (see the module docstring)
@@ -140,6 +143,24 @@ def encode_file_header() -> bytes:
     return FILE_HEADER
 
 
+def encode_addresses(local_address: str, remote_address: str) -> bytes:
+    """The two address fields of a record; a writer may keep them per connection and
+    pass them to :func:`encode_record_with_addresses`."""
+    local = local_address.encode("utf-8")
+    remote = remote_address.encode("utf-8")
+    if len(local) > 0xFFFF or len(remote) > 0xFFFF:
+        raise CaptureFormatError("an address longer than 65535 bytes cannot be recorded")
+    return b"".join((_U16.pack(len(local)), local, _U16.pack(len(remote)), remote))
+
+
+def encode_record_with_addresses(
+    timestamp_ns: int, connection_id: int, addresses: bytes, direction: int, role: int, frame: bytes, flags: int = 0
+) -> bytes:
+    """One record, its address fields already encoded (:func:`encode_addresses`)."""
+    head = _HEAD.pack(_FIXED.size + len(addresses) + len(frame), direction, role, flags, timestamp_ns, connection_id)
+    return b"".join((head, addresses, frame))
+
+
 def encode_record_fields(
     timestamp_ns: int,
     connection_id: int,
@@ -150,22 +171,9 @@ def encode_record_fields(
     frame: bytes,
     flags: int = 0,
 ) -> bytes:
-    """One record from its fields (the tap's fast path: no record object)."""
-    local = local_address.encode("utf-8")
-    remote = remote_address.encode("utf-8")
-    if len(local) > 0xFFFF or len(remote) > 0xFFFF:
-        raise CaptureFormatError("an address longer than 65535 bytes cannot be recorded")
-    length = _FIXED.size + 4 + len(local) + len(remote) + len(frame)
-    return b"".join(
-        (
-            _U32.pack(length),
-            _FIXED.pack(direction, role, flags, timestamp_ns, connection_id),
-            _U16.pack(len(local)),
-            local,
-            _U16.pack(len(remote)),
-            remote,
-            frame,
-        )
+    """One record from its fields (no record object)."""
+    return encode_record_with_addresses(
+        timestamp_ns, connection_id, encode_addresses(local_address, remote_address), direction, role, frame, flags
     )
 
 

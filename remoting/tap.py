@@ -5,9 +5,9 @@ the native capture format (:mod:`trocket.codecs.capture`) to a file;
 :class:`MemoryTap` keeps them in a list (tests, tools). A sink is anything with
 ``record(...)`` and ``flush()``.
 
-FileTap never blocks the event loop on the disk: ``record`` encodes the record and
-appends it to an in-memory queue under a lock (one encode, one append per frame); a
-writer thread drains the queue with one ``os.write`` per batch, at least once a
+FileTap never blocks the event loop on the disk: ``record`` encodes the record (the
+connection's address fields cached) and appends it to an in-memory queue (a deque,
+no lock); a writer thread drains the queue with one ``os.write`` per batch, at least once a
 second, sooner when ``flush_bytes`` are waiting or ``flush()`` is called. The queue
 is bounded (``max_buffer_bytes``, 64 MiB by default): when a slow disk lets it fill,
 new records are dropped and counted (:attr:`FileTap.dropped`), never queued without
@@ -23,6 +23,7 @@ capture with its own file header, cut only between records. Reading ``path``,
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import threading
@@ -33,7 +34,8 @@ from trocket.codecs.capture import (
     CaptureRecord,
     Direction,
     Role,
-    encode_record_fields,
+    encode_addresses,
+    encode_record_with_addresses,
 )
 
 __all__ = ["TapSink", "FileTap", "MemoryTap", "rotated_paths"]
@@ -52,7 +54,8 @@ class TapSink(Protocol):
         role: int,
         frame: bytes,
     ) -> None:
-        """One frame, whole (length prefix included); must not block or raise."""
+        """One frame, whole (length prefix included); must not block or raise.
+        FileTap and MemoryTap also take ``flags`` (the capture format's, e.g. RAW)."""
 
     def flush(self) -> None: ...
 
@@ -93,10 +96,13 @@ class FileTap:
         self._flush_bytes = flush_bytes
         self._max_buffer = max_buffer_bytes
         self._interval = flush_interval
-        self._lock = threading.Lock()
-        self._pending: list[bytes] = []
-        self._pending_bytes = 0
+        # Lock-free hand-over: deque append/popleft are atomic, and each byte counter
+        # has one writer (queued: the recording thread; drained: the writer thread).
+        self._queue: collections.deque[bytes] = collections.deque()
+        self._queued = 0
+        self._drained = 0
         self._wake = threading.Event()
+        self._addresses: dict[int, tuple[str, str, bytes]] = {}  # conn id -> local, remote, encoded
         self._closing = False
         self._closed = False
         #: records accepted into the buffer / written to disk / dropped (buffer full)
@@ -124,19 +130,22 @@ class FileTap:
     ) -> None:
         if self._closing:
             return
-        data = encode_record_fields(
-            timestamp_ns, connection_id, local_address, remote_address, direction, role, frame, flags
-        )
+        cached = self._addresses.get(connection_id)
+        if cached is None or cached[0] != local_address or cached[1] != remote_address:
+            if len(self._addresses) >= 4096:  # connections come and go: a bounded cache
+                self._addresses.clear()
+            cached = (local_address, remote_address, encode_addresses(local_address, remote_address))
+            self._addresses[connection_id] = cached
+        data = encode_record_with_addresses(timestamp_ns, connection_id, cached[2], direction, role, frame, flags)
         n = len(data)
-        with self._lock:
-            if self._pending_bytes + n > self._max_buffer:
-                self.dropped += 1
-                return
-            self._pending.append(data)
-            self._pending_bytes += n
-            self.records += 1
-            wake = self._pending_bytes >= self._flush_bytes
-        if wake:
+        pending = self._queued - self._drained + n
+        if pending > self._max_buffer:
+            self.dropped += 1
+            return
+        self._queue.append(data)
+        self._queued += n
+        self.records += 1
+        if pending >= self._flush_bytes and not self._wake.is_set():
             self._wake.set()
 
     def flush(self) -> None:
@@ -180,18 +189,26 @@ class FileTap:
         while True:
             self._wake.wait(self._interval)
             self._wake.clear()
-            closing = self._closing
-            with self._lock:
-                batch, self._pending = self._pending, []
-                self._pending_bytes = 0
-            if batch:
-                self._write_batch(batch)
+            closing = self._closing  # read before draining: records after it are drained next
+            self._drain()
             if closing:
-                with self._lock:  # records that raced the close flag
-                    batch, self._pending = self._pending, []
-                if batch:
-                    self._write_batch(batch)
+                self._drain()
                 return
+
+    def _drain(self) -> None:
+        queue = self._queue
+        batch: list[bytes] = []
+        size = 0
+        try:
+            while True:
+                rec = queue.popleft()
+                batch.append(rec)
+                size += len(rec)
+        except IndexError:
+            pass
+        if batch:
+            self._write_batch(batch)
+        self._drained += size
 
     def _write_batch(self, batch: list[bytes]) -> None:
         limit = self._rotate_bytes

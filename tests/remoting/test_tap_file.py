@@ -178,3 +178,14 @@ def test_cli_tap_records_and_reports_on_exit(tmp_path, command):
     assert any(c.opaque == 5 and c.code == code for c in req)
     resp = [decode_command(r.payload) for r in records if r.direction is Direction.SENT]
     assert any(c.opaque == 5 and c.is_response for c in resp)
+
+
+def test_cached_address_fields_follow_a_connection_whose_addresses_change(tmp_path):
+    path = tmp_path / "addr.trkcap"
+    with FileTap(path) as tap:
+        tap.record(1, 5, "a:1", "b:2", Direction.SENT, 1, _frame(b"1"))
+        tap.record(2, 5, "a:1", "b:2", Direction.SENT, 1, _frame(b"2"))
+        tap.record(3, 5, "a:1", "c:3", Direction.SENT, 1, _frame(b"3"))
+        tap.record(4, 6, "[::1]:1", "é:4", Direction.SENT, 2, _frame(b"4"))
+    got = [(r.connection_id, r.local_address, r.remote_address) for r in _read(path)]
+    assert got == [(5, "a:1", "b:2"), (5, "a:1", "b:2"), (5, "a:1", "c:3"), (6, "[::1]:1", "é:4")]
