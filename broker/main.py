@@ -14,7 +14,10 @@ The CLI stays thin::
 broker on 127.0.0.1:10911 storing under ./trocket-store, topics auto-created with 4
 queues. A ``--config broker.conf`` (RocketMQ's ``key=value`` names) is read first; flags
 override it. SIGINT/SIGTERM shut down cleanly (unregister, drain, flush, persist
-offsets); a second signal aborts the wait for in-flight requests.
+offsets); a second signal aborts the wait for in-flight requests. ``--tap FILE``
+(both commands) records every frame the servers receive and send
+(:class:`~trocket.remoting.tap.FileTap`; its summary, dropped frames included, is
+printed on exit).
 """
 
 from __future__ import annotations
