@@ -238,7 +238,7 @@ class PacketReader:
             raise CaptureFormatError(f"unsupported pcap version {major}.{minor}")
         per = 1_000_000_000 if magic == PCAP_MAGIC_NS else 1_000_000
         # the upper 16 bits of the link-type field may carry FCS information (libpcap)
-        iface = Interface(network & 0x03FF_FFFF if network >> 26 else network & 0xFFFF, snaplen, per)
+        iface = Interface(network & 0xFFFF, snaplen, per)
         self.state = ReaderState("pcap", endian, (iface,))
         self._pos += 24
 
@@ -351,21 +351,120 @@ class PacketReader:
 
 def split_ranges(stream: BinaryIO, target_bytes: int) -> list[PacketRange]:
     """Cut a seekable packet file into ranges of about ``target_bytes``, each starting on
-    a record boundary with the reader state it needs, by reading only record headers.
+    a record boundary with the reader state it needs. The ranges tile the file from its
+    first record to its end; a range's reader yields the records that start inside it.
 
-    A garbled or cut-off record ends the last range where the reader would stop too.
+    Cheap for large files: a pcap's boundaries are found near each cut point (a chain of
+    plausible record headers, as Hadoop's pcap input formats do), so the cost grows with
+    the number of ranges, not of packets; a pcapng file's blocks are walked by their
+    length fields alone (8 bytes read per block), since interface blocks may come later.
+    Limit: a pcap whose packets carry another pcap file's bytes could mislead the pcap
+    search; a range reader that starts on a false boundary then reports garbled records.
     """
     stream.seek(0)
     reader = PacketReader(stream)
-    ranges: list[PacketRange] = []
-    start = reader.offset
+    first = reader.offset
+    size = stream.seek(0, 2)
+    if reader.state.format == "pcapng":
+        return _split_pcapng(stream, reader.state, size, target_bytes)
     state = reader.state
-    # walk records with the reader itself (pcapng state changes matter), resetting
-    # the boundary every target_bytes
-    for packet in reader:
-        if packet.file_offset - start >= target_bytes:
-            ranges.append(PacketRange(start, packet.file_offset, state))
-            start = packet.file_offset
-            state = reader.state
-    ranges.append(PacketRange(start, max(reader.offset, start), state))
+    cuts = [first]
+    point = first + target_bytes
+    while point < size:
+        found = _pcap_boundary_near(stream, state, point, size)
+        if found is None:
+            break  # nothing plausible ahead: the last range takes the rest
+        if found > cuts[-1]:
+            cuts.append(found)
+        point = max(found, point) + target_bytes
+    cuts.append(size)
+    return [PacketRange(a, b, state) for a, b in zip(cuts, cuts[1:])] or [PacketRange(first, size, state)]
+
+
+_CHAIN = 8  # consecutive plausible record headers that make a boundary
+_WINDOW = 4 * MAX_RECORD
+
+
+def _pcap_boundary_near(stream: BinaryIO, state: ReaderState, point: int, size: int) -> int | None:
+    """The first offset at or after ``point`` where a chain of plausible pcap record
+    headers starts (ending at the end of the file counts as plausible)."""
+    iface = state.interfaces[0]
+    hdr = struct.Struct(state.endian + "IIII")
+    limit = max(iface.snaplen, 262144) if iface.snaplen else MAX_RECORD
+    per = iface.ts_per_second
+    stream.seek(point)
+    window = stream.read(_WINDOW)
+    base = point
+    n = len(window)
+    # records of the same capture lie within a few years of each other; the first record
+    # (read once) anchors the time range
+    stream.seek(24)
+    head = stream.read(16)
+    anchor = hdr.unpack(head)[0] if len(head) == 16 else None
+    for cand in range(0, max(0, n - 15)):
+        pos = cand
+        ok = 0
+        while ok < _CHAIN:
+            if base + pos == size:
+                ok = _CHAIN  # the chain ends exactly at the end of the file
+                break
+            if pos + 16 > n:
+                break
+            sec, frac, incl, orig = hdr.unpack_from(window, pos)
+            if incl > limit or frac >= per or orig < incl or orig > MAX_RECORD * 64:
+                break
+            if anchor is not None and not anchor - 86400 * 366 <= sec <= anchor + 86400 * 366 * 5:
+                break
+            pos += 16 + incl
+            ok += 1
+        if ok >= _CHAIN:
+            return base + cand
+    return None
+
+
+def _split_pcapng(stream: BinaryIO, state: ReaderState, size: int, target_bytes: int) -> list[PacketRange]:
+    """Walk blocks by their lengths; read in full only the section and interface blocks."""
+    ranges: list[PacketRange] = []
+    pos = 0
+    start = 0
+    start_state = state
+    cur = state
+    endian = state.endian
+    while pos + 12 <= size:
+        stream.seek(pos)
+        head = stream.read(12)
+        if len(head) < 12:
+            break
+        if head[:4] == b"\x0a\x0d\x0d\x0a":
+            bom = struct.unpack_from("<I", head, 8)[0]
+            endian = "<" if bom == _BYTE_ORDER_MAGIC else ">"
+        btype, blen = struct.unpack_from(endian + "II", head)
+        if blen < 12 or blen % 4 or pos + blen > size:
+            break  # garbled or cut off: the reader of the last range reports it
+        if btype in (_SHB, _IDB):
+            stream.seek(pos)
+            block = stream.read(blen)
+            sub = PacketReader(_Bytes(block), range_=PacketRange(0, blen, cur))
+            for _ in sub:
+                pass
+            cur = sub.state
+        elif btype in (_EPB, _SPB) and pos - start >= target_bytes:
+            ranges.append(PacketRange(start, pos, start_state))
+            start, start_state = pos, cur
+        pos += blen
+    ranges.append(PacketRange(start, size, start_state))
     return ranges
+
+
+class _Bytes:
+    """A tiny read-only stream over bytes (no seek needed by the reader at offset 0)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._pos = 0
+
+    def read(self, n: int = -1) -> bytes:
+        end = len(self._data) if n < 0 else self._pos + n
+        out = self._data[self._pos : end]
+        self._pos += len(out)
+        return out

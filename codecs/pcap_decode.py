@@ -41,19 +41,27 @@ __all__ = [
     "PacketProblem",
     "decode_packet",
     "format_endpoint",
+    "ETHERTYPE_IPV4",
+    "ETHERTYPE_IPV6",
+    "RAW_LINKTYPES",
+    "TCP_HEADER",
 ]
 
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 
-_ETH_IPV4 = 0x0800
-_ETH_IPV6 = 0x86DD
+ETHERTYPE_IPV4 = 0x0800
+ETHERTYPE_IPV6 = 0x86DD
 _ETH_VLAN = (0x8100, 0x88A8, 0x9100)
-_RAW_TYPES = (LINKTYPE_RAW, 12, 14)
+#: raw IP: LINKTYPE_RAW, and DLT_RAW's values 12 and 14 as some writers put it in files
+RAW_LINKTYPES = (LINKTYPE_RAW, 12, 14)
 _AF_INET6_BSD = (10, 24, 28, 30)  # Linux, NetBSD/OpenBSD, FreeBSD, macOS
 _IPV6_EXT = (0, 43, 60, 51, 135, 139, 140)  # hop-by-hop, routing, dest opts, AH, mobility, HIP, shim6
 _IPV6_FRAGMENT = 44
 
-_TCP = struct.Struct(">HHIIBB")
+#: ports, sequence and acknowledgement numbers, data offset, flags
+TCP_HEADER = struct.Struct(">HHIIBB")
+# IPv4 (version/ihl, total length, flags/fragment, protocol, addresses) + the TCP fields
+_FAST_V4 = struct.Struct(">BxHxxHxBxx4s4sHHIIBB")
 
 
 @attrs.frozen(slots=True)
@@ -88,9 +96,22 @@ class PacketProblem:
 
 
 def format_endpoint(ip: bytes, port: int) -> str:
-    if len(ip) == 4:
-        return f"{ip[0]}.{ip[1]}.{ip[2]}.{ip[3]}:{port}"
-    return f"[{socket.inet_ntop(socket.AF_INET6, ip)}]:{port}"
+    """``host:port`` as remoting writes it (``[v6]:port`` for IPv6)."""
+    key = (ip, port)
+    text = _ENDPOINTS.get(key)
+    if text is None:
+        if len(ip) == 4:
+            text = f"{ip[0]}.{ip[1]}.{ip[2]}.{ip[3]}:{port}"
+        else:
+            text = f"[{socket.inet_ntop(socket.AF_INET6, ip)}]:{port}"
+        if len(_ENDPOINTS) >= 65536:
+            _ENDPOINTS.clear()
+        _ENDPOINTS[key] = text
+    return text
+
+
+_ENDPOINTS: dict[tuple[bytes, int], str] = {}  # a capture holds few endpoints, seen again and again
+_endpoint = format_endpoint
 
 
 def _ip_offset(linktype: int, data: bytes) -> tuple[int, int] | None:
@@ -116,7 +137,7 @@ def _ip_offset(linktype: int, data: bytes) -> tuple[int, int] | None:
             return None
         etype = (data[0] << 8) | data[1]
         pos = 20
-    elif linktype in _RAW_TYPES:
+    elif linktype in RAW_LINKTYPES:
         return (0, 0)
     elif linktype == LINKTYPE_IPV4:
         return (0, 4)
@@ -135,9 +156,9 @@ def _ip_offset(linktype: int, data: bytes) -> tuple[int, int] | None:
         return None
     else:
         raise ValueError(linktype)
-    if etype == _ETH_IPV4:
+    if etype == ETHERTYPE_IPV4:
         return (pos, 4)
-    if etype == _ETH_IPV6:
+    if etype == ETHERTYPE_IPV6:
         return (pos, 6)
     return None
 
@@ -160,6 +181,16 @@ def decode_packet(packet: RawPacket) -> TcpSegment | PacketProblem | None:
         return PacketProblem(off, ts, "packet cut short before its IP header")
     if version == 0:
         version = data[pos] >> 4
+    if version == 4 and len(data) >= pos + 40 and data[pos] == 0x45:
+        # the common case in one unpack: IPv4 without options, TCP
+        _, total, frag, proto, src_ip, dst_ip, sport, dport, seq, ack, doff, flags = _FAST_V4.unpack_from(data, pos)
+        if proto == 6 and not frag & 0x3FFF and total >= 40:
+            hlen = (doff >> 4) * 4
+            ip_end = pos + total
+            start = pos + 20 + hlen
+            if hlen >= 20 and start <= ip_end and len(data) >= start:
+                return TcpSegment(ts, _endpoint(src_ip, sport), _endpoint(dst_ip, dport), seq, ack, flags,
+                                  data[start:ip_end], ip_end - start, off)
     # the IP layer's end: bytes after it (Ethernet padding) are not payload
     if version == 4:
         if len(data) < pos + 20:
@@ -181,9 +212,7 @@ def decode_packet(packet: RawPacket) -> TcpSegment | PacketProblem | None:
                 off, ts, f"IPv4 fragment {ipaddress.IPv4Address(src_ip)} -> {ipaddress.IPv4Address(dst_ip)} (fragments are not reassembled)"
             )
         tcp = pos + ihl
-        ip_end = pos + (total if total else len(data) - pos)  # 0: TSO-offloaded capture
-        if total == 0:
-            ip_end = len(data)
+        ip_end = pos + total if total else len(data)  # 0: a TSO-offloaded capture
     elif version == 6:
         if len(data) < pos + 40:
             return PacketProblem(off, ts, "IPv6 header cut short by the snaplen")
@@ -209,7 +238,7 @@ def decode_packet(packet: RawPacket) -> TcpSegment | PacketProblem | None:
         if ip_end < tcp + 20:
             return PacketProblem(off, ts, "malformed TCP header (IP length too short)")
         return PacketProblem(off, ts, "TCP header cut short by the snaplen")
-    sport, dport, seq, ack, doff, flags = _TCP.unpack_from(data, tcp)
+    sport, dport, seq, ack, doff, flags = TCP_HEADER.unpack_from(data, tcp)
     hlen = (doff >> 4) * 4
     if hlen < 20 or tcp + hlen > ip_end:
         return PacketProblem(off, ts, f"malformed TCP header (data offset {hlen})")

@@ -5,6 +5,8 @@ synthetic captures. Pure: it returns bytes.
   nanosecond timestamps, a snaplen that cuts records as tcpdump's ``-s`` does).
 - :func:`build_tcp_packet`: Ethernet / SLL / SLL2 / raw / NULL link layer + IPv4 or IPv6
   + TCP bytes from ``host:port`` endpoints, sequence numbers, flags and payload.
+- :class:`PcapngWriter`: pcapng blocks (sections, interfaces with their own link types and
+  timestamp resolutions, enhanced and simple packets), for tests.
 - :class:`TcpFlow`: one connection's packets with its sequence numbers tracked: the
   handshake, data cut into segments, FIN.
 """
@@ -22,24 +24,19 @@ from .pcap import (
     LINKTYPE_LINUX_SLL2,
     LINKTYPE_LOOP,
     LINKTYPE_NULL,
-    LINKTYPE_RAW,
     PCAP_MAGIC_NS,
     PCAP_MAGIC_US,
 )
-from .pcap_decode import ACK, FIN, PSH, SYN
+from .pcap_decode import ACK, ETHERTYPE_IPV4, ETHERTYPE_IPV6, FIN, PSH, RAW_LINKTYPES, SYN, TCP_HEADER
 
-__all__ = ["PcapWriter", "build_tcp_packet", "TcpFlow"]
+__all__ = ["PcapWriter", "PcapngWriter", "build_tcp_packet", "TcpFlow"]
 
-_TCP = struct.Struct(">HHIIBB")
-_RAW_TYPES = (LINKTYPE_RAW, 12, 14)
-_ETH_IPV4 = 0x0800
-_ETH_IPV6 = 0x86DD
 
 
 class PcapWriter:
     """Builds a classic pcap file (microsecond or nanosecond timestamps, either byte order).
 
-    >>> w = PcapWriter(LINKTYPE_RAW)
+    >>> w = PcapWriter()
     >>> len(w.header())
     24
     """
@@ -101,18 +98,18 @@ def build_tcp_packet(
     dip, dport = _split_endpoint(dst)
     if len(sip) != len(dip):
         raise ValueError("src and dst must be the same IP version")
-    tcp = bytearray(_TCP.pack(sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, 5 << 4, flags) + struct.pack(">HHH", window, 0, 0))
+    tcp = bytearray(TCP_HEADER.pack(sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, 5 << 4, flags) + struct.pack(">HHH", window, 0, 0))
     if len(sip) == 4:
         ip = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(payload), 0, 0x4000, 64, 6, 0, sip, dip))
         if checksums:
             struct.pack_into(">H", ip, 10, _checksum(bytes(ip)))
             pseudo = sip + dip + struct.pack(">BBH", 0, 6, len(tcp) + len(payload))
-        etype = _ETH_IPV4
+        etype = ETHERTYPE_IPV4
     else:
         ip = bytearray(struct.pack(">IHBB16s16s", 6 << 28, len(tcp) + len(payload), 6, 64, sip, dip))
         if checksums:
             pseudo = sip + dip + struct.pack(">IxxxB", len(tcp) + len(payload), 6)
-        etype = _ETH_IPV6
+        etype = ETHERTYPE_IPV6
     if checksums:
         struct.pack_into(">H", tcp, 16, _checksum(pseudo + bytes(tcp) + payload))
     packet = bytes(ip) + bytes(tcp) + payload
@@ -122,12 +119,12 @@ def build_tcp_packet(
         return struct.pack(">HHH8sH", 0, 772, 6, b"\x00" * 8, etype) + packet
     if linktype == LINKTYPE_LINUX_SLL2:
         return struct.pack(">HHIHBB8s", etype, 0, 1, 772, 0, 6, b"\x00" * 8) + packet
-    if linktype in (*_RAW_TYPES, LINKTYPE_IPV4, LINKTYPE_IPV6):
+    if linktype in (*RAW_LINKTYPES, LINKTYPE_IPV4, LINKTYPE_IPV6):
         return packet
     if linktype == LINKTYPE_NULL:
-        return struct.pack("<I", 2 if etype == _ETH_IPV4 else 30) + packet
+        return struct.pack("<I", 2 if etype == ETHERTYPE_IPV4 else 30) + packet
     if linktype == LINKTYPE_LOOP:
-        return struct.pack(">I", 2 if etype == _ETH_IPV4 else 30) + packet
+        return struct.pack(">I", 2 if etype == ETHERTYPE_IPV4 else 30) + packet
     raise ValueError(f"cannot build packets for link type {linktype}")
 
 
@@ -137,8 +134,8 @@ class TcpFlow:
     >>> w = PcapWriter()
     >>> flow = TcpFlow(w, "10.0.0.1:40000", "10.0.0.2:10911")
     >>> records = flow.handshake(0) + flow.send(1000, "client", b"abc") + flow.close(2000)
-    >>> len(records)
-    6
+    >>> len(records)  # SYN, SYN-ACK, ACK; the data; FIN, FIN, ACK
+    7
     """
 
     def __init__(self, writer: PcapWriter, client: str, server: str, *, client_isn: int = 1000, server_isn: int = 5000, mss: int = 1460) -> None:
@@ -189,3 +186,46 @@ class TcpFlow:
         ]
         self.seq = {"client": (c + 1) & 0xFFFFFFFF, "server": (s + 1) & 0xFFFFFFFF}
         return out
+
+
+class PcapngWriter:
+    """Builds pcapng blocks: a section header, interfaces (each with its link type and
+    timestamp resolution), enhanced and simple packet blocks, any other block."""
+
+    def __init__(self, *, endian: str = "<") -> None:
+        self.endian = endian
+        self._resol: list[int] = []
+
+    def block(self, btype: int, body: bytes) -> bytes:
+        body += b"\x00" * (-len(body) % 4)
+        total = 12 + len(body)
+        return struct.pack(self.endian + "II", btype, total) + body + struct.pack(self.endian + "I", total)
+
+    def _option(self, code: int, value: bytes) -> bytes:
+        return struct.pack(self.endian + "HH", code, len(value)) + value + b"\x00" * (-len(value) % 4)
+
+    def section(self) -> bytes:
+        self._resol = []
+        return self.block(0x0A0D0D0A, struct.pack(self.endian + "IHHq", 0x1A2B3C4D, 1, 0, -1))
+
+    def interface(self, linktype: int, *, tsresol: int | None = None, tsoffset: int = 0, snaplen: int = 0) -> bytes:
+        """An interface; ``tsresol`` is pcapng's ``if_tsresol`` byte (6 = microseconds,
+        the default; 9 = nanoseconds; 0x80 | n = 2**-n seconds)."""
+        opts = b""
+        if tsresol is not None:
+            opts += self._option(9, bytes([tsresol]))
+        if tsoffset:
+            opts += self._option(14, struct.pack(self.endian + "q", tsoffset))
+        if opts:
+            opts += self._option(0, b"")
+        r = 6 if tsresol is None else tsresol
+        self._resol.append(2 ** (r & 0x7F) if r & 0x80 else 10**r)
+        return self.block(1, struct.pack(self.endian + "HHI", linktype, 0, snaplen) + opts)
+
+    def packet(self, interface: int, timestamp_ns: int, data: bytes, orig_len: int | None = None) -> bytes:
+        """An enhanced packet block; the timestamp in the interface's units."""
+        units = timestamp_ns * self._resol[interface] // 1_000_000_000
+        return self.block(6, struct.pack(self.endian + "IIIII", interface, units >> 32, units & 0xFFFFFFFF, len(data), len(data) if orig_len is None else orig_len) + data)
+
+    def simple_packet(self, data: bytes, orig_len: int | None = None) -> bytes:
+        return self.block(3, struct.pack(self.endian + "I", len(data) if orig_len is None else orig_len) + data)

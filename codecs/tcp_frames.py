@@ -69,7 +69,7 @@ class FrameSplitter:
     captured); if not, the first frame is found by scanning, like after a gap.
     """
 
-    __slots__ = ("_buf", "_off", "_synced", "_max", "_dead", "_skip_from", "_scan", "_frames", "_first")
+    __slots__ = ("_buf", "_off", "_synced", "_max", "_dead", "_skip_from", "_scan", "_frames", "_first", "_skip_to")
 
     def __init__(self, *, synced: bool, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> None:
         self._buf = bytearray()
@@ -81,6 +81,7 @@ class FrameSplitter:
         self._scan = 0  # _buf index where the resync scan goes on
         self._frames = 0
         self._first = True
+        self._skip_to: int | None = None  # the end of a frame a gap cut: its rest is dropped
 
     @property
     def frames(self) -> int:
@@ -94,25 +95,72 @@ class FrameSplitter:
         if self._dead:
             return []
         out: list[tuple] = []
+        if self._skip_to is not None:
+            if offset + len(data) <= self._skip_to:
+                return out
+            if offset < self._skip_to:
+                data = data[self._skip_to - offset :]
+                offset = self._skip_to
+            self._skip_to = None
         if not self._buf:
             self._off = offset
         if self._first and self._synced and offset == 0:
             self._first = False
             head = bytes(data[:4])
-            protocol = sniff_foreign_protocol(head)
+            protocol = "HTTP/1.x (a response line)" if head == b"HTTP" else sniff_foreign_protocol(head)
             if protocol is not None:
                 self._dead = True
                 out.append((PROBLEM, offset, "not-rocketmq", f"the stream speaks {protocol}, not RocketMQ remoting", ts))
                 return out
+        if not self._buf and self._synced:
+            # the common case: the segment starts on a frame boundary; whole frames are
+            # sliced straight out of it, only a trailing part is buffered
+            pos = self._whole_frames(data, offset, out, ts)
+            if pos == len(data):
+                return out
+            data = data[pos:]
+            self._off = offset + pos
         self._buf += data
         self._split(out, ts)
         return out
 
+    def _whole_frames(self, data: bytes, offset: int, out: list, ts: int) -> int:
+        pos = 0
+        n = len(data)
+        maxlen = self._max
+        while n - pos >= 8:
+            (length,) = _U32.unpack_from(data, pos)
+            end = pos + 4 + length
+            if end > n or length < 4 or length > maxlen or data[pos + 4] > 1:
+                break  # incomplete, or implausible: the buffered path handles (and reports) it
+            if ((data[pos + 5] << 16) | (data[pos + 6] << 8) | data[pos + 7]) > length - 4:
+                break
+            out.append((FRAME, offset + pos, data[pos:end] if pos or end != n else data, ts))
+            self._frames += 1
+            pos = end
+        return pos
+
     def gap(self, offset: int, length: int, ts: int) -> list[tuple]:
+        """``length`` bytes at ``offset`` are missing. The frame they cut is lost; when
+        its header was captured the next frame is known to start right after it (and is
+        checked there), else the next plausible header is searched for."""
         if self._dead:
             return []
         out: list[tuple] = []
+        end = offset + length
+        if self._skip_to is not None:
+            out.append((PROBLEM, offset, "gap", f"{length} bytes missing at stream offset {offset} (in a frame already lost)", ts))
+            if end < self._skip_to:
+                return out
+            self._skip_to = None
+            self._skip_from = end
+            self._off = end
+            return out
         lost = len(self._buf)
+        next_frame = None
+        if self._synced and lost >= 4:
+            (flen,) = _U32.unpack_from(self._buf, 0)
+            next_frame = self._off + 4 + flen
         if self._synced and lost:
             what = f"{length} bytes missing at stream offset {offset}: the frame at offset {self._off} is lost"
         elif self._synced:
@@ -122,10 +170,15 @@ class FrameSplitter:
             self._flush_skip(out, offset, ts)
         out.append((PROBLEM, offset, "gap", what, ts))
         self._buf.clear()
-        self._off = offset + length
         self._synced = False
-        self._skip_from = offset + length
         self._scan = 0
+        if next_frame is not None and next_frame >= end:
+            self._skip_to = next_frame  # the lost frame's rest: dropped without a report
+            self._skip_from = next_frame
+            self._off = next_frame
+        else:
+            self._skip_from = end
+            self._off = end
         return out
 
     def finish(self, ts: int = 0) -> list[tuple]:
@@ -135,7 +188,11 @@ class FrameSplitter:
         if self._synced and self._buf:
             out.append((PROBLEM, self._off, "partial-frame", f"the stream ends inside a frame at offset {self._off} ({len(self._buf)} bytes of it captured)", ts))
         elif not self._synced and self._buf:
-            self._flush_skip(out, self._off + len(self._buf), ts)
+            end = self._off + len(self._buf)
+            if self._frames == 0 and self._skip_from == 0:
+                self._not_rocketmq(out, end, ts)
+            else:
+                self._flush_skip(out, end, ts)
         self._buf.clear()
         return out
 
@@ -146,6 +203,12 @@ class FrameSplitter:
         if start is not None and end > start:
             out.append((PROBLEM, start, "resync", f"{end - start} bytes skipped at stream offset {start} (no plausible frame header)", ts))
         self._skip_from = None
+
+    def _not_rocketmq(self, out: list, end: int, ts: int) -> None:
+        self._dead = True
+        self._buf.clear()
+        self._skip_from = None
+        out.append((PROBLEM, 0, "not-rocketmq", f"no RocketMQ frame header in the first {end} bytes of the stream: not RocketMQ traffic", ts))
 
     def _split(self, out: list, ts: int) -> None:
         buf = self._buf
@@ -166,7 +229,8 @@ class FrameSplitter:
             stype = buf[pos + 4]
             if length < 4 or length > maxlen or stype > 1 or ((buf[pos + 5] << 16) | (buf[pos + 6] << 8) | buf[pos + 7]) > length - 4:
                 at = self._off + pos
-                out.append((PROBLEM, at, "bad-frame", f"implausible frame header at stream offset {at} (length {length}, type {stype}); resynchronising", ts))
+                if at or self._frames:  # at the very start: reported as not RocketMQ or a skip
+                    out.append((PROBLEM, at, "bad-frame", f"implausible frame header at stream offset {at} (length {length}, type {stype}); resynchronising", ts))
                 self._synced = False
                 self._skip_from = at
                 self._scan = pos + 1
@@ -186,8 +250,16 @@ class FrameSplitter:
         """The buffer index of the next plausible frame header at or after the scan point,
         or None (bytes before an undecided candidate are kept, the rest dropped)."""
         buf = self._buf
-        for m in _CANDIDATE.finditer(buf, self._scan):
+        search = _CANDIDATE.search
+        scan = self._scan
+        while True:
+            # (a match object pins the bytearray's size: keep none alive while resizing)
+            m = search(buf, scan)
+            if m is None:
+                break
             cand = m.start()
+            del m
+            scan = cand + 1
             verdict = plausible_frame_at(buf, cand, self._max)
             if verdict is None:
                 self._drop_before(cand)
@@ -202,9 +274,7 @@ class FrameSplitter:
         self._scan = 0
         skipped_from = self._skip_from
         if self._frames == 0 and skipped_from == 0 and self._off >= NOT_ROCKETMQ_AFTER:
-            self._dead = True
-            self._buf.clear()
-            out.append((PROBLEM, 0, "not-rocketmq", f"no RocketMQ frame header in the first {self._off} bytes of the stream: not RocketMQ traffic", ts))
+            self._not_rocketmq(out, self._off, ts)
         return None
 
     def _drop_before(self, index: int) -> None:

@@ -13,9 +13,9 @@ Contract (what Wireshark's ``tcp.analysis`` and libnids do, minus guessing):
   overlapping copies are resolved *first copy wins*, and an overlap whose bytes differ is
   reported (also against recently delivered bytes, for retransmissions).
 - A hole is declared missing (a GAP event, never filled with guessed bytes) when the
-  peer acknowledges bytes the capture never showed (they reached the peer, not the
-  capture: Wireshark's "ACKed unseen segment"), when the buffer limit is hit, or at
-  :meth:`finish`. Bytes a snaplen cut from a segment are a hole
+  peer acknowledged bytes the capture still has not shown ``ack_grace_ns`` (100 ms) of
+  capture time later (they reached the peer, not the capture: Wireshark's "ACKed unseen
+  segment"), when the buffer limit is hit, or at :meth:`finish`. Bytes a snaplen cut from a segment are a hole
   too: a retransmission may fill it, else it becomes a gap.
 
 Events are tuples, cheap to build on the per-segment path:
@@ -53,9 +53,10 @@ class StreamReassembler:
     __slots__ = (
         "started", "syn_seen", "isn", "next_seq", "next_abs", "fin_abs", "max_ack_abs",
         "_buf", "_starts", "_buffered", "max_buffer_bytes", "max_segments", "_recent", "_recent_bytes",
+        "ack_grace_ns", "_pending_ack", "_last_ack",
     )
 
-    def __init__(self, *, max_buffer_bytes: int = 4 << 20, max_segments: int = 4096) -> None:
+    def __init__(self, *, max_buffer_bytes: int = 4 << 20, max_segments: int = 4096, ack_grace_ns: int = 100_000_000) -> None:
         self.started = False
         self.syn_seen = False
         self.isn: int | None = None
@@ -70,6 +71,9 @@ class StreamReassembler:
         self.max_segments = max_segments
         self._recent: deque[tuple[int, bytes]] = deque()
         self._recent_bytes = 0
+        self.ack_grace_ns = ack_grace_ns
+        self._pending_ack: tuple[int, int] | None = None  # (acked offset, capture time)
+        self._last_ack = -1
 
     @property
     def buffered_bytes(self) -> int:
@@ -101,12 +105,12 @@ class StreamReassembler:
             if self.fin_abs is None or fin < self.fin_abs:
                 self.fin_abs = fin
         length = seg.length
+        events: list[tuple] = self._check_acked(seg.timestamp_ns) if self._pending_ack is not None else []
         if not length:
-            return []
+            return events
         payload = seg.payload
         end = start + length
         next_abs = self.next_abs
-        events: list[tuple] = []
         if end <= next_abs:
             self._compare_recent(start, payload, events, seg.timestamp_ns)
             return events
@@ -136,20 +140,36 @@ class StreamReassembler:
         return events
 
     def acked(self, ack: int, ts_ns: int) -> list[tuple]:
-        """The peer acknowledged ``ack``: a buffered hole it acknowledged past is lost."""
-        if not self.started:
+        """The peer acknowledged ``ack`` at ``ts_ns``. Bytes it acknowledged that the
+        capture has not shown are declared lost once ``ack_grace_ns`` of capture time
+        has passed with them still missing (a capture may list a packet a little after
+        the acknowledgement of it: multi-queue capture)."""
+        if not self.started or (ack == self._last_ack and self._pending_ack is None):
             return []
+        self._last_ack = ack
         ack_abs = self.next_abs + seq_diff(ack, self.next_seq)
-        if ack_abs > self.max_ack_abs:
-            self.max_ack_abs = ack_abs
         if self.fin_abs is not None and ack_abs > self.fin_abs:
             ack_abs = self.fin_abs  # the FIN's own sequence number is no data
-        if ack_abs <= self.next_abs:
+        if ack_abs > self.max_ack_abs:
+            self.max_ack_abs = ack_abs
+        if ack_abs > self.next_abs and self._pending_ack is None:
+            self._pending_ack = (ack_abs, ts_ns)
+        return self._check_acked(ts_ns) if self._pending_ack is not None else []
+
+    def _check_acked(self, ts_ns: int) -> list[tuple]:
+        pending_abs, pending_ts = self._pending_ack
+        if pending_abs <= self.next_abs:
+            self._pending_ack = None
+            if self.max_ack_abs > self.next_abs:
+                self._pending_ack = (self.max_ack_abs, ts_ns)
             return []
-        hole_end = min(ack_abs, self._starts[0]) if self._buf else ack_abs
+        if ts_ns - pending_ts < self.ack_grace_ns:
+            return []
+        hole_end = min(pending_abs, self._starts[0]) if self._buf else pending_abs
         events: list[tuple] = [(GAP, self.next_abs, hole_end - self.next_abs, ts_ns)]
         self._advance(hole_end)
         self._drain(events, ts_ns)
+        self._pending_ack = (self.max_ack_abs, ts_ns) if self.max_ack_abs > self.next_abs else None
         return events
 
     def finish(self, ts_ns: int = 0) -> list[tuple]:
@@ -194,8 +214,11 @@ class StreamReassembler:
                 return
 
     def _insert(self, start: int, end: int, data: bytes | None, events: list, ts: int) -> None:
-        """Add [start, end) to the buffer where it is not covered yet (first copy wins)."""
+        """Add [start, end) to the buffer where it is not covered yet (first copy wins;
+        real bytes replace a snaplen's lost marker)."""
         buf, starts = self._buf, self._starts
+        if data is not None and buf:
+            self._carve_lost(start, end)
         i = bisect_left(starts, start)
         if i and buf[i - 1][1] > start:
             i -= 1
@@ -219,6 +242,25 @@ class StreamReassembler:
             buf.insert(j, piece)
             starts.insert(j, piece[0])
             self._buffered += piece[1] - piece[0]
+
+    def _carve_lost(self, start: int, end: int) -> None:
+        buf, starts = self._buf, self._starts
+        i = bisect_left(starts, start)
+        if i:
+            i -= 1
+        while i < len(buf) and buf[i][0] < end:
+            bstart, bend, bdata = buf[i]
+            if bdata is not None or bend <= start:
+                i += 1
+                continue
+            del buf[i], starts[i]
+            self._buffered -= bend - bstart
+            for lo, hi in ((bstart, min(bend, start)), (max(bstart, end), bend)):
+                if lo < hi:
+                    buf.insert(i, (lo, hi, None))
+                    starts.insert(i, lo)
+                    self._buffered += hi - lo
+                    i += 1
 
     def _drain(self, events: list, ts: int) -> None:
         buf, starts = self._buf, self._starts

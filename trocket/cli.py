@@ -85,7 +85,8 @@ def _build_parser() -> argparse.ArgumentParser:
     from trocket.cli_capture import add_capture_parser
     from trocket.cli_replay import add_proxy_command, add_replay_command
 
-    capture_commands = add_capture_parser(sub)  # capture subcommands of other modules: add_X_parser(<its result>)
+    capture_commands = add_capture_parser(sub)
+    # more ``trocket capture`` subcommands from other modules: add_X_parser(capture_commands)
     add_proxy_command(capture_commands)
     add_replay_command(sub)
     return parser

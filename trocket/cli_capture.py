@@ -7,8 +7,10 @@
 object; another module adds its own subcommand to the group with one line in
 ``trocket/cli.py``::
 
-    capture = add_capture_parser(sub)
-    add_proxy_parser(capture)        # e.g. trocket.conformance's ``capture proxy``
+    capture_commands = add_capture_parser(sub)
+    add_proxy_command(capture_commands)    # ``subparsers.add_parser("proxy", ...)``, ``run`` set
+
+(``add_capture_parser(sub, add_proxy_command, ...)`` does the same.)
 
 Exit status: 0 when every file was read completely; 1 when a file is missing, of an
 unknown type, cut off, or a stream had gaps or bytes that are no RocketMQ frames
@@ -23,17 +25,20 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 __all__ = ["add_capture_parser", "run_show", "run_stats"]
 
 EXIT_OK = 0
 EXIT_INCOMPLETE = 1
-_PROGRESS_MIN_BYTES = 16 << 20
+_PROGRESS_MIN_BYTES = 16 << 20  # smaller files get no progress line
+_PROGRESS_SECONDS = 0.3  # between updates
+_PROGRESS_RECORDS = 1024  # records between looks at the clock
 
 
-def add_capture_parser(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
-    """Add ``capture`` (with ``show`` and ``stats``) to ``sub``; return its subparsers."""
+def add_capture_parser(sub: argparse._SubParsersAction, *more: Callable[[argparse._SubParsersAction], Any]) -> argparse._SubParsersAction:
+    """Add ``capture`` (with ``show`` and ``stats``) to ``sub``, then let each of ``more``
+    add its own subcommand to the group; return the group's subparsers."""
     capture = sub.add_parser(
         "capture",
         help="look at captured traffic (trocket captures, pcap, pcapng)",
@@ -67,6 +72,8 @@ def add_capture_parser(sub: argparse._SubParsersAction) -> argparse._SubParsersA
     stats.add_argument("files", nargs="+", type=Path, metavar="FILE")
     stats.add_argument("--json", action="store_true", help="print the counts as one JSON document")
     stats.set_defaults(run=run_stats)
+    for add in more:
+        add(csub)
     return csub
 
 
@@ -80,14 +87,14 @@ class _Progress:
         self.name = name
         self.size = size
         self.on = size >= _PROGRESS_MIN_BYTES and sys.stderr.isatty()
-        self._next = time.monotonic() + 0.3
+        self._next = time.monotonic() + _PROGRESS_SECONDS
         self._shown = False
 
     def update(self, position: int) -> None:
         now = time.monotonic()
         if now < self._next:
             return
-        self._next = now + 0.3
+        self._next = now + _PROGRESS_SECONDS
         pct = 100.0 * position / self.size if self.size else 100.0
         sys.stderr.write(f"\r  {self.name}: {pct:5.1f}% of {self.size / 1e6:.1f} MB")
         sys.stderr.flush()
@@ -141,7 +148,7 @@ class _Files:
                         if type(item) is CaptureRecord:
                             yield index, item
                             n += 1
-                            if progress.on and not n & 1023:
+                            if progress.on and not n % _PROGRESS_RECORDS:
                                 progress.update(capture.position)
                         else:
                             progress.done()

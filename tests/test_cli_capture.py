@@ -1,0 +1,202 @@
+"""``trocket capture show`` and ``trocket capture stats`` on crafted captures of every format,
+with bad input: missing, unknown, truncated, torn, foreign."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trocket.cli import main
+from trocket.codecs.capture import FILE_HEADER, CaptureRecord, Direction, Role, encode_record
+from trocket.codecs.command import RemotingCommand, SerializeType
+from trocket.codecs.pcap_write import PcapWriter, TcpFlow
+from trocket.codecs.serialize import encode_command
+
+CLIENT, SERVER = "10.0.0.1:40000", "10.0.0.2:10911"
+T0 = 1_700_000_000_000_000_000
+
+
+def frames():
+    """(side, frame) of a small session: a V2 send, its answer, a oneway, an unanswered pull."""
+    send = RemotingCommand.request(310, ext_fields={"a": "PG", "b": "TopicA", "e": "2"}, opaque=7, body=b"hello",
+                                   serialize_type=SerializeType.ROCKETMQ)
+    ok = RemotingCommand.response(0, opaque=7, ext_fields={"msgId": "ABC", "queueOffset": "42"}, serialize_type=SerializeType.ROCKETMQ)
+    hb = RemotingCommand.request(34, opaque=8, body=b"{}", oneway=True)
+    pull = RemotingCommand.request(11, ext_fields={"consumerGroup": "CG", "topic": "TopicA", "queueId": "1"}, opaque=9)
+    busy = RemotingCommand.request(105, ext_fields={"topic": "T2"}, opaque=10)
+    busy_answer = RemotingCommand.response(17, "No topic route info in name server for the topic: T2", opaque=10)
+    return [("client", send), ("server", ok), ("client", hb), ("client", pull), ("client", busy), ("server", busy_answer)]
+
+
+def write_pcap(path: Path, *, drop: int | None = None) -> list[bytes]:
+    w = PcapWriter(nanos=True)
+    f = TcpFlow(w, CLIENT, SERVER, mss=30)
+    recs = f.handshake(T0)
+    for i, (side, cmd) in enumerate(frames()):
+        recs += f.send(T0 + (i + 1) * 1_000_000, side, encode_command(cmd))
+    if drop is not None:
+        del recs[drop]
+    path.write_bytes(w.header() + b"".join(recs))
+    return recs
+
+
+def write_native(path: Path, *, cut: int = 0) -> None:
+    data = FILE_HEADER
+    for i, (side, cmd) in enumerate(frames()):
+        d = Direction.RECEIVED if side == "client" else Direction.SENT
+        data += encode_record(CaptureRecord(T0 + (i + 1) * 1_000_000, 5, SERVER, CLIENT, d, encode_command(cmd), Role.SERVER))
+    path.write_bytes(data[: len(data) - cut])
+
+
+def run(capsys, *argv):
+    code = main(["capture", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(params=["pcap", "native"])
+def capture_file(request, tmp_path):
+    path = tmp_path / f"c.{request.param}"
+    (write_pcap if request.param == "pcap" else write_native)(path)
+    return path, (1 if request.param == "pcap" else 5)
+
+
+def test_show_one_frame_a_line(capsys, capture_file):
+    path, conn = capture_file
+    code, out, err = run(capsys, "show", str(path))
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert len(lines) == 6
+    assert lines[0].split() == ["0.000000", str(conn), CLIENT, "->", SERVER, "request", "SEND_MESSAGE_V2(310)", "#7", "RMQ",
+                                "producerGroup=PG", "topic=TopicA", "queueId=2", "body=5"]
+    assert f"{SERVER} -> {CLIENT}" in lines[1] and "response SUCCESS(0) to SEND_MESSAGE_V2(310)" in lines[1]
+    assert "msgId=ABC" in lines[1] and lines[1].split()[0] == "0.001000"
+    assert "oneway   HEART_BEAT(34)" in lines[2]
+    assert "PULL_MESSAGE(11)" in lines[3] and "consumerGroup=CG" in lines[3]
+    assert 'remark="No topic route info' in lines[5] and "TOPIC_NOT_EXIST(17)" in lines[5]
+
+
+def test_show_json(capsys, capture_file):
+    path, conn = capture_file
+    code, out, _ = run(capsys, "show", "--json", str(path))
+    docs = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and len(docs) == 6
+    for key in ("ts", "conn", "src", "dst", "kind", "code", "opaque", "serialize", "remark", "ext", "body_len"):
+        assert all(key in d for d in docs), key
+    assert [d["kind"] for d in docs] == ["request", "response", "oneway", "request", "request", "response"]
+    assert docs[0]["serialize"] == "ROCKETMQ" and docs[0]["ext"]["b"] == "TopicA"
+    assert docs[0]["conn"] == conn and docs[0]["src"] == CLIENT and docs[0]["dst"] == SERVER
+    assert docs[0]["ts"] == pytest.approx((T0 + 1_000_000) / 1e9) and docs[0]["body_len"] == 5
+    assert docs[1]["request_code"] == 310 and docs[5]["code"] == 17
+
+
+def test_show_filters(capsys, capture_file):
+    path, conn = capture_file
+    _, out, _ = run(capsys, "show", "--json", "--code", "310", str(path))
+    assert [(d["kind"], d["code"]) for d in map(json.loads, out.splitlines())] == [("request", 310), ("response", 0)]
+    _, out, _ = run(capsys, "show", "--json", "--opaque", "10", str(path))
+    assert [d["code"] for d in map(json.loads, out.splitlines())] == [105, 17]
+    _, out, _ = run(capsys, "show", "--conn", str(conn + 1), str(path))
+    assert out == ""
+    _, out, _ = run(capsys, "show", "--conn", str(conn), "--code", "11", str(path))
+    assert len(out.splitlines()) == 1
+
+
+def test_stats(capsys, capture_file):
+    path, conn = capture_file
+    code, out, _ = run(capsys, "stats", "--json", str(path))
+    doc = json.loads(out)
+    assert code == 0 and doc["complete"]
+    assert (doc["frames"], doc["requests"], doc["oneway_requests"], doc["responses"], doc["connections"]) == (6, 3, 1, 2, 1)
+    assert doc["requests_by_code"] == {"11": 1, "105": 1, "310": 1}
+    assert doc["oneway_requests_by_code"] == {"34": 1}
+    assert doc["unanswered_by_code"] == {"11": 1}
+    assert doc["pairs"] == [{"request_code": 105, "response_code": 17, "count": 1}, {"request_code": 310, "response_code": 0, "count": 1}]
+    assert doc["per_connection"][0]["client"] == CLIENT and doc["per_connection"][0]["server"] == SERVER
+    code, out, _ = run(capsys, "stats", str(path))
+    assert code == 0
+    assert "PULL_MESSAGE (11)" in out and "SEND_MESSAGE_V2 -> SUCCESS" in out
+    assert f"{CLIENT} -> {SERVER}" in out
+
+
+def test_several_files(capsys, tmp_path):
+    a, b = tmp_path / "a.pcap", tmp_path / "b.trkcap"
+    write_pcap(a)
+    write_native(b)
+    code, out, _ = run(capsys, "show", str(a), str(b))
+    assert code == 0 and len(out.splitlines()) == 12
+    assert out.splitlines()[0].split()[1] == "1:1" and out.splitlines()[6].split()[1] == "2:5"
+    code, out, _ = run(capsys, "stats", "--json", str(a), str(b))
+    doc = json.loads(out)
+    assert doc["connections"] == 2 and doc["frames"] == 12 and doc["unanswered_by_code"] == {"11": 2}
+
+
+def test_torn_pcap_partial_results_and_non_zero_exit(capsys, tmp_path):
+    path = tmp_path / "torn.pcap"
+    write_pcap(path, drop=5)  # a segment of the first frame (the V2 send)
+    code, out, err = run(capsys, "show", str(path))
+    assert code == 1
+    assert len(out.splitlines()) == 5
+    assert "problem: conn 1" in err and "bytes missing at stream offset" in err and "Traceback" not in err
+    code, out, _ = run(capsys, "stats", str(path))
+    assert code == 1 and "INCOMPLETE" in out and "gap 1" in out
+
+
+def test_truncated_native(capsys, tmp_path):
+    path = tmp_path / "cut.trkcap"
+    write_native(path, cut=9)
+    code, out, err = run(capsys, "show", str(path))
+    assert code == 1 and len(out.splitlines()) == 5
+    assert "incomplete record" in err
+
+
+def test_missing_and_unknown_files(capsys, tmp_path):
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"PK\x03\x04 not a capture")
+    good = tmp_path / "good.pcap"
+    write_pcap(good)
+    code, out, err = run(capsys, "show", str(tmp_path / "nope.pcap"), str(junk), str(good))
+    assert code == 1
+    assert "nope.pcap: No such file or directory" in err
+    assert "junk.bin: unknown capture file type" in err
+    assert len(out.splitlines()) == 6  # the good file is still shown
+    code, out, err = run(capsys, "stats", str(tmp_path / "empty.pcap"))
+    assert code == 1 and "No such file" in err
+
+
+def test_non_rocketmq_traffic(capsys, tmp_path):
+    w = PcapWriter()
+    f = TcpFlow(w, CLIENT, "10.0.0.2:443")
+    recs = f.handshake(T0) + f.send(T0 + 1, "client", b"\x16\x03\x01\x02\x00" + b"\x01" * 512)
+    path = tmp_path / "tls.pcap"
+    path.write_bytes(w.header() + b"".join(recs))
+    code, out, err = run(capsys, "show", str(path))
+    assert code == 1 and out == ""
+    assert "TLS" in err and "not RocketMQ" in err
+
+
+def test_console_script_bad_file_no_traceback(tmp_path):
+    junk = tmp_path / "junk"
+    junk.write_bytes(b"\x00" * 100)
+    exe = Path(sys.executable).parent / "trocket"
+    r = subprocess.run([str(exe), "capture", "stats", str(junk)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert "unknown capture file type" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_progress_line_on_a_terminal(capsys, tmp_path, monkeypatch):
+    import trocket.cli_capture as cc
+
+    path = tmp_path / "c.pcap"
+    write_pcap(path)
+    monkeypatch.setattr(cc, "_PROGRESS_MIN_BYTES", 0)
+    monkeypatch.setattr(cc, "_PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(cc, "_PROGRESS_RECORDS", 1)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    code, out, err = run(capsys, "stats", str(path))
+    assert code == 0 and "c.pcap:" in err and "% of" in err and err.endswith("\r\x1b[K")
+    assert "\r" not in out
