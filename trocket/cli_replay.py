@@ -12,6 +12,7 @@ or a target that could not be reached or answered garbage, 2 for bad usage.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 EXIT_OK = 0
@@ -41,7 +42,9 @@ def add_replay_command(sub: argparse._SubParsersAction) -> None:
         "(message ids, offsets, timestamps, addresses) are ignored by a per-code rule table "
         "(README: Capturing and replay). Exit status 1 on any unexpected difference.",
     )
-    p.add_argument("files", nargs="+", metavar="FILE", help="capture file(s): native (tap, proxy) or pcap/pcapng")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="capture file(s): native (tap, proxy) or pcap/pcapng; FILE FILE.1 FILE.2 ... (a rotated "
+                   "tap) are one recording")
     p.add_argument(
         "--target", action="append", type=_target, required=True, metavar="[CAPTURED=]HOST:PORT",
         help="where to send: HOST:PORT for every connection, or CAPTURED=HOST:PORT for the connections "
@@ -82,9 +85,12 @@ def run_replay_command(args: argparse.Namespace) -> int:
 
     records = []
     incomplete = False
-    for i, path in enumerate(args.files):
+    # connection ids are per recording: files of one recording (FILE, FILE.1, ... from
+    # --tap-rotate-mb) share them, other files get their own
+    tags = {path: re.sub(r"\.\d+$", "", path) for path in args.files}
+    for path in args.files:
         try:
-            read = read_frames(path, file_tag=i if len(args.files) > 1 else None)
+            read = read_frames(path, file_tag=tags[path] if len(set(tags.values())) > 1 else None)
         except (OSError, CodecError) as exc:
             print(f"trocket replay: error: {path}: {exc}", file=sys.stderr)
             incomplete = True

@@ -92,3 +92,26 @@ def test_missing_target_for_a_captured_server_is_a_usage_error(capsys):
     one = sorted(set(session.servers.values()))[0]
     assert main(["replay", str(CPP), "--target", f"{one}=127.0.0.1:1"]) == 2
     assert "no --target for server(s)" in capsys.readouterr().err
+
+
+def test_a_rotated_tap_replays_as_one_recording(broker, tmp_path, capsys):
+    """The corpus capture cut into FILE, FILE.1, FILE.2 (as --tap-rotate-mb writes them):
+    connections that span the files stay whole."""
+    from trocket.codecs.capture import encode_record, iter_records
+    from trocket.remoting.tap import rotated_paths
+
+    with open(CPP, "rb") as f:
+        records = list(iter_records(f))
+    base = tmp_path / "rot.trkcap"
+    header = CPP.read_bytes()[:16]
+    thirds = [records[: len(records) // 3], records[len(records) // 3 : 2 * len(records) // 3],
+              records[2 * len(records) // 3 :]]
+    for i, part in enumerate(thirds):
+        path = base if i == 0 else tmp_path / f"rot.trkcap.{i}"
+        path.write_bytes(header + b"".join(encode_record(r) for r in part))
+    files = rotated_paths(base)
+    assert len(files) == 3
+    rc = main(["replay", *files, *_targets(CPP, *broker)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "replaying 23 requests on 4 connections" in out
