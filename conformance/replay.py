@@ -153,6 +153,7 @@ class Report:
     errors: list[str] = attrs.Factory(list)
     not_sent: int = 0
     elapsed: float = 0.0
+    start_ts: float = 0.0  # the capture time of the first request (details show times after it)
 
     @property
     def ok(self) -> bool:
@@ -181,8 +182,11 @@ class Report:
             code = ex.request.code
             out.append(
                 f"conn {ex.conn} request {request_code_name(code)} ({code}) opaque {ex.request.opaque} "
-                f"at {ex.request_ts:.6f}: {len(ex.diffs)} difference(s)"
+                f"at +{ex.request_ts - self.start_ts:.3f} s: {len(ex.diffs)} difference(s)"
             )
+            if ex.request.ext_fields:
+                ext = repr(ex.request.ext_fields)
+                out.append(f"    request ext: {ext if len(ext) <= 300 else ext[:300] + '...'}")
             out.extend(f"    {d}" for d in ex.diffs)
         if len(self.differences) > limit:
             out.append(f"... and {len(self.differences) - limit} more differing answers")
@@ -376,6 +380,7 @@ async def replay(
             nursery.start_soon(one_connection, conn, exchanges)
 
     report.elapsed = trio.current_time() - t0
+    report.start_ts = start_ts
     for ex in all_ex:
         stats = report.by_code[ex.request.code]
         if ex.sent_at is None:
