@@ -160,18 +160,23 @@ class Report:
         return not self.differences and not self.unanswered and not self.errors and not self.not_sent
 
     def table(self) -> str:
-        rows = [("code", "name", "sent", "matched", "differing", "unanswered")]
+        """Per request code: sent, matched, differing, unanswered, and "no answer" (sent
+        without a captured answer to compare with: oneway, or still pending when the
+        capture ended)."""
+        rows = [("code", "name", "sent", "matched", "differing", "unanswered", "no answer")]
         total = CodeStats()
         for code in sorted(self.by_code):
             s = self.by_code[code]
             rows.append((str(code), request_code_name(code), str(s.sent), str(s.matched), str(s.differing),
-                         str(s.unanswered)))
+                         str(s.unanswered), str(s.no_answer_expected)))
             total.sent += s.sent
             total.matched += s.matched
             total.differing += s.differing
             total.unanswered += s.unanswered
-        rows.append(("", "total", str(total.sent), str(total.matched), str(total.differing), str(total.unanswered)))
-        widths = [max(len(r[i]) for r in rows) for i in range(6)]
+            total.no_answer_expected += s.no_answer_expected
+        rows.append(("", "total", str(total.sent), str(total.matched), str(total.differing), str(total.unanswered),
+                     str(total.no_answer_expected)))
+        widths = [max(len(r[i]) for r in rows) for i in range(7)]
         return "\n".join(
             "  ".join(c.rjust(w) if i != 1 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows
         )
