@@ -115,3 +115,28 @@ def test_a_rotated_tap_replays_as_one_recording(broker, tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "replaying 23 requests on 4 connections" in out
+
+
+def test_conn_selects_connections(broker, capsys):
+    session = load_session(read_frames(str(CPP)).frames)
+    sends = next(c for c, ex in session.connections.items() if any(e.request.code == 10 for e in ex))
+    rc = main(["replay", str(CPP), *_targets(CPP, *broker), "--conn", str(sends)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    n = len(session.connections[sends])
+    assert f"replaying {n} requests on 1 connections" in out and "PULL_MESSAGE" not in out
+
+
+def test_a_pcap_of_traffic_that_is_not_rocketmq(tmp_path, capsys):
+    from trocket.codecs.pcap_write import PcapWriter, TcpFlow
+
+    w = PcapWriter()
+    flow = TcpFlow(w, "10.0.0.1:40000", "10.0.0.2:80")
+    records = flow.handshake(0) + flow.send(1000, "client", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    records += flow.send(2000, "server", b"HTTP/1.1 200 OK\r\n\r\n") + flow.close(3000)
+    path = tmp_path / "http.pcap"
+    path.write_bytes(w.header() + b"".join(records))
+    rc = main(["replay", str(path), "--target", "127.0.0.1:1"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err
+    assert "is incomplete" in err and "no client requests in the capture" in err
