@@ -16,7 +16,7 @@ A replayed response is compared with the captured one field by field: ``code``,
   GET_MIN_OFFSET (31): ext ``offset``. GET_EARLIEST_MSG_STORETIME (32): ext ``timestamp``.
 * GET_ROUTEINFO_BY_TOPIC (105), GET_BROKER_CLUSTER_INFO (106): the ``brokerAddrs``
   values (the address the target advertises, or a capture proxy's). 105 is also
-  re-asked for up to 3 s while its answer differs (:attr:`Rule.settle`): a broker
+  re-asked for up to 10 s while its answer differs (:attr:`Rule.settle`): a broker
   registers an auto-created topic with its name server asynchronously, after the
   send that created it; the capture shows that registration, a replay cannot wait on
   it.
@@ -137,7 +137,7 @@ RULES: dict[int, Rule] = {
     30: Rule("offset state", ignore_ext=frozenset({"offset"})),
     31: Rule("offset state", ignore_ext=frozenset({"offset"})),
     32: Rule("store time", ignore_ext=frozenset({"timestamp"})),
-    105: Rule("route", body=_route_key, settle=3.0),
+    105: Rule("route", body=_route_key, settle=10.0),
     106: Rule("cluster", body=_route_key),
     38: Rule("consumer ids", body=_consumer_ids_key),
     28: Rule("runtime", body="ignore"),

@@ -21,10 +21,12 @@ EXIT_USAGE = 2
 
 
 def _hostport(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(f"bad address {text!r}: expected HOST:PORT")
-    return (host.strip("[]") or "127.0.0.1", int(port))
+    from trocket.broker.config import BrokerConfigError, parse_hostport
+
+    try:
+        return parse_hostport(text)
+    except BrokerConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _target(text: str) -> tuple[str | None, tuple[str, int]]:
