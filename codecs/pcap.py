@@ -332,7 +332,11 @@ class PacketReader:
                     self.problem = f"pcapng interface block too short at offset {offset}"
                     return
                 linktype, _res, snaplen = struct.unpack_from(endian + "HHI", buf, pos + 8)
-                per, tsoff = _parse_idb_options(buf, pos + 16, pos + blen - 4, endian)
+                try:
+                    per, tsoff = _parse_idb_options(buf, pos + 16, pos + blen - 4, endian)
+                except (CaptureFormatError, struct.error) as exc:
+                    self.problem = f"bad pcapng interface block at offset {offset}: {exc}"
+                    return
                 iface = Interface(linktype, snaplen, per, tsoff)
                 self.state = attrs.evolve(self.state, interfaces=(*self.state.interfaces, iface))
             elif btype == _SHB:

@@ -11,9 +11,10 @@ Two levels, so Spark can group by connection before reassembling:
 
 The convention that makes pcap frames look like a server's tap (``trocket broker --tap``):
 the **server** side is the recorder. The server is the SYN's destination (or the SYN-ACK's
-source); when the handshake was not captured, the sender of the first frame that decodes is
-the client if that frame is a request and the server if it is a response; failing that, a
-well-known RocketMQ port (9876, 10909, 10911, 10912), else the lower port. Every record has
+source); when the handshake was not captured, a well-known RocketMQ port (9876, 10909,
+10911, 10912) when only one side has one (a broker also sends requests to its clients);
+else the sender of the first frame that decodes is the client if that frame is a request
+and the server if it is a response; failing that, the lower port. Every record has
 ``role = SERVER``, ``local_address`` = the server, ``remote_address`` = the client,
 ``direction = RECEIVED`` for client -> server and ``SENT`` for server -> client. A record's
 timestamp is the capture time of the segment that completed its frame.
@@ -53,11 +54,18 @@ def _port(endpoint: str) -> int:
     return int(endpoint.rpartition(":")[2])
 
 
-def _guess_server(a: str, b: str) -> str:
+def _server_from_frame(key: ConnectionKey, sender: str, frame: bytes) -> str:
+    """The server of a connection whose handshake was not captured, from its first frame."""
+    a, b = key
     pa, pb = _port(a), _port(b)
-    if (pa in WELL_KNOWN_PORTS) != (pb in WELL_KNOWN_PORTS):
-        return a if pa in WELL_KNOWN_PORTS else b
-    return a if pa <= pb else b
+    a_known, b_known = pa in WELL_KNOWN_PORTS, pb in WELL_KNOWN_PORTS
+    if a_known != b_known:  # a broker or name server port on one side only: it is the server
+        return a if a_known else b
+    resp = _frame_is_response(frame)
+    if resp is None:
+        return a if pa <= pb else b
+    other = b if sender == a else a
+    return sender if resp else other
 
 
 def _frame_is_response(frame: bytes) -> bool | None:
@@ -160,6 +168,8 @@ class TcpConnection:
                 self._splitter_out(half, half.splitter.finish(ts), out)
             if half.truncated > 1:
                 self._problem(out, "truncated-packet", f"{half.truncated} segments in all were cut by the snaplen", half.src, None, ts)
+            half.reasm.release()
+            half.splitter = None
         return out
 
     # -- internals -----------------------------------------------------------------
@@ -176,7 +186,7 @@ class TcpConnection:
                 res = splitter.gap(ev[1], ev[2], ev[3])
             else:  # CONFLICT
                 assert kind == CONFLICT
-                self._problem(out, "overlap-conflict", f"overlapping copies of {ev[2]} bytes at stream offset {ev[1]} differ (the first copy was kept)", half.src, ev[1], ev[3])
+                self._problem(out, "overlap-conflict", f"a retransmitted or overlapping copy differs from the first from stream offset {ev[1]} ({ev[2]} bytes to the end of the overlap; the first copy was kept)", half.src, ev[1], ev[3])
                 continue
             if res:
                 self._splitter_out(half, res, out)
@@ -186,12 +196,7 @@ class TcpConnection:
             if item[0] == FRAME:
                 frame = item[2]
                 if self.server is None:
-                    resp = _frame_is_response(frame)
-                    if resp is None:
-                        self._set_server(_guess_server(*self.key))
-                    else:
-                        other = self.key[1] if half.src == self.key[0] else self.key[0]
-                        self._set_server(half.src if resp else other)
+                    self._set_server(_server_from_frame(self.key, half.src, frame))
                 if half.src == self.server:
                     direction = Direction.SENT
                 else:
@@ -226,8 +231,12 @@ class ConnectionTracker:
     have sent FIN and everything up to it arrived, and at :meth:`finish`.
     """
 
+    #: closed connections remembered (to drop their late segments), oldest forgotten first
+    MAX_CLOSED = 65536
+
     def __init__(self, *, id_factory: Callable[[ConnectionKey, int], int] | None = None, max_buffer_bytes: int = 4 << 20) -> None:
         self._conns: dict[ConnectionKey, TcpConnection] = {}
+        self._closed: dict[ConnectionKey, None] = {}
         self._incarnations: dict[ConnectionKey, int] = {}
         self._id_factory = id_factory
         self._next_id = 1
@@ -252,25 +261,35 @@ class ConnectionTracker:
         src, dst = seg.src, seg.dst
         key = (src, dst) if src <= dst else (dst, src)
         conn = self._conns.get(key)
+        flags = seg.flags
         out: list[Item] = []
         if conn is None:
+            if key in self._closed:
+                if not (flags & SYN and not flags & ACK):
+                    return out  # a late segment of a finished connection
+                del self._closed[key]
             conn = self._new(key)
-        elif seg.flags & SYN and not seg.flags & ACK:
+        elif flags & SYN and not flags & ACK and conn.client == src and conn.client_isn() not in (None, seg.seq):
             # a new connection on a reused port pair (a retransmitted SYN keeps its ISN)
-            if conn.closed or (conn.client == src and conn.client_isn() not in (None, seg.seq)):
-                if not conn.closed:
-                    out.extend(conn.finish())
-                conn = self._new(key)
-        if conn.closed:
-            return out
+            out.extend(conn.finish())
+            conn = self._new(key)
         out.extend(conn.feed(seg))
-        if seg.flags & 0x01 and not conn.closed:  # FIN: done when both sides finished
+        if not conn.closed and flags & 0x01:  # FIN: done when both sides finished
             halves = conn._halves
             if len(halves) == 2 and all(
                 h.reasm.fin_abs is not None and h.reasm.next_abs >= h.reasm.fin_abs and not h.reasm.buffered_bytes for h in halves.values()
             ):
                 out.extend(conn.finish())
+        if conn.closed:
+            self._retire(key)
         return out
+
+    def _retire(self, key: ConnectionKey) -> None:
+        del self._conns[key]
+        closed = self._closed
+        closed[key] = None
+        if len(closed) > self.MAX_CLOSED:
+            del closed[next(iter(closed))]
 
     def finish(self) -> list[Item]:
         out: list[Item] = []

@@ -20,7 +20,8 @@ Contract (what Wireshark's ``tcp.analysis`` and libnids do, minus guessing):
 
 Events are tuples, cheap to build on the per-segment path:
 ``(DATA, offset, bytes, ts_ns)``, ``(GAP, offset, length, ts_ns)`` and
-``(CONFLICT, offset, length, ts_ns)`` (an overlap whose copies differ, first kept).
+``(CONFLICT, offset, length, ts_ns)`` (an overlap whose copies differ, the first kept:
+from the first differing byte to the end of the overlap).
 """
 
 from __future__ import annotations
@@ -38,7 +39,12 @@ CONFLICT = 2
 
 _MOD = 1 << 32
 _HALF = 1 << 31
-_RECENT_BYTES = 256 * 1024
+#: delivered bytes kept to compare retransmissions with (per direction)
+_RECENT_BYTES = 64 * 1024
+
+
+def _first_difference(a: bytes, b: bytes) -> int:
+    return next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
 
 
 def seq_diff(a: int, b: int) -> int:
@@ -74,6 +80,14 @@ class StreamReassembler:
         self.ack_grace_ns = ack_grace_ns
         self._pending_ack: tuple[int, int] | None = None  # (acked offset, capture time)
         self._last_ack = -1
+
+    def release(self) -> None:
+        """Forget buffered and recent bytes (the connection is over)."""
+        self._buf.clear()
+        self._starts.clear()
+        self._buffered = 0
+        self._recent.clear()
+        self._recent_bytes = 0
 
     @property
     def buffered_bytes(self) -> int:
@@ -210,7 +224,8 @@ class StreamReassembler:
             rend = rstart + len(rdata)
             lo, hi = max(start, rstart), min(end, rend)
             if lo < hi and data[lo - start : hi - start] != rdata[lo - rstart : hi - rstart]:
-                events.append((CONFLICT, lo, hi - lo, ts))
+                at = lo + _first_difference(data[lo - start : hi - start], rdata[lo - rstart : hi - rstart])
+                events.append((CONFLICT, at, hi - at, ts))
                 return
 
     def _insert(self, start: int, end: int, data: bytes | None, events: list, ts: int) -> None:
@@ -229,7 +244,8 @@ class StreamReassembler:
                 bstart, bend, bdata = buf[i]
                 hi = min(end, bend)
                 if data is not None and bdata is not None and data[pos - start : hi - start] != bdata[pos - bstart : hi - bstart]:
-                    events.append((CONFLICT, pos, hi - pos, ts))
+                    at = pos + _first_difference(data[pos - start : hi - start], bdata[pos - bstart : hi - bstart])
+                    events.append((CONFLICT, at, hi - at, ts))
                 pos = hi
                 i += 1
                 continue

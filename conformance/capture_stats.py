@@ -6,6 +6,8 @@ and a :class:`CaptureStats` accumulator. The reading is :mod:`trocket.codecs.cap
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections import Counter
 from typing import Any
 
@@ -46,6 +48,7 @@ class FrameView:
     body_len: int
     frame_len: int
     request_code: int | None = None  # for a response: the code of the request it answers
+    latency_ns: int | None = None  # for a response: its time minus its request's
     language: str | None = None
     version: int | None = None
     error: str | None = None
@@ -82,6 +85,7 @@ class FrameView:
         }
         if self.kind == "response":
             doc["request_code"] = self.request_code
+            doc["latency_ms"] = None if self.latency_ns is None else round(self.latency_ns / 1e6, 3)
         if self.language is not None:
             doc["language"] = self.language
             doc["version"] = self.version
@@ -135,7 +139,7 @@ def view_record(record: CaptureRecord, tracker: RequestTracker | None = None, co
     except CodecError as exc:
         return FrameView(record.timestamp_ns, record.connection_id, src, dst, "undecodable", None, "?", None, None, None, {}, 0, len(frame), error=str(exc))
     sender = int(record.direction)
-    request_code = None
+    request_code = latency = None
     if cmd.is_response:
         kind = "response"
         name = response_code_name(cmd.code)
@@ -143,6 +147,7 @@ def view_record(record: CaptureRecord, tracker: RequestTracker | None = None, co
             found = tracker.response(key, sender, cmd.opaque)
             if found is not None:
                 request_code = found[0]
+                latency = record.timestamp_ns - found[1]
     else:
         kind = "oneway" if cmd.is_oneway else "request"
         name = request_code_name(cmd.code)
@@ -151,8 +156,19 @@ def view_record(record: CaptureRecord, tracker: RequestTracker | None = None, co
     return FrameView(
         record.timestamp_ns, record.connection_id, src, dst, kind, cmd.code, name, cmd.opaque,
         cmd.serialize_type.name, cmd.remark, cmd.ext_fields or {}, len(cmd.body), len(frame),
-        request_code, cmd.language.name, cmd.version,
+        request_code, latency, cmd.language.name, cmd.version,
     )
+
+
+def _percentiles(values: array) -> dict[str, float]:
+    """p50/p95/p99/max in milliseconds (nearest rank)."""
+    ordered = sorted(values)
+    n = len(ordered)
+
+    def rank(p: float) -> float:  # the ceil(p * n)-th smallest
+        return round(ordered[min(n - 1, max(0, math.ceil(p * n - 1e-9) - 1))] / 1e6, 3)
+
+    return {"p50": rank(0.50), "p95": rank(0.95), "p99": rank(0.99), "max": round(ordered[-1] / 1e6, 3)}
 
 
 @attrs.define(slots=True)
@@ -185,6 +201,7 @@ class CaptureStats:
         self.first_ns: int | None = None
         self.last_ns: int | None = None
         self.tracker = RequestTracker()
+        self.latencies: dict[int, array] = {}  # request code -> response latencies (ns)
 
     def add(self, record: CaptureRecord, conn: Any = None) -> FrameView:
         key = record.connection_id if conn is None else conn
@@ -217,6 +234,10 @@ class CaptureStats:
                 self.orphan_responses += 1
             else:
                 self.pairs[(view.request_code, view.code)] += 1
+                lat = self.latencies.get(view.request_code)
+                if lat is None:
+                    lat = self.latencies[view.request_code] = array("q")
+                lat.append(view.latency_ns)
         else:
             c.requests += 1
             (self.oneway if kind == "oneway" else self.requests)[view.code] += 1
@@ -247,6 +268,7 @@ class CaptureStats:
             "pairs": [{"request_code": r, "response_code": s, "count": n} for (r, s), n in sorted(self.pairs.items())],
             "unanswered_by_code": {str(k): v for k, v in sorted(unanswered.items())},
             "orphan_responses": self.orphan_responses,
+            "latency_ms_by_code": {str(code): _percentiles(lat) for code, lat in sorted(self.latencies.items())},
             "problems_by_kind": dict(self.problems),
             "per_connection": [
                 {"conn": k if isinstance(k, (int, str)) else str(k), "client": c.src, "server": c.dst, "frames": c.frames,

@@ -200,3 +200,44 @@ def test_progress_line_on_a_terminal(capsys, tmp_path, monkeypatch):
     code, out, err = run(capsys, "stats", str(path))
     assert code == 0 and "c.pcap:" in err and "% of" in err and err.endswith("\r\x1b[K")
     assert "\r" not in out
+
+
+def test_text_a_terminal_cannot_show_stays_escaped(tmp_path):
+    """A JSON header may escape a lone surrogate; a topic may be any Unicode: show prints
+    them on any stdout (here ASCII) without a traceback."""
+    header = b'{"code":105,"extFields":{"topic":"\\u4e2d\\udfff"},"flag":0,"language":"JAVA","opaque":1,"remark":"r\\udfff","serializeTypeCurrentRPC":"JSON","version":0}'
+    frame = len(header).to_bytes(4, "big")
+    frame = (4 + len(header)).to_bytes(4, "big") + frame + header
+    w = PcapWriter()
+    f = TcpFlow(w, CLIENT, SERVER)
+    path = tmp_path / "u.pcap"
+    path.write_bytes(w.header() + b"".join(f.handshake(T0) + f.send(T0, "client", frame)))
+    exe = Path(sys.executable).parent / "trocket"
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "PYTHONIOENCODING": "ascii"}
+    for extra in ([], ["--json"]):
+        r = subprocess.run([str(exe), "capture", "show", *extra, str(path)], capture_output=True, text=True, timeout=60, env=env)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+        assert "\\u4e2d" in r.stdout and "\\udfff" in r.stdout
+
+
+def test_stats_latency_by_code(capsys, capture_file):
+    path, _ = capture_file
+    code, out, _ = run(capsys, "stats", "--json", str(path))
+    doc = json.loads(out)
+    # SEND_MESSAGE_V2 (frame 1 at +1 ms) answered at +2 ms; 105 (frame 5) answered at +6 ms
+    assert doc["latency_ms_by_code"] == {"105": {"p50": 1.0, "p95": 1.0, "p99": 1.0, "max": 1.0},
+                                         "310": {"p50": 1.0, "p95": 1.0, "p99": 1.0, "max": 1.0}}
+    _, out, _ = run(capsys, "show", "--json", "--code", "310", str(path))
+    assert [json.loads(line).get("latency_ms") for line in out.splitlines()] == [None, 1.0]
+    _, out, _ = run(capsys, "stats", str(path))
+    assert "latency (ms) by request code" in out
+
+
+def test_percentiles_nearest_rank():
+    from array import array
+
+    from trocket.conformance.capture_stats import _percentiles
+
+    q = _percentiles(array("q", [i * 1_000_000 for i in range(1, 101)]))
+    assert q == {"p50": 50.0, "p95": 95.0, "p99": 99.0, "max": 100.0}
+    assert _percentiles(array("q", [3_000_000])) == {"p50": 3.0, "p95": 3.0, "p99": 3.0, "max": 3.0}

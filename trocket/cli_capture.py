@@ -66,8 +66,9 @@ def add_capture_parser(sub: argparse._SubParsersAction, *more: Callable[[argpars
         "stats",
         help="counts: frames, requests and responses by code, unanswered requests, per connection",
         description="Count the frames of the captures: requests and responses by code, request/"
-        "response pairs, unanswered requests (no response by the end of the capture; oneway "
-        "requests never count), per connection, and the problems met while reading.",
+        "response pairs, latency percentiles by request code, unanswered requests (no response "
+        "by the end of the capture; oneway requests never count), per connection, and the "
+        "problems met while reading.",
     )
     stats.add_argument("files", nargs="+", type=Path, metavar="FILE")
     stats.add_argument("--json", action="store_true", help="print the counts as one JSON document")
@@ -214,6 +215,7 @@ def run_show(args: argparse.Namespace) -> int:
     multi = len(args.files) > 1
     first_ns: int | None = None
     out = sys.stdout
+    enc = getattr(out, "encoding", None) or "utf-8"
     code, conn_filter, opaque = args.code, args.conn, args.opaque
     for index, record in files:
         if conn_filter is not None and record.connection_id != conn_filter:
@@ -227,12 +229,15 @@ def run_show(args: argparse.Namespace) -> int:
             doc = view.to_json()
             if multi:
                 doc["file"] = str(args.files[index])
-            out.write(json.dumps(doc, ensure_ascii=False) + "\n")
+            out.write(json.dumps(doc) + "\n")  # ASCII: lone surrogates a JSON header escaped stay escaped
         else:
             if first_ns is None:
                 first_ns = view.ts_ns
             conn = f"{index + 1}:{view.conn}" if multi else str(view.conn)
-            out.write(_format_line(view, (view.ts_ns - first_ns) / 1e9, conn) + "\n")
+            line = _format_line(view, (view.ts_ns - first_ns) / 1e9, conn)
+            if not line.isascii():  # what stdout cannot encode (or a lone surrogate) shown escaped
+                line = line.encode(enc, "backslashreplace").decode(enc, "replace")
+            out.write(line + "\n")
     out.flush()
     if files.incomplete:
         print("trocket: the captures could not be read completely (see the problems above)", file=sys.stderr)
@@ -300,6 +305,11 @@ def _print_stats(doc: dict[str, Any], req_name, resp_name) -> None:
         for pair in doc["pairs"]:
             label = f"{req_name(pair['request_code'])} -> {resp_name(pair['response_code'])}"
             p(f"{label:<60}{pair['count']:>10}")
+    if doc["latency_ms_by_code"]:
+        p("")
+        p(f"{'latency (ms) by request code':<44}{'p50':>10}{'p95':>10}{'p99':>10}{'max':>10}")
+        for code, q in doc["latency_ms_by_code"].items():
+            p(f"{req_name(int(code)) + f' ({code})':<44}{q['p50']:>10.3f}{q['p95']:>10.3f}{q['p99']:>10.3f}{q['max']:>10.3f}")
     if doc["per_connection"]:
         p("")
         p(f"{'conn':>8}  {'client -> server':<50}{'frames':>8}{'requests':>10}{'responses':>11}{'bytes':>12}")

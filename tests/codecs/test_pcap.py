@@ -319,3 +319,12 @@ def test_split_ranges_of_a_cut_file_leave_the_problem_to_the_last_reader():
     got = [p for r in readers for p in r]
     assert len(got) == 49
     assert [r.problem is not None for r in readers] == [False] * (len(readers) - 1) + [True]
+
+
+def test_pcapng_impossible_tsresol_is_a_problem_not_an_exception():
+    ng = PcapngWriter()
+    data = ng.section() + ng.interface(LINKTYPE_ETHERNET) + ng.packet(0, T0, build_tcp_packet(C4, S4, 1, 0, ACK, b"ok"))
+    # an interface block by hand: if_tsresol 25 (10**25 units a second)
+    data += ng.block(1, struct.pack("<HHI", LINKTYPE_ETHERNET, 0, 0) + struct.pack("<HH", 9, 1) + b"\x19\x00\x00\x00" + struct.pack("<HH", 0, 0))
+    packets, reader = packets_of(data)
+    assert len(packets) == 1 and "if_tsresol" in reader.problem

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from trocket.codecs.capture import CaptureProblem, CaptureRecord, Direction, Role
 from trocket.codecs.command import RemotingCommand, SerializeType
 from trocket.codecs.pcap import PacketReader
-from trocket.codecs.pcap_decode import ACK, RST, decode_packet
+from trocket.codecs.pcap_decode import ACK, PSH, RST, decode_packet
 from trocket.codecs.pcap_write import PcapWriter, TcpFlow
 from trocket.codecs.serialize import encode_command
 from trocket.codecs.tcp_connection import ConnectionTracker, connection_key
@@ -287,3 +287,42 @@ def test_any_packetisation_gives_the_frames(isn, mss, rng, dups):
     assert problems == []
     assert sent_by(records, Direction.RECEIVED) == sent["client"]
     assert sent_by(records, Direction.SENT) == sent["server"]
+
+
+def test_finished_connections_are_forgotten_and_late_segments_dropped():
+    w = PcapWriter()
+    tracker = ConnectionTracker()
+    recs = []
+    for i in range(300):
+        f = TcpFlow(w, f"10.0.1.{i % 250}:{30000 + i}", SERVER)
+        recs += f.handshake(T0 + i) + f.send(T0 + i, "client", request(i)) + f.close(T0 + i + 1)
+        recs.append(w.tcp(T0 + i + 2, f.client, SERVER, f.seq["client"], f.seq["server"], ACK))  # a late ACK
+    records, problems = track(recs, tracker)
+    assert problems == [] and len(records) == 300
+    assert [r.connection_id for r in records] == list(range(1, 301))
+    assert tracker.connections == 300 and tracker._conns == {}
+
+
+def test_mid_stream_broker_request_first_the_port_decides():
+    """The broker calls its client (NOTIFY_CONSUMER_IDS_CHANGED, oneway) before the
+    capture sees anything else: the broker's port, not the request, names the server."""
+    w = PcapWriter()
+    f = TcpFlow(w, "10.0.0.9:52000", SERVER)
+    notify = encode_command(RemotingCommand.request(40, ext_fields={"consumerGroup": "CG"}, oneway=True, opaque=3))
+    records, problems = track(f.send(T0, "server", notify) + f.send(T0 + 1, "client", request(4)))
+    assert problems == []
+    assert [(r.local_address, r.direction) for r in records] == [(SERVER, Direction.SENT), (SERVER, Direction.RECEIVED)]
+
+
+def test_retransmission_with_other_bytes_is_reported_first_copy_kept():
+    w = PcapWriter()
+    f = TcpFlow(w, CLIENT, SERVER, mss=1000)
+    a = request(1, b"original")
+    recs = f.handshake(T0) + f.send(T0 + 1, "client", a)
+    seq = f.seq["client"] - len(a)
+    forged = a[:-8] + b"FORGED!!"
+    recs.append(w.tcp(T0 + 2, CLIENT, SERVER, seq, f.seq["server"], ACK | PSH, forged))
+    records, problems = track(recs)
+    assert [r.frame for r in records] == [a]
+    [p] = problems
+    assert p.kind == "overlap-conflict" and p.stream_offset == len(a) - 8 and "first copy was kept" in p.what
