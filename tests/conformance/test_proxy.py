@@ -163,14 +163,17 @@ def _cpp_client_works() -> bool:
 @pytest.mark.skipif(not _cpp_client_works(), reason="the C++ client (PyPI rocketmq) does not load here")
 def test_the_cpp_client_through_the_proxy_does_not_notice(tmp_path):
     """The broker advertises the proxy, so the C++ producer's sends and its consumer's
-    pulls all pass through it; both succeed and the capture holds every exchange."""
+    pulls all pass through it; both succeed, the capture holds every exchange, and its
+    frames are exactly those the broker's own tap saw on the proxied connections."""
     sys.path[:0] = [str(ACC), str(ACC / "scripts")]
     try:
         from acc_tools import BrokerProcess, finish_client_script, start_client_script
     finally:
         del sys.path[:2]
     proxy_port = free_port()
-    broker = BrokerProcess(tmp_path / "store", tmp_path / "broker.log", advertise_port=proxy_port)
+    tapped = tmp_path / "broker.trkcap"
+    broker = BrokerProcess(tmp_path / "store", tmp_path / "broker.log", advertise_port=proxy_port,
+                           extra=["--tap", str(tapped)])
     out = tmp_path / "through-proxy.trkcap"
     broker.start()
     proc = subprocess.Popen(_proxy_cmd(proxy_port, broker.port, out), stderr=subprocess.PIPE, text=True)
@@ -197,4 +200,8 @@ def test_the_cpp_client_through_the_proxy_does_not_notice(tmp_path):
     assert codes.count(10) == 5 and 11 in codes and 34 in codes
     assert not any(f.raw for f in frames)
     assert all(f.server == f"127.0.0.1:{proxy_port}" for f in frames)
+    at_broker = [f for f in read_frames(str(tapped)).frames if f.server == f"127.0.0.1:{broker.port}"]
+    for side in (True, False):
+        assert sorted(f.frame for f in frames if f.from_client is side) == sorted(
+            f.frame for f in at_broker if f.from_client is side)
 
