@@ -205,3 +205,17 @@ def test_the_cpp_client_through_the_proxy_does_not_notice(tmp_path):
         assert sorted(f.frame for f in frames if f.from_client is side) == sorted(
             f.frame for f in at_broker if f.from_client is side)
 
+
+
+async def test_an_unreachable_upstream_closes_the_client_connection_and_is_counted(capsys):
+    tap = MemoryTap()
+    async with trio.open_nursery() as nursery:
+        proxy = CaptureProxy(("127.0.0.1", 0), ("127.0.0.1", 1), tap)
+        await nursery.start(proxy.serve)
+        stream = await trio.open_tcp_stream("127.0.0.1", proxy.port)
+        with trio.fail_after(10):
+            assert await stream.receive_some(10) == b""  # closed at once
+        await stream.aclose()
+        nursery.cancel_scope.cancel()
+    assert proxy.upstream_failures == 1 and not tap.records
+    assert "upstream 127.0.0.1:1 unreachable" in capsys.readouterr().err
