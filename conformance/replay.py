@@ -272,9 +272,11 @@ async def replay(
             progress.settle(ex)
 
         try:
-            stream = await trio.open_tcp_stream(host, port)
-        except OSError as exc:
-            report.errors.append(f"conn {conn}: cannot connect to {where}: {exc.strerror or exc}")
+            with trio.fail_after(max(timeout, 1.0)):
+                stream = await trio.open_tcp_stream(host, port)
+        except (OSError, trio.TooSlowError) as exc:
+            why = "timed out" if isinstance(exc, trio.TooSlowError) else (getattr(exc, "strerror", None) or exc)
+            report.errors.append(f"conn {conn}: cannot connect to {where}: {why}")
             for ex in exchanges:
                 give_up(ex, f"cannot connect to {where}")
             return
