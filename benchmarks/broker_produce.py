@@ -73,15 +73,16 @@ PROPS = "TAGS\x01bench\x02WAIT\x01true\x02"
 
 def start_broker(
     store: str, flush: str, log_path: str, conf: dict[str, str] | None = None,
-    namesrv_listen: str = "127.0.0.1:0",
+    namesrv_listen: str = "127.0.0.1:0", extra_args: tuple[str, ...] = (),
 ) -> tuple[subprocess.Popen, str]:
-    """Start ``trocket broker`` (with a broker.conf holding ``conf`` when given)."""
-    extra: list[str] = []
+    """Start ``trocket broker`` (with a broker.conf holding ``conf`` when given, and
+    ``extra_args`` on its command line)."""
+    extra: list[str] = list(extra_args)
     if conf:
         conf_path = os.path.join(os.path.dirname(log_path), "broker.conf")
         with open(conf_path, "w") as f:
             f.writelines(f"{k}={v}\n" for k, v in conf.items())
-        extra = ["-c", conf_path]
+        extra += ["-c", conf_path]
     log = open(log_path, "w")
     proc = subprocess.Popen(
         [

@@ -43,6 +43,20 @@ from trocket.codecs.serialize import decode_command, encode_command
 #: (name, function(args) -> list of printed rows): the tap on/off benchmark goes here
 TAP_BENCHMARKS: list[tuple[str, Callable[[argparse.Namespace], list[str]]]] = []
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import capture_tap  # noqa: E402  (benchmarks/capture_tap.py: the broker with --tap on vs off)
+
+
+
+def _tap_on_off(args: argparse.Namespace) -> list[str]:
+    # the runs take a while: their rows are printed as they come, none left to print after
+    capture_tap.tap_rows(args.senders, args.warmup, args.seconds, args.rounds,
+                         emit=lambda line: print(line, flush=True))
+    return []
+
+
+TAP_BENCHMARKS.append(("broker produce with --tap on vs off (benchmarks/capture_tap.py)", _tap_on_off))
+
 SERVER = "192.168.7.2:10911"
 T0 = 1_700_000_000_000_000_000
 
@@ -166,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mb", type=int, default=100, help="frame megabytes per capture (default 100)")
     parser.add_argument("--repeat", type=int, default=2, help="runs per row, the best is shown (default 2)")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="write the captures here and keep them")
+    capture_tap.add_tap_arguments(parser)
     args = parser.parse_args(argv)
     if args.part in ("read", "all"):
         bench_read(args)

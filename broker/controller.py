@@ -94,8 +94,11 @@ class BrokerController:
         namesrv_factory: Callable[[BrokerConfig], Any] | None = None,
         client_config: ClientConfig | None = None,
         server_config: ServerConfig | None = None,
+        tap: Any = None,
     ) -> None:
         self.config = config or BrokerConfig()
+        #: a capture sink (remoting's TapSink) for the broker's and the embedded name server's servers
+        self.tap = tap
         #: builds the embedded name server (default: trocket.broker.namesrv's NameServer)
         self.namesrv_factory = namesrv_factory
         self.client_config = client_config or ClientConfig()
@@ -199,6 +202,8 @@ class BrokerController:
         if cfg.embedded_namesrv:
             self.namesrv = self._make_namesrv()
             if self.namesrv is not None:
+                if self.tap is not None and getattr(self.namesrv, "remoting", None) is not None:
+                    self.namesrv.remoting.tap = self.tap
                 await services.start(self.namesrv.serve)
 
         # 2. the store (recovery in a worker thread), topics, offsets
@@ -237,7 +242,7 @@ class BrokerController:
             idle_timeout=cfg.channel_expired_timeout_ms / 1000.0,
             system_reply_ext_fields=True,  # the C++ client needs an extFields object in every reply
         )
-        self.server = server = RemotingServer(server_cfg)
+        self.server = server = RemotingServer(server_cfg, tap=self.tap)
         self.pull_hold = hold = PullHoldService(
             store,
             check_interval=(cfg.hold_check_interval_ms if cfg.long_polling else cfg.short_polling_time_ms) / 1000.0,

@@ -14,12 +14,16 @@ The CLI stays thin::
 broker on 127.0.0.1:10911 storing under ./trocket-store, topics auto-created with 4
 queues. A ``--config broker.conf`` (RocketMQ's ``key=value`` names) is read first; flags
 override it. SIGINT/SIGTERM shut down cleanly (unregister, drain, flush, persist
-offsets); a second signal aborts the wait for in-flight requests.
+offsets); a second signal aborts the wait for in-flight requests. ``--tap FILE``
+(both commands) records every frame the servers receive and send
+(:class:`~trocket.remoting.tap.FileTap`; its summary, dropped frames included, is
+printed on exit).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import re
 import signal
@@ -112,6 +116,7 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
                    help="a master's HA listen address (SYNC_MASTER default: listen port + 1)")
     h.add_argument("--master-ha", type=_hostport, metavar="HOST:PORT",
                    help="a slave's master HA address (default: from the name server)")
+    add_tap_arguments(parser)
 
 
 def add_namesrv_arguments(parser: argparse.ArgumentParser) -> None:
@@ -119,6 +124,7 @@ def add_namesrv_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", type=_hostport, metavar="HOST:PORT", default=("127.0.0.1", 9876),
                         help="listen address (default 127.0.0.1:9876)")
     parser.add_argument("--log-level", default="INFO", metavar="LEVEL", help="logging level (default INFO)")
+    add_tap_arguments(parser)
 
 
 def config_from_args(args: argparse.Namespace) -> BrokerConfig:
@@ -193,11 +199,11 @@ async def _until_signal(on_first, on_second, *, task_status=trio.TASK_STATUS_IGN
                 return
 
 
-async def run_broker(config: BrokerConfig, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+async def run_broker(config: BrokerConfig, *, tap: Any = None, task_status=trio.TASK_STATUS_IGNORED) -> None:
     """Run a broker until SIGINT/SIGTERM (or cancellation), then shut it down cleanly."""
     from .controller import BrokerController
 
-    controller = BrokerController(config)
+    controller = BrokerController(config, tap=tap)
     async with trio.open_nursery() as nursery:
         await nursery.start(_until_signal, controller.request_shutdown, nursery.cancel_scope.cancel)
         await nursery.start(controller.run)
@@ -208,11 +214,14 @@ async def run_broker(config: BrokerConfig, *, task_status=trio.TASK_STATUS_IGNOR
         raise controller.fatal
 
 
-async def run_namesrv(listen: tuple[str, int] = ("127.0.0.1", 9876), *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+async def run_namesrv(
+    listen: tuple[str, int] = ("127.0.0.1", 9876), *, tap: Any = None, task_status=trio.TASK_STATUS_IGNORED
+) -> None:
     """Run a name server alone until SIGINT/SIGTERM (or cancellation)."""
     from .namesrv.server import NamesrvConfig, NameServer
 
     ns = NameServer(NamesrvConfig(listen_host=listen[0], listen_port=listen[1]))
+    ns.remoting.tap = tap
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
         await nursery.start(_until_signal, stop.set, nursery.cancel_scope.cancel)
@@ -239,7 +248,12 @@ def main_broker(args: argparse.Namespace) -> int:
         print(f"trocket broker: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        trio.run(run_broker, config)
+        tap = open_tap(args, "broker")
+    except OSError as exc:
+        print(f"trocket broker: error: cannot open the tap file: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    try:
+        trio.run(functools.partial(run_broker, config, tap=tap))
     except KeyboardInterrupt:
         return 130
     except BaseException as exc:  # noqa: BLE001 - unwrap trio's exception groups
@@ -252,6 +266,8 @@ def main_broker(args: argparse.Namespace) -> int:
             print(f"trocket broker: error: {leaf}", file=sys.stderr)
             return EXIT_FAIL
         raise
+    finally:
+        close_tap(tap, "broker")
     return EXIT_OK
 
 
@@ -265,7 +281,12 @@ def _leaf(exc: BaseException) -> BaseException:
 def main_namesrv(args: argparse.Namespace) -> int:
     _setup_logging(getattr(args, "log_level", "INFO"))
     try:
-        trio.run(run_namesrv, getattr(args, "listen", ("127.0.0.1", 9876)))
+        tap = open_tap(args, "namesrv")
+    except OSError as exc:
+        print(f"trocket namesrv: error: cannot open the tap file: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    try:
+        trio.run(functools.partial(run_namesrv, getattr(args, "listen", ("127.0.0.1", 9876)), tap=tap))
     except KeyboardInterrupt:
         return 130
     except BaseException as exc:  # noqa: BLE001
@@ -276,7 +297,47 @@ def main_namesrv(args: argparse.Namespace) -> int:
             print(f"trocket namesrv: error: {leaf}", file=sys.stderr)
             return EXIT_FAIL
         raise
+    finally:
+        close_tap(tap, "namesrv")
     return EXIT_OK
+
+
+# -- capture tap (issue 8): --tap FILE, --tap-rotate-mb N ---------------------------------
+
+
+def add_tap_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("capture")
+    g.add_argument(
+        "--tap", metavar="FILE",
+        help="record every frame the server(s) receive and send to FILE (native capture format; "
+        "appends; a slow disk drops frames, counted and reported on exit, never blocks)",
+    )
+    g.add_argument(
+        "--tap-rotate-mb", type=float, metavar="N",
+        help="with --tap: continue in FILE.1, FILE.2, ... each time the current file reaches N MiB",
+    )
+
+
+def open_tap(args: argparse.Namespace, what: str) -> Any:
+    """The FileTap ``--tap`` asks for, or None. Raises OSError for a bad path."""
+    path = getattr(args, "tap", None)
+    if not path:
+        return None
+    from trocket.remoting.tap import FileTap
+
+    mb = getattr(args, "tap_rotate_mb", None)
+    rotate = max(int(mb * (1 << 20)), 1024) if mb else None
+    tap = FileTap(path, rotate_bytes=rotate)
+    log.info("%s: recording every frame to %s%s", what, path, f" (rotating every {mb:g} MiB)" if mb else "")
+    return tap
+
+
+def close_tap(tap: Any, what: str) -> None:
+    """Write what the tap holds and report on stderr (dropped frames included)."""
+    if tap is None:
+        return
+    tap.close()
+    print(f"trocket {what}: {tap.summary()}", file=sys.stderr)
 
 
 def _standalone(argv: list[str] | None = None) -> int:

@@ -13,12 +13,17 @@ File layout (all integers big-endian)::
         length     u32   bytes of the record after this field
         direction  u8    0 = received by the recording endpoint, 1 = sent by it
         role       u8    0 = unknown, 1 = the recorder is a server, 2 = a client
-        flags      u16   0 (reserved; readers ignore unknown bits)
+        flags      u16   bit 0 RAW: ``frame`` holds bytes that did not parse as a
+                         frame (forwarded as they were by the capture proxy),
+                         without a length prefix of its own; other bits reserved
+                         (0; readers ignore unknown bits). Files without RAW
+                         records read as before.
         timestamp  u64   Unix time in nanoseconds (when read from / written to the socket)
         conn_id    u64   connection id, unique within the recording process
         local      u16 length + UTF-8 ``host:port`` of the recording end
         remote     u16 length + UTF-8 ``host:port`` of the peer
         frame      the rest: one whole RocketMQ frame, its 4-byte length prefix included
+                   (or, with RAW, one or more raw bytes)
 
 The format is append-only: a writer only ever adds whole records at the end, so
 a file being written is readable up to its last whole record (a cut-off tail
@@ -41,6 +46,7 @@ __all__ = [
     "FILE_HEADER",
     "FILE_HEADER_SIZE",
     "Direction",
+    "FLAG_RAW",
     "Role",
     "CaptureRecord",
     "CaptureProblem",
@@ -49,6 +55,8 @@ __all__ = [
     "encode_file_header",
     "encode_record",
     "encode_record_fields",
+    "encode_addresses",
+    "encode_record_with_addresses",
     "decode_record",
     "CaptureReader",
     "iter_records",
@@ -63,8 +71,11 @@ FILE_HEADER = _HEADER.pack(MAGIC, VERSION, FILE_HEADER_SIZE, 0)
 
 _U32 = struct.Struct(">I")
 _FIXED = struct.Struct(">BBHQQ")  # direction, role, flags, timestamp, conn id
+_HEAD = struct.Struct(">IBBHQQ")  # the record length, then _FIXED
 _U16 = struct.Struct(">H")
-_MIN_RECORD = _FIXED.size + 2 + 2 + 4  # empty addresses, the smallest legal frame
+_MIN_RECORD = _FIXED.size + 2 + 2 + 1  # empty addresses, one raw byte
+#: flags bit: the record holds raw bytes that are not a frame (see the module docstring)
+FLAG_RAW = 0x0001
 #: a record can hold the largest frame remoting accepts (16 MiB) plus addresses
 MAX_RECORD_LENGTH = 16 * 1024 * 1024 + 4 + _FIXED.size + 2 * (2 + 0xFFFF)
 
@@ -90,6 +101,11 @@ class CaptureRecord:
     frame: bytes
     role: Role = Role.UNKNOWN
     flags: int = 0
+
+    @property
+    def raw(self) -> bool:
+        """True when ``frame`` holds unparsed bytes rather than a frame."""
+        return bool(self.flags & FLAG_RAW)
 
     @property
     def payload(self) -> bytes:
@@ -127,6 +143,24 @@ def encode_file_header() -> bytes:
     return FILE_HEADER
 
 
+def encode_addresses(local_address: str, remote_address: str) -> bytes:
+    """The two address fields of a record; a writer may keep them per connection and
+    pass them to :func:`encode_record_with_addresses`."""
+    local = local_address.encode("utf-8")
+    remote = remote_address.encode("utf-8")
+    if len(local) > 0xFFFF or len(remote) > 0xFFFF:
+        raise CaptureFormatError("an address longer than 65535 bytes cannot be recorded")
+    return b"".join((_U16.pack(len(local)), local, _U16.pack(len(remote)), remote))
+
+
+def encode_record_with_addresses(
+    timestamp_ns: int, connection_id: int, addresses: bytes, direction: int, role: int, frame: bytes, flags: int = 0
+) -> bytes:
+    """One record, its address fields already encoded (:func:`encode_addresses`)."""
+    head = _HEAD.pack(_FIXED.size + len(addresses) + len(frame), direction, role, flags, timestamp_ns, connection_id)
+    return b"".join((head, addresses, frame))
+
+
 def encode_record_fields(
     timestamp_ns: int,
     connection_id: int,
@@ -137,22 +171,9 @@ def encode_record_fields(
     frame: bytes,
     flags: int = 0,
 ) -> bytes:
-    """One record from its fields (the tap's fast path: no record object)."""
-    local = local_address.encode("utf-8")
-    remote = remote_address.encode("utf-8")
-    if len(local) > 0xFFFF or len(remote) > 0xFFFF:
-        raise CaptureFormatError("an address longer than 65535 bytes cannot be recorded")
-    length = _FIXED.size + 4 + len(local) + len(remote) + len(frame)
-    return b"".join(
-        (
-            _U32.pack(length),
-            _FIXED.pack(direction, role, flags, timestamp_ns, connection_id),
-            _U16.pack(len(local)),
-            local,
-            _U16.pack(len(remote)),
-            remote,
-            frame,
-        )
+    """One record from its fields (no record object)."""
+    return encode_record_with_addresses(
+        timestamp_ns, connection_id, encode_addresses(local_address, remote_address), direction, role, frame, flags
     )
 
 
@@ -196,11 +217,13 @@ def decode_record(data: bytes | bytearray | memoryview, offset: int = 0) -> tupl
         pos += rlen
     except (struct.error, UnicodeDecodeError) as exc:
         raise CaptureFormatError(f"bad addresses in the record at offset {offset}: {exc}") from None
-    if pos + 4 > end:
+    raw = flags & FLAG_RAW
+    if pos + (1 if raw else 4) > end:
         raise CaptureFormatError(f"record at offset {offset}: addresses overrun the record")
     frame = bytes(data[pos:end])
-    (flen,) = _U32.unpack_from(frame, 0)
-    if flen != len(frame) - 4:
+    if raw:
+        pass
+    elif (flen := _U32.unpack_from(frame, 0)[0]) != len(frame) - 4:
         raise CaptureFormatError(
             f"record at offset {offset}: frame says {flen} bytes but the record holds {len(frame) - 4}"
         )

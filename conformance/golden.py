@@ -10,7 +10,9 @@ Manifest schema (shared with ``shared/golden-java``)::
 A frame conforms when (1) it decodes to exactly the manifest's fields, ext fields
 in the listed order, (2) re-encoding the decoded command reproduces the file byte
 for byte, and (3) written in the other serialization and decoded again it carries
-the same content (serializer switching).
+the same content (serializer switching). An entry with ``"reencodes": false`` is a
+frame a foreign encoder wrote (a real client's JSON layout, from the committed
+captures): for it (2) is that the re-encoded frame decodes to the same fields.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from trocket.codecs.errors import CodecError
 from trocket.codecs.frame import split_frames
 from trocket.codecs.serialize import decode_command, encode_command
 
-__all__ = ["GoldenEntry", "FrameResult", "load_manifest", "find_manifests", "check_entry", "check_dir", "entry_to_command", "command_to_entry"]
+__all__ = ["GoldenEntry", "FrameResult", "load_manifest", "find_manifests", "check_entry", "check_dir", "entry_to_command", "command_to_entry", "write_manifest"]
 
 MANIFEST = "manifest.json"
 
@@ -60,6 +62,12 @@ def load_manifest(folder: Path) -> list[GoldenEntry]:
 def find_manifests(root: Path) -> list[Path]:
     """Every folder at or below ``root`` that holds a manifest, sorted."""
     return sorted(p.parent for p in root.rglob(MANIFEST))
+
+
+def write_manifest(folder: Path, entries: list[dict[str, Any]]) -> None:
+    """``folder/manifest.json`` listing ``entries`` (the layout the golden sets share)."""
+    text = json.dumps({"frames": entries}, indent=1, ensure_ascii=False) + "\n"
+    (folder / MANIFEST).write_text(text, encoding="utf-8")
 
 
 def command_to_entry(cmd: RemotingCommand, file: str, note: str) -> dict[str, Any]:
@@ -123,7 +131,12 @@ def check_entry(entry: GoldenEntry) -> FrameResult:
             problems.append(f"extFields order: decoded {list(got['extFields'])}, manifest {list(entry.fields['extFields'])}")
 
     again = encode_command(cmd)
-    if again != raw:
+    if entry.fields.get("reencodes", True) is False:
+        # a foreign encoder's layout (the C++ client's JSON): the content must survive
+        back = decode_command(split_frames(again)[0])
+        if command_to_entry(back, entry.name, "") != got:
+            problems.append("re-encoding changes the content of a foreign frame")
+    elif again != raw:
         at = _first_difference(again, raw)
         problems.append(
             f"re-encoding differs at offset {at} (file {len(raw)} bytes, re-encoded {len(again)} bytes)"

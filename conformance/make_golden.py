@@ -11,14 +11,13 @@ re-encode byte for byte; regenerating them must not change a byte.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from trocket.codecs.command import RPC_ONEWAY, RPC_RESPONSE, LanguageCode, RemotingCommand, SerializeType
 from trocket.codecs.serialize import encode_command
 
-from .golden import MANIFEST, command_to_entry
+from .golden import MANIFEST, command_to_entry, write_manifest
 
 DEFAULT_DIR = Path(__file__).parent / "golden"
 
@@ -95,8 +94,7 @@ def write_golden(folder: Path = DEFAULT_DIR) -> list[dict]:
                 entry["remark"] = cmd.remark or None
                 entry["extFields"] = cmd.ext_fields or None
             entries.append(entry)
-    text = json.dumps({"frames": entries}, indent=1, ensure_ascii=False) + "\n"
-    (folder / MANIFEST).write_text(text, encoding="utf-8")
+    write_manifest(folder, entries)
     return entries
 
 

@@ -31,6 +31,8 @@ def test_wheel_installs_into_a_fresh_venv(tmp_path):
         "import trocket.codecs.serialize, trocket.conformance.golden\n"
         "from importlib.resources import files\n"
         "assert (files('trocket.conformance') / 'golden' / 'java-4.9.8' / 'manifest.json').is_file()\n"
+        "assert (files('trocket.conformance') / 'golden' / 'captures' / 'cpp-produce-pull' / 'manifest.json').is_file()\n"
+        "assert (files('trocket.conformance') / 'captures' / 'js-produce-consume.pcap').is_file()\n"
     )
     out = subprocess.run([str(py), "-c", code], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
     lines = out.splitlines()

@@ -7,6 +7,8 @@
     trocket namesrv [options]        a name server alone
     trocket capture show FILE...     frames of captures (trocket, pcap, pcapng), one a line or JSON
     trocket capture stats FILE...    counts by code, unanswered requests, per connection
+    trocket capture proxy ...        a transparent proxy recording every frame
+    trocket replay FILE --target H:P  replay a captured session, compare the answers
 """
 
 from __future__ import annotations
@@ -81,9 +83,12 @@ def _build_parser() -> argparse.ArgumentParser:
     namesrv.set_defaults(run=_run_namesrv)
 
     from trocket.cli_capture import add_capture_parser
+    from trocket.cli_replay import add_proxy_command, add_replay_command
 
     capture_commands = add_capture_parser(sub)
     # more ``trocket capture`` subcommands from other modules: add_X_parser(capture_commands)
+    add_proxy_command(capture_commands)
+    add_replay_command(sub)
     return parser
 
 

@@ -1,0 +1,175 @@
+"""``trocket replay`` and ``trocket capture proxy``.
+
+    trocket replay FILE... --target HOST:PORT [--target CAPTURED=HOST:PORT]
+                   [--speed 1|N|max] [--conn C] [--rewrite topic=OLD:NEW] [--timeout S]
+    trocket capture proxy --listen HOST:PORT --upstream HOST:PORT --out FILE
+
+Exit status of replay: 0 when every answer matched (under the rule table of
+:mod:`trocket.conformance.rules`), 1 on any unexpected difference, unanswered request,
+or a target that could not be reached or answered garbage, 2 for bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+EXIT_OK = 0
+EXIT_FAIL = 1
+EXIT_USAGE = 2
+
+
+def _hostport(text: str) -> tuple[str, int]:
+    from trocket.broker.config import BrokerConfigError, parse_hostport
+
+    try:
+        return parse_hostport(text)
+    except BrokerConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _target(text: str) -> tuple[str | None, tuple[str, int]]:
+    captured, sep, new = text.rpartition("=")
+    return (captured if sep else None, _hostport(new))
+
+
+def add_replay_command(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="replay a captured session against a live server and compare the answers",
+        description="Send the captured requests of each connection to a live server on fresh "
+        "connections (captured order and causality kept), match the answers by opaque and compare "
+        "them field by field (code, remark, ext fields, body). Fields that legitimately change "
+        "(message ids, offsets, timestamps, addresses) are ignored by a per-code rule table "
+        "(README: Capturing and replay). Exit status 1 on any unexpected difference.",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="capture file(s): native (tap, proxy) or pcap/pcapng; FILE FILE.1 FILE.2 ... (a rotated "
+                   "tap) are one recording")
+    p.add_argument(
+        "--target", action="append", type=_target, required=True, metavar="[CAPTURED=]HOST:PORT",
+        help="where to send: HOST:PORT for every connection, or CAPTURED=HOST:PORT for the connections "
+        "that went to server address CAPTURED (repeatable)",
+    )
+    p.add_argument("--speed", default="max", metavar="1|N|max",
+                   help="1: the client's pacing; N: N times faster; max: as fast as causality allows (default)")
+    p.add_argument("--conn", action="append", metavar="C", help="replay only connection C (repeatable)")
+    p.add_argument("--rewrite", action="append", default=[], metavar="KIND=OLD:NEW",
+                   help="topic=OLD:NEW or group=OLD:NEW: rename in the requests sent and the answers expected")
+    p.add_argument("--timeout", type=float, default=5.0, metavar="S",
+                   help="seconds beyond the captured latency before a request counts as unanswered (default 5)")
+    p.add_argument("--show", type=int, default=5, metavar="N", help="differences to print in full (default 5)")
+    p.set_defaults(run=run_replay_command)
+
+
+def run_replay_command(args: argparse.Namespace) -> int:
+    import trio
+
+    from trocket.codecs.errors import CodecError
+    from trocket.conformance.replay import Report, load_session, parse_speed, replay
+    from trocket.conformance.rules import Rewriter
+    from trocket.conformance.sources import read_frames
+
+    try:
+        speed = parse_speed(args.speed)
+        rewriter = Rewriter.parse(args.rewrite)
+    except ValueError as exc:
+        print(f"trocket replay: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    default = None
+    mapping: dict[str, tuple[str, int]] = {}
+    for captured, addr in args.target:
+        if captured is None:
+            default = addr
+        else:
+            mapping[captured] = addr
+
+    records = []
+    incomplete = False
+    # connection ids are per recording: files of one recording (FILE, FILE.1, ... from
+    # --tap-rotate-mb) share them, other files get their own
+    tags = {path: re.sub(r"\.\d+$", "", path) for path in args.files}
+    for path in args.files:
+        try:
+            read = read_frames(path, file_tag=tags[path] if len(set(tags.values())) > 1 else None)
+        except (OSError, CodecError) as exc:
+            print(f"trocket replay: error: {path}: {exc}", file=sys.stderr)
+            incomplete = True
+            continue
+        records += read.frames
+        if not read.complete:
+            incomplete = True
+            shown = read.problems[:5]
+            print(f"trocket replay: {path} is incomplete ({len(read.problems)} problem(s)); replaying what was "
+                  "read:", file=sys.stderr)
+            for problem in shown:
+                print(f"    {problem}", file=sys.stderr)
+    conns = None
+    if args.conn:
+        conns = {c for c in args.conn} | {int(c) for c in args.conn if c.isdigit()}
+    session = load_session(records, connections=conns)
+    if not session.connections:
+        print("trocket replay: error: no client requests in the capture", file=sys.stderr)
+        return EXIT_FAIL
+    unmapped = sorted({s for s in session.servers.values() if s not in mapping} if default is None else set())
+    if unmapped:
+        print(f"trocket replay: error: no --target for server(s) {', '.join(unmapped)}", file=sys.stderr)
+        return EXIT_USAGE
+
+    def target(server: str) -> tuple[str, int]:
+        return mapping.get(server, default)  # type: ignore[return-value]
+
+    n = sum(len(x) for x in session.connections.values())
+    print(f"replaying {n} requests on {len(session.connections)} connections "
+          f"(speed {args.speed}){' with rewrites' if rewriter else ''}")
+    servers = sorted(set(session.servers.values()))
+    if len(servers) > 1 and default is not None and not mapping:
+        print(f"note: the capture talked to {len(servers)} servers ({', '.join(servers)}), all replayed to "
+              f"{default[0]}:{default[1]}; --target CAPTURED=HOST:PORT maps each (a broker and its name server)",
+              file=sys.stderr)
+    if session.skipped:
+        print(f"note: {session.skipped} broker registration requests (REGISTER_BROKER/UNREGISTER_BROKER) "
+              "not replayed", file=sys.stderr)
+    try:
+        report: Report = trio.run(
+            lambda: replay(session, target, speed=speed, timeout=args.timeout, rewriter=rewriter)
+        )
+    except KeyboardInterrupt:
+        print("trocket replay: interrupted", file=sys.stderr)
+        return 130
+    print(report.table())
+    details = report.details(args.show)
+    if details:
+        print()
+        print(details)
+    for err in report.errors:
+        print(f"trocket replay: {err}", file=sys.stderr)
+    if session.undecodable or session.raw:
+        print(f"note: {session.undecodable} undecodable frames and {session.raw} raw records skipped",
+              file=sys.stderr)
+    ok = report.ok and not incomplete
+    print(f"{'OK' if ok else 'FAILED'}: {len(report.differences)} differing, {len(report.unanswered)} unanswered, "
+          f"{len(report.errors)} connection errors in {report.elapsed:.2f} s")
+    return EXIT_OK if ok else EXIT_FAIL
+
+
+def add_proxy_command(capture_sub: argparse._SubParsersAction) -> None:
+    p = capture_sub.add_parser(
+        "proxy",
+        help="a transparent TCP proxy that records every frame in both directions",
+        description="Forward every byte between clients and an upstream server unchanged, recording "
+        "each frame (and, flagged RAW, bytes that are no frames) in the native capture format. "
+        "Point a broker's --advertise at the proxy so routes lead clients through it. "
+        "Flushed at least every second and completely on SIGINT/SIGTERM.",
+    )
+    p.add_argument("--listen", type=_hostport, required=True, metavar="HOST:PORT")
+    p.add_argument("--upstream", type=_hostport, required=True, metavar="HOST:PORT")
+    p.add_argument("--out", required=True, metavar="FILE", help="capture file (appended to)")
+    p.set_defaults(run=run_proxy_command)
+
+
+def run_proxy_command(args: argparse.Namespace) -> int:
+    from trocket.conformance.proxy import main_proxy
+
+    return main_proxy(args.listen, args.upstream, args.out)
