@@ -150,3 +150,22 @@ async def pull_all(instance, topic: str, *, group: str = "CHECK") -> list:
             out.extend(result.messages)
             offset = result.next_begin_offset
     return out
+
+
+@pytest.fixture
+def broker_process(tmp_path):
+    """``make(**kw) -> BrokerProcess`` (``trocket broker`` subprocess, started); all are
+    stopped at teardown."""
+    acc = acceptance_tools()
+    made = []
+
+    def make(name: str = "broker", **kw):
+        b = acc.BrokerProcess(tmp_path / f"{name}-store", tmp_path / f"{name}.log", **kw)
+        made.append(b)
+        b.start()
+        return b
+
+    yield make
+    for b in made:
+        if b.alive():
+            b.stop()
