@@ -5,6 +5,8 @@
     trocket conformance check DIR    golden frames: decode, re-encode, switch serializers
     trocket broker [options]         a broker (with an embedded name server by default)
     trocket namesrv [options]        a name server alone
+    trocket send [options]           send messages (trocket/cli_client.py)
+    trocket admin topic|group|cluster  topics, consumer progress, the cluster (trocket/cli_client.py)
 """
 
 from __future__ import annotations
@@ -77,6 +79,10 @@ def _build_parser() -> argparse.ArgumentParser:
     namesrv = sub.add_parser("namesrv", help="run a name server alone", description="Run a RocketMQ name server.")
     add_namesrv_arguments(namesrv)
     namesrv.set_defaults(run=_run_namesrv)
+
+    from trocket.cli_client import add_client_commands
+
+    add_client_commands(sub)
     return parser
 
 

@@ -10,6 +10,7 @@ import trio
 
 from trocket.client import (
     BrokerBusyError,
+    ClientConfig,
     ClientConnectError,
     ConnectionLostError,
     MessageRefusedError,
@@ -131,7 +132,8 @@ async def test_broker_that_closes_the_connection_is_retried_then_reported():
 
 async def test_broker_that_never_answers_uses_up_one_budget():
     async with tcp_sink("hang") as hang, fake_namesrv({"broker-x": hang}) as ns:
-        async with Producer("PG", ns, send_timeout=0.6) as producer:
+        # call_timeout bounds the goodbye (UNREGISTER_CLIENT) to the hung broker at exit
+        async with Producer("PG", client_config=ClientConfig(namesrv=ns, call_timeout=0.3), send_timeout=0.6) as producer:
             begin = trio.current_time()
             with pytest.raises(SendTimeoutError) as info:
                 await producer.send(new_message("T", b"x"))
