@@ -20,6 +20,7 @@ from .errors import (
     SendTimeoutError,
 )
 from .instance import ClientInstance, ConsumerHandle
+from .producer import Producer, ProducerConfig, SendFuture
 from .message import (
     Message,
     MessageExt,
@@ -34,6 +35,9 @@ from .message import (
 __all__ = [
     "ClientConfig",
     "ClientInstance",
+    "Producer",
+    "ProducerConfig",
+    "SendFuture",
     "ConsumerHandle",
     "Message",
     "MessageExt",

@@ -244,6 +244,7 @@ class Producer(ServiceContextManager):
             ip=instance.config.client_ip, pid=os.getpid(), class_loader_hash=random.getrandbits(32)
         )
         self._async_slots = trio.Semaphore(self.config.max_async_in_flight)
+        self._drained: trio.Event | None = None  # set by aclose: the last async send ended
         self._nursery: trio.Nursery | None = None
         self._running = False
         self._cm_nursery = None
@@ -267,10 +268,10 @@ class Producer(ServiceContextManager):
         if not self._running:
             return
         self._running = False
-        limit = self.config.max_async_in_flight
-        with trio.move_on_after(self.config.send_timeout):
-            for _ in range(limit):
-                await self._async_slots.acquire()
+        if self._async_slots.value < self.config.max_async_in_flight:
+            self._drained = trio.Event()
+            with trio.move_on_after(self.config.send_timeout):
+                await self._drained.wait()
         try:
             if self._own_instance:
                 await self.instance.aclose()
@@ -526,7 +527,10 @@ class Producer(ServiceContextManager):
         else:
             fut._finish(result, None)
         finally:
-            self._async_slots.release()
+            slots = self._async_slots
+            slots.release()
+            if self._drained is not None and slots.value == self.config.max_async_in_flight:
+                self._drained.set()
 
     async def send_oneway(self, msg: Message, *, timeout: float | None = None) -> None:
         """Send once with the oneway flag; nothing comes back (errors only for what fails

@@ -90,7 +90,9 @@ async def test_consumers_registered_notified_and_unregistered(broker, namesrv):
     async with ClientInstance(ClientConfig(namesrv=namesrv)) as one, ClientInstance(ClientConfig(namesrv=namesrv)) as two:
         c1 = FakeConsumer("CG", "CT")
         one.register_consumer(c1)
-        await one.update_route("CT")  # the broker table, and c1 gets the queues
+        with trio.fail_after(5):  # the broker registers the topic its first send created soon after
+            while await one.update_route("CT") is None:  # the broker table, and c1 gets the queues
+                await trio.sleep(0.02)
         assert c1.routes and len(c1.routes[-1][1]) == 4
         assert await one.send_heartbeat() == 1
         assert await one.api.get_consumer_list(addr, "CG") == [one.client_id]

@@ -317,3 +317,9 @@ async def test_a_loop_of_oneway_and_async_sends_lets_other_tasks_run(namesrv):
                 with trio.fail_after(10):
                     while not ticked.is_set():
                         await send(new_message("Loop", b"x"))
+
+
+async def test_close_waits_for_async_sends_in_flight(namesrv):
+    async with Producer("PG", namesrv) as producer:
+        futs = [await producer.send_async(new_message("Drain", b"%d" % i)) for i in range(200)]
+    assert all(f.done() and f.exception() is None for f in futs)
