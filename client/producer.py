@@ -203,7 +203,7 @@ class _Prepared:
     properties: str
     msg_id: str
     flag: int
-    reconsume_times: int | None = None
+    reconsume_times: int = 0  # Java sends reconsumeTimes 0 for a plain send
     max_reconsume_times: int | None = None
 
 
