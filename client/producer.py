@@ -35,6 +35,7 @@ Behaviour, as Java's where it has one:
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import time
@@ -68,11 +69,13 @@ from trocket.codecs.names import (
 )
 from trocket.remoting import (
     RemotingConnectError,
+    ResponseFuture,
     RemotingSendRequestError,
     RemotingTimeoutError,
     RemotingTooManyRequestsError,
     ServiceContextManager,
 )
+from trocket.remoting.deadlines import schedule
 
 from .api import remoting_error, response_error
 from .config import MQ_VERSION, ClientConfig
@@ -92,6 +95,8 @@ from .instance import ClientInstance
 from .message import Message, SendResult, SendStatus
 
 __all__ = ["Producer", "ProducerConfig", "SendFuture", "select_by_hash"]
+
+log = logging.getLogger(__name__)
 
 #: answers Java's ``DefaultMQProducer.retryResponseCodes`` retries on another broker
 RETRY_CODES = frozenset(
@@ -157,25 +162,31 @@ class SendFuture:
     returns the :class:`SendResult` or raises the send's error; ``fut.done()``,
     ``fut.result()`` once done. The optional callback gets ``(result, error)``."""
 
-    __slots__ = ("_event", "_result", "_error", "_callback")
+    __slots__ = ("_done", "_event", "_result", "_error", "_callback")
 
     def __init__(self, callback: Callable[[SendResult | None, BaseException | None], Any] | None = None) -> None:
-        self._event = trio.Event()
+        self._done = False
+        self._event: trio.Event | None = None  # made only for a waiter (most sends have none)
         self._result: SendResult | None = None
         self._error: BaseException | None = None
         self._callback = callback
 
     def _finish(self, result: SendResult | None, error: BaseException | None) -> None:
         self._result, self._error = result, error
-        self._event.set()
+        self._done = True
+        if self._event is not None:
+            self._event.set()
         if self._callback is not None:
-            self._callback(result, error)
+            try:
+                self._callback(result, error)
+            except Exception:  # the caller's bug: reported, never the send's outcome
+                log.exception("send callback raised")
 
     def done(self) -> bool:
-        return self._event.is_set()
+        return self._done
 
     def result(self) -> SendResult:
-        if not self._event.is_set():
+        if not self._done:
             raise ClientStateError("the send is not finished")
         if self._error is not None:
             raise self._error
@@ -186,11 +197,26 @@ class SendFuture:
         return self._error
 
     async def wait(self) -> SendResult:
-        await self._event.wait()
+        if not self._done:
+            if self._event is None:
+                self._event = trio.Event()
+            await self._event.wait()
+        else:
+            await trio.lowlevel.checkpoint()
         return self.result()
 
     def __await__(self):
         return self.wait().__await__()
+
+
+@attrs.define(slots=True)
+class _Progress:
+    """The attempts of one send so far, and what the next must know."""
+
+    attempts: list[Attempt] = attrs.field(factory=list)
+    last_error: ClientError | None = None
+    last_broker: str | None = None
+    kept: SendResult | None = None
 
 
 @attrs.define(slots=True)
@@ -394,75 +420,52 @@ class Producer(ServiceContextManager):
             trace_on=ext.get("TRACE_ON") != "false",
         )
 
-    async def _send_loop(
-        self, p: _Prepared, begin: float, deadline: float, retries: int, *,
-        code: int = _SEND_V2, batch: bool = False, queue: MessageQueue | None = None,
-    ) -> SendResult:
-        """``sendDefaultImpl``: attempts until one succeeds, the retries or the budget end."""
-        info = None if queue is not None else await self._publish_info(p.topic, begin, deadline)
-        remoting = self.instance.remoting
-        faults = self.faults
-        attempts: list[Attempt] = []
-        last_error: ClientError | None = None
-        last_broker: str | None = None
-        kept: SendResult | None = None
-        for n in range(retries + 1):
-            now = trio.current_time()
-            remaining = deadline - now
-            if remaining <= 0:
-                break
-            if queue is not None:
-                mq = queue
-            else:
-                mq = select_queue(info, faults, last_broker)
-                if n and mq.broker_name == last_broker and isinstance(last_error, _CONNECT_ERRORS):
-                    # nowhere else to go: give the broker a moment to come back
-                    pause = min(self.config.reconnect_backoff * 2 ** (n - 1), remaining / 2)
-                    await trio.sleep(pause)
-                    now = trio.current_time()
-                    remaining = deadline - now
-            addr = self.instance.master_addr(mq.broker_name)
-            target = f"{mq.broker_name} {addr} queue {mq.queue_id}"
-            if addr is None:
-                attempts.append(Attempt(target, "no master address in the route", 0.0))
-                last_error = NoRouteError(f"no master address for broker {mq.broker_name}")
-                last_broker = mq.broker_name
-                self.instance.refresh_soon(p.topic)
-                continue
-            try:
-                response = await remoting.invoke_sync(addr, self._request(p, mq, code, batch), remaining)
-            except _REMOTING_FAILURES as exc:
-                took = trio.current_time() - now
-                faults.update(mq.broker_name, took, isolation=True)
-                last_error = remoting_error(exc, target, took)
-                attempts.append(Attempt(target, last_error.attempts[0].outcome, took))
-                last_broker = mq.broker_name
-                self.instance.refresh_soon(p.topic)
-                continue
-            took = trio.current_time() - now
-            status = _STATUS.get(response.code)
-            if status is not None:
-                faults.update(mq.broker_name, took)
-                result = self._result(response, status, mq, p.msg_id)
-                if status is SendStatus.SEND_OK or not self.config.retry_another_broker_when_not_store_ok:
-                    return result
-                kept = result
-                attempts.append(Attempt(target, status.value, took))
-                last_broker = mq.broker_name
-                continue
-            faults.update(mq.broker_name, took, isolation=True)
-            error = response_error(f"send to {p.topic}", response)
-            attempts.append(Attempt(target, error.summary.partition(": ")[2], took))
-            if response.code in RETRY_CODES and queue is None:
-                last_error = error
-                last_broker = mq.broker_name
-                continue
-            raise type(error)(
-                error.summary, code=error.code, remark=error.remark, attempts=attempts,
-                elapsed=trio.current_time() - begin,
-            )
-        if kept is not None:
-            return kept
+    def _judge(
+        self, p: _Prepared, mq: MessageQueue, target: str, t0: float, response: RemotingCommand | None,
+        exc: BaseException | None, progress: _Progress, begin: float, *, retry: bool = True,
+    ) -> SendResult | None:
+        """One attempt's outcome: the result to return, or ``None`` to try again (the
+        attempt recorded in ``progress``); raises the final error of an answer that is
+        not retried. Updates the latency fault table (``updateFaultItem``)."""
+        took = trio.current_time() - t0
+        broker = mq.broker_name
+        if exc is not None:
+            self.faults.update(broker, took, isolation=True)
+            error = remoting_error(exc, target, took) if isinstance(exc, Exception) else ClientError(str(exc))
+            progress.last_error = error
+            progress.attempts.append(Attempt(target, error.attempts[0].outcome if error.attempts else str(exc), took))
+            progress.last_broker = broker
+            self.instance.refresh_soon(p.topic)
+            return None
+        assert response is not None
+        status = _STATUS.get(response.code)
+        if status is not None:
+            self.faults.update(broker, took)
+            result = self._result(response, status, mq, p.msg_id)
+            if status is SendStatus.SEND_OK or not self.config.retry_another_broker_when_not_store_ok:
+                return result
+            progress.kept = result
+            progress.attempts.append(Attempt(target, status.value, took))
+            progress.last_broker = broker
+            return None
+        self.faults.update(broker, took, isolation=True)
+        error = response_error(f"send to {p.topic}", response)
+        progress.attempts.append(Attempt(target, error.summary.partition(": ")[2], took))
+        if response.code in RETRY_CODES and retry:
+            progress.last_error = error
+            progress.last_broker = broker
+            return None
+        raise type(error)(
+            error.summary, code=error.code, remark=error.remark, attempts=progress.attempts,
+            elapsed=trio.current_time() - begin,
+        )
+
+    @staticmethod
+    def _exhausted(p: _Prepared, begin: float, deadline: float, progress: _Progress) -> SendResult:
+        """No attempt left (or no time): a kept not-OK result, else the final error."""
+        if progress.kept is not None:
+            return progress.kept
+        attempts, last_error = progress.attempts, progress.last_error
         elapsed = trio.current_time() - begin
         if elapsed >= deadline - begin or isinstance(last_error, ClientTimeoutError) or last_error is None:
             raise SendTimeoutError(
@@ -475,6 +478,52 @@ class Producer(ServiceContextManager):
                 summary, code=last_error.code, remark=last_error.remark, attempts=attempts, elapsed=elapsed
             ) from last_error
         raise type(last_error)(summary, attempts=attempts, elapsed=elapsed) from last_error
+
+    async def _send_loop(
+        self, p: _Prepared, begin: float, deadline: float, retries: int, *,
+        code: int = _SEND_V2, batch: bool = False, queue: MessageQueue | None = None,
+        progress: _Progress | None = None,
+    ) -> SendResult:
+        """``sendDefaultImpl``: attempts until one succeeds, the retries or the budget end
+        (``progress`` carries attempts an async send already made)."""
+        info = None if queue is not None else await self._publish_info(p.topic, begin, deadline)
+        remoting = self.instance.remoting
+        if progress is None:
+            progress = _Progress()
+        attempts = progress.attempts
+        while len(attempts) <= retries:
+            now = trio.current_time()
+            remaining = deadline - now
+            if remaining <= 0:
+                break
+            if queue is not None:
+                mq = queue
+            else:
+                mq = select_queue(info, self.faults, progress.last_broker)
+                n = len(attempts)
+                if n and mq.broker_name == progress.last_broker and isinstance(progress.last_error, _CONNECT_ERRORS):
+                    # nowhere else to go: give the broker a moment to come back
+                    pause = min(self.config.reconnect_backoff * 2 ** (n - 1), remaining / 2)
+                    await trio.sleep(pause)
+                    now = trio.current_time()
+                    remaining = deadline - now
+            addr = self.instance.master_addr(mq.broker_name)
+            target = f"{mq.broker_name} {addr} queue {mq.queue_id}"
+            if addr is None:
+                attempts.append(Attempt(target, "no master address in the route", 0.0))
+                progress.last_error = NoRouteError(f"no master address for broker {mq.broker_name}")
+                progress.last_broker = mq.broker_name
+                self.instance.refresh_soon(p.topic)
+                continue
+            try:
+                response = await remoting.invoke_sync(addr, self._request(p, mq, code, batch), remaining)
+            except _REMOTING_FAILURES as exc:
+                self._judge(p, mq, target, now, None, exc, progress, begin)
+                continue
+            result = self._judge(p, mq, target, now, response, None, progress, begin, retry=queue is None)
+            if result is not None:
+                return result
+        return self._exhausted(p, begin, deadline, progress)
 
     # -- the send API -------------------------------------------------------------------
 
@@ -510,22 +559,80 @@ class Producer(ServiceContextManager):
                     elapsed=trio.current_time() - begin,
                 ) from None
         fut = SendFuture(callback)
-        assert self._nursery is not None
-        self._nursery.start_soon(self._run_async, p, begin, deadline, fut)
+        # the hot path: route and connection at hand -> one remoting async call whose
+        # callback judges the answer; anything else (first send, a retry) -> a task
+        info = self.instance.publish.get(p.topic)
+        conn = None
+        if info is not None and info.ok:
+            mq = select_queue(info, self.faults, None)
+            addr = self.instance.master_addr(mq.broker_name)
+            if addr is not None:
+                conn = self.instance.remoting.connection_for(addr)
+        if conn is not None and conn.is_active:
+            await self._attempt_async(p, begin, deadline, fut, mq, addr)
+        else:
+            assert self._nursery is not None
+            self._nursery.start_soon(self._run_async, p, begin, deadline, fut, None)
         # a trio checkpoint (as every trio async call): a loop of sends that never waits
         # would otherwise starve the send tasks and the rest of the program
         await trio.lowlevel.checkpoint()
         return fut
 
-    async def _run_async(self, p: _Prepared, begin: float, deadline: float, fut: SendFuture) -> None:
+    async def _attempt_async(
+        self, p: _Prepared, begin: float, deadline: float, fut: SendFuture, mq: MessageQueue, addr: str
+    ) -> None:
+        """First attempt of an async send without a task: the remoting callback judges the
+        answer (on the connection's reader) and hands a retry to :meth:`_run_async`."""
+        progress = _Progress()
+        t0 = trio.current_time()
+        target = f"{mq.broker_name} {addr} queue {mq.queue_id}"
+
+        def judged(response: RemotingCommand | None, exc: BaseException | None) -> None:
+            try:
+                result = self._judge(p, mq, target, t0, response, exc, progress, begin)
+                if result is None and (
+                    len(progress.attempts) > self.config.async_retries or trio.current_time() >= deadline
+                ):
+                    result = self._exhausted(p, begin, deadline, progress)
+            except ClientError as error:
+                self._finish_async(fut, None, error)
+                return
+            if result is not None:
+                self._finish_async(fut, result, None)
+            elif self._nursery is not None:
+                self._nursery.start_soon(self._run_async, p, begin, deadline, fut, progress)
+
+        def on_response(rf: ResponseFuture) -> None:
+            judged(rf.response, rf.exception)
+
         try:
-            result = await self._send_loop(p, begin, deadline, self.config.async_retries)
+            rf = await self.instance.remoting.invoke_async(
+                addr, self._request(p, mq), deadline - t0, callback=on_response
+            )
+        except _REMOTING_FAILURES as exc:
+            judged(None, exc)
+            return
+        if not rf.done():
+            schedule(rf)  # its deadline, to the deadline wheel's 5 ms (nobody awaits it)
+
+    async def _run_async(
+        self, p: _Prepared, begin: float, deadline: float, fut: SendFuture, progress: _Progress | None
+    ) -> None:
+        try:
+            result = await self._send_loop(p, begin, deadline, self.config.async_retries, progress=progress)
         except ClientError as exc:
-            fut._finish(None, exc)
+            self._finish_async(fut, None, exc)
         except Exception as exc:  # a bug: still the caller's to see
-            fut._finish(None, exc)
+            self._finish_async(fut, None, exc)
+        except BaseException:  # cancelled: the producer is closing
+            self._finish_async(fut, None, ClientStateError(f"producer {self.group} closed before the send ended"))
+            raise
         else:
-            fut._finish(result, None)
+            self._finish_async(fut, result, None)
+
+    def _finish_async(self, fut: SendFuture, result: SendResult | None, error: BaseException | None) -> None:
+        try:
+            fut._finish(result, error)
         finally:
             slots = self._async_slots
             slots.release()

@@ -68,7 +68,10 @@ async def fake_server(processors: dict):
     its ``host:port``."""
     from trocket.remoting import RemotingServer, ServerConfig
 
-    server = RemotingServer(ServerConfig(listen_host="127.0.0.1", listen_port=0, system_reply_ext_fields=True))
+    server = RemotingServer(ServerConfig(
+        listen_host="127.0.0.1", listen_port=0, system_reply_ext_fields=True,
+        shutdown_deadline=0.1,  # a processor made to hang is not waited for at exit
+    ))
     for code, proc in processors.items():
         server.register_processor(code, proc)
     async with server:

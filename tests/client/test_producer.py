@@ -323,3 +323,53 @@ async def test_close_waits_for_async_sends_in_flight(namesrv):
     async with Producer("PG", namesrv) as producer:
         futs = [await producer.send_async(new_message("Drain", b"%d" % i)) for i in range(200)]
     assert all(f.done() and f.exception() is None for f in futs)
+
+
+def answering(name: str, seen: list, codes: list[int]):
+    """A SEND_MESSAGE_V2 processor answering ``codes`` in turn (then 0, success)."""
+
+    async def proc(conn, request):
+        seen.append(name)
+        code = codes.pop(0) if codes else 0
+        if code == -1:  # never answer
+            await trio.sleep_forever()
+        if code:
+            return request.make_response(code, "store error")
+        return request.make_response(
+            0, ext_fields={"msgId": "7F000001000027110000000000000000", "queueId": "0", "queueOffset": "1"}
+        )
+
+    return proc
+
+
+async def test_async_hot_path_retries_on_another_broker():
+    seen = []
+    bad_codes: list[int] = []
+    async with fake_server({310: answering("bad", seen, bad_codes)}) as bad, \
+            fake_server({310: answering("good", seen, [])}) as good, \
+            fake_namesrv({"broker-1": bad, "broker-2": good}) as ns:
+        async with Producer("PG", ns) as producer:
+            with trio.fail_after(5):  # a connection to each broker: async sends take the hot path
+                while {"bad", "good"} - set(seen):
+                    await producer.send(new_message("T", b"warm"))
+            seen.clear()
+            bad_codes.append(1)  # broker-1's next answer: SYSTEM_ERROR
+            producer.instance.publish["T"].index = -1  # the next pick is broker-1's queue 0
+            got = []
+            result = await (await producer.send_async(new_message("T", b"x"), lambda r, e: got.append((r, e))))
+    assert seen == ["bad", "good"]  # retried on broker-2
+    assert result.queue.broker_name == "broker-2" and got == [(result, None)]
+
+
+async def test_async_hot_path_times_out_within_its_budget():
+    seen = []
+    async with fake_server({310: answering("hang", seen, [0, -1])}) as hang, fake_namesrv({"broker-h": hang}) as ns:
+        async with Producer("PG", client_config=ClientConfig(namesrv=ns, call_timeout=0.3), send_timeout=0.5) as producer:
+            await producer.send(new_message("T", b"warm"))  # route and connection at hand
+            begin = trio.current_time()
+            fut = await producer.send_async(new_message("T", b"x"))
+            with pytest.raises(SendTimeoutError) as info:
+                await fut
+            took = trio.current_time() - begin
+    assert 0.45 <= took < 1.0  # the deadline wheel expired it, not the 1 s response scan
+    assert "RemotingTimeoutError" in str(info.value)
