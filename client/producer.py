@@ -599,8 +599,12 @@ class Producer(ServiceContextManager):
                 return
             if result is not None:
                 self._finish_async(fut, result, None)
-            elif self._nursery is not None:
+                return
+            try:  # retry in a task (the producer's nursery)
+                assert self._nursery is not None
                 self._nursery.start_soon(self._run_async, p, begin, deadline, fut, progress)
+            except RuntimeError:  # the nursery is closed: the producer is gone
+                self._finish_async(fut, None, ClientStateError(f"producer {self.group} closed before the send ended"))
 
         def on_response(rf: ResponseFuture) -> None:
             judged(rf.response, rf.exception)
@@ -612,6 +616,9 @@ class Producer(ServiceContextManager):
         except _REMOTING_FAILURES as exc:
             judged(None, exc)
             return
+        except BaseException:  # cancelled while waiting for a permit: free the slot, then go
+            self._finish_async(fut, None, ClientStateError("the send was cancelled"))
+            raise
         if not rf.done():
             schedule(rf)  # its deadline, to the deadline wheel's 5 ms (nobody awaits it)
 
