@@ -373,3 +373,14 @@ async def test_async_hot_path_times_out_within_its_budget():
             took = trio.current_time() - begin
     assert 0.45 <= took < 1.0  # the deadline wheel expired it, not the 1 s response scan
     assert "RemotingTimeoutError" in str(info.value)
+
+
+async def test_json_headers_as_javas_default(namesrv):
+    from trocket.codecs.command import SerializeType
+
+    cfg = ClientConfig(namesrv=namesrv, serialize_type=SerializeType.JSON)
+    async with Producer("PG", client_config=cfg) as producer:
+        result = await producer.send(new_message("Json", b"j", tags="T"))
+        batch = await producer.send_batch([new_message("Json", b"b%d" % i) for i in range(3)])
+        stored = await pull_all(producer.instance, "Json")
+    assert result.ok and batch[0].ok and sorted(m.body for m in stored) == [b"b0", b"b1", b"b2", b"j"]
