@@ -48,7 +48,13 @@ async def test_send_2000_then_check_with_admin_and_pull(broker_process):
 
     async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
         stored = await pull_all(inst, "CliTopic")
+        for mq in await inst.subscribe_queues("CliTopic"):  # the group consumed all but 10 per queue
+            addr = inst.master_addr(mq.broker_name)
+            await inst.api.update_consumer_offset(addr, "Half", mq, await inst.api.get_max_offset(addr, mq) - 10)
     assert len(stored) == 2101
+    half = await run("admin", "group", "offsets", "-n", ns, "-g", "Half", "-t", "CliTopic", "--json")
+    rows = json.loads(half.stdout)
+    assert len(rows) == 4 and all(r["lag"] == 10 and r["consumerOffset"] == r["brokerOffset"] - 10 for r in rows)
     head = next(m for m in stored if m.client_msg_id == first["msgId"])
     assert head.body == b"first" and head.tags == "A" and head.keys == ["k1"] and head.properties["color"] == "red"
     assert sum(len(m.body) == 64 for m in stored) == 2000
