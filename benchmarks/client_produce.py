@@ -217,31 +217,25 @@ async def run_trocket(namesrv: str, pid: int, name: str, warmup: float, seconds:
         await producer.send(message())  # the topic and its route, before the clock starts
         stop = trio.Event()
 
-        async def sync_sender() -> None:
+        async def waiting_sender(send, per: int) -> None:
+            """``await send()`` in a loop; ``per`` messages a call."""
             while not stop.is_set():
                 t0 = clock()
                 try:
-                    await producer.send(message())
+                    await send()
                 except ClientError:
                     errors[0] += 1
                     continue
                 t1 = clock()
                 if window[0] <= t0 and t1 <= window[1]:
                     lat.append(t1 - t0)
-                    count[0] += 1
+                    count[0] += per
+
+        async def sync_sender() -> None:
+            await waiting_sender(lambda: producer.send(message()), 1)
 
         async def batch_sender() -> None:
-            while not stop.is_set():
-                t0 = clock()
-                try:
-                    await producer.send_batch([message() for _ in range(32)])
-                except ClientError:
-                    errors[0] += 1
-                    continue
-                t1 = clock()
-                if window[0] <= t0 and t1 <= window[1]:
-                    lat.append(t1 - t0)
-                    count[0] += 32
+            await waiting_sender(lambda: producer.send_batch([message() for _ in range(32)]), 32)
 
         async def oneway_sender() -> None:
             while not stop.is_set():
