@@ -43,6 +43,10 @@ class LatencyFaultTolerance:
     def update(self, broker: str, latency: float, isolation: bool = False) -> None:
         if not self.enabled:
             return
+        if not isolation and latency < _LATENCY_MAX[2]:  # the usual answer: no penalty
+            if self._until and broker in self._until:
+                del self._until[broker]
+            return
         duration = not_available_duration(ISOLATION_LATENCY if isolation else latency)
         if duration <= 0:
             if broker in self._until:
