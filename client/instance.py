@@ -13,7 +13,8 @@ Contract:
   servers, rotating on failure), :meth:`publish_info` (producers: writable queues, the
   TBW102 fallback for a topic that does not exist yet), :meth:`subscribe_queues`
   (consumers). The broker table maps broker name -> {broker id: address}, id 0 the master:
-  :meth:`master_addr`, :meth:`broker_addr` (a slave when asked and known).
+  :meth:`master_addr`, :meth:`broker_addr` (a slave when asked and known); brokers no route
+  names any more are dropped after each poll (:meth:`clean_offline_brokers`).
 - Registration: :meth:`register_producer` / :meth:`unregister_producer` by group;
   :meth:`register_consumer` takes a :class:`ConsumerHandle` (its ``consumer_data()`` goes
   into every heartbeat; it receives route changes of its topics and the broker's requests)
@@ -351,6 +352,17 @@ class ClientInstance(ServiceContextManager):
             await trio.sleep(self.config.poll_namesrv_interval)
             for topic in sorted(self._interesting_topics()):
                 await self._refresh_quietly(topic)
+            self.clean_offline_brokers()
+
+    def clean_offline_brokers(self) -> list[str]:
+        """``cleanOfflineBroker``: forget brokers no cached route or publish info names
+        any more (no heartbeats to them, no address for them). Returns the names dropped."""
+        live = {bd.broker_name for route in self.routes.values() for bd in route.broker_datas}
+        live.update(mq.broker_name for info in self.publish.values() for mq in info.queues)
+        gone = [name for name in self.brokers if name not in live]
+        for name in gone:
+            del self.brokers[name]
+        return gone
 
     # -- heartbeats ---------------------------------------------------------------------
 

@@ -181,3 +181,22 @@ async def test_consumer_calls_against_the_broker(broker, namesrv):
         with pytest.raises(NoRouteError):
             await inst.route("NoSuchTopicAnywhere")
     assert isinstance(mq, MessageQueue)
+
+
+async def test_brokers_gone_from_every_route_are_forgotten():
+    brokers = {"a": "127.0.0.1:1", "b": "127.0.0.1:2"}
+
+    async def route(conn, request):
+        return request.make_response(0, body=route_body(dict(brokers)), ext_fields={})
+
+    async with fake_server({105: route}) as ns:
+        cfg = ClientConfig(namesrv=ns, poll_namesrv_interval=0.05)
+        async with ClientInstance(cfg) as inst:
+            inst.register_consumer(FakeConsumer("G", "T"))
+            await inst.update_route("T")
+            assert set(inst.brokers) == {"a", "b"}
+            del brokers["a"]  # broker a left the cluster
+            with trio.fail_after(5):
+                while "a" in inst.brokers:
+                    await trio.sleep(0.01)
+            assert set(inst.brokers) == {"b"} and inst.master_addr("a") is None
