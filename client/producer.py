@@ -49,7 +49,7 @@ import trio
 from trocket.codecs.bodies.client import MessageQueue
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
-from trocket.codecs.errors import InvalidNameError
+from trocket.codecs.errors import CodecError, InvalidNameError
 from trocket.codecs.headers import SendMessageRequestHeaderV2, SendMessageResponseHeader, decode_header
 from trocket.codecs.java_hashmap import java_string_hash
 from trocket.codecs.message import UniqueIdGenerator, encode_batch_message, encode_properties
@@ -441,7 +441,15 @@ class Producer(ServiceContextManager):
         status = _STATUS.get(response.code)
         if status is not None:
             self.faults.update(broker, took)
-            result = self._result(response, status, mq, p.msg_id)
+            try:
+                result = self._result(response, status, mq, p.msg_id)
+            except CodecError as exc:  # stored, says the code; where, the header cannot say
+                progress.attempts.append(Attempt(target, f"{status.value} with a bad header: {exc}", took))
+                raise BrokerResponseError(
+                    f"send to {p.topic}: the broker's {status.value} answer does not decode: {exc}",
+                    code=response.code, remark=response.remark, attempts=progress.attempts,
+                    elapsed=trio.current_time() - begin,
+                ) from exc
             if status is SendStatus.SEND_OK or not self.config.retry_another_broker_when_not_store_ok:
                 return result
             progress.kept = result
@@ -594,7 +602,7 @@ class Producer(ServiceContextManager):
                     len(progress.attempts) > self.config.async_retries or trio.current_time() >= deadline
                 ):
                     result = self._exhausted(p, begin, deadline, progress)
-            except ClientError as error:
+            except Exception as error:  # a ClientError; anything else is a bug, still the caller's to see
                 self._finish_async(fut, None, error)
                 return
             if result is not None:

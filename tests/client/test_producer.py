@@ -10,6 +10,7 @@ import trio
 
 from trocket.client import (
     BrokerBusyError,
+    BrokerResponseError,
     ClientConfig,
     ClientConnectError,
     ConnectionLostError,
@@ -333,11 +334,10 @@ def answering(name: str, seen: list, codes: list[int]):
         code = codes.pop(0) if codes else 0
         if code == -1:  # never answer
             await trio.sleep_forever()
-        if code:
-            return request.make_response(code, "store error")
-        return request.make_response(
-            0, ext_fields={"msgId": "7F000001000027110000000000000000", "queueId": "0", "queueOffset": "1"}
-        )
+        ext = {"msgId": "7F000001000027110000000000000000", "queueId": "0", "queueOffset": "1"}
+        if code in (0, 10, 11, 12):  # stored (FLUSH_DISK_TIMEOUT & co. carry the header too)
+            return request.make_response(code, ext_fields=ext)
+        return request.make_response(code, "store error")
 
     return proc
 
@@ -384,3 +384,36 @@ async def test_json_headers_as_javas_default(namesrv):
         batch = await producer.send_batch([new_message("Json", b"b%d" % i) for i in range(3)])
         stored = await pull_all(producer.instance, "Json")
     assert result.ok and batch[0].ok and sorted(m.body for m in stored) == [b"b0", b"b1", b"b2", b"j"]
+
+
+async def test_orderly_send_is_not_retried_elsewhere():
+    seen = []
+    async with fake_server({310: answering("a", seen, [1])}) as a, \
+            fake_server({310: answering("b", seen, [])}) as b, \
+            fake_namesrv({"broker-1": a, "broker-2": b}) as ns:
+        async with Producer("PG", ns) as producer:
+            with pytest.raises(BrokerResponseError, match="SYSTEM_ERROR") as info:
+                await producer.send_orderly(new_message("T", b"x"), lambda mqs, m, arg: mqs[0], None)
+    assert seen == ["a"] and len(info.value.attempts) == 1  # the queue is the point: no other broker
+
+
+async def test_flush_disk_timeout_is_a_result_unless_asked_to_retry():
+    seen = []
+    async with fake_server({310: answering("a", seen, [10, 10])}) as a, fake_namesrv({"broker-1": a}) as ns:
+        async with Producer("PG", ns) as producer:
+            result = await producer.send(new_message("T", b"x"))
+            assert result.status is SendStatus.FLUSH_DISK_TIMEOUT and not result.ok
+        async with Producer("PG2", ns, retry_another_broker_when_not_store_ok=True) as producer:
+            result = await producer.send(new_message("T", b"x"))
+    # retried (here on the same, only broker): the second answer, 0, is SEND_OK
+    assert result.ok and seen == ["a", "a", "a"]
+
+
+async def test_a_success_answer_without_its_header_is_a_typed_error():
+    async def headless(conn, request):
+        return request.make_response(0, ext_fields={})
+
+    async with fake_server({310: headless}) as b, fake_namesrv({"broker-1": b}) as ns:
+        async with Producer("PG", ns) as producer:
+            with pytest.raises(BrokerResponseError, match="does not decode"):
+                await producer.send(new_message("T", b"x"))
