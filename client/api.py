@@ -273,8 +273,14 @@ class ClientAPI:
         status = _PULL_STATUS.get(resp.code)
         if status is None:
             raise response_error(f"pull {header.topic}:{header.queueId} at {addr}", resp)
-        h = decode_header(PullMessageResponseHeader, resp.ext_fields)
-        messages: list[MessageExt] = list(iter_records(resp.body)) if status is PullStatus.FOUND and resp.body else []
+        try:
+            h = decode_header(PullMessageResponseHeader, resp.ext_fields)
+            messages: list[MessageExt] = list(iter_records(resp.body)) if status is PullStatus.FOUND and resp.body else []
+        except CodecError as exc:
+            raise BrokerResponseError(
+                f"pull {header.topic}:{header.queueId} at {addr}: the answer does not decode: {exc}",
+                code=resp.code, remark=resp.remark,
+            ) from exc
         return PullResult(status, h.nextBeginOffset, h.minOffset, h.maxOffset, messages, h.suggestWhichBrokerId)
 
     async def query_consumer_offset(
