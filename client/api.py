@@ -10,7 +10,8 @@ client errors here, once (:meth:`ClientAPI.invoke`), so callers see one error fa
 - ``RemotingTimeoutError`` / too many requests in flight -> :class:`ClientTimeoutError`.
 
 A non-success answer raises :func:`response_error` (SYSTEM_BUSY -> :class:`BrokerBusyError`,
-MESSAGE_ILLEGAL & co. -> :class:`MessageRefusedError`, else :class:`BrokerResponseError`).
+MESSAGE_ILLEGAL & co. -> :class:`MessageRefusedError`, else :class:`BrokerResponseError`);
+a success answer that does not decode, a :class:`BrokerResponseError` (:func:`decoded`).
 
 Name-server calls rotate: the current name server first, on a connection failure or a
 timeout the next one (while the budget lasts), and the one that answered becomes current
@@ -18,11 +19,14 @@ timeout the next one (while the budget lasts), and the one that answered becomes
 
 The pattern for a new broker call: build ``self.request(code, HeaderClass(...), body)``,
 ``await self.invoke(addr, request, timeout)``, check the code, decode the response header
-with :func:`~trocket.codecs.headers.decode_header` / the body with its codecs class.
+with :func:`~trocket.codecs.headers.decode_header` / the body with its codecs class, both
+inside :func:`decoded`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
 
 import trio
 
@@ -80,7 +84,9 @@ from .errors import (
 )
 from .message import MessageExt, PullResult, PullStatus
 
-__all__ = ["ClientAPI", "response_error", "REFUSED_CODES"]
+__all__ = ["ClientAPI", "response_error", "remoting_error", "decoded", "REFUSED_CODES"]
+
+T = TypeVar("T")
 
 #: answers that say the message itself is wrong (retrying elsewhere will not help)
 REFUSED_CODES = frozenset(
@@ -117,6 +123,17 @@ def response_error(what: str, response: RemotingCommand, *, attempts=(), elapsed
     else:
         cls = BrokerResponseError
     return cls(message, code=code, remark=response.remark, attempts=attempts, elapsed=elapsed)
+
+
+def decoded(what: str, response: RemotingCommand, decode: Callable[[], T]) -> T:
+    """``decode()`` of a success answer's header or body; a CodecError becomes a
+    :class:`BrokerResponseError` naming ``what``."""
+    try:
+        return decode()
+    except CodecError as exc:
+        raise BrokerResponseError(
+            f"{what}: the answer does not decode: {exc}", code=response.code, remark=response.remark
+        ) from exc
 
 
 def remoting_error(exc: Exception, target: str, elapsed: float) -> ClientError:
@@ -215,22 +232,19 @@ class ClientAPI:
             return None
         if resp.code != ResponseCode.SUCCESS:
             raise response_error(f"route of {topic}", resp)
-        try:
-            return TopicRouteData.from_body(resp.body)
-        except CodecError as exc:
-            raise ClientError(f"route of {topic}: undecodable body: {exc}") from exc
+        return decoded(f"route of {topic}", resp, lambda: TopicRouteData.from_body(resp.body))
 
     async def get_cluster_info(self, timeout: float | None = None) -> ClusterInfo:
         resp = await self.invoke_namesrv(self.request(RequestCode.GET_BROKER_CLUSTER_INFO), timeout)
         if resp.code != ResponseCode.SUCCESS:
             raise response_error("cluster info", resp)
-        return ClusterInfo.from_body(resp.body)
+        return decoded("cluster info", resp, lambda: ClusterInfo.from_body(resp.body))
 
     async def get_topic_list(self, timeout: float | None = None) -> list[str]:
         resp = await self.invoke_namesrv(self.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER), timeout)
         if resp.code != ResponseCode.SUCCESS:
             raise response_error("topic list", resp)
-        return TopicList.from_body(resp.body).topic_list
+        return decoded("topic list", resp, lambda: TopicList.from_body(resp.body).topic_list)
 
     async def delete_topic_in_namesrv(self, addr: str, topic: str, timeout: float | None = None) -> None:
         # DeleteTopicFromNamesrvRequestHeader has the one field ``topic``
@@ -263,7 +277,7 @@ class ClientAPI:
         resp = await self.invoke(addr, req, timeout)
         if resp.code != ResponseCode.SUCCESS:
             raise response_error(f"consumer list of {group} at {addr}", resp)
-        return ConsumerListByGroupResponseBody.decode(resp.body).consumer_id_list
+        return decoded(f"consumer list of {group}", resp, lambda: ConsumerListByGroupResponseBody.decode(resp.body).consumer_id_list)
 
     # -- broker: consumers --------------------------------------------------------------
 
@@ -273,14 +287,11 @@ class ClientAPI:
         status = _PULL_STATUS.get(resp.code)
         if status is None:
             raise response_error(f"pull {header.topic}:{header.queueId} at {addr}", resp)
-        try:
-            h = decode_header(PullMessageResponseHeader, resp.ext_fields)
-            messages: list[MessageExt] = list(iter_records(resp.body)) if status is PullStatus.FOUND and resp.body else []
-        except CodecError as exc:
-            raise BrokerResponseError(
-                f"pull {header.topic}:{header.queueId} at {addr}: the answer does not decode: {exc}",
-                code=resp.code, remark=resp.remark,
-            ) from exc
+        what = f"pull {header.topic}:{header.queueId} at {addr}"
+        h = decoded(what, resp, lambda: decode_header(PullMessageResponseHeader, resp.ext_fields))
+        messages: list[MessageExt] = (
+            decoded(what, resp, lambda: list(iter_records(resp.body))) if status is PullStatus.FOUND and resp.body else []
+        )
         return PullResult(status, h.nextBeginOffset, h.minOffset, h.maxOffset, messages, h.suggestWhichBrokerId)
 
     async def query_consumer_offset(
@@ -296,7 +307,7 @@ class ClientAPI:
             return None
         if resp.code != ResponseCode.SUCCESS:
             raise response_error(f"consumer offset of {group} on {mq}", resp)
-        return decode_header(QueryConsumerOffsetResponseHeader, resp.ext_fields).offset
+        return decoded(f"consumer offset of {group} on {mq}", resp, lambda: decode_header(QueryConsumerOffsetResponseHeader, resp.ext_fields).offset)
 
     async def update_consumer_offset(
         self, addr: str, group: str, mq: MessageQueue, offset: int, *, oneway: bool = False, timeout: float | None = None
@@ -318,7 +329,7 @@ class ClientAPI:
         resp = await self.invoke(addr, self.request(RequestCode.LOCK_BATCH_MQ, body=body.encode()), timeout)
         if resp.code != ResponseCode.SUCCESS:
             raise response_error(f"lock queues at {addr}", resp)
-        return LockBatchResponseBody.decode(resp.body).lock_ok_mq_set
+        return decoded(f"lock queues at {addr}", resp, lambda: LockBatchResponseBody.decode(resp.body).lock_ok_mq_set)
 
     async def unlock_batch(
         self, addr: str, body: UnlockBatchRequestBody, *, oneway: bool = False, timeout: float | None = None
@@ -345,7 +356,7 @@ class ClientAPI:
         resp = await self.invoke(addr, req, timeout)
         if resp.code != ResponseCode.SUCCESS:
             raise response_error(f"search offset of {mq} at {timestamp_ms}", resp)
-        return decode_header(SearchOffsetResponseHeader, resp.ext_fields).offset
+        return decoded(f"search offset of {mq}", resp, lambda: decode_header(SearchOffsetResponseHeader, resp.ext_fields).offset)
 
     async def get_max_offset(self, addr: str, mq: MessageQueue, timeout: float | None = None) -> int:
         req = self.request(
@@ -354,7 +365,7 @@ class ClientAPI:
         resp = await self.invoke(addr, req, timeout)
         if resp.code != ResponseCode.SUCCESS:
             raise response_error(f"max offset of {mq}", resp)
-        return decode_header(GetMaxOffsetResponseHeader, resp.ext_fields).offset
+        return decoded(f"max offset of {mq}", resp, lambda: decode_header(GetMaxOffsetResponseHeader, resp.ext_fields).offset)
 
     async def get_min_offset(self, addr: str, mq: MessageQueue, timeout: float | None = None) -> int:
         req = self.request(
@@ -363,7 +374,7 @@ class ClientAPI:
         resp = await self.invoke(addr, req, timeout)
         if resp.code != ResponseCode.SUCCESS:
             raise response_error(f"min offset of {mq}", resp)
-        return decode_header(GetMinOffsetResponseHeader, resp.ext_fields).offset
+        return decoded(f"min offset of {mq}", resp, lambda: decode_header(GetMinOffsetResponseHeader, resp.ext_fields).offset)
 
     # -- broker: admin ------------------------------------------------------------------
 
@@ -382,7 +393,7 @@ class ClientAPI:
         resp = await self.invoke(addr, self.request(RequestCode.GET_BROKER_RUNTIME_INFO), timeout)
         if resp.code != ResponseCode.SUCCESS:
             raise response_error(f"runtime info of {addr}", resp)
-        return KVTable.from_body(resp.body).table
+        return decoded(f"runtime info of {addr}", resp, lambda: KVTable.from_body(resp.body).table)
 
 
 def _copy(request: RemotingCommand) -> RemotingCommand:

@@ -200,3 +200,17 @@ async def test_brokers_gone_from_every_route_are_forgotten():
                 while "a" in inst.brokers:
                     await trio.sleep(0.01)
             assert set(inst.brokers) == {"b"} and inst.master_addr("a") is None
+
+
+async def test_an_answer_that_does_not_decode_is_a_typed_error():
+    from trocket.client import BrokerResponseError
+
+    async def junk(conn, request):
+        return request.make_response(0, body=b"{not json", ext_fields={})
+
+    async with fake_server({105: junk, 106: junk}) as ns:
+        async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
+            with pytest.raises(BrokerResponseError, match="route of T: the answer does not decode"):
+                await inst.update_route("T")
+            with pytest.raises(BrokerResponseError, match="cluster info: the answer does not decode"):
+                await inst.api.get_cluster_info()
