@@ -9,6 +9,8 @@
     trocket capture stats FILE...    counts by code, unanswered requests, per connection
     trocket capture proxy ...        a transparent proxy recording every frame
     trocket replay FILE --target H:P  replay a captured session, compare the answers
+    trocket send [options]           send messages (trocket/cli_client.py)
+    trocket admin topic|group|cluster  topics, consumer progress, the cluster (trocket/cli_client.py)
 """
 
 from __future__ import annotations
@@ -89,6 +91,9 @@ def _build_parser() -> argparse.ArgumentParser:
     # more ``trocket capture`` subcommands from other modules: add_X_parser(capture_commands)
     add_proxy_command(capture_commands)
     add_replay_command(sub)
+    from trocket.cli_client import add_client_commands
+
+    add_client_commands(sub)
     return parser
 
 
