@@ -1,0 +1,219 @@
+"""Consumer building blocks without a broker: allocation, subscriptions, the process
+queue's offset rule, offset stores, the pull answer's decoding."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from trocket.codecs.bodies.client import MessageQueue
+from trocket.codecs.codes import ResponseCode
+from trocket.codecs.command import RemotingCommand
+from trocket.codecs.errors import InvalidNameError
+from trocket.codecs.headers import PullMessageResponseHeader
+from trocket.codecs.java_hashmap import java_string_hash
+from trocket.codecs.message import encode_record
+from trocket.codecs.message.hosts import HostAddress
+from trocket.codecs.message.message import MessageExt
+from trocket.client.consumer_pull import PullResponseError, PullStatus, pull_request, read_pull_response
+from trocket.client.offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
+from trocket.client.process_queue import ProcessQueue
+from trocket.client.rebalance_strategy import allocate_averagely
+from trocket.client.subscription import build, filter_by_tags
+
+
+def mqs(n: int, topic: str = "T", broker: str = "b") -> list[MessageQueue]:
+    return [MessageQueue(topic, broker, i) for i in range(n)]
+
+
+# -- allocation ------------------------------------------------------------------------
+
+
+def test_allocate_averagely_matches_java_blocks():
+    # Java: 8 queues, 3 clients -> 3, 3, 2 (consecutive blocks of the sorted queues)
+    cids = ["c2", "c0", "c1"]
+    got = {c: [mq.queue_id for mq in allocate_averagely(c, list(reversed(mqs(8))), cids)] for c in cids}
+    assert got == {"c0": [0, 1, 2], "c1": [3, 4, 5], "c2": [6, 7]}
+
+
+def test_allocate_averagely_more_clients_than_queues_and_unknown_client():
+    cids = [f"c{i}" for i in range(5)]
+    got = [allocate_averagely(c, mqs(3), cids) for c in cids]
+    assert [[mq.queue_id for mq in g] for g in got] == [[0], [1], [2], [], []]
+    assert allocate_averagely("stranger", mqs(3), cids) == []
+
+
+@pytest.mark.parametrize("n_mq,n_cid", [(1, 1), (4, 2), (7, 3), (16, 5), (3, 7), (32, 32)])
+def test_allocate_averagely_partitions(n_mq, n_cid):
+    all_mq = mqs(n_mq, broker="a") + mqs(n_mq, broker="b")
+    cids = [f"10.0.0.{i}@{i}" for i in range(n_cid)]
+    parts = [allocate_averagely(c, all_mq, cids) for c in cids]
+    flat = [mq for p in parts for mq in p]
+    assert sorted(flat) == sorted(all_mq)  # every queue exactly once
+    sizes = [len(p) for p in parts]
+    assert max(sizes) - min(sizes) <= 1
+
+
+# -- subscriptions ---------------------------------------------------------------------
+
+
+def test_build_subscription_tags_and_codes():
+    sub = build("T", " TagA || TagB ||TagA", version=7)
+    assert sub.sub_string == " TagA || TagB ||TagA"
+    assert sub.tags_set == ["TagA", "TagB"]
+    assert sub.code_set == [java_string_hash("TagA"), java_string_hash("TagB")]  # ASCII: positive
+    assert sub.sub_version == 7
+    for everything in ("*", "", None, "  *  "):
+        s = build("T", everything)
+        assert (s.sub_string, s.tags_set, s.code_set) == ("*", [], [])
+
+
+def test_build_subscription_rejects_bad_input():
+    with pytest.raises(ValueError):
+        build("T", "||")
+    with pytest.raises(InvalidNameError):
+        build("bad topic!", "*")
+
+
+def test_filter_by_tags_exact_strings():
+    msgs = [MessageExt("T", b"", properties={"TAGS": t}) for t in ("TagA", "TagC", "TagB")]
+    msgs.append(MessageExt("T", b""))
+    assert [m.tags for m in filter_by_tags(build("T", "TagA||TagB"), msgs)] == ["TagA", "TagB"]
+    assert len(filter_by_tags(build("T", "*"), msgs)) == 4
+
+
+# -- process queue ---------------------------------------------------------------------
+
+
+def msg(offset: int, body: bytes = b"x") -> MessageExt:
+    return MessageExt("T", body, queue_offset=offset)
+
+
+async def test_process_queue_commit_offset_is_smallest_unfinished():
+    pq = ProcessQueue()
+    assert pq.remove([msg(0)]) == -1  # nothing cached
+    assert pq.put([msg(i, b"ab") for i in range(10, 15)]) == 5
+    assert pq.put([msg(12)]) == 0  # a duplicate is not cached twice
+    assert (pq.msg_count, pq.msg_size, pq.max_span) == (5, 10, 4)
+    taken = pq.take(3)
+    assert [m.queue_offset for m in taken] == [10, 11, 12]
+    assert pq.remove([taken[1], taken[2]]) == 10  # 10 still in the callback
+    assert pq.remove([taken[0]]) == 13
+    rest = pq.take(10)
+    assert pq.remove(rest) == 15  # nothing left: one past the largest pulled
+    assert (pq.msg_count, pq.msg_size) == (0, 0)
+
+
+async def test_process_queue_give_back_and_wait():
+    pq = ProcessQueue()
+    got = []
+
+    async def consumer():
+        await pq.wait_pending()
+        got.extend(pq.take(1))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(consumer)
+        await trio.testing.wait_all_tasks_blocked()
+        pq.put([msg(0), msg(1)])
+    assert [m.queue_offset for m in got] == [0]
+    pq.give_back(got)
+    assert [m.queue_offset for m in pq.take(5)] == [0, 1]
+    pq.dropped = True
+    pq.wake()
+    with trio.fail_after(1):
+        await pq.wait_pending()  # a dropped queue never blocks
+
+
+# -- offset stores ---------------------------------------------------------------------
+
+
+class FakeCalls:
+    def __init__(self):
+        self.broker: dict[MessageQueue, int] = {}
+        self.updates = 0
+
+    async def query_consumer_offset(self, group, mq):
+        return self.broker.get(mq)
+
+    async def update_consumer_offset(self, group, mq, offset):
+        self.updates += 1
+        self.broker[mq] = offset
+
+
+async def test_remote_store_commits_only_moved_offsets_of_assigned_queues():
+    calls = FakeCalls()
+    a, b = mqs(2)
+    calls.broker[a] = 5
+    store = RemoteBrokerOffsetStore("G", calls)
+    assert await store.read_store(a) == 5
+    assert await store.read_store(b) == -1
+    store.update(a, 9)
+    store.update(a, 7, increase_only=True)  # never backwards when asked so
+    store.update(b, 3)
+    await store.persist_all([a, b])
+    assert calls.broker == {a: 9, b: 3} and calls.updates == 2
+    await store.persist_all([a])  # unchanged: no call; b no longer ours: forgotten
+    assert calls.updates == 2 and store.read_memory(b) == -1
+
+
+async def test_local_store_round_trip(tmp_path):
+    a, b = mqs(2)
+    store = LocalFileOffsetStore("G", "127.0.0.1@1", tmp_path)
+    store.update(a, 4)
+    store.update(b, 6)
+    await store.persist_all([a, b])
+    store.update(a, 8)
+    await store.persist_all([a])
+    again = LocalFileOffsetStore("G", "127.0.0.1@1", tmp_path)
+    await again.load()
+    assert again.table() == {a: 8, b: 6}
+    store.path.write_text("not json")  # a torn file: the backup answers
+    assert await again.read_store(b) == 6
+
+
+# -- pull answers ----------------------------------------------------------------------
+
+
+def stored(offset: int, tags: str) -> bytes:
+    m = MessageExt(
+        "T", f"body{offset}".encode(), properties={"TAGS": tags, "UNIQ_KEY": f"K{offset}"},
+        queue_offset=offset, commit_log_offset=1000 + offset,
+        born_host=HostAddress("127.0.0.1", 1), store_host=HostAddress("127.0.0.1", 10911),
+    )
+    return encode_record(m)
+
+
+def test_read_pull_response_found_filters_and_marks_offsets():
+    mq = MessageQueue("T", "b", 0)
+    header = PullMessageResponseHeader(suggestWhichBrokerId=0, nextBeginOffset=3, minOffset=0, maxOffset=9)
+    body = stored(0, "A") + stored(1, "B") + stored(2, "A")
+    resp = RemotingCommand.response(int(ResponseCode.SUCCESS), "FOUND", header, body=body)
+    from trocket.codecs.headers import encode_header
+    resp.ext_fields = encode_header(header)
+    result = read_pull_response(resp, mq, build("T", "A"))
+    assert result.status is PullStatus.FOUND and result.next_begin_offset == 3
+    assert [(m.queue_offset, m.body, m.properties["MAX_OFFSET"]) for m in result.messages] == [
+        (0, b"body0", "9"), (2, b"body2", "9")
+    ]
+
+
+def test_read_pull_response_statuses_and_errors():
+    mq = MessageQueue("T", "b", 0)
+    from trocket.codecs.headers import encode_header
+    ext = encode_header(PullMessageResponseHeader(suggestWhichBrokerId=0, nextBeginOffset=5, minOffset=0, maxOffset=5))
+    for code, status in [(19, PullStatus.NO_NEW_MSG), (20, PullStatus.NO_MATCHED_MSG), (21, PullStatus.OFFSET_ILLEGAL)]:
+        r = read_pull_response(RemotingCommand.response(code, ext_fields=dict(ext)), mq, None)
+        assert r.status is status and r.next_begin_offset == 5
+    with pytest.raises(PullResponseError, match="code 25"):
+        read_pull_response(RemotingCommand.response(25, "SUBSCRIPTION_NOT_LATEST"), mq, None)
+    bad = RemotingCommand.response(0, ext_fields=dict(ext), body=b"\x00\x00\x00\x10garbage")
+    with pytest.raises(PullResponseError, match="does not decode"):
+        read_pull_response(bad, mq, None)
+
+
+def test_pull_request_header():
+    cmd = pull_request("G", MessageQueue("T", "b", 2), 40, build("T", "A||B", version=1), commit_offset=33)
+    h = cmd.custom_header
+    assert (h.queueId, h.queueOffset, h.sysFlag, h.commitOffset, h.subscription) == (2, 40, 0x7, 33, "A||B")
+    assert pull_request("G", MessageQueue("T", "b", 2), 0, build("T", "*")).custom_header.sysFlag == 0x6
