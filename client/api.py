@@ -1,0 +1,393 @@
+"""Typed remote calls to name servers and brokers (Java: ``MQClientAPIImpl``).
+
+One method per RocketMQ call: it builds the request from the codecs' header class, invokes
+it through the instance's :class:`~trocket.remoting.RemotingClient`, and turns the answer
+into a typed value or a typed :mod:`~trocket.client.errors` error. Remoting failures become
+client errors here, once (:meth:`ClientAPI.invoke`), so callers see one error family:
+
+- ``RemotingConnectError`` -> :class:`ClientConnectError`;
+- the connection closed under the call -> :class:`ConnectionLostError`;
+- ``RemotingTimeoutError`` / too many requests in flight -> :class:`ClientTimeoutError`.
+
+A non-success answer raises :func:`response_error` (SYSTEM_BUSY -> :class:`BrokerBusyError`,
+MESSAGE_ILLEGAL & co. -> :class:`MessageRefusedError`, else :class:`BrokerResponseError`).
+
+Name-server calls rotate: the current name server first, on a connection failure or a
+timeout the next one (while the budget lasts), and the one that answered becomes current
+(Java's ``getAndCreateNameserverChannel``).
+
+The pattern for a new broker call: build ``self.request(code, HeaderClass(...), body)``,
+``await self.invoke(addr, request, timeout)``, check the code, decode the response header
+with :func:`~trocket.codecs.headers.decode_header` / the body with its codecs class.
+"""
+
+from __future__ import annotations
+
+
+import trio
+
+from trocket.codecs.bodies.client import (
+    ConsumerListByGroupResponseBody,
+    HeartbeatData,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    MessageQueue,
+    UnlockBatchRequestBody,
+)
+from trocket.codecs.bodies.namesrv import ClusterInfo, KVTable, TopicList
+from trocket.codecs.bodies.route import TopicRouteData
+from trocket.codecs.codes import RequestCode, ResponseCode
+from trocket.codecs.command import RemotingCommand
+from trocket.codecs.errors import CodecError
+from trocket.codecs.headers import (
+    ConsumerSendMsgBackRequestHeader,
+    CreateTopicRequestHeader,
+    GetConsumerListByGroupRequestHeader,
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
+    GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader,
+    GetRouteInfoRequestHeader,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader,
+    SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
+    UnregisterClientRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+    decode_header,
+)
+from trocket.codecs.message import iter_records
+from trocket.remoting import (
+    RemotingClient,
+    RemotingConnectError,
+    RemotingSendRequestError,
+    RemotingTimeoutError,
+    RemotingTooManyRequestsError,
+)
+
+from .config import MQ_VERSION, ClientConfig
+from .errors import (
+    Attempt,
+    BrokerBusyError,
+    BrokerResponseError,
+    ClientConnectError,
+    ClientError,
+    ClientTimeoutError,
+    ConnectionLostError,
+    MessageRefusedError,
+)
+from .message import MessageExt, PullResult, PullStatus
+
+__all__ = ["ClientAPI", "response_error", "REFUSED_CODES"]
+
+#: answers that say the message itself is wrong (retrying elsewhere will not help)
+REFUSED_CODES = frozenset(
+    {
+        int(ResponseCode.MESSAGE_ILLEGAL),
+        int(ResponseCode.NO_PERMISSION),
+        int(ResponseCode.VERSION_NOT_SUPPORTED),
+    }
+)
+
+_PULL_STATUS = {
+    int(ResponseCode.SUCCESS): PullStatus.FOUND,
+    int(ResponseCode.PULL_NOT_FOUND): PullStatus.NO_NEW_MSG,
+    int(ResponseCode.PULL_RETRY_IMMEDIATELY): PullStatus.NO_MATCHED_MSG,
+    int(ResponseCode.PULL_OFFSET_MOVED): PullStatus.OFFSET_ILLEGAL,
+}
+
+
+def _code_name(code: int) -> str:
+    try:
+        return ResponseCode(code).name
+    except ValueError:
+        return str(code)
+
+
+def response_error(what: str, response: RemotingCommand, *, attempts=(), elapsed=None) -> BrokerResponseError:
+    """The typed error for a non-success ``response`` to ``what``."""
+    code = response.code
+    message = f"{what}: {_code_name(code)} ({code}) {response.remark or ''}".rstrip()
+    if code == ResponseCode.SYSTEM_BUSY:
+        cls: type[BrokerResponseError] = BrokerBusyError
+    elif code in REFUSED_CODES:
+        cls = MessageRefusedError
+    else:
+        cls = BrokerResponseError
+    return cls(message, code=code, remark=response.remark, attempts=attempts, elapsed=elapsed)
+
+
+def remoting_error(exc: Exception, target: str, elapsed: float) -> ClientError:
+    """The client error for a remoting failure of a call to ``target``."""
+    attempt = (Attempt(target, f"{type(exc).__name__}: {exc}", elapsed),)
+    if isinstance(exc, RemotingConnectError):
+        return ClientConnectError(f"cannot connect to {target}", attempts=attempt, elapsed=elapsed)
+    if isinstance(exc, RemotingSendRequestError):
+        return ConnectionLostError(f"connection to {target} lost", attempts=attempt, elapsed=elapsed)
+    if isinstance(exc, (RemotingTimeoutError, RemotingTooManyRequestsError)):
+        return ClientTimeoutError(f"call to {target} timed out", attempts=attempt, elapsed=elapsed)
+    return ClientError(f"call to {target} failed", attempts=attempt, elapsed=elapsed)
+
+
+class ClientAPI:
+    """The remote calls of one client instance over its remoting client."""
+
+    def __init__(self, remoting: RemotingClient, config: ClientConfig) -> None:
+        self.remoting = remoting
+        self.config = config
+        self.namesrv: tuple[str, ...] = config.namesrv
+        self._ns_index = 0
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    def request(self, code: int, header=None, body: bytes = b"", ext_fields: dict[str, str] | None = None) -> RemotingCommand:
+        return RemotingCommand(
+            code=int(code),
+            language=self.config.language,
+            version=MQ_VERSION,
+            ext_fields=ext_fields,
+            body=body,
+            custom_header=header,
+            serialize_type=self.config.serialize_type,
+        )
+
+    def _timeout(self, timeout: float | None) -> float:
+        return self.config.call_timeout if timeout is None else timeout
+
+    async def invoke(self, addr: str, request: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
+        """``invoke_sync`` with remoting errors turned into client errors."""
+        timeout = self._timeout(timeout)
+        begin = trio.current_time()
+        try:
+            return await self.remoting.invoke_sync(addr, request, timeout)
+        except (RemotingConnectError, RemotingSendRequestError, RemotingTimeoutError, RemotingTooManyRequestsError) as exc:
+            raise remoting_error(exc, addr, trio.current_time() - begin) from exc
+
+    async def invoke_oneway(self, addr: str, request: RemotingCommand, timeout: float | None = None) -> None:
+        timeout = self._timeout(timeout)
+        begin = trio.current_time()
+        try:
+            await self.remoting.invoke_oneway(addr, request, timeout)
+        except (RemotingConnectError, RemotingSendRequestError, RemotingTooManyRequestsError) as exc:
+            raise remoting_error(exc, addr, trio.current_time() - begin) from exc
+
+    async def invoke_namesrv(self, request: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
+        """Invoke on the current name server; on a connection failure or timeout, the next
+        ones in turn, while the budget lasts. Raises the last error with every attempt."""
+        timeout = self._timeout(timeout)
+        begin = trio.current_time()
+        deadline = begin + timeout
+        attempts: list[Attempt] = []
+        last: ClientError | None = None
+        n = len(self.namesrv)
+        for k in range(n):
+            remaining = deadline - trio.current_time()
+            if remaining <= 0:
+                break
+            i = (self._ns_index + k) % n
+            addr = self.namesrv[i]
+            # leave the other name servers a share of the budget when this one hangs
+            share = remaining if k == n - 1 else max(remaining / (n - k), min(remaining, 1.0))
+            t0 = trio.current_time()
+            try:
+                response = await self.invoke(addr, _copy(request), share)
+            except ClientError as exc:
+                last = exc
+                attempts.append(Attempt(f"namesrv {addr}", exc.summary, trio.current_time() - t0))
+                continue
+            self._ns_index = i
+            return response
+        elapsed = trio.current_time() - begin
+        if isinstance(last, ClientConnectError):
+            raise ClientConnectError("no name server reachable", attempts=attempts, elapsed=elapsed) from last
+        raise ClientTimeoutError("no name server answered", attempts=attempts, elapsed=elapsed) from last
+
+    # -- name server --------------------------------------------------------------------
+
+    async def get_route(self, topic: str, timeout: float | None = None) -> TopicRouteData | None:
+        """GET_ROUTEINFO_BY_TOPIC: the route, or ``None`` when the topic does not exist."""
+        req = self.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=topic))
+        resp = await self.invoke_namesrv(req, timeout)
+        if resp.code == ResponseCode.TOPIC_NOT_EXIST:
+            return None
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"route of {topic}", resp)
+        try:
+            return TopicRouteData.from_body(resp.body)
+        except CodecError as exc:
+            raise ClientError(f"route of {topic}: undecodable body: {exc}") from exc
+
+    async def get_cluster_info(self, timeout: float | None = None) -> ClusterInfo:
+        resp = await self.invoke_namesrv(self.request(RequestCode.GET_BROKER_CLUSTER_INFO), timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error("cluster info", resp)
+        return ClusterInfo.from_body(resp.body)
+
+    async def get_topic_list(self, timeout: float | None = None) -> list[str]:
+        resp = await self.invoke_namesrv(self.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER), timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error("topic list", resp)
+        return TopicList.from_body(resp.body).topic_list
+
+    async def delete_topic_in_namesrv(self, addr: str, topic: str, timeout: float | None = None) -> None:
+        # DeleteTopicFromNamesrvRequestHeader has the one field ``topic``
+        resp = await self.invoke(addr, self.request(RequestCode.DELETE_TOPIC_IN_NAMESRV, ext_fields={"topic": topic}), timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"delete topic {topic} in name server {addr}", resp)
+
+    # -- broker: client management ------------------------------------------------------
+
+    async def heartbeat(self, addr: str, data: HeartbeatData, timeout: float | None = None) -> int:
+        """HEART_BEAT; returns the broker's version (Java keeps it per broker)."""
+        resp = await self.invoke(addr, self.request(RequestCode.HEART_BEAT, body=data.encode()), timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"heartbeat to {addr}", resp)
+        return resp.version
+
+    async def unregister_client(
+        self, addr: str, client_id: str, *, producer_group: str | None = None, consumer_group: str | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        header = UnregisterClientRequestHeader(
+            clientID=client_id, producerGroup=producer_group, consumerGroup=consumer_group
+        )
+        resp = await self.invoke(addr, self.request(RequestCode.UNREGISTER_CLIENT, header), timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"unregister {client_id} at {addr}", resp)
+
+    async def get_consumer_list(self, addr: str, group: str, timeout: float | None = None) -> list[str]:
+        req = self.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, GetConsumerListByGroupRequestHeader(consumerGroup=group))
+        resp = await self.invoke(addr, req, timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"consumer list of {group} at {addr}", resp)
+        return ConsumerListByGroupResponseBody.decode(resp.body).consumer_id_list
+
+    # -- broker: consumers --------------------------------------------------------------
+
+    async def pull_message(self, addr: str, header: PullMessageRequestHeader, timeout: float | None = None) -> PullResult:
+        """PULL_MESSAGE (the timeout must exceed the header's ``suspendTimeoutMillis``)."""
+        resp = await self.invoke(addr, self.request(RequestCode.PULL_MESSAGE, header), timeout)
+        status = _PULL_STATUS.get(resp.code)
+        if status is None:
+            raise response_error(f"pull {header.topic}:{header.queueId} at {addr}", resp)
+        h = decode_header(PullMessageResponseHeader, resp.ext_fields)
+        messages: list[MessageExt] = list(iter_records(resp.body)) if status is PullStatus.FOUND and resp.body else []
+        return PullResult(status, h.nextBeginOffset, h.minOffset, h.maxOffset, messages, h.suggestWhichBrokerId)
+
+    async def query_consumer_offset(
+        self, addr: str, group: str, mq: MessageQueue, timeout: float | None = None
+    ) -> int | None:
+        """QUERY_CONSUMER_OFFSET; ``None`` when the broker has none (QUERY_NOT_FOUND)."""
+        req = self.request(
+            RequestCode.QUERY_CONSUMER_OFFSET,
+            QueryConsumerOffsetRequestHeader(consumerGroup=group, topic=mq.topic, queueId=mq.queue_id, bname=mq.broker_name),
+        )
+        resp = await self.invoke(addr, req, timeout)
+        if resp.code == ResponseCode.QUERY_NOT_FOUND:
+            return None
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"consumer offset of {group} on {mq}", resp)
+        return decode_header(QueryConsumerOffsetResponseHeader, resp.ext_fields).offset
+
+    async def update_consumer_offset(
+        self, addr: str, group: str, mq: MessageQueue, offset: int, *, oneway: bool = False, timeout: float | None = None
+    ) -> None:
+        req = self.request(
+            RequestCode.UPDATE_CONSUMER_OFFSET,
+            UpdateConsumerOffsetRequestHeader(
+                consumerGroup=group, topic=mq.topic, queueId=mq.queue_id, commitOffset=offset, bname=mq.broker_name
+            ),
+        )
+        if oneway:
+            await self.invoke_oneway(addr, req, timeout)
+            return
+        resp = await self.invoke(addr, req, timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"update offset of {group} on {mq}", resp)
+
+    async def lock_batch(self, addr: str, body: LockBatchRequestBody, timeout: float | None = None) -> list[MessageQueue]:
+        resp = await self.invoke(addr, self.request(RequestCode.LOCK_BATCH_MQ, body=body.encode()), timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"lock queues at {addr}", resp)
+        return LockBatchResponseBody.decode(resp.body).lock_ok_mq_set
+
+    async def unlock_batch(
+        self, addr: str, body: UnlockBatchRequestBody, *, oneway: bool = False, timeout: float | None = None
+    ) -> None:
+        req = self.request(RequestCode.UNLOCK_BATCH_MQ, body=body.encode())
+        if oneway:
+            await self.invoke_oneway(addr, req, timeout)
+            return
+        resp = await self.invoke(addr, req, timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"unlock queues at {addr}", resp)
+
+    async def send_back(self, addr: str, header: ConsumerSendMsgBackRequestHeader, timeout: float | None = None) -> None:
+        """CONSUMER_SEND_MSG_BACK (RECONSUME_LATER)."""
+        resp = await self.invoke(addr, self.request(RequestCode.CONSUMER_SEND_MSG_BACK, header), timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"send back {header.originMsgId} at {addr}", resp)
+
+    async def search_offset(self, addr: str, mq: MessageQueue, timestamp_ms: int, timeout: float | None = None) -> int:
+        req = self.request(
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+            SearchOffsetRequestHeader(topic=mq.topic, queueId=mq.queue_id, timestamp=timestamp_ms, bname=mq.broker_name),
+        )
+        resp = await self.invoke(addr, req, timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"search offset of {mq} at {timestamp_ms}", resp)
+        return decode_header(SearchOffsetResponseHeader, resp.ext_fields).offset
+
+    async def get_max_offset(self, addr: str, mq: MessageQueue, timeout: float | None = None) -> int:
+        req = self.request(
+            RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic=mq.topic, queueId=mq.queue_id, bname=mq.broker_name)
+        )
+        resp = await self.invoke(addr, req, timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"max offset of {mq}", resp)
+        return decode_header(GetMaxOffsetResponseHeader, resp.ext_fields).offset
+
+    async def get_min_offset(self, addr: str, mq: MessageQueue, timeout: float | None = None) -> int:
+        req = self.request(
+            RequestCode.GET_MIN_OFFSET, GetMinOffsetRequestHeader(topic=mq.topic, queueId=mq.queue_id, bname=mq.broker_name)
+        )
+        resp = await self.invoke(addr, req, timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"min offset of {mq}", resp)
+        return decode_header(GetMinOffsetResponseHeader, resp.ext_fields).offset
+
+    # -- broker: admin ------------------------------------------------------------------
+
+    async def create_topic(self, addr: str, header: CreateTopicRequestHeader, timeout: float | None = None) -> None:
+        resp = await self.invoke(addr, self.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header), timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"create topic {header.topic} at {addr}", resp)
+
+    async def delete_topic_in_broker(self, addr: str, topic: str, timeout: float | None = None) -> None:
+        # DeleteTopicRequestHeader has the one field ``topic``
+        resp = await self.invoke(addr, self.request(RequestCode.DELETE_TOPIC_IN_BROKER, ext_fields={"topic": topic}), timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"delete topic {topic} at {addr}", resp)
+
+    async def get_broker_runtime_info(self, addr: str, timeout: float | None = None) -> dict[str, str]:
+        resp = await self.invoke(addr, self.request(RequestCode.GET_BROKER_RUNTIME_INFO), timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"runtime info of {addr}", resp)
+        return KVTable.from_body(resp.body).table
+
+
+def _copy(request: RemotingCommand) -> RemotingCommand:
+    """A fresh command for another try (remoting stamps the opaque and flag on send)."""
+    return RemotingCommand(
+        code=request.code,
+        language=request.language,
+        version=request.version,
+        ext_fields=None if request.ext_fields is None else dict(request.ext_fields),
+        body=request.body,
+        custom_header=request.custom_header,
+        serialize_type=request.serialize_type,
+    )
+
+

@@ -1,0 +1,444 @@
+"""ClientInstance: what producers and consumers of one client id share (Java's ``MQClientInstance``).
+
+Contract:
+
+- ``async with ClientInstance(config) as inst:`` runs it: a
+  :class:`~trocket.remoting.RemotingClient` (one connection per broker and name server), a
+  route poll every ``poll_namesrv_interval`` (30 s) and a heartbeat every
+  ``heartbeat_interval`` (30 s). On exit every registered group is unregistered from every
+  broker (UNREGISTER_CLIENT) and the connections close. Java shares one instance per client
+  id in a process-wide table; under trio's structured concurrency sharing is explicit: pass
+  one instance to several producers/consumers (``instance=``), or let each make its own.
+- Routes: :meth:`route` (cached; fetched on demand), :meth:`update_route` (from the name
+  servers, rotating on failure), :meth:`publish_info` (producers: writable queues, the
+  TBW102 fallback for a topic that does not exist yet), :meth:`subscribe_queues`
+  (consumers). The broker table maps broker name -> {broker id: address}, id 0 the master:
+  :meth:`master_addr`, :meth:`broker_addr` (a slave when asked and known).
+- Registration: :meth:`register_producer` / :meth:`unregister_producer` by group;
+  :meth:`register_consumer` takes a :class:`ConsumerHandle` (its ``consumer_data()`` goes
+  into every heartbeat; it receives route changes of its topics and the broker's requests)
+  and :meth:`unregister_consumer`. Registering sends a heartbeat soon (:meth:`heartbeat_now`).
+- Broker -> client requests reach the registered consumer of the request's group:
+  NOTIFY_CONSUMER_IDS_CHANGED (-> ``on_consumer_ids_changed``), GET_CONSUMER_RUNNING_INFO
+  (-> ``running_info``), CONSUME_MESSAGE_DIRECTLY (-> ``consume_directly``),
+  RESET_CONSUMER_CLIENT_OFFSET (-> ``reset_offset``). A group with no consumer here gets
+  Java's SYSTEM_ERROR "The Consumer Group <g> not exist in this consumer"; a handle that
+  raises ``NotImplementedError`` a SYSTEM_ERROR saying the client does not support it.
+- Broker calls for consumers are the typed methods of :attr:`api`
+  (:class:`~trocket.client.api.ClientAPI`: pull, offsets, consumer list, locks, send
+  back, search/max/min offset); pick the address with :meth:`master_addr`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Protocol, runtime_checkable
+
+import attrs
+import trio
+
+from trocket.codecs.bodies.client import ConsumerData, HeartbeatData, MessageQueue, ProducerData
+from trocket.codecs.bodies.route import TopicRouteData
+from trocket.codecs.codes import RequestCode, ResponseCode
+from trocket.codecs.command import RemotingCommand
+from trocket.codecs.errors import CodecError
+from trocket.codecs.message import decode_record
+from trocket.codecs.names import AUTO_CREATE_TOPIC_KEY_TOPIC
+from trocket.remoting import ClientConfig as RemotingConfig
+from trocket.remoting import Connection, RemotingClient, ServiceContextManager
+
+from .api import ClientAPI
+from .config import ClientConfig
+from .errors import ClientError, ClientStateError, NoRouteError
+from .message import MessageExt
+from .route import MASTER_ID, TopicPublishInfo, default_route, publish_info, subscribe_queues
+
+__all__ = ["ClientInstance", "ConsumerHandle"]
+
+log = logging.getLogger(__name__)
+
+#: ``defaultTopicQueueNums``: queues a topic auto-created through TBW102 gets
+DEFAULT_TOPIC_QUEUE_NUMS = 4
+
+
+@runtime_checkable
+class ConsumerHandle(Protocol):
+    """What a consumer registers with the instance (Java: ``MQConsumerInner``)."""
+
+    group: str
+
+    def consumer_data(self) -> ConsumerData:
+        """The heartbeat's entry for this group (model, where from, subscriptions)."""
+
+    def subscribed_topics(self) -> Iterable[str]:
+        """Topics whose routes the instance keeps fresh for this consumer."""
+
+    def on_route_changed(self, topic: str, queues: list[MessageQueue]) -> None:
+        """A subscribed topic's readable queues changed (``updateTopicSubscribeInfo``)."""
+
+    def on_consumer_ids_changed(self) -> None:
+        """NOTIFY_CONSUMER_IDS_CHANGED: rebalance soon (must not block)."""
+
+    async def running_info(self) -> bytes:
+        """GET_CONSUMER_RUNNING_INFO's body (``ConsumerRunningInfo`` JSON); may raise
+        ``NotImplementedError``."""
+
+    async def consume_directly(self, msg: MessageExt, broker_name: str | None) -> bytes:
+        """CONSUME_MESSAGE_DIRECTLY's body (``ConsumeMessageDirectlyResult`` JSON); may raise
+        ``NotImplementedError``."""
+
+    async def reset_offset(self, topic: str, timestamp: int, body: bytes) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET (``ResetOffsetBody`` in ``body``); may raise
+        ``NotImplementedError``."""
+
+
+@attrs.define(slots=True)
+class _Producer:
+    group: str
+    topics: set[str] = attrs.field(factory=set)
+
+
+class ClientInstance(ServiceContextManager):
+    """One client id's routes, connections, heartbeats and registrations."""
+
+    def __init__(self, config: ClientConfig, *, remoting: RemotingClient | None = None) -> None:
+        self.config = config
+        self.client_id = config.client_id
+        self.remoting = remoting or RemotingClient(
+            RemotingConfig(
+                connect_timeout=config.connect_timeout,
+                default_timeout=config.call_timeout,
+                async_permits=config.async_permits,
+                oneway_permits=config.oneway_permits,
+                idle_timeout=None,  # heartbeats every 30 s keep connections; Java's client has no idle close
+            )
+        )
+        self.api = ClientAPI(self.remoting, config)
+        self.routes: dict[str, TopicRouteData] = {}
+        self.publish: dict[str, TopicPublishInfo] = {}
+        #: broker name -> {broker id: address}
+        self.brokers: dict[str, dict[int, str]] = {}
+        self.producers: dict[str, _Producer] = {}
+        self.consumers: dict[str, ConsumerHandle] = {}
+        self._route_locks: dict[str, trio.Lock] = {}
+        self._heartbeat_soon = trio.Event()
+        self._heartbeat_lock = trio.Lock()
+        self._nursery: trio.Nursery | None = None
+        self._running = False
+        self._cm_nursery = None
+        self._register_processors()
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.remoting.run)
+            self._nursery = nursery
+            self._running = True
+            nursery.start_soon(self._route_loop)
+            nursery.start_soon(self._heartbeat_loop)
+            task_status.started(self)
+
+    async def aclose(self) -> None:
+        """Unregister every group from every broker, then close the connections."""
+        if not self._running:
+            return
+        self._running = False
+        with trio.move_on_after(self.config.call_timeout):
+            for group in list(self.producers):
+                await self._unregister(producer_group=group)
+            for group in list(self.consumers):
+                await self._unregister(consumer_group=group)
+        self.producers.clear()
+        self.consumers.clear()
+        await self.remoting.aclose()
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+
+    _cm_run = run
+
+    async def _cm_close(self) -> None:
+        await self.aclose()
+
+    def _cm_abort(self) -> None:
+        self._running = False
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    def check_running(self) -> None:
+        if not self._running:
+            raise ClientStateError("the client instance is not running (use `async with`)")
+
+    def start_soon(self, fn, *args) -> None:
+        """Run a background task in the instance's nursery (cancelled at shutdown)."""
+        self.check_running()
+        assert self._nursery is not None
+        self._nursery.start_soon(fn, *args)
+
+    # -- registration -------------------------------------------------------------------
+
+    def register_producer(self, group: str) -> None:
+        if group in self.producers:
+            raise ClientError(f"producer group {group} is already registered in client {self.client_id}")
+        self.producers[group] = _Producer(group)
+        self.heartbeat_now()
+
+    async def unregister_producer(self, group: str) -> None:
+        if self.producers.pop(group, None) is not None and self._running:
+            await self._unregister(producer_group=group)
+
+    def register_consumer(self, handle: ConsumerHandle) -> None:
+        if handle.group in self.consumers:
+            raise ClientError(f"consumer group {handle.group} is already registered in client {self.client_id}")
+        self.consumers[handle.group] = handle
+        self.heartbeat_now()
+
+    async def unregister_consumer(self, group: str) -> None:
+        if self.consumers.pop(group, None) is not None and self._running:
+            await self._unregister(consumer_group=group)
+
+    async def _unregister(self, *, producer_group: str | None = None, consumer_group: str | None = None) -> None:
+        for addr in self._all_broker_addrs(masters_only=False):
+            try:
+                await self.api.unregister_client(
+                    addr, self.client_id, producer_group=producer_group, consumer_group=consumer_group
+                )
+            except ClientError as exc:
+                log.warning("unregister of %s from %s failed: %s", producer_group or consumer_group, addr, exc)
+
+    # -- routes -------------------------------------------------------------------------
+
+    def broker_addr(self, broker_name: str, broker_id: int = MASTER_ID, *, only_this: bool = False) -> str | None:
+        """``findBrokerAddressInSubscribe``: the address of ``broker_id``; unless
+        ``only_this``, another of the group when that one is unknown (master first)."""
+        addrs = self.brokers.get(broker_name)
+        if not addrs:
+            return None
+        addr = addrs.get(broker_id)
+        if addr is not None or only_this:
+            return addr
+        return addrs.get(MASTER_ID) or next(iter(addrs.values()))
+
+    def master_addr(self, broker_name: str) -> str | None:
+        """``findBrokerAddressInPublish``."""
+        addrs = self.brokers.get(broker_name)
+        return addrs.get(MASTER_ID) if addrs else None
+
+    def _all_broker_addrs(self, *, masters_only: bool) -> list[str]:
+        out = []
+        for addrs in self.brokers.values():
+            for broker_id, addr in addrs.items():
+                if broker_id == MASTER_ID or not masters_only:
+                    out.append(addr)
+        return sorted(set(out))
+
+    async def update_route(self, topic: str, *, timeout: float | None = None) -> TopicRouteData | None:
+        """Fetch ``topic``'s route now (one fetch at a time per topic; concurrent callers
+        share it). ``None`` when the name servers do not know the topic; the cached route
+        is kept then. Name-server failures raise (ClientConnectError / ClientTimeoutError)."""
+        lock = self._route_locks.get(topic)
+        if lock is None:
+            lock = self._route_locks[topic] = trio.Lock()
+        if lock.locked():  # somebody is fetching: wait for theirs
+            async with lock:
+                return self.routes.get(topic)
+        async with lock:
+            route = await self.api.get_route(topic, timeout)
+            if route is not None:
+                self._apply_route(topic, route)
+            return route
+
+    def _apply_route(self, topic: str, route: TopicRouteData) -> None:
+        changed = self.routes.get(topic) != route
+        for bd in route.broker_datas:
+            known = self.brokers.get(bd.broker_name)
+            if known != bd.broker_addrs:
+                if known is None:
+                    self.heartbeat_now()  # a broker we never told about us
+                self.brokers[bd.broker_name] = dict(bd.broker_addrs)
+        if not changed:
+            return
+        self.routes[topic] = route
+        if topic in self.publish or any(topic in p.topics for p in self.producers.values()):
+            self.publish[topic] = publish_info(topic, route)
+        queues = None
+        for handle in list(self.consumers.values()):
+            if topic in handle.subscribed_topics():
+                if queues is None:
+                    queues = subscribe_queues(topic, route)
+                handle.on_route_changed(topic, queues)
+
+    async def route(self, topic: str, *, timeout: float | None = None) -> TopicRouteData:
+        """The cached route, fetched when there is none; :class:`NoRouteError` if unknown."""
+        route = self.routes.get(topic)
+        if route is None:
+            route = await self.update_route(topic, timeout=timeout)
+            if route is None:
+                raise NoRouteError(f"no route for topic {topic}: the name servers {list(self.config.namesrv)} do not know it")
+        return route
+
+    async def subscribe_queues(self, topic: str, *, timeout: float | None = None) -> list[MessageQueue]:
+        """``fetchSubscribeMessageQueues``: the topic's readable queues."""
+        return subscribe_queues(topic, await self.route(topic, timeout=timeout))
+
+    async def publish_info(
+        self, topic: str, group: str | None = None, *, timeout: float | None = None,
+        default_topic: str = AUTO_CREATE_TOPIC_KEY_TOPIC, default_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
+    ) -> TopicPublishInfo:
+        """``tryToFindTopicPublishInfo``: the cached info; else the topic's route; else
+        ``default_topic``'s route with its queue counts cut to ``default_queue_nums`` (the
+        broker creates the topic on the first send). :class:`NoRouteError` if neither."""
+        info = self.publish.get(topic)
+        if info is not None and info.ok:
+            return info
+        if group is not None and group in self.producers:
+            self.producers[group].topics.add(topic)
+        route = await self.update_route(topic, timeout=timeout)
+        if route is not None:
+            info = self.publish.get(topic) or publish_info(topic, route)
+            self.publish[topic] = info
+            if info.ok:
+                return info
+        fallback = await self.api.get_route(default_topic, timeout)
+        if fallback is not None:
+            for bd in fallback.broker_datas:
+                self.brokers.setdefault(bd.broker_name, dict(bd.broker_addrs))
+            info = publish_info(topic, default_route(fallback, default_queue_nums), from_default=True)
+            if info.ok:
+                self.publish[topic] = info
+                return info
+        raise NoRouteError(
+            f"no route for topic {topic}: the name servers {list(self.config.namesrv)} know neither "
+            f"it nor {default_topic} with a writable queue"
+        )
+
+    def refresh_soon(self, topic: str) -> None:
+        """Fetch ``topic``'s route in the background (after a send failure)."""
+        if self._running and self._nursery is not None:
+            self._nursery.start_soon(self._refresh_quietly, topic)
+
+    async def _refresh_quietly(self, topic: str) -> None:
+        try:
+            await self.update_route(topic)
+        except ClientError as exc:
+            log.debug("route refresh of %s failed: %s", topic, exc)
+
+    def _interesting_topics(self) -> set[str]:
+        topics = set(self.publish)
+        for p in self.producers.values():
+            topics |= p.topics
+        for handle in self.consumers.values():
+            topics.update(handle.subscribed_topics())
+        return topics
+
+    async def _route_loop(self) -> None:
+        """``updateTopicRouteInfoFromNameServer`` every ``poll_namesrv_interval``."""
+        while True:
+            await trio.sleep(self.config.poll_namesrv_interval)
+            for topic in sorted(self._interesting_topics()):
+                await self._refresh_quietly(topic)
+
+    # -- heartbeats ---------------------------------------------------------------------
+
+    def heartbeat_data(self) -> HeartbeatData:
+        return HeartbeatData(
+            client_id=self.client_id,
+            producers=[ProducerData(g) for g in self.producers],
+            consumers=[h.consumer_data() for h in self.consumers.values()],
+        )
+
+    def heartbeat_now(self) -> None:
+        """Ask for a heartbeat to every broker at once (``sendHeartbeatToAllBrokerWithLock``)."""
+        self._heartbeat_soon.set()
+
+    async def send_heartbeat(self) -> int:
+        """A heartbeat to every master (to every broker when consumers are registered,
+        as Java does); returns how many brokers answered."""
+        if not self.producers and not self.consumers:
+            return 0
+        async with self._heartbeat_lock:
+            data = self.heartbeat_data()
+            ok = 0
+            for addr in self._all_broker_addrs(masters_only=not self.consumers):
+                try:
+                    await self.api.heartbeat(addr, data)
+                    ok += 1
+                except ClientError as exc:
+                    log.info("heartbeat to %s failed: %s", addr, exc)
+            return ok
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            with trio.move_on_after(self.config.heartbeat_interval):
+                await self._heartbeat_soon.wait()
+            self._heartbeat_soon = trio.Event()
+            await self.send_heartbeat()
+
+    # -- broker -> client requests ------------------------------------------------------
+
+    def _register_processors(self) -> None:
+        reg = self.remoting.register_processor
+        reg(int(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED), self._notify_consumer_ids_changed, inline=True)
+        reg(int(RequestCode.GET_CONSUMER_RUNNING_INFO), self._get_consumer_running_info)
+        reg(int(RequestCode.CONSUME_MESSAGE_DIRECTLY), self._consume_message_directly)
+        reg(int(RequestCode.RESET_CONSUMER_CLIENT_OFFSET), self._reset_offset)
+
+    def _handle_for(self, request: RemotingCommand, key: str = "consumerGroup") -> ConsumerHandle | None:
+        group = (request.ext_fields or {}).get(key)
+        return self.consumers.get(group) if group else None
+
+    @staticmethod
+    def _error(request: RemotingCommand, remark: str) -> RemotingCommand:
+        return request.make_response(int(ResponseCode.SYSTEM_ERROR), remark)
+
+    def _no_group(self, request: RemotingCommand, key: str = "consumerGroup") -> RemotingCommand:
+        group = (request.ext_fields or {}).get(key)
+        return self._error(request, f"The Consumer Group <{group}> not exist in this consumer")
+
+    def _notify_consumer_ids_changed(self, conn: Connection, request: RemotingCommand) -> None:
+        handle = self._handle_for(request)
+        if handle is not None:
+            handle.on_consumer_ids_changed()
+        return None  # oneway from the broker; Java answers nothing either
+
+    async def _get_consumer_running_info(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        handle = self._handle_for(request)
+        if handle is None:
+            return self._no_group(request)
+        try:
+            body = await handle.running_info()
+        except NotImplementedError:
+            return self._error(request, "GET_CONSUMER_RUNNING_INFO is not supported by this trocket consumer")
+        return request.make_response(int(ResponseCode.SUCCESS), body=body)
+
+    async def _consume_message_directly(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        handle = self._handle_for(request)
+        if handle is None:
+            return self._no_group(request)
+        try:
+            msg, _ = decode_record(request.body)
+        except CodecError as exc:
+            return self._error(request, f"the message does not decode: {exc}")
+        try:
+            body = await handle.consume_directly(msg, (request.ext_fields or {}).get("brokerName"))
+        except NotImplementedError:
+            return self._error(request, "CONSUME_MESSAGE_DIRECTLY is not supported by this trocket consumer")
+        return request.make_response(int(ResponseCode.SUCCESS), body=body)
+
+    async def _reset_offset(self, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        ext = request.ext_fields or {}
+        handle = self.consumers.get(ext.get("group", ""))
+        if handle is None:
+            return None if request.is_oneway else self._no_group(request, "group")
+        try:
+            await handle.reset_offset(ext.get("topic", ""), int(ext.get("timestamp", "0") or 0), request.body)
+        except NotImplementedError:
+            return None if request.is_oneway else self._error(
+                request, "RESET_CONSUMER_CLIENT_OFFSET is not supported by this trocket consumer"
+            )
+        return None if request.is_oneway else request.make_response(int(ResponseCode.SUCCESS))
