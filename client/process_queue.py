@@ -42,6 +42,7 @@ class ProcessQueue:
         "last_pull_time",
         "last_consume_time",
         "consuming",
+        "closing",
     )
 
     def __init__(self) -> None:
@@ -57,6 +58,7 @@ class ProcessQueue:
         self.last_pull_time = trio.current_time() if _in_trio() else 0.0
         self.last_consume_time = self.last_pull_time
         self.consuming = False  # orderly: a message of this queue is in the callback
+        self.closing = False  # the consumer is shutting down: take nothing more
 
     # -- the pull side -------------------------------------------------------------------
 
@@ -108,12 +110,12 @@ class ProcessQueue:
         return bool(self._pending)
 
     async def wait_pending(self) -> None:
-        """Wait until a message can be taken or the queue is dropped."""
-        while not self._pending and not self.dropped:
+        """Wait until a message can be taken or the queue is dropped or closing."""
+        while not self._pending and not self.dropped and not self.closing:
             await self._lot.park()
 
     def wake(self) -> None:
-        """Wake waiters (after ``dropped`` was set)."""
+        """Wake waiters (after ``dropped`` or ``closing`` was set)."""
         self._lot.unpark_all()
 
     def remove(self, messages: Iterable[MessageExt]) -> int:

@@ -7,15 +7,11 @@ import pytest
 import trio
 
 from trocket.codecs.bodies.client import MessageQueue
-from trocket.codecs.codes import ResponseCode
-from trocket.codecs.command import RemotingCommand
 from trocket.codecs.errors import InvalidNameError
-from trocket.codecs.headers import PullMessageResponseHeader
 from trocket.codecs.java_hashmap import java_string_hash
-from trocket.codecs.message import encode_record
-from trocket.codecs.message.hosts import HostAddress
 from trocket.codecs.message.message import MessageExt
-from trocket.client.consumer_pull import PullResponseError, PullStatus, pull_request, read_pull_response
+from trocket.client.consumer_pull import process_pull_result, pull_header
+from trocket.client.message import PullResult, PullStatus
 from trocket.client.offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
 from trocket.client.process_queue import ProcessQueue
 from trocket.client.rebalance_strategy import allocate_averagely
@@ -175,45 +171,17 @@ async def test_local_store_round_trip(tmp_path):
 # -- pull answers ----------------------------------------------------------------------
 
 
-def stored(offset: int, tags: str) -> bytes:
-    m = MessageExt(
-        "T", f"body{offset}".encode(), properties={"TAGS": tags, "UNIQ_KEY": f"K{offset}"},
-        queue_offset=offset, commit_log_offset=1000 + offset,
-        born_host=HostAddress("127.0.0.1", 1), store_host=HostAddress("127.0.0.1", 10911),
-    )
-    return encode_record(m)
-
-
-def test_read_pull_response_found_filters_and_marks_offsets():
-    mq = MessageQueue("T", "b", 0)
-    header = PullMessageResponseHeader(suggestWhichBrokerId=0, nextBeginOffset=3, minOffset=0, maxOffset=9)
-    body = stored(0, "A") + stored(1, "B") + stored(2, "A")
-    resp = RemotingCommand.response(int(ResponseCode.SUCCESS), "FOUND", header, body=body)
-    from trocket.codecs.headers import encode_header
-    resp.ext_fields = encode_header(header)
-    result = read_pull_response(resp, mq, build("T", "A"))
-    assert result.status is PullStatus.FOUND and result.next_begin_offset == 3
-    assert [(m.queue_offset, m.body, m.properties["MAX_OFFSET"]) for m in result.messages] == [
-        (0, b"body0", "9"), (2, b"body2", "9")
+def test_process_pull_result_filters_by_tag_string_and_marks_offsets():
+    msgs = [MessageExt("T", f"b{i}".encode(), properties={"TAGS": t}, queue_offset=i) for i, t in enumerate("ABA")]
+    result = process_pull_result(PullResult(PullStatus.FOUND, 3, 0, 9, msgs), build("T", "A"))
+    assert [(m.queue_offset, m.properties["MIN_OFFSET"], m.properties["MAX_OFFSET"]) for m in result.messages] == [
+        (0, "0", "9"), (2, "0", "9")
     ]
+    empty = process_pull_result(PullResult(PullStatus.NO_NEW_MSG, 3, 0, 9), build("T", "A"))
+    assert empty.messages == []
 
 
-def test_read_pull_response_statuses_and_errors():
-    mq = MessageQueue("T", "b", 0)
-    from trocket.codecs.headers import encode_header
-    ext = encode_header(PullMessageResponseHeader(suggestWhichBrokerId=0, nextBeginOffset=5, minOffset=0, maxOffset=5))
-    for code, status in [(19, PullStatus.NO_NEW_MSG), (20, PullStatus.NO_MATCHED_MSG), (21, PullStatus.OFFSET_ILLEGAL)]:
-        r = read_pull_response(RemotingCommand.response(code, ext_fields=dict(ext)), mq, None)
-        assert r.status is status and r.next_begin_offset == 5
-    with pytest.raises(PullResponseError, match="code 25"):
-        read_pull_response(RemotingCommand.response(25, "SUBSCRIPTION_NOT_LATEST"), mq, None)
-    bad = RemotingCommand.response(0, ext_fields=dict(ext), body=b"\x00\x00\x00\x10garbage")
-    with pytest.raises(PullResponseError, match="does not decode"):
-        read_pull_response(bad, mq, None)
-
-
-def test_pull_request_header():
-    cmd = pull_request("G", MessageQueue("T", "b", 2), 40, build("T", "A||B", version=1), commit_offset=33)
-    h = cmd.custom_header
-    assert (h.queueId, h.queueOffset, h.sysFlag, h.commitOffset, h.subscription) == (2, 40, 0x7, 33, "A||B")
-    assert pull_request("G", MessageQueue("T", "b", 2), 0, build("T", "*")).custom_header.sysFlag == 0x6
+def test_pull_header():
+    h = pull_header("G", MessageQueue("T", "b", 2), 40, build("T", "A||B", version=1), commit_offset=33)
+    assert (h.queueId, h.queueOffset, h.sysFlag, h.commitOffset, h.subscription, h.subVersion) == (2, 40, 0x7, 33, "A||B", 1)
+    assert pull_header("G", MessageQueue("T", "b", 2), 0, build("T", "*")).sysFlag == 0x6
