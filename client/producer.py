@@ -1,0 +1,637 @@
+"""Producer: RocketMQ 4.9's ``DefaultMQProducer`` on trio (Java: ``DefaultMQProducerImpl``,
+``MQClientAPIImpl.sendMessage`` / ``processSendResponse``, ``Validators.checkMessage``).
+
+::
+
+    async with Producer("PG", namesrv="127.0.0.1:9876") as producer:
+        result = await producer.send(new_message("TopicTest", b"hello", tags="TagA"))
+
+Behaviour, as Java's where it has one:
+
+- Route: the topic's publish info from the instance (cached, polled every 30 s, refreshed in
+  the background after a failure); a topic the name servers do not know is sent through
+  TBW102's route (``c``/``d`` of the header name TBW102 and 4 queues: the broker creates it).
+- Queue selection: round robin over the writable queues, avoiding the broker that failed
+  last and brokers in latency fault (:mod:`.fault`; on by default here, off in Java).
+- Retries: ``retries`` (2) more attempts for a sync send, each on another broker where there
+  is one, after a connection failure, a timeout of that attempt, or the answers Java retries
+  (TOPIC_NOT_EXIST, SERVICE_NOT_AVAILABLE, SYSTEM_ERROR, NO_PERMISSION, NO_BUYER_ID,
+  NOT_IN_CURRENT_UNIT). SYSTEM_BUSY is not retried (Java neither): :class:`BrokerBusyError`.
+- ONE budget per send (``send_timeout``, 3 s): the route lookup, every attempt and the wait
+  come out of it; when it runs out, :class:`SendTimeoutError` lists every attempt (broker,
+  queue, the answer or the cause, its time). Other failures raise the last one's type with
+  the same list.
+- ``send_async`` runs the same send (retries included: Java retries async sends too, with
+  ``retryTimesWhenSendAsyncFailed``) as a task, bounded by ``max_async_in_flight``;
+  ``send_oneway`` sends once and waits for nothing; ``send_orderly`` picks the queue with a
+  selector or a sharding key (Java's ``SelectMessageQueueByHash``) and does not retry
+  elsewhere (the queue is the point); ``send_batch`` sends SEND_BATCH_MESSAGE requests of at
+  most ``max_message_size`` bytes each, split as needed.
+- Hot path: ``UNIQ_KEY`` set once per message, properties encoded once per send (not per
+  attempt), bodies of ``compress_over`` (4 KiB) or more zlib-compressed at level 5 with the
+  COMPRESSED sysflag, the topic checked by the codecs' cached name check, SEND_MESSAGE_V2
+  with the hand-written header codec, no per-message logs.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import trio
+
+from trocket.codecs.bodies.client import MessageQueue
+from trocket.codecs.codes import RequestCode, ResponseCode
+from trocket.codecs.command import RemotingCommand
+from trocket.codecs.errors import InvalidNameError
+from trocket.codecs.headers import SendMessageRequestHeaderV2, SendMessageResponseHeader, decode_header
+from trocket.codecs.java_hashmap import java_string_hash
+from trocket.codecs.message import UniqueIdGenerator, encode_batch_message, encode_properties
+from trocket.codecs.message.properties import (
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_MAX_RECONSUME_TIMES,
+    PROPERTY_RECONSUME_TIME,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+)
+from trocket.codecs.message.sysflag import COMPRESSED_FLAG
+from trocket.codecs.names import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    RETRY_GROUP_TOPIC_PREFIX,
+    is_not_allowed_send_topic,
+    validate_group,
+    validate_topic,
+)
+from trocket.remoting import (
+    RemotingConnectError,
+    RemotingSendRequestError,
+    RemotingTimeoutError,
+    RemotingTooManyRequestsError,
+    ServiceContextManager,
+)
+
+from .api import remoting_error, response_error
+from .config import MQ_VERSION, ClientConfig
+from .errors import (
+    Attempt,
+    BrokerResponseError,
+    ClientConnectError,
+    ClientError,
+    ClientStateError,
+    ClientTimeoutError,
+    MessageRefusedError,
+    NoRouteError,
+    SendTimeoutError,
+)
+from .fault import LatencyFaultTolerance, select_queue
+from .instance import ClientInstance
+from .message import Message, SendResult, SendStatus
+
+__all__ = ["Producer", "ProducerConfig", "SendFuture", "select_by_hash"]
+
+#: answers Java's ``DefaultMQProducer.retryResponseCodes`` retries on another broker
+RETRY_CODES = frozenset(
+    int(c)
+    for c in (
+        ResponseCode.TOPIC_NOT_EXIST,
+        ResponseCode.SERVICE_NOT_AVAILABLE,
+        ResponseCode.SYSTEM_ERROR,
+        ResponseCode.NO_PERMISSION,
+        ResponseCode.NO_BUYER_ID,
+        ResponseCode.NOT_IN_CURRENT_UNIT,
+    )
+)
+_STATUS = {
+    int(ResponseCode.SUCCESS): SendStatus.SEND_OK,
+    int(ResponseCode.FLUSH_DISK_TIMEOUT): SendStatus.FLUSH_DISK_TIMEOUT,
+    int(ResponseCode.FLUSH_SLAVE_TIMEOUT): SendStatus.FLUSH_SLAVE_TIMEOUT,
+    int(ResponseCode.SLAVE_NOT_AVAILABLE): SendStatus.SLAVE_NOT_AVAILABLE,
+}
+_MESSAGE_ILLEGAL = int(ResponseCode.MESSAGE_ILLEGAL)
+_SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
+_SEND_BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
+_REMOTING_FAILURES = (RemotingConnectError, RemotingSendRequestError, RemotingTimeoutError, RemotingTooManyRequestsError)
+#: the batch request's own properties (``MessageBatch``: WAIT of its first message)
+_BATCH_PROPS = {True: "WAIT\x01true", False: "WAIT\x01false"}
+
+Selector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
+
+
+def select_by_hash(queues: list[MessageQueue], msg: Message, key: Any) -> MessageQueue:
+    """``SelectMessageQueueByHash``: ``abs(key.hashCode()) % len(queues)`` with Java's
+    ``String.hashCode`` (so Java and trocket producers pick the same queue for a key)."""
+    h = java_string_hash(str(key))
+    if h >= 0x8000_0000:
+        h = abs(h - 0x1_0000_0000)
+    return queues[h % len(queues)]
+
+
+@attrs.define(slots=True, frozen=True, kw_only=True)
+class ProducerConfig:
+    """``DefaultMQProducer``'s options (seconds, bytes)."""
+
+    send_timeout: float = 3.0  # sendMsgTimeout
+    retries: int = 2  # retryTimesWhenSendFailed
+    async_retries: int = 2  # retryTimesWhenSendAsyncFailed
+    max_message_size: int = 4 * 1024 * 1024  # maxMessageSize
+    compress_over: int = 4096  # compressMsgBodyOverHowmuch
+    compress_level: int = 5  # compressMsgBodyLevel (rocketmq.message.compressLevel)
+    default_topic: str = AUTO_CREATE_TOPIC_KEY_TOPIC  # createTopicKey
+    default_topic_queue_nums: int = 4  # defaultTopicQueueNums
+    retry_another_broker_when_not_store_ok: bool = False
+    #: latency fault tolerance (``sendLatencyFaultEnable``; Java's default is off)
+    latency_fault: bool = True
+    #: async sends in flight at once; past it ``send_async`` waits (within its budget)
+    max_async_in_flight: int = 10_000
+    #: pause before retrying the same broker after a connection failure, when there is no
+    #: other (doubles per attempt; within the budget). Java retries at once.
+    reconnect_backoff: float = 0.1
+
+
+class SendFuture:
+    """The outcome of :meth:`Producer.send_async`: ``await fut`` (or ``await fut.wait()``)
+    returns the :class:`SendResult` or raises the send's error; ``fut.done()``,
+    ``fut.result()`` once done. The optional callback gets ``(result, error)``."""
+
+    __slots__ = ("_event", "_result", "_error", "_callback")
+
+    def __init__(self, callback: Callable[[SendResult | None, BaseException | None], Any] | None = None) -> None:
+        self._event = trio.Event()
+        self._result: SendResult | None = None
+        self._error: BaseException | None = None
+        self._callback = callback
+
+    def _finish(self, result: SendResult | None, error: BaseException | None) -> None:
+        self._result, self._error = result, error
+        self._event.set()
+        if self._callback is not None:
+            self._callback(result, error)
+
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    def result(self) -> SendResult:
+        if not self._event.is_set():
+            raise ClientStateError("the send is not finished")
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    def exception(self) -> BaseException | None:
+        return self._error
+
+    async def wait(self) -> SendResult:
+        await self._event.wait()
+        return self.result()
+
+    def __await__(self):
+        return self.wait().__await__()
+
+
+@attrs.define(slots=True)
+class _Prepared:
+    """A message made ready to send once: what every attempt reuses."""
+
+    topic: str
+    body: bytes
+    sys_flag: int
+    properties: str
+    msg_id: str
+    flag: int
+    reconsume_times: int | None = None
+    max_reconsume_times: int | None = None
+
+
+class Producer(ServiceContextManager):
+    """A producer group's sender (see the module docstring).
+
+    ``Producer(group, namesrv)`` makes its own :class:`ClientInstance`; pass ``instance=``
+    to share one (it must be running). Options: the fields of :class:`ProducerConfig`.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | Sequence[str] | None = None,
+        *,
+        instance: ClientInstance | None = None,
+        client_config: ClientConfig | None = None,
+        **options: Any,
+    ) -> None:
+        try:
+            validate_group(group)
+        except InvalidNameError as exc:
+            raise ValueError(f"producer group {group!r}: {exc}") from None
+        self.group = group
+        self.config = ProducerConfig(**options)
+        if self.config.send_timeout <= 0 or self.config.retries < 0 or self.config.max_message_size <= 0:
+            raise ValueError("send_timeout and max_message_size must be positive, retries >= 0")
+        self._own_instance = instance is None
+        if instance is None:
+            if client_config is None:
+                if namesrv is None:
+                    raise ValueError("a producer needs namesrv=, client_config= or instance=")
+                client_config = ClientConfig(namesrv=namesrv)
+            instance = ClientInstance(client_config)
+        self.instance = instance
+        self.faults = LatencyFaultTolerance(self.config.latency_fault)
+        self._ids = UniqueIdGenerator(
+            ip=instance.config.client_ip, pid=os.getpid(), class_loader_hash=random.getrandbits(32)
+        )
+        self._async_slots = trio.Semaphore(self.config.max_async_in_flight)
+        self._nursery: trio.Nursery | None = None
+        self._running = False
+        self._cm_nursery = None
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            if self._own_instance:
+                await nursery.start(self.instance.run)
+            self.instance.check_running()
+            self.instance.register_producer(self.group)
+            self._nursery = nursery
+            self._running = True
+            task_status.started(self)
+            await trio.sleep_forever()
+
+    async def aclose(self) -> None:
+        """Let async sends in flight finish (up to ``send_timeout``), unregister the group
+        (UNREGISTER_CLIENT), stop the instance if it is this producer's own."""
+        if not self._running:
+            return
+        self._running = False
+        limit = self.config.max_async_in_flight
+        with trio.move_on_after(self.config.send_timeout):
+            for _ in range(limit):
+                await self._async_slots.acquire()
+        try:
+            if self._own_instance:
+                await self.instance.aclose()
+            else:
+                await self.instance.unregister_producer(self.group)
+        finally:
+            if self._nursery is not None:
+                self._nursery.cancel_scope.cancel()
+
+    _cm_run = run
+
+    async def _cm_close(self) -> None:
+        await self.aclose()
+
+    def _cm_abort(self) -> None:
+        self._running = False
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+
+    def _check_running(self) -> None:
+        if not self._running:
+            raise ClientStateError(f"producer {self.group} is not running (use `async with`)")
+
+    # -- checks and preparation ---------------------------------------------------------
+
+    def _refuse(self, topic: str, why: str) -> MessageRefusedError:
+        return MessageRefusedError(f"message to {topic!r} refused: {why}", code=_MESSAGE_ILLEGAL, remark=why)
+
+    def _check_topic(self, topic: str) -> None:
+        try:
+            validate_topic(topic)
+        except InvalidNameError as exc:
+            raise self._refuse(topic, str(exc)) from None
+        if is_not_allowed_send_topic(topic):
+            raise self._refuse(topic, f"Sending message to topic[{topic}] is forbidden.")
+
+    def _check(self, msg: Message) -> None:
+        """``Validators.checkMessage``."""
+        if not isinstance(msg, Message):
+            raise TypeError(f"expected a Message, got {type(msg).__name__}")
+        self._check_topic(msg.topic)
+        body = msg.body
+        if body is None:
+            raise self._refuse(msg.topic, "the message body is null")
+        if not body:
+            raise self._refuse(msg.topic, "the message body length is zero")
+        if len(body) > self.config.max_message_size:
+            raise self._refuse(
+                msg.topic, f"the message body size over max value, MAX: {self.config.max_message_size} (got {len(body)})"
+            )
+
+    def _prepare(self, msg: Message) -> _Prepared:
+        self._check(msg)
+        props = msg.properties
+        msg_id = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        if msg_id is None:
+            msg_id = props[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = self._ids.next_id(int(time.time() * 1000))
+        body = bytes(msg.body)
+        sys_flag = 0
+        if len(body) >= self.config.compress_over:
+            body = zlib.compress(body, self.config.compress_level)
+            sys_flag |= COMPRESSED_FLAG
+        try:
+            text = encode_properties(props)
+        except TypeError as exc:
+            raise self._refuse(msg.topic, f"property values must be strings: {exc}") from None
+        prepared = _Prepared(msg.topic, body, sys_flag, text, msg_id, msg.flag)
+        if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            prepared.reconsume_times = int(props.get(PROPERTY_RECONSUME_TIME) or 0)
+            max_times = props.get(PROPERTY_MAX_RECONSUME_TIMES)
+            prepared.max_reconsume_times = int(max_times) if max_times else None
+        return prepared
+
+    # -- the send loop ------------------------------------------------------------------
+
+    async def _publish_info(self, topic: str, begin: float, deadline: float):
+        info = self.instance.publish.get(topic)
+        if info is not None and info.ok:
+            return info
+        remaining = deadline - trio.current_time()
+        if remaining <= 0:
+            raise SendTimeoutError(f"send to {topic}: no time left for the route lookup", elapsed=trio.current_time() - begin)
+        cfg = self.config
+        try:
+            return await self.instance.publish_info(
+                topic, self.group, timeout=remaining,
+                default_topic=cfg.default_topic, default_queue_nums=cfg.default_topic_queue_nums,
+            )
+        except ClientTimeoutError as exc:
+            raise SendTimeoutError(
+                f"send to {topic}: the route lookup used the {(deadline - begin) * 1000:.0f} ms budget",
+                attempts=exc.attempts, elapsed=trio.current_time() - begin,
+            ) from exc
+
+    def _request(self, p: _Prepared, mq: MessageQueue, code: int = _SEND_V2, batch: bool = False) -> RemotingCommand:
+        cfg = self.config
+        header = SendMessageRequestHeaderV2(
+            a=self.group, b=p.topic, c=cfg.default_topic, d=cfg.default_topic_queue_nums, e=mq.queue_id,
+            f=p.sys_flag, g=int(time.time() * 1000), h=p.flag, i=p.properties, j=p.reconsume_times,
+            k=self.instance.config.unit_mode, l=p.max_reconsume_times, m=batch, n=mq.broker_name,
+        )
+        icfg = self.instance.config
+        return RemotingCommand(
+            code=code, language=icfg.language, version=MQ_VERSION, custom_header=header, body=p.body,
+            serialize_type=icfg.serialize_type,
+        )
+
+    @staticmethod
+    def _result(response: RemotingCommand, status: SendStatus, mq: MessageQueue, msg_id: str) -> SendResult:
+        ext = response.ext_fields or {}
+        header = decode_header(SendMessageResponseHeader, ext)
+        return SendResult(
+            status=status,
+            msg_id=msg_id,
+            offset_msg_id=header.msgId,
+            queue=MessageQueue(mq.topic, mq.broker_name, header.queueId),
+            queue_offset=header.queueOffset,
+            transaction_id=header.transactionId,
+            region_id=ext.get("MSG_REGION", "DefaultRegion"),
+            trace_on=ext.get("TRACE_ON") != "false",
+        )
+
+    async def _send_loop(
+        self, p: _Prepared, begin: float, deadline: float, retries: int, *,
+        code: int = _SEND_V2, batch: bool = False, queue: MessageQueue | None = None,
+    ) -> SendResult:
+        """``sendDefaultImpl``: attempts until one succeeds, the retries or the budget end."""
+        info = None if queue is not None else await self._publish_info(p.topic, begin, deadline)
+        remoting = self.instance.remoting
+        faults = self.faults
+        attempts: list[Attempt] = []
+        last_error: ClientError | None = None
+        last_broker: str | None = None
+        kept: SendResult | None = None
+        for n in range(retries + 1):
+            now = trio.current_time()
+            remaining = deadline - now
+            if remaining <= 0:
+                break
+            if queue is not None:
+                mq = queue
+            else:
+                mq = select_queue(info, faults, last_broker)
+                if n and mq.broker_name == last_broker and isinstance(last_error, _CONNECT_ERRORS):
+                    # nowhere else to go: give the broker a moment to come back
+                    pause = min(self.config.reconnect_backoff * 2 ** (n - 1), remaining / 2)
+                    await trio.sleep(pause)
+                    now = trio.current_time()
+                    remaining = deadline - now
+            addr = self.instance.master_addr(mq.broker_name)
+            target = f"{mq.broker_name} {addr} queue {mq.queue_id}"
+            if addr is None:
+                attempts.append(Attempt(target, "no master address in the route", 0.0))
+                last_error = NoRouteError(f"no master address for broker {mq.broker_name}")
+                last_broker = mq.broker_name
+                self.instance.refresh_soon(p.topic)
+                continue
+            try:
+                response = await remoting.invoke_sync(addr, self._request(p, mq, code, batch), remaining)
+            except _REMOTING_FAILURES as exc:
+                took = trio.current_time() - now
+                faults.update(mq.broker_name, took, isolation=True)
+                last_error = remoting_error(exc, target, took)
+                attempts.append(Attempt(target, last_error.attempts[0].outcome, took))
+                last_broker = mq.broker_name
+                self.instance.refresh_soon(p.topic)
+                continue
+            took = trio.current_time() - now
+            status = _STATUS.get(response.code)
+            if status is not None:
+                faults.update(mq.broker_name, took)
+                result = self._result(response, status, mq, p.msg_id)
+                if status is SendStatus.SEND_OK or not self.config.retry_another_broker_when_not_store_ok:
+                    return result
+                kept = result
+                attempts.append(Attempt(target, status.value, took))
+                last_broker = mq.broker_name
+                continue
+            faults.update(mq.broker_name, took, isolation=True)
+            error = response_error(f"send to {p.topic}", response)
+            attempts.append(Attempt(target, error.summary.partition(": ")[2], took))
+            if response.code in RETRY_CODES and queue is None:
+                last_error = error
+                last_broker = mq.broker_name
+                continue
+            raise type(error)(
+                error.summary, code=error.code, remark=error.remark, attempts=attempts,
+                elapsed=trio.current_time() - begin,
+            )
+        if kept is not None:
+            return kept
+        elapsed = trio.current_time() - begin
+        if elapsed >= deadline - begin or isinstance(last_error, ClientTimeoutError) or last_error is None:
+            raise SendTimeoutError(
+                f"send to {p.topic} ran out of its {(deadline - begin) * 1000:.0f} ms budget",
+                attempts=attempts, elapsed=elapsed,
+            ) from last_error
+        summary = f"send to {p.topic} failed after {len(attempts)} attempt(s): {last_error.summary}"
+        if isinstance(last_error, BrokerResponseError):
+            raise type(last_error)(
+                summary, code=last_error.code, remark=last_error.remark, attempts=attempts, elapsed=elapsed
+            ) from last_error
+        raise type(last_error)(summary, attempts=attempts, elapsed=elapsed) from last_error
+
+    # -- the send API -------------------------------------------------------------------
+
+    async def send(self, msg: Message, *, timeout: float | None = None) -> SendResult:
+        """Send and wait for the broker's answer (sync), with retries, within one budget."""
+        self._check_running()
+        begin = trio.current_time()
+        p = self._prepare(msg)
+        return await self._send_loop(p, begin, begin + (timeout or self.config.send_timeout), self.config.retries)
+
+    async def send_async(
+        self,
+        msg: Message,
+        callback: Callable[[SendResult | None, BaseException | None], Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> SendFuture:
+        """Start a send; returns a :class:`SendFuture` once it is under way. A message that
+        fails the checks raises here; everything later goes to the future and callback."""
+        self._check_running()
+        begin = trio.current_time()
+        deadline = begin + (timeout or self.config.send_timeout)
+        p = self._prepare(msg)
+        slots = self._async_slots
+        try:
+            slots.acquire_nowait()
+        except trio.WouldBlock:
+            with trio.move_on_at(deadline):
+                await slots.acquire()
+            if trio.current_time() >= deadline:
+                raise SendTimeoutError(
+                    f"send to {p.topic}: {self.config.max_async_in_flight} async sends still in flight",
+                    elapsed=trio.current_time() - begin,
+                ) from None
+        fut = SendFuture(callback)
+        assert self._nursery is not None
+        self._nursery.start_soon(self._run_async, p, begin, deadline, fut)
+        return fut
+
+    async def _run_async(self, p: _Prepared, begin: float, deadline: float, fut: SendFuture) -> None:
+        try:
+            result = await self._send_loop(p, begin, deadline, self.config.async_retries)
+        except ClientError as exc:
+            fut._finish(None, exc)
+        except Exception as exc:  # a bug: still the caller's to see
+            fut._finish(None, exc)
+        else:
+            fut._finish(result, None)
+        finally:
+            self._async_slots.release()
+
+    async def send_oneway(self, msg: Message, *, timeout: float | None = None) -> None:
+        """Send once with the oneway flag; nothing comes back (errors only for what fails
+        here: checks, route, connection)."""
+        self._check_running()
+        begin = trio.current_time()
+        deadline = begin + (timeout or self.config.send_timeout)
+        p = self._prepare(msg)
+        info = await self._publish_info(p.topic, begin, deadline)
+        mq = select_queue(info, self.faults, None)
+        addr = self.instance.master_addr(mq.broker_name)
+        if addr is None:
+            raise NoRouteError(f"no master address for broker {mq.broker_name}")
+        try:
+            await self.instance.remoting.invoke_oneway(addr, self._request(p, mq), max(deadline - trio.current_time(), 0.001))
+        except _REMOTING_FAILURES as exc:
+            self.faults.update(mq.broker_name, 0.0, isolation=True)
+            raise remoting_error(exc, f"{mq.broker_name} {addr} queue {mq.queue_id}", trio.current_time() - begin) from exc
+
+    async def send_orderly(
+        self, msg: Message, selector: Selector | None = None, arg: Any = None, *,
+        key: str | None = None, timeout: float | None = None,
+    ) -> SendResult:
+        """Send to the queue ``selector(queues, msg, arg)`` picks, or the one ``key`` hashes
+        to (:func:`select_by_hash`): messages of one key stay in order. No retry on another
+        queue (Java's ``sendSelectImpl``), so an error means the message was not stored
+        there; the caller decides."""
+        self._check_running()
+        if (selector is None) == (key is None):
+            raise ValueError("send_orderly needs a selector or a key (one of them)")
+        begin = trio.current_time()
+        deadline = begin + (timeout or self.config.send_timeout)
+        p = self._prepare(msg)
+        info = await self._publish_info(p.topic, begin, deadline)
+        if selector is None:
+            selector, arg = select_by_hash, key
+        mq = selector(list(info.queues), msg, arg)
+        if not isinstance(mq, MessageQueue) or mq not in info.queues:
+            raise ValueError(f"the selector returned {mq!r}, not one of the topic's queues")
+        return await self._send_loop(p, begin, deadline, 0, queue=mq)
+
+    # -- batches ------------------------------------------------------------------------
+
+    def _batch_entries(self, msgs: Sequence[Message]) -> tuple[str, bool, list[tuple[bytes, str]]]:
+        """``DefaultMQProducer.batch`` checks; each entry encoded once with its unique key."""
+        if not msgs:
+            raise ValueError("send_batch needs at least one message")
+        topic = msgs[0].topic
+        wait = msgs[0].wait_store_msg_ok
+        entries: list[tuple[bytes, str]] = []
+        limit = self.config.max_message_size
+        for i, msg in enumerate(msgs):
+            self._check(msg)
+            if msg.topic != topic:
+                raise self._refuse(msg.topic, f"a batch has one topic: message {i} is for {msg.topic!r}, not {topic!r}")
+            if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                raise self._refuse(topic, "retry group topic is not supported for batching")
+            if msg.properties.get(PROPERTY_DELAY_TIME_LEVEL) not in (None, "0"):
+                raise self._refuse(topic, f"message {i}: TimeDelayLevel is not supported for batching")
+            if msg.wait_store_msg_ok != wait:
+                raise self._refuse(topic, f"message {i}: waitStoreMsgOK differs within the batch")
+            props = msg.properties
+            msg_id = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+            if msg_id is None:
+                msg_id = props[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = self._ids.next_id(int(time.time() * 1000))
+            entry = encode_batch_message(msg)
+            if len(entry) > limit:
+                raise self._refuse(
+                    topic, f"message {i} alone is {len(entry)} bytes as a batch entry, over the maximum {limit}"
+                )
+            entries.append((entry, msg_id))
+        return topic, wait, entries
+
+    def split_batch(self, msgs: Sequence[Message]) -> list[list[int]]:
+        """The message indexes of each request :meth:`send_batch` would send."""
+        _, _, entries = self._batch_entries(msgs)
+        return [[i for i, _ in chunk] for chunk in self._chunks(entries)]
+
+    def _chunks(self, entries: list[tuple[bytes, str]]) -> list[list[tuple[int, tuple[bytes, str]]]]:
+        limit = self.config.max_message_size
+        chunks: list[list[tuple[int, tuple[bytes, str]]]] = []
+        current: list[tuple[int, tuple[bytes, str]]] = []
+        size = 0
+        for i, entry in enumerate(entries):
+            if current and size + len(entry[0]) > limit:
+                chunks.append(current)
+                current, size = [], 0
+            current.append((i, entry))
+            size += len(entry[0])
+        if current:
+            chunks.append(current)
+        return chunks
+
+    async def send_batch(self, msgs: Sequence[Message], *, timeout: float | None = None) -> list[SendResult]:
+        """Send messages of one topic as SEND_BATCH_MESSAGE requests of at most
+        ``max_message_size`` bytes (split as needed; one result per request, its
+        ``msg_id`` the comma-joined unique keys). One budget for the whole call."""
+        self._check_running()
+        begin = trio.current_time()
+        deadline = begin + (timeout or self.config.send_timeout)
+        topic, wait, entries = self._batch_entries(msgs)
+        results = []
+        for chunk in self._chunks(entries):
+            body = b"".join(e[0] for _, e in chunk)
+            ids = ",".join(e[1] for _, e in chunk)
+            p = _Prepared(topic, body, 0, _BATCH_PROPS[wait], ids, 0)
+            results.append(await self._send_loop(p, begin, deadline, self.config.retries, code=_SEND_BATCH, batch=True))
+        return results
+
+
+_CONNECT_ERRORS = (ClientConnectError,)
