@@ -41,7 +41,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -172,7 +172,9 @@ class PushConsumer(ServiceContextManager):
     (``None`` = SUCCESS; an exception = RECONSUME_LATER). Subscriptions may also be
     added with :meth:`subscribe` before the consumer starts. ``instance`` shares a
     running :class:`~trocket.client.instance.ClientInstance`; otherwise the consumer
-    makes its own from ``namesrv`` and ``client_config`` options.
+    makes its own from ``namesrv`` and ``client_config`` options. ``on_assignment(mq,
+    owned)`` is told of every queue taken (True, before its first message) and given up
+    (False, once no new callback of it can start) -- Java's ``MessageQueueListener``.
     """
 
     def __init__(
@@ -185,6 +187,7 @@ class PushConsumer(ServiceContextManager):
         instance: ClientInstance | None = None,
         client_config: ClientConfig | None = None,
         options: PushConsumerOptions | None = None,
+        on_assignment: Callable[[MessageQueue, bool], None] | None = None,
         **option_kw: Any,
     ) -> None:
         validate_group(group)
@@ -202,6 +205,7 @@ class PushConsumer(ServiceContextManager):
         for topic, expression in (subscriptions or {}).items():
             self.subscribe(topic, expression)
         self._listener = listener
+        self._on_assignment = on_assignment
         self._owned: dict[MessageQueue, _Owned] = {}
         self._store: OffsetStore | None = None
         self._rebalancer: Rebalancer | None = None
@@ -453,6 +457,8 @@ class PushConsumer(ServiceContextManager):
                 self._store.update(mq, offset)
                 o = _Owned(mq, pq)
                 self._owned[mq] = o
+                if self._on_assignment is not None:
+                    self._on_assignment(mq, True)
                 assert self._nursery is not None
                 self._nursery.start_soon(self._queue_main, o, offset)
 
@@ -462,6 +468,8 @@ class PushConsumer(ServiceContextManager):
         o.pull_scope.cancel()
         o.pq.wake()
         self._owned.pop(o.mq, None)
+        if self._on_assignment is not None:
+            self._on_assignment(o.mq, False)
         assert self._store is not None
         try:
             await self._store.persist(o.mq)
