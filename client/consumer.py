@@ -73,7 +73,9 @@ from .config import ClientConfig
 from .consumer_base import (
     ConsumeFrom,
     ConsumeResult,
+    InstanceOffsets,
     Listener,
+    consumer_ids,
     make_invoker,
     parse_consume_from,
     parse_timestamp,
@@ -336,7 +338,7 @@ class PushConsumer(ServiceContextManager):
     async def _start(self, inst: ClientInstance, nursery: trio.Nursery) -> None:
         opts = self.options
         if opts.message_model is MessageModel.CLUSTERING:
-            self._store = RemoteBrokerOffsetStore(self.group, _BrokerOffsets(inst))
+            self._store = RemoteBrokerOffsetStore(self.group, InstanceOffsets(inst))
         else:
             self._store = LocalFileOffsetStore(self.group, inst.client_id, opts.offset_dir)
         await self._store.load()
@@ -404,21 +406,7 @@ class PushConsumer(ServiceContextManager):
     # -- rebalance ----------------------------------------------------------------------
 
     async def _consumer_ids(self, topic: str) -> list[str]:
-        inst = self.instance
-        route = await inst.route(topic)
-        names = sorted(bd.broker_name for bd in route.broker_datas)
-        last: Exception | None = None
-        for name in names:  # Java asks one broker of the topic; try the next on failure
-            addr = inst.broker_addr(name)
-            if addr is None:
-                continue
-            try:
-                return await inst.api.get_consumer_list(addr, self.group)
-            except ClientError as exc:
-                last = exc
-        if last is not None:
-            raise last
-        return []
+        return await consumer_ids(self.instance, self.group, topic)
 
     async def _apply_allocation(self, topic: str, allocated: set[MessageQueue]) -> None:
         """``updateProcessQueueTableInRebalance``."""
@@ -447,7 +435,7 @@ class PushConsumer(ServiceContextManager):
                 try:
                     stored = await self._store.read_store(mq)
                     offset = await start_offset(
-                        mq, stored, self.options.consume_from, self._timestamp_ms, _QueueOffsets(self.instance)
+                        mq, stored, self.options.consume_from, self._timestamp_ms, InstanceOffsets(self.instance)
                     )
                 except ClientError as exc:
                     log.warning("start offset of %s unknown (%s); next rebalance retries", mq, exc)
@@ -759,33 +747,3 @@ class PushConsumer(ServiceContextManager):
             now = trio.current_time()
             for mq, o in owned.items():
                 o.pq.set_locked(mq in locked, now)
-
-
-class _BrokerOffsets:
-    """:class:`~trocket.client.offset_store.BrokerOffsetCalls` through an instance."""
-
-    def __init__(self, inst: ClientInstance) -> None:
-        self.inst = inst
-
-    async def _addr(self, mq: MessageQueue) -> str:
-        addr = self.inst.master_addr(mq.broker_name)
-        if addr is None:
-            await self.inst.update_route(mq.topic)
-            addr = self.inst.master_addr(mq.broker_name)
-        if addr is None:
-            raise ClientError(f"no address for broker {mq.broker_name}")
-        return addr
-
-    async def query_consumer_offset(self, group: str, mq: MessageQueue) -> int | None:
-        return await self.inst.api.query_consumer_offset(await self._addr(mq), group, mq)
-
-    async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int) -> None:
-        await self.inst.api.update_consumer_offset(await self._addr(mq), group, mq, offset)
-
-
-class _QueueOffsets(_BrokerOffsets):
-    async def max_offset(self, mq: MessageQueue) -> int:
-        return await self.inst.api.get_max_offset(await self._addr(mq), mq)
-
-    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        return await self.inst.api.search_offset(await self._addr(mq), mq, timestamp_ms)

@@ -14,7 +14,7 @@ import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Protocol, Union
 
 import trio
 
@@ -22,6 +22,11 @@ from trocket.codecs.bodies.client import ConsumeFromWhere, MessageQueue
 from trocket.codecs.message.message import MessageExt
 from trocket.codecs.message.properties import PROPERTY_CONSUME_START_TIMESTAMP, PROPERTY_RETRY_TOPIC
 from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX
+
+from .errors import ClientError
+
+if TYPE_CHECKING:
+    from .instance import ClientInstance
 
 __all__ = [
     "ConsumeResult",
@@ -32,6 +37,9 @@ __all__ = [
     "reset_retry_topic",
     "start_offset",
     "OffsetCalls",
+    "InstanceOffsets",
+    "consumer_ids",
+    "parse_timestamp",
 ]
 
 log = logging.getLogger(__name__)
@@ -106,11 +114,62 @@ def reset_retry_topic(msg: MessageExt, group: str, now_ms: int) -> None:
     msg.properties[PROPERTY_CONSUME_START_TIMESTAMP] = str(now_ms)
 
 
-class OffsetCalls:
+class OffsetCalls(Protocol):
     """The broker calls :func:`start_offset` needs (bound to a queue's broker)."""
 
     async def max_offset(self, mq: MessageQueue) -> int: ...
     async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int: ...
+
+
+class InstanceOffsets:
+    """Offset calls through a :class:`~trocket.client.instance.ClientInstance`, at the
+    master of each queue's broker: :class:`OffsetCalls` and the offset store's
+    :class:`~trocket.client.offset_store.BrokerOffsetCalls`."""
+
+    def __init__(self, inst: ClientInstance) -> None:
+        self.inst = inst
+
+    async def _addr(self, mq: MessageQueue) -> str:
+        addr = self.inst.master_addr(mq.broker_name)
+        if addr is None:
+            await self.inst.update_route(mq.topic)
+            addr = self.inst.master_addr(mq.broker_name)
+        if addr is None:
+            raise ClientError(f"no address for broker {mq.broker_name}")
+        return addr
+
+    async def query_consumer_offset(self, group: str, mq: MessageQueue) -> int | None:
+        return await self.inst.api.query_consumer_offset(await self._addr(mq), group, mq)
+
+    async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int) -> None:
+        await self.inst.api.update_consumer_offset(await self._addr(mq), group, mq, offset)
+
+    async def max_offset(self, mq: MessageQueue) -> int:
+        return await self.inst.api.get_max_offset(await self._addr(mq), mq)
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        return await self.inst.api.get_min_offset(await self._addr(mq), mq)
+
+    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        return await self.inst.api.search_offset(await self._addr(mq), mq, timestamp_ms)
+
+
+async def consumer_ids(inst: ClientInstance, group: str, topic: str) -> list[str]:
+    """``findConsumerIdList``: the group's client ids, from one broker of ``topic``
+    (the next one when a broker fails)."""
+    route = await inst.route(topic)
+    last: Exception | None = None
+    for name in sorted(bd.broker_name for bd in route.broker_datas):
+        addr = inst.broker_addr(name)
+        if addr is None:
+            continue
+        try:
+            return await inst.api.get_consumer_list(addr, group)
+        except ClientError as exc:
+            last = exc
+    if last is not None:
+        raise last
+    return []
 
 
 def parse_timestamp(value: str | int | float | _dt.datetime) -> int:
