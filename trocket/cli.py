@@ -5,6 +5,7 @@
     trocket conformance check DIR    golden frames: decode, re-encode, switch serializers
     trocket broker [options]         a broker (with an embedded name server by default)
     trocket namesrv [options]        a name server alone
+    trocket consume [options]        consume messages with a push consumer (trocket/cli_consume.py)
 """
 
 from __future__ import annotations
@@ -77,6 +78,10 @@ def _build_parser() -> argparse.ArgumentParser:
     namesrv = sub.add_parser("namesrv", help="run a name server alone", description="Run a RocketMQ name server.")
     add_namesrv_arguments(namesrv)
     namesrv.set_defaults(run=_run_namesrv)
+
+    from trocket.cli_consume import add_consume_command
+
+    add_consume_command(sub)
     return parser
 
 
