@@ -195,7 +195,8 @@ class ClientAPI:
                 response = await self.invoke(addr, _copy(request), share)
             except ClientError as exc:
                 last = exc
-                attempts.append(Attempt(f"namesrv {addr}", exc.summary, trio.current_time() - t0))
+                outcome = exc.attempts[0].outcome if exc.attempts else exc.summary
+                attempts.append(Attempt(f"namesrv {addr}", outcome, trio.current_time() - t0))
                 continue
             self._ns_index = i
             return response

@@ -203,13 +203,20 @@ class ClientInstance(ServiceContextManager):
             await self._unregister(consumer_group=group)
 
     async def _unregister(self, *, producer_group: str | None = None, consumer_group: str | None = None) -> None:
-        for addr in self._all_broker_addrs(masters_only=False):
+        """UNREGISTER_CLIENT for one group at every broker, concurrently (a hung broker
+        costs one call timeout, not one per broker)."""
+
+        async def one(addr: str) -> None:
             try:
                 await self.api.unregister_client(
                     addr, self.client_id, producer_group=producer_group, consumer_group=consumer_group
                 )
             except ClientError as exc:
                 log.warning("unregister of %s from %s failed: %s", producer_group or consumer_group, addr, exc)
+
+        async with trio.open_nursery() as nursery:
+            for addr in self._all_broker_addrs(masters_only=False):
+                nursery.start_soon(one, addr)
 
     # -- routes -------------------------------------------------------------------------
 

@@ -5,7 +5,9 @@
     trocket conformance check DIR    golden frames: decode, re-encode, switch serializers
     trocket broker [options]         a broker (with an embedded name server by default)
     trocket namesrv [options]        a name server alone
+    trocket send [options]           send messages (trocket/cli_client.py)
     trocket consume [options]        consume messages with a push consumer (trocket/cli_consume.py)
+    trocket admin topic|group|cluster  topics, consumer progress, the cluster (trocket/cli_client.py)
 """
 
 from __future__ import annotations
@@ -79,8 +81,10 @@ def _build_parser() -> argparse.ArgumentParser:
     add_namesrv_arguments(namesrv)
     namesrv.set_defaults(run=_run_namesrv)
 
+    from trocket.cli_client import add_client_commands
     from trocket.cli_consume import add_consume_command
 
+    add_client_commands(sub)
     add_consume_command(sub)
     return parser
 

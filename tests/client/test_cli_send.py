@@ -1,0 +1,66 @@
+"""``trocket send`` as a user runs it (a subprocess) against a ``trocket broker`` subprocess;
+what it sent is checked with ``trocket admin`` and a pull through the client core."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+import trio
+
+from trocket.client import ClientConfig, ClientInstance
+
+from .conftest import acceptance_tools, pull_all
+
+
+def trocket(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    cmd = [*acceptance_tools().trocket_command(), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+async def run(*args: str) -> subprocess.CompletedProcess:
+    return await trio.to_thread.run_sync(lambda: trocket(*args))
+
+
+@pytest.mark.slow
+async def test_send_2000_then_check_with_admin_and_pull(broker_process):
+    broker = broker_process(name="cli")
+    ns = broker.namesrv
+    one = await run("send", "-n", ns, "-t", "CliTopic", "--body", "first", "--tag", "A", "--keys", "k1",
+                    "-p", "color=red", "--json")
+    assert one.returncode == 0, one.stderr
+    first = json.loads(one.stdout)
+    assert first["status"] == "SEND_OK" and first["queueOffset"] == 0
+    many = await run("send", "-n", ns, "-t", "CliTopic", "--count", "2000", "--size", "64", "--mode", "async", "--json")
+    assert many.returncode == 0, many.stderr
+    summary = json.loads(many.stdout)
+    assert summary["sent"] == 2000 and summary["failed"] == 0 and summary["tps"] > 0
+    assert summary["send_latency_ms_p99"] >= summary["send_latency_ms_p50"] > 0
+    batch = await run("send", "-n", ns, "-t", "CliTopic", "--count", "100", "--batch", "32", "--json")
+    assert json.loads(batch.stdout)["sent"] == 100, batch.stderr
+
+    lag = await run("admin", "group", "lag", "-n", ns, "-g", "NobodyYet", "-t", "CliTopic", "--json")
+    assert lag.returncode == 0, lag.stderr
+    assert json.loads(lag.stdout)["lag"] == 2101
+    offsets = await run("admin", "group", "offsets", "-n", ns, "-g", "NobodyYet", "-t", "CliTopic")
+    assert "total lag 2101" in offsets.stdout and "broker offset" in offsets.stdout
+
+    async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
+        stored = await pull_all(inst, "CliTopic")
+    assert len(stored) == 2101
+    head = next(m for m in stored if m.client_msg_id == first["msgId"])
+    assert head.body == b"first" and head.tags == "A" and head.keys == ["k1"] and head.properties["color"] == "red"
+    assert sum(len(m.body) == 64 for m in stored) == 2000
+
+
+@pytest.mark.slow
+async def test_send_errors_are_one_line_and_exit_1(broker_process):
+    broker = broker_process(name="cli-bad")
+    bad = await run("send", "-n", broker.namesrv, "-t", "bad topic", "--body", "x")
+    assert bad.returncode == 1 and bad.stderr.startswith("trocket: error: MessageRefusedError")
+    assert "illegal characters" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    empty = await run("send", "-n", broker.namesrv, "-t", "T", "--body", "")
+    assert empty.returncode == 1 and "body length is zero" in empty.stderr
+    nowhere = await run("send", "-n", "127.0.0.1:1", "-t", "T", "--body", "x")
+    assert nowhere.returncode == 1 and "ClientConnectError: no name server reachable" in nowhere.stderr

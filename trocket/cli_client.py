@@ -1,0 +1,534 @@
+"""``trocket send`` and ``trocket admin`` (like RocketMQ's ``mqadmin`` and the Kafka console tools).
+
+    trocket send --namesrv ADDR --topic T [--tag X] [--keys K] [--body TEXT | --size N]
+                 [--count N] [--mode sync|async|oneway] [--batch K] [--delay LEVEL]
+    trocket admin topic create|list|route|delete ...
+    trocket admin group offsets|lag --group G --topic T
+    trocket admin cluster
+
+``send`` prints one result line for a single message; for several, a progress line on a
+terminal's stderr and a summary: sent, failed, TPS, latency p50/p99. Admin commands print
+tables, or JSON with ``--json``. Errors are one ``trocket: error: ...`` line and exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+__all__ = ["add_client_commands"]
+
+EXIT_OK = 0
+EXIT_FAIL = 1
+
+
+def _namesrv_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--namesrv", "-n", default="127.0.0.1:9876", metavar="ADDR",
+                   help="name servers, host:port[;host:port...] (default 127.0.0.1:9876)")
+    p.add_argument("--timeout", type=float, default=3.0, metavar="S", help="per call / per send budget (default 3 s)")
+
+
+def add_client_commands(sub: Any) -> None:
+    """Add ``send`` and ``admin`` to the ``trocket`` subparsers ``sub``."""
+    send = sub.add_parser(
+        "send", help="send messages with the trocket producer",
+        description="Send one or many messages. One message: one result line. Many: a progress "
+        "line (on a terminal) and a summary with TPS and latency percentiles.",
+    )
+    _namesrv_arg(send)
+    send.add_argument("--topic", "-t", required=True)
+    send.add_argument("--group", "-g", default="trocket_cli_producer", help="producer group")
+    send.add_argument("--tag", help="the TAGS property")
+    send.add_argument("--keys", help="the KEYS property (space separated keys)")
+    body = send.add_mutually_exclusive_group()
+    body.add_argument("--body", help="the body text (UTF-8)")
+    body.add_argument("--size", type=int, metavar="N", help="a generated body of N bytes")
+    send.add_argument("--count", "-c", type=int, default=1, metavar="N", help="messages to send (default 1)")
+    send.add_argument("--mode", choices=("sync", "async", "oneway"), default="sync")
+    send.add_argument("--batch", type=int, default=0, metavar="K", help="send in batches of K messages")
+    send.add_argument("--delay", type=int, default=0, metavar="LEVEL", help="delay level (1 = 1 s, ... 18 = 2 h)")
+    send.add_argument("--property", "-p", action="append", default=[], metavar="K=V", help="a user property (repeatable)")
+    send.add_argument("--inflight", type=int, default=256, metavar="N", help="async sends in flight (default 256)")
+    send.add_argument("--json", action="store_true", help="print the result or summary as JSON")
+    send.set_defaults(run=_run_send)
+
+    admin = sub.add_parser("admin", help="topics, consumer groups and the cluster (like mqadmin)")
+    asub = admin.add_subparsers(dest="admin_command", metavar="COMMAND", required=True)
+
+    topic = asub.add_parser("topic", help="create, list, route, delete topics")
+    tsub = topic.add_subparsers(dest="topic_command", metavar="COMMAND", required=True)
+    create = tsub.add_parser("create", help="create or update a topic on every master of a cluster (or one broker)")
+    _namesrv_arg(create)
+    create.add_argument("--topic", "-t", required=True)
+    create.add_argument("--queues", type=int, default=8, help="read and write queues (default 8)")
+    create.add_argument("--perm", type=int, default=6, help="permission: 6 read+write, 4 read, 2 write")
+    create.add_argument("--order", action="store_true", help="an ordered topic")
+    where = create.add_mutually_exclusive_group()
+    where.add_argument("--cluster", help="every master of this cluster (default: of every cluster)")
+    where.add_argument("--broker", metavar="ADDR", help="this broker only")
+    create.add_argument("--json", action="store_true")
+    create.set_defaults(run=_run_topic_create)
+    lst = tsub.add_parser("list", help="every topic the name servers know")
+    _namesrv_arg(lst)
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(run=_run_topic_list)
+    route = tsub.add_parser("route", help="a topic's route: brokers, queues, permissions")
+    _namesrv_arg(route)
+    route.add_argument("--topic", "-t", required=True)
+    route.add_argument("--json", action="store_true")
+    route.set_defaults(run=_run_topic_route)
+    delete = tsub.add_parser("delete", help="delete a topic from the masters of a cluster and the name servers")
+    _namesrv_arg(delete)
+    delete.add_argument("--topic", "-t", required=True)
+    delete.add_argument("--cluster", help="only this cluster's masters (default: every cluster)")
+    delete.add_argument("--json", action="store_true")
+    delete.set_defaults(run=_run_topic_delete)
+
+    group = asub.add_parser("group", help="consumer group progress")
+    gsub = group.add_subparsers(dest="group_command", metavar="COMMAND", required=True)
+    for name, helptext in (("offsets", "per queue: broker offset, consumer offset, lag"),
+                           ("lag", "total lag of the group on the topic, per broker")):
+        g = gsub.add_parser(name, help=helptext)
+        _namesrv_arg(g)
+        g.add_argument("--group", "-g", required=True)
+        g.add_argument("--topic", "-t", required=True)
+        g.add_argument("--json", action="store_true")
+        g.set_defaults(run=_run_group_offsets if name == "offsets" else _run_group_lag)
+
+    cluster = asub.add_parser("cluster", help="clusters, brokers and their addresses and runtime figures")
+    _namesrv_arg(cluster)
+    cluster.add_argument("--json", action="store_true")
+    cluster.set_defaults(run=_run_cluster)
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+def _error(message: str) -> int:
+    print(f"trocket: error: {message}", file=sys.stderr)
+    return EXIT_FAIL
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    cells = [[str(h) for h in headers]] + [["-" if v is None else str(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _run_trio(fn, args: argparse.Namespace) -> int:
+    """Run ``fn(args)`` under trio; client errors and bad options become one error line."""
+    import trio
+
+    from trocket.client import ClientError
+    from trocket.codecs.errors import CodecError
+
+    try:
+        return trio.run(fn, args)
+    except ClientError as exc:
+        return _error(f"{type(exc).__name__}: {exc}")
+    except (CodecError, ValueError) as exc:
+        return _error(str(exc))
+
+
+def _instance(args: argparse.Namespace):
+    from trocket.client import ClientConfig, ClientInstance
+
+    return ClientInstance(ClientConfig(namesrv=args.namesrv, call_timeout=args.timeout))
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
+
+
+class _Progress:
+    """A one-line progress bar on stderr when it is a terminal (else silent)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.on = total > 1 and sys.stderr.isatty()
+        self.last = 0.0
+        self.begin = time.perf_counter()
+
+    def update(self, done: int, failed: int, *, force: bool = False) -> None:
+        if not self.on:
+            return
+        now = time.perf_counter()
+        if not force and now - self.last < 0.1:
+            return
+        self.last = now
+        width = 30
+        filled = int(width * done / self.total) if self.total else width
+        rate = done / max(now - self.begin, 1e-9)
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} "
+                         f"failed {failed}  {rate:,.0f} msg/s ")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.on:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+# -- send --------------------------------------------------------------------------------
+
+
+def _messages(args: argparse.Namespace):
+    from trocket.client import new_message
+
+    props = {}
+    for item in args.property:
+        k, sep, v = item.partition("=")
+        if not sep:
+            raise ValueError(f"--property {item!r} is not K=V")
+        props[k] = v
+    if args.body is not None:
+        body = args.body.encode("utf-8")
+    else:
+        size = 128 if args.size is None else args.size
+        body = (b"trocket" * (size // 7 + 1))[:size]
+
+    def make(i: int):
+        return new_message(args.topic, body, tags=args.tag, keys=args.keys, properties=props, delay_level=args.delay)
+
+    return make
+
+
+async def _send(args: argparse.Namespace) -> int:
+    import trio
+
+    from trocket.client import ClientError
+    from trocket.client.producer import Producer
+
+    if args.count < 1:
+        raise ValueError("--count must be at least 1")
+    if args.batch < 0 or args.inflight < 1:
+        raise ValueError("--batch must be >= 0 and --inflight >= 1")
+    make = _messages(args)
+    sent = failed = 0
+    latencies: list[float] = []
+    errors: dict[str, int] = {}
+    last_result = None
+    progress = _Progress(args.count)
+
+    first_error: list[str] = []
+
+    def fail(exc: BaseException, n: int = 1) -> None:
+        nonlocal failed
+        failed += n
+        if not first_error:
+            first_error.append(f"{type(exc).__name__}: {exc}")
+        key = f"{type(exc).__name__}: {getattr(exc, 'summary', exc)}"
+        errors[key] = errors.get(key, 0) + n
+
+    async with Producer(args.group, args.namesrv, send_timeout=args.timeout) as producer:
+        begin = time.perf_counter()
+        if args.batch:
+            i = 0
+            while i < args.count:
+                n = min(args.batch, args.count - i)
+                t0 = time.perf_counter()
+                try:
+                    results = await producer.send_batch([make(i + k) for k in range(n)])
+                    last_result = results[-1]
+                    sent += n
+                    latencies.append(time.perf_counter() - t0)
+                except ClientError as exc:
+                    fail(exc, n)
+                i += n
+                progress.update(sent + failed, failed)
+        elif args.mode == "sync":
+            for i in range(args.count):
+                t0 = time.perf_counter()
+                try:
+                    last_result = await producer.send(make(i))
+                    sent += 1
+                    latencies.append(time.perf_counter() - t0)
+                except ClientError as exc:
+                    fail(exc)
+                progress.update(sent + failed, failed)
+        elif args.mode == "oneway":
+            for i in range(args.count):
+                t0 = time.perf_counter()
+                try:
+                    await producer.send_oneway(make(i))
+                    sent += 1
+                    latencies.append(time.perf_counter() - t0)
+                except ClientError as exc:
+                    fail(exc)
+                progress.update(sent + failed, failed)
+        else:
+            slots = trio.Semaphore(args.inflight)
+
+            def done(t0: float):
+                def callback(result, error) -> None:
+                    nonlocal sent, last_result
+                    slots.release()
+                    if error is None:
+                        sent += 1
+                        last_result = result
+                        latencies.append(time.perf_counter() - t0)
+                    else:
+                        fail(error)
+                    progress.update(sent + failed, failed)
+
+                return callback
+
+            for i in range(args.count):
+                await slots.acquire()
+                try:
+                    await producer.send_async(make(i), done(time.perf_counter()))
+                except ClientError as exc:
+                    slots.release()
+                    fail(exc)
+            for _ in range(args.inflight):  # wait for the last ones
+                await slots.acquire()
+        elapsed = time.perf_counter() - begin
+    progress.update(sent + failed, failed, force=True)
+    progress.close()
+    if args.count == 1 and not args.batch:
+        if failed:
+            return _error(first_error[0])
+        if args.mode == "oneway":
+            line = {"status": "SENT_ONEWAY", "topic": args.topic}
+            print(json.dumps(line) if args.json else f"SENT_ONEWAY topic={args.topic}")
+            return EXIT_OK
+        r = last_result
+        doc = {"status": r.status.value, "msgId": r.msg_id, "offsetMsgId": r.offset_msg_id, "topic": r.queue.topic,
+               "brokerName": r.queue.broker_name, "queueId": r.queue.queue_id, "queueOffset": r.queue_offset}
+        if args.json:
+            print(json.dumps(doc))
+        else:
+            print(f"{r.status.value} msgId={r.msg_id} offsetMsgId={r.offset_msg_id} "
+                  f"queue={r.queue.broker_name}:{r.queue.queue_id} offset={r.queue_offset}")
+        return EXIT_OK
+    unit = "batch" if args.batch else "send"
+    summary = {
+        "sent": sent, "failed": failed, "seconds": round(elapsed, 3), "tps": round(sent / elapsed, 1) if elapsed else 0.0,
+        f"{unit}_latency_ms_p50": round(_percentile(latencies, 50) * 1000, 3),
+        f"{unit}_latency_ms_p99": round(_percentile(latencies, 99) * 1000, 3),
+        "errors": errors,
+    }
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"sent {sent}, failed {failed} in {elapsed:.2f} s: {summary['tps']:,.0f} msg/s, "
+              f"{unit} latency p50 {summary[f'{unit}_latency_ms_p50']:.2f} ms, "
+              f"p99 {summary[f'{unit}_latency_ms_p99']:.2f} ms ({args.mode}{f', batch {args.batch}' if args.batch else ''})")
+        for text, n in errors.items():
+            print(f"  {n} x {text}")
+    return EXIT_OK if not failed else EXIT_FAIL
+
+
+def _run_send(args: argparse.Namespace) -> int:
+    return _run_trio(_send, args)
+
+
+# -- admin: topics -----------------------------------------------------------------------
+
+
+async def _masters(inst, cluster: str | None) -> list[tuple[str, str, str]]:
+    """(cluster, broker name, master address) of every master (of ``cluster``)."""
+    info = await inst.api.get_cluster_info()
+    out = []
+    for cname, names in sorted(info.cluster_addr_table.items()):
+        if cluster is not None and cname != cluster:
+            continue
+        for name in sorted(names):
+            bd = info.broker_addr_table.get(name)
+            if bd is not None and bd.master_addr:
+                out.append((cname, name, bd.master_addr))
+    if cluster is not None and not out:
+        raise ValueError(f"no master broker in cluster {cluster!r} (known: {sorted(info.cluster_addr_table)})")
+    return out
+
+
+async def _topic_create(args: argparse.Namespace) -> int:
+    from trocket.codecs.headers import CreateTopicRequestHeader
+    from trocket.codecs.names import validate_topic
+
+    validate_topic(args.topic)
+    header = CreateTopicRequestHeader(
+        topic=args.topic, defaultTopic="TBW102", readQueueNums=args.queues, writeQueueNums=args.queues,
+        perm=args.perm, topicFilterType="SINGLE_TAG", topicSysFlag=0, order=args.order,
+    )
+    async with _instance(args) as inst:
+        targets = [("-", "-", args.broker)] if args.broker else await _masters(inst, args.cluster)
+        rows = []
+        for cname, name, addr in targets:
+            await inst.api.create_topic(addr, header)
+            rows.append({"cluster": cname, "broker": name, "addr": addr, "topic": args.topic, "queues": args.queues})
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        for r in rows:
+            print(f"create topic to {r['addr']} ({r['broker']}) success: {args.topic}, {args.queues} queues, perm {args.perm}")
+    return EXIT_OK
+
+
+async def _topic_list(args: argparse.Namespace) -> int:
+    async with _instance(args) as inst:
+        topics = sorted(await inst.api.get_topic_list())
+    print(json.dumps(topics) if args.json else "\n".join(topics))
+    return EXIT_OK
+
+
+async def _topic_route(args: argparse.Namespace) -> int:
+    from trocket.client import NoRouteError
+
+    async with _instance(args) as inst:
+        route = await inst.api.get_route(args.topic)
+    if route is None:
+        raise NoRouteError(f"no route for topic {args.topic}: the name servers do not know it")
+    if args.json:
+        from trocket.codecs.bodies.fastjson import loads
+
+        print(json.dumps(loads(route.to_body())))  # plain JSON: broker ids as quoted keys
+        return EXIT_OK
+    print(_table(["broker", "cluster", "id", "address"],
+                 [[bd.broker_name, bd.cluster, bid, addr] for bd in route.broker_datas
+                  for bid, addr in sorted(bd.broker_addrs.items())]))
+    print()
+    print(_table(["broker", "read queues", "write queues", "perm"],
+                 [[qd.broker_name, qd.read_queue_nums, qd.write_queue_nums, qd.perm] for qd in route.queue_datas]))
+    return EXIT_OK
+
+
+async def _topic_delete(args: argparse.Namespace) -> int:
+    """``mqadmin deleteTopic``: DELETE_TOPIC_IN_BROKER on every master, then
+    DELETE_TOPIC_IN_NAMESRV on every name server; each answer reported."""
+    from trocket.client import ClientError
+
+    rows = []
+    async with _instance(args) as inst:
+        for cname, name, addr in await _masters(inst, args.cluster):
+            try:
+                await inst.api.delete_topic_in_broker(addr, args.topic)
+                rows.append({"where": f"broker {name} {addr}", "ok": True, "answer": "deleted"})
+            except ClientError as exc:
+                rows.append({"where": f"broker {name} {addr}", "ok": False, "answer": exc.summary})
+        for ns in inst.config.namesrv:
+            try:
+                await inst.api.delete_topic_in_namesrv(ns, args.topic)
+                rows.append({"where": f"namesrv {ns}", "ok": True, "answer": "deleted"})
+            except ClientError as exc:
+                rows.append({"where": f"namesrv {ns}", "ok": False, "answer": exc.summary})
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        print(_table(["where", "result"], [[r["where"], r["answer"]] for r in rows]))
+    return EXIT_OK if all(r["ok"] for r in rows) else EXIT_FAIL
+
+
+def _run_topic_create(args):
+    return _run_trio(_topic_create, args)
+
+
+def _run_topic_list(args):
+    return _run_trio(_topic_list, args)
+
+
+def _run_topic_route(args):
+    return _run_trio(_topic_route, args)
+
+
+def _run_topic_delete(args):
+    return _run_trio(_topic_delete, args)
+
+
+# -- admin: groups and the cluster -------------------------------------------------------
+
+
+async def _group_rows(args: argparse.Namespace) -> list[dict]:
+    """Per queue: the broker's max offset, the group's committed offset, the lag (Java's
+    ``consumerProgress``, from GET_MAX_OFFSET and QUERY_CONSUMER_OFFSET per queue)."""
+    rows = []
+    async with _instance(args) as inst:
+        for mq in sorted(await inst.subscribe_queues(args.topic)):
+            addr = inst.master_addr(mq.broker_name)
+            if addr is None:
+                continue
+            broker_offset = await inst.api.get_max_offset(addr, mq)
+            consumer_offset = await inst.api.query_consumer_offset(addr, args.group, mq)
+            lag = broker_offset - consumer_offset if consumer_offset is not None else broker_offset
+            rows.append({"topic": mq.topic, "broker": mq.broker_name, "queue": mq.queue_id,
+                         "brokerOffset": broker_offset, "consumerOffset": consumer_offset, "lag": max(lag, 0)})
+    return rows
+
+
+async def _group_offsets(args: argparse.Namespace) -> int:
+    rows = await _group_rows(args)
+    if args.json:
+        print(json.dumps(rows))
+        return EXIT_OK
+    print(_table(["topic", "broker", "queue", "broker offset", "consumer offset", "lag"],
+                 [[r["topic"], r["broker"], r["queue"], r["brokerOffset"], r["consumerOffset"], r["lag"]] for r in rows]))
+    print(f"\ngroup {args.group} on {args.topic}: total lag {sum(r['lag'] for r in rows)}")
+    return EXIT_OK
+
+
+async def _group_lag(args: argparse.Namespace) -> int:
+    rows = await _group_rows(args)
+    per_broker: dict[str, list[int]] = {}
+    for r in rows:
+        acc = per_broker.setdefault(r["broker"], [0, 0, 0])
+        acc[0] += r["brokerOffset"]
+        acc[1] += r["consumerOffset"] or 0
+        acc[2] += r["lag"]
+    doc = {"group": args.group, "topic": args.topic, "lag": sum(r["lag"] for r in rows),
+           "brokers": {b: {"brokerOffset": v[0], "consumerOffset": v[1], "lag": v[2]} for b, v in per_broker.items()}}
+    if args.json:
+        print(json.dumps(doc))
+        return EXIT_OK
+    print(_table(["broker", "broker offset", "consumer offset", "lag"],
+                 [[b, v[0], v[1], v[2]] for b, v in sorted(per_broker.items())]))
+    print(f"\ntotal lag {doc['lag']}")
+    return EXIT_OK
+
+
+async def _cluster(args: argparse.Namespace) -> int:
+    from trocket.client import ClientError
+
+    rows = []
+    async with _instance(args) as inst:
+        info = await inst.api.get_cluster_info()
+        for cname, names in sorted(info.cluster_addr_table.items()):
+            for name in sorted(names):
+                bd = info.broker_addr_table.get(name)
+                if bd is None:
+                    continue
+                for bid, addr in sorted(bd.broker_addrs.items()):
+                    try:
+                        rt = await inst.api.get_broker_runtime_info(addr)
+                    except ClientError as exc:
+                        rt = {"error": exc.summary}
+                    rows.append({"cluster": cname, "broker": name, "id": bid, "addr": addr,
+                                 "version": rt.get("brokerVersionDesc"), "putTps": rt.get("putTps"),
+                                 "getTps": rt.get("getTransferedTps") or rt.get("getFoundTps"),
+                                 "error": rt.get("error")})
+    if args.json:
+        print(json.dumps(rows))
+        return EXIT_OK
+    print(_table(["cluster", "broker", "id", "address", "version", "put tps", "get tps"],
+                 [[r["cluster"], r["broker"], r["id"], r["addr"], r["version"], r["putTps"],
+                   r["getTps"] if not r["error"] else r["error"]] for r in rows]))
+    return EXIT_OK
+
+
+def _run_group_offsets(args):
+    return _run_trio(_group_offsets, args)
+
+
+def _run_group_lag(args):
+    return _run_trio(_group_lag, args)
+
+
+def _run_cluster(args):
+    return _run_trio(_cluster, args)
