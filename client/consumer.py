@@ -83,7 +83,7 @@ from .consumer_base import (
     start_offset,
 )
 from .consumer_pull import process_pull_result, pull_header
-from .errors import ClientError, ClientStateError
+from .errors import BrokerResponseError, ClientError, ClientStateError
 from .instance import ClientInstance
 from .message import PullStatus
 from .offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
@@ -203,6 +203,7 @@ class PushConsumer(ServiceContextManager):
         self._instance = instance
         self._client_config = client_config or (ClientConfig(namesrv=namesrv) if namesrv is not None else None)
         self._started = False
+        self._retry_sub: SubscriptionData | None = None
         self._subs: dict[str, SubscriptionData] = {}
         for topic, expression in (subscriptions or {}).items():
             self.subscribe(topic, expression)
@@ -264,7 +265,9 @@ class PushConsumer(ServiceContextManager):
     def _sub_of(self, topic: str) -> SubscriptionData:
         sub = self._subs.get(topic)
         if sub is None:  # the retry topic
-            sub = self._subs[topic] = subs.retry_subscription(self.group)
+            if self._retry_sub is None:
+                self._retry_sub = subs.retry_subscription(self.group)
+            sub = self._retry_sub
         return sub
 
     # -- ConsumerHandle (the instance calls these) --------------------------------------
@@ -406,7 +409,17 @@ class PushConsumer(ServiceContextManager):
     # -- rebalance ----------------------------------------------------------------------
 
     async def _consumer_ids(self, topic: str) -> list[str]:
-        return await consumer_ids(self.instance, self.group, topic)
+        """The group's clients; when the broker does not list this one yet (its route,
+        hence its broker, was unknown at the last heartbeat), heartbeat and ask again."""
+        inst = self.instance
+        try:
+            ids = await consumer_ids(inst, self.group, topic)
+        except BrokerResponseError:
+            ids = []
+        if inst.client_id not in ids:
+            await inst.send_heartbeat()
+            ids = await consumer_ids(inst, self.group, topic)
+        return ids
 
     async def _apply_allocation(self, topic: str, allocated: set[MessageQueue]) -> None:
         """``updateProcessQueueTableInRebalance``."""

@@ -33,7 +33,7 @@ from . import subscription as subs
 from .config import ClientConfig
 from .consumer_base import ConsumeFrom, InstanceOffsets, consumer_ids, parse_consume_from, parse_timestamp, start_offset
 from .consumer_pull import process_pull_result, pull_header
-from .errors import ClientError, ClientStateError
+from .errors import BrokerResponseError, ClientError, ClientStateError
 from .instance import ClientInstance
 from .message import MessageExt, PullStatus
 from .offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
@@ -218,7 +218,7 @@ class PullConsumer(ServiceContextManager):
                 model=opts.message_model,
                 topics=lambda: [] if self._assigned is not None else list(self._subs),
                 queues_of=inst.subscribe_queues,
-                consumer_ids=lambda topic: consumer_ids(inst, self.group, topic),
+                consumer_ids=self._consumer_ids,
                 apply=self._apply_allocation,
                 interval=opts.rebalance_interval_s,
             )
@@ -271,6 +271,18 @@ class PullConsumer(ServiceContextManager):
             self._nursery.cancel_scope.cancel()
 
     # -- queues -------------------------------------------------------------------------
+
+    async def _consumer_ids(self, topic: str) -> list[str]:
+        """As the push consumer's: heartbeat first when the broker does not list us yet."""
+        inst = self.instance
+        try:
+            ids = await consumer_ids(inst, self.group, topic)
+        except BrokerResponseError:
+            ids = []
+        if inst.client_id not in ids:
+            await inst.send_heartbeat()
+            ids = await consumer_ids(inst, self.group, topic)
+        return ids
 
     async def _apply_allocation(self, topic: str, allocated: set[MessageQueue]) -> None:
         async with self._lock:
