@@ -39,7 +39,6 @@ in flight finish (up to ``await_termination_s``), commits, unlocks and unregiste
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -65,30 +64,23 @@ from trocket.codecs.message.properties import (
     PROPERTY_RETRY_TOPIC,
     PROPERTY_TRANSACTION_PREPARED,
 )
-from trocket.codecs.names import validate_group
-from trocket.remoting import ServiceContextManager
 
 from . import subscription as subs
 from .config import ClientConfig
 from .consumer_base import (
     ConsumeFrom,
+    ConsumerBase,
     ConsumeResult,
-    InstanceOffsets,
     Listener,
-    consumer_ids,
     make_invoker,
     parse_consume_from,
-    parse_timestamp,
     reset_retry_topic,
-    start_offset,
 )
 from .consumer_pull import process_pull_result, pull_header
-from .errors import BrokerResponseError, ClientError, ClientStateError
+from .errors import ClientError, ClientStateError
 from .instance import ClientInstance
 from .message import PullStatus
-from .offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from .process_queue import ProcessQueue
-from .rebalance import Rebalancer
 
 __all__ = ["PushConsumer", "PushConsumerOptions", "ConsumeResult", "ConsumeFrom", "MessageModel", "ConsumerStats"]
 
@@ -126,7 +118,8 @@ class PushConsumerOptions:
     #: a pull's call timeout (``CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND``)
     pull_timeout_s: float = 30.0
     rebalance_interval_s: float = 20.0
-    persist_interval_s: float = 5.0
+    #: offsets committed this often; None: the client config's ``persist_offset_interval`` (5 s)
+    persist_interval_s: float | None = None
     lock_interval_s: float = 20.0
     max_reconsume_times: int = 16
     suspend_orderly_s: float = 1.0
@@ -167,7 +160,7 @@ class _Owned:
     done: trio.Event = attrs.field(factory=trio.Event)
 
 
-class PushConsumer(ServiceContextManager):
+class PushConsumer(ConsumerBase):
     """``async with PushConsumer(group, namesrv, {"Topic": "*"}, listener) as c: ...``
 
     ``listener(msg)`` is an async or plain function returning a :class:`ConsumeResult`
@@ -192,16 +185,10 @@ class PushConsumer(ServiceContextManager):
         on_assignment: Callable[[MessageQueue, bool], None] | None = None,
         **option_kw: Any,
     ) -> None:
-        validate_group(group)
-        self.group = group
+        super().__init__(group, namesrv, instance, client_config)
         if options is not None and option_kw:
             raise TypeError("give either options= or option keywords, not both")
         self.options = options or PushConsumerOptions(**option_kw)
-        if instance is None and client_config is None and namesrv is None:
-            raise ValueError("a PushConsumer needs namesrv, client_config or instance")
-        self._own_instance = instance is None
-        self._instance = instance
-        self._client_config = client_config or (ClientConfig(namesrv=namesrv) if namesrv is not None else None)
         self._started = False
         self._retry_sub: SubscriptionData | None = None
         self._subs: dict[str, SubscriptionData] = {}
@@ -210,17 +197,11 @@ class PushConsumer(ServiceContextManager):
         self._listener = listener
         self._on_assignment = on_assignment
         self._owned: dict[MessageQueue, _Owned] = {}
-        self._store: OffsetStore | None = None
-        self._rebalancer: Rebalancer | None = None
-        self._nursery: trio.Nursery | None = None
         self._limiter = trio.CapacityLimiter(self.options.max_concurrency)
         self._invoke = None
-        self._closing = False
         self._rebalance_lock = trio.Lock()
         self._retry_producer = None
         self.stats = ConsumerStats()
-        self._timestamp_ms = 0
-        self._cm_nursery = None
 
     # -- configuration ------------------------------------------------------------------
 
@@ -238,19 +219,6 @@ class PushConsumer(ServiceContextManager):
             raise ClientStateError("set the listener before the consumer starts")
         self._listener = listener
         return listener
-
-    @property
-    def client_id(self) -> str:
-        if self._instance is not None:
-            return self._instance.client_id
-        assert self._client_config is not None
-        return self._client_config.client_id
-
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise ClientStateError("the consumer is not started")
-        return self._instance
 
     def assignment(self) -> list[MessageQueue]:
         """The queues this consumer owns now."""
@@ -284,22 +252,6 @@ class PushConsumer(ServiceContextManager):
     def subscribed_topics(self) -> Iterable[str]:
         return self._topics()
 
-    def on_route_changed(self, topic: str, queues: list[MessageQueue]) -> None:
-        return None  # the next rebalance reads the instance's route
-
-    def on_consumer_ids_changed(self) -> None:
-        if self._rebalancer is not None and not self._closing:
-            self._rebalancer.wakeup()
-
-    async def running_info(self) -> bytes:
-        raise NotImplementedError
-
-    async def consume_directly(self, msg: MessageExt, broker_name: str | None) -> bytes:
-        raise NotImplementedError
-
-    async def reset_offset(self, topic: str, timestamp: int, body: bytes) -> None:
-        raise NotImplementedError
-
     # -- lifecycle ----------------------------------------------------------------------
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -313,59 +265,24 @@ class PushConsumer(ServiceContextManager):
         self._started = True
         self._invoke = make_invoker(self._listener, self._limiter)
         opts = self.options
-        self._timestamp_ms = (
-            parse_timestamp(opts.consume_timestamp)
-            if opts.consume_timestamp is not None
-            else int(time.time() * 1000) - 30 * 60 * 1000
-        )
         async with trio.open_nursery() as nursery:
-            if self._own_instance:
-                assert self._client_config is not None
-                self._instance = ClientInstance(self._client_config)
-                await nursery.start(self._instance.run)
-            self._nursery = nursery
-            await self._start(self.instance, nursery)
+            await self._start_common(
+                nursery,
+                model=opts.message_model,
+                offset_dir=opts.offset_dir,
+                consume_timestamp=opts.consume_timestamp,
+                topics=self._topics,
+                apply=self._apply_allocation,
+                rebalance_interval=opts.rebalance_interval_s,
+            )
+            assert self._rebalancer is not None
+            await self._rebalancer.rebalance_once()
+            nursery.start_soon(self._rebalancer.run, False)
+            nursery.start_soon(self._persist_loop)
+            if opts.orderly and opts.message_model is MessageModel.CLUSTERING:
+                nursery.start_soon(self._lock_loop)
             task_status.started(self)
             await trio.sleep_forever()
-
-    _cm_run = run
-
-    async def _cm_close(self) -> None:
-        await self.aclose()
-
-    def _cm_abort(self) -> None:
-        self._closing = True
-        if self._nursery is not None:
-            self._nursery.cancel_scope.cancel()
-
-    async def _start(self, inst: ClientInstance, nursery: trio.Nursery) -> None:
-        opts = self.options
-        if opts.message_model is MessageModel.CLUSTERING:
-            self._store = RemoteBrokerOffsetStore(self.group, InstanceOffsets(inst))
-        else:
-            self._store = LocalFileOffsetStore(self.group, inst.client_id, opts.offset_dir)
-        await self._store.load()
-        inst.register_consumer(self)
-        for topic in self._topics():  # learn the brokers before the first heartbeat
-            try:
-                await inst.update_route(topic)
-            except ClientError as exc:
-                log.warning("route of %s not found at start: %s", topic, exc)
-        await inst.send_heartbeat()
-        self._rebalancer = Rebalancer(
-            client_id=inst.client_id,
-            model=opts.message_model,
-            topics=lambda: list(self._topics()),
-            queues_of=inst.subscribe_queues,
-            consumer_ids=self._consumer_ids,
-            apply=self._apply_allocation,
-            interval=opts.rebalance_interval_s,
-        )
-        await self._rebalancer.rebalance_once()
-        nursery.start_soon(self._rebalancer.run, False)
-        nursery.start_soon(self._persist_loop)
-        if opts.orderly and opts.message_model is MessageModel.CLUSTERING:
-            nursery.start_soon(self._lock_loop)
 
     async def aclose(self) -> None:
         """Graceful shutdown: stop pulling, finish callbacks in flight (up to
@@ -373,7 +290,6 @@ class PushConsumer(ServiceContextManager):
         if self._closing or not self._started:
             return
         self._closing = True
-        nursery = self._nursery
         owned = list(self._owned.values())
         for o in owned:
             o.pull_scope.cancel()
@@ -387,39 +303,18 @@ class PushConsumer(ServiceContextManager):
                         self.options.await_termination_s)
             for o in owned:
                 o.scope.cancel()
-        inst = self._instance
-        with trio.CancelScope(shield=True):
-            if self._store is not None and inst is not None and inst.running:
-                with trio.move_on_after(5):
-                    await self._store.persist_all(self._owned)
-                if self.options.orderly and self.options.message_model is MessageModel.CLUSTERING:
-                    with trio.move_on_after(3):
-                        await self._unlock(list(self._owned), oneway=False)
-                with trio.move_on_after(3):
-                    await inst.unregister_consumer(self.group)
+        async def unlock_and_stop_producer() -> None:
+            if self.options.orderly and self.options.message_model is MessageModel.CLUSTERING:
+                await self._unlock(list(self._owned), oneway=False)
             if self._retry_producer is not None:
-                with trio.move_on_after(3):
-                    await self._retry_producer.aclose()
-            if self._own_instance and inst is not None:
-                with trio.move_on_after(5):
-                    await inst.aclose()
-        if nursery is not None:
-            nursery.cancel_scope.cancel()
+                await self._retry_producer.aclose()
+
+        await self._finish(commit=True, extra=unlock_and_stop_producer)
+
+    def _owned_queues(self) -> list[MessageQueue]:
+        return list(self._owned)
 
     # -- rebalance ----------------------------------------------------------------------
-
-    async def _consumer_ids(self, topic: str) -> list[str]:
-        """The group's clients; when the broker does not list this one yet (its route,
-        hence its broker, was unknown at the last heartbeat), heartbeat and ask again."""
-        inst = self.instance
-        try:
-            ids = await consumer_ids(inst, self.group, topic)
-        except BrokerResponseError:
-            ids = []
-        if inst.client_id not in ids:
-            await inst.send_heartbeat()
-            ids = await consumer_ids(inst, self.group, topic)
-        return ids
 
     async def _apply_allocation(self, topic: str, allocated: set[MessageQueue]) -> None:
         """``updateProcessQueueTableInRebalance``."""
@@ -444,12 +339,8 @@ class PushConsumer(ServiceContextManager):
                         continue  # another client still holds it; next round
                     pq.set_locked(True, trio.current_time())
                 assert self._store is not None
-                self._store.remove(mq)  # removeDirtyOffset
                 try:
-                    stored = await self._store.read_store(mq)
-                    offset = await start_offset(
-                        mq, stored, self.options.consume_from, self._timestamp_ms, InstanceOffsets(self.instance)
-                    )
+                    offset = await self.start_offset_of(mq, self.options.consume_from)
                 except ClientError as exc:
                     log.warning("start offset of %s unknown (%s); next rebalance retries", mq, exc)
                     if orderly_locking:
@@ -709,8 +600,9 @@ class PushConsumer(ServiceContextManager):
 
     async def _persist_loop(self) -> None:
         assert self._store is not None
+        interval = self.options.persist_interval_s or self.instance.config.persist_offset_interval
         while not self._closing:
-            await trio.sleep(self.options.persist_interval_s)
+            await trio.sleep(interval)
             if not self._closing:
                 await self._store.persist_all(self._owned)
 

@@ -1,5 +1,6 @@
 """What push and lite-pull consumers share: consume results, where a new queue starts,
-the user's callback (async or plain), and retry-topic bookkeeping.
+the user's callback (async or plain), retry-topic bookkeeping, and
+:class:`ConsumerBase` (instance, handle methods, offset store, rebalancer, lifecycle).
 
 Java: ``ConsumeConcurrentlyStatus`` / ``ConsumeOrderlyStatus`` (one enum here),
 ``ConsumeFromWhere`` + ``RebalancePushImpl.computePullFromWhere``,
@@ -13,20 +14,23 @@ import enum
 import functools
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol, Union
+from typing import Any, Protocol, Union
 
 import trio
 
-from trocket.codecs.bodies.client import ConsumeFromWhere, MessageQueue
+from trocket.codecs.bodies.client import ConsumeFromWhere, MessageModel, MessageQueue
 from trocket.codecs.message.message import MessageExt
 from trocket.codecs.message.properties import PROPERTY_CONSUME_START_TIMESTAMP, PROPERTY_RETRY_TOPIC
-from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX
+from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX, validate_group
+from trocket.remoting import ServiceContextManager
 
-from .errors import ClientError
-
-if TYPE_CHECKING:
-    from .instance import ClientInstance
+from .config import ClientConfig
+from .errors import BrokerResponseError, ClientError, ClientStateError
+from .instance import ClientInstance
+from .offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
+from .rebalance import Rebalancer
 
 __all__ = [
     "ConsumeResult",
@@ -40,6 +44,7 @@ __all__ = [
     "InstanceOffsets",
     "consumer_ids",
     "parse_timestamp",
+    "ConsumerBase",
 ]
 
 log = logging.getLogger(__name__)
@@ -156,7 +161,19 @@ class InstanceOffsets:
 
 async def consumer_ids(inst: ClientInstance, group: str, topic: str) -> list[str]:
     """``findConsumerIdList``: the group's client ids, from one broker of ``topic``
-    (the next one when a broker fails)."""
+    (the next one when a broker fails). When the broker does not list this client yet
+    (the topic's broker was unknown at the last heartbeat), heartbeat and ask again."""
+    try:
+        ids = await _consumer_ids_once(inst, group, topic)
+    except BrokerResponseError:  # SYSTEM_ERROR "no consumer for this group"
+        ids = []
+    if inst.client_id not in ids:
+        await inst.send_heartbeat()
+        ids = await _consumer_ids_once(inst, group, topic)
+    return ids
+
+
+async def _consumer_ids_once(inst: ClientInstance, group: str, topic: str) -> list[str]:
     route = await inst.route(topic)
     last: Exception | None = None
     for name in sorted(bd.broker_name for bd in route.broker_datas):
@@ -197,3 +214,158 @@ async def start_offset(
     if retry:
         return await calls.max_offset(mq)
     return await calls.search_offset(mq, timestamp_ms)
+
+
+class ConsumerBase(ServiceContextManager):
+    """What both consumers share: the instance they run on (their own, or a shared one),
+    the ConsumerHandle methods the instance calls, the offset store, the rebalancer,
+    and the ``async with`` plumbing. Subclasses define ``run``, ``aclose``,
+    ``consumer_data`` and ``subscribed_topics``."""
+
+    kind = "consumer"
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | list[str] | None,
+        instance: ClientInstance | None,
+        client_config: ClientConfig | None,
+    ) -> None:
+        validate_group(group)
+        self.group = group
+        if instance is None and client_config is None and namesrv is None:
+            raise ValueError(f"a {type(self).__name__} needs namesrv, client_config or instance")
+        self._own_instance = instance is None
+        self._instance = instance
+        self._client_config = client_config or (ClientConfig(namesrv=namesrv) if namesrv is not None else None)
+        self._store: OffsetStore | None = None
+        self._rebalancer: Rebalancer | None = None
+        self._nursery: trio.Nursery | None = None
+        self._closing = False
+        self._timestamp_ms = 0
+        self._cm_nursery = None
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise ClientStateError(f"the {self.kind} is not started")
+        return self._instance
+
+    @property
+    def client_id(self) -> str:
+        if self._instance is not None:
+            return self._instance.client_id
+        assert self._client_config is not None
+        return self._client_config.client_id
+
+    # -- ConsumerHandle ------------------------------------------------------------------
+
+    def on_route_changed(self, topic: str, queues: list[MessageQueue]) -> None:
+        return None  # the next rebalance reads the instance's route
+
+    def on_consumer_ids_changed(self) -> None:
+        if self._rebalancer is not None and not self._closing:
+            self._rebalancer.wakeup()
+
+    async def running_info(self) -> bytes:
+        raise NotImplementedError
+
+    async def consume_directly(self, msg: MessageExt, broker_name: str | None) -> bytes:
+        raise NotImplementedError
+
+    async def reset_offset(self, topic: str, timestamp: int, body: bytes) -> None:
+        raise NotImplementedError
+
+    # -- start and stop --------------------------------------------------------------------
+
+    async def _start_common(
+        self,
+        nursery: trio.Nursery,
+        *,
+        model: MessageModel,
+        offset_dir: str | None,
+        consume_timestamp: Any,
+        topics: Callable[[], list[str]],
+        apply: Callable[[str, set[MessageQueue]], Awaitable[None]],
+        rebalance_interval: float,
+    ) -> ClientInstance:
+        """Start the own instance (if any), the offset store, register, learn the routes
+        and heartbeat (so the brokers list this client before the first rebalance)."""
+        if self._own_instance:
+            assert self._client_config is not None
+            self._instance = ClientInstance(self._client_config)
+            await nursery.start(self._instance.run)
+        inst = self.instance
+        self._nursery = nursery
+        self._timestamp_ms = (
+            parse_timestamp(consume_timestamp)
+            if consume_timestamp is not None
+            else int(time.time() * 1000) - 30 * 60 * 1000  # Java: half an hour ago
+        )
+        if model is MessageModel.CLUSTERING:
+            self._store = RemoteBrokerOffsetStore(self.group, InstanceOffsets(inst))
+        else:
+            self._store = LocalFileOffsetStore(self.group, inst.client_id, offset_dir)
+        await self._store.load()
+        inst.register_consumer(self)  # type: ignore[arg-type]
+        for topic in topics():
+            try:
+                await inst.update_route(topic)
+            except ClientError as exc:
+                log.warning("route of %s not found at start: %s", topic, exc)
+        await inst.send_heartbeat()
+        self._rebalancer = Rebalancer(
+            client_id=inst.client_id,
+            model=model,
+            topics=topics,
+            queues_of=inst.subscribe_queues,
+            consumer_ids=lambda topic: consumer_ids(inst, self.group, topic),
+            apply=apply,
+            interval=rebalance_interval,
+        )
+        return inst
+
+    async def _finish(self, *, commit: bool, extra: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Shielded end of a graceful close: commit the owned queues' offsets, ``extra``
+        (unlocks), unregister, close the own instance, cancel the nursery."""
+        inst = self._instance
+        with trio.CancelScope(shield=True):
+            if inst is not None and inst.running:
+                if commit and self._store is not None:
+                    with trio.move_on_after(5):
+                        await self._store.persist_all(self._owned_queues())
+                if extra is not None:
+                    with trio.move_on_after(3):
+                        await extra()
+                with trio.move_on_after(3):
+                    await inst.unregister_consumer(self.group)
+                if self._own_instance:
+                    with trio.move_on_after(5):
+                        await inst.aclose()
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+
+    def _owned_queues(self) -> list[MessageQueue]:
+        raise NotImplementedError
+
+    async def start_offset_of(self, mq: MessageQueue, consume_from: ConsumeFrom) -> int:
+        """Where a newly owned queue starts: the stored offset, else ``consume_from``
+        (``removeDirtyOffset`` + ``computePullFromWhere``)."""
+        assert self._store is not None
+        self._store.remove(mq)
+        stored = await self._store.read_store(mq)
+        return await start_offset(mq, stored, consume_from, self._timestamp_ms, InstanceOffsets(self.instance))
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def _cm_run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        await self.run(task_status=task_status)  # type: ignore[attr-defined]
+
+    async def _cm_close(self) -> None:
+        await self.aclose()
+
+    def _cm_abort(self) -> None:
+        self._closing = True
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()

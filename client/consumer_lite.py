@@ -17,28 +17,23 @@ is dropped). Broadcasting keeps offsets in a local file, as the push consumer.
 from __future__ import annotations
 
 import logging
-import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
 import trio
 
 from trocket.codecs.bodies.client import ConsumerData, ConsumeType, MessageModel, MessageQueue, SubscriptionData
-from trocket.codecs.names import validate_group
-from trocket.remoting import ServiceContextManager
 
 from . import subscription as subs
 from .config import ClientConfig
-from .consumer_base import ConsumeFrom, InstanceOffsets, consumer_ids, parse_consume_from, parse_timestamp, start_offset
+from .consumer_base import ConsumeFrom, ConsumerBase, InstanceOffsets, parse_consume_from
 from .consumer_pull import process_pull_result, pull_header
-from .errors import BrokerResponseError, ClientError, ClientStateError
+from .errors import ClientError, ClientStateError
 from .instance import ClientInstance
 from .message import MessageExt, PullStatus
-from .offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from .process_queue import ProcessQueue
-from .rebalance import Rebalancer
 
 __all__ = ["PullConsumer", "PullConsumerOptions"]
 
@@ -76,7 +71,7 @@ class _Session:
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
 
 
-class PullConsumer(ServiceContextManager):
+class PullConsumer(ConsumerBase):
     """``async with PullConsumer(group, namesrv) as c: c.subscribe(...); await c.poll()``."""
 
     def __init__(
@@ -89,16 +84,10 @@ class PullConsumer(ServiceContextManager):
         options: PullConsumerOptions | None = None,
         **option_kw: Any,
     ) -> None:
-        validate_group(group)
-        self.group = group
+        super().__init__(group, namesrv, instance, client_config)
         if options is not None and option_kw:
             raise TypeError("give either options= or option keywords, not both")
         self.options = options or PullConsumerOptions(**option_kw)
-        if instance is None and client_config is None and namesrv is None:
-            raise ValueError("a PullConsumer needs namesrv, client_config or instance")
-        self._own_instance = instance is None
-        self._instance = instance
-        self._client_config = client_config or (ClientConfig(namesrv=namesrv) if namesrv is not None else None)
         self._subs: dict[str, SubscriptionData] = {}
         self._assigned: set[MessageQueue] | None = None  # assign mode
         self._sessions: dict[MessageQueue, _Session] = {}
@@ -106,15 +95,9 @@ class PullConsumer(ServiceContextManager):
         self._cached = 0
         self._lot = trio.lowlevel.ParkingLot()
         self._space = trio.lowlevel.ParkingLot()
-        self._store: OffsetStore | None = None
-        self._rebalancer: Rebalancer | None = None
-        self._nursery: trio.Nursery | None = None
         self._lock = trio.Lock()
         self._running = False
-        self._closing = False
         self._last_commit = 0.0
-        self._timestamp_ms = 0
-        self._cm_nursery = None
 
     # -- what to consume ----------------------------------------------------------------
 
@@ -147,16 +130,6 @@ class PullConsumer(ServiceContextManager):
     def assignment(self) -> list[MessageQueue]:
         return sorted(self._sessions)
 
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise ClientStateError("the consumer is not started")
-        return self._instance
-
-    @property
-    def client_id(self) -> str:
-        return self.instance.client_id
-
     # -- ConsumerHandle -----------------------------------------------------------------
 
     def consumer_data(self) -> ConsumerData:
@@ -171,81 +144,32 @@ class PullConsumer(ServiceContextManager):
     def subscribed_topics(self) -> Iterable[str]:
         return list(self._subs)
 
-    def on_route_changed(self, topic: str, queues: list[MessageQueue]) -> None:
-        return None
-
-    def on_consumer_ids_changed(self) -> None:
-        if self._rebalancer is not None and not self._closing:
-            self._rebalancer.wakeup()
-
-    async def running_info(self) -> bytes:
-        raise NotImplementedError
-
-    async def consume_directly(self, msg: MessageExt, broker_name: str | None) -> bytes:
-        raise NotImplementedError
-
-    async def reset_offset(self, topic: str, timestamp: int, body: bytes) -> None:
-        raise NotImplementedError
-
     # -- lifecycle ----------------------------------------------------------------------
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         if self._running or self._closing:
             raise ClientStateError("a PullConsumer starts once")
         opts = self.options
-        self._timestamp_ms = (
-            parse_timestamp(opts.consume_timestamp)
-            if opts.consume_timestamp is not None
-            else int(time.time() * 1000) - 30 * 60 * 1000
-        )
         async with trio.open_nursery() as nursery:
-            if self._own_instance:
-                assert self._client_config is not None
-                self._instance = ClientInstance(self._client_config)
-                await nursery.start(self._instance.run)
-            inst = self.instance
-            self._nursery = nursery
-            if opts.message_model is MessageModel.CLUSTERING:
-                self._store = RemoteBrokerOffsetStore(self.group, InstanceOffsets(inst))
-            else:
-                self._store = LocalFileOffsetStore(self.group, inst.client_id, opts.offset_dir)
-            await self._store.load()
-            inst.register_consumer(self)
+            await self._start_common(
+                nursery,
+                model=opts.message_model,
+                offset_dir=opts.offset_dir,
+                consume_timestamp=opts.consume_timestamp,
+                topics=lambda: [] if self._assigned is not None else list(self._subs),
+                apply=self._apply_allocation,
+                rebalance_interval=opts.rebalance_interval_s,
+            )
+            assert self._rebalancer is not None
             self._running = True
             self._last_commit = trio.current_time()
-            self._rebalancer = Rebalancer(
-                client_id=inst.client_id,
-                model=opts.message_model,
-                topics=lambda: [] if self._assigned is not None else list(self._subs),
-                queues_of=inst.subscribe_queues,
-                consumer_ids=self._consumer_ids,
-                apply=self._apply_allocation,
-                interval=opts.rebalance_interval_s,
-            )
-            if self._subs or self._assigned is not None:
-                for topic in list(self._subs):
-                    try:
-                        await inst.update_route(topic)
-                    except ClientError as exc:
-                        log.warning("route of %s not found at start: %s", topic, exc)
-                await inst.send_heartbeat()
-                if self._assigned is not None:
-                    await self._set_queues(None, self._assigned)
-                else:
-                    await self._rebalancer.rebalance_once()
+            if self._assigned is not None:
+                await self._set_queues(None, self._assigned)
+            elif self._subs:
+                await self._rebalancer.rebalance_once()
             nursery.start_soon(self._rebalancer.run, False)
             task_status.started(self)
             await trio.sleep_forever()
-
-    _cm_run = run
-
-    async def _cm_close(self) -> None:
-        await self.aclose()
-
-    def _cm_abort(self) -> None:
-        self._closing = True
-        if self._nursery is not None:
-            self._nursery.cancel_scope.cancel()
 
     async def aclose(self) -> None:
         """Stop pulling; commit (with ``auto_commit``); unregister; close."""
@@ -255,34 +179,13 @@ class PullConsumer(ServiceContextManager):
         for s in self._sessions.values():
             s.scope.cancel()
         self._lot.unpark_all()
-        inst = self._instance
-        with trio.CancelScope(shield=True):
-            if inst is not None and inst.running:
-                if self.options.auto_commit:
-                    with trio.move_on_after(5):
-                        await self.commit()
-                with trio.move_on_after(3):
-                    await inst.unregister_consumer(self.group)
-                if self._own_instance:
-                    with trio.move_on_after(5):
-                        await inst.aclose()
+        await self._finish(commit=self.options.auto_commit)
         self._running = False
-        if self._nursery is not None:
-            self._nursery.cancel_scope.cancel()
+
+    def _owned_queues(self) -> list[MessageQueue]:
+        return list(self._sessions)
 
     # -- queues -------------------------------------------------------------------------
-
-    async def _consumer_ids(self, topic: str) -> list[str]:
-        """As the push consumer's: heartbeat first when the broker does not list us yet."""
-        inst = self.instance
-        try:
-            ids = await consumer_ids(inst, self.group, topic)
-        except BrokerResponseError:
-            ids = []
-        if inst.client_id not in ids:
-            await inst.send_heartbeat()
-            ids = await consumer_ids(inst, self.group, topic)
-        return ids
 
     async def _apply_allocation(self, topic: str, allocated: set[MessageQueue]) -> None:
         async with self._lock:
@@ -303,12 +206,8 @@ class PullConsumer(ServiceContextManager):
         for mq in sorted(wanted):
             if mq in self._sessions:
                 continue
-            self._store.remove(mq)
             try:
-                stored = await self._store.read_store(mq)
-                offset = await start_offset(
-                    mq, stored, self.options.consume_from, self._timestamp_ms, InstanceOffsets(self.instance)
-                )
+                offset = await self.start_offset_of(mq, self.options.consume_from)
             except ClientError as exc:
                 log.warning("start offset of %s unknown (%s); retried at the next rebalance", mq, exc)
                 continue

@@ -65,9 +65,8 @@ class Rebalancer:
     async def run(self, first: bool = True) -> None:
         """Rebalance (now unless ``first`` is false), then at every wakeup or interval,
         until cancelled."""
-        complete = first is False and self._complete
         if not first:
-            with trio.move_on_after(self.interval if complete else self.retry_interval):
+            with trio.move_on_after(self.interval if self._complete else self.retry_interval):
                 await self._wake.wait()
         while True:
             self._wake = trio.Event()
