@@ -70,10 +70,10 @@ from .config import ClientConfig
 from .consumer_base import (
     ConsumeFrom,
     ConsumerBase,
+    ConsumerOptions,
     ConsumeResult,
     Listener,
     make_invoker,
-    parse_consume_from,
     reset_retry_topic,
 )
 from .consumer_pull import process_pull_result, pull_header
@@ -97,27 +97,18 @@ OFFSET_ILLEGAL_DELAY_S = 10.0
 
 
 @attrs.define(slots=True, kw_only=True)
-class PushConsumerOptions:
-    """A push consumer's knobs; defaults are ``DefaultMQPushConsumer``'s (times in s)."""
+class PushConsumerOptions(ConsumerOptions):
+    """A push consumer's knobs; defaults are ``DefaultMQPushConsumer``'s (times in s);
+    the common ones are :class:`~trocket.client.consumer_base.ConsumerOptions`'."""
 
-    message_model: MessageModel = MessageModel.CLUSTERING
     orderly: bool = False
-    consume_from: ConsumeFrom = attrs.field(default=ConsumeFrom.LAST, converter=parse_consume_from)
-    #: for ConsumeFrom.TIMESTAMP: a datetime, epoch seconds or ``yyyyMMddHHmmss``; default half an hour ago
-    consume_timestamp: Any = None
     #: callbacks in flight at once (``consumeThreadMax``)
     max_concurrency: int = 20
     #: callbacks in flight per queue; 1 keeps each queue's order
     queue_parallelism: int = 1
-    pull_batch_size: int = 32
-    pull_threshold_for_queue: int = 1000
     pull_threshold_size_mib: int = 100
     #: concurrent consumption: stop pulling while a queue's cached offsets span more than this
     max_span: int = 2000
-    broker_suspend_s: float = 15.0
-    #: a pull's call timeout (``CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND``)
-    pull_timeout_s: float = 30.0
-    rebalance_interval_s: float = 20.0
     #: offsets committed this often; None: the client config's ``persist_offset_interval`` (5 s)
     persist_interval_s: float | None = None
     lock_interval_s: float = 20.0
@@ -125,11 +116,10 @@ class PushConsumerOptions:
     suspend_orderly_s: float = 1.0
     #: shutdown waits this long for callbacks in flight before cancelling them
     await_termination_s: float = 10.0
-    #: broadcasting: the local offset files' root (default ``~/.trocket_offsets``)
-    offset_dir: str | None = None
 
     def __attrs_post_init__(self) -> None:
-        for name in ("max_concurrency", "queue_parallelism", "pull_batch_size", "pull_threshold_for_queue"):
+        super().__attrs_post_init__()
+        for name in ("max_concurrency", "queue_parallelism"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
         if self.orderly and self.queue_parallelism != 1:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, Union
 
+import attrs
 import trio
 
 from trocket.codecs.bodies.client import ConsumeFromWhere, MessageModel, MessageQueue
@@ -45,6 +46,7 @@ __all__ = [
     "consumer_ids",
     "parse_timestamp",
     "ConsumerBase",
+    "ConsumerOptions",
 ]
 
 log = logging.getLogger(__name__)
@@ -74,6 +76,30 @@ def parse_consume_from(value: ConsumeFrom | str) -> ConsumeFrom:
         return ConsumeFrom[value.upper()]
     except KeyError:
         raise ValueError(f"consume_from must be one of last, first, timestamp; not {value!r}") from None
+
+
+@attrs.define(slots=True, kw_only=True)
+class ConsumerOptions:
+    """Knobs both consumers have (times in seconds); each consumer's options class adds
+    its own and sets Java's defaults."""
+
+    message_model: MessageModel = MessageModel.CLUSTERING
+    consume_from: ConsumeFrom = attrs.field(default=ConsumeFrom.LAST, converter=parse_consume_from)
+    #: for ConsumeFrom.TIMESTAMP: a datetime, epoch seconds or ``yyyyMMddHHmmss``; default half an hour ago
+    consume_timestamp: Any = None
+    pull_batch_size: int = 32
+    pull_threshold_for_queue: int = 1000
+    broker_suspend_s: float = 15.0
+    #: a pull's call timeout (``CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND``)
+    pull_timeout_s: float = 30.0
+    rebalance_interval_s: float = 20.0
+    #: broadcasting: the local offset files' root (default ``~/.trocket_offsets``)
+    offset_dir: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        for name in ("pull_batch_size", "pull_threshold_for_queue"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
 
 
 Listener = Callable[[MessageExt], Union[ConsumeResult, None, Awaitable[Union[ConsumeResult, None]]]]

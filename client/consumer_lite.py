@@ -28,7 +28,7 @@ from trocket.codecs.bodies.client import ConsumerData, ConsumeType, MessageModel
 
 from . import subscription as subs
 from .config import ClientConfig
-from .consumer_base import ConsumeFrom, ConsumerBase, InstanceOffsets, parse_consume_from
+from .consumer_base import ConsumerBase, ConsumerOptions, InstanceOffsets
 from .consumer_pull import process_pull_result, pull_header
 from .errors import ClientError, ClientStateError
 from .instance import ClientInstance
@@ -44,22 +44,16 @@ _DELAY_ON_FLOW_CONTROL_S = 0.05
 
 
 @attrs.define(slots=True, kw_only=True)
-class PullConsumerOptions:
-    """``DefaultLitePullConsumer``'s knobs (times in seconds)."""
+class PullConsumerOptions(ConsumerOptions):
+    """``DefaultLitePullConsumer``'s knobs (times in seconds); the common ones are
+    :class:`~trocket.client.consumer_base.ConsumerOptions`'."""
 
-    message_model: MessageModel = MessageModel.CLUSTERING
-    consume_from: ConsumeFrom = attrs.field(default=ConsumeFrom.LAST, converter=parse_consume_from)
-    consume_timestamp: Any = None
     auto_commit: bool = True
     auto_commit_interval_s: float = 5.0
     pull_batch_size: int = 10
-    pull_threshold_for_queue: int = 1000
     pull_threshold_for_all: int = 10_000
     broker_suspend_s: float = 20.0
-    pull_timeout_s: float = 30.0
     poll_timeout_s: float = 5.0
-    rebalance_interval_s: float = 20.0
-    offset_dir: str | None = None
 
 
 @attrs.define(slots=True, eq=False)
