@@ -106,7 +106,7 @@ class PushConsumerOptions(ConsumerOptions):
     max_concurrency: int = 20
     #: callbacks in flight per queue; 1 keeps each queue's order
     queue_parallelism: int = 1
-    pull_threshold_size_mib: int = 100
+    pull_threshold_size_mib: float = 100
     #: concurrent consumption: stop pulling while a queue's cached offsets span more than this
     max_span: int = 2000
     #: offsets committed this often; None: the client config's ``persist_offset_interval`` (5 s)
@@ -213,6 +213,11 @@ class PushConsumer(ConsumerBase):
     def assignment(self) -> list[MessageQueue]:
         """The queues this consumer owns now."""
         return sorted(self._owned)
+
+    def cached(self) -> dict[MessageQueue, tuple[int, int]]:
+        """Per owned queue: messages pulled and not yet consumed, and their body bytes
+        (what flow control limits)."""
+        return {mq: (o.pq.msg_count, o.pq.msg_size) for mq, o in sorted(self._owned.items())}
 
     def _topics(self) -> list[str]:
         topics = list(self._subs)
@@ -382,7 +387,7 @@ class PushConsumer(ConsumerBase):
         mq, pq = o.mq, o.pq
         sub = self._sub_of(mq.topic)
         clustering = opts.message_model is MessageModel.CLUSTERING
-        threshold_bytes = opts.pull_threshold_size_mib * 1024 * 1024
+        threshold_bytes = int(opts.pull_threshold_size_mib * 1024 * 1024)
         store = self._store
         assert store is not None
         with o.pull_scope:
@@ -618,7 +623,7 @@ class PushConsumer(ConsumerBase):
             body = LockBatchRequestBody(self.group, inst.client_id, group_mqs)
             try:
                 locked.update(await inst.api.lock_batch(addr, body))
-            except ClientError as exc:
+            except Exception as exc:  # noqa: BLE001 - ClientError or an answer that does not decode
                 log.info("lock of %d queues at %s failed: %s", len(group_mqs), broker, exc)
         return locked
 
@@ -630,7 +635,7 @@ class PushConsumer(ConsumerBase):
                 continue
             try:
                 await inst.api.unlock_batch(addr, UnlockBatchRequestBody(self.group, inst.client_id, group_mqs), oneway=oneway)
-            except ClientError as exc:
+            except Exception as exc:  # noqa: BLE001
                 log.info("unlock at %s failed: %s", broker, exc)
 
     async def _lock_loop(self) -> None:

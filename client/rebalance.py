@@ -88,7 +88,11 @@ class Rebalancer:
             if allocated is None:
                 complete = False
                 continue
-            await self._apply(topic, allocated)
+            try:
+                await self._apply(topic, allocated)
+            except Exception:  # noqa: BLE001 - a bug or an odd answer must not end the loop
+                log.exception("applying the rebalance of %s failed", topic)
+                complete = False
         self._complete = complete
         return complete
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import pytest
 import trio
 
 from trocket.client.config import ClientConfig
@@ -149,3 +150,38 @@ async def test_reconsume_later_comes_back_after_the_retry_delay(tmp_path):
         for body, (delay, times, topic) in back.items():
             assert delay >= 0.9 and times == 1 and topic == "RT"
         assert (stats.reconsume_later, stats.sent_back, stats.resent_to_retry) == (2, 1, 1)
+
+
+@pytest.mark.parametrize("limit,count_limit,size_mib", [
+    (10, 10, 100),  # by messages (pullThresholdForQueue)
+    (20, 1000, 2000 / (1024 * 1024)),  # by body bytes (pullThresholdSizeForQueue): 100-byte bodies
+])
+async def test_flow_control_bounds_what_a_queue_caches(tmp_path, limit, count_limit, size_mib):
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        async with Producer("PG", ns) as producer:
+            for i in range(60):
+                await producer.send_orderly(new_message("FT", b"x" * 100), key="one-queue")
+        release = trio.Event()
+        seen = []
+        peak = 0
+
+        async def slow(msg):
+            seen.append(msg.queue_offset)
+            await release.wait()
+
+        async with PushConsumer("FCG", ns, {"FT": "*"}, slow, consume_from="first",
+                                pull_threshold_for_queue=count_limit, pull_threshold_size_mib=size_mib,
+                                pull_batch_size=4) as consumer:
+            with trio.fail_after(10):
+                while consumer.stats.flow_controlled < 5:
+                    peak = max([peak] + [n for n, _ in consumer.cached().values()])
+                    await trio.sleep(0.01)
+            peak = max([peak] + [n for n, _ in consumer.cached().values()])
+            assert limit < peak <= limit + 4  # stops pulling past the threshold (one pull may cross it)
+            assert consumer.stats.pulled == peak
+            release.set()
+            with trio.fail_after(10):
+                while len(seen) < 60:
+                    await trio.sleep(0.01)
+        assert seen == list(range(60))

@@ -185,3 +185,73 @@ def test_pull_header():
     h = pull_header("G", MessageQueue("T", "b", 2), 40, build("T", "A||B", version=1), commit_offset=33)
     assert (h.queueId, h.queueOffset, h.sysFlag, h.commitOffset, h.subscription, h.subVersion) == (2, 40, 0x7, 33, "A||B", 1)
     assert pull_header("G", MessageQueue("T", "b", 2), 0, build("T", "*")).sysFlag == 0x6
+
+
+# -- rebalancer and bad input ------------------------------------------------------------
+
+from trocket.codecs.bodies.client import MessageModel  # noqa: E402
+from trocket.client.consumer import PushConsumer  # noqa: E402
+from trocket.client.consumer_lite import PullConsumer  # noqa: E402
+from trocket.client.errors import ClientStateError  # noqa: E402
+from trocket.client.rebalance import Rebalancer  # noqa: E402
+
+
+async def test_rebalancer_clustering_broadcasting_and_quick_retry(autojump_clock):
+    applied: list[tuple[str, set]] = []
+    routes = {"T": mqs(4)}
+    calls = 0
+
+    async def queues_of(topic):
+        nonlocal calls
+        calls += 1
+        if topic not in routes:
+            raise KeyError(topic)  # no route yet
+        return routes[topic]
+
+    async def ids(topic):
+        return ["a", "b"]
+
+    async def apply(topic, allocated):
+        applied.append((topic, allocated))
+
+    r = Rebalancer(client_id="b", model=MessageModel.CLUSTERING, topics=lambda: ["T", "New"],
+                   queues_of=queues_of, consumer_ids=ids, apply=apply, interval=20.0)
+    assert await r.rebalance_once() is False  # "New" has no route yet
+    assert applied == [("T", set(mqs(4)[2:]))]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(r.run, False)
+        await trio.sleep(1.5)  # an incomplete round is retried within a second, not 20 s
+        assert r.rounds == 2
+        routes["New"] = mqs(2, topic="New")
+        await trio.sleep(1.0)
+        assert applied[-1] == ("New", {MessageQueue("New", "b", 1)})
+        rounds = r.rounds
+        await trio.sleep(10)
+        assert r.rounds == rounds  # complete now: the next round in 20 s ...
+        r.wakeup()  # ... or at a wakeup
+        await trio.sleep(0.01)
+        assert r.rounds == rounds + 1
+        nursery.cancel_scope.cancel()
+    b = Rebalancer(client_id="z", model=MessageModel.BROADCASTING, topics=lambda: ["T"],
+                   queues_of=queues_of, consumer_ids=ids, apply=apply)
+    await b.rebalance_once()
+    assert applied[-1] == ("T", set(mqs(4)))  # every queue, whoever else is there
+
+
+async def test_consumers_refuse_bad_input_clearly():
+    with pytest.raises(InvalidNameError):
+        PushConsumer("bad group!", "127.0.0.1:9876")
+    with pytest.raises(InvalidNameError):
+        PushConsumer("G", "127.0.0.1:9876", {"bad topic!": "*"})
+    with pytest.raises(ValueError, match="names no tag"):
+        PushConsumer("G", "127.0.0.1:9876", {"T": "||"})
+    with pytest.raises(ValueError, match="queue_parallelism"):
+        PushConsumer("G", "127.0.0.1:9876", orderly=True, queue_parallelism=2)
+    with pytest.raises(ValueError, match="consume_from"):
+        PushConsumer("G", "127.0.0.1:9876", consume_from="middle")
+    with pytest.raises(ValueError, match="namesrv"):
+        PullConsumer("G")
+    with pytest.raises(ClientStateError, match="no listener"):
+        await PushConsumer("G", "127.0.0.1:9876", {"T": "*"}).run()
+    with pytest.raises(ClientStateError, match="not running"):
+        await PullConsumer("G", "127.0.0.1:9876").poll()
