@@ -383,7 +383,6 @@ class PushConsumer(ConsumerBase):
 
     async def _pull_loop(self, o: _Owned, offset: int) -> None:
         opts = self.options
-        inst = self.instance
         mq, pq = o.mq, o.pq
         sub = self._sub_of(mq.topic)
         clustering = opts.message_model is MessageModel.CLUSTERING
@@ -403,13 +402,6 @@ class PushConsumer(ConsumerBase):
                 if opts.orderly and clustering and not pq.locked:
                     await trio.sleep(PULL_DELAY_ON_ERROR_S)
                     continue
-                addr = inst.master_addr(mq.broker_name)
-                if addr is None:
-                    await self._refresh_route(mq.topic)
-                    addr = inst.master_addr(mq.broker_name)
-                    if addr is None:
-                        await trio.sleep(PULL_DELAY_ON_ERROR_S)
-                        continue
                 commit = store.read_memory(mq) if clustering else 0
                 header = pull_header(
                     self.group, mq, offset, sub,
@@ -418,11 +410,9 @@ class PushConsumer(ConsumerBase):
                     suspend_ms=int(opts.broker_suspend_s * 1000),
                 )
                 self.stats.pulls += 1
-                try:
-                    result = await inst.api.pull_message(addr, header, opts.pull_timeout_s)
-                except Exception as exc:  # noqa: BLE001 - any failure: wait and pull again
+                result = await self._pull(mq, header, opts.pull_timeout_s)
+                if result is None:
                     self.stats.pull_errors += 1
-                    log.info("pull of %s failed: %s", mq, exc)
                     await trio.sleep(PULL_DELAY_ON_ERROR_S)
                     continue
                 pq.last_pull_time = trio.current_time()
@@ -441,7 +431,7 @@ class PushConsumer(ConsumerBase):
                     if pq.msg_count == 0:  # correctTagsOffset
                         store.update(mq, offset, increase_only=True)
                 else:  # OFFSET_ILLEGAL
-                    log.warning("pull offset %d of %s is illegal; moving to %d", header.queueOffset, mq,
+                    log.warning("pull offset %d of %s is illegal; moving to %d", offset, mq,
                                 result.next_begin_offset)
                     pq.dropped = True
                     pq.wake()
@@ -454,12 +444,6 @@ class PushConsumer(ConsumerBase):
                     if self._owned.get(mq) is o:
                         del self._owned[mq]  # the next rebalance takes it again at the new offset
                     return
-
-    async def _refresh_route(self, topic: str) -> None:
-        try:
-            await self.instance.update_route(topic)
-        except ClientError:
-            pass
 
     def _running(self, o: _Owned) -> bool:
         return not o.pq.dropped and not self._closing
@@ -550,7 +534,7 @@ class PushConsumer(ConsumerBase):
             offset=msg.commit_log_offset,
             group=self.group,
             delayLevel=0,
-            originMsgId=msg.msg_id,
+            originMsgId=msg.client_msg_id,  # Java: MessageClientExt.getMsgId, the UNIQ_KEY
             originTopic=msg.topic,
             unitMode=False,
             maxReconsumeTimes=self.options.max_reconsume_times,
@@ -583,7 +567,8 @@ class PushConsumer(ConsumerBase):
             self._retry_producer = producer
         new = Message(subs.retry_topic(self.group), msg.body, msg.flag, dict(msg.properties))
         props = new.properties
-        props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, msg.msg_id)
+        if not props.get(PROPERTY_ORIGIN_MESSAGE_ID, "").strip():
+            props[PROPERTY_ORIGIN_MESSAGE_ID] = msg.client_msg_id
         props[PROPERTY_RETRY_TOPIC] = msg.topic
         props[PROPERTY_RECONSUME_TIME] = str(msg.reconsume_times + 1)
         props[PROPERTY_MAX_RECONSUME_TIMES] = str(self.options.max_reconsume_times)

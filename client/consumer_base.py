@@ -30,6 +30,7 @@ from trocket.remoting import ServiceContextManager
 from .config import ClientConfig
 from .errors import BrokerResponseError, ClientError, ClientStateError
 from .instance import ClientInstance
+from .message import PullResult
 from .offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from .rebalance import Rebalancer
 
@@ -373,6 +374,22 @@ class ConsumerBase(ServiceContextManager):
 
     def _owned_queues(self) -> list[MessageQueue]:
         raise NotImplementedError
+
+    async def _pull(self, mq: MessageQueue, header: Any, timeout: float) -> PullResult | None:
+        """One PULL_MESSAGE at the master of ``mq``'s broker (its route fetched again when
+        the broker is unknown); None after any failure (logged): the caller waits."""
+        inst = self.instance
+        try:
+            addr = inst.master_addr(mq.broker_name)
+            if addr is None:
+                await inst.update_route(mq.topic)
+                addr = inst.master_addr(mq.broker_name)
+                if addr is None:
+                    raise ClientError(f"no address for broker {mq.broker_name}")
+            return await inst.api.pull_message(addr, header, timeout)
+        except Exception as exc:  # noqa: BLE001 - any failure: the loop waits and pulls again
+            log.info("pull of %s failed: %s", mq, exc)
+            return None
 
     async def start_offset_of(self, mq: MessageQueue, consume_from: ConsumeFrom) -> int:
         """Where a newly owned queue starts: the stored offset, else ``consume_from``

@@ -242,7 +242,6 @@ class PullConsumer(ConsumerBase):
 
     async def _pull_loop(self, s: _Session, offset: int) -> None:
         opts = self.options
-        inst = self.instance
         mq, pq = s.mq, s.pq
         sub = self._subs[mq.topic]
         with s.scope:
@@ -251,22 +250,10 @@ class PullConsumer(ConsumerBase):
                     with trio.move_on_after(_DELAY_ON_FLOW_CONTROL_S * 20):
                         await self._space.park()
                     continue
-                addr = inst.master_addr(mq.broker_name)
-                if addr is None:
-                    try:
-                        await inst.update_route(mq.topic)
-                    except ClientError:
-                        pass
-                    addr = inst.master_addr(mq.broker_name)
-                    if addr is None:
-                        await trio.sleep(_DELAY_ON_ERROR_S)
-                        continue
                 header = pull_header(self.group, mq, offset, sub, max_nums=opts.pull_batch_size,
                                      suspend_ms=int(opts.broker_suspend_s * 1000))
-                try:
-                    result = await inst.api.pull_message(addr, header, opts.pull_timeout_s)
-                except Exception as exc:  # noqa: BLE001 - wait and pull again
-                    log.info("pull of %s failed: %s", mq, exc)
+                result = await self._pull(mq, header, opts.pull_timeout_s)
+                if result is None:
                     await trio.sleep(_DELAY_ON_ERROR_S)
                     continue
                 if pq.dropped:
