@@ -107,10 +107,16 @@ class _Progress:
 async def _consume(args: argparse.Namespace) -> int:
     import trio
 
+    from trocket.client.config import ClientConfig
     from trocket.client.consumer import ConsumeResult, PushConsumer
+    from trocket.client.instance import ClientInstance
+    from trocket.client.subscription import build as build_subscription
+    from trocket.codecs.names import validate_group
 
     if args.count is not None and args.count < 1:
         raise ValueError("--count must be at least 1")
+    validate_group(args.group)
+    build_subscription(args.topic, args.tag)  # the topic's name and the tag expression
     done = trio.Event()
     count = 0
     progress = _Progress(args.count) if args.quiet else None
@@ -130,10 +136,29 @@ async def _consume(args: argparse.Namespace) -> int:
         return ConsumeResult.SUCCESS
 
     begin = time.perf_counter()
-    consumer = PushConsumer(
-        args.group, args.namesrv, {args.topic: args.tag}, listener,
-        consume_from=args.from_, max_concurrency=1, await_termination_s=0.5,
-    )
+    async with ClientInstance(ClientConfig(namesrv=args.namesrv)) as inst:
+        await inst.route(args.topic)  # a clear error now rather than waiting for a topic that is not there
+        consumer = PushConsumer(
+            args.group, subscriptions={args.topic: args.tag}, listener=listener, instance=inst,
+            consume_from=args.from_, max_concurrency=1, await_termination_s=0.5,
+        )
+        await _run_until_done(consumer, done)
+    elapsed = time.perf_counter() - begin
+    if progress is not None:
+        progress.update(count, force=True)
+        progress.close()
+    out.flush()
+    if args.quiet or args.count is None:
+        print(f"consumed {count} messages from {args.topic} as {args.group} in {elapsed:.2f} s "
+              f"({count / max(elapsed, 1e-9):,.0f} msg/s); offsets committed", file=sys.stderr if not args.quiet else sys.stdout)
+    return 0
+
+
+async def _run_until_done(consumer, done) -> None:
+    """Run ``consumer`` until ``done`` is set or SIGINT/SIGTERM arrives; then its
+    graceful close (offsets committed)."""
+    import trio
+
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with consumer:
             async with trio.open_nursery() as nursery:
@@ -146,24 +171,16 @@ async def _consume(args: argparse.Namespace) -> int:
                 nursery.start_soon(on_signal)
                 await done.wait()
                 nursery.cancel_scope.cancel()
-    elapsed = time.perf_counter() - begin
-    if progress is not None:
-        progress.update(count, force=True)
-        progress.close()
-    out.flush()
-    if args.quiet or args.count is None:
-        print(f"consumed {count} messages from {args.topic} as {args.group} in {elapsed:.2f} s "
-              f"({count / max(elapsed, 1e-9):,.0f} msg/s); offsets committed", file=sys.stderr if not args.quiet else sys.stdout)
-    return 0
 
 
 def _run_consume(args: argparse.Namespace) -> int:
     import trio
 
     from trocket.client.errors import ClientError
+    from trocket.codecs.errors import InvalidNameError
 
     try:
         return trio.run(_consume, args)
-    except (ClientError, ValueError) as exc:
+    except (ClientError, InvalidNameError, ValueError) as exc:
         print(f"trocket: error: {exc}", file=sys.stderr)
         return 1

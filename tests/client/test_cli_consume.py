@@ -81,3 +81,18 @@ async def test_cli_consume_stops_on_sigint_with_offsets_committed(tmp_path):
         with trio.fail_after(60):
             more = await run_cli("consume", "--namesrv", ns, "--topic", "SigT", "--group", "SigG", "--count", "2")
         assert sorted(line.split("body=")[1] for line in more.stdout.decode().splitlines()) == ["'msg-10'", "'msg-11'"]
+
+
+async def test_cli_consume_bad_input_is_one_error_line(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        with trio.fail_after(30):
+            unknown = await run_cli("consume", "--namesrv", ns, "--topic", "NoSuchTopic", "--group", "G", "--count", "1")
+            dead = await run_cli("consume", "--namesrv", "127.0.0.1:1", "--topic", "T", "--group", "G")
+            bad_group = await run_cli("consume", "--namesrv", ns, "--topic", "T", "--group", "bad group!")
+            bad_count = await run_cli("consume", "--namesrv", ns, "--topic", "T", "--group", "G", "--count", "0")
+    for r, words in ((unknown, "no route for topic NoSuchTopic"), (dead, "127.0.0.1:1"), (bad_group, "bad group!"),
+                     (bad_count, "--count")):
+        err = r.stderr.decode()
+        assert r.returncode == 1 and err.startswith("trocket: error:") and words in err, err
+        assert len(err.strip().splitlines()) == 1, err
