@@ -262,12 +262,7 @@ class ClientInstance(ServiceContextManager):
 
     def _apply_route(self, topic: str, route: TopicRouteData) -> None:
         changed = self.routes.get(topic) != route
-        for bd in route.broker_datas:
-            known = self.brokers.get(bd.broker_name)
-            if known != bd.broker_addrs:
-                if known is None:
-                    self.heartbeat_now()  # a broker we never told about us
-                self.brokers[bd.broker_name] = dict(bd.broker_addrs)
+        self._learn_brokers(route)
         if not changed:
             return
         self.routes[topic] = route
@@ -279,6 +274,14 @@ class ClientInstance(ServiceContextManager):
                 if queues is None:
                     queues = subscribe_queues(topic, route)
                 handle.on_route_changed(topic, queues)
+
+    def _learn_brokers(self, route: TopicRouteData) -> None:
+        for bd in route.broker_datas:
+            known = self.brokers.get(bd.broker_name)
+            if known != bd.broker_addrs:
+                if known is None:
+                    self.heartbeat_now()  # a broker we never told about us
+                self.brokers[bd.broker_name] = dict(bd.broker_addrs)
 
     async def route(self, topic: str, *, timeout: float | None = None) -> TopicRouteData:
         """The cached route, fetched when there is none; :class:`NoRouteError` if unknown."""
@@ -313,8 +316,7 @@ class ClientInstance(ServiceContextManager):
                 return info
         fallback = await self.api.get_route(default_topic, timeout)
         if fallback is not None:
-            for bd in fallback.broker_datas:
-                self.brokers.setdefault(bd.broker_name, dict(bd.broker_addrs))
+            self._learn_brokers(fallback)
             info = publish_info(topic, default_route(fallback, default_queue_nums), from_default=True)
             if info.ok:
                 self.publish[topic] = info

@@ -511,6 +511,9 @@ class Producer(ServiceContextManager):
         fut = SendFuture(callback)
         assert self._nursery is not None
         self._nursery.start_soon(self._run_async, p, begin, deadline, fut)
+        # a trio checkpoint (as every trio async call): a loop of sends that never waits
+        # would otherwise starve the send tasks and the rest of the program
+        await trio.lowlevel.checkpoint()
         return fut
 
     async def _run_async(self, p: _Prepared, begin: float, deadline: float, fut: SendFuture) -> None:
@@ -542,6 +545,9 @@ class Producer(ServiceContextManager):
         except _REMOTING_FAILURES as exc:
             self.faults.update(mq.broker_name, 0.0, isolation=True)
             raise remoting_error(exc, f"{mq.broker_name} {addr} queue {mq.queue_id}", trio.current_time() - begin) from exc
+        # a oneway send that the socket takes at once never waits: yield here (a trio
+        # checkpoint), or a loop of them starves every other task, the writer included
+        await trio.lowlevel.checkpoint()
 
     async def send_orderly(
         self, msg: Message, selector: Selector | None = None, arg: Any = None, *,

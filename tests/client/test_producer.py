@@ -298,3 +298,22 @@ async def test_not_running_and_bad_options():
         Producer("bad group!", "127.0.0.1:1")
     with pytest.raises(ValueError, match="host:port"):
         Producer("PG", "nowhere")
+
+
+async def test_a_loop_of_oneway_and_async_sends_lets_other_tasks_run(namesrv):
+    """send_oneway / send_async are trio checkpoints: a loop of them that the socket
+    always accepts must not starve the rest of the program (a timer here)."""
+    async with Producer("PG", namesrv) as producer:
+        await producer.send(new_message("Loop", b"warm"))
+        for send in (producer.send_oneway, producer.send_async):
+            ticked = trio.Event()
+
+            async def timer():
+                await trio.sleep(0.05)
+                ticked.set()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(timer)
+                with trio.fail_after(10):
+                    while not ticked.is_set():
+                        await send(new_message("Loop", b"x"))
