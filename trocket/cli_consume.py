@@ -39,7 +39,8 @@ def add_consume_command(sub) -> None:
     p.add_argument("--group", required=True, help="consumer group")
     p.add_argument("--count", type=int, default=None, metavar="N", help="stop after N messages (default: run until Ctrl-C)")
     p.add_argument("--from", dest="from_", choices=("first", "last"), default="last",
-                   help="where a queue the group has no offset for starts (default last)")
+                   help="where a queue the group has no offset for starts (default last; a broker answers 0 "
+                   "for a new group while the queue's first message is still stored, as Java's does)")
     p.add_argument("--tag", default="*", metavar="X", help="tag expression: X, 'A || B' or * (default)")
     p.add_argument("--quiet", action="store_true", help="no message lines: a progress line and a summary")
     p.add_argument("--json", action="store_true", help="one JSON object per message instead of a text line")
