@@ -84,3 +84,13 @@ def test_blocking_pull_consumer(thread_broker):
         consumer.commit()
         mq = consumer.assignment()[0]
         assert consumer.committed(mq) == len([m for m in got if m.queue_id == mq.queue_id])
+
+
+def test_blocking_start_errors_are_the_trio_ones_and_leave_no_thread():
+    before = threading.active_count()
+    with pytest.raises(ClientStateError, match="no subscription"):
+        BlockingPushConsumer("G", "127.0.0.1:9876", None, lambda msg: None)
+    with pytest.raises(ValueError, match="namesrv"):
+        BlockingPullConsumer("G")
+    time.sleep(0.1)
+    assert threading.active_count() == before
