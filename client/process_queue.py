@@ -40,7 +40,6 @@ class ProcessQueue:
         "locked",
         "last_lock_time",
         "last_pull_time",
-        "last_consume_time",
         "consuming",
         "closing",
     )
@@ -56,7 +55,6 @@ class ProcessQueue:
         self.locked = False
         self.last_lock_time = 0.0
         self.last_pull_time = trio.current_time() if _in_trio() else 0.0
-        self.last_consume_time = self.last_pull_time
         self.consuming = False  # orderly: a message of this queue is in the callback
         self.closing = False  # the consumer is shutting down: take nothing more
 
@@ -131,8 +129,6 @@ class ProcessQueue:
                 self.msg_size -= len(msg.body)
         if msgs:
             result = next(iter(msgs))
-        if _in_trio():
-            self.last_consume_time = trio.current_time()
         return result
 
     def clear(self) -> None:
