@@ -284,6 +284,8 @@ class PushConsumer(ConsumerBase):
         ``await_termination_s``), commit offsets, unlock queues, unregister."""
         if self._closing or not self._started:
             return
+        with trio.move_on_after(self.options.await_termination_s):
+            await self._rebalance_lock.acquire()  # no queue taken after this (released by nobody: closing)
         self._closing = True
         owned = list(self._owned.values())
         for o in owned:
@@ -298,6 +300,7 @@ class PushConsumer(ConsumerBase):
                         self.options.await_termination_s)
             for o in owned:
                 o.scope.cancel()
+
         async def unlock_and_stop_producer() -> None:
             if self.options.orderly and self.options.message_model is MessageModel.CLUSTERING:
                 await self._unlock(list(self._owned), oneway=False)
@@ -391,6 +394,7 @@ class PushConsumer(ConsumerBase):
         assert store is not None
         with o.pull_scope:
             while not pq.dropped:
+                pq.last_pull_time = trio.current_time()  # Java: at every pullMessage, flow-controlled or not
                 if (
                     pq.msg_count > opts.pull_threshold_for_queue
                     or pq.msg_size > threshold_bytes
@@ -415,7 +419,6 @@ class PushConsumer(ConsumerBase):
                     self.stats.pull_errors += 1
                     await trio.sleep(PULL_DELAY_ON_ERROR_S)
                     continue
-                pq.last_pull_time = trio.current_time()
                 if pq.dropped:
                     return
                 status = result.status
