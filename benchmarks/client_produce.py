@@ -14,10 +14,9 @@ timed. Workloads (as issue 7 names them):
 * ``async 256``: 256 sends in flight (a new one as each answer comes back);
 * ``oneway``: one sender, no answers (the TPS the client can put on the wire);
 * ``batch 32``: one sender of 32-message batches (TPS counts messages);
-* ``e2e``: produce -> consume latency (p50/p99) at a steady ~1,000 msg/s, consumed by
-  one long-polling pull loop per queue through the client core (``ClientAPI.pull_message``;
-  the push consumer is the consumer part of issue 7); latency from the send's start to
-  the message in the consumer's hands.
+* ``e2e``: produce -> consume latency (p50/p99) at a steady ~1,000 msg/s, consumed by a
+  trocket :class:`~trocket.client.consumer.PushConsumer` (async callback); latency from
+  the send's start to the message in the callback.
 
 trocket runs as trio tasks of this process (one :class:`~trocket.client.producer.Producer`);
 the C++ client (PyPI ``rocketmq``) as threads of a child process running this file with
@@ -285,44 +284,29 @@ async def run_trocket(namesrv: str, pid: int, name: str, warmup: float, seconds:
 
 
 async def run_e2e(namesrv: str, seconds: float, rate: float = 1000.0) -> dict:
-    """Produce at ``rate`` msg/s (sync, paced) while one long-polling pull loop per queue
-    consumes; latency = consumer's receipt - the send's start (stamped in the body)."""
+    """Produce at ``rate`` msg/s (sync, paced) while a trocket PushConsumer (async
+    callback) consumes; latency = the callback's receipt - the send's start (stamped in
+    the body)."""
     import trio
 
     from broker_produce import percentile
     from trocket.client import new_message
-    from trocket.client.message import PullStatus
+    from trocket.client.consumer import PushConsumer
     from trocket.client.producer import Producer
-    from trocket.codecs.headers import PullMessageRequestHeader
 
     topic = "Bench_e2e"
     lat: list[float] = []
+
+    async def on_message(m) -> None:
+        if m.body[:1] != b"w":
+            lat.append((time.perf_counter_ns() - int(m.body[:20])) / 1e9)
+
     async with Producer("BenchE2E", namesrv, send_timeout=10) as producer:
         await producer.send(new_message(topic, b"warm"))
-        inst = producer.instance
-        with trio.fail_after(10):
-            while await inst.update_route(topic) is None:
-                await trio.sleep(0.05)
-        stop = trio.Event()
-
-        async def puller(mq) -> None:
-            addr = inst.master_addr(mq.broker_name)
-            offset = await inst.api.get_max_offset(addr, mq)
-            while not stop.is_set():
-                header = PullMessageRequestHeader(
-                    consumerGroup="BenchE2ECG", topic=topic, queueId=mq.queue_id, queueOffset=offset, maxMsgNums=32,
-                    sysFlag=2 | 4, commitOffset=0, suspendTimeoutMillis=1000, subscription="*", subVersion=0,
-                )
-                result = await inst.api.pull_message(addr, header, timeout=5)
-                now = time.perf_counter_ns()
-                if result.status is PullStatus.FOUND:
-                    for m in result.messages:
-                        lat.append((now - int(m.body[:20])) / 1e9)
-                offset = result.next_begin_offset
-
-        async with trio.open_nursery() as nursery:
-            for mq in await inst.subscribe_queues(topic):
-                nursery.start_soon(puller, mq)
+        async with PushConsumer("BenchE2ECG", namesrv, {topic: "*"}, on_message) as consumer:
+            with trio.fail_after(10):  # a topic made a moment ago reaches the name server a little later
+                while not any(mq.topic == topic for mq in consumer.assignment()):
+                    await trio.sleep(0.05)
             await trio.sleep(0.3)
             gap = 1.0 / rate
             t_next = time.perf_counter()
@@ -335,9 +319,9 @@ async def run_e2e(namesrv: str, seconds: float, rate: float = 1000.0) -> dict:
                 delay = t_next - time.perf_counter()
                 if delay > 0:
                     await trio.sleep(delay)
-            await trio.sleep(1.2)
-            stop.set()
-            nursery.cancel_scope.cancel()
+            with trio.move_on_after(5):
+                while len(lat) < sent:
+                    await trio.sleep(0.05)
     return {"sent": sent, "received": len(lat), "p50_ms": 1000 * percentile(lat, 50), "p99_ms": 1000 * percentile(lat, 99)}
 
 

@@ -2,7 +2,11 @@
 
 The core (Java's ``MQClientInstance`` / ``MQClientAPIImpl`` / ``ClientConfig``):
 :mod:`.config`, :mod:`.errors`, :mod:`.message`, :mod:`.route`, :mod:`.fault`,
-:mod:`.api`, :mod:`.instance`. The producer: :mod:`.producer`.
+:mod:`.api`, :mod:`.instance`. The producer: :mod:`.producer`. The consumers:
+:mod:`.consumer` (``PushConsumer``), :mod:`.consumer_lite` (``PullConsumer``) and their
+parts (:mod:`.rebalance`, :mod:`.process_queue`, :mod:`.offset_store`,
+:mod:`.subscription`, :mod:`.consumer_pull`, :mod:`.consumer_base`); the blocking facade:
+:mod:`.blocking`.
 """
 
 from .config import ClientConfig
@@ -58,4 +62,22 @@ __all__ = [
     "ClientConnectError",
     "ConnectionLostError",
     "ClientStateError",
+]
+
+# the consumers and the blocking facade
+from .blocking import BlockingProducer, BlockingPullConsumer, BlockingPushConsumer  # noqa: E402
+from .consumer import ConsumeFrom, ConsumeResult, MessageModel, PushConsumer, PushConsumerOptions  # noqa: E402
+from .consumer_lite import PullConsumer, PullConsumerOptions  # noqa: E402
+
+__all__ += [
+    "PushConsumer",
+    "PushConsumerOptions",
+    "PullConsumer",
+    "PullConsumerOptions",
+    "ConsumeResult",
+    "ConsumeFrom",
+    "MessageModel",
+    "BlockingProducer",
+    "BlockingPushConsumer",
+    "BlockingPullConsumer",
 ]

@@ -10,6 +10,7 @@
     trocket capture proxy ...        a transparent proxy recording every frame
     trocket replay FILE --target H:P  replay a captured session, compare the answers
     trocket send [options]           send messages (trocket/cli_client.py)
+    trocket consume [options]        consume messages with a push consumer (trocket/cli_consume.py)
     trocket admin topic|group|cluster  topics, consumer progress, the cluster (trocket/cli_client.py)
 """
 
@@ -92,8 +93,10 @@ def _build_parser() -> argparse.ArgumentParser:
     add_proxy_command(capture_commands)
     add_replay_command(sub)
     from trocket.cli_client import add_client_commands
+    from trocket.cli_consume import add_consume_command
 
     add_client_commands(sub)
+    add_consume_command(sub)
     return parser
 
 

@@ -1,0 +1,637 @@
+"""PushConsumer: messages pushed to a callback, pulled by long polling underneath.
+
+Java: ``DefaultMQPushConsumer`` / ``DefaultMQPushConsumerImpl`` with
+``ConsumeMessageConcurrentlyService`` and ``ConsumeMessageOrderlyService``.
+
+What runs, in the consumer's nursery:
+
+- a rebalance loop (:class:`~trocket.client.rebalance.Rebalancer`): at start, on the
+  broker's NOTIFY_CONSUMER_IDS_CHANGED and every 20 s; clustering splits the queues
+  among the group's clients (allocate-averagely), broadcasting takes them all;
+- per owned queue, a long-polling pull loop (suspend 15 s, 32 messages a pull) into
+  the queue's :class:`~trocket.client.process_queue.ProcessQueue`, with Java's flow
+  control: it waits while the queue holds more than ``pull_threshold_for_queue``
+  messages or ``pull_threshold_size_mib`` MiB of bodies, or (concurrently) spans more
+  than ``max_span`` offsets;
+- per owned queue, consume tasks that hand messages to the callback, one at a time, in
+  queue order (``queue_parallelism`` > 1 lets a queue's messages run side by side, as
+  Java's concurrent service does, giving up their order); all callbacks of the consumer
+  share ``max_concurrency`` slots; plain functions run in worker threads;
+- offsets: the smallest offset not yet consumed of each queue is committed every 5 s and
+  at shutdown (clustering: to the broker; broadcasting: a local file);
+- orderly: every queue is locked at the broker (LOCK_BATCH_MQ) before it is pulled and
+  consumed, relocked every 20 s, unlocked when given up or at shutdown.
+
+Results: SUCCESS (or ``None``) moves the offset; RECONSUME_LATER (or an exception)
+sends the message back (CONSUMER_SEND_MSG_BACK; the broker's delay level for its
+``reconsumeTimes`` applies, and after ``max_reconsume_times`` it goes to the DLQ); when
+the send-back fails the message is re-sent to ``%RETRY%<group>`` (Java's fallback), and
+if that fails too it is consumed again here after 5 s. Broadcasting drops a failed
+message (as Java). Orderly: RECONSUME_LATER retries the same message after
+``suspend_orderly_s``, keeping the queue's order.
+
+At-least-once: when a queue moves to another client, the new owner starts at the last
+committed offset, so messages the old owner consumed after its last commit, or was
+consuming while it let go, are delivered again. Shutdown stops pulling, lets callbacks
+in flight finish (up to ``await_termination_s``), commits, unlocks and unregisters.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+import trio
+
+from trocket.codecs.bodies.client import (
+    ConsumerData,
+    ConsumeType,
+    LockBatchRequestBody,
+    MessageModel,
+    MessageQueue,
+    SubscriptionData,
+    UnlockBatchRequestBody,
+)
+from trocket.codecs.headers import ConsumerSendMsgBackRequestHeader
+from trocket.codecs.message.message import Message, MessageExt
+from trocket.codecs.message.properties import (
+    PROPERTY_MAX_RECONSUME_TIMES,
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_RECONSUME_TIME,
+    PROPERTY_RETRY_TOPIC,
+    PROPERTY_TRANSACTION_PREPARED,
+)
+
+from . import subscription as subs
+from .config import ClientConfig
+from .consumer_base import (
+    ConsumeFrom,
+    ConsumerBase,
+    ConsumerOptions,
+    ConsumeResult,
+    Listener,
+    make_invoker,
+    reset_retry_topic,
+)
+from .consumer_pull import process_pull_result, pull_header
+from .errors import ClientError, ClientStateError
+from .instance import ClientInstance
+from .message import PullStatus
+from .process_queue import ProcessQueue
+
+__all__ = ["PushConsumer", "PushConsumerOptions", "ConsumeResult", "ConsumeFrom", "MessageModel", "ConsumerStats"]
+
+log = logging.getLogger(__name__)
+
+#: ``PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION``
+PULL_DELAY_ON_ERROR_S = 3.0
+#: ``PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL``
+PULL_DELAY_ON_FLOW_CONTROL_S = 0.05
+#: a failed message whose send-back failed is consumed again after this (Java: 5 s)
+RECONSUME_LOCAL_DELAY_S = 5.0
+#: after OFFSET_ILLEGAL the queue is dropped and its offset corrected after this (Java: 10 s)
+OFFSET_ILLEGAL_DELAY_S = 10.0
+
+
+@attrs.define(slots=True, kw_only=True)
+class PushConsumerOptions(ConsumerOptions):
+    """A push consumer's knobs; defaults are ``DefaultMQPushConsumer``'s (times in s);
+    the common ones are :class:`~trocket.client.consumer_base.ConsumerOptions`'."""
+
+    orderly: bool = False
+    #: callbacks in flight at once (``consumeThreadMax``)
+    max_concurrency: int = 20
+    #: callbacks in flight per queue; 1 keeps each queue's order
+    queue_parallelism: int = 1
+    pull_threshold_size_mib: float = 100
+    #: concurrent consumption: stop pulling while a queue's cached offsets span more than this
+    max_span: int = 2000
+    #: offsets committed this often; None: the client config's ``persist_offset_interval`` (5 s)
+    persist_interval_s: float | None = None
+    lock_interval_s: float = 20.0
+    max_reconsume_times: int = 16
+    suspend_orderly_s: float = 1.0
+    #: shutdown waits this long for callbacks in flight before cancelling them
+    await_termination_s: float = 10.0
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        for name in ("max_concurrency", "queue_parallelism"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.orderly and self.queue_parallelism != 1:
+            raise ValueError("an orderly consumer consumes one message of a queue at a time (queue_parallelism=1)")
+
+
+@attrs.define(slots=True)
+class ConsumerStats:
+    """Counters (cumulative)."""
+
+    pulls: int = 0
+    pulled: int = 0
+    consumed: int = 0
+    reconsume_later: int = 0
+    sent_back: int = 0
+    resent_to_retry: int = 0
+    flow_controlled: int = 0
+    pull_errors: int = 0
+    rebalances: int = 0
+
+
+@attrs.define(slots=True, eq=False)
+class _Owned:
+    mq: MessageQueue
+    pq: ProcessQueue
+    pull_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    done: trio.Event = attrs.field(factory=trio.Event)
+
+
+class PushConsumer(ConsumerBase):
+    """``async with PushConsumer(group, namesrv, {"Topic": "*"}, listener) as c: ...``
+
+    ``listener(msg)`` is an async or plain function returning a :class:`ConsumeResult`
+    (``None`` = SUCCESS; an exception = RECONSUME_LATER). Subscriptions may also be
+    added with :meth:`subscribe` before the consumer starts. ``instance`` shares a
+    running :class:`~trocket.client.instance.ClientInstance`; otherwise the consumer
+    makes its own from ``namesrv`` and ``client_config`` options. ``on_assignment(mq,
+    owned)`` is told of every queue taken (True, before its first message) and given up
+    (False, once no new callback of it can start) -- Java's ``MessageQueueListener``.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | list[str] | None = None,
+        subscriptions: Mapping[str, str] | None = None,
+        listener: Listener | None = None,
+        *,
+        instance: ClientInstance | None = None,
+        client_config: ClientConfig | None = None,
+        options: PushConsumerOptions | None = None,
+        on_assignment: Callable[[MessageQueue, bool], None] | None = None,
+        **option_kw: Any,
+    ) -> None:
+        super().__init__(group, namesrv, instance, client_config)
+        if options is not None and option_kw:
+            raise TypeError("give either options= or option keywords, not both")
+        self.options = options or PushConsumerOptions(**option_kw)
+        self._started = False
+        self._retry_sub: SubscriptionData | None = None
+        self._subs: dict[str, SubscriptionData] = {}
+        for topic, expression in (subscriptions or {}).items():
+            self.subscribe(topic, expression)
+        self._listener = listener
+        self._on_assignment = on_assignment
+        self._owned: dict[MessageQueue, _Owned] = {}
+        self._limiter = trio.CapacityLimiter(self.options.max_concurrency)
+        self._invoke = None
+        self._rebalance_lock = trio.Lock()
+        self._retry_producer = None
+        self.stats = ConsumerStats()
+
+    # -- configuration ------------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Subscribe to ``topic`` with ``"*"`` or ``"TagA || TagB"`` (before or after start)."""
+        self._subs[topic] = subs.build(topic, expression)
+        if self._started:
+            assert self._instance is not None
+            self._instance.heartbeat_now()
+            self._rebalancer.wakeup()  # type: ignore[union-attr]
+
+    def register_listener(self, listener: Listener) -> Listener:
+        """Set the callback (usable as a decorator)."""
+        if self._started:
+            raise ClientStateError("set the listener before the consumer starts")
+        self._listener = listener
+        return listener
+
+    def assignment(self) -> list[MessageQueue]:
+        """The queues this consumer owns now."""
+        return sorted(self._owned)
+
+    def cached(self) -> dict[MessageQueue, tuple[int, int]]:
+        """Per owned queue: messages pulled and not yet consumed, and their body bytes
+        (what flow control limits)."""
+        return {mq: (o.pq.msg_count, o.pq.msg_size) for mq, o in sorted(self._owned.items())}
+
+    def _topics(self) -> list[str]:
+        topics = list(self._subs)
+        if self.options.message_model is MessageModel.CLUSTERING:
+            topics.append(subs.retry_topic(self.group))
+        return topics
+
+    def _sub_of(self, topic: str) -> SubscriptionData:
+        sub = self._subs.get(topic)
+        if sub is None:  # the retry topic
+            if self._retry_sub is None:
+                self._retry_sub = subs.retry_subscription(self.group)
+            sub = self._retry_sub
+        return sub
+
+    # -- ConsumerHandle (the instance calls these) --------------------------------------
+
+    def consumer_data(self) -> ConsumerData:
+        return ConsumerData(
+            group_name=self.group,
+            consume_type=ConsumeType.CONSUME_PASSIVELY,
+            message_model=self.options.message_model,
+            consume_from_where=self.options.consume_from.value,
+            subscriptions=[self._sub_of(t) for t in self._topics()],
+        )
+
+    def subscribed_topics(self) -> Iterable[str]:
+        return self._topics()
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Start, report started, and consume until :meth:`aclose` (or cancellation)."""
+        if self._started:
+            raise ClientStateError("a PushConsumer starts once")
+        if self._listener is None:
+            raise ClientStateError("no listener: pass one or call register_listener before starting")
+        if not self._subs:
+            raise ClientStateError("no subscription: pass subscriptions or call subscribe before starting")
+        self._started = True
+        self._invoke = make_invoker(self._listener, self._limiter)
+        opts = self.options
+        async with trio.open_nursery() as nursery:
+            await self._start_common(
+                nursery,
+                model=opts.message_model,
+                offset_dir=opts.offset_dir,
+                consume_timestamp=opts.consume_timestamp,
+                topics=self._topics,
+                apply=self._apply_allocation,
+                rebalance_interval=opts.rebalance_interval_s,
+            )
+            assert self._rebalancer is not None
+            await self._rebalancer.rebalance_once()
+            nursery.start_soon(self._rebalancer.run, False)
+            nursery.start_soon(self._persist_loop)
+            if opts.orderly and opts.message_model is MessageModel.CLUSTERING:
+                nursery.start_soon(self._lock_loop)
+            task_status.started(self)
+            await trio.sleep_forever()
+
+    async def aclose(self) -> None:
+        """Graceful shutdown: stop pulling, finish callbacks in flight (up to
+        ``await_termination_s``), commit offsets, unlock queues, unregister."""
+        if self._closing or not self._started:
+            return
+        with trio.move_on_after(self.options.await_termination_s):
+            await self._rebalance_lock.acquire()  # no queue taken after this (released by nobody: closing)
+        self._closing = True
+        owned = list(self._owned.values())
+        for o in owned:
+            o.pull_scope.cancel()
+            o.pq.closing = True
+            o.pq.wake()
+        with trio.move_on_after(self.options.await_termination_s) as waited:
+            for o in owned:
+                await o.done.wait()
+        if waited.cancelled_caught:
+            log.warning("consumer %s: callbacks still running after %.1f s are cancelled", self.group,
+                        self.options.await_termination_s)
+            for o in owned:
+                o.scope.cancel()
+
+        async def unlock_and_stop_producer() -> None:
+            if self.options.orderly and self.options.message_model is MessageModel.CLUSTERING:
+                await self._unlock(list(self._owned), oneway=False)
+            if self._retry_producer is not None:
+                await self._retry_producer.aclose()
+
+        await self._finish(commit=True, extra=unlock_and_stop_producer)
+
+    def _owned_queues(self) -> list[MessageQueue]:
+        return list(self._owned)
+
+    # -- rebalance ----------------------------------------------------------------------
+
+    async def _apply_allocation(self, topic: str, allocated: set[MessageQueue]) -> None:
+        """``updateProcessQueueTableInRebalance``."""
+        async with self._rebalance_lock:
+            if self._closing:
+                return
+            self.stats.rebalances += 1
+            now = trio.current_time()
+            for mq, o in list(self._owned.items()):
+                if mq.topic != topic:
+                    continue
+                if mq not in allocated or o.pq.pull_expired(now):
+                    await self._give_up(o)
+            orderly_locking = self.options.orderly and self.options.message_model is MessageModel.CLUSTERING
+            for mq in sorted(allocated):
+                if mq in self._owned:
+                    continue
+                pq = ProcessQueue()
+                if orderly_locking:
+                    locked = await self._lock([mq])
+                    if mq not in locked:
+                        continue  # another client still holds it; next round
+                    pq.set_locked(True, trio.current_time())
+                assert self._store is not None
+                try:
+                    offset = await self.start_offset_of(mq, self.options.consume_from)
+                except ClientError as exc:
+                    log.warning("start offset of %s unknown (%s); next rebalance retries", mq, exc)
+                    if orderly_locking:
+                        await self._unlock([mq], oneway=True)
+                    continue
+                self._store.update(mq, offset)
+                o = _Owned(mq, pq)
+                self._owned[mq] = o
+                if self._on_assignment is not None:
+                    self._on_assignment(mq, True)
+                assert self._nursery is not None
+                self._nursery.start_soon(self._queue_main, o, offset)
+
+    async def _give_up(self, o: _Owned) -> None:
+        """``removeUnnecessaryMessageQueue``: stop, commit what was consumed, unlock."""
+        o.pq.dropped = True
+        o.pull_scope.cancel()
+        o.pq.wake()
+        self._owned.pop(o.mq, None)
+        if self._on_assignment is not None:
+            self._on_assignment(o.mq, False)
+        assert self._store is not None
+        try:
+            await self._store.persist(o.mq)
+        except ClientError as exc:
+            log.warning("offset of %s not committed when giving it up: %s", o.mq, exc)
+        self._store.remove(o.mq)
+        if self.options.orderly and self.options.message_model is MessageModel.CLUSTERING:
+            with trio.move_on_after(1):  # let the message in the callback finish first
+                await o.done.wait()
+            await self._unlock([o.mq], oneway=True)
+
+    # -- one queue ----------------------------------------------------------------------
+
+    async def _queue_main(self, o: _Owned, offset: int) -> None:
+        try:
+            with o.scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._pull_loop, o, offset)
+                    consume = self._consume_orderly if self.options.orderly else self._consume_concurrently
+                    for _ in range(self.options.queue_parallelism):
+                        nursery.start_soon(consume, o)
+        finally:
+            o.done.set()
+
+    async def _pull_loop(self, o: _Owned, offset: int) -> None:
+        opts = self.options
+        mq, pq = o.mq, o.pq
+        sub = self._sub_of(mq.topic)
+        clustering = opts.message_model is MessageModel.CLUSTERING
+        threshold_bytes = int(opts.pull_threshold_size_mib * 1024 * 1024)
+        store = self._store
+        assert store is not None
+        with o.pull_scope:
+            while not pq.dropped:
+                pq.last_pull_time = trio.current_time()  # Java: at every pullMessage, flow-controlled or not
+                if (
+                    pq.msg_count > opts.pull_threshold_for_queue
+                    or pq.msg_size > threshold_bytes
+                    or (not opts.orderly and pq.max_span > opts.max_span)
+                ):
+                    self.stats.flow_controlled += 1
+                    await trio.sleep(PULL_DELAY_ON_FLOW_CONTROL_S)
+                    continue
+                if opts.orderly and clustering and not pq.locked:
+                    await trio.sleep(PULL_DELAY_ON_ERROR_S)
+                    continue
+                commit = store.read_memory(mq) if clustering else 0
+                header = pull_header(
+                    self.group, mq, offset, sub,
+                    max_nums=opts.pull_batch_size,
+                    commit_offset=commit,
+                    suspend_ms=int(opts.broker_suspend_s * 1000),
+                )
+                self.stats.pulls += 1
+                result = await self._pull(mq, header, opts.pull_timeout_s)
+                if result is None:
+                    self.stats.pull_errors += 1
+                    await trio.sleep(PULL_DELAY_ON_ERROR_S)
+                    continue
+                if pq.dropped:
+                    return
+                status = result.status
+                if status is PullStatus.FOUND:
+                    result = process_pull_result(result, sub)
+                    offset = result.next_begin_offset
+                    if result.messages:
+                        self.stats.pulled += pq.put(result.messages)
+                    elif pq.msg_count == 0:
+                        store.update(mq, offset, increase_only=True)
+                elif status is PullStatus.NO_NEW_MSG or status is PullStatus.NO_MATCHED_MSG:
+                    offset = result.next_begin_offset
+                    if pq.msg_count == 0:  # correctTagsOffset
+                        store.update(mq, offset, increase_only=True)
+                else:  # OFFSET_ILLEGAL
+                    log.warning("pull offset %d of %s is illegal; moving to %d", offset, mq,
+                                result.next_begin_offset)
+                    pq.dropped = True
+                    pq.wake()
+                    await trio.sleep(OFFSET_ILLEGAL_DELAY_S)
+                    store.update(mq, result.next_begin_offset)
+                    try:
+                        await store.persist(mq)
+                    except ClientError:
+                        pass
+                    if self._owned.get(mq) is o:
+                        del self._owned[mq]  # the next rebalance takes it again at the new offset
+                    return
+
+    def _running(self, o: _Owned) -> bool:
+        return not o.pq.dropped and not self._closing
+
+    async def _consume_concurrently(self, o: _Owned) -> None:
+        pq = o.pq
+        invoke = self._invoke
+        assert invoke is not None
+        store = self._store
+        assert store is not None
+        clustering = self.options.message_model is MessageModel.CLUSTERING
+        while True:
+            await pq.wait_pending()
+            if not self._running(o):
+                return
+            msgs = pq.take(1)
+            if not msgs:
+                continue
+            msg = msgs[0]
+            reset_retry_topic(msg, self.group, int(time.time() * 1000))
+            result = await invoke(msg)
+            if pq.dropped:
+                return  # given up: the new owner consumes from the committed offset
+            if result is ConsumeResult.SUCCESS:
+                self.stats.consumed += 1
+            else:
+                self.stats.reconsume_later += 1
+                if clustering and not await self._send_back(o.mq, msg):
+                    msg.reconsume_times += 1
+                    self._nursery.start_soon(self._reconsume_later, pq, msg)  # type: ignore[union-attr]
+                    continue  # stays cached: the offset does not pass it
+            offset = pq.remove(msgs)
+            if offset >= 0:
+                store.update(o.mq, offset, increase_only=True)
+
+    async def _reconsume_later(self, pq: ProcessQueue, msg: MessageExt) -> None:
+        await trio.sleep(RECONSUME_LOCAL_DELAY_S)
+        if not pq.dropped:
+            pq.give_back([msg])
+
+    async def _consume_orderly(self, o: _Owned) -> None:
+        pq = o.pq
+        invoke = self._invoke
+        assert invoke is not None
+        store = self._store
+        assert store is not None
+        locking = self.options.message_model is MessageModel.CLUSTERING
+        while True:
+            await pq.wait_pending()
+            if not self._running(o):
+                return
+            if locking and (not pq.locked or pq.lock_expired(trio.current_time())):
+                locked = await self._lock([o.mq])  # tryLockLaterAndReconsume
+                if o.mq not in locked:
+                    await trio.sleep(self.options.suspend_orderly_s)
+                continue
+            msgs = pq.take(1)
+            if not msgs:
+                continue
+            msg = msgs[0]
+            reset_retry_topic(msg, self.group, int(time.time() * 1000))
+            pq.consuming = True
+            try:
+                result = await invoke(msg)
+            finally:
+                pq.consuming = False
+            if pq.dropped:
+                return
+            if result is ConsumeResult.SUCCESS:
+                self.stats.consumed += 1
+                offset = pq.remove(msgs)
+                if offset >= 0:
+                    store.update(o.mq, offset)
+            else:
+                self.stats.reconsume_later += 1
+                msg.reconsume_times += 1
+                pq.give_back(msgs)
+                await trio.sleep(self.options.suspend_orderly_s)
+
+    # -- send back ----------------------------------------------------------------------
+
+    async def _send_back(self, mq: MessageQueue, msg: MessageExt) -> bool:
+        """CONSUMER_SEND_MSG_BACK; on failure the Java fallback (a new message to
+        ``%RETRY%<group>``). False when both failed."""
+        inst = self.instance
+        addr = inst.master_addr(mq.broker_name)
+        header = ConsumerSendMsgBackRequestHeader(
+            offset=msg.commit_log_offset,
+            group=self.group,
+            delayLevel=0,
+            originMsgId=msg.client_msg_id,  # Java: MessageClientExt.getMsgId, the UNIQ_KEY
+            originTopic=msg.topic,
+            unitMode=False,
+            maxReconsumeTimes=self.options.max_reconsume_times,
+            bname=mq.broker_name,
+        )
+        try:
+            if addr is None:
+                raise ClientError(f"no address for broker {mq.broker_name}")
+            await inst.api.send_back(addr, header)
+            self.stats.sent_back += 1
+            return True
+        except ClientError as exc:
+            log.info("send back of %s failed (%s); re-sending it to the retry topic", msg.msg_id, exc)
+        try:
+            await self._resend_to_retry(msg)
+            self.stats.resent_to_retry += 1
+            return True
+        except ClientError as exc:
+            log.warning("message %s could not be sent back nor re-sent (%s); consuming it again locally",
+                        msg.msg_id, exc)
+            return False
+
+    async def _resend_to_retry(self, msg: MessageExt) -> None:
+        from .producer import Producer
+
+        if self._retry_producer is None:
+            producer = Producer("CLIENT_INNER_PRODUCER", instance=self.instance)
+            assert self._nursery is not None
+            await self._nursery.start(producer.run)
+            self._retry_producer = producer
+        new = Message(subs.retry_topic(self.group), msg.body, msg.flag, dict(msg.properties))
+        props = new.properties
+        if not props.get(PROPERTY_ORIGIN_MESSAGE_ID, "").strip():
+            props[PROPERTY_ORIGIN_MESSAGE_ID] = msg.client_msg_id
+        props[PROPERTY_RETRY_TOPIC] = msg.topic
+        props[PROPERTY_RECONSUME_TIME] = str(msg.reconsume_times + 1)
+        props[PROPERTY_MAX_RECONSUME_TIMES] = str(self.options.max_reconsume_times)
+        props.pop(PROPERTY_TRANSACTION_PREPARED, None)
+        new.delay_time_level = 3 + msg.reconsume_times
+        await self._retry_producer.send(new)
+
+    # -- offsets and locks --------------------------------------------------------------
+
+    async def _persist_loop(self) -> None:
+        assert self._store is not None
+        interval = self.options.persist_interval_s or self.instance.config.persist_offset_interval
+        while not self._closing:
+            await trio.sleep(interval)
+            if not self._closing:
+                await self._store.persist_all(self._owned)
+
+    async def commit(self) -> None:
+        """Commit the consumed offsets now (else every ``persist_interval_s``)."""
+        assert self._store is not None
+        await self._store.persist_all(self._owned)
+
+    def _by_broker(self, mqs: Iterable[MessageQueue]) -> dict[str, list[MessageQueue]]:
+        out: dict[str, list[MessageQueue]] = {}
+        for mq in mqs:
+            out.setdefault(mq.broker_name, []).append(mq)
+        return out
+
+    async def _lock(self, mqs: list[MessageQueue]) -> set[MessageQueue]:
+        """LOCK_BATCH_MQ at each queue's broker; the queues locked for us."""
+        inst = self.instance
+        locked: set[MessageQueue] = set()
+        for broker, group_mqs in self._by_broker(mqs).items():
+            addr = inst.master_addr(broker)
+            if addr is None:
+                continue
+            body = LockBatchRequestBody(self.group, inst.client_id, group_mqs)
+            try:
+                locked.update(await inst.api.lock_batch(addr, body))
+            except Exception as exc:  # noqa: BLE001 - ClientError or an answer that does not decode
+                log.info("lock of %d queues at %s failed: %s", len(group_mqs), broker, exc)
+        return locked
+
+    async def _unlock(self, mqs: list[MessageQueue], *, oneway: bool) -> None:
+        inst = self.instance
+        for broker, group_mqs in self._by_broker(mqs).items():
+            addr = inst.master_addr(broker)
+            if addr is None:
+                continue
+            try:
+                await inst.api.unlock_batch(addr, UnlockBatchRequestBody(self.group, inst.client_id, group_mqs), oneway=oneway)
+            except Exception as exc:  # noqa: BLE001
+                log.info("unlock at %s failed: %s", broker, exc)
+
+    async def _lock_loop(self) -> None:
+        """``lockMQPeriodically``: relock every owned queue; a refusal unlocks it here."""
+        while not self._closing:
+            await trio.sleep(self.options.lock_interval_s)
+            owned = dict(self._owned)
+            locked = await self._lock(list(owned))
+            now = trio.current_time()
+            for mq, o in owned.items():
+                o.pq.set_locked(mq in locked, now)

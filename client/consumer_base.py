@@ -1,0 +1,414 @@
+"""What push and lite-pull consumers share: consume results, where a new queue starts,
+the user's callback (async or plain), retry-topic bookkeeping, and
+:class:`ConsumerBase` (instance, handle methods, offset store, rebalancer, lifecycle).
+
+Java: ``ConsumeConcurrentlyStatus`` / ``ConsumeOrderlyStatus`` (one enum here),
+``ConsumeFromWhere`` + ``RebalancePushImpl.computePullFromWhere``,
+``ConsumeMessageConcurrentlyService.resetRetryAndNamespace``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import enum
+import functools
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, Union
+
+import attrs
+import trio
+
+from trocket.codecs.bodies.client import ConsumeFromWhere, MessageModel, MessageQueue
+from trocket.codecs.message.message import MessageExt
+from trocket.codecs.message.properties import PROPERTY_CONSUME_START_TIMESTAMP, PROPERTY_RETRY_TOPIC
+from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX, validate_group
+from trocket.remoting import ServiceContextManager
+
+from .config import ClientConfig
+from .errors import BrokerResponseError, ClientError, ClientStateError
+from .instance import ClientInstance
+from .message import PullResult
+from .offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
+from .rebalance import Rebalancer
+
+__all__ = [
+    "ConsumeResult",
+    "ConsumeFrom",
+    "Listener",
+    "parse_consume_from",
+    "make_invoker",
+    "reset_retry_topic",
+    "start_offset",
+    "OffsetCalls",
+    "InstanceOffsets",
+    "consumer_ids",
+    "parse_timestamp",
+    "ConsumerBase",
+    "ConsumerOptions",
+]
+
+log = logging.getLogger(__name__)
+
+
+class ConsumeResult(enum.Enum):
+    """What a callback answers. ``None`` (returning nothing) counts as SUCCESS; an
+    exception as RECONSUME_LATER. For an orderly consumer RECONSUME_LATER means
+    ``SUSPEND_CURRENT_QUEUE_A_MOMENT``: the same message again after a pause."""
+
+    SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+
+
+class ConsumeFrom(enum.Enum):
+    """Where a queue the group has no offset for starts (``ConsumeFromWhere``)."""
+
+    LAST = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+    FIRST = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    TIMESTAMP = ConsumeFromWhere.CONSUME_FROM_TIMESTAMP
+
+
+def parse_consume_from(value: ConsumeFrom | str) -> ConsumeFrom:
+    if isinstance(value, ConsumeFrom):
+        return value
+    try:
+        return ConsumeFrom[value.upper()]
+    except KeyError:
+        raise ValueError(f"consume_from must be one of last, first, timestamp; not {value!r}") from None
+
+
+@attrs.define(slots=True, kw_only=True)
+class ConsumerOptions:
+    """Knobs both consumers have (times in seconds); each consumer's options class adds
+    its own and sets Java's defaults."""
+
+    message_model: MessageModel = MessageModel.CLUSTERING
+    consume_from: ConsumeFrom = attrs.field(default=ConsumeFrom.LAST, converter=parse_consume_from)
+    #: for ConsumeFrom.TIMESTAMP: a datetime, epoch seconds or ``yyyyMMddHHmmss``; default half an hour ago
+    consume_timestamp: Any = None
+    pull_batch_size: int = 32
+    pull_threshold_for_queue: int = 1000
+    broker_suspend_s: float = 15.0
+    #: a pull's call timeout (``CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND``)
+    pull_timeout_s: float = 30.0
+    rebalance_interval_s: float = 20.0
+    #: broadcasting: the local offset files' root (default ``~/.trocket_offsets``)
+    offset_dir: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        for name in ("pull_batch_size", "pull_threshold_for_queue"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
+
+
+Listener = Callable[[MessageExt], Union[ConsumeResult, None, Awaitable[Union[ConsumeResult, None]]]]
+
+
+def make_invoker(listener: Listener, limiter: trio.CapacityLimiter) -> Callable[[MessageExt], Awaitable[ConsumeResult]]:
+    """``await invoke(msg)`` -> a :class:`ConsumeResult`, never raising (but for
+    cancellation): async callbacks run in this task, plain ones in a worker thread; both
+    hold a token of ``limiter`` (the bound on callbacks in flight)."""
+    is_async = inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(
+        getattr(listener, "__call__", None)
+    )
+
+    async def invoke(msg: MessageExt) -> ConsumeResult:
+        try:
+            async with limiter:
+                if is_async:
+                    result: Any = await listener(msg)  # type: ignore[misc]
+                else:
+                    result = await trio.to_thread.run_sync(functools.partial(listener, msg))
+        except trio.Cancelled:
+            raise
+        except Exception:  # noqa: BLE001 - the user's failure is a RECONSUME_LATER
+            log.warning("consume callback failed on %s (queue %d offset %d); reconsume later",
+                        msg.topic, msg.queue_id, msg.queue_offset, exc_info=True)
+            return ConsumeResult.RECONSUME_LATER
+        if result is None or result is ConsumeResult.SUCCESS:
+            return ConsumeResult.SUCCESS
+        if result is ConsumeResult.RECONSUME_LATER:
+            return result
+        log.warning("consume callback returned %r, neither a ConsumeResult nor None; reconsume later", result)
+        return ConsumeResult.RECONSUME_LATER
+
+    return invoke
+
+
+def reset_retry_topic(msg: MessageExt, group: str, now_ms: int) -> None:
+    """A message pulled from ``%RETRY%<group>`` shows its real topic (``RETRY_TOPIC``);
+    every message gets ``CONSUME_START_TIME``."""
+    real = msg.properties.get(PROPERTY_RETRY_TOPIC)
+    if real is not None and msg.topic == RETRY_GROUP_TOPIC_PREFIX + group:
+        msg.topic = real
+    msg.properties[PROPERTY_CONSUME_START_TIMESTAMP] = str(now_ms)
+
+
+class OffsetCalls(Protocol):
+    """The broker calls :func:`start_offset` needs (bound to a queue's broker)."""
+
+    async def max_offset(self, mq: MessageQueue) -> int: ...
+    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int: ...
+
+
+class InstanceOffsets:
+    """Offset calls through a :class:`~trocket.client.instance.ClientInstance`, at the
+    master of each queue's broker: :class:`OffsetCalls` and the offset store's
+    :class:`~trocket.client.offset_store.BrokerOffsetCalls`."""
+
+    def __init__(self, inst: ClientInstance) -> None:
+        self.inst = inst
+
+    async def _addr(self, mq: MessageQueue) -> str:
+        addr = self.inst.master_addr(mq.broker_name)
+        if addr is None:
+            await self.inst.update_route(mq.topic)
+            addr = self.inst.master_addr(mq.broker_name)
+        if addr is None:
+            raise ClientError(f"no address for broker {mq.broker_name}")
+        return addr
+
+    async def query_consumer_offset(self, group: str, mq: MessageQueue) -> int | None:
+        return await self.inst.api.query_consumer_offset(await self._addr(mq), group, mq)
+
+    async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int) -> None:
+        await self.inst.api.update_consumer_offset(await self._addr(mq), group, mq, offset)
+
+    async def max_offset(self, mq: MessageQueue) -> int:
+        return await self.inst.api.get_max_offset(await self._addr(mq), mq)
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        return await self.inst.api.get_min_offset(await self._addr(mq), mq)
+
+    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        return await self.inst.api.search_offset(await self._addr(mq), mq, timestamp_ms)
+
+
+async def consumer_ids(inst: ClientInstance, group: str, topic: str) -> list[str]:
+    """``findConsumerIdList``: the group's client ids, from one broker of ``topic``
+    (the next one when a broker fails). When the broker does not list this client yet
+    (the topic's broker was unknown at the last heartbeat), heartbeat and ask again."""
+    try:
+        ids = await _consumer_ids_once(inst, group, topic)
+    except BrokerResponseError:  # SYSTEM_ERROR "no consumer for this group"
+        ids = []
+    if inst.client_id not in ids:
+        await inst.send_heartbeat()
+        ids = await _consumer_ids_once(inst, group, topic)
+    return ids
+
+
+async def _consumer_ids_once(inst: ClientInstance, group: str, topic: str) -> list[str]:
+    route = await inst.route(topic)
+    last: Exception | None = None
+    for name in sorted(bd.broker_name for bd in route.broker_datas):
+        addr = inst.broker_addr(name)
+        if addr is None:
+            continue
+        try:
+            return await inst.api.get_consumer_list(addr, group)
+        except ClientError as exc:
+            last = exc
+    if last is not None:
+        raise last
+    return []
+
+
+def parse_timestamp(value: str | int | float | _dt.datetime) -> int:
+    """A consume timestamp as epoch milliseconds: a datetime, epoch seconds, or Java's
+    ``yyyyMMddHHmmss`` text (local time, as ``UtilAll.parseDate``)."""
+    if isinstance(value, _dt.datetime):
+        return int(value.timestamp() * 1000)
+    if isinstance(value, (int, float)):
+        return int(value * 1000)
+    return int(_dt.datetime.strptime(value, "%Y%m%d%H%M%S").timestamp() * 1000)
+
+
+async def start_offset(
+    mq: MessageQueue, stored: int, where: ConsumeFrom, timestamp_ms: int, calls: OffsetCalls
+) -> int:
+    """``computePullFromWhere``: the group's stored offset when there is one (>= 0),
+    else by ``where``. A retry topic starts at 0 (LAST) or its end (TIMESTAMP), as Java."""
+    if stored >= 0:
+        return stored
+    retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+    if where is ConsumeFrom.FIRST:
+        return 0
+    if where is ConsumeFrom.LAST:
+        return 0 if retry else await calls.max_offset(mq)
+    if retry:
+        return await calls.max_offset(mq)
+    return await calls.search_offset(mq, timestamp_ms)
+
+
+class ConsumerBase(ServiceContextManager):
+    """What both consumers share: the instance they run on (their own, or a shared one),
+    the ConsumerHandle methods the instance calls, the offset store, the rebalancer,
+    and the ``async with`` plumbing. Subclasses define ``run``, ``aclose``,
+    ``consumer_data`` and ``subscribed_topics``."""
+
+    kind = "consumer"
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | list[str] | None,
+        instance: ClientInstance | None,
+        client_config: ClientConfig | None,
+    ) -> None:
+        validate_group(group)
+        self.group = group
+        if instance is None and client_config is None and namesrv is None:
+            raise ValueError(f"a {type(self).__name__} needs namesrv, client_config or instance")
+        self._own_instance = instance is None
+        self._instance = instance
+        self._client_config = client_config or (ClientConfig(namesrv=namesrv) if namesrv is not None else None)
+        self._store: OffsetStore | None = None
+        self._rebalancer: Rebalancer | None = None
+        self._nursery: trio.Nursery | None = None
+        self._closing = False
+        self._timestamp_ms = 0
+        self._cm_nursery = None
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise ClientStateError(f"the {self.kind} is not started")
+        return self._instance
+
+    @property
+    def client_id(self) -> str:
+        if self._instance is not None:
+            return self._instance.client_id
+        assert self._client_config is not None
+        return self._client_config.client_id
+
+    # -- ConsumerHandle ------------------------------------------------------------------
+
+    def on_route_changed(self, topic: str, queues: list[MessageQueue]) -> None:
+        return None  # the next rebalance reads the instance's route
+
+    def on_consumer_ids_changed(self) -> None:
+        if self._rebalancer is not None and not self._closing:
+            self._rebalancer.wakeup()
+
+    async def running_info(self) -> bytes:
+        raise NotImplementedError
+
+    async def consume_directly(self, msg: MessageExt, broker_name: str | None) -> bytes:
+        raise NotImplementedError
+
+    async def reset_offset(self, topic: str, timestamp: int, body: bytes) -> None:
+        raise NotImplementedError
+
+    # -- start and stop --------------------------------------------------------------------
+
+    async def _start_common(
+        self,
+        nursery: trio.Nursery,
+        *,
+        model: MessageModel,
+        offset_dir: str | None,
+        consume_timestamp: Any,
+        topics: Callable[[], list[str]],
+        apply: Callable[[str, set[MessageQueue]], Awaitable[None]],
+        rebalance_interval: float,
+    ) -> ClientInstance:
+        """Start the own instance (if any), the offset store, register, learn the routes
+        and heartbeat (so the brokers list this client before the first rebalance)."""
+        if self._own_instance:
+            assert self._client_config is not None
+            self._instance = ClientInstance(self._client_config)
+            await nursery.start(self._instance.run)
+        inst = self.instance
+        self._nursery = nursery
+        self._timestamp_ms = (
+            parse_timestamp(consume_timestamp)
+            if consume_timestamp is not None
+            else int(time.time() * 1000) - 30 * 60 * 1000  # Java: half an hour ago
+        )
+        if model is MessageModel.CLUSTERING:
+            self._store = RemoteBrokerOffsetStore(self.group, InstanceOffsets(inst))
+        else:
+            self._store = LocalFileOffsetStore(self.group, inst.client_id, offset_dir)
+        await self._store.load()
+        inst.register_consumer(self)  # type: ignore[arg-type]
+        for topic in topics():
+            try:
+                await inst.update_route(topic)
+            except ClientError as exc:
+                log.warning("route of %s not found at start: %s", topic, exc)
+        await inst.send_heartbeat()
+        self._rebalancer = Rebalancer(
+            client_id=inst.client_id,
+            model=model,
+            topics=topics,
+            queues_of=inst.subscribe_queues,
+            consumer_ids=lambda topic: consumer_ids(inst, self.group, topic),
+            apply=apply,
+            interval=rebalance_interval,
+        )
+        return inst
+
+    async def _finish(self, *, commit: bool, extra: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Shielded end of a graceful close: commit the owned queues' offsets, ``extra``
+        (unlocks), unregister, close the own instance, cancel the nursery."""
+        inst = self._instance
+        with trio.CancelScope(shield=True):
+            if inst is not None and inst.running:
+                if commit and self._store is not None:
+                    with trio.move_on_after(5):
+                        await self._store.persist_all(self._owned_queues())
+                if extra is not None:
+                    with trio.move_on_after(3):
+                        await extra()
+                with trio.move_on_after(3):
+                    await inst.unregister_consumer(self.group)
+                if self._own_instance:
+                    with trio.move_on_after(5):
+                        await inst.aclose()
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+
+    def _owned_queues(self) -> list[MessageQueue]:
+        raise NotImplementedError
+
+    async def _pull(self, mq: MessageQueue, header: Any, timeout: float) -> PullResult | None:
+        """One PULL_MESSAGE at the master of ``mq``'s broker (its route fetched again when
+        the broker is unknown); None after any failure (logged): the caller waits."""
+        inst = self.instance
+        try:
+            addr = inst.master_addr(mq.broker_name)
+            if addr is None:
+                await inst.update_route(mq.topic)
+                addr = inst.master_addr(mq.broker_name)
+                if addr is None:
+                    raise ClientError(f"no address for broker {mq.broker_name}")
+            return await inst.api.pull_message(addr, header, timeout)
+        except Exception as exc:  # noqa: BLE001 - any failure: the loop waits and pulls again
+            log.info("pull of %s failed: %s", mq, exc)
+            return None
+
+    async def start_offset_of(self, mq: MessageQueue, consume_from: ConsumeFrom) -> int:
+        """Where a newly owned queue starts: the stored offset, else ``consume_from``
+        (``removeDirtyOffset`` + ``computePullFromWhere``)."""
+        assert self._store is not None
+        self._store.remove(mq)
+        stored = await self._store.read_store(mq)
+        return await start_offset(mq, stored, consume_from, self._timestamp_ms, InstanceOffsets(self.instance))
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def _cm_run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        await self.run(task_status=task_status)  # type: ignore[attr-defined]
+
+    async def _cm_close(self) -> None:
+        await self.aclose()
+
+    def _cm_abort(self) -> None:
+        self._closing = True
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()

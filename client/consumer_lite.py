@@ -1,0 +1,311 @@
+"""PullConsumer: the caller drives the loop with :meth:`PullConsumer.poll`.
+
+Java: ``DefaultLitePullConsumer`` / ``DefaultLitePullConsumerImpl``. Either
+:meth:`~PullConsumer.subscribe` (the group's queues are split among its clients by the
+same rebalance as the push consumer: allocate-averagely, at start, on
+NOTIFY_CONSUMER_IDS_CHANGED and every 20 s) or :meth:`~PullConsumer.assign` (exactly
+these queues, no group balancing). Either way a background long-polling pull loop per
+queue fills a cache bounded per queue (``pull_threshold_for_queue`` messages) and in all
+(``pull_threshold_for_all``); :meth:`~PullConsumer.poll` hands out one pull's messages
+(in each queue's order) and counts them consumed; :meth:`~PullConsumer.commit` sends
+the consumed offsets to the broker (``commitSync``), and with ``auto_commit`` (default)
+``poll`` does so every ``auto_commit_interval_s`` and :meth:`~PullConsumer.aclose` at
+the end. :meth:`~PullConsumer.seek` moves a queue's next offset (what is cached for it
+is dropped). Broadcasting keeps offsets in a local file, as the push consumer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+import trio
+
+from trocket.codecs.bodies.client import ConsumerData, ConsumeType, MessageModel, MessageQueue, SubscriptionData
+
+from . import subscription as subs
+from .config import ClientConfig
+from .consumer_base import ConsumerBase, ConsumerOptions, InstanceOffsets
+from .consumer_pull import process_pull_result, pull_header
+from .errors import ClientError, ClientStateError
+from .instance import ClientInstance
+from .message import MessageExt, PullStatus
+from .process_queue import ProcessQueue
+
+__all__ = ["PullConsumer", "PullConsumerOptions"]
+
+log = logging.getLogger(__name__)
+
+_DELAY_ON_ERROR_S = 3.0
+_DELAY_ON_FLOW_CONTROL_S = 0.05
+
+
+@attrs.define(slots=True, kw_only=True)
+class PullConsumerOptions(ConsumerOptions):
+    """``DefaultLitePullConsumer``'s knobs (times in seconds); the common ones are
+    :class:`~trocket.client.consumer_base.ConsumerOptions`'."""
+
+    auto_commit: bool = True
+    auto_commit_interval_s: float = 5.0
+    pull_batch_size: int = 10
+    pull_threshold_for_all: int = 10_000
+    broker_suspend_s: float = 20.0
+    poll_timeout_s: float = 5.0
+
+
+@attrs.define(slots=True, eq=False)
+class _Session:
+    """One queue from the moment it is taken (or sought) until it is dropped."""
+
+    mq: MessageQueue
+    pq: ProcessQueue
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+
+
+class PullConsumer(ConsumerBase):
+    """``async with PullConsumer(group, namesrv) as c: c.subscribe(...); await c.poll()``."""
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | list[str] | None = None,
+        *,
+        instance: ClientInstance | None = None,
+        client_config: ClientConfig | None = None,
+        options: PullConsumerOptions | None = None,
+        **option_kw: Any,
+    ) -> None:
+        super().__init__(group, namesrv, instance, client_config)
+        if options is not None and option_kw:
+            raise TypeError("give either options= or option keywords, not both")
+        self.options = options or PullConsumerOptions(**option_kw)
+        self._subs: dict[str, SubscriptionData] = {}
+        self._assigned: set[MessageQueue] | None = None  # assign mode
+        self._sessions: dict[MessageQueue, _Session] = {}
+        self._ready: deque[tuple[_Session, list[MessageExt]]] = deque()
+        self._cached = 0
+        self._lot = trio.lowlevel.ParkingLot()
+        self._space = trio.lowlevel.ParkingLot()
+        self._lock = trio.Lock()
+        self._running = False
+        self._last_commit = 0.0
+
+    # -- what to consume ----------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Consume ``topic`` (``"*"`` or ``"TagA || TagB"``) with the group's rebalance."""
+        if self._assigned is not None:
+            raise ClientStateError("subscribe and assign are exclusive (as DefaultLitePullConsumer)")
+        self._subs[topic] = subs.build(topic, expression)
+        if self._running:
+            self.instance.heartbeat_now()
+            assert self._rebalancer is not None
+            self._rebalancer.wakeup()
+
+    async def assign(self, queues: Iterable[MessageQueue]) -> None:
+        """Consume exactly ``queues`` (no group balancing)."""
+        if self._subs and self._assigned is None:
+            raise ClientStateError("subscribe and assign are exclusive (as DefaultLitePullConsumer)")
+        self._assigned = set(queues)
+        for mq in self._assigned:
+            if mq.topic not in self._subs:
+                self._subs[mq.topic] = subs.build(mq.topic, "*")
+        if self._running:
+            async with self._lock:
+                await self._set_queues(None, self._assigned)
+
+    async def fetch_queues(self, topic: str) -> list[MessageQueue]:
+        """``fetchMessageQueues``: the topic's readable queues."""
+        return sorted(await self.instance.subscribe_queues(topic))
+
+    def assignment(self) -> list[MessageQueue]:
+        return sorted(self._sessions)
+
+    # -- ConsumerHandle -----------------------------------------------------------------
+
+    def consumer_data(self) -> ConsumerData:
+        return ConsumerData(
+            group_name=self.group,
+            consume_type=ConsumeType.CONSUME_ACTIVELY,
+            message_model=self.options.message_model,
+            consume_from_where=self.options.consume_from.value,
+            subscriptions=list(self._subs.values()),
+        )
+
+    def subscribed_topics(self) -> Iterable[str]:
+        return list(self._subs)
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        if self._running or self._closing:
+            raise ClientStateError("a PullConsumer starts once")
+        opts = self.options
+        async with trio.open_nursery() as nursery:
+            await self._start_common(
+                nursery,
+                model=opts.message_model,
+                offset_dir=opts.offset_dir,
+                consume_timestamp=opts.consume_timestamp,
+                topics=lambda: [] if self._assigned is not None else list(self._subs),
+                apply=self._apply_allocation,
+                rebalance_interval=opts.rebalance_interval_s,
+            )
+            assert self._rebalancer is not None
+            self._running = True
+            self._last_commit = trio.current_time()
+            if self._assigned is not None:
+                await self._set_queues(None, self._assigned)
+            elif self._subs:
+                await self._rebalancer.rebalance_once()
+            nursery.start_soon(self._rebalancer.run, False)
+            task_status.started(self)
+            await trio.sleep_forever()
+
+    async def aclose(self) -> None:
+        """Stop pulling; commit (with ``auto_commit``); unregister; close."""
+        if self._closing or not self._running:
+            return
+        self._closing = True
+        for s in self._sessions.values():
+            s.scope.cancel()
+        self._lot.unpark_all()
+        await self._finish(commit=self.options.auto_commit)
+        self._running = False
+
+    def _owned_queues(self) -> list[MessageQueue]:
+        return list(self._sessions)
+
+    # -- queues -------------------------------------------------------------------------
+
+    async def _apply_allocation(self, topic: str, allocated: set[MessageQueue]) -> None:
+        async with self._lock:
+            if self._assigned is None and not self._closing:
+                await self._set_queues(topic, allocated)
+
+    async def _set_queues(self, topic: str | None, wanted: set[MessageQueue]) -> None:
+        """Drop sessions (of ``topic``, or all) not in ``wanted``; start the new ones."""
+        assert self._store is not None
+        for mq, s in list(self._sessions.items()):
+            if (topic is None or mq.topic == topic) and mq not in wanted:
+                self._drop(s)
+                try:
+                    await self._store.persist(mq)
+                except ClientError as exc:
+                    log.warning("offset of %s not committed when giving it up: %s", mq, exc)
+                self._store.remove(mq)
+        for mq in sorted(wanted):
+            if mq in self._sessions:
+                continue
+            try:
+                offset = await self.start_offset_of(mq, self.options.consume_from)
+            except ClientError as exc:
+                log.warning("start offset of %s unknown (%s); retried at the next rebalance", mq, exc)
+                continue
+            self._start_session(mq, offset)
+
+    def _start_session(self, mq: MessageQueue, offset: int) -> None:
+        assert self._store is not None and self._nursery is not None
+        self._store.update(mq, offset)
+        s = _Session(mq, ProcessQueue())
+        self._sessions[mq] = s
+        self._nursery.start_soon(self._pull_loop, s, offset)
+
+    def _drop(self, s: _Session) -> None:
+        s.pq.dropped = True
+        s.scope.cancel()
+        if self._sessions.get(s.mq) is s:
+            del self._sessions[s.mq]
+        self._cached -= s.pq.msg_count
+        s.pq.clear()
+        self._space.unpark_all()
+
+    async def seek(self, mq: MessageQueue, offset: int) -> None:
+        """The next :meth:`poll` of ``mq`` starts at ``offset`` (what was cached is dropped)."""
+        async with self._lock:
+            s = self._sessions.get(mq)
+            if s is None:
+                raise ClientStateError(f"{mq} is not assigned to this consumer; seek an assigned queue")
+            self._drop(s)
+            self._start_session(mq, offset)
+
+    async def seek_to_begin(self, mq: MessageQueue) -> None:
+        await self.seek(mq, await InstanceOffsets(self.instance).min_offset(mq))
+
+    async def seek_to_end(self, mq: MessageQueue) -> None:
+        await self.seek(mq, await InstanceOffsets(self.instance).max_offset(mq))
+
+    # -- pulling ------------------------------------------------------------------------
+
+    async def _pull_loop(self, s: _Session, offset: int) -> None:
+        opts = self.options
+        mq, pq = s.mq, s.pq
+        sub = self._subs[mq.topic]
+        with s.scope:
+            while not pq.dropped:
+                if pq.msg_count > opts.pull_threshold_for_queue or self._cached > opts.pull_threshold_for_all:
+                    with trio.move_on_after(_DELAY_ON_FLOW_CONTROL_S * 20):
+                        await self._space.park()
+                    continue
+                header = pull_header(self.group, mq, offset, sub, max_nums=opts.pull_batch_size,
+                                     suspend_ms=int(opts.broker_suspend_s * 1000))
+                result = await self._pull(mq, header, opts.pull_timeout_s)
+                if result is None:
+                    await trio.sleep(_DELAY_ON_ERROR_S)
+                    continue
+                if pq.dropped:
+                    return
+                if result.status is PullStatus.OFFSET_ILLEGAL:
+                    log.warning("pull offset %d of %s is illegal; moving to %d", offset, mq, result.next_begin_offset)
+                offset = result.next_begin_offset
+                msgs = process_pull_result(result, sub).messages if result.status is PullStatus.FOUND else []
+                added = pq.put(msgs) if msgs else 0
+                if added:
+                    self._cached += added
+                    self._ready.append((s, pq.take(added)))
+                    self._lot.unpark_all()
+                elif pq.msg_count == 0 and result.status is not PullStatus.OFFSET_ILLEGAL:
+                    # nothing (matching) up to here and nothing unpolled: consumed up to
+                    # here (the push consumer's correctTagsOffset; Java's lite leaves it)
+                    assert self._store is not None
+                    self._store.update(mq, offset, increase_only=True)
+
+    async def poll(self, timeout: float | None = None) -> list[MessageExt]:
+        """The messages of one pull (one queue, in order), waiting up to ``timeout``
+        (``poll_timeout_s``) for some; ``[]`` when none came."""
+        if not self._running:
+            raise ClientStateError("the consumer is not running (use `async with`)")
+        if self.options.auto_commit and trio.current_time() - self._last_commit >= self.options.auto_commit_interval_s:
+            await self.commit()
+        with trio.move_on_after(self.options.poll_timeout_s if timeout is None else timeout):
+            while True:
+                while self._ready:
+                    s, msgs = self._ready.popleft()
+                    if s.pq.dropped:
+                        continue
+                    offset = s.pq.remove(msgs)
+                    self._cached -= len(msgs)
+                    self._space.unpark_all()
+                    assert self._store is not None
+                    if offset >= 0:
+                        self._store.update(s.mq, offset)
+                    return msgs
+                if self._closing:
+                    return []
+                await self._lot.park()
+        return []
+
+    async def commit(self) -> None:
+        """``commitSync``: send every owned queue's consumed offset to the broker (or the
+        local file when broadcasting)."""
+        assert self._store is not None
+        self._last_commit = trio.current_time()
+        await self._store.persist_all(list(self._sessions))
+
+    async def committed(self, mq: MessageQueue) -> int:
+        """The offset the group has stored for ``mq`` (-1: none)."""
+        assert self._store is not None
+        return await self._store.read_store(mq)

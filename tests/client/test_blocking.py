@@ -1,0 +1,96 @@
+"""The blocking facade from plain (non-trio) code: produce, push-consume, pull-consume,
+errors unchanged. The broker runs in-process in a thread of its own."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import trio
+
+from trocket.client.blocking import BlockingProducer, BlockingPullConsumer, BlockingPushConsumer
+from trocket.client.consumer import ConsumeResult
+from trocket.client.errors import ClientStateError, MessageRefusedError
+from trocket.client.message import new_message
+
+from .conftest import running_broker
+
+
+@pytest.fixture
+def thread_broker(tmp_path: Path):
+    """(name server address) of a broker running in a background trio thread."""
+    ready = threading.Event()
+    box: dict = {}
+
+    async def main():
+        async with running_broker(tmp_path) as broker:
+            box["ns"] = ";".join(broker.namesrv_addrs)
+            box["stop"] = trio.Event()
+            box["token"] = trio.lowlevel.current_trio_token()
+            ready.set()
+            await box["stop"].wait()
+
+    t = threading.Thread(target=trio.run, args=(main,), daemon=True)
+    t.start()
+    assert ready.wait(10)
+    yield box["ns"]
+    trio.from_thread.run_sync(box["stop"].set, trio_token=box["token"])
+    t.join(10)
+
+
+def test_blocking_producer_and_push_consumer(thread_broker):
+    ns = thread_broker
+    with BlockingProducer("BPG", ns) as producer:
+        results = [producer.send(new_message("BT", f"m{i}".encode(), properties={"i": str(i)})) for i in range(10)]
+        assert all(r.ok for r in results)
+        fut = producer.send_async(new_message("BT", b"m10"))
+        assert fut.result(timeout=5).ok
+        with pytest.raises(MessageRefusedError):
+            producer.send(new_message("BT", b""))  # an empty body: the same typed error as the trio API
+    got: list[bytes] = []
+    done = threading.Event()
+    listener_threads = set()
+
+    def listener(msg):  # a plain function: runs in a worker thread
+        listener_threads.add(threading.current_thread().name)
+        got.append(msg.body)
+        if len(got) == 11:
+            done.set()
+        return ConsumeResult.SUCCESS
+
+    with BlockingPushConsumer("BCG", ns, {"BT": "*"}, listener, consume_from="first") as consumer:
+        assert done.wait(10)
+        assert len(consumer.assignment()) == 5
+    assert sorted(got) == sorted(f"m{i}".encode() for i in range(11))
+    assert threading.current_thread().name not in listener_threads
+    with pytest.raises(ClientStateError):
+        consumer.commit()
+
+
+def test_blocking_pull_consumer(thread_broker):
+    ns = thread_broker
+    with BlockingProducer("BPG", ns) as producer:
+        for i in range(8):
+            producer.send(new_message("BPT", f"m{i}".encode()))
+    with BlockingPullConsumer("BLCG", ns, consume_from="first") as consumer:
+        consumer.subscribe("BPT", "*")
+        got = []
+        deadline = time.monotonic() + 10
+        while len(got) < 8 and time.monotonic() < deadline:
+            got.extend(consumer.poll(timeout=1))
+        assert sorted(m.body for m in got) == sorted(f"m{i}".encode() for i in range(8))
+        consumer.commit()
+        mq = consumer.assignment()[0]
+        assert consumer.committed(mq) == len([m for m in got if m.queue_id == mq.queue_id])
+
+
+def test_blocking_start_errors_are_the_trio_ones_and_leave_no_thread():
+    before = threading.active_count()
+    with pytest.raises(ClientStateError, match="no subscription"):
+        BlockingPushConsumer("G", "127.0.0.1:9876", None, lambda msg: None)
+    with pytest.raises(ValueError, match="namesrv"):
+        BlockingPullConsumer("G")
+    time.sleep(0.1)
+    assert threading.active_count() == before
