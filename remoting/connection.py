@@ -33,7 +33,7 @@ import os
 import struct
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Awaitable
 
 import trio
 
@@ -119,6 +119,13 @@ def _socket_of(stream: trio.abc.Stream):
             return None
         stream = inner
     return stream.socket
+
+
+class _Unanswerable(Exception):
+    """A response a hook refused or that does not encode: answered SYSTEM_ERROR."""
+
+    def __init__(self, remark: str) -> None:
+        self.remark = remark
 
 
 class _Outbox:
@@ -366,13 +373,55 @@ class Connection:
         if request.flag & RPC_ONEWAY:
             self._after_oneway(request, response)
             return False
-        response.opaque = request.opaque  # type: ignore[union-attr]
-        response.flag |= RPC_RESPONSE  # type: ignore[union-attr]
-        response.serialize_type = request.serialize_type  # type: ignore[union-attr]
+        try:
+            frame = self._answer_frame(request, response)  # type: ignore[arg-type]
+        except _Unanswerable as exc:
+            return await self.reply_system(request, SysResponseCode.SYSTEM_ERROR, exc.remark)
+        try:
+            if not self.send_frame_nowait(frame):
+                await self.send_frame(frame)
+        except RemotingSendRequestError:
+            return False
+        return True
+
+    def answer_soon(self, request: RemotingCommand, response: RemotingCommand | None) -> Awaitable[object] | None:
+        """:meth:`answer` without a coroutine when nothing has to wait: ``None`` once
+        the answer is sent or queued (or dropped: oneway, connection gone); else an
+        awaitable that finishes it (waiting for room in the outbox, or answering
+        SYSTEM_ERROR for a hook that raised or a response that does not encode).
+        The reader's path for inline processors: one answer per frame, no coroutine."""
+        if request.flag & RPC_ONEWAY:
+            self._after_oneway(request, response)
+            return None
+        try:
+            frame = self._answer_frame(request, response)  # type: ignore[arg-type]
+        except _Unanswerable as exc:
+            return self.reply_system(request, SysResponseCode.SYSTEM_ERROR, exc.remark)
+        try:
+            if self.send_frame_nowait(frame):
+                return None
+        except RemotingSendRequestError:
+            return None
+        return self._send_answer(frame)
+
+    async def _send_answer(self, frame: bytes) -> bool:
+        try:
+            await self.send_frame(frame)
+        except RemotingSendRequestError:
+            return False
+        return True
+
+    def _answer_frame(self, request: RemotingCommand, response: RemotingCommand) -> bytes:
+        """Finish ``response`` (opaque, response flag, serialization from ``request``;
+        the hooks' ``do_after_response``) and encode it; :class:`_Unanswerable` (logged
+        here) when a hook raises or it does not encode."""
+        response.opaque = request.opaque
+        response.flag |= RPC_RESPONSE
+        response.serialize_type = request.serialize_type
         try:
             for hook in self.endpoint.hooks:
                 hook.do_after_response(self.remote_address, request, response)
-            frame = encode_command(response)  # type: ignore[arg-type]
+            return encode_command(response)
         except Exception as exc:
             if isinstance(exc, CodecError):
                 log.warning("response to code %d from %s does not encode: %s", request.code, self.remote_address, exc)
@@ -381,13 +430,7 @@ class Connection:
                 log.warning("RPC hook for code %d from %s raised", request.code, self.remote_address, exc_info=True)
                 self.endpoint.stats.processor_errors += 1
                 remark = exception_simple_desc(exc)
-            return await self.reply_system(request, SysResponseCode.SYSTEM_ERROR, remark)
-        try:
-            if not self.send_frame_nowait(frame):
-                await self.send_frame(frame)
-        except RemotingSendRequestError:
-            return False
-        return True
+            raise _Unanswerable(remark) from None
 
     def _after_oneway(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
         try:
@@ -620,7 +663,7 @@ class Connection:
             receive = self.stream.receive_some
         pop_pending = self.responses.pop
         stats = endpoint.stats
-        dispatch = endpoint._dispatch
+        dispatch = endpoint._dispatch_soon
         tap = endpoint.tap
         outbox = self._outbox
         fd = self._fd
@@ -663,7 +706,9 @@ class Connection:
                             else:
                                 fut.set_response(cmd)
                         else:
-                            await dispatch(self, cmd)
+                            pending = dispatch(self, cmd)
+                            if pending is not None:
+                                await pending
                 except FrameError as exc:
                     self._bad_input(RemotingFrameError, exc)
                     return
