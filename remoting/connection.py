@@ -288,7 +288,8 @@ class Connection:
         Only the first frame of a burst goes direct (a write to a socket a peer
         process is waiting on costs a wake-up); the rest queue up for the writer's
         single ``send_all``. The reader (new data) and the writer (queue drained)
-        allow the next direct write.
+        allow the next direct write; a read that completed several calls does not
+        (their callers' next requests go out together, in the writer's one write).
         """
         if self._state >= _CLOSING:
             raise RemotingSendRequestError(f"connection to {self.remote_address} is closed", self.remote_address)
@@ -684,8 +685,7 @@ class Connection:
                     return
                 self.last_io = current_time()
                 outbox.corked = True
-                if not self._sending and fd >= 0:
-                    self._direct_ok = True
+                completed = 0
                 try:
                     decoder.feed(data)
                     while (payload := decoder.next_frame()) is not None:
@@ -705,6 +705,7 @@ class Connection:
                                 stats.dropped_responses += 1
                             else:
                                 fut.set_response(cmd)
+                                completed += 1
                         else:
                             pending = dispatch(self, cmd)
                             if pending is not None:
@@ -715,6 +716,12 @@ class Connection:
                 finally:
                     if self._state < _CLOSING:
                         self._flush_corked()
+                    # New data allows the next direct write -- unless this read completed
+                    # several calls: their callers wake together and each sends next, so
+                    # the writer sends all of those with one write rather than the first
+                    # going alone (which also hands the peer one request, then the rest).
+                    if not self._sending and fd >= 0:
+                        self._direct_ok = completed < 2
 
     def _bad_input(self, kind: type, exc: CodecError) -> None:
         error = kind(f"bad input from {self.remote_address}: {exc}", self.remote_address)

@@ -171,3 +171,68 @@ async def test_answers_of_one_read_batch_go_out_in_one_write(monkeypatch):
     assert [a.opaque for a in answers] == list(range(10))
     total = sum(len(encode_command(a)) for a in answers)
     assert writes == [total]
+
+
+async def test_callers_woken_by_one_read_send_their_next_requests_in_one_write(monkeypatch):
+    """A read that completes several calls leaves the next writes to the writer: the
+    callers' follow-up requests leave in one write, not the first alone then the rest."""
+    import trocket.remoting.connection as connection
+
+    writes: list[int] = []
+    real_write = connection._write
+    real_send_all = trio.SocketStream.send_all
+
+    def counting_write(fd, data):
+        writes.append(len(data))
+        return real_write(fd, data)
+
+    async def counting_send_all(self, data):
+        writes.append(len(data))
+        return await real_send_all(self, data)
+
+    monkeypatch.setattr(connection, "_write", counting_write)
+    monkeypatch.setattr(trio.SocketStream, "send_all", counting_send_all)
+
+    callers = 4
+    listener = trio.socket.socket()
+    await listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    marks: list[int] = []
+
+    async def read_frames(sock, buf: bytearray, n: int) -> list[RemotingCommand]:
+        out = []
+        while len(out) < n:
+            while len(buf) >= 4 and len(buf) >= 4 + struct.unpack(">I", buf[:4])[0]:
+                length = struct.unpack(">I", buf[:4])[0]
+                out.append(decode_command(bytes(buf[4 : 4 + length])))
+                del buf[: 4 + length]
+            if len(out) < n:
+                buf += await sock.recv(65536)
+        return out
+
+    async def raw_server():
+        sock, _ = await listener.accept()
+        buf = bytearray()
+        for _ in range(2):
+            reqs = await read_frames(sock, buf, callers)
+            marks.append(len(writes))
+            answers = [RemotingCommand.response(0, body=r.body, opaque=r.opaque) for r in reqs]
+            for a in answers:
+                a.flag |= 1
+            await sock.send(b"".join(encode_command(a) for a in answers))  # one segment
+        sock.close()
+
+    async def caller(client, i):
+        await client.invoke_sync(f"127.0.0.1:{port}", request(INLINE, body=b"a%d" % i))
+        await client.invoke_sync(f"127.0.0.1:{port}", request(INLINE, body=b"b%d" % i))
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery, client_of() as client:
+            nursery.start_soon(raw_server)
+            async with trio.open_nursery() as callers_nursery:
+                for i in range(callers):
+                    callers_nursery.start_soon(caller, client, i)
+    listener.close()
+    assert len(marks) == 2
+    assert marks[1] - marks[0] == 1  # the second round's 4 requests: one write
