@@ -29,7 +29,10 @@ Two load generators: trio tasks of this process on one :class:`RemotingClient`
 (``python``), and N threads through one real C++ producer (PyPI ``rocketmq``,
 ``benchmarks/cpp_producer.py``, ``cpp``), which routes through the embedded name
 server. The Python generator shares the 2 cores and may be the limit itself; the broker's
-CPU per message is the figure that compares.
+CPU per message is the figure that compares. ``--broker-pythonpath DIR`` runs the broker
+from another tree (laid out as the ``trocket`` package in ``DIR``) under the same load
+generator, for before/after runs; ``benchmarks/instructions.py`` gives the steadier
+instruction count per message.
 
 Rollover (``--part rollover``): a send that rolls the commit log over to a new segment
 runs on its connection's reader. With the next segment made ahead
