@@ -371,38 +371,26 @@ class Connection:
         Returns whether an answer was sent or queued (``False``: oneway, or the
         connection is gone and the answer is dropped).
         """
-        if request.flag & RPC_ONEWAY:
-            self._after_oneway(request, response)
-            return False
-        try:
-            frame = self._answer_frame(request, response)  # type: ignore[arg-type]
-        except _Unanswerable as exc:
-            return await self.reply_system(request, SysResponseCode.SYSTEM_ERROR, exc.remark)
-        try:
-            if not self.send_frame_nowait(frame):
-                await self.send_frame(frame)
-        except RemotingSendRequestError:
-            return False
-        return True
+        outcome = self.answer_soon(request, response)
+        return outcome if outcome.__class__ is bool else await outcome  # type: ignore[misc]
 
-    def answer_soon(self, request: RemotingCommand, response: RemotingCommand | None) -> Awaitable[object] | None:
-        """:meth:`answer` without a coroutine when nothing has to wait: ``None`` once
-        the answer is sent or queued (or dropped: oneway, connection gone); else an
-        awaitable that finishes it (waiting for room in the outbox, or answering
-        SYSTEM_ERROR for a hook that raised or a response that does not encode).
-        The reader's path for inline processors: one answer per frame, no coroutine."""
+    def answer_soon(self, request: RemotingCommand, response: RemotingCommand | None) -> bool | Awaitable[bool]:
+        """:meth:`answer` without a coroutine when nothing has to wait: its result
+        now, or an awaitable of it when it must wait (for room in the outbox), or
+        answer SYSTEM_ERROR instead (a hook that raised, a response that does not
+        encode). The reader's path for inline processors: no coroutine per frame."""
         if request.flag & RPC_ONEWAY:
             self._after_oneway(request, response)
-            return None
+            return False
         try:
             frame = self._answer_frame(request, response)  # type: ignore[arg-type]
         except _Unanswerable as exc:
             return self.reply_system(request, SysResponseCode.SYSTEM_ERROR, exc.remark)
         try:
             if self.send_frame_nowait(frame):
-                return None
+                return True
         except RemotingSendRequestError:
-            return None
+            return False
         return self._send_answer(frame)
 
     async def _send_answer(self, frame: bytes) -> bool:

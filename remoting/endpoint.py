@@ -231,7 +231,8 @@ class RemotingEndpoint:
         except Exception as exc:
             return self._processor_failed(conn, request, exc)
         if response is not None or request.flag & RPC_ONEWAY:
-            return conn.answer_soon(request, response)
+            outcome = conn.answer_soon(request, response)
+            return None if outcome.__class__ is bool else outcome  # type: ignore[return-value]
         return None  # the processor answers later, through conn.answer (the hooks run then)
 
     async def _dispatch(self, conn: Connection, request: RemotingCommand) -> None:
