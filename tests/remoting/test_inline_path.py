@@ -2,7 +2,8 @@
 ``Connection.answer_soon``): no coroutine per frame, and still every guarantee of the
 general path -- arrival order, hooks on both sides of the processor, SYSTEM_ERROR for a
 processor or hook that raises, backpressure when the outbox is full, one write for the
-answers of one read batch."""
+answers of one read batch -- and, on the calling side, one write for the requests of the
+callers one read woke."""
 
 from __future__ import annotations
 
