@@ -12,6 +12,10 @@ object; another module adds its own subcommand to the group with one line in
 
 (``add_capture_parser(sub, add_proxy_command, ...)`` does the same.)
 
+A native capture's RAW records (bytes a capture proxy forwarded without parsing them as
+frames) show as ``raw bytes (N)`` (``"kind": "raw"`` in ``--json``) and are counted apart
+from the frames by ``stats`` (``raw_records``, ``raw_bytes``).
+
 Exit status: 0 when every file was read completely; 1 when a file is missing, of an
 unknown type, cut off, or a stream had gaps or bytes that are no RocketMQ frames
 (what could be read is still shown).
@@ -179,6 +183,9 @@ def _error(message: str) -> None:
 
 def _format_line(view, rel: float, conn: str) -> str:
     parts = [f"{rel:12.6f}", f"{conn:>5}", f"{view.src} -> {view.dst}"]
+    if view.kind == "raw":
+        parts.append(f"raw bytes ({view.frame_len}), not parsed as a frame")
+        return "  ".join(parts)
     if view.kind == "undecodable":
         parts.append(f"undecodable frame of {view.frame_len} bytes: {view.error}")
         return "  ".join(parts)
@@ -283,6 +290,8 @@ def _print_stats(doc: dict[str, Any], req_name, resp_name) -> None:
     p(f"frames: {doc['frames']} ({doc['bytes']} bytes){span} on {doc['connections']} connections")
     p(f"requests: {doc['requests']}  oneway: {doc['oneway_requests']}  responses: {doc['responses']}  "
       f"undecodable: {doc['undecodable']}  orphan responses: {doc['orphan_responses']}")
+    if doc["raw_records"]:
+        p(f"raw (not frames): {doc['raw_records']} records, {doc['raw_bytes']} bytes")
     if doc["frames_by_serialize"]:
         p("serialization: " + "  ".join(f"{k} {v}" for k, v in sorted(doc["frames_by_serialize"].items())))
     unanswered = doc["unanswered_by_code"]
