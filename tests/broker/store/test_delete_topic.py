@@ -6,6 +6,8 @@ import os
 import threading
 import time
 
+import pytest
+
 from trocket.broker.store import MessageStore
 from trocket.broker.store.results import GetStatus
 
@@ -101,3 +103,31 @@ def test_left_over_trash_is_removed_on_open(config):
         assert not os.path.exists(os.path.dirname(trash))
     finally:
         s.shutdown()
+
+
+def test_retention_and_flush_skip_a_queue_unmapped_under_them(store):
+    """A retention pass or a flush (worker threads) that picked a queue and its files
+    before the topic was deleted and reads them after the unmap does not fail."""
+    from trocket.broker.store.retention import delete_expired
+
+    for i in range(120):  # three 50-entry files
+        store.put_message(msg("Gone", b"g%d" % i))
+    cq = store.queues.find("Gone", 0)
+    files = cq.files.files  # what a pass already looked at
+    detached = store.clean_unused_topics(set())
+    store.destroy_detached(detached)
+    assert cq.closed and all(mf.closed for mf in files)
+    for mf in files:
+        mf.wrote_position += 20  # as if written before the unmap and not yet flushed
+        assert mf.flush() == mf.flushed_position
+    # the pass still sees the queue with its (now unmapped) files
+    cq.files._files = files
+    store.queues._queues[("Gone", 0)] = cq
+    try:
+        with pytest.raises(ValueError):
+            cq.delete_expired(store.commit_log.min_offset)
+        delete_expired(store.config, store.commit_log, store.queues, force=True)
+    finally:
+        del store.queues._queues[("Gone", 0)]
+    for d in detached:
+        d.remove_files()
