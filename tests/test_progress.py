@@ -59,3 +59,13 @@ def test_close_without_a_draw_writes_nothing():
     out = Tty()
     ProgressLine(5, stream=out).close()
     assert out.getvalue() == ""
+
+
+def test_custom_text_and_clearing_close():
+    out = Tty()
+    p = ProgressLine(200, stream=out, interval=0.0, text=lambda pos: f"  f: {100 * pos / 200:.0f}%")
+    p.update(50)
+    p.close(clear=True)  # erased (a problem line printed next starts clean) ...
+    p.update(100)  # ... and drawn again afterwards
+    p.close(clear=True)
+    assert out.getvalue() == "\r  f: 25%\r\x1b[K\r  f: 50%\r\x1b[K"

@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -85,30 +84,16 @@ def add_capture_parser(sub: argparse._SubParsersAction, *more: Callable[[argpars
 # -- reading ------------------------------------------------------------------------------
 
 
-class _Progress:
-    """A one-line progress report on stderr for long files (only on a terminal)."""
+def _progress(name: str, size: int):
+    """The progress line of a long file (only on a terminal): the share of it read."""
+    from trocket.progress import ProgressLine
 
-    def __init__(self, name: str, size: int) -> None:
-        self.name = name
-        self.size = size
-        self.on = size >= _PROGRESS_MIN_BYTES and sys.stderr.isatty()
-        self._next = time.monotonic() + _PROGRESS_SECONDS
-        self._shown = False
+    def text(position: int) -> str:
+        pct = 100.0 * position / size if size else 100.0
+        return f"  {name}: {pct:5.1f}% of {size / 1e6:.1f} MB"
 
-    def update(self, position: int) -> None:
-        now = time.monotonic()
-        if now < self._next:
-            return
-        self._next = now + _PROGRESS_SECONDS
-        pct = 100.0 * position / self.size if self.size else 100.0
-        sys.stderr.write(f"\r  {self.name}: {pct:5.1f}% of {self.size / 1e6:.1f} MB")
-        sys.stderr.flush()
-        self._shown = True
-
-    def done(self) -> None:
-        if self._shown:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
+    return ProgressLine(size, interval=_PROGRESS_SECONDS, text=text,
+                        enabled=None if size >= _PROGRESS_MIN_BYTES else False)
 
 
 class _Files:
@@ -146,7 +131,7 @@ class _Files:
                     self.incomplete = True
                     self.errors += 1
                     continue
-                progress = _Progress(path.name, _size(stream))
+                progress = _progress(path.name, _size(stream))
                 n = 0
                 try:
                     for item in capture:
@@ -156,13 +141,13 @@ class _Files:
                             if progress.on and not n % _PROGRESS_RECORDS:
                                 progress.update(capture.position)
                         else:
-                            progress.done()
+                            progress.close(clear=True)
                             self._on_problem(path, item)
                 except OSError as exc:
                     _error(f"{path}: read failed: {exc}")
                     self.incomplete = True
                 finally:
-                    progress.done()
+                    progress.close(clear=True)
                 if not capture.complete:
                     self.incomplete = True
 

@@ -1,4 +1,5 @@
-"""A one-line progress display for the command line (``trocket send``, ``trocket consume``).
+"""A one-line progress display for the command line (``trocket send``, ``trocket consume``,
+``trocket capture`` over long files).
 
 The line is redrawn in place (``\\r``) on stderr, at most every ``interval`` seconds, and
 only when stderr is a terminal: piped or redirected output stays clean. With a known
@@ -7,13 +8,15 @@ running count. Either way it ends with the rate since the start::
 
     [###############...............] 500/1000  failed 2  12,345 msg/s
     1,234 consumed  6,789 msg/s
+
+``text`` replaces that with a line of the caller's (``capture``: the share of a file read).
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from typing import Callable, TextIO
 
 __all__ = ["ProgressLine"]
 
@@ -24,7 +27,8 @@ class ProgressLine:
     """``update(done, extra)`` as work goes on, ``close()`` at the end (ends the line).
 
     ``total`` None (or 0) means unknown; ``label`` names the count then ("consumed").
-    ``enabled`` None: on when ``stream`` (default stderr) is a terminal.
+    ``enabled`` None: on when ``stream`` (default stderr) is a terminal. ``text(done)``,
+    if given, is the whole line instead of the bar or count and the rate.
     """
 
     def __init__(
@@ -36,12 +40,14 @@ class ProgressLine:
         interval: float = 0.1,
         enabled: bool | None = None,
         stream: TextIO | None = None,
+        text: Callable[[int], str] | None = None,
     ) -> None:
         self.total = total or None
         self.label = label
         self.unit = unit
         self.interval = interval
         self.stream = stream if stream is not None else sys.stderr
+        self.text = text
         self.on = _isatty(self.stream) if enabled is None else enabled
         self.begin = time.perf_counter()
         self._last = float("-inf")
@@ -49,6 +55,8 @@ class ProgressLine:
 
     def render(self, done: int, extra: str = "", now: float | None = None) -> str:
         """The line's text (without the leading ``\\r``)."""
+        if self.text is not None:
+            return self.text(done)
         now = time.perf_counter() if now is None else now
         total = self.total
         if total:
@@ -72,10 +80,11 @@ class ProgressLine:
         self.stream.flush()
         self._drawn = True
 
-    def close(self) -> None:
-        """End the line (a newline, so what follows starts on its own line)."""
+    def close(self, *, clear: bool = False) -> None:
+        """End the line: a newline, so what follows starts on its own line, or with
+        ``clear`` the line erased. An update afterwards draws a new line."""
         if self.on and self._drawn:
-            self.stream.write("\n")
+            self.stream.write("\r\x1b[K" if clear else "\n")
             self.stream.flush()
             self._drawn = False
 
