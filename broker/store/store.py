@@ -461,7 +461,11 @@ class MessageStore:
         Runs under the append lock and the dispatch lock, after dispatching whatever
         was appended: no put or dispatch touches those queues meanwhile. Then call
         :meth:`destroy_detached` (unmap: on the thread that serves pulls) and
-        :meth:`DetachedTopic.remove_files` (any thread)."""
+        :meth:`DetachedTopic.remove_files` (any thread).
+
+        The records stay in the commit log until retention: after a crash, recovery
+        re-dispatches the last segments and rebuilds the deleted topic's queues from
+        them (Java's too); a clean restart does not."""
         keep = set(keep) | _NEVER_CLEANED
         commit_log = self.commit_log
         with commit_log.append_lock, self.dispatcher.lock:
