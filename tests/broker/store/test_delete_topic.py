@@ -131,3 +131,21 @@ def test_retention_and_flush_skip_a_queue_unmapped_under_them(store):
         del store.queues._queues[("Gone", 0)]
     for d in detached:
         d.remove_files()
+
+
+def test_a_clean_restart_does_not_bring_a_deleted_topic_back(config):
+    s = MessageStore.open(config)
+    for _ in range(5):
+        s.put_message(msg("Gone"))
+    s.put_message(msg("Kept"))
+    detached = s.clean_unused_topics({"Kept"})
+    s.destroy_detached(detached)
+    for d in detached:
+        d.remove_files()
+    s.shutdown()
+    s = MessageStore.open(config)
+    try:
+        assert s.topics() == {"Kept"}
+        assert s.put_message(msg("Gone")).queue_offset == 0
+    finally:
+        s.shutdown()
