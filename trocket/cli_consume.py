@@ -21,6 +21,8 @@ import signal
 import sys
 import time
 
+from trocket.progress import ProgressLine
+
 __all__ = ["add_consume_command"]
 
 PREVIEW = 64
@@ -74,37 +76,6 @@ def _line(msg, as_json: bool) -> str:
             f"tags={msg.tags or '-'} keys={fields['keys'] or '-'} body={fields['body']!r}")
 
 
-class _Progress:
-    """A one-line counter on stderr when it is a terminal."""
-
-    def __init__(self, total: int | None) -> None:
-        self.total = total
-        self.on = sys.stderr.isatty()
-        self.last = 0.0
-        self.begin = time.perf_counter()
-
-    def update(self, done: int, *, force: bool = False) -> None:
-        if not self.on:
-            return
-        now = time.perf_counter()
-        if not force and now - self.last < 0.1:
-            return
-        self.last = now
-        rate = done / max(now - self.begin, 1e-9)
-        if self.total:
-            filled = int(30 * min(done, self.total) / self.total)
-            bar = f"[{'#' * filled}{'.' * (30 - filled)}] {done}/{self.total}"
-        else:
-            bar = f"{done} consumed"
-        sys.stderr.write(f"\r{bar}  {rate:,.0f} msg/s ")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.on:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
 async def _consume(args: argparse.Namespace) -> int:
     import trio
 
@@ -120,7 +91,7 @@ async def _consume(args: argparse.Namespace) -> int:
     build_subscription(args.topic, args.tag)  # the topic's name and the tag expression
     done = trio.Event()
     count = 0
-    progress = _Progress(args.count) if args.quiet else None
+    progress = ProgressLine(args.count, label="consumed") if args.quiet else None
     out = sys.stdout
 
     async def listener(msg):
