@@ -16,7 +16,9 @@ message past the count is left unconsumed, for the next run).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import signal
 import sys
 import time
@@ -36,9 +38,10 @@ def add_consume_command(sub) -> None:
         "(or, with --quiet, a progress line and a summary); stop after --count messages or on "
         "Ctrl-C with the group's offsets committed.",
     )
-    p.add_argument("--namesrv", required=True, metavar="ADDR", help="name server(s), host:port[;host:port]")
-    p.add_argument("--topic", required=True)
-    p.add_argument("--group", required=True, help="consumer group")
+    p.add_argument("--namesrv", "-n", default="127.0.0.1:9876", metavar="ADDR",
+                   help="name servers, host:port[;host:port...] (default 127.0.0.1:9876)")
+    p.add_argument("--topic", "-t", required=True)
+    p.add_argument("--group", "-g", required=True, help="consumer group")
     p.add_argument("--count", type=int, default=None, metavar="N", help="stop after N messages (default: run until Ctrl-C)")
     p.add_argument("--from", dest="from_", choices=("first", "last"), default="last",
                    help="where a queue the group has no offset for starts (default last; a broker answers 0 "
@@ -114,7 +117,10 @@ async def _consume(args: argparse.Namespace) -> int:
             args.group, subscriptions={args.topic: args.tag}, listener=listener, instance=inst,
             consume_from=args.from_, max_concurrency=1, await_termination_s=0.5,
         )
-        await _run_until_done(consumer, done)
+        # callbacks past --count wait to be cancelled at shutdown: that is the plan here,
+        # not the consumer's "callbacks still running" warning a library user needs
+        with _quiet_cancelled_callbacks():
+            await _run_until_done(consumer, done)
     elapsed = time.perf_counter() - begin
     if progress is not None:
         progress.update(count, force=True)
@@ -124,6 +130,19 @@ async def _consume(args: argparse.Namespace) -> int:
         print(f"consumed {count} messages from {args.topic} as {args.group} in {elapsed:.2f} s "
               f"({count / max(elapsed, 1e-9):,.0f} msg/s); offsets committed", file=sys.stderr if not args.quiet else sys.stdout)
     return 0
+
+
+@contextlib.contextmanager
+def _quiet_cancelled_callbacks():
+    def keep(record: logging.LogRecord) -> bool:
+        return "callbacks still running" not in record.getMessage()
+
+    logger = logging.getLogger("trocket.client.consumer")
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)
 
 
 async def _run_until_done(consumer, done) -> None:
