@@ -71,6 +71,9 @@ class Progress:
         self._thread = threading.Thread(target=self._run, name="trocket-progress", daemon=True)
         self.phase = "starting"
         self._last = ""
+        self._last_logged = ""
+        self._logged_at = 0.0
+        self._tty = bool(getattr(self._stream, "isatty", lambda: False)())
 
     def __enter__(self) -> Progress:
         self._started = time.monotonic()
@@ -97,7 +100,12 @@ class Progress:
                 return
             elapsed = time.monotonic() - self._started
             line = f"[{elapsed:6.1f}s] {self.phase}" + (" | " + ", ".join(parts) if parts else "")
-            pad = max(0, len(self._last) - len(line))
-            self._stream.write("\r" + line + " " * pad)
+            if self._tty:
+                pad = max(0, len(self._last) - len(line))
+                self._stream.write("\r" + line + " " * pad)
+                self._last = line
+            elif line != self._last_logged and time.monotonic() - self._logged_at >= 10 * self._interval:
+                self._stream.write(line + "\n")  # a log file gets a line every 10 s at most
+                self._last_logged = line
+                self._logged_at = time.monotonic()
             self._stream.flush()
-            self._last = line

@@ -9,6 +9,7 @@ default), so a summary can be checked against a synthetic capture's ground truth
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 
 __all__ = ["build_summary", "write_summary", "SUMMARY_KEYS"]
@@ -32,57 +33,66 @@ SUMMARY_KEYS = (
 )
 
 
-def _by_code(rows) -> dict[str, int]:
-    return {str(r[0]): int(r[1]) for r in sorted(rows, key=lambda r: r[0])}
+def _by_code(counter: Counter) -> dict[str, int]:
+    return {str(code): int(counter[code]) for code in sorted(counter)}
 
 
 def build_summary(frames, calls, captures: Sequence[str], problems: Sequence[str]) -> dict:
+    """Three Spark jobs: frames by (kind, code, serialize), distinct connections, and
+    calls by (status, request code, response code) with the latency figures."""
     from pyspark.sql import functions as F
 
-    totals = frames.agg(
-        F.count(F.lit(1)).alias("frames"),
-        F.sum(F.when(F.col("kind").isin("request", "oneway"), 1).otherwise(0)).alias("requests"),
-        F.sum(F.when(F.col("kind") == "oneway", 1).otherwise(0)).alias("oneway"),
-        F.sum(F.when(F.col("kind") == "response", 1).otherwise(0)).alias("responses"),
-        F.sum(F.when(F.col("kind").isNull(), 1).otherwise(0)).alias("errors"),
-        F.countDistinct("connection").alias("connections"),
-    ).first()
-    serialize = {"JSON": 0, "ROCKETMQ": 0}
-    for r in frames.where(F.col("serialize").isNotNull()).groupBy("serialize").count().collect():
-        serialize[r[0]] = int(r[1])
-    requests = frames.where(F.col("kind").isin("request", "oneway")).groupBy("code").count().collect()
-    responses = frames.where(F.col("kind") == "response").groupBy("code").count().collect()
-    pairs = (
-        calls.where(F.col("status") == "answered")
-        .groupBy("request_code", "response_code")
-        .count()
-        .orderBy("request_code", "response_code")
+    groups = frames.groupBy("kind", "code", "serialize").count().collect()
+    connections = frames.select("connection").distinct().count()
+    answered = F.when(F.col("status") == "answered", F.col("latency_ms"))
+    call_groups = (
+        calls.groupBy("status", "request_code", "response_code")
+        .agg(F.count(F.lit(1)).alias("n"))
         .collect()
     )
-    unanswered = calls.where(F.col("status") == "unanswered").groupBy("request_code").count().collect()
-    orphans = calls.where(F.col("status") == "orphan_response").count()
     latency = (
         calls.where(F.col("status") == "answered")
         .groupBy("request_code")
         .agg(
-            F.percentile(F.col("latency_ms"), F.array(F.lit(0.5), F.lit(0.95), F.lit(0.99))).alias("p"),
-            F.max("latency_ms").alias("max"),
+            F.percentile(answered, F.array(F.lit(0.5), F.lit(0.95), F.lit(0.99))).alias("p"),
+            F.max(answered).alias("max"),
         )
-        .orderBy("request_code")
         .collect()
     )
+    kinds: Counter = Counter()
+    serialize = {"JSON": 0, "ROCKETMQ": 0}
+    requests: Counter = Counter()
+    responses: Counter = Counter()
+    for kind, code, ser, n in groups:
+        kinds[kind] += n
+        if ser is not None:
+            serialize[ser] = serialize.get(ser, 0) + n
+        if kind in ("request", "oneway"):
+            requests[code] += n
+        elif kind == "response":
+            responses[code] += n
+    pairs: Counter = Counter()
+    unanswered: Counter = Counter()
+    orphans = 0
+    for status, req_code, resp_code, n in call_groups:
+        if status == "answered":
+            pairs[(req_code, resp_code)] += n
+        elif status == "unanswered":
+            unanswered[req_code] += n
+        else:
+            orphans += n
     return {
         "captures": list(captures),
-        "frames": int(totals["frames"] or 0),
-        "requests": int(totals["requests"] or 0),
-        "oneway_requests": int(totals["oneway"] or 0),
-        "responses": int(totals["responses"] or 0),
-        "connections": int(totals["connections"] or 0),
-        "header_decode_errors": int(totals["errors"] or 0),
+        "frames": int(sum(kinds.values())),
+        "requests": int(kinds["request"] + kinds["oneway"]),
+        "oneway_requests": int(kinds["oneway"]),
+        "responses": int(kinds["response"]),
+        "connections": int(connections),
+        "header_decode_errors": int(kinds[None]),
         "frames_by_serialize": serialize,
         "requests_by_code": _by_code(requests),
         "responses_by_code": _by_code(responses),
-        "pairs": [{"request_code": int(r[0]), "response_code": int(r[1]), "count": int(r[2])} for r in pairs],
+        "pairs": [{"request_code": int(a), "response_code": int(b), "count": int(n)} for (a, b), n in sorted(pairs.items())],
         "unanswered_by_code": _by_code(unanswered),
         "unmatched_responses": int(orphans),
         "stream_problems": list(problems),
@@ -93,7 +103,7 @@ def build_summary(frames, calls, captures: Sequence[str], problems: Sequence[str
                 "p99": round(float(r["p"][2]), 6),
                 "max": round(float(r["max"]), 6),
             }
-            for r in latency
+            for r in sorted(latency, key=lambda r: r[0])
         },
     }
 

@@ -5,6 +5,8 @@
     trocket conformance check DIR    golden frames: decode, re-encode, switch serializers
     trocket broker [options]         a broker (with an embedded name server by default)
     trocket namesrv [options]        a name server alone
+    trocket analyze CAPTURE... --out DIR   Spark analysis of captures (the 'spark' extra)
+    trocket capture synth --frames N --out FILE   a synthetic capture and its ground truth
 """
 
 from __future__ import annotations
@@ -77,6 +79,11 @@ def _build_parser() -> argparse.ArgumentParser:
     namesrv = sub.add_parser("namesrv", help="run a name server alone", description="Run a RocketMQ name server.")
     add_namesrv_arguments(namesrv)
     namesrv.set_defaults(run=_run_namesrv)
+
+    from trocket.cli_analyze import add_analyze_command, add_synth_command
+
+    add_analyze_command(sub)
+    add_synth_command(sub.add_parser("capture", help="capture tools").add_subparsers(dest="capture_command", metavar="COMMAND", required=True))
     return parser
 
 
