@@ -43,6 +43,7 @@ __all__ = [
     "Direction",
     "Role",
     "CaptureRecord",
+    "CaptureProblem",
     "CaptureFormatError",
     "TruncatedCaptureError",
     "encode_file_header",
@@ -94,6 +95,32 @@ class CaptureRecord:
     def payload(self) -> bytes:
         """The frame without its length prefix (what ``decode_command`` takes)."""
         return self.frame[4:]
+
+
+@attrs.frozen(slots=True)
+class CaptureProblem:
+    """Something a capture reader could not read, reported instead of raised: a gap in a
+    TCP stream, a packet cut by the snaplen, bytes that are no RocketMQ frame, a file cut
+    off. ``kind`` is a short tag (``gap``, ``resync``, ``partial-frame``, ``not-rocketmq``,
+    ``bad-frame``, ``overlap-conflict``, ``truncated-packet``, ``bad-packet``,
+    ``truncated-file``, ``bad-file``); ``what`` says it for people. A problem of one
+    stream carries its connection id and label (``client -> server``), the stream offset
+    and the direction; a file's problem carries the file offset."""
+
+    kind: str
+    what: str
+    timestamp_ns: int | None = None
+    connection_id: int | None = None
+    connection: str | None = None
+    direction: Direction | None = None
+    stream_offset: int | None = None
+    file_offset: int | None = None
+
+    def __str__(self) -> str:
+        where = self.connection if self.connection is not None else "file"
+        if self.connection_id is not None:
+            where = f"conn {self.connection_id} ({where})"
+        return f"{where}: {self.what}"
 
 
 def encode_file_header() -> bytes:

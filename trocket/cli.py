@@ -5,8 +5,10 @@
     trocket conformance check DIR    golden frames: decode, re-encode, switch serializers
     trocket broker [options]         a broker (with an embedded name server by default)
     trocket namesrv [options]        a name server alone
+    trocket capture show FILE...     frames of captures (trocket, pcap, pcapng), one a line or JSON
+    trocket capture stats FILE...    counts by code, unanswered requests, per connection
+    trocket capture synth --frames N --out FILE [--pcap]   a synthetic capture and its ground truth
     trocket analyze CAPTURE... --out DIR   Spark analysis of captures (the 'spark' extra)
-    trocket capture synth --frames N --out FILE   a synthetic capture and its ground truth
 """
 
 from __future__ import annotations
@@ -81,9 +83,12 @@ def _build_parser() -> argparse.ArgumentParser:
     namesrv.set_defaults(run=_run_namesrv)
 
     from trocket.cli_analyze import add_analyze_command, add_synth_command
+    from trocket.cli_capture import add_capture_parser
 
+    capture_commands = add_capture_parser(sub)
+    # more ``trocket capture`` subcommands from other modules: add_X_parser(capture_commands)
+    add_synth_command(capture_commands)
     add_analyze_command(sub)
-    add_synth_command(sub.add_parser("capture", help="capture tools").add_subparsers(dest="capture_command", metavar="COMMAND", required=True))
     return parser
 
 
