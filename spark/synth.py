@@ -349,7 +349,7 @@ def _frames(n_frames: int, seed: int, truth: dict) -> Iterator[SynthFrame]:
             "pairs": [{"request_code": a, "response_code": b, "count": n} for (a, b), n in sorted(pairs.items())],
             "unanswered_by_code": by_code(unanswered),
             "unmatched_responses": counts["orphans"],
-            "stream_problems": [],
+            "stream_problems": [],  # native: none; pcap: the torn connections (see write_pcap)
             "latency_ms_by_code": latency,
             # beyond summary.json: what the capture holds besides
             "torn_connections": sorted(problems),
@@ -381,6 +381,44 @@ def write_native(path: str, n_frames: int, *, seed: int = 7) -> dict:
                 size = 0
         f.write(b"".join(buf))
     truth["captures"] = [os.path.basename(path)]
+    with open(truth_path(path), "w", encoding="utf-8") as f:
+        json.dump(truth, f, indent=2)
+        f.write("\n")
+    return truth
+
+
+def write_pcap(path: str, n_frames: int, *, seed: int = 7) -> dict:
+    """The same traffic as :func:`write_native` as a pcap of TCP segments (Ethernet,
+    nanosecond timestamps), written with :mod:`trocket.codecs.pcap_write`: each
+    connection opens with a handshake; a torn connection ends in the middle of a frame
+    (its first half sent, then nothing), which the reader must report."""
+    from trocket.codecs.pcap_write import PcapWriter, TcpFlow
+
+    writer = PcapWriter(nanos=True)
+    frames, truth = generate(n_frames, seed=seed)
+    flows: dict[int, TcpFlow] = {}
+    buf: list[bytes] = [writer.header()]
+    size = 0
+    with open(path, "wb") as f:
+        for fr in frames:
+            flow = flows.get(fr.conn_id)
+            if flow is None:
+                flow = flows[fr.conn_id] = TcpFlow(writer, fr.client, fr.server, client_isn=fr.conn_id * 7919, server_isn=fr.conn_id * 104729)
+                buf.extend(flow.handshake(fr.ts_ns - 3000))
+            for rec in flow.send(fr.ts_ns, "client" if fr.to_server else "server", fr.frame):
+                buf.append(rec)
+                size += len(rec)
+            if size >= 1 << 20:
+                f.write(b"".join(buf))
+                buf.clear()
+                size = 0
+        half = b"\x00\x00\x01\x00\x00\x00\x00\x10" + b"{" * 40  # a frame of 256 bytes, cut after 48
+        for conn in truth["torn_connections"]:
+            flow = next(fl for fl in flows.values() if f"{fl.client}->{fl.server}" == conn)
+            buf.extend(flow.send(T0_NS + 10**12, "client", half))
+        f.write(b"".join(buf))
+    truth["captures"] = [os.path.basename(path)]
+    truth["stream_problems"] = list(truth["torn_connections"])  # the connections that must be reported
     with open(truth_path(path), "w", encoding="utf-8") as f:
         json.dump(truth, f, indent=2)
         f.write("\n")
