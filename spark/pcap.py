@@ -17,6 +17,7 @@ connection's out-of-order buffer at a time, never a whole partition.
 from __future__ import annotations
 
 import itertools
+import os
 import zlib
 from collections.abc import Iterator
 
@@ -36,10 +37,15 @@ def plan_pcap(path: str, name: str, index: int, split_bytes: int, problem) -> li
     """(path, name, file index, PacketRange) of one file; a file that cannot be read is a problem."""
     try:
         with open(path, "rb") as f:
-            return [(path, name, index, r) for r in split_ranges(f, split_bytes)]
+            ranges = split_ranges(f, split_bytes)
+            size = os.fstat(f.fileno()).st_size
     except (OSError, CodecError) as exc:
         problem(f"{name}: {exc}")
         return []
+    end = ranges[-1].end if ranges else 0
+    if end < size:  # split_ranges stops where a record is cut off or garbled
+        problem(f"{name}: the capture is cut off or garbled at offset {end} ({size - end} bytes not read)")
+    return [(path, name, index, r) for r in ranges]
 
 
 def read_pcap_range(item: tuple, problem) -> Iterator[tuple]:
