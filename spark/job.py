@@ -31,7 +31,7 @@ import attrs
 
 from .rows import FRAME_FIELDS, TO_CLIENT, TO_SERVER
 
-__all__ = ["Inputs", "resolve_inputs", "analyze", "frames_schema", "MAX_PROBLEMS"]
+__all__ = ["Inputs", "resolve_inputs", "analyze", "frames_schema", "frames_dataframe", "MAX_PROBLEMS"]
 
 NATIVE_MAGIC = b"TRKCAP\r\n"
 PCAP_MAGICS = (b"\xa1\xb2\xc3\xd4", b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x4d\x3c\xb2\xa1")
@@ -128,8 +128,12 @@ def _problem_accumulator(sc):
     return sc.accumulator(frozenset(), _SetParam())
 
 
-def _native_rows(sc, files, split_bytes, acc, since_ns, until_ns):
+def _native_frames(spark, files, split_bytes, acc, since_ns, until_ns):
+    """Native captures -> a frames DataFrame (ranges decoded in ``mapInArrow``)."""
+    from .arrow import batches
     from .native import plan_native, read_native_range
+
+    sc = spark.sparkContext
 
     def plan(item):
         path, name, _ = item
@@ -139,32 +143,43 @@ def _native_rows(sc, files, split_bytes, acc, since_ns, until_ns):
             acc.add(frozenset(found))
         return ranges
 
-    def read(it):
+    def read(arrow_batches):
         found: list[str] = []
-        for rng in it:
-            yield from read_native_range(rng, found.append, since_ns, until_ns)
+
+        def rows():
+            for b in arrow_batches:
+                for path, name, start, end in zip(*(b.column(i).to_pylist() for i in range(4))):
+                    yield from read_native_range((path, name, start, end), found.append, since_ns, until_ns)
+
+        yield from batches(rows())
         if found:
             acc.add(frozenset(found))
 
     n_ranges = max(1, sum(math.ceil(size / split_bytes) for _, _, size in files))
     ranges = sc.parallelize(files, len(files)).flatMap(plan)
     if n_ranges > 1:
-        ranges = ranges.repartition(n_ranges)
-    return ranges.mapPartitions(read)
+        ranges = ranges.repartition(n_ranges)  # an RDD shuffle: AQE cannot coalesce it back
+    ranges_df = spark.createDataFrame(ranges, "path string, name string, start long, `end` long", verifySchema=False)
+    return ranges_df.mapInArrow(read, frames_schema())
 
 
-def frames_rdd(sc, inputs: Inputs, acc, *, split_bytes=DEFAULT_SPLIT_BYTES, since_ns=None, until_ns=None):
-    """The decoded rows of every capture, as one RDD of tuples (``FRAME_FIELDS`` order)."""
+def frames_dataframe(spark, inputs: Inputs, acc, *, split_bytes=DEFAULT_SPLIT_BYTES, since_ns=None, until_ns=None):
+    """The decoded frames of every capture as one DataFrame (``FRAME_FIELDS`` columns)."""
+    schema = frames_schema()
     parts = []
     if inputs.native:
-        parts.append(_native_rows(sc, inputs.native, split_bytes, acc, since_ns, until_ns))
+        parts.append(_native_frames(spark, inputs.native, split_bytes, acc, since_ns, until_ns))
     if inputs.pcap:
         from .pcap import pcap_rows
 
-        parts.append(pcap_rows(sc, inputs.pcap, split_bytes, acc, since_ns, until_ns))
+        rdd = pcap_rows(spark.sparkContext, inputs.pcap, split_bytes, acc, since_ns, until_ns)
+        parts.append(spark.createDataFrame(rdd, schema, verifySchema=False))
     if not parts:
-        return sc.emptyRDD()
-    return parts[0] if len(parts) == 1 else sc.union(parts)
+        return spark.createDataFrame(spark.sparkContext.emptyRDD(), schema)
+    df = parts[0]
+    for part in parts[1:]:
+        df = df.unionByName(part)
+    return df
 
 
 def calls_dataframe(frames):
@@ -271,10 +286,10 @@ def analyze(
 
     inputs = resolve_inputs(captures)
     acc = _problem_accumulator(sc)
-    rdd = frames_rdd(sc, inputs, acc, split_bytes=split_bytes, since_ns=since_ns, until_ns=until_ns)
+    df = frames_dataframe(spark, inputs, acc, split_bytes=split_bytes, since_ns=since_ns, until_ns=until_ns)
     sc.setJobDescription("read and decode captures")
     phase("reading and decoding captures")
-    spark.createDataFrame(rdd, frames_schema(), verifySchema=False).write.mode("overwrite").parquet(frames_path)
+    df.write.mode("overwrite").parquet(frames_path)
     frames = spark.read.parquet(frames_path)
     phase("pairing requests and responses")
     sc.setJobDescription("pair calls")
