@@ -361,30 +361,44 @@ def truth_path(capture: str) -> str:
     return capture + ".truth.json"
 
 
-def write_native(path: str, n_frames: int, *, seed: int = 7) -> dict:
-    """Write a native capture of ``n_frames`` frames and its truth file; returns the truth."""
-    frames, truth = generate(n_frames, seed=seed)
-    buf: list[bytes] = [encode_file_header()]
+def _write(path: str, chunks: Iterator[bytes]) -> None:
+    """Write ``chunks`` to ``path`` about a MiB at a time."""
+    buf: list[bytes] = []
     size = 0
     with open(path, "wb") as f:
-        for fr in frames:
-            # recorded by the server end (a tap on the name server and the brokers)
-            rec = encode_record_fields(
-                fr.ts_ns, fr.conn_id, fr.server, fr.client,
-                Direction.RECEIVED if fr.to_server else Direction.SENT, Role.SERVER, fr.frame,
-            )  # fmt: skip
-            buf.append(rec)
-            size += len(rec)
+        for chunk in chunks:
+            buf.append(chunk)
+            size += len(chunk)
             if size >= 1 << 20:
                 f.write(b"".join(buf))
                 buf.clear()
                 size = 0
         f.write(b"".join(buf))
+
+
+def _write_truth(path: str, truth: dict) -> dict:
     truth["captures"] = [os.path.basename(path)]
     with open(truth_path(path), "w", encoding="utf-8") as f:
         json.dump(truth, f, indent=2)
         f.write("\n")
     return truth
+
+
+def write_native(path: str, n_frames: int, *, seed: int = 7) -> dict:
+    """Write a native capture of ``n_frames`` frames and its truth file; returns the truth."""
+    frames, truth = generate(n_frames, seed=seed)
+
+    def records() -> Iterator[bytes]:
+        yield encode_file_header()
+        for fr in frames:
+            # recorded by the server end (a tap on the name server and the brokers)
+            yield encode_record_fields(
+                fr.ts_ns, fr.conn_id, fr.server, fr.client,
+                Direction.RECEIVED if fr.to_server else Direction.SENT, Role.SERVER, fr.frame,
+            )  # fmt: skip
+
+    _write(path, records())
+    return _write_truth(path, truth)
 
 
 def write_pcap(path: str, n_frames: int, *, seed: int = 7) -> dict:
@@ -397,29 +411,20 @@ def write_pcap(path: str, n_frames: int, *, seed: int = 7) -> dict:
     writer = PcapWriter(nanos=True)
     frames, truth = generate(n_frames, seed=seed)
     flows: dict[int, TcpFlow] = {}
-    buf: list[bytes] = [writer.header()]
-    size = 0
-    with open(path, "wb") as f:
+
+    def packets() -> Iterator[bytes]:
+        yield writer.header()
         for fr in frames:
             flow = flows.get(fr.conn_id)
             if flow is None:
                 flow = flows[fr.conn_id] = TcpFlow(writer, fr.client, fr.server, client_isn=fr.conn_id * 7919, server_isn=fr.conn_id * 104729)
-                buf.extend(flow.handshake(fr.ts_ns - 3000))
-            for rec in flow.send(fr.ts_ns, "client" if fr.to_server else "server", fr.frame):
-                buf.append(rec)
-                size += len(rec)
-            if size >= 1 << 20:
-                f.write(b"".join(buf))
-                buf.clear()
-                size = 0
+                yield from flow.handshake(fr.ts_ns - 3000)
+            yield from flow.send(fr.ts_ns, "client" if fr.to_server else "server", fr.frame)
         half = b"\x00\x00\x01\x00\x00\x00\x00\x10" + b"{" * 40  # a frame of 256 bytes, cut after 48
         for conn in truth["torn_connections"]:
             flow = next(fl for fl in flows.values() if f"{fl.client}->{fl.server}" == conn)
-            buf.extend(flow.send(T0_NS + 10**12, "client", half))
-        f.write(b"".join(buf))
-    truth["captures"] = [os.path.basename(path)]
+            yield from flow.send(T0_NS + 10**12, "client", half)
+
+    _write(path, packets())
     truth["stream_problems"] = list(truth["torn_connections"])  # the connections that must be reported
-    with open(truth_path(path), "w", encoding="utf-8") as f:
-        json.dump(truth, f, indent=2)
-        f.write("\n")
-    return truth
+    return _write_truth(path, truth)
