@@ -125,7 +125,7 @@ def run_one(master: str, path: str, out: str) -> dict:
     stop.set()
     spark.stop()
     return {"seconds": elapsed, "startup": startup, "frames": result.summary["frames"],
-            "jvm_rss_mb": peak["jvm"] / 1024, "python_rss_mb": peak["python"] / 1024}  # fmt: skip
+            "jvm_rss_mb": peak["jvm"] / 1024, "python_rss_mb": peak["python"] / 1024, "phases": result.timings}  # fmt: skip
 
 
 def _spark_run(master: str, path: str, directory: str) -> dict:
@@ -164,7 +164,8 @@ def main() -> None:
         print(
             f"spark {master}: {r['frames']} frames in {r['seconds']:.1f} s (+{r['startup']:.1f} s session start) = "
             f"{rates[master]:,.0f} frames/s = {rates[master] / base_rate:.2f}x baseline; peak driver memory: "
-            f"JVM {r['jvm_rss_mb']:.0f} MB RSS, Python {r['python_rss_mb']:.0f} MB RSS",
+            f"JVM {r['jvm_rss_mb']:.0f} MB RSS, Python {r['python_rss_mb']:.0f} MB RSS; phases: "
+            + ", ".join(f"{k} {v:.1f} s" for k, v in r["phases"].items()),
             flush=True,
         )
     print(f"local[2] / local[1] = {rates['local[2]'] / rates['local[1]']:.2f}x; local[2] / baseline = "
