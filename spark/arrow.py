@@ -8,6 +8,7 @@ side holds one batch at a time.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 
 from .rows import FRAME_FIELDS
@@ -38,14 +39,27 @@ def batches(rows: Iterable[tuple], batch_rows: int = BATCH_ROWS) -> Iterator:
     map_index = [i for i, (_, t) in enumerate(FRAME_FIELDS) if t.startswith("map")]
     chunk: list[tuple] = []
 
+    def map_array(col: tuple, type_):
+        # offsets + flat keys + flat values: several times faster than pa.array over
+        # a list of item lists
+        offsets = [0]
+        mask = []
+        total = 0
+        for m in col:
+            if m:
+                total += len(m)
+            offsets.append(total)
+            mask.append(m is None)
+        keys = pa.array(list(itertools.chain.from_iterable(m for m in col if m)), pa.string())
+        values = pa.array(list(itertools.chain.from_iterable(m.values() for m in col if m)), pa.string())
+        return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), keys, values, type=type_, mask=pa.array(mask))
+
     def batch(chunk: list[tuple]):
         columns = list(zip(*chunk))
         arrays = []
         for i, field in enumerate(fields):
             col = columns[i]
-            if i in map_index:
-                col = [None if m is None else list(m.items()) for m in col]
-            arrays.append(pa.array(col, type=field.type))
+            arrays.append(map_array(col, field.type) if i in map_index else pa.array(col, type=field.type))
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     for row in rows:

@@ -139,3 +139,14 @@ def test_report_is_self_contained(spark, native_result, captures):
                     "Top clients by latency", "Slowest calls", "Unanswered requests", "Stream problems"):  # fmt: skip
         assert section in page
     assert "PULL_MESSAGE" in page and "orders" in page or "payments" in page
+
+
+def test_nothing_readable_gives_an_empty_summary_and_report(spark, tmp_path):
+    from trocket.spark.report import build_report
+
+    result = analyze(spark, [str(tmp_path / "missing.cap")], str(tmp_path / "out"))
+    s = result.summary
+    assert (s["frames"], s["requests"], s["connections"], s["pairs"], s["latency_ms_by_code"]) == (0, 0, 0, [], {})
+    assert s["stream_problems"] == ["missing.cap: no such file"]
+    page = build_report(spark.read.parquet(result.frames_path), spark.read.parquet(result.calls_path), s)
+    assert "missing.cap: no such file" in page
