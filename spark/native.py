@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from trocket.codecs.capture import (
     FILE_HEADER_SIZE,
     MAX_RECORD_LENGTH,
+    MIN_RECORD_LENGTH,
     CaptureReader,
     Direction,
     Role,
@@ -32,8 +33,6 @@ __all__ = ["plan_native", "read_native_range", "NativeRange"]
 
 _U32 = struct.Struct(">I")
 _HDRLEN = struct.Struct(">H")
-_FLAG_RAW = 0x0001  # codecs.capture's FLAG_RAW (the capture proxy's unparsed bytes)
-_MIN_RECORD = 25  # fixed fields, two empty addresses, one raw byte
 
 #: (path, capture name, start offset, end offset)
 NativeRange = tuple[str, str, int, int]
@@ -74,7 +73,7 @@ def plan_native(path: str, name: str, split_bytes: int, problem: Problem) -> lis
         start = off
         while off + 4 <= size:
             (length,) = _U32.unpack_from(mm, off)
-            if length < _MIN_RECORD or length > MAX_RECORD_LENGTH:
+            if length < MIN_RECORD_LENGTH or length > MAX_RECORD_LENGTH:
                 problem(f"{name}: impossible record length {length} at offset {off}; the rest of the file is skipped")
                 break
             if off + 4 + length > size:
@@ -117,7 +116,7 @@ def read_native_range(
             client, server, direction = endpoints(
                 rec.local_address, rec.remote_address, rec.direction == Direction.SENT, rec.role == Role.CLIENT
             )
-            if rec.flags & _FLAG_RAW:
+            if rec.raw:  # the capture proxy's unparsed bytes
                 key = f"{client}->{server}"
                 raw_bytes[key] = raw_bytes.get(key, 0) + len(rec.frame)
                 continue
