@@ -28,11 +28,13 @@ from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX, validate_group
 from trocket.remoting import ServiceContextManager
 
 from .config import ClientConfig
-from .errors import BrokerResponseError, ClientError, ClientStateError
+from .errors import BrokerResponseError, ClientConnectError, ClientError, ClientStateError
 from .instance import ClientInstance
 from .message import PullResult
+from .consumer_pull import FLAG_COMMIT_OFFSET
 from .offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from .rebalance import Rebalancer
+from .route import MASTER_ID
 
 __all__ = [
     "ConsumeResult",
@@ -162,6 +164,7 @@ class InstanceOffsets:
         self.inst = inst
 
     async def _addr(self, mq: MessageQueue) -> str:
+        """The master (``findBrokerAddressInPublish``, as ``MQAdminImpl``'s offset calls)."""
         addr = self.inst.master_addr(mq.broker_name)
         if addr is None:
             await self.inst.update_route(mq.topic)
@@ -170,11 +173,37 @@ class InstanceOffsets:
             raise ClientError(f"no address for broker {mq.broker_name}")
         return addr
 
+    async def _offset_addr(self, mq: MessageQueue) -> str:
+        """The master, else (route fetched again) any broker of the name: a slave keeps
+        the group's offsets too (``RemoteBrokerOffsetStore``: ``findBrokerAddressInSubscribe``
+        with the master's id, only-this first, then not)."""
+        found = self.inst.find_in_subscribe(mq.broker_name, MASTER_ID, only_this=True)
+        if found is None:
+            await self.inst.update_route(mq.topic)
+            found = self.inst.find_in_subscribe(mq.broker_name, MASTER_ID)
+        if found is None:
+            raise ClientError(f"no address for broker {mq.broker_name}")
+        return found[0]
+
+    async def _at_offset_broker(self, mq: MessageQueue, call: Callable[[str], Awaitable[Any]]) -> Any:
+        """``call(addr)`` at :meth:`_offset_addr`; when that broker cannot be reached, the
+        route fetched again and, if it names another broker now (the master gone, its
+        slave left), once more there."""
+        addr = await self._offset_addr(mq)
+        try:
+            return await call(addr)
+        except ClientConnectError:
+            await self.inst.update_route(mq.topic)
+            again = await self._offset_addr(mq)
+            if again == addr:
+                raise
+            return await call(again)
+
     async def query_consumer_offset(self, group: str, mq: MessageQueue) -> int | None:
-        return await self.inst.api.query_consumer_offset(await self._addr(mq), group, mq)
+        return await self._at_offset_broker(mq, lambda addr: self.inst.api.query_consumer_offset(addr, group, mq))
 
     async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int) -> None:
-        await self.inst.api.update_consumer_offset(await self._addr(mq), group, mq, offset)
+        await self._at_offset_broker(mq, lambda addr: self.inst.api.update_consumer_offset(addr, group, mq, offset))
 
     async def max_offset(self, mq: MessageQueue) -> int:
         return await self.inst.api.get_max_offset(await self._addr(mq), mq)
@@ -188,12 +217,17 @@ class InstanceOffsets:
 
 async def consumer_ids(inst: ClientInstance, group: str, topic: str) -> list[str]:
     """``findConsumerIdList``: the group's client ids, from one broker of ``topic``
-    (the next one when a broker fails). When the broker does not list this client yet
-    (the topic's broker was unknown at the last heartbeat), heartbeat and ask again."""
+    (the next one when a broker fails; the route fetched again when all failed, so a
+    dead master the cached route still names costs one retry, not a route poll). When
+    the broker does not list this client yet (the topic's broker was unknown at the
+    last heartbeat), heartbeat and ask again."""
     try:
         ids = await _consumer_ids_once(inst, group, topic)
     except BrokerResponseError:  # SYSTEM_ERROR "no consumer for this group"
         ids = []
+    except ClientError:
+        await inst.update_route(topic)
+        ids = await _consumer_ids_once(inst, group, topic)
     if inst.client_id not in ids:
         await inst.send_heartbeat()
         ids = await _consumer_ids_once(inst, group, topic)
@@ -201,16 +235,18 @@ async def consumer_ids(inst: ClientInstance, group: str, topic: str) -> list[str
 
 
 async def _consumer_ids_once(inst: ClientInstance, group: str, topic: str) -> list[str]:
+    """Every broker of the name in turn, master first (a slave lists the group too:
+    consumers heartbeat to every broker)."""
     route = await inst.route(topic)
     last: Exception | None = None
     for name in sorted(bd.broker_name for bd in route.broker_datas):
-        addr = inst.broker_addr(name)
-        if addr is None:
-            continue
-        try:
-            return await inst.api.get_consumer_list(addr, group)
-        except ClientError as exc:
-            last = exc
+        for _broker_id, addr in sorted(inst.brokers.get(name, {}).items()):
+            try:
+                return await inst.api.get_consumer_list(addr, group)
+            except BrokerResponseError:
+                raise
+            except ClientError as exc:
+                last = exc
     if last is not None:
         raise last
     return []
@@ -270,6 +306,8 @@ class ConsumerBase(ServiceContextManager):
         self._nursery: trio.Nursery | None = None
         self._closing = False
         self._timestamp_ms = 0
+        #: ``pullFromWhichNodeTable``: the broker id each queue's last pull answer suggested
+        self._pull_from_which: dict[MessageQueue, int] = {}
         self._cm_nursery = None
 
     @property
@@ -376,20 +414,31 @@ class ConsumerBase(ServiceContextManager):
         raise NotImplementedError
 
     async def _pull(self, mq: MessageQueue, header: Any, timeout: float) -> PullResult | None:
-        """One PULL_MESSAGE at the master of ``mq``'s broker (its route fetched again when
-        the broker is unknown); None after any failure (logged): the caller waits."""
+        """One PULL_MESSAGE (``pullKernelImpl``) at the broker the last answer for ``mq``
+        suggested (the master at first), else another of its name: a slave once the
+        master is gone (``findBrokerAddressInSubscribe``; the route fetched again when
+        the name is unknown). To a slave without the commit-offset bit, as Java. None
+        after any failure (logged; the route is fetched again in the background, so a
+        dead master the name server dropped is left at once): the caller waits."""
         inst = self.instance
         try:
-            addr = inst.master_addr(mq.broker_name)
-            if addr is None:
+            which = self._pull_from_which.get(mq, MASTER_ID)
+            found = inst.find_in_subscribe(mq.broker_name, which)
+            if found is None:
                 await inst.update_route(mq.topic)
-                addr = inst.master_addr(mq.broker_name)
-                if addr is None:
+                found = inst.find_in_subscribe(mq.broker_name, which)
+                if found is None:
                     raise ClientError(f"no address for broker {mq.broker_name}")
-            return await inst.api.pull_message(addr, header, timeout)
+            addr, slave = found
+            if slave and header.sysFlag & FLAG_COMMIT_OFFSET:
+                header = attrs.evolve(header, sysFlag=header.sysFlag & ~FLAG_COMMIT_OFFSET)
+            result = await inst.api.pull_message(addr, header, timeout)
         except Exception as exc:  # noqa: BLE001 - any failure: the loop waits and pulls again
             log.info("pull of %s failed: %s", mq, exc)
+            inst.refresh_soon(mq.topic)
             return None
+        self._pull_from_which[mq] = result.suggest_which_broker_id  # updatePullFromWhichNode
+        return result
 
     async def start_offset_of(self, mq: MessageQueue, consume_from: ConsumeFrom) -> int:
         """Where a newly owned queue starts: the stored offset, else ``consume_from``

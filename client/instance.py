@@ -13,8 +13,10 @@ Contract:
   servers, rotating on failure), :meth:`publish_info` (producers: writable queues, the
   TBW102 fallback for a topic that does not exist yet), :meth:`subscribe_queues`
   (consumers). The broker table maps broker name -> {broker id: address}, id 0 the master:
-  :meth:`master_addr`, :meth:`broker_addr` (a slave when asked and known); brokers no route
-  names any more are dropped after each poll (:meth:`clean_offline_brokers`).
+  :meth:`master_addr`, :meth:`find_in_subscribe` / :meth:`broker_addr` (a slave when asked
+  for or when the master is gone, as consumers pull and store offsets); brokers no route
+  names any more are dropped after each poll (:meth:`clean_offline_brokers`); a closed
+  connection to a broker fetches the routes naming it again at once (:meth:`on_broker_closed`).
 - Registration: :meth:`register_producer` / :meth:`unregister_producer` by group;
   :meth:`register_consumer` takes a :class:`ConsumerHandle` (its ``consumer_data()`` goes
   into every heartbeat; it receives route changes of its topics and the broker's requests)
@@ -47,7 +49,7 @@ from trocket.codecs.errors import CodecError
 from trocket.codecs.message import decode_record
 from trocket.codecs.names import AUTO_CREATE_TOPIC_KEY_TOPIC
 from trocket.remoting import ClientConfig as RemotingConfig
-from trocket.remoting import Connection, RemotingClient, ServiceContextManager
+from trocket.remoting import ChannelEventListener, Connection, RemotingClient, ServiceContextManager
 
 from .api import ClientAPI
 from .config import ClientConfig
@@ -100,6 +102,14 @@ class _Producer:
     topics: set[str] = attrs.field(factory=set)
 
 
+class _BrokerCloseListener(ChannelEventListener):
+    def __init__(self, inst: ClientInstance) -> None:
+        self.inst = inst
+
+    def on_channel_close(self, remote_addr: str, conn) -> None:
+        self.inst.on_broker_closed(getattr(conn, "peer", None) or remote_addr)
+
+
 class ClientInstance(ServiceContextManager):
     """One client id's routes, connections, heartbeats and registrations."""
 
@@ -113,7 +123,8 @@ class ClientInstance(ServiceContextManager):
                 async_permits=config.async_permits,
                 oneway_permits=config.oneway_permits,
                 idle_timeout=None,  # heartbeats every 30 s keep connections; Java's client has no idle close
-            )
+            ),
+            listener=_BrokerCloseListener(self),
         )
         self.api = ClientAPI(self.remoting, config)
         self.routes: dict[str, TopicRouteData] = {}
@@ -221,16 +232,30 @@ class ClientInstance(ServiceContextManager):
 
     # -- routes -------------------------------------------------------------------------
 
-    def broker_addr(self, broker_name: str, broker_id: int = MASTER_ID, *, only_this: bool = False) -> str | None:
-        """``findBrokerAddressInSubscribe``: the address of ``broker_id``; unless
-        ``only_this``, another of the group when that one is unknown (master first)."""
+    def find_in_subscribe(
+        self, broker_name: str, broker_id: int = MASTER_ID, *, only_this: bool = False
+    ) -> tuple[str, bool] | None:
+        """``findBrokerAddressInSubscribe``: (address, is a slave) of ``broker_id`` (for a
+        slave id, id + 1 when that one is unknown); unless ``only_this``, another of the
+        group when neither is known (master first). None when the name is unknown."""
         addrs = self.brokers.get(broker_name)
         if not addrs:
             return None
         addr = addrs.get(broker_id)
-        if addr is not None or only_this:
-            return addr
-        return addrs.get(MASTER_ID) or next(iter(addrs.values()))
+        if addr is None and broker_id != MASTER_ID:
+            broker_id += 1
+            addr = addrs.get(broker_id)
+        if addr is not None:
+            return addr, broker_id != MASTER_ID
+        if only_this:
+            return None
+        broker_id = MASTER_ID if MASTER_ID in addrs else min(addrs)
+        return addrs[broker_id], broker_id != MASTER_ID
+
+    def broker_addr(self, broker_name: str, broker_id: int = MASTER_ID, *, only_this: bool = False) -> str | None:
+        """The address part of :meth:`find_in_subscribe`."""
+        found = self.find_in_subscribe(broker_name, broker_id, only_this=only_this)
+        return found[0] if found else None
 
     def master_addr(self, broker_name: str) -> str | None:
         """``findBrokerAddressInPublish``."""
@@ -337,6 +362,18 @@ class ClientInstance(ServiceContextManager):
             await self.update_route(topic)
         except ClientError as exc:
             log.debug("route refresh of %s failed: %s", topic, exc)
+
+    def on_broker_closed(self, addr: str) -> None:
+        """A connection to ``addr`` closed: when a broker we know, fetch again (in the
+        background) the routes naming it, so that a dead master the name server dropped
+        is left at once rather than at the next route poll (a consumer then pulls from
+        its slave)."""
+        names = {name for name, addrs in self.brokers.items() if addr in addrs.values()}
+        if not names or not self._running:
+            return
+        for topic, route in list(self.routes.items()):
+            if any(bd.broker_name in names for bd in route.broker_datas):
+                self.refresh_soon(topic)
 
     def _interesting_topics(self) -> set[str]:
         topics = set(self.publish)

@@ -73,7 +73,8 @@ _U32 = struct.Struct(">I")
 _FIXED = struct.Struct(">BBHQQ")  # direction, role, flags, timestamp, conn id
 _HEAD = struct.Struct(">IBBHQQ")  # the record length, then _FIXED
 _U16 = struct.Struct(">H")
-_MIN_RECORD = _FIXED.size + 2 + 2 + 1  # empty addresses, one raw byte
+#: the smallest record: fixed fields, two empty addresses, one raw byte
+MIN_RECORD_LENGTH = _FIXED.size + 2 + 2 + 1
 #: flags bit: the record holds raw bytes that are not a frame (see the module docstring)
 FLAG_RAW = 0x0001
 #: a record can hold the largest frame remoting accepts (16 MiB) plus addresses
@@ -196,7 +197,7 @@ def decode_record(data: bytes | bytearray | memoryview, offset: int = 0) -> tupl
     if offset + 4 > end_of_data:
         raise TruncatedCaptureError(f"capture ends inside a record length at offset {offset}")
     (length,) = _U32.unpack_from(data, offset)
-    if length < _MIN_RECORD or length > MAX_RECORD_LENGTH:
+    if length < MIN_RECORD_LENGTH or length > MAX_RECORD_LENGTH:
         raise CaptureFormatError(f"impossible record length {length} at offset {offset}")
     start = offset + 4
     end = start + length
@@ -287,7 +288,7 @@ class CaptureReader:
         if available < 4:
             return None
         (length,) = _U32.unpack_from(buf, self._pos)
-        if length < _MIN_RECORD or length > MAX_RECORD_LENGTH:
+        if length < MIN_RECORD_LENGTH or length > MAX_RECORD_LENGTH:
             raise CaptureFormatError(f"impossible record length {length} after {self.records_read} records")
         if available < 4 + length:
             return None

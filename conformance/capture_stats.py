@@ -1,6 +1,8 @@
 """What ``trocket capture show`` and ``trocket capture stats`` compute over capture records:
 one :class:`FrameView` per frame (decoded header summary, the request a response answers)
-and a :class:`CaptureStats` accumulator. The reading is :mod:`trocket.codecs.capture_files`
+and a :class:`CaptureStats` accumulator. A record with the native format's RAW flag
+(bytes a capture proxy forwarded without parsing them as frames) is a view of kind
+``"raw"``, counted apart from the frames. The reading is :mod:`trocket.codecs.capture_files`
 (native captures, pcap, pcapng alike); this module only looks at the records.
 """
 
@@ -38,7 +40,7 @@ class FrameView:
     conn: int
     src: str
     dst: str
-    kind: str  # "request", "oneway", "response" or "undecodable"
+    kind: str  # "request", "oneway", "response", "undecodable" or "raw" (not a frame)
     code: int | None
     code_name: str
     opaque: int | None
@@ -133,6 +135,8 @@ def view_record(record: CaptureRecord, tracker: RequestTracker | None = None, co
     else:
         src, dst = record.local_address, record.remote_address
     frame = record.frame
+    if record.raw:  # bytes, not a frame: nothing to decode, no request to pair
+        return FrameView(record.timestamp_ns, record.connection_id, src, dst, "raw", None, "raw", None, None, None, {}, 0, len(frame))
     key = record.connection_id if conn is None else conn
     try:
         cmd = decode_command(frame[4:])
@@ -179,16 +183,20 @@ class _Conn:
     requests: int = 0
     responses: int = 0
     bytes: int = 0
+    raw_bytes: int = 0
     first_ns: int = 0
     last_ns: int = 0
 
 
 class CaptureStats:
-    """Counts over the frames of one or more captures."""
+    """Counts over the frames of one or more captures; raw records (RAW flag) are
+    counted apart (:attr:`raw_records`, :attr:`raw_bytes`), not as frames."""
 
     def __init__(self) -> None:
         self.frames = 0
         self.bytes = 0
+        self.raw_records = 0
+        self.raw_bytes = 0
         self.requests: Counter[int] = Counter()
         self.oneway: Counter[int] = Counter()
         self.responses: Counter[int] = Counter()
@@ -206,8 +214,13 @@ class CaptureStats:
     def add(self, record: CaptureRecord, conn: Any = None) -> FrameView:
         key = record.connection_id if conn is None else conn
         view = view_record(record, self.tracker, key)
-        self.frames += 1
-        self.bytes += view.frame_len
+        raw = view.kind == "raw"
+        if raw:
+            self.raw_records += 1
+            self.raw_bytes += view.frame_len
+        else:
+            self.frames += 1
+            self.bytes += view.frame_len
         ts = view.ts_ns
         if self.first_ns is None or ts < self.first_ns:
             self.first_ns = ts
@@ -219,9 +232,12 @@ class CaptureStats:
                 c = self.conns[key] = _Conn(record.local_address, record.remote_address, first_ns=ts)
             else:  # the recorder is the server (pcaps: always)
                 c = self.conns[key] = _Conn(record.remote_address, record.local_address, first_ns=ts)
+        c.last_ns = ts
+        if raw:
+            c.raw_bytes += view.frame_len
+            return view
         c.frames += 1
         c.bytes += view.frame_len
-        c.last_ns = ts
         kind = view.kind
         if kind == "undecodable":
             self.undecodable += 1
@@ -258,6 +274,8 @@ class CaptureStats:
             "oneway_requests": sum(self.oneway.values()),
             "responses": sum(self.responses.values()),
             "undecodable": self.undecodable,
+            "raw_records": self.raw_records,
+            "raw_bytes": self.raw_bytes,
             "connections": len(self.conns),
             "first_ts": None if self.first_ns is None else round(self.first_ns / 1e9, 6),
             "last_ts": None if self.last_ns is None else round(self.last_ns / 1e9, 6),
@@ -272,7 +290,7 @@ class CaptureStats:
             "problems_by_kind": dict(self.problems),
             "per_connection": [
                 {"conn": k if isinstance(k, (int, str)) else str(k), "client": c.src, "server": c.dst, "frames": c.frames,
-                 "requests": c.requests, "responses": c.responses, "bytes": c.bytes,
+                 "requests": c.requests, "responses": c.responses, "bytes": c.bytes, "raw_bytes": c.raw_bytes,
                  "first_ts": round(c.first_ns / 1e9, 6), "last_ts": round(c.last_ns / 1e9, 6)}
                 for k, c in self.conns.items()
             ],

@@ -241,3 +241,51 @@ def test_percentiles_nearest_rank():
     q = _percentiles(array("q", [i * 1_000_000 for i in range(1, 101)]))
     assert q == {"p50": 50.0, "p95": 95.0, "p99": 99.0, "max": 100.0}
     assert _percentiles(array("q", [3_000_000])) == {"p50": 3.0, "p95": 3.0, "p99": 3.0, "max": 3.0}
+
+
+def write_native_with_raw(path: Path) -> None:
+    """A native capture as a capture proxy writes it: a frame, then bytes that did not
+    parse as frames (RAW flag), then a frame again."""
+    from trocket.codecs.capture import FLAG_RAW
+
+    ok = encode_command(RemotingCommand.request(105, ext_fields={"topic": "T"}, opaque=1))
+    answer = encode_command(RemotingCommand.response(0, opaque=1))
+    data = FILE_HEADER
+    data += encode_record(CaptureRecord(T0, 5, SERVER, CLIENT, Direction.RECEIVED, ok, Role.SERVER))
+    data += encode_record(CaptureRecord(T0 + 1_000_000, 5, SERVER, CLIENT, Direction.RECEIVED, b"GET / HTTP/1.1\r\n", Role.SERVER, FLAG_RAW))
+    data += encode_record(CaptureRecord(T0 + 2_000_000, 5, SERVER, CLIENT, Direction.SENT, answer, Role.SERVER))
+    path.write_bytes(data)
+
+
+def test_raw_records_are_shown_as_raw_bytes_and_counted_apart(capsys, tmp_path):
+    path = tmp_path / "raw.trkcap"
+    write_native_with_raw(path)
+    code, out, err = run(capsys, "show", str(path))
+    lines = out.splitlines()
+    assert code == 0 and err == "" and len(lines) == 3
+    assert lines[1].split()[:5] == ["0.001000", "5", CLIENT, "->", SERVER]
+    assert "raw bytes (16), not parsed as a frame" in lines[1] and "undecodable" not in out
+    assert "response SUCCESS(0) to GET_ROUTEINFO_BY_TOPIC(105)" in lines[2]  # pairing unaffected
+
+    code, out, _ = run(capsys, "show", "--json", str(path))
+    docs = [json.loads(line) for line in out.splitlines()]
+    assert [d["kind"] for d in docs] == ["request", "raw", "response"]
+    assert docs[1]["frame_len"] == 16 and docs[1]["code"] is None and "error" not in docs[1]
+
+    code, out, _ = run(capsys, "stats", "--json", str(path))
+    doc = json.loads(out)
+    assert code == 0
+    assert (doc["frames"], doc["raw_records"], doc["raw_bytes"], doc["undecodable"]) == (2, 1, 16, 0)
+    assert doc["bytes"] == sum(d["frame_len"] for d in docs if d["kind"] != "raw")
+    assert doc["per_connection"][0]["frames"] == 2 and doc["per_connection"][0]["raw_bytes"] == 16
+    code, out, _ = run(capsys, "stats", str(path))
+    assert "frames: 2 " in out and "raw (not frames): 1 records, 16 bytes" in out
+
+
+def test_stats_without_raw_records_print_no_raw_line(capsys, tmp_path):
+    path = tmp_path / "n.trkcap"
+    write_native(path)
+    code, out, _ = run(capsys, "stats", str(path))
+    assert code == 0 and "raw (not frames)" not in out
+    code, out, _ = run(capsys, "stats", "--json", str(path))
+    assert json.loads(out)["raw_records"] == 0

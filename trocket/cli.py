@@ -12,6 +12,8 @@
     trocket send [options]           send messages (trocket/cli_client.py)
     trocket consume [options]        consume messages with a push consumer (trocket/cli_consume.py)
     trocket admin topic|group|cluster  topics, consumer progress, the cluster (trocket/cli_client.py)
+    trocket capture synth --frames N --out FILE [--pcap]   a synthetic capture and its ground truth
+    trocket analyze CAPTURE... --out DIR   Spark analysis of captures (the 'spark' extra)
 """
 
 from __future__ import annotations
@@ -85,16 +87,17 @@ def _build_parser() -> argparse.ArgumentParser:
     add_namesrv_arguments(namesrv)
     namesrv.set_defaults(run=_run_namesrv)
 
+    from trocket.cli_analyze import add_analyze_command, add_synth_command
     from trocket.cli_capture import add_capture_parser
-    from trocket.cli_replay import add_proxy_command, add_replay_command
-
-    capture_commands = add_capture_parser(sub)
-    # more ``trocket capture`` subcommands from other modules: add_X_parser(capture_commands)
-    add_proxy_command(capture_commands)
-    add_replay_command(sub)
     from trocket.cli_client import add_client_commands
     from trocket.cli_consume import add_consume_command
+    from trocket.cli_replay import add_proxy_command, add_replay_command
 
+    capture_commands = add_capture_parser(sub)  # show, stats; then the ones other modules add
+    add_proxy_command(capture_commands)
+    add_synth_command(capture_commands)
+    add_replay_command(sub)
+    add_analyze_command(sub)
     add_client_commands(sub)
     add_consume_command(sub)
     return parser

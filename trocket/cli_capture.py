@@ -12,6 +12,10 @@ object; another module adds its own subcommand to the group with one line in
 
 (``add_capture_parser(sub, add_proxy_command, ...)`` does the same.)
 
+A native capture's RAW records (bytes a capture proxy forwarded without parsing them as
+frames) show as ``raw bytes (N)`` (``"kind": "raw"`` in ``--json``) and are counted apart
+from the frames by ``stats`` (``raw_records``, ``raw_bytes``).
+
 Exit status: 0 when every file was read completely; 1 when a file is missing, of an
 unknown type, cut off, or a stream had gaps or bytes that are no RocketMQ frames
 (what could be read is still shown).
@@ -23,7 +27,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -81,30 +84,16 @@ def add_capture_parser(sub: argparse._SubParsersAction, *more: Callable[[argpars
 # -- reading ------------------------------------------------------------------------------
 
 
-class _Progress:
-    """A one-line progress report on stderr for long files (only on a terminal)."""
+def _progress(name: str, size: int):
+    """The progress line of a long file (only on a terminal): the share of it read."""
+    from trocket.progress import ProgressLine
 
-    def __init__(self, name: str, size: int) -> None:
-        self.name = name
-        self.size = size
-        self.on = size >= _PROGRESS_MIN_BYTES and sys.stderr.isatty()
-        self._next = time.monotonic() + _PROGRESS_SECONDS
-        self._shown = False
+    def text(position: int) -> str:
+        pct = 100.0 * position / size if size else 100.0
+        return f"  {name}: {pct:5.1f}% of {size / 1e6:.1f} MB"
 
-    def update(self, position: int) -> None:
-        now = time.monotonic()
-        if now < self._next:
-            return
-        self._next = now + _PROGRESS_SECONDS
-        pct = 100.0 * position / self.size if self.size else 100.0
-        sys.stderr.write(f"\r  {self.name}: {pct:5.1f}% of {self.size / 1e6:.1f} MB")
-        sys.stderr.flush()
-        self._shown = True
-
-    def done(self) -> None:
-        if self._shown:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
+    return ProgressLine(size, interval=_PROGRESS_SECONDS, text=text,
+                        enabled=None if size >= _PROGRESS_MIN_BYTES else False)
 
 
 class _Files:
@@ -142,7 +131,7 @@ class _Files:
                     self.incomplete = True
                     self.errors += 1
                     continue
-                progress = _Progress(path.name, _size(stream))
+                progress = _progress(path.name, _size(stream))
                 n = 0
                 try:
                     for item in capture:
@@ -152,13 +141,13 @@ class _Files:
                             if progress.on and not n % _PROGRESS_RECORDS:
                                 progress.update(capture.position)
                         else:
-                            progress.done()
+                            progress.close(clear=True)
                             self._on_problem(path, item)
                 except OSError as exc:
                     _error(f"{path}: read failed: {exc}")
                     self.incomplete = True
                 finally:
-                    progress.done()
+                    progress.close(clear=True)
                 if not capture.complete:
                     self.incomplete = True
 
@@ -179,6 +168,9 @@ def _error(message: str) -> None:
 
 def _format_line(view, rel: float, conn: str) -> str:
     parts = [f"{rel:12.6f}", f"{conn:>5}", f"{view.src} -> {view.dst}"]
+    if view.kind == "raw":
+        parts.append(f"raw bytes ({view.frame_len}), not parsed as a frame")
+        return "  ".join(parts)
     if view.kind == "undecodable":
         parts.append(f"undecodable frame of {view.frame_len} bytes: {view.error}")
         return "  ".join(parts)
@@ -283,6 +275,8 @@ def _print_stats(doc: dict[str, Any], req_name, resp_name) -> None:
     p(f"frames: {doc['frames']} ({doc['bytes']} bytes){span} on {doc['connections']} connections")
     p(f"requests: {doc['requests']}  oneway: {doc['oneway_requests']}  responses: {doc['responses']}  "
       f"undecodable: {doc['undecodable']}  orphan responses: {doc['orphan_responses']}")
+    if doc["raw_records"]:
+        p(f"raw (not frames): {doc['raw_records']} records, {doc['raw_bytes']} bytes")
     if doc["frames_by_serialize"]:
         p("serialization: " + "  ".join(f"{k} {v}" for k, v in sorted(doc["frames_by_serialize"].items())))
     unanswered = doc["unanswered_by_code"]

@@ -19,6 +19,8 @@ import sys
 import time
 from typing import Any
 
+from trocket.progress import ProgressLine
+
 __all__ = ["add_client_commands"]
 
 EXIT_OK = 0
@@ -148,35 +150,6 @@ def _percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
 
 
-class _Progress:
-    """A one-line progress bar on stderr when it is a terminal (else silent)."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.on = total > 1 and sys.stderr.isatty()
-        self.last = 0.0
-        self.begin = time.perf_counter()
-
-    def update(self, done: int, failed: int, *, force: bool = False) -> None:
-        if not self.on:
-            return
-        now = time.perf_counter()
-        if not force and now - self.last < 0.1:
-            return
-        self.last = now
-        width = 30
-        filled = int(width * done / self.total) if self.total else width
-        rate = done / max(now - self.begin, 1e-9)
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} "
-                         f"failed {failed}  {rate:,.0f} msg/s ")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.on:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
 # -- send --------------------------------------------------------------------------------
 
 
@@ -216,7 +189,7 @@ async def _send(args: argparse.Namespace) -> int:
     latencies: list[float] = []
     errors: dict[str, int] = {}
     last_result = None
-    progress = _Progress(args.count)
+    progress = ProgressLine(args.count, enabled=None if args.count > 1 else False)
 
     first_error: list[str] = []
 
@@ -243,7 +216,7 @@ async def _send(args: argparse.Namespace) -> int:
                 except ClientError as exc:
                     fail(exc, n)
                 i += n
-                progress.update(sent + failed, failed)
+                progress.update(sent + failed, f"failed {failed}")
         elif args.mode == "sync":
             for i in range(args.count):
                 t0 = time.perf_counter()
@@ -253,7 +226,7 @@ async def _send(args: argparse.Namespace) -> int:
                     latencies.append(time.perf_counter() - t0)
                 except ClientError as exc:
                     fail(exc)
-                progress.update(sent + failed, failed)
+                progress.update(sent + failed, f"failed {failed}")
         elif args.mode == "oneway":
             for i in range(args.count):
                 t0 = time.perf_counter()
@@ -263,7 +236,7 @@ async def _send(args: argparse.Namespace) -> int:
                     latencies.append(time.perf_counter() - t0)
                 except ClientError as exc:
                     fail(exc)
-                progress.update(sent + failed, failed)
+                progress.update(sent + failed, f"failed {failed}")
         else:
             slots = trio.Semaphore(args.inflight)
 
@@ -277,7 +250,7 @@ async def _send(args: argparse.Namespace) -> int:
                         latencies.append(time.perf_counter() - t0)
                     else:
                         fail(error)
-                    progress.update(sent + failed, failed)
+                    progress.update(sent + failed, f"failed {failed}")
 
                 return callback
 
@@ -291,7 +264,7 @@ async def _send(args: argparse.Namespace) -> int:
             for _ in range(args.inflight):  # wait for the last ones
                 await slots.acquire()
         elapsed = time.perf_counter() - begin
-    progress.update(sent + failed, failed, force=True)
+    progress.update(sent + failed, f"failed {failed}", force=True)
     progress.close()
     if args.count == 1 and not args.batch:
         if failed:

@@ -16,10 +16,14 @@ message past the count is left unconsumed, for the next run).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import signal
 import sys
 import time
+
+from trocket.progress import ProgressLine
 
 __all__ = ["add_consume_command"]
 
@@ -34,9 +38,10 @@ def add_consume_command(sub) -> None:
         "(or, with --quiet, a progress line and a summary); stop after --count messages or on "
         "Ctrl-C with the group's offsets committed.",
     )
-    p.add_argument("--namesrv", required=True, metavar="ADDR", help="name server(s), host:port[;host:port]")
-    p.add_argument("--topic", required=True)
-    p.add_argument("--group", required=True, help="consumer group")
+    p.add_argument("--namesrv", "-n", default="127.0.0.1:9876", metavar="ADDR",
+                   help="name servers, host:port[;host:port...] (default 127.0.0.1:9876)")
+    p.add_argument("--topic", "-t", required=True)
+    p.add_argument("--group", "-g", required=True, help="consumer group")
     p.add_argument("--count", type=int, default=None, metavar="N", help="stop after N messages (default: run until Ctrl-C)")
     p.add_argument("--from", dest="from_", choices=("first", "last"), default="last",
                    help="where a queue the group has no offset for starts (default last; a broker answers 0 "
@@ -74,37 +79,6 @@ def _line(msg, as_json: bool) -> str:
             f"tags={msg.tags or '-'} keys={fields['keys'] or '-'} body={fields['body']!r}")
 
 
-class _Progress:
-    """A one-line counter on stderr when it is a terminal."""
-
-    def __init__(self, total: int | None) -> None:
-        self.total = total
-        self.on = sys.stderr.isatty()
-        self.last = 0.0
-        self.begin = time.perf_counter()
-
-    def update(self, done: int, *, force: bool = False) -> None:
-        if not self.on:
-            return
-        now = time.perf_counter()
-        if not force and now - self.last < 0.1:
-            return
-        self.last = now
-        rate = done / max(now - self.begin, 1e-9)
-        if self.total:
-            filled = int(30 * min(done, self.total) / self.total)
-            bar = f"[{'#' * filled}{'.' * (30 - filled)}] {done}/{self.total}"
-        else:
-            bar = f"{done} consumed"
-        sys.stderr.write(f"\r{bar}  {rate:,.0f} msg/s ")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.on:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
 async def _consume(args: argparse.Namespace) -> int:
     import trio
 
@@ -120,7 +94,7 @@ async def _consume(args: argparse.Namespace) -> int:
     build_subscription(args.topic, args.tag)  # the topic's name and the tag expression
     done = trio.Event()
     count = 0
-    progress = _Progress(args.count) if args.quiet else None
+    progress = ProgressLine(args.count, label="consumed") if args.quiet else None
     out = sys.stdout
 
     async def listener(msg):
@@ -143,7 +117,10 @@ async def _consume(args: argparse.Namespace) -> int:
             args.group, subscriptions={args.topic: args.tag}, listener=listener, instance=inst,
             consume_from=args.from_, max_concurrency=1, await_termination_s=0.5,
         )
-        await _run_until_done(consumer, done)
+        # callbacks past --count wait to be cancelled at shutdown: that is the plan here,
+        # not the consumer's "callbacks still running" warning a library user needs
+        with _quiet_cancelled_callbacks():
+            await _run_until_done(consumer, done)
     elapsed = time.perf_counter() - begin
     if progress is not None:
         progress.update(count, force=True)
@@ -153,6 +130,19 @@ async def _consume(args: argparse.Namespace) -> int:
         print(f"consumed {count} messages from {args.topic} as {args.group} in {elapsed:.2f} s "
               f"({count / max(elapsed, 1e-9):,.0f} msg/s); offsets committed", file=sys.stderr if not args.quiet else sys.stdout)
     return 0
+
+
+@contextlib.contextmanager
+def _quiet_cancelled_callbacks():
+    def keep(record: logging.LogRecord) -> bool:
+        return "callbacks still running" not in record.getMessage()
+
+    logger = logging.getLogger("trocket.client.consumer")
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)
 
 
 async def _run_until_done(consumer, done) -> None:

@@ -11,6 +11,8 @@ code   request                              answer
                                             TOPIC_NOT_EXIST (17) with Java's remark
 106    GET_BROKER_CLUSTER_INFO              SUCCESS + ClusterInfo body
 206    GET_ALL_TOPIC_LIST_FROM_NAMESERVER   SUCCESS + TopicList body
+216    DELETE_TOPIC_IN_NAMESRV              SUCCESS (the topic's route is gone; an
+                                            unknown topic too)
 322    QUERY_DATA_VERSION                   SUCCESS + ``changed`` + the name server's
                                             DataVersion of that broker (if any)
 =====  ===================================  ==========================================
@@ -32,6 +34,7 @@ from trocket.codecs.command import RemotingCommand
 from trocket.codecs.errors import CodecError
 from trocket.codecs.headers import decode_header
 from trocket.codecs.headers.namesrv import (
+    DeleteTopicFromNamesrvRequestHeader,
     GetRouteInfoRequestHeader,
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,
@@ -96,6 +99,19 @@ class NamesrvProcessor:
             RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, self.get_all_topic_list_from_nameserver
         )
         endpoint.register_processor(RequestCode.QUERY_DATA_VERSION, self.query_broker_topic_config)
+        endpoint.register_processor(RequestCode.DELETE_TOPIC_IN_NAMESRV, self.delete_topic_in_namesrv)
+
+    # -- 216 ---------------------------------------------------------------------------
+
+    async def delete_topic_in_namesrv(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+        """``deleteTopicInNamesrv``: drop the topic's queue datas (a broker registering
+        it again brings it back, as with Java)."""
+        try:
+            header = decode_header(DeleteTopicFromNamesrvRequestHeader, request.ext_fields)
+        except CodecError as exc:
+            return _error(exc)
+        self.route_info.delete_topic(header.topic)
+        return _response(ResponseCode.SUCCESS)
 
     # -- 103 ---------------------------------------------------------------------------
 

@@ -12,7 +12,8 @@ Five tables, in memory only:
 
 A master's topic configs are (re-)read only when its registration is its first or its
 :class:`DataVersion` changed, as Java does; topics are added or updated, never removed,
-by a registration (a topic deleted on a broker stays routed until the broker goes).
+by a registration (a topic deleted on a broker stays routed until DELETE_TOPIC_IN_NAMESRV,
+:meth:`delete_topic`, or until the broker goes).
 A broker goes away on UNREGISTER_BROKER, when its connection closes
 (:meth:`on_channel_destroy`) or when it has been silent for ``broker_expiry`` seconds
 (:meth:`scan_not_active`). Everything runs on the trio thread, so no lock is needed.
@@ -181,7 +182,9 @@ class RouteInfoManager:
         return count
 
     def delete_topic(self, topic: str) -> None:
-        self.topic_queue_table.pop(topic, None)
+        """``deleteTopic``: forget the topic's queue datas (every broker's)."""
+        if self.topic_queue_table.pop(topic, None) is not None:
+            log.info("deleteTopic, remove the route of %s", topic)
 
     # -- removal -----------------------------------------------------------------------
 

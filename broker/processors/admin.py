@@ -1,4 +1,4 @@
-"""Admin and query codes: 17, 28, 29, 30, 31, 33 (``AdminBrokerProcessor`` and
+"""Admin and query codes: 17, 28, 29, 30, 31, 33, 215 (``AdminBrokerProcessor`` and
 ``QueryMessageProcessor`` of RocketMQ 4.9).
 
 * UPDATE_AND_CREATE_TOPIC (17): validate (``TopicValidator``: SYSTEM_ERROR with its
@@ -9,6 +9,14 @@
 * SEARCH_OFFSET_BY_TIMESTAMP (29), GET_MAX_OFFSET (30), GET_MIN_OFFSET (31): ``offset``.
 * VIEW_MESSAGE_BY_ID (33): the stored record at a commit-log offset (from an offset
   message id) as the body; SYSTEM_ERROR "can not find message by the offset, N".
+* DELETE_TOPIC_IN_BROKER (215): 4.9's ``deleteTopic``: a blank or system topic is
+  refused (SYSTEM_ERROR); otherwise the topic config goes (``topics.json`` persisted,
+  SUCCESS even for an unknown topic, as Java), then ``cleanUnusedTopic`` drops the
+  consume queues of every topic without a config (files removed; see
+  :meth:`MessageStore.clean_unused_topics`), and the broker registers again. Consumer
+  offsets stay, as in 4.9 (5.x's ``cleanOffsetByTopic`` is not 4.9). A send to the topic
+  afterwards auto-creates it again, its queues starting at 0. The name server keeps the
+  route until DELETE_TOPIC_IN_NAMESRV (216), as with Java.
 
 * GET_ALL_TOPIC_CONFIG (21), GET_ALL_CONSUMER_OFFSET (43), GET_ALL_DELAY_OFFSET (45),
   GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): the master's tables a slave copies
@@ -33,6 +41,7 @@ from trocket.codecs.command import RemotingCommand
 from trocket.codecs.errors import InvalidNameError
 from trocket.codecs.headers import (
     CreateTopicRequestHeader,
+    DeleteTopicRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMaxOffsetResponseHeader,
     GetMinOffsetRequestHeader,
@@ -61,7 +70,7 @@ Handler = Callable[[Connection, RemotingCommand], Awaitable[RemotingCommand]]
 
 
 class AdminProcessor:
-    """17, 28, 29, 30, 31 and 33; ``runtime_info()`` gives 28's table (the controller's)."""
+    """17, 28, 29, 30, 31, 33, 215 and the slave's; ``runtime_info()`` gives 28's table (the controller's)."""
 
     def __init__(self, ctx: BrokerContext, *, runtime_info: Callable[[], dict[str, str]] | None = None) -> None:
         self.ctx = ctx
@@ -79,7 +88,10 @@ class AdminProcessor:
             int(RequestCode.GET_ALL_CONSUMER_OFFSET): self.get_all_consumer_offset,
             int(RequestCode.GET_ALL_DELAY_OFFSET): self.get_all_delay_offset,
             int(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG): self.get_all_subscription_group,
+            int(RequestCode.DELETE_TOPIC_IN_BROKER): self.delete_topic,
         }
+        #: Java's ``deleteTopic`` is ``synchronized``: one deletion at a time
+        self._delete_lock = trio.Lock()
 
     @property
     def codes(self) -> list[int]:
@@ -123,6 +135,28 @@ class AdminProcessor:
         log.info("updating topic %s from %s: %s", topic, conn.remote_address, tc)
         await trio.to_thread.run_sync(self.topics.update, tc)
         self.ctx.topic_created(topic)
+        return reply(ResponseCode.SUCCESS)
+
+    # -- 215 ---------------------------------------------------------------------------------
+
+    async def delete_topic(self, conn, request: RemotingCommand) -> RemotingCommand:
+        header = decode_request_header(DeleteTopicRequestHeader, request)
+        topic = header.topic
+        if not topic.strip():
+            return reply(ResponseCode.SYSTEM_ERROR, "The specified topic is blank.")
+        if is_system_topic(topic):
+            return reply(ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
+        log.info("deleteTopic %s called by %s", topic, conn.remote_address)
+        async with self._delete_lock:
+            await trio.to_thread.run_sync(self.topics.delete, topic)
+            keep = self.topics.all().keys()
+            detached = await trio.to_thread.run_sync(self.store.clean_unused_topics, keep)
+            # unmapped here, on the trio thread, between two pulls (pulls read there)
+            self.store.destroy_detached(detached)
+            for d in detached:
+                await trio.to_thread.run_sync(d.remove_files)
+                log.info("cleanUnusedTopic: %s, topic destroyed", d.topic)
+        self.ctx.topic_created(topic)  # the topic table changed: register again
         return reply(ResponseCode.SUCCESS)
 
     # -- 28 ----------------------------------------------------------------------------------

@@ -110,6 +110,7 @@ from ..store import (
     tags_hash,
 )
 from ..store.topic_config import PERM_READ, PERM_WRITE, TopicConfig
+from .client import register_now
 from . import (
     APPLY_TOPIC_URL,
     decode_request_header,
@@ -199,6 +200,8 @@ class SendProcessor:
         self.max_message_size = ctx.config.max_message_size
         self._random = random.Random()
         self._checked_topics: set[str] = set()
+        #: a topic this send created (auto-create): answered once the name servers know it
+        self._created: str | None = None
         #: SYNC_MASTER: the HA transfer service sends are handed to (None: no waiting on a slave)
         ha = getattr(ctx, "ha", None)
         self.transfer = ha.transfer if ha is not None and ctx.config.is_sync_master else None
@@ -228,6 +231,10 @@ class SendProcessor:
                 raise
             return None
         outcome = self._process(conn, request)
+        if self._created is not None:
+            created, self._created = self._created, None
+            self._answer_when_registered(conn, request, outcome, created)
+            return None
         if isinstance(outcome, PutResult):
             if self.transfer is not None:
                 self._hand_off(conn, request, outcome)
@@ -235,6 +242,31 @@ class SendProcessor:
                 self._answer_when_flushed(conn, request, outcome)
             return None
         return outcome
+
+    def _answer_when_registered(self, conn, request: RemotingCommand, outcome, topic: str) -> None:
+        """Java's ``createTopicInSendMessageMethod`` registers with the name servers before
+        the send is answered, so a client that looks the new topic up right after its send
+        finds the route. Rare (a topic's first send): one handler task waits for the
+        registration, then answers as :meth:`process_request` would have."""
+        self.pending += 1
+        try:
+            conn.start_handler(self._register_then_answer, conn, request, outcome, topic)
+        except BaseException:
+            self.pending -= 1
+            raise
+
+    async def _register_then_answer(self, conn, request: RemotingCommand, outcome, topic: str) -> None:
+        try:
+            await register_now(self.ctx, topic)
+        finally:
+            self.pending -= 1
+        if not isinstance(outcome, PutResult):
+            await conn.answer(request, outcome)
+        elif self.transfer is not None:
+            self._hand_off(conn, request, outcome)
+        else:
+            self.pending += 1
+            await self._flush_then_answer(conn, request, outcome)
 
     def _after_put(self, result: PutResult, wait: bool) -> RemotingCommand | PutResult:
         """The answer now, or the result itself when it must wait for the group commit
@@ -409,6 +441,7 @@ class SendProcessor:
         if tc is not None:
             log.info("created topic %s (%d queues) on send from %s", topic, tc.write_queue_nums, conn.remote_address)
             self.ctx.topic_created(topic)
+            self._created = topic
         return tc
 
     def _pick_queue(self, queue_id: int, tc) -> int:

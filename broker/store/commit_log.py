@@ -238,6 +238,11 @@ class CommitLog:
     #: Where the last :meth:`scan` stopped (the first byte not part of a valid record).
     scan_end: int = 0
 
+    @property
+    def append_lock(self) -> threading.Lock:
+        """The append lock (topic deletion holds it to stop puts for a moment)."""
+        return self._lock
+
     @classmethod
     def open(cls, config: StoreConfig) -> CommitLog:
         files = MappedFileQueue(

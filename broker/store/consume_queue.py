@@ -52,6 +52,9 @@ class ConsumeQueue:
     min_logic_offset: int = 0
     #: End (offset + size) of the last entry's record (Java ``maxPhysicOffset``); -1 when empty.
     max_physic_offset: int = -1
+    #: Unmapped (its topic was deleted, or the store closed): readers of another
+    #: thread that held it may find its files gone.
+    closed: bool = False
 
     @classmethod
     def open(
@@ -305,7 +308,9 @@ class ConsumeQueue:
         return (chosen.file_from_offset + pos) // CQ_STORE_UNIT_SIZE
 
     def close(self) -> None:
+        self.closed = True
         self._files.close()
 
     def delete(self) -> None:
+        self.closed = True
         self._files.delete_all()

@@ -63,6 +63,16 @@ class Dispatcher:
     def remove_listener(self, listener: MessageArrivingListener) -> None:
         self._listeners = tuple(x for x in self._listeners if x is not listener)
 
+    @property
+    def lock(self) -> threading.Lock:
+        return self._lock
+
+    def drain_locked(self) -> None:
+        """:meth:`drain` for a caller already holding :attr:`lock`."""
+        pending = self.commit_log.pending
+        while pending:
+            self._apply(pending.popleft())
+
     def drain(self) -> None:
         """Apply every queued request, in order (see the module docstring)."""
         pending = self.commit_log.pending

@@ -224,8 +224,14 @@ class MappedFile:
         written when the call started is promised.
         """
         target = self.wrote_position
-        if target > self.flushed_position and self._view is not None:
-            _FSYNC(self._fd)
+        fd = self._fd
+        if target > self.flushed_position and self._view is not None and fd >= 0:
+            try:
+                _FSYNC(fd)
+            except OSError:
+                if self._fd >= 0:
+                    raise
+                return self.flushed_position  # closed meanwhile (a deleted queue)
             if target > self.flushed_position:
                 self.flushed_position = target
         return self.flushed_position

@@ -1,17 +1,40 @@
-"""All consume queues of a store, by (topic, queue id) (Java's ``consumeQueueTable``)."""
+"""All consume queues of a store, by (topic, queue id) (Java's ``consumeQueueTable``),
+and the detaching of deleted topics' queues (``DefaultMessageStore.cleanUnusedTopic``)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 import attrs
 
 from .consume_queue import ConsumeQueue
 
-__all__ = ["ConsumeQueueTable"]
+__all__ = ["ConsumeQueueTable", "DetachedTopic", "TRASH_PREFIX"]
+
+#: Directory prefix of a deleted topic's queues awaiting removal ('.' is not a topic
+#: character, so no topic directory can start with it).
+TRASH_PREFIX = ".deleted."
+
+
+@attrs.define(slots=True, eq=False)
+class DetachedTopic:
+    """A deleted topic's queues, out of the table, their directory moved to ``trash``."""
+
+    topic: str
+    queues: list[ConsumeQueue]
+    trash: str | None
+
+    def unmap(self) -> None:
+        """Unmap the queues (views readers still hold keep their pages)."""
+        for cq in self.queues:
+            cq.close()
+
+    def remove_files(self) -> None:
+        if self.trash is not None:
+            shutil.rmtree(self.trash, ignore_errors=True)
 
 
 @attrs.define(slots=True, eq=False)
@@ -21,6 +44,7 @@ class ConsumeQueueTable:
     preallocate: bool = False
     _queues: dict[tuple[str, int], ConsumeQueue] = attrs.field(factory=dict)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False)
+    _trash_seq: int = 0
 
     def load(self) -> None:
         """Map every ``<topic>/<queueId>/`` directory found under the root."""
@@ -28,6 +52,9 @@ class ConsumeQueueTable:
             return
         for topic in sorted(os.listdir(self.root)):
             topic_dir = os.path.join(self.root, topic)
+            if topic.startswith(TRASH_PREFIX):  # a deletion a crash interrupted
+                shutil.rmtree(topic_dir, ignore_errors=True)
+                continue
             if not os.path.isdir(topic_dir):
                 continue
             for qid in sorted(os.listdir(topic_dir)):
@@ -63,14 +90,26 @@ class ConsumeQueueTable:
     def topics(self) -> set[str]:
         return {topic for topic, _ in self._queues}
 
-    def remove_topic(self, topic: str) -> None:
-        """Delete a topic's queues and files (``deleteTopics``)."""
+    def detach_topics(self, topics: Collection[str]) -> list[DetachedTopic]:
+        """Take ``topics``' queues out of the table and move each topic's directory
+        aside (a rename, so a queue created for the same topic right after starts in a
+        fresh directory). Call with the dispatch lock held; the queues are still mapped
+        (readers may hold views): :meth:`DetachedTopic.destroy` them afterwards."""
+        wanted = set(topics)
         with self._lock:
-            gone = [cq for key, cq in self._queues.items() if key[0] == topic]
-            self._queues = {k: v for k, v in self._queues.items() if k[0] != topic}
-        for cq in gone:
-            cq.delete()
-        shutil.rmtree(os.path.join(self.root, topic), ignore_errors=True)
+            gone = {key: cq for key, cq in self._queues.items() if key[0] in wanted}
+            self._queues = {k: v for k, v in self._queues.items() if k[0] not in wanted}
+        detached = []
+        for topic in sorted(wanted):
+            queues = [cq for (t, _), cq in gone.items() if t == topic]
+            path = os.path.join(self.root, topic)
+            trash = None
+            if os.path.isdir(path):
+                self._trash_seq += 1
+                trash = os.path.join(self.root, f"{TRASH_PREFIX}{topic}.{os.getpid()}.{self._trash_seq}")
+                os.rename(path, trash)
+            detached.append(DetachedTopic(topic, queues, trash))
+        return detached
 
     def close(self) -> None:
         for cq in self._queues.values():

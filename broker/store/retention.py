@@ -81,5 +81,9 @@ def delete_expired(
     result.commit_log_segments = count
     min_phy = commit_log.min_offset
     for cq in queues:
-        result.consume_queue_files += cq.delete_expired(min_phy)
+        try:
+            result.consume_queue_files += cq.delete_expired(min_phy)
+        except ValueError:  # "... is closed": its topic was deleted meanwhile
+            if not cq.closed:
+                raise
     return result

@@ -31,6 +31,7 @@ from trocket.codecs.errors import MessageDecodeError
 from trocket.codecs.message.message import MessageExt
 from trocket.codecs.message.properties import PROPERTY_WAIT_STORE_MSG_OK
 from trocket.codecs.message.record import decode_record
+from trocket.codecs.names import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
 
 from .allocate import AllocateService
 from .checkpoint import StoreCheckpoint
@@ -41,7 +42,7 @@ from .dispatcher import Dispatcher, MessageArrivingListener
 from .errors import StoreError, StoreLoadError
 from .flush import FlushService
 from .messages import BatchInner, MessageInner
-from .queue_table import ConsumeQueueTable
+from .queue_table import ConsumeQueueTable, DetachedTopic
 from .recovery import RecoveryReport, recover
 from .results import GetResult, GetStatus, PutResult, PutStatus
 from .retention import RetentionResult, delete_expired
@@ -52,6 +53,8 @@ _MIN = -(1 << 63)
 #: ``StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE``
 _TOTAL_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 _ENTRY = __import__("struct").Struct(">qiq")
+#: Topics ``cleanUnusedTopic`` never removes.
+_NEVER_CLEANED = frozenset({RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC})
 
 
 class StoreClosedError(StoreError):
@@ -448,8 +451,38 @@ class MessageStore:
             self.config, self.commit_log, self.queues, now, force=force, used_ratio=used_ratio
         )
 
-    def delete_topic(self, topic: str) -> None:
-        """Drop a topic's consume queues (its records age out of the commit log)."""
-        self.queues.remove_topic(topic)
-        for key in [k for k in self.commit_log.queue_offsets if k[0] == topic]:
-            del self.commit_log.queue_offsets[key]
+    def clean_unused_topics(self, keep: Collection[str]) -> list[DetachedTopic]:
+        """``cleanUnusedTopic``: detach the consume queues of every topic not in ``keep``
+        (the topic configs left), except the schedule and transaction-op topics, as
+        Java does; their next queue offsets are forgotten, so a send to such a topic
+        afterwards starts a fresh queue at offset 0 (the old records age out of the
+        commit log).
+
+        Runs under the append lock and the dispatch lock, after dispatching whatever
+        was appended: no put or dispatch touches those queues meanwhile. Then call
+        :meth:`destroy_detached` (unmap: on the thread that serves pulls) and
+        :meth:`DetachedTopic.remove_files` (any thread).
+
+        The records stay in the commit log until retention: after a crash, recovery
+        re-dispatches the last segments and rebuilds the deleted topic's queues from
+        them (Java's too); a clean restart does not."""
+        keep = set(keep) | _NEVER_CLEANED
+        commit_log = self.commit_log
+        with commit_log.append_lock, self.dispatcher.lock:
+            self.dispatcher.drain_locked()
+            topics = [t for t in self.queues.topics() if t not in keep]
+            if not topics:
+                return []
+            gone = set(topics)
+            offsets = commit_log.queue_offsets
+            for key in [k for k in offsets if k[0] in gone]:
+                del offsets[key]
+            return self.queues.detach_topics(topics)
+
+    @staticmethod
+    def destroy_detached(detached: list[DetachedTopic]) -> None:
+        """Unmap the detached queues. A pull that found a queue before it was detached
+        and reads it after gets nothing (Java: the destroyed file refuses to be held),
+        so call this where pulls run (the trio thread), between them."""
+        for d in detached:
+            d.unmap()

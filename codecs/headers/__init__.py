@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from ._spec import FieldSpec, field, header, header_fields, is_header_class
-from .admin import CreateTopicRequestHeader, ViewMessageRequestHeader
+from .admin import CreateTopicRequestHeader, DeleteTopicRequestHeader, ViewMessageRequestHeader
 from .consumer import (
     ConsumerSendMsgBackRequestHeader,
     GetConsumerListByGroupRequestHeader,
@@ -32,6 +32,7 @@ from .consumer import (
 from .fast import FAST_CODECS
 from .generic import generic_decode, generic_encode
 from .namesrv import (
+    DeleteTopicFromNamesrvRequestHeader,
     GetRouteInfoRequestHeader,
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,
@@ -92,6 +93,8 @@ __all__ = [
     "UnregisterBrokerRequestHeader",
     "ViewMessageRequestHeader",
     "CreateTopicRequestHeader",
+    "DeleteTopicRequestHeader",
+    "DeleteTopicFromNamesrvRequestHeader",
 ]
 
 T = TypeVar("T")
@@ -148,6 +151,8 @@ REQUEST_HEADERS: Mapping[int, type] = {
     103: RegisterBrokerRequestHeader,  # REGISTER_BROKER
     104: UnregisterBrokerRequestHeader,  # UNREGISTER_BROKER
     105: GetRouteInfoRequestHeader,  # GET_ROUTEINFO_BY_TOPIC
+    215: DeleteTopicRequestHeader,  # DELETE_TOPIC_IN_BROKER
+    216: DeleteTopicFromNamesrvRequestHeader,  # DELETE_TOPIC_IN_NAMESRV
     310: SendMessageRequestHeaderV2,  # SEND_MESSAGE_V2
     320: SendMessageRequestHeaderV2,  # SEND_BATCH_MESSAGE
 }

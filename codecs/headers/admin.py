@@ -1,10 +1,11 @@
-"""Admin headers (Java 4.9.8): UPDATE_AND_CREATE_TOPIC (17), VIEW_MESSAGE_BY_ID (33)."""
+"""Admin headers (Java 4.9.8): UPDATE_AND_CREATE_TOPIC (17), VIEW_MESSAGE_BY_ID (33),
+DELETE_TOPIC_IN_BROKER (215)."""
 
 from __future__ import annotations
 
 from ._spec import field, header
 
-__all__ = ["CreateTopicRequestHeader", "ViewMessageRequestHeader"]
+__all__ = ["CreateTopicRequestHeader", "DeleteTopicRequestHeader", "ViewMessageRequestHeader"]
 
 
 @header
@@ -33,3 +34,8 @@ class ViewMessageRequestHeader:
     """``offset`` is the commit-log (physical) offset from an offset message id."""
 
     offset: int = field("long", required=True)
+
+
+@header
+class DeleteTopicRequestHeader:
+    topic: str = field("str", required=True)

@@ -1,6 +1,7 @@
 """Name server headers (Java 4.9.8, ``...protocol.header.namesrv`` and ``GetRouteInfo``).
 
-Codes: REGISTER_BROKER 103, UNREGISTER_BROKER 104, GET_ROUTEINFO_BY_TOPIC 105.
+Codes: REGISTER_BROKER 103, UNREGISTER_BROKER 104, GET_ROUTEINFO_BY_TOPIC 105,
+DELETE_TOPIC_IN_NAMESRV 216.
 5.x additions (``heartbeatTimeoutMillis``, ``enableActingMaster``,
 ``acceptStandardJsonOnly``) are not 4.9.8 fields.
 """
@@ -10,11 +11,17 @@ from __future__ import annotations
 from ._spec import field, header
 
 __all__ = [
+    "DeleteTopicFromNamesrvRequestHeader",
     "GetRouteInfoRequestHeader",
     "RegisterBrokerRequestHeader",
     "RegisterBrokerResponseHeader",
     "UnregisterBrokerRequestHeader",
 ]
+
+
+@header
+class DeleteTopicFromNamesrvRequestHeader:
+    topic: str = field("str", required=True)
 
 
 @header

@@ -1,6 +1,9 @@
-"""Admin and query codes: 17, 28, 29, 30, 31, 33."""
+"""Admin and query codes: 17, 28, 29, 30, 31, 33, 215."""
 
 from __future__ import annotations
+
+import json
+import os
 
 import trio
 
@@ -8,6 +11,7 @@ from trocket.codecs.bodies.fastjson import loads
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.headers import (
     CreateTopicRequestHeader,
+    DeleteTopicRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMinOffsetRequestHeader,
     SearchOffsetRequestHeader,
@@ -115,3 +119,71 @@ async def test_view_message_by_id(tmp_path, wire):
         assert v.code == 1 and v.remark == f"can not find message by the offset, {oid.offset + 3}"
         v = await c.invoke_sync(addr, RemotingCommand.request(33, ViewMessageRequestHeader(offset=10**12)))
         assert v.code == 1
+
+
+def delete_topic(topic: str) -> RemotingCommand:
+    return RemotingCommand.request(215, DeleteTopicRequestHeader(topic=topic))
+
+
+async def test_delete_topic_in_broker(tmp_path, wire):
+    async with wire.running_broker(tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        cq_dir = broker.store.config.consume_queue_dir
+        assert (await c.invoke_sync(addr, create_topic("DelT", 4))).code == 0
+        for qid in (0, 0, 0, 1):
+            assert (await c.invoke_sync(addr, wire.send_v1("DelT", b"old", queue_id=qid))).code == 0
+        await c.invoke_sync(addr, wire.send_v1("Other", b"o"))
+        await c.invoke_sync(addr, RemotingCommand.request(15, ext_fields={
+            "consumerGroup": "CG", "topic": "DelT", "queueId": "0", "commitOffset": "3"}))
+        assert {"DelT", "Other"} <= set(os.listdir(cq_dir))
+        registrations = broker.registrations
+
+        async with trio.open_nursery() as nursery:
+            held: list[RemotingCommand] = []
+
+            async def hold() -> None:  # a pull held on the topic while it is deleted
+                held.append(await c.invoke_sync(addr, wire.pull("DelT", 0, 3, suspend_ms=1000), 5))
+
+            nursery.start_soon(hold)
+            await trio.sleep(0.1)
+            r = await c.invoke_sync(addr, delete_topic("DelT"))
+            assert r.code == 0 and r.remark is None, r.remark
+        # the held pull, resumed when it times out, finds no topic (as Java re-runs it)
+        assert held[0].code == 17 and "DelT" in held[0].remark
+
+        # config gone (persisted), queues and files gone, other topics untouched
+        assert broker.topics.select("DelT") is None
+        on_disk = json.loads((tmp_path / "store" / "config" / "topics.json").read_text())
+        assert "DelT" not in on_disk["topicConfigTable"] and "Other" in on_disk["topicConfigTable"]
+        assert "DelT" not in broker.store.topics()
+        assert "DelT" not in os.listdir(cq_dir) and "Other" in os.listdir(cq_dir)
+        assert not [n for n in os.listdir(cq_dir) if n.startswith(".")]
+        assert broker.store.get_max_offset("DelT", 0) == 0
+        # consumer offsets stay, as in 4.9
+        assert broker.offsets.query_offset("CG", "DelT", 0) == 3
+        # registered again with the name server
+        with trio.fail_after(3):
+            while broker.registrations == registrations:
+                await trio.sleep(0.02)
+
+        # a send right after: auto-created again, queues start at 0
+        r = await c.invoke_sync(addr, wire.send_v1("DelT", b"new", queue_id=0))
+        assert r.code == 0 and r.ext_fields["queueOffset"] == "0"
+        assert broker.topics.select("DelT").write_queue_nums == 4
+        pulled = await c.invoke_sync(addr, wire.pull("DelT", 0, 0, suspend_ms=0))
+        assert pulled.code == 0 and b"new" in pulled.body and b"old" not in pulled.body
+        # deleting an unknown topic is SUCCESS, as Java
+        assert (await c.invoke_sync(addr, delete_topic("NeverWas"))).code == 0
+
+
+async def test_delete_topic_refusals(tmp_path, wire):
+    async with wire.running_broker(tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        for topic in ("TBW102", "SCHEDULE_TOPIC_XXXX", "rmq_sys_x", "RMQ_SYS_TRANS_HALF_TOPIC"):
+            r = await c.invoke_sync(addr, delete_topic(topic))
+            assert r.code == 1 and r.remark == f"The topic[{topic}] is conflict with system topic.", r.remark
+        assert broker.topics.select("TBW102") is not None
+        r = await c.invoke_sync(addr, RemotingCommand.request(215, ext_fields={"topic": " "}))
+        assert r.code == 1 and r.remark == "The specified topic is blank."
+        r = await c.invoke_sync(addr, RemotingCommand.request(215, ext_fields={}))
+        assert r.code == 1 and "topic" in r.remark

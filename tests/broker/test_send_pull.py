@@ -438,3 +438,22 @@ async def test_held_pulls_dropped_when_connection_closes_and_bounded(tmp_path, w
                 with trio.fail_after(3):
                     while broker.pull_hold.held_count:
                         await trio.sleep(0.01)
+
+
+async def test_auto_created_topic_routed_before_the_send_is_answered(tmp_path, wire):
+    """Java's ``createTopicInSendMessageMethod`` registers with the name servers before it
+    answers: a client asking for the new topic's route right after its first send finds it
+    (the trocket PullConsumer's ``fetch_queues`` right after a producer did, once racing)."""
+    from trocket.codecs.command import RemotingCommand
+
+    async with wire.running_broker(tmp_path) as broker, wire.client() as c:
+        for topic in ("AutoA", "AutoB", "AutoC"):
+            r = await c.invoke_sync(broker.broker_addr, wire.send_v2(topic, b"first"))
+            assert r.code == 0, r.remark
+            route = await c.invoke_sync(
+                broker.namesrv_addrs[0], RemotingCommand.request(105, ext_fields={"topic": topic})
+            )
+            assert route.code == 0, route.remark
+        # later sends to the now known topic are answered inline as before
+        r = await c.invoke_sync(broker.broker_addr, wire.send_v2("AutoA", b"second"))
+        assert r.code == 0 and r.ext_fields["queueOffset"] in {"0", "1"}

@@ -1,11 +1,12 @@
 """``trocket admin`` against a ``trocket broker`` subprocess: topics, routes, the cluster,
-and the answer of a broker that does not serve a code (topic delete)."""
+and topic deletion (broker and name server)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+import trio
 
 from .test_cli_send import run
 
@@ -33,12 +34,38 @@ async def test_topic_create_list_route_and_cluster(broker_process):
 
 
 @pytest.mark.slow
-async def test_topic_delete_reports_each_answer(broker_process):
+async def test_topic_delete_end_to_end(broker_process):
     broker = broker_process(name="admin-del")
-    deleted = await run("admin", "topic", "delete", "-n", broker.namesrv, "-t", "Whatever", "--json")
+    ns = broker.namesrv
+    cq_dir = broker.store / "consumequeue"
+    made = await run("admin", "topic", "create", "-n", ns, "-t", "DelTopic", "--queues", "2")
+    assert made.returncode == 0, made.stderr
+    sent = await run("send", "-n", ns, "-t", "DelTopic", "--count", "10", "--size", "16", "--json")
+    assert sent.returncode == 0, sent.stderr
+    assert (cq_dir / "DelTopic").is_dir()
+
+    deleted = await run("admin", "topic", "delete", "-n", ns, "-t", "DelTopic", "--json")
+    assert deleted.returncode == 0, deleted.stdout + deleted.stderr
     rows = json.loads(deleted.stdout)
-    assert [r["where"].split()[0] for r in rows] == ["broker", "namesrv"]
-    # trocket's broker and name server do not serve DELETE_TOPIC_IN_BROKER / _IN_NAMESRV
-    # (yet): each refusal is reported, and the command fails
-    assert all("REQUEST_CODE_NOT_SUPPORTED" in r["answer"] for r in rows if not r["ok"])
-    assert deleted.returncode == (0 if all(r["ok"] for r in rows) else 1)
+    assert [(r["where"].split()[0], r["ok"]) for r in rows] == [("broker", True), ("namesrv", True)]
+    # the route is gone, and so are the consume queue files
+    gone = await run("admin", "topic", "route", "-n", ns, "-t", "DelTopic")
+    assert gone.returncode == 1 and "NoRouteError" in gone.stderr
+    listed = await run("admin", "topic", "list", "-n", ns, "--json")
+    assert "DelTopic" not in json.loads(listed.stdout)
+    assert not (cq_dir / "DelTopic").exists()
+    assert not [p for p in cq_dir.iterdir() if p.name.startswith(".")]
+
+    # a send auto-creates the topic again (from TBW102), its queues starting at 0
+    again = await run("send", "-n", ns, "-t", "DelTopic", "--body", "again", "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["queueOffset"] == 0
+    assert (cq_dir / "DelTopic").is_dir()
+    with trio.fail_after(10):  # routed again once the broker has registered
+        while (route := await run("admin", "topic", "route", "-n", ns, "-t", "DelTopic", "--json")).returncode:
+            await trio.sleep(0.2)
+    assert json.loads(route.stdout)["queueDatas"][0]["writeQueueNums"] == 4
+
+    refused = await run("admin", "topic", "delete", "-n", ns, "-t", "TBW102", "--json")
+    assert refused.returncode == 1
+    assert "conflict with system topic" in json.loads(refused.stdout)[0]["answer"]

@@ -16,7 +16,6 @@ from trocket.codecs.codes import ResponseCode
 
 from .procs import (
     DroppingProxy,
-    Namesrv,
     broker,
     compare_stores,
     free_port,
@@ -34,22 +33,6 @@ def cpp_client():
     r = subprocess.run([sys.executable, "-c", "import rocketmq.client"], capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
         pytest.skip(f"the rocketmq wheel cannot load under {sys.executable}: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
-
-
-@pytest.fixture
-def namesrv(tmp_path):
-    ns = Namesrv(tmp_path / "namesrv.log")
-    yield ns
-    ns.stop()
-
-
-@pytest.fixture
-def procs():
-    made = []
-    yield made
-    for b in made:
-        if b.alive():
-            b.kill()
 
 
 def _caught_up(master, slave):

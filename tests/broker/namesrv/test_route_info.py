@@ -143,3 +143,16 @@ def test_register_without_topic_configs_and_filter_servers():
     assert rim.filter_server_table == {}
     assert rim.wipe_write_perm_of_broker("broker-a") == 1
     assert rim.pickup_topic_route_data("T").queue_datas[0].perm == 4
+
+
+def test_delete_topic_drops_every_brokers_queues_until_a_new_version():
+    rim = manager()
+    rim.register_broker("C", A, "broker-a", 0, None, wrapper(TopicConfig("T", 4, 4), TopicConfig("U", 1, 1)))
+    rim.delete_topic("T")
+    rim.delete_topic("unknown")
+    assert rim.pickup_topic_route_data("T") is None
+    assert rim.pickup_topic_route_data("U") is not None
+    assert set(rim.get_all_topic_list().topic_list) == {"U"}
+    # a registration with a changed data version that still carries T brings it back
+    rim.register_broker("C", A, "broker-a", 0, None, wrapper(TopicConfig("T", 4, 4), counter=2))
+    assert rim.pickup_topic_route_data("T").queue_datas[0].write_queue_nums == 4

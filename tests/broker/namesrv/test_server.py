@@ -363,3 +363,21 @@ def test_config_defaults():
     assert (cfg.listen_host, cfg.listen_port, cfg.broker_expiry, cfg.scan_interval) == ("127.0.0.1", 9876, 120.0, 10.0)
     with pytest.raises(ValueError):
         NamesrvConfig(broker_expiry=0)
+
+
+async def test_delete_topic_in_namesrv_drops_the_route(ns, api, client):
+    await register(api)
+    assert (await route(client, ns, "PeerTopic")).code == 0
+    request = RemotingCommand.request(216, ext_fields={"topic": "PeerTopic"})
+    response = await client.invoke_sync(ns.address, request, 3)
+    assert response.code == 0 and response.remark is None and response.ext_fields == {}
+    assert (await route(client, ns, "PeerTopic")).code == 17
+    assert "PeerTopic" not in ns.route_info.get_all_topic_list().topic_list
+    # the same registration again (same data version) does not bring it back, as Java
+    await register(api)
+    assert (await route(client, ns, "PeerTopic")).code == 17
+    # an unknown topic: SUCCESS too; a request without a topic: SYSTEM_ERROR
+    response = await client.invoke_sync(ns.address, RemotingCommand.request(216, ext_fields={"topic": "Nope"}), 3)
+    assert response.code == 0
+    response = await client.invoke_sync(ns.address, RemotingCommand.request(216, ext_fields={}), 3)
+    assert response.code == 1 and "topic" in response.remark

@@ -1,0 +1,101 @@
+"""``trocket analyze`` and the ``spark-submit`` entry point share this driver.
+
+    trocket analyze CAPTURE... --out DIR [--master URL] [--since T --until T]
+    spark-submit "$(python -c 'import trocket.spark.submit as m; print(m.__file__)')" CAPTURE... --out DIR
+
+Writes DIR/frames and DIR/calls (Parquet), DIR/summary.json and DIR/report.html, and
+prints a short summary. Exit status 0, or 1 when a named capture could not be read at
+all (missing, empty, not a capture); every problem is listed in the summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import sys
+import time
+
+__all__ = ["add_arguments", "run", "parse_time"]
+
+
+def parse_time(text: str) -> int:
+    """Unix time in nanoseconds from Unix seconds or ISO 8601 (UTC unless an offset is given)."""
+    try:
+        return int(float(text) * 1e9)
+    except ValueError:
+        pass
+    try:
+        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither Unix seconds nor an ISO 8601 time") from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.timezone.utc)
+    return int(t.timestamp()) * 10**9 + t.microsecond * 1000
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("captures", nargs="+", metavar="CAPTURE", help="native captures, pcap or pcapng files, or folders of them")
+    p.add_argument("--out", required=True, metavar="DIR", help="where frames/, calls/, summary.json and report.html go")
+    p.add_argument("--master", metavar="URL", help="Spark master (default: local[*]; spark://HOST:PORT for a standalone cluster)")
+    p.add_argument("--since", type=parse_time, metavar="T", help="only frames at or after T (Unix seconds or ISO 8601)")
+    p.add_argument("--until", type=parse_time, metavar="T", help="only frames before T")
+    p.add_argument("--split-mb", type=int, default=32, metavar="N", help="read large files in ranges of about N MiB (default 32)")
+    p.add_argument("--driver-memory", default="1g", metavar="SIZE", help="Spark driver memory (default 1g)")
+    p.add_argument("--no-report", action="store_true", help="skip report.html")
+    p.add_argument("--quiet", action="store_true", help="no progress line")
+
+
+def run(args: argparse.Namespace, spark=None) -> int:
+    """Run the job with the parsed arguments (``spark``: an existing session to use)."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        print("trocket: error: analyze needs PySpark: pip install 'trocket[spark]'", file=sys.stderr)
+        return 1
+    from .job import analyze
+    from .report import build_report, console_summary
+    from .session import Progress, build_session
+    from .summary import write_summary
+
+    if args.since is not None and args.until is not None and args.until <= args.since:
+        print("trocket: error: --until must be after --since", file=sys.stderr)
+        return 1
+    started = time.monotonic()
+    if spark is None:
+        # under spark-submit (a gateway already given) its --master stands; else local[*]
+        submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+        spark = build_session(args.master or (None if submitted else "local[*]"), driver_memory=args.driver_memory)
+    progress = Progress(spark.sparkContext) if not args.quiet else None
+    if progress is not None:
+        progress.__enter__()
+    try:
+        result = analyze(
+            spark, args.captures, args.out, since_ns=args.since, until_ns=args.until,
+            split_bytes=args.split_mb * 1024 * 1024, progress=progress,
+        )  # fmt: skip
+        write_summary(result.summary, os.path.join(args.out, "summary.json"))
+        if not args.no_report:
+            if progress is not None:
+                progress.phase = "writing the report"
+            frames = spark.read.parquet(result.frames_path)
+            calls = spark.read.parquet(result.calls_path)
+            page = build_report(frames, calls, result.summary)
+            with open(os.path.join(args.out, "report.html"), "w", encoding="utf-8") as f:
+                f.write(page)
+    finally:
+        if progress is not None:
+            progress.__exit__(None, None, None)
+    print(console_summary(result.summary, args.out))
+    print(f"done in {time.monotonic() - started:.1f} s")
+    unreadable = any(
+        p.endswith(("no such file", "(no records)")) or ": not a capture" in p or ": cannot read" in p
+        for p in result.summary["stream_problems"]
+    )
+    return 1 if unreadable else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="trocket-analyze", description="Analyze captured RocketMQ traffic with Spark.")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

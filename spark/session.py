@@ -1,0 +1,111 @@
+"""The SparkSession the job runs in, and a progress line while it runs.
+
+Defaults fit a 2-core, 8 GiB laptop: ``local[*]``, a 1 GiB driver (the driver holds
+only the plan and the summary), few shuffle partitions. The executors run the
+driver's own Python (``sys.executable``), so ``trocket`` is importable there; on a
+standalone cluster that means the workers see the same installation (a shared
+machine or image), as Spark's own Python jobs expect.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import TextIO
+
+__all__ = ["build_session", "Progress"]
+
+
+def build_session(
+    master: str | None = None,
+    *,
+    app_name: str = "trocket analyze",
+    shuffle_partitions: int = 8,
+    driver_memory: str = "1g",
+    ui: bool = False,
+    extra: dict[str, str] | None = None,
+):
+    """A SparkSession; an existing active one is reused (``spark-submit``, tests)."""
+    from pyspark.sql import SparkSession
+
+    # PySpark hands the driver's PYSPARK_PYTHON to every executor as the worker's Python.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    conf = {
+        "spark.driver.memory": driver_memory,
+        "spark.executor.memory": "1g",
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.default.parallelism": str(max(2, shuffle_partitions)),
+        "spark.ui.enabled": "true" if ui else "false",
+        "spark.ui.showConsoleProgress": "false",  # Progress below prints one line instead
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.adaptive.enabled": "true",
+    }
+    conf.update(extra or {})
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+class Progress:
+    """Prints the active stages' task counts about once a second, on one line.
+
+    Spark's status tracker is polled from a daemon thread in the driver; nothing runs
+    in the executors for it.
+    """
+
+    def __init__(self, sc, stream: TextIO | None = None, interval: float = 1.0) -> None:
+        self._sc = sc
+        self._stream = stream or sys.stderr
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="trocket-progress", daemon=True)
+        self.phase = "starting"
+        self._last = ""
+        self._last_logged = ""
+        self._logged_at = 0.0
+        self._tty = bool(getattr(self._stream, "isatty", lambda: False)())
+
+    def __enter__(self) -> Progress:
+        self._started = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        if self._last:
+            self._stream.write("\r" + " " * len(self._last) + "\r")
+            self._stream.flush()
+
+    def _run(self) -> None:
+        tracker = self._sc.statusTracker()
+        while not self._stop.wait(self._interval):
+            try:
+                parts = []
+                for sid in tracker.getActiveStageIds():
+                    info = tracker.getStageInfo(sid)
+                    if info is not None:
+                        parts.append(f"stage {sid}: {info.numCompletedTasks}/{info.numTasks} tasks")
+            except Exception:  # the context is stopping; progress is best effort
+                return
+            elapsed = time.monotonic() - self._started
+            line = f"[{elapsed:6.1f}s] {self.phase}" + (" | " + ", ".join(parts) if parts else "")
+            if self._tty:
+                pad = max(0, len(self._last) - len(line))
+                self._stream.write("\r" + line + " " * pad)
+                self._last = line
+            elif line != self._last_logged and time.monotonic() - self._logged_at >= 10 * self._interval:
+                self._stream.write(line + "\n")  # a log file gets a line every 10 s at most
+                self._last_logged = line
+                self._logged_at = time.monotonic()
+            self._stream.flush()

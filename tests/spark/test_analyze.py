@@ -1,0 +1,152 @@
+"""The Spark job on small captures whose answers are known (synthetic ground truth)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+
+import pytest
+
+from trocket.codecs.pcap_write import PcapWriter, TcpFlow
+from trocket.spark.job import analyze
+from trocket.spark.summary import SUMMARY_KEYS
+
+from .conftest import summary_without
+
+
+def test_native_summary_is_the_ground_truth(native_result, captures):
+    truth = captures["native_truth"]
+    assert list(native_result.summary) == list(SUMMARY_KEYS)
+    assert native_result.summary == summary_without(truth, "torn_connections")
+
+
+def test_summary_json_shape(native_result):
+    s = json.loads(json.dumps(native_result.summary))
+    for key in ("frames", "requests", "oneway_requests", "responses", "connections", "header_decode_errors", "unmatched_responses"):
+        assert type(s[key]) is int
+    for key in ("requests_by_code", "responses_by_code", "unanswered_by_code"):
+        assert all(k.isdigit() and type(v) is int for k, v in s[key].items())
+    assert set(s["frames_by_serialize"]) == {"JSON", "ROCKETMQ"}
+    assert all(set(p) == {"request_code", "response_code", "count"} for p in s["pairs"])
+    assert all(set(v) == {"p50", "p95", "p99", "max"} for v in s["latency_ms_by_code"].values())
+
+
+def test_pcap_summary_is_the_same_traffic_with_torn_streams_reported(spark, captures, tmp_path):
+    result = analyze(spark, [captures["pcap"]], str(tmp_path), split_bytes=64 * 1024)
+    truth = captures["pcap_truth"]
+    assert summary_without(result.summary, "stream_problems") == summary_without(truth, "stream_problems", "torn_connections")
+    reported = sorted({p.split(": ", 1)[0] for p in result.summary["stream_problems"]})
+    assert reported == truth["stream_problems"]
+    assert all("ends inside a frame" in p for p in result.summary["stream_problems"])
+
+
+def test_frames_and_calls_tables(spark, native_result, captures):
+    from pyspark.sql import functions as F
+
+    frames = spark.read.parquet(native_result.frames_path)
+    calls = spark.read.parquet(native_result.calls_path)
+    truth = captures["native_truth"]
+    assert frames.count() == truth["frames"]
+    for col in ("ts_ns", "connection", "client", "server", "direction", "kind", "serialize", "code", "code_name",
+                "opaque", "language", "version", "header_len", "body_len", "remark", "topic", "group", "queue_id", "ext"):  # fmt: skip
+        assert col in frames.columns
+    by_status = {r[0]: r[1] for r in calls.groupBy("status").count().collect()}
+    answered = sum(p["count"] for p in truth["pairs"])
+    assert by_status == {
+        "answered": answered,
+        "unanswered": sum(truth["unanswered_by_code"].values()),
+        "orphan_response": truth["unmatched_responses"],
+    }
+    # the broker's oneway NOTIFY_CONSUMER_IDS_CHANGED counts as a request, never as unanswered
+    notify = frames.where(F.col("code_name") == "NOTIFY_CONSUMER_IDS_CHANGED").select("kind", "direction").distinct().collect()
+    assert [tuple(r) for r in notify] == [("oneway", "to_client")]
+    assert calls.where(F.col("request_code") == 40).count() == 0
+    bad = calls.where((F.col("status") == "answered") & ((F.col("latency_ms") <= 0) | F.col("latency_ms").isNull())).count()
+    assert bad == 0
+
+
+def test_since_until(spark, captures, tmp_path, native_result):
+    from pyspark.sql import functions as F
+
+    frames = spark.read.parquet(native_result.frames_path)
+    ts = sorted(r[0] for r in frames.select("ts_ns").collect())
+    lo, hi = ts[1000], ts[2000]
+    result = analyze(spark, [captures["native"]], str(tmp_path), since_ns=lo, until_ns=hi)
+    assert result.summary["frames"] == frames.where((F.col("ts_ns") >= lo) & (F.col("ts_ns") < hi)).count()
+
+
+def _http_pcap(path: str) -> None:
+    w = PcapWriter()
+    flow = TcpFlow(w, "10.9.9.9:50000", "10.9.9.1:80")
+    data = w.header() + b"".join(flow.handshake(10**18))
+    data += b"".join(flow.send(10**18 + 10**6, "client", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * 3))
+    data += b"".join(flow.send(10**18 + 2 * 10**6, "server", b"HTTP/1.1 200 OK\r\n\r\n"))
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def test_bad_input_is_reported_and_the_rest_analyzed(spark, captures, tmp_path, capsys):
+    from trocket.spark.main import add_arguments, run
+
+    d = tmp_path / "in"
+    d.mkdir()
+    good = str(d / "good.cap")
+    shutil.copy(captures["native"], good)
+    data = open(captures["native"], "rb").read()
+    (d / "truncated.cap").write_bytes(data[: len(data) // 2])
+    pdata = open(captures["pcap"], "rb").read()
+    (d / "truncated.pcap").write_bytes(pdata[: len(pdata) // 3 + 7])
+    (d / "empty.pcap").write_bytes(b"")
+    (d / "random.bin").write_bytes(os.urandom(300))
+    _http_pcap(str(d / "http.pcap"))
+    out = tmp_path / "out"
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args([good, str(d / "truncated.cap"), str(d / "truncated.pcap"), str(d / "empty.pcap"),
+                              str(d / "random.bin"), str(d / "http.pcap"), str(d / "missing.cap"), "--out", str(out), "--quiet"])  # fmt: skip
+    rc = run(args, spark=spark)
+    assert rc == 1  # a named capture could not be read at all
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["captures"] == ["good.cap", "truncated.cap", "truncated.pcap", "empty.pcap", "random.bin", "http.pcap", "missing.cap"]
+    problems = summary["stream_problems"]
+
+    def has(prefix: str, text: str) -> bool:
+        return any(p.startswith(prefix) and text in p for p in problems)
+
+    assert has("missing.cap:", "no such file")
+    assert has("empty.pcap:", "empty capture")
+    assert has("random.bin:", "not a capture")
+    assert has("truncated.cap:", "capture ends inside a record")
+    assert has("truncated.pcap:", "")
+    assert has("10.9.9.9:50000->10.9.9.1:80:", "HTTP")  # the non-RocketMQ stream, by connection
+    truth = captures["native_truth"]
+    assert summary["frames"] > truth["frames"] + 500  # good.cap whole, plus the readable halves
+    report = (out / "report.html").read_text()
+    assert "data:image/png;base64," in report and "src=\"http" not in report
+    assert "missing.cap: no such file" in report
+    printed = capsys.readouterr().out
+    assert "problem: " in printed and "frames " in printed and str(out) in printed
+
+
+def test_report_is_self_contained(spark, native_result, captures):
+    from trocket.spark.report import build_report
+
+    page = build_report(spark.read.parquet(native_result.frames_path), spark.read.parquet(native_result.calls_path), native_result.summary)
+    assert page.count("data:image/png;base64,") == 4
+    for section in ("Requests per second", "Latency percentiles", "Response codes", "Frame sizes", "Top topics by volume",
+                    "Top clients by latency", "Slowest calls", "Unanswered requests", "Stream problems"):  # fmt: skip
+        assert section in page
+    assert "PULL_MESSAGE" in page and "orders" in page or "payments" in page
+
+
+def test_nothing_readable_gives_an_empty_summary_and_report(spark, tmp_path):
+    from trocket.spark.report import build_report
+
+    result = analyze(spark, [str(tmp_path / "missing.cap")], str(tmp_path / "out"))
+    s = result.summary
+    assert (s["frames"], s["requests"], s["connections"], s["pairs"], s["latency_ms_by_code"]) == (0, 0, 0, [], {})
+    assert s["stream_problems"] == ["missing.cap: no such file"]
+    page = build_report(spark.read.parquet(result.frames_path), spark.read.parquet(result.calls_path), s)
+    assert "missing.cap: no such file" in page

@@ -1,0 +1,69 @@
+"""Native captures cut into ranges on record boundaries, and the inputs' problems (no Spark)."""
+
+from __future__ import annotations
+
+from trocket.codecs.capture import read_records
+from trocket.spark import synth
+from trocket.spark.job import resolve_inputs
+from trocket.spark.native import plan_native, read_native_range
+
+
+def test_ranges_cover_every_record_once(tmp_path):
+    path = str(tmp_path / "a.cap")
+    truth = synth.write_native(path, 600, seed=3)
+    problems: list[str] = []
+    ranges = plan_native(path, "a.cap", 8 * 1024, problems.append)
+    assert len(ranges) > 5 and not problems
+    assert all(a[3] == b[2] for a, b in zip(ranges, ranges[1:]))  # contiguous
+    rows = [r for rng in ranges for r in read_native_range(rng, problems.append)]
+    with open(path, "rb") as f:
+        records = read_records(f.read())
+    assert len(rows) == len(records) == truth["frames"]
+    assert [r[2] for r in rows] == [rec.timestamp_ns for rec in records]
+    assert not problems
+
+
+def test_truncated_tail_is_a_problem_and_the_rest_is_read(tmp_path):
+    path = tmp_path / "a.cap"
+    synth.write_native(str(path), 200, seed=3)
+    data = path.read_bytes()
+    cut = tmp_path / "cut.cap"
+    cut.write_bytes(data[:-30])
+    problems: list[str] = []
+    ranges = plan_native(str(cut), "cut.cap", 1 << 20, problems.append)
+    rows = [r for rng in ranges for r in read_native_range(rng, problems.append)]
+    assert len(rows) == 199
+    assert len(problems) == 1 and problems[0].startswith("cut.cap: capture ends inside a record")
+
+
+def test_since_until_filter_in_the_reader(tmp_path):
+    path = str(tmp_path / "a.cap")
+    synth.write_native(path, 300, seed=3)
+    (rng,) = plan_native(path, "a.cap", 1 << 20, print)
+    all_ts = [r[2] for r in read_native_range(rng, print)]
+    lo, hi = all_ts[100], all_ts[200]
+    kept = [r[2] for r in read_native_range(rng, print, lo, hi)]
+    assert kept == [t for t in all_ts if lo <= t < hi]
+
+
+def test_inputs_missing_empty_and_unknown_files(tmp_path):
+    (tmp_path / "empty.cap").write_bytes(b"")
+    (tmp_path / "notes.txt").write_bytes(b"hello, not a capture")
+    good = tmp_path / "good.cap"
+    synth.write_native(str(good), 10)
+    inputs = resolve_inputs([str(tmp_path / "missing.cap"), str(tmp_path / "empty.cap"), str(tmp_path / "notes.txt"), str(good)])
+    assert inputs.names == ["missing.cap", "empty.cap", "notes.txt", "good.cap"]
+    assert [n for _, n, _ in inputs.native] == ["good.cap"]
+    assert inputs.problems[0] == "missing.cap: no such file"
+    assert inputs.problems[1] == "empty.cap: empty capture (no records)"
+    assert inputs.problems[2].startswith("notes.txt: not a capture")
+
+
+def test_a_header_only_native_file_is_an_empty_capture(tmp_path):
+    from trocket.codecs.capture import FILE_HEADER
+
+    p = tmp_path / "h.cap"
+    p.write_bytes(FILE_HEADER)
+    problems: list[str] = []
+    assert plan_native(str(p), "h.cap", 1 << 20, problems.append) == []
+    assert problems == ["h.cap: empty capture (no records)"]

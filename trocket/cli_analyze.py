@@ -1,0 +1,65 @@
+"""``trocket analyze`` and ``trocket capture synth`` (issue 9; the job is in ``trocket.spark``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["add_analyze_command", "add_synth_command"]
+
+
+def add_analyze_command(sub) -> None:
+    from trocket.spark.main import add_arguments
+
+    p = sub.add_parser(
+        "analyze",
+        help="analyze captures with Spark: Parquet tables, summary.json, report.html",
+        description="Read native captures and pcap/pcapng files with Spark (local[*] by default, or "
+        "--master spark://HOST:PORT), decode every frame, pair requests with responses, and write "
+        "DIR/frames and DIR/calls (Parquet), DIR/summary.json and DIR/report.html. Needs the "
+        "'spark' extra (pip install 'trocket[spark]').",
+    )
+    add_arguments(p)
+    p.set_defaults(run=_run_analyze)
+
+
+def _run_analyze(args: argparse.Namespace) -> int:
+    from trocket.spark.main import run
+
+    return run(args)
+
+
+def add_synth_command(capture_subparsers) -> None:
+    p = capture_subparsers.add_parser(
+        "synth",
+        help="write a synthetic capture and its ground truth (FILE.truth.json)",
+        description="Generate a realistic synthetic capture (a name server, two brokers, producers "
+        "and consumers; mixed codes, both serializations, errors, unanswered pulls, torn "
+        "connections) and write the counts analyze must find beside it, in FILE.truth.json.",
+    )
+    p.add_argument("--frames", type=int, required=True, metavar="N", help="frames to generate")
+    p.add_argument("--out", required=True, metavar="FILE", help="the capture to write")
+    p.add_argument("--pcap", action="store_true", help="write a pcap (TCP segments) instead of a native capture")
+    p.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
+    p.set_defaults(run=_run_synth)
+
+
+def _run_synth(args: argparse.Namespace) -> int:
+    from trocket.spark import synth
+
+    if args.frames < 1:
+        print("trocket: error: --frames must be at least 1", file=sys.stderr)
+        return 1
+    try:
+        if args.pcap:
+            truth = synth.write_pcap(args.out, args.frames, seed=args.seed)
+        else:
+            truth = synth.write_native(args.out, args.frames, seed=args.seed)
+    except OSError as exc:
+        print(f"trocket: error: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    print(
+        f"{args.out}: {truth['frames']} frames, {truth['requests']} requests, {truth['responses']} responses, "
+        f"{truth['connections']} connections; ground truth in {synth.truth_path(args.out)}"
+    )
+    return 0
