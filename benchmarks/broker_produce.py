@@ -29,7 +29,10 @@ Two load generators: trio tasks of this process on one :class:`RemotingClient`
 (``python``), and N threads through one real C++ producer (PyPI ``rocketmq``,
 ``benchmarks/cpp_producer.py``, ``cpp``), which routes through the embedded name
 server. The Python generator shares the 2 cores and may be the limit itself; the broker's
-CPU per message is the figure that compares.
+CPU per message is the figure that compares. ``--broker-pythonpath DIR`` runs the broker
+from another tree (laid out as the ``trocket`` package in ``DIR``) under the same load
+generator, for before/after runs; ``benchmarks/instructions.py`` gives the steadier
+instruction count per message.
 
 Rollover (``--part rollover``): a send that rolls the commit log over to a new segment
 runs on its connection's reader. With the next segment made ahead
@@ -90,7 +93,7 @@ def start_broker(
             "--store", store, "--listen", "127.0.0.1:0", "--namesrv-listen", namesrv_listen,
             "--flush", flush, "--log-level", "INFO",
         ],
-        stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        stdout=log, stderr=subprocess.STDOUT, env=broker_env(), cwd=tempfile.gettempdir(),
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -104,6 +107,20 @@ def start_broker(
         time.sleep(0.05)
     proc.kill()
     raise RuntimeError("broker did not start:\n" + open(log_path).read())
+
+
+#: ``--broker-pythonpath``: the broker child's PYTHONPATH (None: inherited), to run
+#: another tree's broker against the same load generator (before/after comparisons)
+BROKER_PYTHONPATH: str | None = None
+
+
+def broker_env() -> dict[str, str]:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    if BROKER_PYTHONPATH is not None:
+        env.pop("PYTHONPATH", None)
+        if BROKER_PYTHONPATH:
+            env["PYTHONPATH"] = BROKER_PYTHONPATH
+    return env
 
 
 def stop_broker(proc: subprocess.Popen) -> None:
@@ -506,4 +523,9 @@ if __name__ == "__main__":
                         help="comma-separated sender counts of the senders runs (default 1,4,16)")
     parser.add_argument("--warmup", type=float, default=1.0,
                         help="untimed seconds before each senders run (default 1)")
-    trio.run(main, parser.parse_args())
+    parser.add_argument("--broker-pythonpath", default=None,
+                        help="PYTHONPATH of the broker child ('' for none), e.g. a tree laid out as the "
+                             "trocket package, to compare two brokers under the same load generator")
+    parsed = parser.parse_args()
+    BROKER_PYTHONPATH = parsed.broker_pythonpath
+    trio.run(main, parsed)

@@ -33,7 +33,7 @@ import os
 import struct
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Awaitable
 
 import trio
 
@@ -119,6 +119,13 @@ def _socket_of(stream: trio.abc.Stream):
             return None
         stream = inner
     return stream.socket
+
+
+class _Unanswerable(Exception):
+    """A response a hook refused or that does not encode: answered SYSTEM_ERROR."""
+
+    def __init__(self, remark: str) -> None:
+        self.remark = remark
 
 
 class _Outbox:
@@ -281,7 +288,8 @@ class Connection:
         Only the first frame of a burst goes direct (a write to a socket a peer
         process is waiting on costs a wake-up); the rest queue up for the writer's
         single ``send_all``. The reader (new data) and the writer (queue drained)
-        allow the next direct write.
+        allow the next direct write; a read that completed several calls does not
+        (their callers' next requests go out together, in the writer's one write).
         """
         if self._state >= _CLOSING:
             raise RemotingSendRequestError(f"connection to {self.remote_address} is closed", self.remote_address)
@@ -363,16 +371,46 @@ class Connection:
         Returns whether an answer was sent or queued (``False``: oneway, or the
         connection is gone and the answer is dropped).
         """
+        outcome = self.answer_soon(request, response)
+        return outcome if outcome.__class__ is bool else await outcome  # type: ignore[misc]
+
+    def answer_soon(self, request: RemotingCommand, response: RemotingCommand | None) -> bool | Awaitable[bool]:
+        """:meth:`answer` without a coroutine when nothing has to wait: its result
+        now, or an awaitable of it when it must wait (for room in the outbox), or
+        answer SYSTEM_ERROR instead (a hook that raised, a response that does not
+        encode). The reader's path for inline processors: no coroutine per frame."""
         if request.flag & RPC_ONEWAY:
             self._after_oneway(request, response)
             return False
-        response.opaque = request.opaque  # type: ignore[union-attr]
-        response.flag |= RPC_RESPONSE  # type: ignore[union-attr]
-        response.serialize_type = request.serialize_type  # type: ignore[union-attr]
+        try:
+            frame = self._answer_frame(request, response)  # type: ignore[arg-type]
+        except _Unanswerable as exc:
+            return self.reply_system(request, SysResponseCode.SYSTEM_ERROR, exc.remark)
+        try:
+            if self.send_frame_nowait(frame):
+                return True
+        except RemotingSendRequestError:
+            return False
+        return self._send_answer(frame)
+
+    async def _send_answer(self, frame: bytes) -> bool:
+        try:
+            await self.send_frame(frame)
+        except RemotingSendRequestError:
+            return False
+        return True
+
+    def _answer_frame(self, request: RemotingCommand, response: RemotingCommand) -> bytes:
+        """Finish ``response`` (opaque, response flag, serialization from ``request``;
+        the hooks' ``do_after_response``) and encode it; :class:`_Unanswerable` (logged
+        here) when a hook raises or it does not encode."""
+        response.opaque = request.opaque
+        response.flag |= RPC_RESPONSE
+        response.serialize_type = request.serialize_type
         try:
             for hook in self.endpoint.hooks:
                 hook.do_after_response(self.remote_address, request, response)
-            frame = encode_command(response)  # type: ignore[arg-type]
+            return encode_command(response)
         except Exception as exc:
             if isinstance(exc, CodecError):
                 log.warning("response to code %d from %s does not encode: %s", request.code, self.remote_address, exc)
@@ -381,13 +419,7 @@ class Connection:
                 log.warning("RPC hook for code %d from %s raised", request.code, self.remote_address, exc_info=True)
                 self.endpoint.stats.processor_errors += 1
                 remark = exception_simple_desc(exc)
-            return await self.reply_system(request, SysResponseCode.SYSTEM_ERROR, remark)
-        try:
-            if not self.send_frame_nowait(frame):
-                await self.send_frame(frame)
-        except RemotingSendRequestError:
-            return False
-        return True
+            raise _Unanswerable(remark) from None
 
     def _after_oneway(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
         try:
@@ -620,7 +652,7 @@ class Connection:
             receive = self.stream.receive_some
         pop_pending = self.responses.pop
         stats = endpoint.stats
-        dispatch = endpoint._dispatch
+        dispatch = endpoint._dispatch_soon
         tap = endpoint.tap
         outbox = self._outbox
         fd = self._fd
@@ -641,8 +673,7 @@ class Connection:
                     return
                 self.last_io = current_time()
                 outbox.corked = True
-                if not self._sending and fd >= 0:
-                    self._direct_ok = True
+                completed = 0
                 try:
                     decoder.feed(data)
                     while (payload := decoder.next_frame()) is not None:
@@ -662,14 +693,23 @@ class Connection:
                                 stats.dropped_responses += 1
                             else:
                                 fut.set_response(cmd)
+                                completed += 1
                         else:
-                            await dispatch(self, cmd)
+                            pending = dispatch(self, cmd)
+                            if pending is not None:
+                                await pending
                 except FrameError as exc:
                     self._bad_input(RemotingFrameError, exc)
                     return
                 finally:
                     if self._state < _CLOSING:
                         self._flush_corked()
+                    # New data allows the next direct write -- unless this read completed
+                    # several calls: their callers wake together and each sends next, so
+                    # the writer sends all of those with one write rather than the first
+                    # going alone (which also hands the peer one request, then the rest).
+                    if not self._sending and fd >= 0:
+                        self._direct_ok = completed < 2
 
     def _bad_input(self, kind: type, exc: CodecError) -> None:
         error = kind(f"bad input from {self.remote_address}: {exc}", self.remote_address)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Awaitable, Iterable
 
 import attrs
 import trio
@@ -212,8 +212,31 @@ class RemotingEndpoint:
 
     # -- dispatching --------------------------------------------------------------------
 
+    def _dispatch_soon(self, conn: Connection, request: RemotingCommand) -> Awaitable[object] | None:
+        """Called by the connection's reader for every request, in arrival order:
+        ``None`` when the request was handled without waiting, else an awaitable the
+        reader awaits before it reads on (:meth:`_dispatch`).
+
+        The common case -- an inline synchronous processor whose answer fits in the
+        outbox -- runs here with no coroutine per frame; everything else (no
+        processor, a ``reject_request``, async or pooled processors, a processor that
+        raised, an answer that must wait for room) goes the way :meth:`_dispatch` does."""
+        entry = self.processors.lookup(request.code)
+        if entry is None or not entry.inline or entry.is_async or entry.reject is not None:
+            return self._dispatch(conn, request)
+        try:
+            for hook in self.hooks:
+                hook.do_before_request(conn.remote_address, request)
+            response = entry.call(conn, request)
+        except Exception as exc:
+            return self._processor_failed(conn, request, exc)
+        if response is not None or request.flag & RPC_ONEWAY:
+            outcome = conn.answer_soon(request, response)
+            return None if outcome.__class__ is bool else outcome  # type: ignore[return-value]
+        return None  # the processor answers later, through conn.answer (the hooks run then)
+
     async def _dispatch(self, conn: Connection, request: RemotingCommand) -> None:
-        """Called by the connection's reader for every request, in arrival order."""
+        """One request, every kind of processor (see :meth:`_dispatch_soon`)."""
         entry = self.processors.lookup(request.code)
         oneway = request.flag & RPC_ONEWAY
         if entry is None:
@@ -272,14 +295,17 @@ class RemotingEndpoint:
             else:
                 response = await trio.to_thread.run_sync(entry.call, conn, request, limiter=entry.limiter)
         except Exception as exc:
-            self.stats.processor_errors += 1
-            log.warning("processor for code %d from %s raised", request.code, conn.remote_address, exc_info=True)
-            if not request.flag & RPC_ONEWAY:
-                await conn.reply_system(request, SysResponseCode.SYSTEM_ERROR, exception_simple_desc(exc))
+            await self._processor_failed(conn, request, exc)
             return
         if response is not None or request.flag & RPC_ONEWAY:
             await conn.answer(request, response)
         # else the processor answers later, through conn.answer (the hooks run then)
+
+    async def _processor_failed(self, conn: Connection, request: RemotingCommand, exc: Exception) -> None:
+        self.stats.processor_errors += 1
+        log.warning("processor for code %d from %s raised", request.code, conn.remote_address, exc_info=exc)
+        if not request.flag & RPC_ONEWAY:
+            await conn.reply_system(request, SysResponseCode.SYSTEM_ERROR, exception_simple_desc(exc))
 
     # -- connections and the periodic scan ---------------------------------------------
 

@@ -10,7 +10,7 @@ the ``ChannelHandlerContext`` a handler is given.)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Awaitable, Protocol
 
 from trocket.codecs.command import RemotingCommand
 
@@ -44,7 +44,7 @@ class ConnectionOwner(Protocol):
     io_log: RateLimitedLog
     _shutting_down: bool
 
-    async def _dispatch(self, conn: Any, request: RemotingCommand) -> None: ...
+    def _dispatch_soon(self, conn: Any, request: RemotingCommand) -> Awaitable[object] | None: ...
 
     def _connection_opened(self, conn: Any) -> None: ...
 

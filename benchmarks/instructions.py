@@ -1,0 +1,175 @@
+"""Instructions per message under valgrind's callgrind: a steady figure on a noisy machine.
+
+    .venv/bin/python benchmarks/instructions.py --part broker --senders 16 --messages 3000
+    .venv/bin/python benchmarks/instructions.py --part broker --serialize json --broker-pythonpath /tmp/base/pkg
+    .venv/bin/python benchmarks/instructions.py --part echo --callers 8
+
+Wall-clock figures (TPS, CPU seconds per message) move by 30% or more from run to run
+on a small shared machine; user-space instruction counts move by about 1%. They leave
+out the kernel (syscalls), so count those with ``strace -c -f -p PID`` beside them.
+
+``broker``: ``trocket broker`` (ASYNC_FLUSH, fresh temporary store) runs under callgrind
+with instrumentation off; this process warms it up with 300 sends, turns instrumentation
+on (``callgrind_control -i on``), sends ``--messages`` synchronous SEND_MESSAGE_V2 sends
+of 128-byte bodies from ``--senders`` tasks on one connection, turns it off, stops the
+broker and prints the broker's instructions per message. ``--broker-pythonpath`` runs
+another tree's broker (a tree laid out as the ``trocket`` package) under the same load.
+
+``echo``: an echo server and client in ONE process under callgrind (inline processor,
+ROCKETMQ headers, 128-byte bodies, ``--callers`` synchronous callers on one connection);
+runs 500 and 500 + ``--messages`` requests and prints the difference per request (both
+sides together, start-up cancelled out). Run it with ``PYTHONPATH=<tree>/pkg`` to measure
+another tree.
+
+Needs ``valgrind`` (apt) and callgrind_control.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import trio
+
+from trocket.codecs.command import RemotingCommand, SerializeType
+from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import broker_produce as bp  # noqa: E402
+
+
+def callgrind_total(out: str) -> int:
+    total = 0
+    for path in glob.glob(out + "*"):
+        with open(path) as f:
+            for line in f:
+                if line.startswith(("totals:", "summary:")):
+                    total = max(total, int(line.split()[1]))
+    return total
+
+
+def broker_run(args: argparse.Namespace) -> None:
+    stype = SerializeType.ROCKETMQ if args.serialize == "rocketmq" else SerializeType.JSON
+    with tempfile.TemporaryDirectory(prefix="trocket-instr-") as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        log_path = os.path.join(tmp, "broker.log")
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env.pop("PYTHONPATH", None)
+        if args.broker_pythonpath:
+            env["PYTHONPATH"] = args.broker_pythonpath
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen(
+                ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+                 sys.executable, "-m", "trocket.broker.main", "broker", "--store", os.path.join(tmp, "store"),
+                 "--listen", "127.0.0.1:0", "--namesrv-listen", "127.0.0.1:0", "--flush", "async",
+                 "--log-level", "INFO"],
+                stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tempfile.gettempdir(),
+            )
+        addr = None
+        deadline = time.monotonic() + 300
+        while addr is None and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+            with open(log_path) as f:
+                for line in f:
+                    if "boot success" in line:
+                        addr = line.split("The broker[", 1)[1].split("]", 1)[0].split(", ", 1)[1]
+        if addr is None:
+            proc.kill()
+            raise RuntimeError("broker did not start:\n" + open(log_path).read())
+
+        async def main() -> None:
+            client = RemotingClient(ClientConfig(default_timeout=60))
+            async with trio.open_nursery() as nursery:
+                await nursery.start(client.run)
+
+                async def burst(count: int) -> None:
+                    left = [count]
+
+                    async def sender(i: int) -> None:
+                        while left[0] > 0:
+                            left[0] -= 1
+                            r = await client.invoke_sync(addr, bp.send_request(i % bp.QUEUES, bp.BODY, stype), 60)
+                            if r.code != 0:
+                                raise RuntimeError(f"send failed: {r.code} {r.remark}")
+
+                    async with trio.open_nursery() as senders:
+                        for i in range(args.senders):
+                            senders.start_soon(sender, i)
+
+                await burst(300)
+                subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True, capture_output=True)
+                await burst(args.messages)
+                subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)], check=True, capture_output=True)
+                await client.aclose()
+                nursery.cancel_scope.cancel()
+
+        try:
+            trio.run(main)
+        finally:
+            bp.stop_broker(proc)
+        total = callgrind_total(out)
+    print(f"broker  {args.serialize:8s} senders={args.senders:3d}  {total / args.messages:10,.0f} instructions/msg "
+          f"({args.messages} messages)", flush=True)
+
+
+def echo_processor(conn, req: RemotingCommand) -> RemotingCommand:
+    return RemotingCommand.response(0, body=req.body, ext_fields=req.ext_fields)
+
+
+async def echo_workload(callers: int, n: int) -> None:
+    server = RemotingServer(ServerConfig(listen_host="127.0.0.1", listen_port=0))
+    server.register_processor(100, echo_processor, inline=True)
+    async with server, RemotingClient(ClientConfig()) as client:
+        addr = server.address
+        left = [n]
+
+        async def caller() -> None:
+            while left[0] > 0:
+                left[0] -= 1
+                req = RemotingCommand.request(
+                    100, body=b"b" * 128, ext_fields={"k": "v"}, serialize_type=SerializeType.ROCKETMQ
+                )
+                await client.invoke_sync(addr, req, 30)
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(callers):
+                nursery.start_soon(caller)
+
+
+def echo_run(args: argparse.Namespace) -> None:
+    totals = []
+    with tempfile.TemporaryDirectory(prefix="trocket-instr-") as tmp:
+        for n in (500, 500 + args.messages):
+            out = os.path.join(tmp, f"echo-{n}.out")
+            subprocess.run(
+                ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
+                 os.path.abspath(__file__), "--echo-workload", str(args.callers), str(n)],
+                check=True, capture_output=True, cwd=tempfile.gettempdir(),
+            )
+            totals.append(callgrind_total(out))
+    per = (totals[1] - totals[0]) / args.messages
+    print(f"echo    ROCKETMQ callers={args.callers:3d}  {per:10,.0f} instructions/request (client and server)", flush=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--part", choices=("broker", "echo"), default="broker")
+    parser.add_argument("--senders", type=int, default=16, help="broker: senders on one connection (default 16)")
+    parser.add_argument("--callers", type=int, default=8, help="echo: sync callers on one connection (default 8)")
+    parser.add_argument("--messages", type=int, default=3000, help="measured messages (default 3000)")
+    parser.add_argument("--serialize", choices=("rocketmq", "json"), default="rocketmq",
+                        help="broker: header serialization of the sends (default rocketmq)")
+    parser.add_argument("--broker-pythonpath", default="", help="broker: the broker child's PYTHONPATH")
+    parser.add_argument("--echo-workload", nargs=2, type=int, help=argparse.SUPPRESS)
+    parsed = parser.parse_args()
+    if parsed.echo_workload:
+        trio.run(echo_workload, *parsed.echo_workload)
+    elif parsed.part == "broker":
+        broker_run(parsed)
+    else:
+        echo_run(parsed)
