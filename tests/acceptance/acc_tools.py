@@ -57,6 +57,10 @@ def trocket_command() -> list[str]:
 # -- the broker process -------------------------------------------------------------------
 
 
+#: commit-log segment size of the test brokers (above the 4 MiB message limit)
+TEST_SEGMENT_SIZE = "32m"
+
+
 class BrokerProcess:
     """``trocket broker`` on 127.0.0.1 free ports with ``store``; log in ``log_path``."""
 
@@ -102,6 +106,10 @@ class BrokerProcess:
             "--flush", self.flush,
             *self.extra,
         ]
+        if "--segment-size" not in self.extra:
+            # a 1 GiB default segment is reserved on disk (posix_fallocate), and the next one
+            # ahead of need: 2 GiB a broker would make a full test run need tens of GB
+            cmd += ["--segment-size", TEST_SEGMENT_SIZE]
         if self.advertise_port is not None:
             cmd += ["--advertise", f"127.0.0.1:{self.advertise_port}"]
         self.starts += 1

@@ -222,7 +222,7 @@ def test_main_broker_sigint_clean_exit(tmp_path):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
         [sys.executable, "-m", "trocket.broker.main", "broker", "--store", str(store),
-         "--listen", "127.0.0.1:0", "--namesrv-listen", "127.0.0.1:0"],
+         "--listen", "127.0.0.1:0", "--namesrv-listen", "127.0.0.1:0", "--segment-size", "32m"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
     )
     try:

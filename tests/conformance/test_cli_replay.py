@@ -32,7 +32,7 @@ def _targets(path, broker: str, namesrv: str) -> list[str]:
 def broker(tmp_path):
     port, ns = free_port(), free_port()
     proc = subprocess.Popen([sys.executable, "-m", "trocket", "broker", "--listen", f"127.0.0.1:{port}",
-                             "--namesrv-listen", f"127.0.0.1:{ns}", "--store", str(tmp_path / "store"),
+                             "--namesrv-listen", f"127.0.0.1:{ns}", "--store", str(tmp_path / "store"), "--segment-size", "32m",
                              "--log-level", "WARNING"], stderr=subprocess.PIPE, text=True)
     import socket
 

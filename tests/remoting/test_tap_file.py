@@ -143,7 +143,8 @@ def test_cli_tap_records_and_reports_on_exit(tmp_path, command):
     path = tmp_path / "cli.trkcap"
     argv = [sys.executable, "-m", "trocket", command, "--listen", f"127.0.0.1:{port}", "--tap", str(path)]
     if command == "broker":
-        argv += ["--namesrv-listen", f"127.0.0.1:{free_port()}", "--store", str(tmp_path / "store")]
+        argv += ["--namesrv-listen", f"127.0.0.1:{free_port()}", "--store", str(tmp_path / "store"),
+                 "--segment-size", "32m"]
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
     try:
         import socket

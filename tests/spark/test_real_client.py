@@ -75,7 +75,7 @@ def test_cpp_client_session_recorded_with_tcpdump(spark, tmp_path):
             pytest.skip(f"tcpdump cannot capture on lo here: {dump_log.read_text(errors='replace')[-500:]}")
         with open(broker_log, "wb") as bl:
             broker = subprocess.Popen([str(trocket), "broker", "--listen", f"127.0.0.1:{port}", "--namesrv-listen", f"127.0.0.1:{ns_port}",
-                                       "--store", str(tmp_path / "store")], stdout=bl, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)  # fmt: skip
+                                       "--store", str(tmp_path / "store"), "--segment-size", "32m"], stdout=bl, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)  # fmt: skip
         procs.append(broker)
         assert _wait_text(broker_log, "boot success", broker, 30), broker_log.read_text(errors="replace")[-2000:]
         produced = subprocess.run(
