@@ -433,15 +433,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def cpp_window(namesrv: str, pid: int, threads: int, warmup: float, seconds: float) -> dict:
-    """``benchmarks/cpp_producer.py`` with ``threads`` senders; the broker's CPU time is
-    sampled when it says the timed window starts and ends."""
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_producer.py")
-    child = subprocess.Popen(
-        [sys.executable, script, "--namesrv", namesrv, "--topic", TOPIC, "--threads", str(threads),
-         "--body", str(len(BODY)), "--warmup", str(warmup), "--seconds", str(seconds)],
-        stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(),
-    )
+def child_window(argv: list[str], pid: int, what: str, wait_s: float = 30) -> dict:
+    """Run a load-generating child (``argv``) that prints ``start`` and ``end`` around its
+    timed window and then its figures as one JSON line; the broker's (``pid``) CPU time
+    is sampled at ``start`` and ``end``. Returns the figures with ``tps`` and the CPU per
+    message added."""
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
     assert child.stdout is not None
     cpu0 = cpu1 = (0.0, 0.0)
     result: dict = {}
@@ -452,13 +449,21 @@ def cpp_window(namesrv: str, pid: int, threads: int, warmup: float, seconds: flo
             cpu1 = cpu_seconds(pid)
         elif line.startswith("{"):
             result = json.loads(line)
-    child.wait(30)
+    child.wait(wait_s)
     if not result:
-        raise RuntimeError(f"cpp_producer.py failed (exit {child.returncode})")
+        raise RuntimeError(f"{what} failed (exit {child.returncode})")
     count = result["count"]
     result["tps"] = count / result["seconds"]
     result.update(cpu_per_message(cpu0, cpu1, count))
     return result
+
+
+def cpp_window(namesrv: str, pid: int, threads: int, warmup: float, seconds: float) -> dict:
+    """``benchmarks/cpp_producer.py`` with ``threads`` senders (see :func:`child_window`)."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_producer.py")
+    argv = [sys.executable, script, "--namesrv", namesrv, "--topic", TOPIC, "--threads", str(threads),
+            "--body", str(len(BODY)), "--warmup", str(warmup), "--seconds", str(seconds)]
+    return child_window(argv, pid, "cpp_producer.py")
 
 
 async def bench_senders_cpp(warmup: float, seconds: float, counts: tuple[int, ...] = SENDER_COUNTS) -> None:

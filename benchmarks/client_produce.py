@@ -167,29 +167,11 @@ def cpp_child(args: argparse.Namespace) -> int:
 
 
 def run_cpp(namesrv: str, pid: int, name: str, warmup: float, seconds: float) -> dict:
-    from broker_produce import cpu_per_message, cpu_seconds
+    from broker_produce import child_window
 
-    child = subprocess.Popen(
-        [sys.executable, os.path.abspath(__file__), "--cpp", CPP_MODES[name], "--namesrv", namesrv,
-         "--topic", topic_of(name, "cpp"), "--warmup", str(warmup), "--seconds", str(seconds)],
-        stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(),
-    )
-    assert child.stdout is not None
-    cpu0 = cpu1 = (0.0, 0.0)
-    result: dict = {}
-    for line in child.stdout:
-        if line.startswith("start"):
-            cpu0 = cpu_seconds(pid)
-        elif line.startswith("end"):
-            cpu1 = cpu_seconds(pid)
-        elif line.startswith("{"):
-            result = json.loads(line)
-    child.wait(60)
-    if not result:
-        raise RuntimeError(f"the C++ run {name} failed (exit {child.returncode})")
-    result["tps"] = result["count"] / result["seconds"]
-    result.update(cpu_per_message(cpu0, cpu1, result["count"]))
-    return result
+    argv = [sys.executable, os.path.abspath(__file__), "--cpp", CPP_MODES[name], "--namesrv", namesrv,
+            "--topic", topic_of(name, "cpp"), "--warmup", str(warmup), "--seconds", str(seconds)]
+    return child_window(argv, pid, f"the C++ run {name}", wait_s=60)
 
 
 # -- the trocket side -------------------------------------------------------------------

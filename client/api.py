@@ -353,28 +353,29 @@ class ClientAPI:
             RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
             SearchOffsetRequestHeader(topic=mq.topic, queueId=mq.queue_id, timestamp=timestamp_ms, bname=mq.broker_name),
         )
-        resp = await self.invoke(addr, req, timeout)
-        if resp.code != ResponseCode.SUCCESS:
-            raise response_error(f"search offset of {mq} at {timestamp_ms}", resp)
-        return decoded(f"search offset of {mq}", resp, lambda: decode_header(SearchOffsetResponseHeader, resp.ext_fields).offset)
+        return await self._offset_query(addr, req, SearchOffsetResponseHeader, f"search offset of {mq}", timeout,
+                                        refused=f"search offset of {mq} at {timestamp_ms}")
 
     async def get_max_offset(self, addr: str, mq: MessageQueue, timeout: float | None = None) -> int:
         req = self.request(
             RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic=mq.topic, queueId=mq.queue_id, bname=mq.broker_name)
         )
-        resp = await self.invoke(addr, req, timeout)
-        if resp.code != ResponseCode.SUCCESS:
-            raise response_error(f"max offset of {mq}", resp)
-        return decoded(f"max offset of {mq}", resp, lambda: decode_header(GetMaxOffsetResponseHeader, resp.ext_fields).offset)
+        return await self._offset_query(addr, req, GetMaxOffsetResponseHeader, f"max offset of {mq}", timeout)
 
     async def get_min_offset(self, addr: str, mq: MessageQueue, timeout: float | None = None) -> int:
         req = self.request(
             RequestCode.GET_MIN_OFFSET, GetMinOffsetRequestHeader(topic=mq.topic, queueId=mq.queue_id, bname=mq.broker_name)
         )
+        return await self._offset_query(addr, req, GetMinOffsetResponseHeader, f"min offset of {mq}", timeout)
+
+    async def _offset_query(self, addr: str, req: RemotingCommand, header_cls: type, what: str,
+                            timeout: float | None, *, refused: str | None = None) -> int:
+        """Codes 29/30/31: the ``offset`` of the answer's header, or the typed error of a
+        refusal (named ``refused``, else ``what``) or of an answer that does not decode."""
         resp = await self.invoke(addr, req, timeout)
         if resp.code != ResponseCode.SUCCESS:
-            raise response_error(f"min offset of {mq}", resp)
-        return decoded(f"min offset of {mq}", resp, lambda: decode_header(GetMinOffsetResponseHeader, resp.ext_fields).offset)
+            raise response_error(refused or what, resp)
+        return decoded(what, resp, lambda: decode_header(header_cls, resp.ext_fields).offset)
 
     # -- broker: admin ------------------------------------------------------------------
 
