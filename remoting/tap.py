@@ -3,22 +3,34 @@
 Pass a sink as ``tap=`` to a server or client. :class:`FileTap` appends records in
 the native capture format (:mod:`trocket.codecs.capture`) to a file;
 :class:`MemoryTap` keeps them in a list (tests, tools). A sink is anything with
-``record(...)`` and ``flush()``.
+``record(...)`` and ``flush()``, both called from the endpoint's event loop.
 
-FileTap never blocks the event loop on the disk: ``record`` encodes the record (the
-connection's address fields cached) and appends it to an in-memory queue (a deque,
-no lock); a writer thread drains the queue with one ``os.write`` per batch, at least once a
-second, sooner when ``flush_bytes`` are waiting or ``flush()`` is called. The queue
-is bounded (``max_buffer_bytes``, 64 MiB by default): when a slow disk lets it fill,
-new records are dropped and counted (:attr:`FileTap.dropped`), never queued without
-bound and never waited for; :meth:`FileTap.summary` says how many, and
-``trocket broker --tap`` prints it on exit. Only whole records are ever written, so a
-reader can follow the file while it grows.
+FileTap never blocks the event loop on the disk, and costs the loop as little as it can:
+``record`` appends the record (its head and the connection's cached fields packed by one
+``struct.pack``, then the frame) to one ``bytearray`` in the loop's thread: no lock, no queue
+put, no thread wake-up per frame. Once that buffer holds ``flush_bytes`` (256 KiB), the loop
+hands the whole buffer to a writer thread (one deque append and one wake-up per chunk)
+and starts a new one; the writer writes each chunk with one ``os.write`` (which releases
+the GIL) and never touches the loop's buffer. So that a quiet connection's frames still
+reach the disk within ``flush_interval`` (1 s), the writer asks the loop, through trio's
+``run_sync_soon``, to hand over a buffer that has waited half that long; ``flush()``
+hands over at once. Outside a trio loop (tests, tools recording from plain code) there
+is no loop to ask, so every record is handed over as it comes.
+
+The buffer is bounded (``max_buffer_bytes``, 64 MiB by default, counting the loop's buffer
+and the chunks the writer has not written yet): when a slow disk lets it fill, new records
+are dropped and counted (:attr:`FileTap.dropped`), never queued without bound and never
+waited for; :meth:`FileTap.summary` says how many, and ``trocket broker --tap`` prints it
+on exit. Only whole records are ever written, so a reader can follow the file while it grows.
+``close()`` hands over what is left, waits for the writer and closes the file.
 
 Rotation (``rotate_bytes``): the first file is ``path``; once it holds that many
 bytes the writer continues in ``path.1``, then ``path.2``, ... each a complete
 capture with its own file header, cut only between records. Reading ``path``,
 ``path.1``, ``path.2`` in order gives the whole session.
+
+``record``, ``flush`` and ``close`` must come from one thread (the event loop's); the
+writer thread is the only other one.
 """
 
 from __future__ import annotations
@@ -26,21 +38,26 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import struct
 import threading
-from typing import Protocol
+import time
+from typing import Callable, Protocol
+
+import trio
 
 from trocket.codecs.capture import (
     FILE_HEADER,
     CaptureRecord,
     Direction,
     Role,
-    encode_addresses,
-    encode_record_with_addresses,
+    connection_head,
 )
 
 __all__ = ["TapSink", "FileTap", "MemoryTap", "rotated_paths"]
 
 log = logging.getLogger("trocket.remoting.tap")
+
+_unpack_length = struct.Struct(">I").unpack_from  # a record's length field
 
 
 class TapSink(Protocol):
@@ -72,8 +89,15 @@ def rotated_paths(path: str | os.PathLike) -> list[str]:
 
 
 class FileTap:
-    """Append records to ``path`` (header written if the file is new) from a writer
-    thread; see the module docstring for the buffer bound and rotation."""
+    """Append records to ``path`` (header written if the file is new) through a writer
+    thread; see the module docstring for the hand-over, the buffer bound and rotation."""
+
+    __slots__ = (
+        "path", "current_path", "_rotate_bytes", "_file_index", "_fd", "_size", "_chunk_bytes", "_max_buffer",
+        "_interval", "_buf", "_room", "_addresses", "_eager", "_token", "_chunks", "_handed", "_handed_records",
+        "_drained", "_last_handover", "_handover_asked", "_wake", "_closing", "_closed", "records", "written",
+        "dropped", "lost", "errors", "_thread",
+    )
 
     def __init__(
         self,
@@ -93,16 +117,27 @@ class FileTap:
         self._fd: int | None = None
         self._size = 0
         self._open(self.path)  # errors here (a bad path) are the caller's, at once
-        self._flush_bytes = flush_bytes
+        self._chunk_bytes = flush_bytes
         self._max_buffer = max_buffer_bytes
         self._interval = flush_interval
-        # Lock-free hand-over: deque append/popleft are atomic, and each byte counter
-        # has one writer (queued: the recording thread; drained: the writer thread).
-        self._queue: collections.deque[bytes] = collections.deque()
-        self._queued = 0
+        # The loop's side: the buffer records are appended to, and how long it may grow
+        # before record() takes its slow path (hand over, check the bound, drop); -1
+        # sends every record there (closing, or no event loop: hand over each record).
+        self._buf = bytearray()
+        self._room = -1
+        # conn id -> local, remote, and its connection_head: pack, tail, the head's size
+        self._addresses: dict[int, tuple[str, str, Callable[..., bytes], bytes, int]] = {}
+        self._eager: bool | None = None  # None until the first record says whether a trio loop records
+        self._token: trio.lowlevel.TrioToken | None = None
+        # The hand-over: (chunk, records in it), appended by the loop, popped by the
+        # writer; each byte counter has one writer (handed: the loop; drained: the writer).
+        self._chunks: collections.deque[tuple[bytearray, int]] = collections.deque()
+        self._handed = 0
+        self._handed_records = 0
         self._drained = 0
+        self._last_handover = time.monotonic()
+        self._handover_asked = False
         self._wake = threading.Event()
-        self._addresses: dict[int, tuple[str, str, bytes]] = {}  # conn id -> local, remote, encoded
         self._closing = False
         self._closed = False
         #: records accepted into the buffer / written to disk / dropped (buffer full)
@@ -128,35 +163,80 @@ class FileTap:
         frame: bytes,
         flags: int = 0,
     ) -> None:
+        cached = self._addresses.get(connection_id)
+        if cached is not None and cached[0] == local_address and cached[1] == remote_address:
+            n = cached[4] + len(frame)
+            buf = self._buf
+            if len(buf) + n <= self._room:
+                buf += cached[2](n - 4, direction, role, flags, timestamp_ns, cached[3])
+                buf += frame
+                self.records += 1
+                return
+        self._record_slow(timestamp_ns, connection_id, local_address, remote_address, direction, role, frame, flags)
+
+    def _record_slow(
+        self, timestamp_ns, connection_id, local_address, remote_address, direction, role, frame, flags
+    ) -> None:
+        """A new connection, a full chunk, the bound reached, or no loop: see record()."""
         if self._closing:
             return
+        if self._eager is None:
+            try:
+                self._token = trio.lowlevel.current_trio_token()
+                self._eager = False
+            except RuntimeError:  # not in a trio loop: nobody to ask for hand-overs
+                self._eager = True
         cached = self._addresses.get(connection_id)
         if cached is None or cached[0] != local_address or cached[1] != remote_address:
             if len(self._addresses) >= 4096:  # connections come and go: a bounded cache
                 self._addresses.clear()
-            cached = (local_address, remote_address, encode_addresses(local_address, remote_address))
+            pack, tail = connection_head(connection_id, local_address, remote_address)
+            cached = (local_address, remote_address, pack, tail, len(tail) + 16)
             self._addresses[connection_id] = cached
-        data = encode_record_with_addresses(timestamp_ns, connection_id, cached[2], direction, role, frame, flags)
-        n = len(data)
-        pending = self._queued - self._drained + n
-        if pending > self._max_buffer:
+        n = cached[4] + len(frame)
+        buf = self._buf
+        if buf and len(buf) + n > self._chunk_bytes:
+            self._hand_over()
+            buf = self._buf
+        space = self._max_buffer - (self._handed - self._drained)
+        if len(buf) + n > space:
             self.dropped += 1
             return
-        self._queue.append(data)
-        self._queued += n
+        buf += cached[2](n - 4, direction, role, flags, timestamp_ns, cached[3])
+        buf += frame
         self.records += 1
-        if pending >= self._flush_bytes and not self._wake.is_set():
-            self._wake.set()
+        if self._eager:
+            self._hand_over()
+        else:
+            self._room = min(space, max(self._chunk_bytes, len(buf)))
 
-    def flush(self) -> None:
-        """Ask the writer to write what is queued now (does not wait for it)."""
+    def _hand_over(self) -> None:
+        """Give the buffer to the writer and start a new one (the loop's thread only)."""
+        self._handover_asked = False
+        buf = self._buf
+        if not buf:
+            return
+        self._buf = bytearray()
+        count = self.records - self._handed_records
+        self._handed_records = self.records
+        self._handed += len(buf)
+        self._chunks.append((buf, count))
+        self._last_handover = time.monotonic()
+        if not (self._closing or self._eager):
+            self._room = min(self._chunk_bytes, self._max_buffer - (self._handed - self._drained))
         self._wake.set()
 
+    def flush(self) -> None:
+        """Hand what is recorded to the writer now (does not wait for the disk)."""
+        self._hand_over()
+
     def close(self) -> None:
-        """Write everything queued, stop the writer, close the file (waits)."""
+        """Write everything recorded, stop the writer, close the file (waits)."""
         if self._closed:
             return
         self._closing = True
+        self._room = -1
+        self._hand_over()
         self._wake.set()
         self._thread.join()
         self._closed = True
@@ -186,46 +266,51 @@ class FileTap:
     # -- the writer thread ---------------------------------------------------------------
 
     def _writer(self) -> None:
+        half = self._interval / 2
         while True:
-            self._wake.wait(self._interval)
+            self._wake.wait(half)
             self._wake.clear()
-            closing = self._closing  # read before draining: records after it are drained next
-            self._drain()
+            closing = self._closing  # read before writing: chunks after it are written next
+            self._write_chunks()
             if closing:
-                self._drain()
+                self._write_chunks()
                 return
+            if self._buf and not self._handover_asked and time.monotonic() - self._last_handover >= half:
+                self._ask_handover()
 
-    def _drain(self) -> None:
-        queue = self._queue
-        batch: list[bytes] = []
-        size = 0
-        try:
-            while True:
-                rec = queue.popleft()
-                batch.append(rec)
-                size += len(rec)
-        except IndexError:
-            pass
-        if batch:
-            self._write_batch(batch)
-        self._drained += size
-
-    def _write_batch(self, batch: list[bytes]) -> None:
-        limit = self._rotate_bytes
-        if limit is None:
-            self._write(b"".join(batch), len(batch))
+    def _ask_handover(self) -> None:
+        """Records have waited in the loop's buffer for half the flush interval: ask the
+        loop to hand them over (it wakes us when it has)."""
+        token = self._token
+        if token is None:
             return
+        self._handover_asked = True
+        try:
+            token.run_sync_soon(self._hand_over)
+        except trio.RunFinishedError:  # the loop is gone: close() or flush() hands over
+            self._token = None
+
+    def _write_chunks(self) -> None:
+        chunks = self._chunks
+        while chunks:
+            chunk, count = chunks.popleft()
+            self._write_chunk(chunk, count)
+            self._drained += len(chunk)
+
+    def _write_chunk(self, chunk: bytearray, count: int) -> None:
+        limit = self._rotate_bytes
+        if limit is None or self._size + len(chunk) <= limit:
+            self._write(chunk, count)
+            return
+        view = memoryview(chunk)
         start = 0
-        size = self._size
-        for i, rec in enumerate(batch):
-            if size + len(rec) > limit and size > len(FILE_HEADER):
-                if i > start:
-                    self._write(b"".join(batch[start:i]), i - start)
+        while start < len(chunk):
+            end, k = _whole_records(view, start, limit - self._size, self._size <= len(FILE_HEADER))
+            if k:
+                self._write(view[start:end], k)
+                start = end
+            if start < len(chunk):
                 self._rotate()
-                start, size = i, self._size
-            size += len(rec)
-        if start < len(batch):
-            self._write(b"".join(batch[start:]), len(batch) - start)
 
     def _rotate(self) -> None:
         if self._fd is not None:
@@ -236,6 +321,7 @@ class FileTap:
             self._open(f"{self.path}.{self._file_index}")
         except OSError as exc:
             self.errors += 1
+            self._size = 0  # what comes is lost (counted) until the next rotation tries again
             log.warning("tap: cannot open %s.%d: %s", self.path, self._file_index, exc)
 
     def _open(self, path: str) -> None:
@@ -246,12 +332,12 @@ class FileTap:
             os.write(self._fd, FILE_HEADER)
             self._size = len(FILE_HEADER)
 
-    def _write(self, data: bytes, count: int) -> None:
+    def _write(self, data: bytes | bytearray | memoryview, count: int) -> None:
         if self._fd is None:
             self.lost += count
             return
-        view = memoryview(data)
         before = self._size
+        view = memoryview(data)
         try:
             while view:
                 written = os.write(self._fd, view)
@@ -267,6 +353,19 @@ class FileTap:
                 pass
             return
         self.written += count
+
+
+def _whole_records(view: memoryview, start: int, room: int, at_least_one: bool) -> tuple[int, int]:
+    """The end offset and number of the whole records from ``start`` that fit in ``room``
+    bytes (the first one even if it does not, when ``at_least_one``)."""
+    pos, k, end = start, 0, len(view)
+    while pos < end:
+        size = 4 + _unpack_length(view, pos)[0]
+        if pos + size - start > room and not (at_least_one and k == 0):
+            break
+        pos += size
+        k += 1
+    return pos, k
 
 
 class MemoryTap:
