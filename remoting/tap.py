@@ -6,19 +6,19 @@ the native capture format (:mod:`trocket.codecs.capture`) to a file;
 ``record(...)`` and ``flush()``, both called from the endpoint's event loop.
 
 FileTap never blocks the event loop on the disk, and costs the loop as little as it can:
-``record`` appends the record (its head and the connection's cached fields packed by one
-``struct.pack``, then the frame) to one ``bytearray`` in the loop's thread: no lock, no queue
-put, no thread wake-up per frame. Once that buffer holds ``flush_bytes`` (256 KiB), the loop
-hands the whole buffer to a writer thread (one deque append and one wake-up per chunk)
-and starts a new one; the writer writes each chunk with one ``os.write`` (which releases
-the GIL) and never touches the loop's buffer. So that a quiet connection's frames still
-reach the disk within ``flush_interval`` (1 s), the writer asks the loop, through trio's
-``run_sync_soon``, to hand over a buffer that has waited half that long; ``flush()``
-hands over at once. Outside a trio loop (tests, tools recording from plain code) there
-is no loop to ask, so every record is handed over as it comes.
+``record`` packs the record's head with the connection's cached fields (conn id, addresses)
+in one ``struct.pack`` and appends it and the frame (``bytes``, by reference: no copy) to a
+list, in the loop's thread: no lock, no queue put, no thread wake-up per frame. Once that
+list holds ``flush_bytes`` (256 KiB), the loop hands it to a writer thread (one deque
+append and one wake-up per chunk) and starts a new one; the writer joins each chunk and
+writes it with one ``os.write`` (which releases the GIL). So that a quiet connection's
+frames still reach the disk within ``flush_interval`` (1 s), the writer asks the loop,
+through trio's ``run_sync_soon``, to hand over records that have waited half that long;
+``flush()`` hands over at once. Outside a trio loop (tests, tools recording from plain
+code) there is no loop to ask, so every record is handed over as it comes.
 
-The buffer is bounded (``max_buffer_bytes``, 64 MiB by default, counting the loop's buffer
-and the chunks the writer has not written yet): when a slow disk lets it fill, new records
+The buffer is bounded (``max_buffer_bytes``, 64 MiB by default, counting the records not
+handed over yet and the chunks the writer has not written): when a slow disk lets it fill, new records
 are dropped and counted (:attr:`FileTap.dropped`), never queued without bound and never
 waited for; :meth:`FileTap.summary` says how many, and ``trocket broker --tap`` prints it
 on exit. Only whole records are ever written, so a reader can follow the file while it grows.
@@ -71,8 +71,9 @@ class TapSink(Protocol):
         role: int,
         frame: bytes,
     ) -> None:
-        """One frame, whole (length prefix included); must not block or raise.
-        FileTap and MemoryTap also take ``flags`` (the capture format's, e.g. RAW)."""
+        """One frame, whole (length prefix included), as ``bytes`` (a sink may keep it);
+        must not block or raise. FileTap and MemoryTap also take ``flags`` (the capture
+        format's, e.g. RAW)."""
 
     def flush(self) -> None: ...
 
@@ -94,8 +95,8 @@ class FileTap:
 
     __slots__ = (
         "path", "current_path", "_rotate_bytes", "_file_index", "_fd", "_size", "_chunk_bytes", "_max_buffer",
-        "_interval", "_buf", "_room", "_addresses", "_eager", "_token", "_chunks", "_handed", "_handed_records",
-        "_drained", "_last_handover", "_handover_asked", "_wake", "_closing", "_closed", "records", "written",
+        "_interval", "_parts", "_pending", "_room", "_addresses", "_eager", "_token", "_chunks", "_handed", "_handed_records",
+        "_drained", "_last_handover", "_handover_asked", "_wake", "_closing", "_closed", "written",
         "dropped", "lost", "errors", "_thread",
     )
 
@@ -120,18 +121,20 @@ class FileTap:
         self._chunk_bytes = flush_bytes
         self._max_buffer = max_buffer_bytes
         self._interval = flush_interval
-        # The loop's side: the buffer records are appended to, and how long it may grow
-        # before record() takes its slow path (hand over, check the bound, drop); -1
-        # sends every record there (closing, or no event loop: hand over each record).
-        self._buf = bytearray()
+        # The loop's side: the parts of the records not handed over yet (head, frame, head,
+        # frame, ...), their size, and the size they may reach before record() takes its
+        # slow path (hand over, check the bound, drop); -1 sends every record there
+        # (closing, or no event loop: hand over each record).
+        self._parts: list[bytes] = []
+        self._pending = 0
         self._room = -1
         # conn id -> local, remote, and its connection_head: pack, tail, the head's size
         self._addresses: dict[int, tuple[str, str, Callable[..., bytes], bytes, int]] = {}
         self._eager: bool | None = None  # None until the first record says whether a trio loop records
         self._token: trio.lowlevel.TrioToken | None = None
-        # The hand-over: (chunk, records in it), appended by the loop, popped by the
+        # The hand-over: (parts, records, bytes), appended by the loop, popped by the
         # writer; each byte counter has one writer (handed: the loop; drained: the writer).
-        self._chunks: collections.deque[tuple[bytearray, int]] = collections.deque()
+        self._chunks: collections.deque[tuple[list[bytes], int, int]] = collections.deque()
         self._handed = 0
         self._handed_records = 0
         self._drained = 0
@@ -140,8 +143,7 @@ class FileTap:
         self._wake = threading.Event()
         self._closing = False
         self._closed = False
-        #: records accepted into the buffer / written to disk / dropped (buffer full)
-        self.records = 0
+        #: records written to disk / dropped (buffer full); ``records``: accepted
         self.written = 0
         self.dropped = 0
         #: records lost to write errors (a full disk), and the number of failed writes
@@ -163,14 +165,16 @@ class FileTap:
         frame: bytes,
         flags: int = 0,
     ) -> None:
+        """Record one frame (``bytes``: kept by reference until written)."""
         cached = self._addresses.get(connection_id)
-        if cached is not None and cached[0] == local_address and cached[1] == remote_address:
+        if cached is not None and cached[0] == local_address and cached[1] == remote_address and type(frame) is bytes:
             n = cached[4] + len(frame)
-            buf = self._buf
-            if len(buf) + n <= self._room:
-                buf += cached[2](n - 4, direction, role, flags, timestamp_ns, cached[3])
-                buf += frame
-                self.records += 1
+            pending = self._pending + n
+            if pending <= self._room:
+                self._pending = pending
+                parts = self._parts
+                parts.append(cached[2](n - 4, direction, role, flags, timestamp_ns, cached[3]))
+                parts.append(frame)
                 return
         self._record_slow(timestamp_ns, connection_id, local_address, remote_address, direction, role, frame, flags)
 
@@ -186,6 +190,8 @@ class FileTap:
                 self._eager = False
             except RuntimeError:  # not in a trio loop: nobody to ask for hand-overs
                 self._eager = True
+        if type(frame) is not bytes:
+            frame = bytes(frame)  # the caller may reuse its buffer
         cached = self._addresses.get(connection_id)
         if cached is None or cached[0] != local_address or cached[1] != remote_address:
             if len(self._addresses) >= 4096:  # connections come and go: a bounded cache
@@ -194,33 +200,37 @@ class FileTap:
             cached = (local_address, remote_address, pack, tail, len(tail) + 16)
             self._addresses[connection_id] = cached
         n = cached[4] + len(frame)
-        buf = self._buf
-        if buf and len(buf) + n > self._chunk_bytes:
+        if self._parts and self._pending + n > self._chunk_bytes:
             self._hand_over()
-            buf = self._buf
         space = self._max_buffer - (self._handed - self._drained)
-        if len(buf) + n > space:
+        if self._pending + n > space:
             self.dropped += 1
             return
-        buf += cached[2](n - 4, direction, role, flags, timestamp_ns, cached[3])
-        buf += frame
-        self.records += 1
+        self._pending += n
+        self._parts.append(cached[2](n - 4, direction, role, flags, timestamp_ns, cached[3]))
+        self._parts.append(frame)
         if self._eager:
             self._hand_over()
         else:
-            self._room = min(space, max(self._chunk_bytes, len(buf)))
+            self._room = min(space, max(self._chunk_bytes, self._pending))
+
+    @property
+    def records(self) -> int:
+        """Records accepted (each two parts: head, frame), written or still to write."""
+        return self._handed_records + len(self._parts) // 2
 
     def _hand_over(self) -> None:
-        """Give the buffer to the writer and start a new one (the loop's thread only)."""
+        """Give the recorded parts to the writer and start anew (the loop's thread only)."""
         self._handover_asked = False
-        buf = self._buf
-        if not buf:
+        parts = self._parts
+        if not parts:
             return
-        self._buf = bytearray()
-        count = self.records - self._handed_records
-        self._handed_records = self.records
-        self._handed += len(buf)
-        self._chunks.append((buf, count))
+        self._parts = []
+        count = len(parts) // 2
+        self._handed_records += count
+        self._handed += self._pending
+        self._chunks.append((parts, count, self._pending))
+        self._pending = 0
         self._last_handover = time.monotonic()
         if not (self._closing or self._eager):
             self._room = min(self._chunk_bytes, self._max_buffer - (self._handed - self._drained))
@@ -275,7 +285,7 @@ class FileTap:
             if closing:
                 self._write_chunks()
                 return
-            if self._buf and not self._handover_asked and time.monotonic() - self._last_handover >= half:
+            if self._parts and not self._handover_asked and time.monotonic() - self._last_handover >= half:
                 self._ask_handover()
 
     def _ask_handover(self) -> None:
@@ -293,11 +303,12 @@ class FileTap:
     def _write_chunks(self) -> None:
         chunks = self._chunks
         while chunks:
-            chunk, count = chunks.popleft()
-            self._write_chunk(chunk, count)
-            self._drained += len(chunk)
+            parts, count, size = chunks.popleft()
+            self._write_chunk(b"".join(parts), count)
+            del parts
+            self._drained += size
 
-    def _write_chunk(self, chunk: bytearray, count: int) -> None:
+    def _write_chunk(self, chunk: bytes, count: int) -> None:
         limit = self._rotate_bytes
         if limit is None or self._size + len(chunk) <= limit:
             self._write(chunk, count)
