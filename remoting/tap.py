@@ -154,6 +154,9 @@ class FileTap:
 
     # -- the event loop's side ---------------------------------------------------------
 
+    # KI protection (free: trio marks the code objects): a Ctrl-C in a trio loop waits for
+    # the next checkpoint rather than land between a record's head and its frame.
+    @trio.lowlevel.enable_ki_protection
     def record(
         self,
         timestamp_ns: int,
@@ -178,6 +181,7 @@ class FileTap:
                 return
         self._record_slow(timestamp_ns, connection_id, local_address, remote_address, direction, role, frame, flags)
 
+    @trio.lowlevel.enable_ki_protection
     def _record_slow(
         self, timestamp_ns, connection_id, local_address, remote_address, direction, role, frame, flags
     ) -> None:
@@ -219,6 +223,7 @@ class FileTap:
         """Records accepted (each two parts: head, frame), written or still to write."""
         return self._handed_records + len(self._parts) // 2
 
+    @trio.lowlevel.enable_ki_protection
     def _hand_over(self) -> None:
         """Give the recorded parts to the writer and start anew (the loop's thread only)."""
         self._handover_asked = False
@@ -238,6 +243,11 @@ class FileTap:
 
     def flush(self) -> None:
         """Hand what is recorded to the writer now (does not wait for the disk)."""
+        if self._token is None and self._eager is False:  # the loop we knew ended: a new one?
+            try:
+                self._token = trio.lowlevel.current_trio_token()
+            except RuntimeError:
+                pass
         self._hand_over()
 
     def close(self) -> None:
