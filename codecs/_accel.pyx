@@ -37,6 +37,7 @@ NAMES = (
     "decode_command",
     "decode_binary_header",
     "decode_json_header",
+    "decode_send_message",
     "decode_send_message_v2",
     "encode_record_into",
     "get_property",
@@ -45,6 +46,7 @@ NAMES = (
 cdef object _py_decode_command = None
 cdef object _py_decode_binary_header = None
 cdef object _py_decode_json_header = None
+cdef object _py_decode_send_message = None
 cdef object _py_decode_send_message_v2 = None
 cdef object _py_encode_record_into = None
 cdef object _py_get_property = None
@@ -53,13 +55,15 @@ cdef object _py_get_property = None
 def set_pure(str name, fn):
     """Register the pure function ``name`` hands over to."""
     global _py_decode_command, _py_decode_binary_header, _py_decode_json_header
-    global _py_decode_send_message_v2, _py_encode_record_into, _py_get_property
+    global _py_decode_send_message, _py_decode_send_message_v2, _py_encode_record_into, _py_get_property
     if name == "decode_command":
         _py_decode_command = fn
     elif name == "decode_binary_header":
         _py_decode_binary_header = fn
     elif name == "decode_json_header":
         _py_decode_json_header = fn
+    elif name == "decode_send_message":
+        _py_decode_send_message = fn
     elif name == "decode_send_message_v2":
         _py_decode_send_message_v2 = fn
     elif name == "encode_record_into":
@@ -590,8 +594,18 @@ def decode_command(payload):
     return cmd
 
 
-# -- SendMessageRequestHeaderV2 (FastCodes) -------------------------------------------
+# -- the send request headers (FastCodes) --------------------------------------------
+#
+# SendMessageRequestHeader (V1, what the C++ client sends) and V2 (Java, JS) hold the same
+# fields under other names: one reader for both, given the wire keys and attribute names
+# in the order a b c d e f g h i j k l m n bname.
 
+_V1_KEYS = ("producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId",
+            "sysFlag", "bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode",
+            "maxReconsumeTimes", "batch", None, "bname")
+_V2_KEYS = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "bname")
+
+cdef object _V1 = None
 cdef object _V2 = None
 cdef object _BN = None
 
@@ -618,8 +632,28 @@ cdef inline bint _digits(object v, int max_digits, long long* out):
     return True
 
 
-cdef inline object _opt_i32(dict ext, str key):
-    """An optional int32 field: None when absent, its int when plain digits, else _FAIL."""
+cdef inline object _get(dict ext, object key):
+    cdef PyObject* v = PyDict_GetItem(ext, key)
+    return None if v == NULL else <object>v
+
+
+cdef inline object _req_str(dict ext, object key):
+    cdef PyObject* v = PyDict_GetItem(ext, key)
+    if v == NULL or type(<object>v) is not str:
+        return _FAIL
+    return <object>v
+
+
+cdef inline object _req_int(dict ext, object key, int max_digits):
+    cdef long long x
+    cdef PyObject* v = PyDict_GetItem(ext, key)
+    if v == NULL or not _digits(<object>v, max_digits, &x):
+        return _FAIL
+    return x
+
+
+cdef inline object _opt_i32(dict ext, object key):
+    """An optional int32 field: None when absent or null, its int when plain digits, else _FAIL."""
     cdef long long x
     cdef PyObject* v = PyDict_GetItem(ext, key)
     if v == NULL or <object>v is None:
@@ -629,69 +663,86 @@ cdef inline object _opt_i32(dict ext, str key):
     return _FAIL
 
 
-cdef inline object _get(dict ext, str key):
-    cdef PyObject* v = PyDict_GetItem(ext, key)
-    return None if v == NULL else <object>v
+cdef object _send_header(dict ext, tuple keys, cls):
+    """The header object, or ``_FAIL`` for anything the pure fast decoder would not take
+    itself (it then decides, handing over to the generic path where it must)."""
+    a = _req_str(ext, keys[0])
+    b = _req_str(ext, keys[1])
+    c = _req_str(ext, keys[2])
+    d = _req_int(ext, keys[3], 9)
+    e = _req_int(ext, keys[4], 9)
+    f = _req_int(ext, keys[5], 9)
+    g = _req_int(ext, keys[6], 18)
+    h = _req_int(ext, keys[7], 9)
+    j = _opt_i32(ext, keys[9])
+    l = _opt_i32(ext, keys[11])
+    k = _BN.get(_get(ext, keys[10]), _FAIL)
+    m = _BN.get(_get(ext, keys[12]), _FAIL)
+    if (a is _FAIL or b is _FAIL or c is _FAIL or d is _FAIL or e is _FAIL or f is _FAIL
+            or g is _FAIL or h is _FAIL or j is _FAIL or l is _FAIL or k is _FAIL or m is _FAIL):
+        return _FAIL
+    o = _new(cls)
+    if keys is _V2_KEYS:
+        o.a = a
+        o.b = b
+        o.c = c
+        o.d = d
+        o.e = e
+        o.f = f
+        o.g = g
+        o.h = h
+        o.i = _get(ext, "i")
+        o.j = j
+        o.k = k
+        o.l = l
+        o.m = m
+        o.n = _get(ext, "n")
+    else:
+        o.producerGroup = a
+        o.topic = b
+        o.defaultTopic = c
+        o.defaultTopicQueueNums = d
+        o.queueId = e
+        o.sysFlag = f
+        o.bornTimestamp = g
+        o.flag = h
+        o.properties = _get(ext, "properties")
+        o.reconsumeTimes = j
+        o.unitMode = k
+        o.maxReconsumeTimes = l
+        o.batch = m
+    o.bname = _get(ext, "bname")
+    return o
+
+
+cdef _load_send_headers():
+    global _V1, _V2, _BN
+    from trocket.codecs.headers import fast
+    _V1 = fast._V1
+    _V2 = fast._V2
+    _BN = fast._BN
 
 
 def decode_send_message_v2(ext):
     """Twin of :func:`trocket.codecs.headers.fast.decode_send_message_v2`."""
-    global _V2, _BN
-    cdef long long d, e, f, g, h
-    cdef PyObject* pa
-    cdef PyObject* pb
-    cdef PyObject* pc
-    cdef PyObject* pv
-    if type(ext) is not dict:
-        return _py_decode_send_message_v2(ext)
-    if _V2 is None:
-        from trocket.codecs.headers import fast
-        _V2 = fast._V2
-        _BN = fast._BN
-    pa = PyDict_GetItem(ext, "a")
-    pb = PyDict_GetItem(ext, "b")
-    pc = PyDict_GetItem(ext, "c")
-    if (pa == NULL or pb == NULL or pc == NULL or type(<object>pa) is not str
-            or type(<object>pb) is not str or type(<object>pc) is not str):
-        return _py_decode_send_message_v2(ext)
-    pv = PyDict_GetItem(ext, "d")
-    if pv == NULL or not _digits(<object>pv, 9, &d):
-        return _py_decode_send_message_v2(ext)
-    pv = PyDict_GetItem(ext, "e")
-    if pv == NULL or not _digits(<object>pv, 9, &e):
-        return _py_decode_send_message_v2(ext)
-    pv = PyDict_GetItem(ext, "f")
-    if pv == NULL or not _digits(<object>pv, 9, &f):
-        return _py_decode_send_message_v2(ext)
-    pv = PyDict_GetItem(ext, "g")
-    if pv == NULL or not _digits(<object>pv, 18, &g):
-        return _py_decode_send_message_v2(ext)
-    pv = PyDict_GetItem(ext, "h")
-    if pv == NULL or not _digits(<object>pv, 9, &h):
-        return _py_decode_send_message_v2(ext)
-    j = _opt_i32(ext, "j")
-    l = _opt_i32(ext, "l")
-    k = _BN.get(_get(ext, "k"), _FAIL)
-    m = _BN.get(_get(ext, "m"), _FAIL)
-    if j is _FAIL or l is _FAIL or k is _FAIL or m is _FAIL:
-        return _py_decode_send_message_v2(ext)
-    o = _new(_V2)
-    o.a = <object>pa
-    o.b = <object>pb
-    o.c = <object>pc
-    o.d = d
-    o.e = e
-    o.f = f
-    o.g = g
-    o.h = h
-    o.i = _get(ext, "i")
-    o.j = j
-    o.k = k
-    o.l = l
-    o.m = m
-    o.n = _get(ext, "n")
-    o.bname = _get(ext, "bname")
-    return o
+    if type(ext) is dict:
+        if _V2 is None:
+            _load_send_headers()
+        o = _send_header(ext, _V2_KEYS, _V2)
+        if o is not _FAIL:
+            return o
+    return _py_decode_send_message_v2(ext)
+
+
+def decode_send_message(ext):
+    """Twin of :func:`trocket.codecs.headers.fast.decode_send_message` (V1: the C++ client)."""
+    if type(ext) is dict:
+        if _V1 is None:
+            _load_send_headers()
+        o = _send_header(ext, _V1_KEYS, _V1)
+        if o is not _FAIL:
+            return o
+    return _py_decode_send_message(ext)
 
 
 # -- the stored-message record --------------------------------------------------------

@@ -478,6 +478,7 @@ def encode_pull_message_response(o: PullMessageResponseHeader) -> dict[str, str]
 
 
 # The compiled twin when built (codecs/accel.py); the function above stays the reference.
+decode_send_message = accelerated(decode_send_message)
 decode_send_message_v2 = accelerated(decode_send_message_v2)
 
 #: Header class -> its hand-written codec.
