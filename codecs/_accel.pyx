@@ -17,7 +17,8 @@ from cpython.dict cimport PyDict_GetItem, PyDict_SetItem, PyDict_New
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8, PyUnicode_AsUTF8String
-from libc.string cimport memcpy
+from cpython.ref cimport Py_INCREF, Py_XDECREF
+from libc.string cimport memcmp, memcpy
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object o)
@@ -27,6 +28,7 @@ cdef extern from "Python.h":
 import zlib
 
 from trocket.codecs.command import LanguageCode, RemotingCommand, SerializeType
+from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQError, TruncatedFrameError
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
@@ -34,6 +36,7 @@ ABI = 1
 
 #: The twins, by name (what :mod:`.accel` may swap in).
 NAMES = (
+    "FrameDecoder",
     "decode_command",
     "decode_binary_header",
     "decode_json_header",
@@ -44,6 +47,8 @@ NAMES = (
 )
 
 cdef object _py_decode_command = None
+cdef object _py_FrameDecoder = None
+cdef object _sniff_foreign_protocol = None
 cdef object _py_decode_binary_header = None
 cdef object _py_decode_json_header = None
 cdef object _py_decode_send_message = None
@@ -55,8 +60,13 @@ cdef object _py_get_property = None
 def set_pure(str name, fn):
     """Register the pure function ``name`` hands over to."""
     global _py_decode_command, _py_decode_binary_header, _py_decode_json_header
+    global _py_FrameDecoder, _sniff_foreign_protocol
     global _py_decode_send_message, _py_decode_send_message_v2, _py_encode_record_into, _py_get_property
-    if name == "decode_command":
+    if name == "FrameDecoder":
+        _py_FrameDecoder = fn
+        from trocket.codecs.frame import sniff_foreign_protocol
+        _sniff_foreign_protocol = sniff_foreign_protocol
+    elif name == "decode_command":
         _py_decode_command = fn
     elif name == "decode_binary_header":
         _py_decode_binary_header = fn
@@ -115,6 +125,40 @@ cdef inline object _utf8(const unsigned char* p, Py_ssize_t n):
         return _FAIL
 
 
+# Short ASCII strings (ext keys, topics, groups, "0", "false") recur in request after
+# request: a small direct-mapped cache hands back the same str object (its hash already
+# computed, so the dict insert and the header decoder's lookups skip hashing) instead
+# of a new one. Bounded: _CACHE_SLOTS entries of at most _CACHE_MAX bytes.
+cdef enum:
+    _CACHE_SLOTS = 1024
+    _CACHE_MAX = 32
+
+cdef PyObject* _cache[_CACHE_SLOTS]
+
+
+cdef inline object _text(const unsigned char* p, Py_ssize_t n):
+    """``_utf8`` through the cache of short ASCII strings."""
+    cdef unsigned int h = 2166136261u
+    cdef Py_ssize_t i
+    cdef PyObject* hit
+    if n > _CACHE_MAX:
+        return _utf8(p, n)
+    for i in range(n):
+        if p[i] >= 0x80:
+            return _utf8(p, n)
+        h = (h ^ p[i]) * 16777619u
+    h = (h ^ (h >> 15)) & (_CACHE_SLOTS - 1)
+    hit = _cache[h]
+    if hit != NULL and PyUnicode_GET_LENGTH(<object>hit) == n and memcmp(
+            PyUnicode_1BYTE_DATA(<object>hit), p, n) == 0:
+        return <object>hit
+    s = PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
+    Py_INCREF(s)
+    Py_XDECREF(hit)
+    _cache[h] = <PyObject*>s
+    return s
+
+
 # -- ROCKETMQ binary header -----------------------------------------------------------
 
 
@@ -160,8 +204,8 @@ cdef object _binary_header(const unsigned char* p, Py_ssize_t end):
             vend = kend + 4 + vlen
             if vlen < 0 or vlen > end - kend - 4:
                 return _FAIL
-            key = _utf8(p + pos + 2, klen)
-            value = _utf8(p + kend + 4, vlen)
+            key = _text(p + pos + 2, klen)
+            value = _text(p + kend + 4, vlen)
             if key is _FAIL or value is _FAIL:
                 return _FAIL
             PyDict_SetItem(ext, key, value)
@@ -306,7 +350,7 @@ cdef inline object _json_string(_Cursor* c):
         ch = c.p[i]
         if ch == 34:
             c.pos = i + 1
-            return _utf8(c.p + start, i - start)
+            return _text(c.p + start, i - start)
         if ch == 92:
             return _json_string_escaped(c, start)
         if ch < 32:
@@ -376,7 +420,7 @@ cdef object _json_ext_value(_Cursor* c):
             return _FAIL
         if c.pos - start == 2 and c.p[start] == 45 and c.p[start + 1] == 48:
             return "0"  # -0 is the int 0
-        return PyUnicode_DecodeUTF8(<const char*>c.p + start, c.pos - start, NULL)
+        return _text(c.p + start, c.pos - start)
     if ch == 116 and _literal(c, "true", 4):
         return "true"
     if ch == 102 and _literal(c, "false", 5):
@@ -560,6 +604,106 @@ def decode_json_header(header):
         if cmd is not _FAIL:
             return cmd
     return _py_decode_json_header(header)
+
+
+# -- frames ---------------------------------------------------------------------------
+
+
+cdef class FrameDecoder:
+    """Twin of :class:`trocket.codecs.frame.FrameDecoder` (same behaviour, same errors:
+    tests/codecs/test_accel.py feeds both the same chunks)."""
+
+    cdef bytearray _buf
+    cdef Py_ssize_t _pos
+    cdef Py_ssize_t _max  # for comparisons
+    cdef object _limit  # as given: the property and the error show it
+    cdef bint _sniff
+    cdef object _error
+
+    def __init__(self, max_frame_length=16 * 1024 * 1024, *, sniff=True):
+        if max_frame_length < 4:
+            raise ValueError("max_frame_length must be at least 4")
+        self._buf = bytearray()
+        self._pos = 0
+        self._limit = max_frame_length
+        self._max = min(int(max_frame_length), 0x7FFFFFFF)
+        self._sniff = bool(sniff)
+        self._error = None
+
+    @property
+    def max_frame_length(self):
+        return self._limit
+
+    @property
+    def buffered(self):
+        """Bytes received but not yet returned as frames."""
+        return PyByteArray_GET_SIZE(self._buf) - self._pos
+
+    def feed(self, data):
+        if self._error is not None:
+            raise self._error
+        if self._pos:
+            if self._pos >= PyByteArray_GET_SIZE(self._buf) - self._pos:
+                del self._buf[: self._pos]
+                self._pos = 0
+        self._buf += data
+
+    def next_frame(self):
+        """Return the next whole payload (without its length prefix), or ``None``."""
+        cdef Py_ssize_t pos = self._pos, size, end
+        cdef const unsigned char* p
+        cdef int length
+        if self._error is not None:
+            raise self._error
+        size = PyByteArray_GET_SIZE(self._buf)
+        if size - pos < 4:
+            if self._sniff and size - pos:
+                self._check_foreign(bytes(self._buf[pos:]))
+            return None
+        if self._sniff:
+            self._check_foreign(bytes(self._buf[pos : pos + 4]))
+            self._sniff = False
+        p = <const unsigned char*>PyByteArray_AS_STRING(self._buf) + pos
+        length = _i32(p)
+        if length < 4 or length > self._max:
+            self._fail(length)
+        end = pos + 4 + length
+        if end > size:
+            return None
+        frame = PyBytes_FromStringAndSize(<const char*>p + 4, length)
+        self._pos = end
+        return frame
+
+    def __iter__(self):
+        """Yield every whole payload buffered so far."""
+        while True:
+            frame = self.next_frame()
+            if frame is None:
+                return
+            yield frame
+
+    def close(self):
+        """Declare end of stream; raises if it cut a frame short."""
+        if self._error is None and self.buffered:
+            self._error = TruncatedFrameError(
+                f"stream ended with {self.buffered} bytes of an incomplete frame"
+            )
+            raise self._error
+
+    cdef _check_foreign(self, bytes prefix):
+        protocol = _sniff_foreign_protocol(prefix)
+        if protocol is not None:
+            self._error = NotRocketMQError(protocol, prefix)
+            raise self._error
+
+    cdef _fail(self, int length):
+        if length > self._max:
+            self._error = FrameTooLargeError(length, self._limit)
+        else:
+            self._error = FrameError(
+                f"impossible frame length {length} (a frame holds at least 4 bytes)"
+            )
+        raise self._error
 
 
 # -- whole command --------------------------------------------------------------------

@@ -22,6 +22,7 @@ from trocket.codecs import accel
 from trocket.codecs.command import LanguageCode, RemotingCommand, SerializeType
 from trocket.codecs.header_binary import encode_binary_header
 from trocket.codecs.header_json import encode_json_header
+from trocket.codecs import frame  # noqa: F401  (registers the FrameDecoder twin)
 from trocket.codecs.headers import fast  # noqa: F401  (registers the send header twins)
 from trocket.codecs.message import properties, record  # noqa: F401  (registers theirs)
 from trocket.codecs.serialize import encode_command
@@ -29,6 +30,7 @@ from trocket.codecs.serialize import encode_command
 from .strategies import commands, text
 
 NAMES = (
+    "FrameDecoder",
     "decode_command",
     "decode_binary_header",
     "decode_json_header",
@@ -63,7 +65,10 @@ def test_the_switch_is_wired():
     """The public names are the twins when active, the references when not."""
     from trocket.codecs import header_binary, header_json, serialize
 
+    from trocket.codecs import frame
+
     public = {
+        "FrameDecoder": frame.FrameDecoder,
         "decode_command": serialize.decode_command,
         "decode_binary_header": header_binary.decode_binary_header,
         "decode_json_header": header_json.decode_json_header,
@@ -123,6 +128,20 @@ CPP_SEND = (
     b'"properties":"TAGS\\u0001a\\u0002WAIT\\u0001true\\u0002","reconsumeTimes":"0","unitMode":"0",'
     b'"batch":"0"},"flag":0,"language":"CPP","opaque":7,"serializeTypeCurrentRPC":"JSON","version":409}'
 )
+
+
+def test_frame_decoder(impl):
+    raw = b"".join(path.read_bytes() for path in GOLDEN_FRAMES[:6])
+    decoder = impl.FrameDecoder(max_frame_length=1 << 20)
+    assert decoder.max_frame_length == 1 << 20
+    frames = []
+    for at in range(0, len(raw), 7):
+        decoder.feed(raw[at : at + 7])
+        frames += list(decoder)
+    decoder.close()
+    assert b"".join(len(f).to_bytes(4, "big") + f for f in frames) == raw
+    with pytest.raises(ValueError):
+        impl.FrameDecoder(3)
 
 
 def test_cpp_client_send_header(impl):
@@ -357,6 +376,43 @@ def test_get_property_differential(items, key, kind, trailing):
     }[kind]
     same("get_property", data, key)
     same("get_property", None, key)
+
+
+chunk_lists = st.lists(
+    st.one_of(
+        st.binary(max_size=12),
+        st.builds(lambda n, body: n.to_bytes(4, "big", signed=True) + body,
+                  st.integers(-2, 40) | st.sampled_from([2**31 - 1, 1 << 20]), st.binary(max_size=40)),
+        st.sampled_from([b"GET ", b"\x16\x03\x01", b"PRI ", b"SSH-2.0", b"\x00\x00\x00\x04\x00\x00\x00\x00"]),
+    ),
+    max_size=8,
+)
+
+
+def drive(cls, chunks, max_len, sniff):
+    """Everything a decoder says about a chunk sequence: frames, errors, buffered."""
+    log = []
+    try:
+        decoder = cls(max_len, sniff=sniff)
+    except Exception as exc:
+        return [("init", type(exc), str(exc))]
+    log.append(decoder.max_frame_length)
+    for chunk in chunks:
+        log.append(outcome(decoder.feed, chunk))
+        log.append(outcome(lambda: list(decoder)))
+        log.append(outcome(decoder.next_frame))
+        log.append(decoder.buffered)
+    log.append(outcome(decoder.close))
+    log.append(outcome(decoder.next_frame))
+    return log
+
+
+@needs_accel
+@given(chunk_lists, st.sampled_from([3, 4, 8, 64, 1 << 20, 2**40]), st.booleans())
+def test_frame_decoder_differential(chunks, max_len, sniff):
+    assert drive(accel.pure("FrameDecoder"), chunks, max_len, sniff) == drive(
+        _accel.FrameDecoder, chunks, max_len, sniff
+    )
 
 
 def test_fallback_keeps_the_pure_error():
