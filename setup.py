@@ -13,8 +13,10 @@ except ImportError:  # no Cython (a build without the build requirements): pure 
     ext_modules = []
 else:
     ext_modules = cythonize(
-        [Extension("trocket.codecs._accel", ["codecs/_accel.pyx"], optional=True)],
+        [Extension("trocket.codecs._accel", ["codecs/_accel.pyx"])],
         compiler_directives={"language_level": 3},
     )
+    for ext in ext_modules:  # cythonize's copies drop the flag: a failed compile is a warning
+        ext.optional = True
 
 setup(ext_modules=ext_modules)

@@ -349,20 +349,30 @@ def _accel_child(repeat: int, target: float) -> None:
 
 @section("compiled accelerator: pure vs compiled, per sent message")
 def bench_accel(timer: Timer) -> list[Row]:
-    """Each path in its own child process (``TROCKET_PURE=1`` for the pure one), same cases."""
+    """Each path in its own child process (``TROCKET_PURE=1`` for the pure one), same cases;
+    three rounds alternating the two, best figure of each kept (a busy machine's load
+    moves between children)."""
     import subprocess
 
-    runs = {}
-    for label, pure in (("pure", True), ("compiled", False)):
-        env = dict(os.environ)
-        env.pop("TROCKET_PURE", None)
-        if pure:
-            env["TROCKET_PURE"] = "1"
-        out = subprocess.run(
-            [sys.executable, __file__, "--accel-child", str(timer.repeat), str(timer.target_seconds)],
-            env=env, check=True, capture_output=True, text=True,
-        ).stdout
-        runs[label] = json.loads(out.strip().splitlines()[-1])
+    runs: dict[str, dict] = {}
+    repeat = max(1, timer.repeat // 3)
+    for _ in range(3):
+        for label, pure in (("pure", True), ("compiled", False)):
+            env = dict(os.environ)
+            env.pop("TROCKET_PURE", None)
+            if pure:
+                env["TROCKET_PURE"] = "1"
+            out = subprocess.run(
+                [sys.executable, __file__, "--accel-child", str(repeat), str(timer.target_seconds)],
+                env=env, check=True, capture_output=True, text=True,
+            ).stdout
+            run = json.loads(out.strip().splitlines()[-1])
+            if label in runs:
+                best = runs[label]["figures"]
+                for name, usec in run["figures"].items():
+                    best[name] = min(best[name], usec)
+            else:
+                runs[label] = run
     if not runs["compiled"]["active"]:
         return [Row("accelerator", "off", None, runs["compiled"]["reason"])]
     rows: list[Row] = []

@@ -807,6 +807,16 @@ cdef inline object _opt_i32(dict ext, object key):
     return _FAIL
 
 
+cdef inline object _bool(dict ext, object key):
+    """A Java primitive boolean: False when absent or null, else one of the accepted spellings."""
+    cdef PyObject* v = PyDict_GetItem(ext, key)
+    if v == NULL or <object>v is None:
+        return False
+    if type(<object>v) is not str:
+        return _FAIL
+    return _BN.get(<object>v, _FAIL)
+
+
 cdef object _send_header(dict ext, tuple keys, cls):
     """The header object, or ``_FAIL`` for anything the pure fast decoder would not take
     itself (it then decides, handing over to the generic path where it must)."""
@@ -820,8 +830,8 @@ cdef object _send_header(dict ext, tuple keys, cls):
     h = _req_int(ext, keys[7], 9)
     j = _opt_i32(ext, keys[9])
     l = _opt_i32(ext, keys[11])
-    k = _BN.get(_get(ext, keys[10]), _FAIL)
-    m = _BN.get(_get(ext, keys[12]), _FAIL)
+    k = _bool(ext, keys[10])
+    m = _bool(ext, keys[12])
     if (a is _FAIL or b is _FAIL or c is _FAIL or d is _FAIL or e is _FAIL or f is _FAIL
             or g is _FAIL or h is _FAIL or j is _FAIL or l is _FAIL or k is _FAIL or m is _FAIL):
         return _FAIL

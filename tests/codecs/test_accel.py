@@ -293,7 +293,7 @@ int_spellings = mostly(
     | st.sampled_from(["", "+1", "01", "-0", "-2", " 1", "1.0", "\u0663", "x", "99999999999999999999"]),
 )
 bool_spellings = mostly(st.sampled_from(["true", "false", "0", "1", "True", "False", None]),
-                        st.sampled_from(["", "yes", "FALSE", 1]))
+                        st.sampled_from(["", "yes", "FALSE", 1, 1.5, (1,)]) | st.lists(st.none(), max_size=1))
 
 
 @st.composite
