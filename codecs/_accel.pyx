@@ -408,7 +408,7 @@ cdef inline long long _int_value(const unsigned char* p, Py_ssize_t start, Py_ss
 cdef object _json_ext_value(_Cursor* c):
     """An extFields value as the text Java reads: strings as they are, ints by their
     text, true/false by name, null as None (dropped later)."""
-    cdef Py_ssize_t start
+    cdef Py_ssize_t start = 0
     cdef unsigned char ch
     if c.pos >= c.end:
         return _FAIL
@@ -474,7 +474,7 @@ cdef object _json_ext(_Cursor* c):
 
 cdef bint _json_int32(_Cursor* c, int* out) noexcept:
     """A header int field: a JSON int in int32 range, or null (0)."""
-    cdef Py_ssize_t start
+    cdef Py_ssize_t start = 0
     cdef long long v
     if c.pos < c.end and c.p[c.pos] == 110:
         if _literal(c, "null", 4):
@@ -492,7 +492,7 @@ cdef bint _json_int32(_Cursor* c, int* out) noexcept:
 
 cdef bint _json_skip_scalar(_Cursor* c):
     """Move over a string, int, true, false or null."""
-    cdef Py_ssize_t start
+    cdef Py_ssize_t start = 0
     if c.pos >= c.end:
         return False
     ch = c.p[c.pos]
@@ -789,7 +789,7 @@ cdef inline object _req_str(dict ext, object key):
 
 
 cdef inline object _req_int(dict ext, object key, int max_digits):
-    cdef long long x
+    cdef long long x = 0
     cdef PyObject* v = PyDict_GetItem(ext, key)
     if v == NULL or not _digits(<object>v, max_digits, &x):
         return _FAIL
@@ -798,7 +798,7 @@ cdef inline object _req_int(dict ext, object key, int max_digits):
 
 cdef inline object _opt_i32(dict ext, object key):
     """An optional int32 field: None when absent or null, its int when plain digits, else _FAIL."""
-    cdef long long x
+    cdef long long x = 0
     cdef PyObject* v = PyDict_GetItem(ext, key)
     if v == NULL or <object>v is None:
         return None
@@ -961,12 +961,14 @@ def encode_record_into(
     common case: a bytearray, bytes topic/body/properties (or str topic/properties),
     IPv4 hosts. Everything else, and every error, goes to the pure function."""
     global _ip_to_bytes
-    cdef long long off, qid, flg, qoff, poff, sflag, bts, sts, rtimes, ptoff, crc, bport, sport
+    cdef long long off = 0, qid = 0, flg = 0, qoff = 0, poff = 0, sflag = 0, bts = 0, sts = 0
+    cdef long long rtimes = 0, ptoff = 0, crc = 0, bport = 0, sport = 0
     cdef Py_ssize_t body_len, topic_len, props_len, size
     cdef unsigned char* w
     if _ip_to_bytes is None:
         from trocket.codecs.message.hosts import ip_to_bytes
         _ip_to_bytes = ip_to_bytes
+    topic_b = props_b = born_ip = store_ip = None
     fast = type(buf) is bytearray and type(body) is bytes
     if fast:
         if type(topic) is str:
