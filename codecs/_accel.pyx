@@ -34,18 +34,6 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 #: differs from its own (a stale ``.so`` left by an older editable install).
 ABI = 1
 
-#: The twins, by name (what :mod:`.accel` may swap in).
-NAMES = (
-    "FrameDecoder",
-    "decode_command",
-    "decode_binary_header",
-    "decode_json_header",
-    "decode_send_message",
-    "decode_send_message_v2",
-    "encode_record_into",
-    "get_property",
-)
-
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
 cdef object _sniff_foreign_protocol = None
@@ -1014,59 +1002,51 @@ def encode_record_into(
                 crc = body_crc
         except (TypeError, OverflowError):
             fast = False
-    if not fast or sflag & 0x30 or not (
+    if fast and not sflag & 0x30 and (
         _fits32(qid) and _fits32(flg) and _fits32(sflag) and _fits32(rtimes)
         and _fits32(crc) and _fits32(bport) and _fits32(sport)
     ):
-        return _py_encode_record_into(
-            buf, offset, topic=topic, body=body, properties=properties, queue_id=queue_id,
-            flag=flag, queue_offset=queue_offset, physical_offset=physical_offset,
-            sys_flag=sys_flag, born_timestamp=born_timestamp, born_host=born_host,
-            store_timestamp=store_timestamp, store_host=store_host,
-            reconsume_times=reconsume_times,
-            prepared_transaction_offset=prepared_transaction_offset, body_crc=body_crc,
-        )
-    body_len = PyBytes_GET_SIZE(body)
-    topic_len = PyBytes_GET_SIZE(topic_b)
-    props_len = PyBytes_GET_SIZE(props_b)
-    size = 88 + body_len + 1 + topic_len + 2 + props_len
-    if topic_len > 127 or props_len > 0x7FFF or off < 0 or PyByteArray_GET_SIZE(buf) - off < size:
-        return _py_encode_record_into(
-            buf, offset, topic=topic, body=body, properties=properties, queue_id=queue_id,
-            flag=flag, queue_offset=queue_offset, physical_offset=physical_offset,
-            sys_flag=sys_flag, born_timestamp=born_timestamp, born_host=born_host,
-            store_timestamp=store_timestamp, store_host=store_host,
-            reconsume_times=reconsume_times,
-            prepared_transaction_offset=prepared_transaction_offset, body_crc=body_crc,
-        )
-    w = <unsigned char*>PyByteArray_AS_STRING(buf) + off
-    _put32(w, size)
-    _put32(w + 4, 0xDAA320A7)
-    _put32(w + 8, crc)
-    _put32(w + 12, qid)
-    _put32(w + 16, flg)
-    _put64(w + 20, qoff)
-    _put64(w + 28, poff)
-    _put32(w + 36, sflag)
-    _put64(w + 40, bts)
-    memcpy(w + 48, PyBytes_AS_STRING(born_ip), 4)
-    _put32(w + 52, bport)
-    _put64(w + 56, sts)
-    memcpy(w + 64, PyBytes_AS_STRING(store_ip), 4)
-    _put32(w + 68, sport)
-    _put32(w + 72, rtimes)
-    _put64(w + 76, ptoff)
-    _put32(w + 84, body_len)
-    w += 88
-    memcpy(w, PyBytes_AS_STRING(body), body_len)
-    w += body_len
-    w[0] = <unsigned char>topic_len
-    memcpy(w + 1, PyBytes_AS_STRING(topic_b), topic_len)
-    w += 1 + topic_len
-    w[0] = (props_len >> 8) & 0xFF
-    w[1] = props_len & 0xFF
-    memcpy(w + 2, PyBytes_AS_STRING(props_b), props_len)
-    return size
+        body_len = PyBytes_GET_SIZE(body)
+        topic_len = PyBytes_GET_SIZE(topic_b)
+        props_len = PyBytes_GET_SIZE(props_b)
+        size = 88 + body_len + 1 + topic_len + 2 + props_len
+        if topic_len <= 127 and props_len <= 0x7FFF and off >= 0 and PyByteArray_GET_SIZE(buf) - off >= size:
+            w = <unsigned char*>PyByteArray_AS_STRING(buf) + off
+            _put32(w, size)
+            _put32(w + 4, 0xDAA320A7)
+            _put32(w + 8, crc)
+            _put32(w + 12, qid)
+            _put32(w + 16, flg)
+            _put64(w + 20, qoff)
+            _put64(w + 28, poff)
+            _put32(w + 36, sflag)
+            _put64(w + 40, bts)
+            memcpy(w + 48, PyBytes_AS_STRING(born_ip), 4)
+            _put32(w + 52, bport)
+            _put64(w + 56, sts)
+            memcpy(w + 64, PyBytes_AS_STRING(store_ip), 4)
+            _put32(w + 68, sport)
+            _put32(w + 72, rtimes)
+            _put64(w + 76, ptoff)
+            _put32(w + 84, body_len)
+            w += 88
+            memcpy(w, PyBytes_AS_STRING(body), body_len)
+            w += body_len
+            w[0] = <unsigned char>topic_len
+            memcpy(w + 1, PyBytes_AS_STRING(topic_b), topic_len)
+            w += 1 + topic_len
+            w[0] = (props_len >> 8) & 0xFF
+            w[1] = props_len & 0xFF
+            memcpy(w + 2, PyBytes_AS_STRING(props_b), props_len)
+            return size
+    return _py_encode_record_into(
+        buf, offset, topic=topic, body=body, properties=properties, queue_id=queue_id,
+        flag=flag, queue_offset=queue_offset, physical_offset=physical_offset,
+        sys_flag=sys_flag, born_timestamp=born_timestamp, born_host=born_host,
+        store_timestamp=store_timestamp, store_host=store_host,
+        reconsume_times=reconsume_times,
+        prepared_transaction_offset=prepared_transaction_offset, body_crc=body_crc,
+    )
 
 
 # -- properties -----------------------------------------------------------------------
