@@ -305,7 +305,7 @@ def _accel_cases() -> dict[str, Callable[[], Any]]:
     from trocket.codecs.header_binary import decode_binary_header
     from trocket.codecs.header_json import decode_json_header
     from trocket.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2, decode_header
-    from trocket.codecs.message.properties import get_property
+    from trocket.codecs.message.properties import decode_properties_bytes, get_property
     from trocket.codecs.message.record import encode_record_into
     from trocket.codecs.serialize import decode_command
 
@@ -336,6 +336,7 @@ def _accel_cases() -> dict[str, Callable[[], Any]]:
         "encode_record_into (commit log's call, 128 B body)": lambda: encode_record_into(buf, 0, **record_args),
         "get_property x3 (TAGS, WAIT, DELAY absent)": lambda: (
             get_property(props, "TAGS"), get_property(props, "WAIT"), get_property(props, "DELAY")),
+        "decode_properties_bytes (3 properties, the client's pull path)": lambda: decode_properties_bytes(props),
     }
 
 

@@ -43,6 +43,7 @@ cdef object _py_decode_send_message = None
 cdef object _py_decode_send_message_v2 = None
 cdef object _py_encode_record_into = None
 cdef object _py_get_property = None
+cdef object _py_decode_properties = None
 
 
 def set_pure(str name, fn):
@@ -50,6 +51,7 @@ def set_pure(str name, fn):
     global _py_decode_command, _py_decode_binary_header, _py_decode_json_header
     global _py_FrameDecoder, _sniff_foreign_protocol
     global _py_decode_send_message, _py_decode_send_message_v2, _py_encode_record_into, _py_get_property
+    global _py_decode_properties
     if name == "FrameDecoder":
         _py_FrameDecoder = fn
         from trocket.codecs.frame import sniff_foreign_protocol
@@ -68,6 +70,8 @@ def set_pure(str name, fn):
         _py_encode_record_into = fn
     elif name == "get_property":
         _py_get_property = fn
+    elif name == "decode_properties":
+        _py_decode_properties = fn
     else:
         raise KeyError(name)
 
@@ -1103,3 +1107,27 @@ cdef inline bint _same(const unsigned char* a, const unsigned char* b, Py_ssize_
 
 cdef object _utf8_or_replace(const unsigned char* p, Py_ssize_t n):
     return PyUnicode_DecodeUTF8(<const char*>p, n, "replace")
+
+
+def decode_properties(text):
+    """Twin of :func:`trocket.codecs.message.properties.decode_properties` for an ASCII
+    str: items split on \\x02, the key up to the item's first \\x01, items with an empty
+    key or value skipped, a repeated key keeping its last value."""
+    cdef const unsigned char* s
+    cdef Py_ssize_t n, start = 0, end, sep
+    if type(text) is not str or not PyUnicode_IS_ASCII(text):
+        return _py_decode_properties(text)
+    s = PyUnicode_1BYTE_DATA(text)
+    n = PyUnicode_GET_LENGTH(text)
+    result = {}
+    while start < n:
+        end = start
+        sep = -1
+        while end < n and s[end] != 2:
+            if sep < 0 and s[end] == 1:
+                sep = end
+            end += 1
+        if sep > start and end > sep + 1:
+            PyDict_SetItem(result, _text(s + start, sep - start), _text(s + sep + 1, end - sep - 1))
+        start = end + 1
+    return result

@@ -227,3 +227,4 @@ def utf8(text: str, what: str) -> bytes:
 from ..accel import accelerated  # noqa: E402
 
 get_property = accelerated(get_property)
+decode_properties = accelerated(decode_properties)

@@ -38,6 +38,7 @@ NAMES = (
     "decode_send_message_v2",
     "encode_record_into",
     "get_property",
+    "decode_properties",
 )
 GOLDEN = Path(__file__).resolve().parents[2] / "conformance" / "golden"
 PURE_FORCED = os.environ.get("TROCKET_PURE", "") not in ("", "0")
@@ -76,6 +77,7 @@ def test_the_switch_is_wired():
         "decode_send_message_v2": fast.FAST_CODECS[fast._V2].decode,
         "encode_record_into": record.encode_record_into,
         "get_property": properties.get_property,
+        "decode_properties": properties.decode_properties,
     }
     for name, fn in public.items():
         expected = getattr(_accel, name) if accel.ACTIVE else accel.pure(name)
@@ -376,6 +378,16 @@ def test_get_property_differential(items, key, kind, trailing):
     }[kind]
     same("get_property", data, key)
     same("get_property", None, key)
+    if kind == "str":
+        same("decode_properties", data)
+        same("decode_properties", data.encode("ascii", "replace").decode())
+
+
+def test_properties_through_the_bytes_reader(impl):
+    assert impl.decode_properties("") == {}
+    assert impl.decode_properties("A\x01b\x02\x02=\x01\x02C\x01d\x01e\x02A\x01z\x02") == {"A": "z", "C": "d\x01e"}
+    assert impl.decode_properties("é\x01ü") == {"é": "ü"}
+    assert properties.decode_properties_bytes(b"K\x01v\x02W\x01true") == {"K": "v", "W": "true"}
 
 
 chunk_lists = st.lists(
@@ -450,6 +462,7 @@ def test_twins_take_real_traffic_themselves():
         _accel.encode_record_into(buf, 0, topic=b"T", body=b"x" * 128, properties=b"TAGS\x01a\x02WAIT\x01true",
                                   born_host=("127.0.0.1", 4000), store_host=("127.0.0.1", 10911))
         assert _accel.get_property(b"TAGS\x01a\x02WAIT\x01true", "WAIT") == "true"
+        assert _accel.decode_properties("TAGS\x01a\x02WAIT\x01true\x02") == {"TAGS": "a", "WAIT": "true"}
     finally:
         for name in NAMES:
             _accel.set_pure(name, accel.pure(name))
