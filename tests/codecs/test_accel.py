@@ -466,3 +466,17 @@ def test_twins_take_real_traffic_themselves():
     finally:
         for name in NAMES:
             _accel.set_pure(name, accel.pure(name))
+
+
+def test_trocket_pure_forces_the_pure_path():
+    import subprocess
+    import sys
+
+    code = (
+        "import types; from trocket.codecs import accel, serialize, frame\n"
+        "print(accel.ACTIVE, type(serialize.decode_command) is types.FunctionType,"
+        " frame.FrameDecoder is accel.pure('FrameDecoder'), accel.REASON)"
+    )
+    env = dict(os.environ, TROCKET_PURE="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False True True TROCKET_PURE is set"
