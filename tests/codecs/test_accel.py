@@ -480,3 +480,12 @@ def test_trocket_pure_forces_the_pure_path():
     env = dict(os.environ, TROCKET_PURE="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False True True TROCKET_PURE is set"
+
+
+@needs_accel
+def test_a_stale_build_is_refused(monkeypatch):
+    """An editable install's .so older than the twins' contract is not used."""
+    monkeypatch.delenv("TROCKET_PURE", raising=False)
+    monkeypatch.setattr(accel, "ABI", accel.ABI + 1)
+    module, reason = accel._load()
+    assert module is None and reason.startswith("stale build")
