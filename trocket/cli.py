@@ -1,6 +1,6 @@
 """The ``trocket`` command.
 
-    trocket --version
+    trocket --version                the version, and whether the compiled codec accelerator is on
     trocket decode FILE|HEX|-        one frame as JSON (a file or stdin: raw bytes or hex digits)
     trocket conformance check DIR    golden frames: decode, re-encode, switch serializers
     trocket broker [options]         a broker (with an embedded name server by default)
@@ -37,7 +37,9 @@ def _build_parser() -> argparse.ArgumentParser:
         prog="trocket",
         description="Apache RocketMQ's remoting protocol on trio: codecs, conformance tools, broker.",
     )
-    parser.add_argument("--version", action="version", version=f"trocket {__version__}")
+    from trocket.codecs import accel
+
+    parser.add_argument("--version", action="version", version=f"trocket {__version__} ({accel.describe()})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     decode = sub.add_parser(
