@@ -32,6 +32,20 @@ EXIT_OK = 0
 EXIT_FAIL = 1  # the command ran and found a problem (bad frame, nonconforming file)
 
 
+class _VersionAction(argparse.Action):
+    """argparse's ``version`` action, printed as one line: its formatter wraps the text
+    at the terminal's width."""
+
+    def __init__(self, option_strings: Sequence[str], version: str, dest: str = argparse.SUPPRESS,
+                 help: str = "show the version and whether the codec accelerator is on, and exit") -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
+        self.version = version
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        print(self.version)
+        parser.exit()
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trocket",
@@ -39,7 +53,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     from trocket.codecs import accel
 
-    parser.add_argument("--version", action="version", version=f"trocket {__version__} ({accel.describe()})")
+    parser.add_argument("--version", action=_VersionAction, version=f"trocket {__version__} ({accel.describe()})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     decode = sub.add_parser(
