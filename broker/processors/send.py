@@ -81,7 +81,6 @@ from trocket.codecs.command import RemotingCommand
 from trocket.codecs.headers import (
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
-    SendMessageResponseHeader,
 )
 from trocket.codecs.message.properties import get_property
 from trocket.codecs.message.sysflag import (
@@ -90,6 +89,7 @@ from trocket.codecs.message.sysflag import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
 )
+from trocket.codecs.send_response import SendResponseTemplate
 from trocket.codecs.names import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -134,6 +134,7 @@ MAX_RECONSUME_TIMES = 16
 #: what Java's SendMessageProcessor adds to every SUCCESS besides the header (its
 #: defaults: ``regionId`` DefaultRegion, ``traceOn`` true)
 _OK_EXT = {"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
+_OK_TEMPLATE = SendResponseTemplate(_OK_EXT)
 #: topic names that passed ``validate_topic`` and are not send-forbidden (names only:
 #: the topic's config is looked up on every send); cleared when it grows past the bound
 _CHECKED_TOPICS_MAX = 4096
@@ -578,8 +579,8 @@ class SendProcessor:
             return reply(ResponseCode.SYSTEM_ERROR, status.value)
         self.put_messages += result.msg_count
         self.put_bytes += result.wrote_bytes
-        header = SendMessageResponseHeader(msgId=result.msg_id, queueId=result.queue_id, queueOffset=result.queue_offset)
-        return reply(code, None, _OK_EXT, header=header)  # reply copies _OK_EXT after the header
+        # the header's fields, then _OK_EXT; encoded from a template (codecs.send_response)
+        return _OK_TEMPLATE.command(code, result.msg_id, result.queue_id, result.queue_offset)
 
     def _properties(self, props: str | None) -> tuple[bytes, bool] | RemotingCommand:
         """The properties string as stored (verbatim UTF-8), and whether the producer
