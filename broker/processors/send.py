@@ -102,13 +102,13 @@ from trocket.remoting import Connection
 from ..store import (
     BatchInner,
     FlushMode,
-    MessageInner,
     PutMessageError,
     PutResult,
     PutStatus,
     StoreClosedError,
     tags_hash,
 )
+from ..store.messages import message_inner
 from ..store.topic_config import PERM_READ, PERM_WRITE, TopicConfig
 from .client import register_now
 from . import (
@@ -467,7 +467,9 @@ class SendProcessor:
                 f"the broker[{self.config.advertised_addr().rpartition(':')[0]}] sending transaction message is forbidden",
             )
         topic = header.topic
-        queue_id = self._pick_queue(header.queueId, tc)
+        queue_id = header.queueId
+        if queue_id < 0:
+            queue_id = self._pick_queue(queue_id, tc)
         reconsume = header.reconsumeTimes or 0
         to_dlq = False
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -482,20 +484,12 @@ class SendProcessor:
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
         prepared = self._properties(props)
-        if isinstance(prepared, RemotingCommand):
-            return prepared
+        if prepared.__class__ is not tuple:
+            return prepared  # type: ignore[return-value]
         props_bytes, wait = prepared
-        msg = MessageInner(
-            topic=topic,
-            body=body,
-            queue_id=queue_id,
-            flag=header.flag,
-            properties_bytes=props_bytes,
-            sys_flag=sys_flag,
-            born_timestamp=header.bornTimestamp,
-            born_host=host_address(conn.remote_address),
-            reconsume_times=reconsume,
-            tags_code=tags_hash(get_property(props, "TAGS")),
+        msg = message_inner(
+            topic, body, queue_id, header.flag, props_bytes, sys_flag, header.bornTimestamp,
+            host_address(conn.remote_address), reconsume, tags_hash(get_property(props, "TAGS")),
         )
         schedule = self.schedule
         delayed = False
