@@ -42,6 +42,7 @@ _BIN_HEAD = struct.Struct(">iIhBhiiii")
 _JSON_PREFIX = struct.Struct(">iI")
 _I32 = struct.Struct(">i")
 _MAX_HEADER = 0xFFFFFF
+_MAX_SHAPES = 256
 #: values written as they are in JSON (no escaping) and as their ASCII bytes: offset
 #: message ids (upper hex, comma-joined for a batch) and decimal numbers
 _PLAIN = re.compile(r"[0-9A-Za-z,\-]*").fullmatch
@@ -51,7 +52,7 @@ class SendResponseTemplate:
     """The frames of send answers with ``extra`` (constant ext fields after the
     response header's three, e.g. ``MSG_REGION``/``TRACE_ON``), both serializations."""
 
-    __slots__ = ("extra", "keys", "tail_values", "_json_fmt", "_bin_tail", "_bin_ext_const")
+    __slots__ = ("extra", "keys", "tail_values", "_json_tail", "_json_parts", "_bin_tail", "_bin_ext_const")
 
     def __init__(self, extra: Mapping[str, str]) -> None:
         for key in extra:
@@ -61,16 +62,24 @@ class SendResponseTemplate:
         #: the ext keys in wire order, and the constant values after the header's three
         self.keys = (*_KEYS, *self.extra)
         self.tail_values = tuple(self.extra.values())
-        tail = "".join("," + fastjson_quote(k) + ":" + fastjson_quote(v) for k, v in self.extra.items())
-        # %-placeholders: code, msgId, queueId, queueOffset, flag, language, opaque, version
-        self._json_fmt = (
-            '{"code":%d,"extFields":{"msgId":"%s","queueId":"%s","queueOffset":"%s"'
-            + tail.replace("%", "%%")
-            + '},"flag":%d,"language":"%s","opaque":%d,"serializeTypeCurrentRPC":"JSON","version":%d}'
-        )
+        self._json_tail = "".join("," + fastjson_quote(k) + ":" + fastjson_quote(v) for k, v in self.extra.items())
+        #: (code, flag, language, version) -> the JSON text around the values
+        self._json_parts: dict[tuple, tuple[str, str, str]] = {}
         self._bin_tail = _encode_ext(self.extra) if self.extra else b""
         # the ext block minus the three values: their key prefixes and length fields
         self._bin_ext_const = sum(2 + len(k) + 4 for k in _KEYS) + len(self._bin_tail)
+
+    def _json_text(self, code: int, flag: int, language: LanguageCode, version: int) -> tuple[str, str, str]:
+        """The JSON header's text before the msgId, between the queue offset and the
+        opaque, and after the opaque (fastjson's alphabetical field order)."""
+        if len(self._json_parts) >= _MAX_SHAPES:
+            self._json_parts.clear()
+        parts = self._json_parts[code, flag, language, version] = (
+            '{"code":%d,"extFields":{"msgId":"' % code,
+            '"%s},"flag":%d,"language":"%s","opaque":' % (self._json_tail, flag, language.name),
+            ',"serializeTypeCurrentRPC":"JSON","version":%d}' % version,
+        )
+        return parts
 
     def frame(
         self,
@@ -88,13 +97,23 @@ class SendResponseTemplate:
         """The whole frame (length prefix included), or None when these values do not
         fit the template (the caller then encodes the generic way). ``queue_id`` and
         ``queue_offset`` are the ext fields' strings."""
-        if not _PLAIN(msg_id) or not _PLAIN(queue_id) or not _PLAIN(queue_offset):
+        if not _PLAIN(msg_id + "," + queue_id + "," + queue_offset):
             return None
+        return self._fill(serialize_type, code, opaque, msg_id, queue_id, queue_offset, flag, version, language)
+
+    def _fill(
+        self, serialize_type: int, code: int, opaque: int, msg_id: str, queue_id: str, queue_offset: str,
+        flag: int, version: int, language: LanguageCode,
+    ) -> bytes | None:
+        """:meth:`frame` for values known to be plain (see ``_PLAIN``)."""
         if serialize_type == _JSON:
-            text = self._json_fmt % (
-                code, msg_id, queue_id, queue_offset, flag, language.name, opaque, version,
-            )
-            header = text.encode("utf-8")
+            parts = self._json_parts.get((code, flag, language, version))
+            if parts is None:
+                parts = self._json_text(code, flag, language, version)
+            header = "".join((
+                parts[0], msg_id, '","queueId":"', queue_id, '","queueOffset":"', queue_offset,
+                parts[1], str(opaque), parts[2],
+            )).encode("utf-8")
             hlen = len(header)
             if hlen > _MAX_HEADER:
                 return None
@@ -137,7 +156,12 @@ class SendResponseTemplate:
         cmd.body = b""
         cmd.custom_header = None
         cmd.serialize_type = _JSON
-        cmd.template = self
+        if _PLAIN(msg_id):  # queueId and queueOffset are decimal numbers
+            cmd.template = self
+            cmd.plain = (msg_id, ext["queueId"], ext["queueOffset"])
+        else:
+            cmd.template = None
+            cmd.plain = None
         return cmd
 
 
@@ -148,6 +172,9 @@ class SendResponseCommand(RemotingCommand):
     :meth:`SendResponseTemplate.command`."""
 
     template: SendResponseTemplate | None = attrs.field(default=None, eq=False, repr=False)
+    #: the three values as made (known plain); the ext fields' still being these very
+    #: objects spares checking them again
+    plain: tuple[str, str, str] | None = attrs.field(default=None, eq=False, repr=False)
 
     def encode_frame(self) -> bytes | None:
         """The frame from the template, or None: encode it the generic way."""
@@ -173,6 +200,12 @@ class SendResponseCommand(RemotingCommand):
             or self.language.__class__ is not LanguageCode
         ):
             return None
+        plain = self.plain
+        if plain is not None and msg_id is plain[0] and queue_id is plain[1] and queue_offset is plain[2]:
+            return template._fill(
+                self.serialize_type, self.code, self.opaque, msg_id, queue_id, queue_offset,
+                self.flag, self.version, self.language,
+            )
         return template.frame(
             self.serialize_type, self.code, self.opaque, msg_id, queue_id, queue_offset,
             flag=self.flag, version=self.version, language=self.language,

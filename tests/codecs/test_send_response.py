@@ -144,6 +144,17 @@ def assert_generic(cmd: SendResponseCommand) -> None:
         assert encode_command(cmd) == expected
 
 
+@pytest.mark.parametrize("stype", TYPES)
+def test_values_changed_after_made_are_checked_again(stype):
+    """A hook that puts other (plain) values in: still the template, with them."""
+    cmd = answered(SendResponseTemplate(OK_EXT), stype, 0, 5, "7F00000100002A9F000000000000ABCD", 1, 2)
+    cmd.ext_fields["msgId"] = "0A0000010000" + "1" * 20
+    cmd.ext_fields["queueOffset"] = "99"
+    assert cmd.encode_frame() is not None
+    assert encode_command(cmd) == generic(cmd)
+    assert decode_command(encode_command(cmd)[4:]).ext_fields["queueOffset"] == "99"
+
+
 def test_template_rejects_the_headers_own_keys():
     with pytest.raises(ValueError):
         SendResponseTemplate({"msgId": "x"})
