@@ -135,6 +135,15 @@ MAX_RECONSUME_TIMES = 16
 #: defaults: ``regionId`` DefaultRegion, ``traceOn`` true)
 _OK_EXT = {"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
 _OK_TEMPLATE = SendResponseTemplate(_OK_EXT)
+#: the answer's code for each status a stored message can have
+_STATUS_CODES = {
+    PutStatus.PUT_OK: int(ResponseCode.SUCCESS),
+    PutStatus.FLUSH_DISK_TIMEOUT: int(ResponseCode.FLUSH_DISK_TIMEOUT),
+    PutStatus.FLUSH_SLAVE_TIMEOUT: int(ResponseCode.FLUSH_SLAVE_TIMEOUT),
+    PutStatus.SLAVE_NOT_AVAILABLE: int(ResponseCode.SLAVE_NOT_AVAILABLE),
+}
+_SEND_MESSAGE = int(RequestCode.SEND_MESSAGE)
+_SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
 #: topic names that passed ``validate_topic`` and are not send-forbidden (names only:
 #: the topic's config is looked up on every send); cleared when it grows past the bound
 _CHECKED_TOPICS_MAX = 4096
@@ -199,6 +208,8 @@ class SendProcessor:
         self.capacity = ctx.config.send_concurrency + ctx.config.send_queue_capacity
         self.pending = 0
         self.max_message_size = ctx.config.max_message_size
+        #: the store's flush mode is fixed when it opens
+        self._sync_flush = ctx.store.config.flush_mode is FlushMode.SYNC
         self._random = random.Random()
         self._checked_topics: set[str] = set()
         #: a topic this send created (auto-create): answered once the name servers know it
@@ -279,9 +290,7 @@ class SendProcessor:
                     return result
                 result.status = PutStatus.SLAVE_NOT_AVAILABLE  # stored, not replicated
                 return self._ok(result)
-            if self.store.config.flush_mode is FlushMode.SYNC and (
-                self.store.flush_service.flushed_offset < result.end_offset
-            ):
+            if self._sync_flush and self.store.flush_service.flushed_offset < result.end_offset:
                 return result
         return self._ok(result)
 
@@ -380,14 +389,14 @@ class SendProcessor:
     def _process(self, conn, request: RemotingCommand) -> RemotingCommand | PutResult:
         code = request.code
         header: SendFields
-        if code == RequestCode.SEND_MESSAGE:
+        if code == _SEND_MESSAGE:
             header = decode_request_header(SendMessageRequestHeader, request)
         else:
             header = V2Fields(decode_request_header(SendMessageRequestHeaderV2, request))
         problem, topic_config = self._msg_check(conn, header)
         if problem is not None:
             return problem
-        if code == RequestCode.SEND_BATCH_MESSAGE or header.batch:
+        if code == _SEND_BATCH_MESSAGE or header.batch:
             return self._send_batch(conn, request, header, topic_config)
         return self._send_one(conn, request, header, topic_config)
 
@@ -559,18 +568,10 @@ class SendProcessor:
     # -- answers -----------------------------------------------------------------------------
 
     def _ok(self, result) -> RemotingCommand:
-        status = result.status
-        if status is PutStatus.PUT_OK:
-            code = ResponseCode.SUCCESS
-        elif status is PutStatus.FLUSH_DISK_TIMEOUT:
-            code = ResponseCode.FLUSH_DISK_TIMEOUT
-        elif status is PutStatus.FLUSH_SLAVE_TIMEOUT:
-            code = ResponseCode.FLUSH_SLAVE_TIMEOUT
-        elif status is PutStatus.SLAVE_NOT_AVAILABLE:
-            code = ResponseCode.SLAVE_NOT_AVAILABLE
-        else:  # the store raises for the failures; be safe anyway
+        code = _STATUS_CODES.get(result.status)  # enum members cost an attribute lookup each
+        if code is None:  # the store raises for the failures; be safe anyway
             self.put_failures += 1
-            return reply(ResponseCode.SYSTEM_ERROR, status.value)
+            return reply(ResponseCode.SYSTEM_ERROR, result.status.value)
         self.put_messages += result.msg_count
         self.put_bytes += result.wrote_bytes
         # the header's fields, then _OK_EXT; encoded from a template (codecs.send_response)
