@@ -43,8 +43,8 @@ _JSON_PREFIX = struct.Struct(">iI")
 _I32 = struct.Struct(">i")
 _MAX_HEADER = 0xFFFFFF
 _MAX_SHAPES = 256
-#: values written as they are in JSON (no escaping) and as their ASCII bytes: offset
-#: message ids (upper hex, comma-joined for a batch) and decimal numbers
+#: values written as they are in JSON (no escaping): offset message ids (upper hex,
+#: comma-joined for a batch) and decimal numbers
 _PLAIN = re.compile(r"[0-9A-Za-z,\-]*").fullmatch
 
 
@@ -119,9 +119,9 @@ class SendResponseTemplate:
                 return None
             return _JSON_PREFIX.pack(4 + hlen, hlen) + header
         if serialize_type == _ROCKETMQ:
-            m = msg_id.encode("ascii")
-            q = queue_id.encode("ascii")
-            o = queue_offset.encode("ascii")
+            m = msg_id.encode("utf-8")
+            q = queue_id.encode("utf-8")
+            o = queue_offset.encode("utf-8")
             ext_len = self._bin_ext_const + len(m) + len(q) + len(o)
             hlen = 21 + ext_len  # 13 fixed bytes, remark length, ext length
             if hlen > _MAX_HEADER or not -0x8000 <= code <= 0x7FFF or not -0x8000 <= version <= 0x7FFF:
@@ -150,18 +150,16 @@ class SendResponseTemplate:
         cmd.opaque = 0
         cmd.flag = 1
         cmd.remark = None
-        ext = {"msgId": msg_id, "queueId": str(queue_id), "queueOffset": str(queue_offset)}
-        ext.update(self.extra)
-        cmd.ext_fields = ext
+        q = str(queue_id)
+        o = str(queue_offset)
+        cmd.ext_fields = {"msgId": msg_id, "queueId": q, "queueOffset": o, **self.extra}
         cmd.body = b""
         cmd.custom_header = None
         cmd.serialize_type = _JSON
-        if _PLAIN(msg_id):  # queueId and queueOffset are decimal numbers
-            cmd.template = self
-            cmd.plain = (msg_id, ext["queueId"], ext["queueOffset"])
-        else:
-            cmd.template = None
-            cmd.plain = None
+        cmd.template = self
+        # an offset message id is hex (alphanumerics need no JSON escape; a batch's has
+        # commas: the pattern); the queue id and offset are decimal numbers
+        cmd.plain = (msg_id, q, o) if msg_id.isalnum() or _PLAIN(msg_id) else None
         return cmd
 
 

@@ -142,6 +142,8 @@ _STATUS_CODES = {
     PutStatus.FLUSH_SLAVE_TIMEOUT: int(ResponseCode.FLUSH_SLAVE_TIMEOUT),
     PutStatus.SLAVE_NOT_AVAILABLE: int(ResponseCode.SLAVE_NOT_AVAILABLE),
 }
+_PUT_OK = PutStatus.PUT_OK
+assert _STATUS_CODES[_PUT_OK] == 0
 _SEND_MESSAGE = int(RequestCode.SEND_MESSAGE)
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
 #: topic names that passed ``validate_topic`` and are not send-forbidden (names only:
@@ -568,14 +570,16 @@ class SendProcessor:
     # -- answers -----------------------------------------------------------------------------
 
     def _ok(self, result) -> RemotingCommand:
-        code = _STATUS_CODES.get(result.status)  # enum members cost an attribute lookup each
+        status = result.status
+        # an Enum's hash is a Python call and its members cost a lookup each: PUT_OK first
+        code = 0 if status is _PUT_OK else _STATUS_CODES.get(status)
         if code is None:  # the store raises for the failures; be safe anyway
             self.put_failures += 1
-            return reply(ResponseCode.SYSTEM_ERROR, result.status.value)
+            return reply(ResponseCode.SYSTEM_ERROR, status.value)
         self.put_messages += result.msg_count
         self.put_bytes += result.wrote_bytes
         # the header's fields, then _OK_EXT; encoded from a template (codecs.send_response)
-        return _OK_TEMPLATE.command(code, result.msg_id, result.queue_id, result.queue_offset)
+        return _OK_TEMPLATE.command(code, result._msg_id or result.msg_id, result.queue_id, result.queue_offset)
 
     def _properties(self, props: str | None) -> tuple[bytes, bool] | RemotingCommand:
         """The properties string as stored (verbatim UTF-8), and whether the producer

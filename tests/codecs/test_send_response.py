@@ -155,6 +155,15 @@ def test_values_changed_after_made_are_checked_again(stype):
     assert decode_command(encode_command(cmd)[4:]).ext_fields["queueOffset"] == "99"
 
 
+@pytest.mark.parametrize("stype", TYPES)
+@pytest.mark.parametrize("msg_id", ["\u00e9t\u00e92", "A,B", "-", "", "\u00b2", "A B", "A\u2028"])
+def test_unusual_message_ids(stype, msg_id):
+    """Alphanumerics beyond ASCII need no JSON escape (UTF-8 bytes in both headers);
+    anything else is checked by the pattern or goes generic: always the generic bytes."""
+    cmd = answered(SendResponseTemplate(OK_EXT), stype, 0, 5, msg_id, 1, 2)
+    assert encode_command(cmd) == generic(cmd)
+
+
 def test_template_rejects_the_headers_own_keys():
     with pytest.raises(ValueError):
         SendResponseTemplate({"msgId": "x"})
