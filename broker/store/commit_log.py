@@ -77,6 +77,8 @@ _Q = struct.Struct(">q")
 _I32 = struct.Struct(">i")
 _PROP_SEP = 2  # "\x02"
 _perf_ns = time.perf_counter_ns
+_new = object.__new__
+_PUT_OK = PutStatus.PUT_OK
 
 
 class CreateSegmentError(PutMessageError):
@@ -301,7 +303,9 @@ class CommitLog:
         elif len(props) > MAX_PROPERTIES_LENGTH:
             raise PropertiesTooLargeError(f"properties are {len(props)} bytes, more than 32767")
         size = record_size(len(msg.body), len(topic), len(props), msg.sys_flag)
-        self._check_size(size)
+        config = self.config
+        if size > config.max_message_size or size > config.commit_log_segment_size - END_FILE_MIN_BLANK_LENGTH:
+            self._check_size(size)  # raises the error that says which limit
         buf = bytearray(size)
         try:
             encode_record_into(
@@ -362,7 +366,9 @@ class CommitLog:
         src = memoryview(buf)
         with self._lock:
             t0 = _perf_ns()
-            mf = self._segment_for(size)
+            mf = self.files.last
+            if mf is None or size + END_FILE_MIN_BLANK_LENGTH > mf.file_size - mf.wrote_position:
+                mf = self._segment_for(size)  # rolls over
             pos = mf.wrote_position
             phys = mf.file_from_offset + pos
             if counts:
@@ -389,10 +395,19 @@ class CommitLog:
         if host is not self._msg_id_host:
             self._msg_id_prefix = store_host_hex(host[0], host[1])
             self._msg_id_host = host
-        return PutResult(
-            PutStatus.PUT_OK, queue_id, queue_offset, phys, size, now, host, 1, None,
-            self._msg_id_prefix + "%016X" % phys,
-        )
+        # PutResult by slot stores (its __init__ with ten arguments costs twice as much)
+        result = _new(PutResult)
+        result.status = _PUT_OK
+        result.queue_id = queue_id
+        result.queue_offset = queue_offset
+        result.physical_offset = phys
+        result.wrote_bytes = size
+        result.store_timestamp = now
+        result.store_host = host
+        result.msg_count = 1
+        result.record_sizes = None
+        result._msg_id = self._msg_id_prefix + "%016X" % phys
+        return result
 
     def _schedule_delay(self, msg: MessageInner) -> int | None:
         level = msg.properties.get(PROPERTY_DELAY_TIME_LEVEL)

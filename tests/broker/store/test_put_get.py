@@ -68,6 +68,25 @@ def test_message_inner_fast_constructor_equals_the_attrs_one():
     ]  # a new field must be set in message_inner too
 
 
+def test_put_result_built_by_slot_stores_is_whole(store, config):
+    """CommitLog.put_message builds its PutResult with slot stores: every field set,
+    equal to the one the attrs __init__ makes."""
+    import attrs
+
+    from trocket.broker.store import PutResult, PutStatus
+
+    r = store.put_message(msg(queue_id=1))
+    assert [a.name for a in attrs.fields(PutResult)] == [
+        "status", "queue_id", "queue_offset", "physical_offset", "wrote_bytes", "store_timestamp",
+        "store_host", "msg_count", "record_sizes", "_msg_id",
+    ]  # a new field must be set in CommitLog.put_message too
+    same = PutResult(
+        PutStatus.PUT_OK, 1, 0, r.physical_offset, r.wrote_bytes, r.store_timestamp, config.store_host
+    )
+    assert r.msg_id == same.msg_id  # computed on read there, eagerly here
+    assert r == same
+
+
 def test_put_result_msg_id_follows_the_store_host(store, config):
     """The message id prefix is cached per store host; the broker changes the host
     after opening the store (its listen port), and the id follows."""
