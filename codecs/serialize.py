@@ -76,7 +76,17 @@ def encode_header_bytes(cmd: RemotingCommand) -> bytes:
 
 
 def encode_command(cmd: RemotingCommand) -> bytes:
-    """One complete frame: ``[total length][type|header length][header][body]``."""
+    """One complete frame: ``[total length][type|header length][header][body]``.
+
+    A subclass of :class:`RemotingCommand` with an ``encode_frame()`` (e.g.
+    :class:`~.send_response.SendResponseCommand`) is asked first; ``None`` from it
+    means: encode it here, the generic way."""
+    if cmd.__class__ is not RemotingCommand:
+        encode_frame = getattr(cmd, "encode_frame", None)
+        if encode_frame is not None:
+            frame = encode_frame()
+            if frame is not None:
+                return frame
     header = encode_header_bytes(cmd)
     hlen = len(header)
     if hlen > _MAX_HEADER:

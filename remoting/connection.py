@@ -26,7 +26,6 @@ serialization from the request, the RPC hooks' after-response, encode, send).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 import os
@@ -326,11 +325,12 @@ class Connection:
                 tap.record(time.time_ns(), self.id, self.local_address, self.remote_address, _SENT, self.endpoint.role, frame)
 
     def _flush_corked(self) -> None:
-        """End of a reader batch: write what it queued with one direct write."""
+        """End of a reader batch: write what it queued with one direct write (the
+        batch's read set :attr:`last_io` a moment ago: no second clock read)."""
         self._outbox.corked = False
-        self._flush_direct()
+        self._flush_direct(False)
 
-    def _flush_direct(self) -> None:
+    def _flush_direct(self, stamp: bool = True) -> None:
         """Write the queued frames now, from this task, with one non-blocking write;
         the writer task gets whatever the socket does not take."""
         outbox = self._outbox
@@ -348,7 +348,8 @@ class Connection:
         if n == len(data):
             outbox.frames = []
             outbox.nbytes = 0
-            self.last_io = trio.current_time()
+            if stamp:
+                self.last_io = trio.current_time()
         else:
             outbox.frames = [memoryview(data)[n:]]
             outbox.nbytes = len(data) - n
@@ -618,38 +619,14 @@ class Connection:
 
     # -- tasks -----------------------------------------------------------------------------
 
-    async def _receive_direct(self, buffer: tuple[bytearray, memoryview], size: int) -> memoryview:
-        """``receive_some`` on the plain-TCP fd, skipping the read that would fail.
-
-        After a read that did not fill the buffer the socket is almost surely drained,
-        so wait for readiness first instead of trying a ``recv`` that raises EAGAIN (a
-        syscall and an exception per message on a request/response connection).
-        Reads into ``buffer`` (the thread's, see :func:`_receive_buffer`, looked up
-        once per reader) and returns a view of it: valid until the caller next awaits."""
-        fd = self._fd
-        if self._drained:
-            await _wait_readable(fd)
-        else:
-            await _checkpoint()  # a busy peer must not starve the other tasks
-        buf, view = buffer
-        while True:
-            try:
-                n = _readv(fd, (buf,))
-            except BlockingIOError:
-                await _wait_readable(fd)
-                continue
-            self._drained = n < size
-            return view[:n]
-
     async def _read_loop(self) -> None:
         endpoint = self.endpoint
         cfg = endpoint.config
         decoder = FrameDecoder(cfg.max_frame_length)
         size = cfg.receive_size
-        if self._fd >= 0:
-            receive = functools.partial(self._receive_direct, _receive_buffer(size))
-        else:
-            receive = self.stream.receive_some
+        receive = self.stream.receive_some
+        buf, view = _receive_buffer(size)  # plain TCP: see _receive_buffer
+        bufs = (buf,)
         pop_pending = self.responses.pop
         stats = endpoint.stats
         dispatch = endpoint._dispatch_soon
@@ -660,7 +637,27 @@ class Connection:
         with self._read_scope:
             while True:
                 try:
-                    data = await receive(size)
+                    if fd >= 0:
+                        # ``receive_some`` on the fd, skipping the read that would fail:
+                        # after a read that did not fill the buffer the socket is almost
+                        # surely drained, so wait for readiness first instead of trying a
+                        # ``recv`` that raises EAGAIN (a syscall and an exception per
+                        # message on a request/response connection). ``data`` is a view
+                        # of the thread's buffer: the decoder copies it before the next await.
+                        if self._drained:
+                            await _wait_readable(fd)
+                        else:
+                            await _checkpoint()  # a busy peer must not starve the other tasks
+                        while True:
+                            try:
+                                n = _readv(fd, bufs)
+                                break
+                            except BlockingIOError:
+                                await _wait_readable(fd)
+                        self._drained = n < size
+                        data = view[:n]
+                    else:
+                        data = await receive(size)
                 except _IO_ERRORS as exc:
                     self._fail(exc, "receive")
                     return
