@@ -26,6 +26,7 @@ import trio
 from trocket.codecs.message.record import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, peek_record
 
 from ..store import MessageStore, PutMessageError
+from .direct import DirectSocket
 from .protocol import HEADER, HEADER_SIZE, OFFSET, HAProtocolError, SlaveAheadError
 
 __all__ = ["HAClient"]
@@ -118,46 +119,69 @@ class HAClient:
         self._partial.clear()
         self.received = store.max_phy_offset
         self._empty = self.received == 0
-        await stream.send_all(OFFSET.pack(self.received))
+        sock = DirectSocket(stream, 256 * 1024)
+        await sock.send(OFFSET.pack(self.received))
         self.connected = True
         self.connects += 1
         log.info("HA: following master %s from offset %d", addr, self.received)
         reported = self.received
         buf = bytearray()
-        last_read = trio.current_time()
+        receive = sock.receive
+        current_time = trio.current_time
+        last_read = last_report = current_time()
         while True:
-            with trio.move_on_after(self.heartbeat):
-                data = await stream.receive_some(256 * 1024)
-                if not data:
-                    raise HAProtocolError("master closed the connection")
-                buf += data
-                last_read = trio.current_time()
-                pos = 0
-                n = len(buf)
-                while n - pos >= HEADER_SIZE:
-                    offset, size = HEADER.unpack_from(buf, pos)
-                    if size < 0:
-                        raise HAProtocolError(f"frame with negative size {size}")
-                    if n - pos - HEADER_SIZE < size:
-                        break
-                    body = memoryview(buf)[pos + HEADER_SIZE : pos + HEADER_SIZE + size]
-                    try:
-                        self._frame(offset, body, addr)
-                    finally:
-                        body.release()
-                    pos += HEADER_SIZE + size
-                if pos:
-                    del buf[:pos]
-                if len(buf) > self.partial_limit + HEADER_SIZE:
-                    raise HAProtocolError(f"frame larger than {self.partial_limit} bytes")
-                if self.received != reported:
-                    reported = self.received
-                    await stream.send_all(OFFSET.pack(reported))
+            # one cancel scope per heartbeat interval without a report, not per read
+            with trio.move_on_at(last_report + self.heartbeat):
+                while True:
+                    data = await receive()
+                    if not data:
+                        raise HAProtocolError("master closed the connection")
+                    last_read = current_time()
+                    if buf:
+                        buf += data
+                        self._frames(buf, memoryview(buf), addr)
+                    else:  # the usual case: whole frames, parsed in the socket's buffer
+                        rest = self._frames(None, data, addr)
+                        if rest:
+                            buf += data[len(data) - rest:]
+                    if len(buf) > self.partial_limit + HEADER_SIZE:
+                        raise HAProtocolError(f"frame larger than {self.partial_limit} bytes")
+                    if self.received != reported:  # one report per read, as Java's per dispatch
+                        reported = self.received
+                        await sock.send(OFFSET.pack(reported))
+                        last_report = current_time()
+            now = current_time()
+            if now - last_report < self.heartbeat:
                 continue
-            # heartbeat interval without data: report, and give up on a silent master
-            if trio.current_time() - last_read >= self.housekeeping:
+            # a heartbeat interval without a report: report, and give up on a silent master
+            if now - last_read >= self.housekeeping:
                 raise HAProtocolError(f"master silent for {self.housekeeping:.0f} s")
-            await stream.send_all(OFFSET.pack(self.received))
+            await sock.send(OFFSET.pack(self.received))
+            last_report = current_time()
+
+    def _frames(self, buf: bytearray | None, view: memoryview, addr: str) -> int:
+        """Apply the whole frames at the start of ``view``; returns how many bytes are
+        left (an incomplete frame). With ``buf`` (``view`` is over it), those frames
+        are deleted from it."""
+        pos = 0
+        n = len(view)
+        while n - pos >= HEADER_SIZE:
+            offset, size = HEADER.unpack_from(view, pos)
+            if size < 0:
+                raise HAProtocolError(f"frame with negative size {size}")
+            if n - pos - HEADER_SIZE < size:
+                break
+            body = view[pos + HEADER_SIZE : pos + HEADER_SIZE + size]
+            try:
+                self._frame(offset, body, addr)
+            finally:
+                body.release()
+            pos += HEADER_SIZE + size
+        if buf is not None:
+            view.release()
+            if pos:
+                del buf[:pos]
+        return n - pos
 
     def _frame(self, offset: int, body: memoryview, addr: str) -> None:
         received = self.received
