@@ -63,8 +63,11 @@ class HAServer:
         batch_size: int = 32 * 1024,
         heartbeat: float = 5.0,
         housekeeping: float = 20.0,
+        required: bool = True,
     ) -> None:
         self.store = store
+        #: False: a listen address that cannot be bound is logged, and there is no server
+        self.required = required
         self.transfer = transfer
         self.listen = listen
         self.batch_size = batch_size
@@ -81,19 +84,22 @@ class HAServer:
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         host, port = self.listen
-        listeners = await trio.open_tcp_listeners(port, host=host)
+        try:
+            listeners = await trio.open_tcp_listeners(port, host=host)
+        except OSError as exc:
+            if self.required:
+                raise
+            log.warning("HA service not started: cannot listen on %s:%d (%s); set haListenPort "
+                        "(--ha-listen) for a slave to follow this master", host, port, exc)
+            task_status.started(0)
+            return
         self.port = listeners[0].socket.getsockname()[1]
         log.info("HA service listening on %s:%d", host, self.port)
         self._trio_thread = threading.get_ident()
         self._token = trio.lowlevel.current_trio_token()
-        self.store.add_listener(self._on_message_arriving)
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._idle_ticker)
-                await nursery.start(trio.serve_listeners, self._handle, listeners)
-                task_status.started(self.port)
-        finally:
-            self.store.remove_listener(self._on_message_arriving)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(trio.serve_listeners, self._handle, listeners)
+            task_status.started(self.port)
 
     def _on_message_arriving(self, *_: object) -> None:
         """The store's listener, per message: wake a parked writer (cheap when none is)."""
@@ -122,6 +128,8 @@ class HAServer:
             conn = HAConnection(self, stream, peer)
             self.slave = conn
             self.transfer.connections += 1
+            # the writer wakes on appends only while a slave follows (no cost per put otherwise)
+            self.store.add_listener(self._on_message_arriving)
             try:
                 await conn.run()
             except HAProtocolError as exc:
@@ -130,6 +138,7 @@ class HAServer:
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 log.info("HA: slave %s disconnected: %s", peer, exc)
             finally:
+                self.store.remove_listener(self._on_message_arriving)
                 self.transfer.connections -= 1
                 self.slave = None
 
@@ -175,6 +184,7 @@ class HAConnection:
         error: BaseException | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._writer, nursery.cancel_scope)
+            nursery.start_soon(self.server._idle_ticker)
             try:
                 await self._reader()
             except (HAProtocolError, trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:

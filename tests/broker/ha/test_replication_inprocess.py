@@ -12,7 +12,12 @@ from trocket.broker.ha.protocol import HEADER, OFFSET
 from trocket.codecs.bodies.route import TopicRouteData
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
-from trocket.codecs.headers import GetRouteInfoRequestHeader, SendMessageResponseHeader, decode_header
+from trocket.codecs.headers import (
+    DeleteTopicRequestHeader,
+    GetRouteInfoRequestHeader,
+    SendMessageResponseHeader,
+    decode_header,
+)
 
 from ..conftest import Wire, client, running_broker
 
@@ -329,3 +334,60 @@ async def test_slave_lagging_past_fallbehind_max_is_not_available(tmp_path):
                 assert trio.current_time() - t0 < 0.25
         finally:
             await silent.aclose()
+
+
+async def test_async_master_listens_by_default_and_a_slave_finds_it_through_the_name_server(tmp_path):
+    # as Java's master: haListenPort (listen port + 1; port 0 here) without any HA setting
+    async with running_broker(tmp_path / "m") as master:
+        assert master.config.broker_role == "ASYNC_MASTER" and master.ha.server.port
+        async with running_broker(
+            tmp_path / "s", broker_role="SLAVE", namesrv_addrs=master.namesrv.address,
+        ) as slave:
+            async with client() as c:
+                for i in range(20):
+                    r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"m%d" % i, queue_id=0, properties=Wire.props()))
+                    assert r.code == ResponseCode.SUCCESS
+            await wait_until(lambda: slave.store.max_phy_offset == master.store.max_phy_offset)
+            assert slave.ha.client.master == ("127.0.0.1", master.ha.server.port)
+            assert cq_entries(slave.store, TOPIC, 0) == cq_entries(master.store, TOPIC, 0)
+
+
+async def test_an_implicit_ha_port_in_use_leaves_an_async_master_without_replication(tmp_path):
+    from trocket.broker.ha import HAServer, GroupTransferService
+    from trocket.broker.store import MessageStore, StoreConfig
+
+    taken = trio.socket.socket()
+    await taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    store = MessageStore.open(StoreConfig(store_dir=str(tmp_path / "m"), commit_log_segment_size=1 << 20))
+    try:
+        transfer = GroupTransferService(timeout=1, fallbehind_max=1 << 20)
+        addr = ("127.0.0.1", taken.getsockname()[1])
+        async with trio.open_nursery() as nursery:
+            assert await nursery.start(HAServer(store, transfer, addr, required=False).run) == 0
+            with pytest.raises(OSError):
+                await nursery.start(HAServer(store, transfer, addr).run)
+    finally:
+        taken.close()
+        store.shutdown()
+
+
+async def test_slave_drops_the_queues_of_a_topic_its_master_deleted(tmp_path):
+    async with running_broker(tmp_path / "m") as master:
+        async with running_broker(
+            tmp_path / "s", broker_role="SLAVE", namesrv_addrs=master.namesrv.address, slave_sync_interval_ms=100,
+        ) as slave:
+            async with client() as c:
+                for topic in ("Doomed", "Kept"):
+                    for q in range(2):
+                        r = await c.invoke_sync(master.broker_addr, Wire.send_v2(topic, b"x", queue_id=q, properties=Wire.props()))
+                        assert r.code == ResponseCode.SUCCESS
+                await wait_until(lambda: slave.topics.select("Doomed") is not None and slave.topics.select("Kept") is not None)
+                await wait_until(lambda: slave.store.get_max_offset("Doomed", 1) == 1)
+                r = await c.invoke_sync(master.broker_addr, RemotingCommand.request(
+                    RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic="Doomed")))
+                assert r.code == ResponseCode.SUCCESS
+                await wait_until(lambda: "Doomed" not in slave.store.queues.topics())
+                assert slave.topics.select("Doomed") is None
+                assert slave.store.get_max_offset("Doomed", 0) == 0
+                assert [slave.store.get_max_offset("Kept", q) for q in range(2)] == [1, 1]
