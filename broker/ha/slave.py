@@ -2,8 +2,13 @@
 
 Connects to the master's HA port, reports its commit-log max offset (8 bytes) at once,
 after every write and every ``haSendHeartbeatInterval``, and appends what the master
-streams at the same physical offsets (:meth:`MessageStore.append_replicated`, which
-dispatches the records into the consume queues). Frames cut records anywhere; the
+streams at the same physical offsets (:meth:`MessageStore.append_replicated`); what
+one read brought is written, reported (one report per read), then dispatched into the
+consume queues -- the master's answers wait on the report, not on the dispatch, as
+with Java's slave, whose reput thread dispatches later. All of it runs without a
+checkpoint in between (:class:`~.direct.DirectSocket`) unless the report must wait
+for room in the socket, so a pull on this broker practically never finds the records
+written but not yet in their queues. Frames cut records anywhere; the
 client keeps the tail of an incomplete record in memory (bounded) and writes only
 whole records, so the log on disk never holds a torn one. The offset it reports
 counts those buffered bytes (what the master must send next); every acknowledged
@@ -128,6 +133,8 @@ class HAClient:
         buf = bytearray()
         receive = sock.receive
         current_time = trio.current_time
+        pending = store.commit_log.pending
+        dispatcher = store.dispatcher
         last_read = last_report = current_time()
         while True:
             # one cancel scope per heartbeat interval without a report, not per read
@@ -137,19 +144,25 @@ class HAClient:
                     if not data:
                         raise HAProtocolError("master closed the connection")
                     last_read = current_time()
-                    if buf:
-                        buf += data
-                        self._frames(buf, memoryview(buf), addr)
-                    else:  # the usual case: whole frames, parsed in the socket's buffer
-                        rest = self._frames(None, data, addr)
-                        if rest:
-                            buf += data[len(data) - rest:]
-                    if len(buf) > self.partial_limit + HEADER_SIZE:
-                        raise HAProtocolError(f"frame larger than {self.partial_limit} bytes")
-                    if self.received != reported:  # one report per read, as Java's per dispatch
-                        reported = self.received
-                        await sock.send(OFFSET.pack(reported))
-                        last_report = current_time()
+                    try:
+                        if buf:
+                            buf += data
+                            self._frames(buf, memoryview(buf), addr)
+                        else:  # the usual case: whole frames, parsed in the socket's buffer
+                            rest = self._frames(None, data, addr)
+                            if rest:
+                                buf += data[len(data) - rest:]
+                        if len(buf) > self.partial_limit + HEADER_SIZE:
+                            raise HAProtocolError(f"frame larger than {self.partial_limit} bytes")
+                        if self.received != reported:  # one report per read, as Java's per dispatch
+                            reported = self.received
+                            await sock.send(OFFSET.pack(reported))
+                            last_report = current_time()
+                    finally:
+                        # the records are written: reported first (the master's answers wait
+                        # on it), then dispatched into the consume queues
+                        if pending:
+                            dispatcher.drain()
             now = current_time()
             if now - last_report < self.heartbeat:
                 continue
@@ -221,10 +234,10 @@ class HAClient:
                 break
             pos += total
             if magic == BLANK_MAGIC_CODE:  # the segment ends: write what belongs to it
-                store.append_replicated(base + start, memoryview(partial)[start:pos])
+                store.append_replicated(base + start, memoryview(partial)[start:pos], dispatch=False)
                 start = pos
         if pos > start:
-            store.append_replicated(base + start, memoryview(partial)[start:pos])
+            store.append_replicated(base + start, memoryview(partial)[start:pos], dispatch=False)
         if pos:
             del partial[:pos]
         if len(partial) > self.partial_limit:
