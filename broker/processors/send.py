@@ -336,7 +336,11 @@ class SendProcessor:
                     continue
                 if conn not in corked:
                     corked[conn] = conn.cork()
-                outcome = conn.answer_soon(request, self._ok(result))
+                try:
+                    outcome = conn.answer_soon(request, self._ok(result))
+                except Exception:  # one answer that fails must not lose the others
+                    log.exception("answering a replicated send failed")
+                    outcome = False
                 if outcome.__class__ is bool:
                     self.pending -= 1
                     continue
