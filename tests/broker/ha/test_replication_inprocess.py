@@ -4,6 +4,7 @@ fast checks of the send path's hand-off, the slave's append and refusal, the syn
 from __future__ import annotations
 
 import functools
+import struct
 
 import pytest
 import trio
@@ -391,3 +392,58 @@ async def test_slave_drops_the_queues_of_a_topic_its_master_deleted(tmp_path):
                 assert slave.topics.select("Doomed") is None
                 assert slave.store.get_max_offset("Doomed", 0) == 0
                 assert [slave.store.get_max_offset("Kept", q) for q in range(2)] == [1, 1]
+
+
+async def test_answers_one_acknowledgement_completes_leave_in_one_write(tmp_path, monkeypatch):
+    """A SYNC_MASTER writes the answers an acknowledgement completed at the end of that
+    pass, corked: one write per client connection, not one per answer."""
+    import trocket.remoting.connection as connection
+    from trocket.codecs.serialize import decode_command, encode_command
+
+    frames_per_write: list[int] = []
+    real_write = connection._write
+
+    def counting_write(fd, data):
+        n, pos, view = 0, 0, memoryview(data)
+        while pos + 4 <= len(view):
+            pos += 4 + struct.unpack_from(">I", view, pos)[0]
+            n += 1
+        frames_per_write.append(n)
+        return real_write(fd, data)
+
+    async with running_broker(tmp_path / "m", broker_role="SYNC_MASTER") as master:
+        async with running_broker(
+            tmp_path / "s", broker_role="SLAVE", ha_master_address=("127.0.0.1", master.ha.server.port),
+            namesrv_addrs=master.namesrv.address,
+        ):
+            await wait_until(lambda: master.ha.transfer.connections == 1)
+            async with client() as c:  # the topic exists, the slave follows
+                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"first", properties=Wire.props()))
+                assert r.code == ResponseCode.SUCCESS
+            host, port = master.broker_addr.rsplit(":", 1)
+            sock = trio.socket.socket()
+            await sock.connect((host, int(port)))
+            with sock:
+                n = 8
+                requests = []
+                for i in range(n):
+                    req = Wire.send_v2(TOPIC, b"m%d" % i, queue_id=i % 4, properties=Wire.props())
+                    req.opaque = 1000 + i
+                    requests.append(encode_command(req))
+                acks_before = master.ha.transfer.acks_used
+                monkeypatch.setattr(connection, "_write", counting_write)
+                await sock.send(b"".join(requests))  # one read on the master: one batch
+                buf = bytearray()
+                answers = []
+                with trio.fail_after(10):
+                    while len(answers) < n:
+                        buf += await sock.recv(65536)
+                        while len(buf) >= 4 and len(buf) >= 4 + struct.unpack_from(">I", buf)[0]:
+                            size = struct.unpack_from(">I", buf)[0]
+                            answers.append(decode_command(bytes(buf[4 : 4 + size])))
+                            del buf[: 4 + size]
+                monkeypatch.setattr(connection, "_write", real_write)
+            assert [a.opaque for a in answers] == [1000 + i for i in range(n)]  # in order
+            assert all(a.code == ResponseCode.SUCCESS for a in answers)
+            assert master.ha.transfer.acks_used - acks_before == 1  # one acknowledgement covered all
+            assert n in frames_per_write  # and its answers left in one write
