@@ -324,6 +324,24 @@ class Connection:
             if tap is not None:
                 tap.record(time.time_ns(), self.id, self.local_address, self.remote_address, _SENT, self.endpoint.role, frame)
 
+    def cork(self) -> bool:
+        """Hold what is sent from now on until :meth:`uncork`, which writes it with one
+        write: for answers completed together outside the reader (e.g. many sends one
+        replication acknowledgement covers). Returns whether it was corked already
+        (pass that to :meth:`uncork`). No await may come between the two."""
+        outbox = self._outbox
+        was = outbox.corked
+        outbox.corked = True
+        return was
+
+    def uncork(self, was_corked: bool = False) -> None:
+        """End a :meth:`cork` (a no-op when it was corked already: its owner flushes)."""
+        if not was_corked:
+            if self._state < _CLOSING:
+                self._flush_corked()
+            else:
+                self._outbox.corked = False
+
     def _flush_corked(self) -> None:
         """End of a reader batch: write what it queued with one direct write (the
         batch's read set :attr:`last_io` a moment ago: no second clock read)."""

@@ -58,8 +58,9 @@ more than ``haSlaveFallbehindMax``; otherwise the processor submits (end offset,
 callback) to :class:`~trocket.broker.ha.transfer.GroupTransferService` and returns --
 no task waits. The service calls back, in commit-log order, once a slave
 acknowledgement covers the end (or with FLUSH_SLAVE_TIMEOUT, 12, after
-``syncFlushTimeout``); the callback queues the answer on its connection, where one
-short-lived task per connection writes every answer ready. With SYNC_FLUSH too, the
+``syncFlushTimeout``); the callback queues the answer, and at the end of the service's
+pass every answer it completed is written right there, one write per connection (a
+task takes over a connection's rest only when its outbox is full). With SYNC_FLUSH too, the
 flush task awaits the group commit and then the transfer (already under way), so both
 are awaited at once. ``replication_blocking_send`` (benchmarks only) instead runs each
 send in one serial task that waits for the slave: the pre-4.7 design. Anything unexpected a send raises is
@@ -72,6 +73,7 @@ import logging
 import random
 import zlib
 from collections import deque
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Union
 
 import trio
@@ -219,7 +221,12 @@ class SendProcessor:
         #: SYNC_MASTER: the HA transfer service sends are handed to (None: no waiting on a slave)
         ha = getattr(ctx, "ha", None)
         self.transfer = ha.transfer if ha is not None and ctx.config.is_sync_master else None
+        #: answers the transfer service completed in its current pass, written at its end
+        self._replicated_ready: list[tuple[Connection, RemotingCommand, PutResult]] = []
+        #: connections whose outbox was full: a task writes their answers, in order
         self._answers: dict[Connection, deque] = {}
+        if self.transfer is not None:
+            self.transfer.add_pass_listener(self._write_replicated)
         #: comparison only: each send awaits the slave in one serial task (pre-4.7 design)
         self.blocking_replication = bool(ctx.config.replication_blocking_send)
         self._serial = trio.Lock()
@@ -318,23 +325,54 @@ class SendProcessor:
         transfer.submit(result.end_offset, lambda ok: self._replicated(conn, request, result, ok))
 
     def _replicated(self, conn, request: RemotingCommand, result: PutResult, ok: bool) -> None:
-        """The transfer service's callback: queue the answer on the connection's answerer
-        (one task per connection drains every answer ready, in order)."""
+        """The transfer service's callback: the answer goes out at the end of its pass."""
         if not ok:
             result.status = PutStatus.FLUSH_SLAVE_TIMEOUT
-        queue = self._answers.get(conn)
-        if queue is not None:
-            queue.append((request, result))
-            return
-        self._answers[conn] = queue = deque(((request, result),))
-        try:
-            conn.start_handler(self._answer_queued, conn, queue)
-        except Exception:  # the connection is gone: nobody to answer
-            del self._answers[conn]
-            self.pending -= len(queue)
+        self._replicated_ready.append((conn, request, result))
 
-    async def _answer_queued(self, conn, queue: deque) -> None:
+    def _write_replicated(self) -> None:
+        """End of a transfer pass: write every answer it completed, in order, corked per
+        connection (one write each). A connection whose outbox is full gets a task that
+        waits for room and writes the rest of its answers (later ones queue behind)."""
+        ready = self._replicated_ready
+        if not ready:
+            return
+        self._replicated_ready = []
+        backlog = self._answers
+        corked: dict[Connection, bool] = {}
         try:
+            for conn, request, result in ready:
+                queue = backlog.get(conn)
+                if queue is not None:
+                    queue.append((request, result))
+                    continue
+                if conn not in corked:
+                    corked[conn] = conn.cork()
+                try:
+                    outcome = conn.answer_soon(request, self._ok(result))
+                except Exception:  # one answer that fails must not lose the others
+                    log.exception("answering a replicated send failed")
+                    outcome = False
+                if outcome.__class__ is bool:
+                    self.pending -= 1
+                    continue
+                backlog[conn] = queue = deque()
+                try:
+                    conn.start_handler(self._answer_queued, conn, queue, outcome)
+                except Exception:  # the connection is gone: nobody to answer
+                    outcome.close()  # type: ignore[union-attr]
+                    del backlog[conn]
+                    self.pending -= 1
+        finally:
+            for conn, was in corked.items():
+                conn.uncork(was)
+
+    async def _answer_queued(self, conn, queue: deque, first: Awaitable[bool]) -> None:
+        try:
+            try:
+                await first
+            finally:
+                self.pending -= 1
             while queue:
                 request, result = queue.popleft()
                 try:
