@@ -217,6 +217,7 @@ class Connection:
         "_drained",
         "_sending",
         "_direct_ok",
+        "_hold_direct",
         "_flush_frames",
         "_read_scope",
         "_io_scope",
@@ -264,6 +265,9 @@ class Connection:
         self._fd = sock.fileno() if sock is not None and isinstance(stream, trio.SocketStream) else -1
         self._sending = False  # the writer is inside send_all
         self._direct_ok = self._fd >= 0
+        # a read completed several calls while the writer was mid-write: the writer must
+        # not re-allow direct writes when it finishes (the woken callers' requests are its)
+        self._hold_direct = False
         self._drained = False  # the last direct read left the socket empty
         self._flush_frames = cfg.flush_frames if self._fd >= 0 else 1 << 62
         self._read_scope = trio.CancelScope()
@@ -723,8 +727,13 @@ class Connection:
                     # several calls: their callers wake together and each sends next, so
                     # the writer sends all of those with one write rather than the first
                     # going alone (which also hands the peer one request, then the rest).
-                    if not self._sending and fd >= 0:
-                        self._direct_ok = completed < 2
+                    if fd >= 0:
+                        if completed >= 2:
+                            self._direct_ok = False
+                            self._hold_direct = True
+                        elif not self._sending:
+                            self._direct_ok = True
+                            self._hold_direct = False
 
     def _bad_input(self, kind: type, exc: CodecError) -> None:
         error = kind(f"bad input from {self.remote_address}: {exc}", self.remote_address)
@@ -747,10 +756,11 @@ class Connection:
                     return
                 self._sending = True
                 self._direct_ok = False
+                self._hold_direct = False  # what a read's woken callers queued is in hand
                 await send_all(frames[0] if len(frames) == 1 else b"".join(frames))
                 self._sending = False
                 self.last_io = current_time()
-                if not outbox.frames and self._fd >= 0:
+                if not outbox.frames and self._fd >= 0 and not self._hold_direct:
                     self._direct_ok = True
         except _IO_ERRORS as exc:
             self._fail(exc, "send")
