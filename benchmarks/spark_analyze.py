@@ -41,44 +41,35 @@ def _capture(directory: str, frames: int) -> str:
     return path
 
 
-def baseline(path: str) -> tuple[float, int]:
-    """Seconds and frames of the single-process analysis."""
-    from trocket.spark.native import plan_native, read_native_range
-    from trocket.spark.rows import FRAME_FIELDS, TO_SERVER
+def baseline(path: str, out: str) -> tuple[float, dict]:
+    """Seconds and summary of the single-process analysis: the job's own work, same
+    outputs, without Spark (one process, the whole file one stretch)."""
+    import shutil
 
-    col = {name: i for i, (name, _) in enumerate(FRAME_FIELDS)}
-    i_kind, i_code, i_conn, i_dir, i_op, i_ts = (col[c] for c in ("kind", "code", "connection", "direction", "opaque", "ts_ns"))
+    import struct
+    from trocket.spark.native import read_native_range
+    from trocket.spark.stretch import decode_stretch, resolve_records, sorted_records
+    from trocket.spark.summary import build_summary, select_latencies
+
+    frames_dir, calls_dir = os.path.join(out, "frames"), os.path.join(out, "calls")
+    for d in (frames_dir, calls_dir):
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
     t = time.monotonic()
+    name = os.path.basename(path)
     problems: list[str] = []
-    kinds: Counter = Counter()
-    codes: Counter = Counter()
-    pending: dict[tuple, list] = defaultdict(list)
-    pairs: Counter = Counter()
-    latencies: dict[int, list[float]] = defaultdict(list)
-    orphans = 0
-    n = 0
-    for rng in plan_native(path, os.path.basename(path), 1 << 62, problems.append):
-        for row in read_native_range(rng, problems.append):
-            n += 1
-            kind = row[i_kind]
-            kinds[kind] += 1
-            if kind == "request":
-                codes[row[i_code]] += 1
-                pending[(row[i_conn], row[i_dir], row[i_op])].append((row[i_ts], row[i_code]))
-            elif kind == "oneway":
-                codes[row[i_code]] += 1
-            elif kind == "response":
-                req_dir = "to_client" if row[i_dir] == TO_SERVER else TO_SERVER
-                waiting = pending.get((row[i_conn], req_dir, row[i_op]))
-                if waiting:
-                    ts, code = waiting.pop(0)
-                    pairs[(code, row[i_code])] += 1
-                    latencies[code].append((row[i_ts] - ts) / 1e6)
-                else:
-                    orphans += 1
-    for values in latencies.values():
-        values.sort()
-    return time.monotonic() - t, n
+    # one range: the whole file (no planning hop over the record lengths: the range
+    # reader checks each record itself)
+    with open(path, "rb") as f:
+        (header_len,) = struct.unpack_from(">H", f.read(12), 10)
+    rng = (path, name, header_len, os.path.getsize(path))
+    records = decode_stretch(read_native_range(rng, problems.append), frames_dir, calls_dir, "part-0")
+    tally = resolve_records(sorted_records(records), calls_dir, "part-r")
+    targets = tally.latency_targets()
+    files = sorted(os.path.join(calls_dir, f) for f in os.listdir(calls_dir) if f.endswith(".parquet"))
+    selected = select_latencies(files, {code: {b for _, b, _ in found} for code, found in targets.items()})
+    summary = build_summary(tally, selected, [name], sorted(problems))
+    return time.monotonic() - t, summary
 
 
 def _rss_kb(pid: int) -> int:
@@ -124,7 +115,7 @@ def run_one(master: str, path: str, out: str) -> dict:
     elapsed = time.monotonic() - t
     stop.set()
     spark.stop()
-    return {"seconds": elapsed, "startup": startup, "frames": result.summary["frames"],
+    return {"seconds": elapsed, "startup": startup, "frames": result.summary["frames"], "summary": result.summary,
             "jvm_rss_mb": peak["jvm"] / 1024, "python_rss_mb": peak["python"] / 1024, "phases": result.timings}  # fmt: skip
 
 
@@ -154,13 +145,17 @@ def main() -> None:
     os.makedirs(args.dir, exist_ok=True)
     path = _capture(args.dir, args.frames)
     print(f"capture: {args.frames} frames, {os.path.getsize(path) / 1e6:.0f} MB; machine: {os.cpu_count()} cores", flush=True)
-    secs, n = baseline(path)
+    secs, base_summary = baseline(path, os.path.join(args.dir, "out-baseline"))
+    n = base_summary["frames"]
     base_rate = n / secs
-    print(f"single-process Python baseline: {n} frames in {secs:.1f} s = {base_rate:,.0f} frames/s", flush=True)
+    print(f"single-process Python baseline (same outputs: frames and calls Parquet, summary): {n} frames in {secs:.1f} s "
+          f"= {base_rate:,.0f} frames/s", flush=True)
     rates = {}
     for master in ("local[1]", "local[2]"):
         r = _spark_run(master, path, args.dir)
         rates[master] = r["frames"] / r["seconds"]
+        if r["summary"] != base_summary:
+            raise SystemExit(f"spark {master} and the baseline disagree:\n{r['summary']}\n{base_summary}")
         print(
             f"spark {master}: {r['frames']} frames in {r['seconds']:.1f} s (+{r['startup']:.1f} s session start) = "
             f"{rates[master]:,.0f} frames/s = {rates[master] / base_rate:.2f}x baseline; peak driver memory: "
