@@ -16,7 +16,7 @@ import os
 from .calls import CALL_FIELDS
 from .rows import FRAME_FIELDS
 
-__all__ = ["BATCH_ROWS", "arrow_schema", "frames_schema", "calls_schema", "record_batch", "PartWriter", "write_parquet"]
+__all__ = ["BATCH_ROWS", "frames_schema", "calls_schema", "record_batch", "PartWriter", "write_parquet"]
 
 BATCH_ROWS = 16384
 
@@ -49,8 +49,6 @@ def calls_schema():
         _SCHEMAS["calls"] = _schema(CALL_FIELDS)
     return _SCHEMAS["calls"]
 
-
-arrow_schema = frames_schema
 
 
 def _map_array(col, type_):

@@ -41,7 +41,7 @@ from collections.abc import Sequence
 import attrs
 
 
-__all__ = ["Inputs", "resolve_inputs", "analyze", "decode_and_pair", "latency_values", "spark_schema", "MAX_PROBLEMS"]
+__all__ = ["Inputs", "resolve_inputs", "analyze", "decode_and_pair", "latency_values", "MAX_PROBLEMS"]
 
 NATIVE_MAGIC = b"TRKCAP\r\n"
 PCAP_MAGICS = (b"\xa1\xb2\xc3\xd4", b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x4d\x3c\xb2\xa1")
@@ -104,21 +104,6 @@ def resolve_inputs(paths: Sequence[str]) -> Inputs:
         else:
             inputs.problems.append(f"{name}: not a capture (neither a trocket capture nor pcap/pcapng; first bytes {head!r})")
     return inputs
-
-
-def spark_schema(fields):
-    """The Spark ``StructType`` of ``FRAME_FIELDS`` or ``CALL_FIELDS``."""
-    from pyspark.sql.types import StructType, _parse_datatype_string
-
-    return StructType.fromJson(
-        {
-            "type": "struct",
-            "fields": [
-                {"name": n, "type": _parse_datatype_string(t).jsonValue(), "nullable": True, "metadata": {}}
-                for n, t in fields
-            ],
-        }
-    )
 
 
 def _problem_accumulator(sc):
