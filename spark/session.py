@@ -50,6 +50,9 @@ def build_session(
         "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.adaptive.enabled": "true",
+        # no delay scheduling: a stage's tasks read small shuffle outputs (ranges,
+        # leftovers), nothing worth waiting 3 s (the default) for a "local" slot
+        "spark.locality.wait": "0s",
         # the JVMs only schedule, shuffle small records and run the report's group-bys:
         # C1 code and the serial collector leave the cores to the Python workers (on 2
         # cores, C2's compiler threads and G1's concurrent ones competed with them, and
