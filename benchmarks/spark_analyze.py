@@ -11,7 +11,9 @@ same range reader (``trocket.spark.native``) over the whole file as one range, e
 frame decoded with the same ``frame_row`` (``trocket.codecs``), the same one pass
 (``trocket.spark.stretch``) writing the ``frames`` and ``calls`` Parquet and pairing
 and tallying, the leftovers paired, the exact percentiles; the benchmark checks that
-its summary equals every Spark run's. A "decoding alone" figure (rows built and
+its summary equals every Spark run's. It runs before and after the Spark runs and
+its better run counts (the machine may be shared: load that comes and goes then
+favours the baseline). A "decoding alone" figure (rows built and
 dropped, what an earlier baseline measured) is printed for reference. Each Spark run
 is a fresh driver process (one SparkContext per process) running the whole job
 (frames and calls Parquet, summary; no report); its peak driver memory is the driver
@@ -169,29 +171,42 @@ def main() -> None:
         return
     os.makedirs(args.dir, exist_ok=True)
     path = _capture(args.dir, args.frames)
-    print(f"capture: {args.frames} frames, {os.path.getsize(path) / 1e6:.0f} MB; machine: {os.cpu_count()} cores", flush=True)
-    secs, base_summary = baseline(path, os.path.join(args.dir, "out-baseline"))
-    n = base_summary["frames"]
-    base_rate = n / secs
-    print(f"single-process Python baseline (same outputs: frames and calls Parquet, summary): {n} frames in {secs:.1f} s "
-          f"= {base_rate:,.0f} frames/s", flush=True)
+    print(f"capture: {args.frames} frames, {os.path.getsize(path) / 1e6:.0f} MB; machine: {os.cpu_count()} cores, "
+          f"load average {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+
+    def run_baseline() -> float:
+        secs, summary = baseline(path, os.path.join(args.dir, "out-baseline"))
+        rate = summary["frames"] / secs
+        print(f"single-process Python baseline (same outputs: frames and calls Parquet, summary): {summary['frames']} "
+              f"frames in {secs:.1f} s = {rate:,.0f} frames/s", flush=True)  # fmt: skip
+        base_summaries.append(summary)
+        return rate
+
+    base_summaries: list[dict] = []
+    base_rates = [run_baseline()]
+    n = base_summaries[0]["frames"]
     secs = decode_only(path)
     print(f"for reference, decoding alone (rows built and dropped, no outputs): {n / secs:,.0f} frames/s", flush=True)
     rates = {}
-    for master in ("local[1]", "local[2]"):
+    for master in ("local[2]", "local[1]"):
         r = _spark_run(master, path, args.dir)
         rates[master] = r["frames"] / r["seconds"]
-        if r["summary"] != base_summary:
-            raise SystemExit(f"spark {master} and the baseline disagree:\n{r['summary']}\n{base_summary}")
+        if r["summary"] != base_summaries[0]:
+            raise SystemExit(f"spark {master} and the baseline disagree:\n{r['summary']}\n{base_summaries[0]}")
         print(
             f"spark {master}: {r['frames']} frames in {r['seconds']:.1f} s (+{r['startup']:.1f} s session start) = "
-            f"{rates[master]:,.0f} frames/s = {rates[master] / base_rate:.2f}x baseline; peak driver memory: "
+            f"{rates[master]:,.0f} frames/s; peak driver memory: "
             f"JVM {r['jvm_rss_mb']:.0f} MB RSS, Python {r['python_rss_mb']:.0f} MB RSS; phases: "
             + ", ".join(f"{k} {v:.1f} s" for k, v in r["phases"].items()),
             flush=True,
         )
-    print(f"local[2] / local[1] = {rates['local[2]'] / rates['local[1]']:.2f}x; local[2] / baseline = "
-          f"{rates['local[2]'] / base_rate:.2f}x (goal 1.5x)")  # fmt: skip
+    # the machine is shared: the baseline runs again after the Spark runs and its
+    # better run counts (any load that came and went favours the baseline)
+    base_rates.append(run_baseline())
+    base_rate = max(base_rates)
+    print(f"baseline (best of {len(base_rates)}): {base_rate:,.0f} frames/s; local[1] = {rates['local[1]'] / base_rate:.2f}x, "
+          f"local[2] = {rates['local[2]'] / base_rate:.2f}x baseline (goal 1.5x); local[2] / local[1] = "
+          f"{rates['local[2]'] / rates['local[1]']:.2f}x; load average now {os.getloadavg()[0]:.2f}")  # fmt: skip
     for size in [int(s) for s in args.memory_sizes.split(",") if s.strip()]:
         small = _capture(args.dir, size)
         r = _spark_run("local[2]", small, args.dir)
