@@ -106,9 +106,9 @@ def frame_row(
     connection = f"{client}->{server}"
     flen = len(frame)
     try:
-        # a view: neither the payload nor the body is copied (the table keeps only
-        # the body's length)
-        cmd = decode_command(memoryview(frame)[4:])
+        # bytes, not a view: the codecs' compiled twin of decode_command reads bytes
+        # only (a memoryview takes the pure-Python path)
+        cmd = decode_command(frame[4:])
     except CodecError as exc:
         return (
             capture, seq, ts_ns, connection, client, server, direction,
