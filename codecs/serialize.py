@@ -106,3 +106,9 @@ def decode_command(payload: bytes) -> RemotingCommand:
         raise HeaderDecodeError(f"unknown serialize type {stype} in protocol word 0x{word:08X}")
     cmd.body = payload[4 + hlen :]
     return cmd
+
+
+# The compiled twin when built (codecs/accel.py); the function above stays the reference.
+from .accel import accelerated  # noqa: E402
+
+decode_command = accelerated(decode_command)
