@@ -31,7 +31,9 @@ Two load generators: trio tasks of this process on one :class:`RemotingClient`
 server. The Python generator shares the 2 cores and may be the limit itself; the broker's
 CPU per message is the figure that compares. ``--broker-pythonpath DIR`` runs the broker
 from another tree (laid out as the ``trocket`` package in ``DIR``) under the same load
-generator, for before/after runs; ``benchmarks/instructions.py`` gives the steadier
+generator, for before/after runs; ``--codecs both`` runs each senders run twice, the
+broker with pure-Python codecs (``TROCKET_PURE=1``) and with the compiled accelerator;
+``benchmarks/instructions.py`` gives the steadier
 instruction count per message.
 
 Rollover (``--part rollover``): a send that rolls the commit log over to a new segment
@@ -114,8 +116,17 @@ def start_broker(
 BROKER_PYTHONPATH: str | None = None
 
 
+#: ``--codecs``: the broker child's TROCKET_PURE (None: inherited; True: pure-Python
+#: codecs; False: the compiled accelerator)
+BROKER_PURE: bool | None = None
+
+
 def broker_env() -> dict[str, str]:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    if BROKER_PURE is not None:
+        env.pop("TROCKET_PURE", None)
+        if BROKER_PURE:
+            env["TROCKET_PURE"] = "1"
     if BROKER_PYTHONPATH is not None:
         env.pop("PYTHONPATH", None)
         if BROKER_PYTHONPATH:
@@ -355,8 +366,9 @@ SENDER_COUNTS = (1, 4, 16)
 
 
 def senders_line(gen: str, senders: int, res: dict) -> str:
+    codecs = "" if BROKER_PURE is None else ("codecs=pure      " if BROKER_PURE else "codecs=compiled  ")
     return (
-        f"senders  gen={gen:6s} senders={senders:3d} conns=1  TPS={res['tps']:8.0f}  "
+        f"senders  gen={gen:6s} senders={senders:3d} conns=1  {codecs}TPS={res['tps']:8.0f}  "
         f"p50={res['p50_ms']:6.3f} ms  p99={res['p99_ms']:6.3f} ms  "
         f"broker CPU={res['cpu_us']:6.1f} us/msg (user {res['user_us']:5.1f} + sys {res['sys_us']:5.1f})  ({res['count']} msgs in {res['seconds']:.1f} s, "
         f"errors={res['errors']})"
@@ -496,10 +508,13 @@ async def main(args: argparse.Namespace) -> None:
         print(f"senders: {len(BODY)}-byte bodies, SEND_MESSAGE_V2, one connection, ASYNC_FLUSH, "
               f"{args.warmup:.0f} s warm-up + {seconds:.0f} s timed per run, python generator "
               f"{ser.name} headers (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)", flush=True)
-        if args.generator in ("both", "python"):
-            await bench_senders_python(args.warmup, seconds, ser, args.senders)
-        if args.generator in ("both", "cpp"):
-            await bench_senders_cpp(args.warmup, seconds, args.senders)
+        global BROKER_PURE
+        for pure in {"inherit": (None,), "pure": (True,), "compiled": (False,), "both": (True, False)}[args.codecs]:
+            BROKER_PURE = pure
+            if args.generator in ("both", "python"):
+                await bench_senders_python(args.warmup, seconds, ser, args.senders)
+            if args.generator in ("both", "cpp"):
+                await bench_senders_cpp(args.warmup, seconds, args.senders)
     if args.part in ("all", "throughput"):
         print(f"trocket broker benchmark: {len(BODY)}-byte bodies, {QUEUES} queues, {seconds:.0f} s per produce run, "
               f"broker in a child process (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
@@ -528,6 +543,9 @@ if __name__ == "__main__":
                         help="comma-separated sender counts of the senders runs (default 1,4,16)")
     parser.add_argument("--warmup", type=float, default=1.0,
                         help="untimed seconds before each senders run (default 1)")
+    parser.add_argument("--codecs", choices=("inherit", "pure", "compiled", "both"), default="inherit",
+                        help="senders runs: the broker's codecs, pure Python (TROCKET_PURE=1) or the compiled "
+                             "accelerator; both: each in turn under the same load (default: as inherited)")
     parser.add_argument("--broker-pythonpath", default=None,
                         help="PYTHONPATH of the broker child ('' for none), e.g. a tree laid out as the "
                              "trocket package, to compare two brokers under the same load generator")

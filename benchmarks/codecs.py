@@ -285,6 +285,105 @@ def bench_send_v2_decode(timer: Timer) -> list[Row]:
     return rows
 
 
+# -- compiled accelerator -------------------------------------------------------------------
+
+#: A SEND_MESSAGE (V1) JSON header as the C++ client (PyPI rocketmq 0.4.4) writes it:
+#: numbers bare, properties with \u0001/\u0002 escapes and a trailing separator.
+_CPP_SEND_HEADER = (
+    b'{"code":10,"extFields":{"batch":"0","bornTimestamp":"1700000000123","defaultTopic":"TBW102",'
+    b'"defaultTopicQueueNums":4,"flag":0,"producerGroup":"bench_group","properties":"TAGS\\u0001bench'
+    b'\\u0002UNIQ_KEY\\u00017F000001000018B4AAC25E4BCD0000\\u0002WAIT\\u0001true\\u0002",'
+    b'"queueId":2,"reconsumeTimes":"0","sysFlag":0,"topic":"BenchTopic","unitMode":"0"},"flag":0,'
+    b'"language":"CPP","opaque":1234,"serializeTypeCurrentRPC":"JSON","version":409}'
+)
+
+
+def _accel_cases() -> dict[str, Callable[[], Any]]:
+    """The request-decode and store-encode steps the broker runs per sent message, through
+    the public names (compiled twins or pure functions, whichever this process uses)."""
+    from trocket.codecs.frame import FrameDecoder
+    from trocket.codecs.header_binary import decode_binary_header
+    from trocket.codecs.header_json import decode_json_header
+    from trocket.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2, decode_header
+    from trocket.codecs.message.properties import decode_properties_bytes, get_property
+    from trocket.codecs.message.record import encode_record_into
+    from trocket.codecs.serialize import decode_command
+
+    def request(raw: bytes, cls: type) -> Callable[[], Any]:
+        def run() -> Any:
+            decoder = FrameDecoder()
+            decoder.feed(raw)
+            cmd = decode_command(decoder.next_frame())
+            return decode_header(cls, cmd.ext_fields)
+        return run
+
+    java_rmq = (_GOLDEN_DIR / "send_message_v2__ROCKETMQ.bin").read_bytes()
+    java_json = (_GOLDEN_DIR / "send_message_v2__JSON.bin").read_bytes()
+    cpp = len(_CPP_SEND_HEADER).to_bytes(4, "big")
+    cpp = (4 + len(_CPP_SEND_HEADER) + 128).to_bytes(4, "big") + cpp + _CPP_SEND_HEADER + b"b" * 128
+    rmq_header = java_rmq[8 : 8 + int.from_bytes(java_rmq[5:8], "big")]
+    props = b"TAGS\x01bench\x02UNIQ_KEY\x017F000001000018B4AAC25E4BCD0000\x02WAIT\x01true"
+    buf = bytearray(512)
+    record_args = dict(topic=b"BenchTopic", body=b"b" * 128, properties=props, queue_id=2, flag=0, sys_flag=0,
+                       born_timestamp=1700000000123, born_host=("127.0.0.1", 50000),
+                       store_host=("127.0.0.1", 10911), reconsume_times=0, prepared_transaction_offset=0)
+    return {
+        "SEND_MESSAGE_V2 request, Java client (ROCKETMQ): frame+command+header": request(java_rmq, SendMessageRequestHeaderV2),
+        "SEND_MESSAGE_V2 request, Java client (JSON): frame+command+header": request(java_json, SendMessageRequestHeaderV2),
+        "SEND_MESSAGE request, C++ client (JSON): frame+command+header": request(cpp, SendMessageRequestHeader),
+        "decode_binary_header (Java send)": lambda: decode_binary_header(rmq_header),
+        "decode_json_header (C++ send)": lambda: decode_json_header(_CPP_SEND_HEADER),
+        "encode_record_into (commit log's call, 128 B body)": lambda: encode_record_into(buf, 0, **record_args),
+        "get_property x3 (TAGS, WAIT, DELAY absent)": lambda: (
+            get_property(props, "TAGS"), get_property(props, "WAIT"), get_property(props, "DELAY")),
+        "decode_properties_bytes (3 properties, the client's pull path)": lambda: decode_properties_bytes(props),
+    }
+
+
+def _accel_child(repeat: int, target: float) -> None:
+    from trocket.codecs import accel
+
+    timer = Timer(repeat=repeat, target_seconds=target)
+    figures = {name: timer.best(fn) for name, fn in _accel_cases().items()}
+    print(json.dumps({"active": accel.ACTIVE, "reason": accel.REASON, "figures": figures}))
+
+
+@section("compiled accelerator: pure vs compiled, per sent message")
+def bench_accel(timer: Timer) -> list[Row]:
+    """Each path in its own child process (``TROCKET_PURE=1`` for the pure one), same cases;
+    three rounds alternating the two, best figure of each kept (a busy machine's load
+    moves between children)."""
+    import subprocess
+
+    runs: dict[str, dict] = {}
+    repeat = max(1, timer.repeat // 3)
+    for _ in range(3):
+        for label, pure in (("pure", True), ("compiled", False)):
+            env = dict(os.environ)
+            env.pop("TROCKET_PURE", None)
+            if pure:
+                env["TROCKET_PURE"] = "1"
+            out = subprocess.run(
+                [sys.executable, __file__, "--accel-child", str(repeat), str(timer.target_seconds)],
+                env=env, check=True, capture_output=True, text=True,
+            ).stdout
+            run = json.loads(out.strip().splitlines()[-1])
+            if label in runs:
+                best = runs[label]["figures"]
+                for name, usec in run["figures"].items():
+                    best[name] = min(best[name], usec)
+            else:
+                runs[label] = run
+    if not runs["compiled"]["active"]:
+        return [Row("accelerator", "off", None, runs["compiled"]["reason"])]
+    rows: list[Row] = []
+    for name, pure_us in runs["pure"]["figures"].items():
+        fast_us = runs["compiled"]["figures"][name]
+        rows.append(Row(name, "pure", pure_us))
+        rows.append(Row(name, "compiled", fast_us, f"pure/compiled = {pure_us / fast_us:.1f}x"))
+    return rows
+
+
 # -- main -----------------------------------------------------------------------------------
 
 
@@ -294,7 +393,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="3 repeats of ~0.05 s (smoke run)")
     parser.add_argument("--repeat", type=int, default=9, help="repeats per figure (best is kept)")
     parser.add_argument("--list", action="store_true", help="list section titles and exit")
+    parser.add_argument("--accel-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.accel_child:
+        _accel_child(int(args.accel_child[0]), float(args.accel_child[1]))
+        return 0
 
     if args.list:
         for title, _ in SECTIONS:

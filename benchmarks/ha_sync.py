@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/ha_sync.py                 # 3 rounds of the 3 setups, ~1.5 min
     .venv/bin/python benchmarks/ha_sync.py --seconds 10 --rounds 5
+    .venv/bin/python benchmarks/ha_sync.py --setups sync --rounds 1 --py-spy /tmp/prof
 
 Three setups, each a master and a slave ``trocket broker`` in child processes on fresh
 temporary stores (the master's embedded name server; the slave follows ``haMasterAddress``):
@@ -20,14 +21,23 @@ untimed, then ``--seconds`` timed. Prints TPS, p50/p99 latency and the master's 
 message for each run, then the medians over ``--rounds`` interleaved rounds (A, S, B,
 A, S, B, ...: load from elsewhere hits every setup alike) and the ratios SYNC/ASYNC
 (goal >= 0.8) and blocking/ASYNC. Every process shares this machine's cores with the
-load generator.
+load generator; the slave's CPU per message is printed too.
+
+``--setups`` runs a subset (``async``, ``sync``, ``blocking``);
+``--broker-pythonpath DIR`` runs both brokers from another tree (as in
+``broker_produce.py``: before/after runs under the same load generator); ``--py-spy DIR``
+records the master's and the slave's stacks over the timed window with ``py-spy record
+--format raw`` (collapsed stacks, one file per process and setup; py-spy must be on PATH
+or next to this Python).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 
@@ -35,8 +45,11 @@ import trio
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import broker_produce  # noqa: E402
 from broker_produce import (  # noqa: E402
     BODY,
+    cpu_per_message,
+    cpu_seconds,
     QUEUES,
     free_port,
     produce_window,
@@ -56,7 +69,18 @@ SETUPS = (
 )
 
 
-async def run_setup(name: str, conf: dict[str, str], senders: int, warmup: float, seconds: float) -> dict:
+def py_spy(pid: int, out: str, delay: float, seconds: float) -> subprocess.Popen:
+    """``py-spy record`` of ``pid`` for ``seconds``, starting ``delay`` seconds from now."""
+    exe = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
+    cmd = [exe, "record", "--format", "raw", "--rate", "400", "-d", str(max(1, round(seconds))), "-p", str(pid), "-o", out]
+    return subprocess.Popen(
+        ["sh", "-c", f'sleep {delay}; exec "$@"', "py-spy", *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+
+
+async def run_setup(
+    name: str, conf: dict[str, str], senders: int, warmup: float, seconds: float, profile: str | None = None,
+) -> dict:
     with tempfile.TemporaryDirectory(prefix="trocket-ha-bench-") as tmp:
         ha_port, ns_port = free_port(), free_port()
         os.makedirs(os.path.join(tmp, "m"))
@@ -80,7 +104,16 @@ async def run_setup(name: str, conf: dict[str, str], senders: int, warmup: float
                         await trio.sleep(0.05)
                 for q in range(QUEUES):
                     await client.invoke_sync(addr, send_request(q, BODY, SerializeType.ROCKETMQ), 10)
+                spies = []
+                if profile:
+                    tag = name.replace(" ", "-")
+                    spies = [py_spy(p.pid, os.path.join(profile, f"{tag}.{who}.txt"), warmup, seconds)
+                             for who, p in (("master", master), ("slave", slave))]
+                slave0 = cpu_seconds(slave.pid)
                 res = await produce_window(client, addr, master.pid, senders, warmup, seconds, SerializeType.ROCKETMQ)
+                res["slave_cpu_us"] = cpu_per_message(slave0, cpu_seconds(slave.pid), res["count"])["cpu_us"]
+                for spy in spies:
+                    await trio.to_thread.run_sync(spy.wait)
                 info = await runtime_info(client, addr)
                 res["behind"] = int(info.get("haSlaveFallBehind", "0"))
                 acks = int(info.get("haTransferAcksUsed", "0"))
@@ -94,7 +127,7 @@ async def run_setup(name: str, conf: dict[str, str], senders: int, warmup: float
     print(
         f"{name:22s} senders={senders}  TPS={res['tps']:8.0f}  p50={res['p50_ms']:7.3f} ms  "
         f"p99={res['p99_ms']:7.3f} ms  master CPU={res['cpu_us']:6.1f} us/msg "
-        f"(user {res['user_us']:5.1f} + sys {res['sys_us']:5.1f})  "
+        f"(user {res['user_us']:5.1f} + sys {res['sys_us']:5.1f}), slave {res['slave_cpu_us']:5.1f} us/msg  "
         f"({res['count']} msgs in {res['seconds']:.1f} s, errors={res['errors']}, slave behind at end {res['behind']} B"
         + (f", {res['per_ack']:.1f} sends answered per slave acknowledgement)" if res["per_ack"] else ")"),
         flush=True,
@@ -104,18 +137,26 @@ async def run_setup(name: str, conf: dict[str, str], senders: int, warmup: float
 
 async def main(args: argparse.Namespace) -> None:
     print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start", flush=True)
-    runs: dict[str, list[dict]] = {name: [] for name, _ in SETUPS}
+    short = {"ASYNC_MASTER": "async", "SYNC_MASTER": "sync", "SYNC_MASTER blocking": "blocking"}
+    setups = [(name, conf) for name, conf in SETUPS if not args.setups or short[name] in args.setups]
+    runs: dict[str, list[dict]] = {name: [] for name, _ in setups}
+    if args.py_spy:
+        os.makedirs(args.py_spy, exist_ok=True)
     for r in range(args.rounds):  # interleaved: a burst of load elsewhere hits every setup alike
         print(f"-- round {r + 1}/{args.rounds}", flush=True)
-        for name, conf in SETUPS:
-            runs[name].append(await run_setup(name, conf, args.senders, args.warmup, args.seconds))
+        for name, conf in setups:
+            runs[name].append(await run_setup(name, conf, args.senders, args.warmup, args.seconds, args.py_spy))
     print(f"-- medians of {args.rounds} rounds")
     med = {}
     for name, results in runs.items():
-        med[name] = {k: statistics.median(x[k] for x in results) for k in ("tps", "p50_ms", "p99_ms", "cpu_us")}
+        med[name] = {k: statistics.median(x[k] for x in results)
+                     for k in ("tps", "p50_ms", "p99_ms", "cpu_us", "slave_cpu_us")}
         m = med[name]
         print(f"{name:22s} TPS={m['tps']:8.0f}  p50={m['p50_ms']:7.3f} ms  p99={m['p99_ms']:7.3f} ms  "
-              f"master CPU={m['cpu_us']:6.1f} us/msg")
+              f"master CPU={m['cpu_us']:6.1f} us/msg  slave CPU={m['slave_cpu_us']:6.1f} us/msg")
+    if len(med) < len(SETUPS):
+        print(f"load average {os.getloadavg()[0]:.1f} at the end (other processes share the cores)")
+        return
     a = med["ASYNC_MASTER"]["tps"]
     s = med["SYNC_MASTER"]["tps"]
     b = med["SYNC_MASTER blocking"]["tps"]
@@ -133,4 +174,13 @@ if __name__ == "__main__":
     ap.add_argument("--warmup", type=float, default=1.0)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported")
-    trio.run(main, ap.parse_args())
+    ap.add_argument("--setups", nargs="*", default=None, choices=("async", "sync", "blocking"),
+                    help="run only these setups (default: all three)")
+    ap.add_argument("--broker-pythonpath", default=None,
+                    help="PYTHONPATH of both broker children ('' for none): a tree laid out as the trocket "
+                         "package, to compare two brokers under the same load generator")
+    ap.add_argument("--py-spy", default=None, metavar="DIR",
+                    help="record the master's and slave's stacks over the timed window into DIR (py-spy raw)")
+    parsed = ap.parse_args()
+    broker_produce.BROKER_PYTHONPATH = parsed.broker_pythonpath
+    trio.run(main, parsed)

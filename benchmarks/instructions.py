@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/instructions.py --part broker --senders 16 --messages 3000
     .venv/bin/python benchmarks/instructions.py --part broker --serialize json --broker-pythonpath /tmp/base/pkg
+    .venv/bin/python benchmarks/instructions.py --part broker --codecs both --serialize json
     .venv/bin/python benchmarks/instructions.py --part echo --callers 8
 
 Wall-clock figures (TPS, CPU seconds per message) move by 30% or more from run to run
@@ -14,6 +15,9 @@ on (``callgrind_control -i on``), sends ``--messages`` synchronous SEND_MESSAGE_
 of 128-byte bodies from ``--senders`` tasks on one connection, turns it off, stops the
 broker and prints the broker's instructions per message. ``--broker-pythonpath`` runs
 another tree's broker (a tree laid out as the ``trocket`` package) under the same load.
+
+``--codecs both`` runs the broker twice, with pure-Python codecs (``TROCKET_PURE=1``)
+and with the compiled accelerator (``codecs/_accel.pyx``), and prints the ratio.
 
 ``echo``: an echo server and client in ONE process under callgrind (inline processor,
 ROCKETMQ headers, 128-byte bodies, ``--callers`` synchronous callers on one connection);
@@ -53,7 +57,9 @@ def callgrind_total(out: str) -> int:
     return total
 
 
-def broker_run(args: argparse.Namespace) -> None:
+def broker_run(args: argparse.Namespace, pure: bool | None = None) -> None:
+    """One broker run; ``pure`` True/False sets ``TROCKET_PURE`` in the broker's environment
+    (pure-Python codecs / the compiled accelerator), None leaves it as inherited."""
     stype = SerializeType.ROCKETMQ if args.serialize == "rocketmq" else SerializeType.JSON
     with tempfile.TemporaryDirectory(prefix="trocket-instr-") as tmp:
         out = os.path.join(tmp, "callgrind.out")
@@ -62,6 +68,10 @@ def broker_run(args: argparse.Namespace) -> None:
         env.pop("PYTHONPATH", None)
         if args.broker_pythonpath:
             env["PYTHONPATH"] = args.broker_pythonpath
+        if pure is not None:
+            env.pop("TROCKET_PURE", None)
+            if pure:
+                env["TROCKET_PURE"] = "1"
         with open(log_path, "w") as log:
             proc = subprocess.Popen(
                 ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
@@ -113,8 +123,10 @@ def broker_run(args: argparse.Namespace) -> None:
         finally:
             bp.stop_broker(proc)
         total = callgrind_total(out)
-    print(f"broker  {args.serialize:8s} senders={args.senders:3d}  {total / args.messages:10,.0f} instructions/msg "
+    codecs = "" if pure is None else ("codecs=pure  " if pure else "codecs=compiled  ")
+    print(f"broker  {args.serialize:8s} senders={args.senders:3d}  {codecs}{total / args.messages:10,.0f} instructions/msg "
           f"({args.messages} messages)", flush=True)
+    return total / args.messages
 
 
 def echo_processor(conn, req: RemotingCommand) -> RemotingCommand:
@@ -165,11 +177,19 @@ if __name__ == "__main__":
     parser.add_argument("--serialize", choices=("rocketmq", "json"), default="rocketmq",
                         help="broker: header serialization of the sends (default rocketmq)")
     parser.add_argument("--broker-pythonpath", default="", help="broker: the broker child's PYTHONPATH")
+    parser.add_argument("--codecs", choices=("inherit", "pure", "compiled", "both"), default="inherit",
+                        help="broker: its codecs, pure Python (TROCKET_PURE=1) or the compiled accelerator; "
+                             "both: one run each, then the ratio (default: as this environment has it)")
     parser.add_argument("--echo-workload", nargs=2, type=int, help=argparse.SUPPRESS)
     parsed = parser.parse_args()
     if parsed.echo_workload:
         trio.run(echo_workload, *parsed.echo_workload)
+    elif parsed.part == "broker" and parsed.codecs == "both":
+        pure_ipm = broker_run(parsed, pure=True)
+        fast_ipm = broker_run(parsed, pure=False)
+        print(f"broker  {parsed.serialize:8s} pure/compiled = {pure_ipm / fast_ipm:.2f}x "
+              f"({pure_ipm - fast_ipm:,.0f} instructions/msg saved)", flush=True)
     elif parsed.part == "broker":
-        broker_run(parsed)
+        broker_run(parsed, None if parsed.codecs == "inherit" else parsed.codecs == "pure")
     else:
         echo_run(parsed)

@@ -248,8 +248,9 @@ class BrokerConfig:
     #: slave has it) or SLAVE (follows ``ha_master_address``, refuses sends).
     broker_role: str = attrs.field(default="ASYNC_MASTER", converter=_role)
     #: where a master's HA server listens (``haListenPort``, on the listen host). None:
-    #: an ASYNC_MASTER runs no HA server; a SYNC_MASTER listens on listen port + 1 (Java's
-    #: default 10912).
+    #: None: listen port + 1 (Java's default 10912) for either master role, as Java's
+    #: master always listens (an ASYNC_MASTER that cannot bind that implicit port logs it
+    #: and runs without replication, see :mod:`trocket.broker.ha`).
     ha_listen: tuple[str, int] | None = attrs.field(default=None, converter=_opt_hostport)
     #: ``haMasterAddress``: the master's HA address a slave follows. None: the one the
     #: name server gives at registration (the master's ``haServerAddr``), as Java's.
@@ -363,16 +364,14 @@ class BrokerConfig:
         return self.broker_role == "SYNC_MASTER"
 
     def ha_listen_addr(self) -> tuple[str, int] | None:
-        """Where the HA server listens: ``ha_listen``; for a SYNC_MASTER without it, the
-        listen host and port + 1; None for a slave or an ASYNC_MASTER without it."""
+        """Where a master's HA server listens: ``ha_listen``, else the listen host and
+        port + 1 (port 0: any free port); None for a slave."""
         if self.is_slave:
             return None
         if self.ha_listen is not None:
             return self.ha_listen
-        if self.is_sync_master:
-            host, port = self.listen
-            return host, (port + 1 if port else 0)
-        return None
+        host, port = self.listen
+        return host, (port + 1 if port else 0)
 
     # -- derived -------------------------------------------------------------------------
 

@@ -113,7 +113,7 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
     h.add_argument("--role", type=str.upper, choices=("ASYNC_MASTER", "SYNC_MASTER", "SLAVE"),
                    help="brokerRole (default ASYNC_MASTER; a SLAVE is broker id 1 unless --broker-id)")
     h.add_argument("--ha-listen", type=_hostport, metavar="HOST:PORT",
-                   help="a master's HA listen address (SYNC_MASTER default: listen port + 1)")
+                   help="a master's HA listen address (default: listen port + 1, Java's haListenPort)")
     h.add_argument("--master-ha", type=_hostport, metavar="HOST:PORT",
                    help="a slave's master HA address (default: from the name server)")
     add_tap_arguments(parser)

@@ -279,9 +279,14 @@ class PushConsumer(ConsumerBase):
             task_status.started(self)
             await trio.sleep_forever()
 
-    async def aclose(self) -> None:
+    async def aclose(self, *, cancel_callbacks: bool = False) -> None:
         """Graceful shutdown: stop pulling, finish callbacks in flight (up to
-        ``await_termination_s``), commit offsets, unlock queues, unregister."""
+        ``await_termination_s``), commit offsets, unlock queues, unregister.
+
+        ``cancel_callbacks=True`` cancels the callbacks in flight at once instead of
+        waiting for them (a caller that has what it wants, such as ``trocket consume
+        --count``): their messages stay unconsumed, so the committed offsets stop
+        before them and they are delivered again later."""
         if self._closing or not self._started:
             return
         with trio.move_on_after(self.options.await_termination_s):
@@ -292,14 +297,18 @@ class PushConsumer(ConsumerBase):
             o.pull_scope.cancel()
             o.pq.closing = True
             o.pq.wake()
-        with trio.move_on_after(self.options.await_termination_s) as waited:
-            for o in owned:
-                await o.done.wait()
-        if waited.cancelled_caught:
-            log.warning("consumer %s: callbacks still running after %.1f s are cancelled", self.group,
-                        self.options.await_termination_s)
+        if cancel_callbacks:
             for o in owned:
                 o.scope.cancel()
+        else:
+            with trio.move_on_after(self.options.await_termination_s) as waited:
+                for o in owned:
+                    await o.done.wait()
+            if waited.cancelled_caught:
+                log.warning("consumer %s: callbacks still running after %.1f s are cancelled", self.group,
+                            self.options.await_termination_s)
+                for o in owned:
+                    o.scope.cancel()
 
         async def unlock_and_stop_producer() -> None:
             if self.options.orderly and self.options.message_model is MessageModel.CLUSTERING:

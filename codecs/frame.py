@@ -159,3 +159,9 @@ def split_frames(
     frames = list(decoder)
     decoder.close()
     return frames
+
+
+# The compiled twin when built (codecs/accel.py); the class above stays the reference.
+from .accel import accelerated  # noqa: E402
+
+FrameDecoder = accelerated(FrameDecoder)

@@ -247,3 +247,9 @@ def decode_binary_header(header: bytes | memoryview) -> RemotingCommand:
     return RemotingCommand(
         code, lang, version, opaque, flag, remark, ext, b"", None, SerializeType.ROCKETMQ
     )
+
+
+# The compiled twin when built (codecs/accel.py); the function above stays the reference.
+from .accel import accelerated  # noqa: E402
+
+decode_binary_header = accelerated(decode_binary_header)

@@ -235,3 +235,9 @@ def decode_json_header(header: bytes | memoryview) -> RemotingCommand:
         None,
         SerializeType.JSON,
     )
+
+
+# The compiled twin when built (codecs/accel.py); the function above stays the reference.
+from .accel import accelerated  # noqa: E402
+
+decode_json_header = accelerated(decode_json_header)

@@ -76,7 +76,17 @@ def encode_header_bytes(cmd: RemotingCommand) -> bytes:
 
 
 def encode_command(cmd: RemotingCommand) -> bytes:
-    """One complete frame: ``[total length][type|header length][header][body]``."""
+    """One complete frame: ``[total length][type|header length][header][body]``.
+
+    A subclass of :class:`RemotingCommand` with an ``encode_frame()`` (e.g.
+    :class:`~.send_response.SendResponseCommand`) is asked first; ``None`` from it
+    means: encode it here, the generic way."""
+    if cmd.__class__ is not RemotingCommand:
+        encode_frame = getattr(cmd, "encode_frame", None)
+        if encode_frame is not None:
+            frame = encode_frame()
+            if frame is not None:
+                return frame
     header = encode_header_bytes(cmd)
     hlen = len(header)
     if hlen > _MAX_HEADER:
@@ -106,3 +116,9 @@ def decode_command(payload: bytes) -> RemotingCommand:
         raise HeaderDecodeError(f"unknown serialize type {stype} in protocol word 0x{word:08X}")
     cmd.body = payload[4 + hlen :]
     return cmd
+
+
+# The compiled twin when built (codecs/accel.py); the function above stays the reference.
+from .accel import accelerated  # noqa: E402
+
+decode_command = accelerated(decode_command)

@@ -26,7 +26,6 @@ serialization from the request, the RPC hooks' after-response, encode, send).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 import os
@@ -218,6 +217,7 @@ class Connection:
         "_drained",
         "_sending",
         "_direct_ok",
+        "_hold_direct",
         "_flush_frames",
         "_read_scope",
         "_io_scope",
@@ -265,6 +265,9 @@ class Connection:
         self._fd = sock.fileno() if sock is not None and isinstance(stream, trio.SocketStream) else -1
         self._sending = False  # the writer is inside send_all
         self._direct_ok = self._fd >= 0
+        # a read completed several calls while the writer was mid-write: the writer must
+        # not re-allow direct writes when it finishes (the woken callers' requests are its)
+        self._hold_direct = False
         self._drained = False  # the last direct read left the socket empty
         self._flush_frames = cfg.flush_frames if self._fd >= 0 else 1 << 62
         self._read_scope = trio.CancelScope()
@@ -325,12 +328,31 @@ class Connection:
             if tap is not None:
                 tap.record(time.time_ns(), self.id, self.local_address, self.remote_address, _SENT, self.endpoint.role, frame)
 
-    def _flush_corked(self) -> None:
-        """End of a reader batch: write what it queued with one direct write."""
-        self._outbox.corked = False
-        self._flush_direct()
+    def cork(self) -> bool:
+        """Hold what is sent from now on until :meth:`uncork`, which writes it with one
+        write: for answers completed together outside the reader (e.g. many sends one
+        replication acknowledgement covers). Returns whether it was corked already
+        (pass that to :meth:`uncork`). No await may come between the two."""
+        outbox = self._outbox
+        was = outbox.corked
+        outbox.corked = True
+        return was
 
-    def _flush_direct(self) -> None:
+    def uncork(self, was_corked: bool = False) -> None:
+        """End a :meth:`cork` (a no-op when it was corked already: its owner flushes)."""
+        if not was_corked:
+            if self._state < _CLOSING:
+                self._flush_corked()
+            else:
+                self._outbox.corked = False
+
+    def _flush_corked(self) -> None:
+        """End of a reader batch: write what it queued with one direct write (the
+        batch's read set :attr:`last_io` a moment ago: no second clock read)."""
+        self._outbox.corked = False
+        self._flush_direct(False)
+
+    def _flush_direct(self, stamp: bool = True) -> None:
         """Write the queued frames now, from this task, with one non-blocking write;
         the writer task gets whatever the socket does not take."""
         outbox = self._outbox
@@ -348,7 +370,8 @@ class Connection:
         if n == len(data):
             outbox.frames = []
             outbox.nbytes = 0
-            self.last_io = trio.current_time()
+            if stamp:
+                self.last_io = trio.current_time()
         else:
             outbox.frames = [memoryview(data)[n:]]
             outbox.nbytes = len(data) - n
@@ -618,38 +641,14 @@ class Connection:
 
     # -- tasks -----------------------------------------------------------------------------
 
-    async def _receive_direct(self, buffer: tuple[bytearray, memoryview], size: int) -> memoryview:
-        """``receive_some`` on the plain-TCP fd, skipping the read that would fail.
-
-        After a read that did not fill the buffer the socket is almost surely drained,
-        so wait for readiness first instead of trying a ``recv`` that raises EAGAIN (a
-        syscall and an exception per message on a request/response connection).
-        Reads into ``buffer`` (the thread's, see :func:`_receive_buffer`, looked up
-        once per reader) and returns a view of it: valid until the caller next awaits."""
-        fd = self._fd
-        if self._drained:
-            await _wait_readable(fd)
-        else:
-            await _checkpoint()  # a busy peer must not starve the other tasks
-        buf, view = buffer
-        while True:
-            try:
-                n = _readv(fd, (buf,))
-            except BlockingIOError:
-                await _wait_readable(fd)
-                continue
-            self._drained = n < size
-            return view[:n]
-
     async def _read_loop(self) -> None:
         endpoint = self.endpoint
         cfg = endpoint.config
         decoder = FrameDecoder(cfg.max_frame_length)
         size = cfg.receive_size
-        if self._fd >= 0:
-            receive = functools.partial(self._receive_direct, _receive_buffer(size))
-        else:
-            receive = self.stream.receive_some
+        receive = self.stream.receive_some
+        buf, view = _receive_buffer(size)  # plain TCP: see _receive_buffer
+        bufs = (buf,)
         pop_pending = self.responses.pop
         stats = endpoint.stats
         dispatch = endpoint._dispatch_soon
@@ -660,7 +659,27 @@ class Connection:
         with self._read_scope:
             while True:
                 try:
-                    data = await receive(size)
+                    if fd >= 0:
+                        # ``receive_some`` on the fd, skipping the read that would fail:
+                        # after a read that did not fill the buffer the socket is almost
+                        # surely drained, so wait for readiness first instead of trying a
+                        # ``recv`` that raises EAGAIN (a syscall and an exception per
+                        # message on a request/response connection). ``data`` is a view
+                        # of the thread's buffer: the decoder copies it before the next await.
+                        if self._drained:
+                            await _wait_readable(fd)
+                        else:
+                            await _checkpoint()  # a busy peer must not starve the other tasks
+                        while True:
+                            try:
+                                n = _readv(fd, bufs)
+                                break
+                            except BlockingIOError:
+                                await _wait_readable(fd)
+                        self._drained = n < size
+                        data = view[:n]
+                    else:
+                        data = await receive(size)
                 except _IO_ERRORS as exc:
                     self._fail(exc, "receive")
                     return
@@ -708,8 +727,13 @@ class Connection:
                     # several calls: their callers wake together and each sends next, so
                     # the writer sends all of those with one write rather than the first
                     # going alone (which also hands the peer one request, then the rest).
-                    if not self._sending and fd >= 0:
-                        self._direct_ok = completed < 2
+                    if fd >= 0:
+                        if completed >= 2:
+                            self._direct_ok = False
+                            self._hold_direct = True
+                        elif not self._sending:
+                            self._direct_ok = True
+                            self._hold_direct = False
 
     def _bad_input(self, kind: type, exc: CodecError) -> None:
         error = kind(f"bad input from {self.remote_address}: {exc}", self.remote_address)
@@ -732,10 +756,11 @@ class Connection:
                     return
                 self._sending = True
                 self._direct_ok = False
+                self._hold_direct = False  # what a read's woken callers queued is in hand
                 await send_all(frames[0] if len(frames) == 1 else b"".join(frames))
                 self._sending = False
                 self.last_io = current_time()
-                if not outbox.frames and self._fd >= 0:
+                if not outbox.frames and self._fd >= 0 and not self._hold_direct:
                     self._direct_ok = True
         except _IO_ERRORS as exc:
             self._fail(exc, "send")

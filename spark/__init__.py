@@ -6,12 +6,15 @@ Modules, in the order the job uses them:
 - :mod:`.native` native captures cut into ranges on record boundaries and read;
 - :mod:`.pcap` pcap/pcapng: packets read in ranges, grouped by connection, reassembled;
 - :mod:`.rows` one frame -> one ``frames`` row (decoded with ``trocket.codecs``);
-- :mod:`.arrow` rows -> Arrow batches (how rows leave the Python executors);
-- :mod:`.summary` ``summary.json``; :mod:`.report` ``report.html`` and the console summary;
+- :mod:`.stretch` one pass over a task's frames: both tables' parts, the pairing, the tally;
+- :mod:`.calls` requests paired with responses (in the stretch, then the leftovers);
+- :mod:`.arrow` rows -> Arrow batches -> Parquet parts (how rows leave the Python executors);
+- :mod:`.summary` tallies merged into ``summary.json`` (exact latency percentiles);
+  :mod:`.report` ``report.html`` and the console summary;
 - :mod:`.session` the SparkSession and the progress line; :mod:`.main` the driver shared
   by the CLI and :mod:`.submit` (the ``spark-submit`` entry point);
 - :mod:`.synth` synthetic captures with their ground truth (``trocket capture synth``).
 
 Everything that needs PySpark imports it inside functions: ``import trocket.spark`` and
-the pure modules (rows, native, synth) work without the ``spark`` extra.
+the pure modules (rows, native, calls, synth) work without the ``spark`` extra.
 """

@@ -1,95 +1,132 @@
-"""Rows to Arrow record batches to Parquet: how decoded frames leave the executors.
+"""Columns to Arrow record batches to Parquet: how the tables leave the executors.
 
-Each task writes its frames as its own Parquet part file with pyarrow, straight from
-the Python worker. Measured on 200k synthetic frames (2 cores): decoding 2.1 s, Arrow
-batches 1.2 s, pyarrow's Parquet write 0.3 s; handing the same rows to the JVM
-(``createDataFrame`` of tuples, or ``mapInArrow``) and letting Spark write them cost
-more than the decoding itself, and on a 2-core machine that JVM work competes with
-the Python workers for the same cores. A batch holds at most ``batch_rows`` rows, so a
-task holds one batch at a time.
+Each stretch of frames (:mod:`trocket.spark.stretch`) writes its ``frames`` and its
+``calls`` as its own Parquet part files with pyarrow, straight from the Python worker:
+handing rows to the JVM (``createDataFrame``, ``mapInArrow``) and letting Spark write
+them cost more than the decoding itself, and on a 2-core machine that JVM work competes
+with the Python workers for the same cores. Rows are transposed into columns once per
+batch (``zip(*rows)``, C-level) and each column becomes one Arrow array.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterable, Iterator
 
+from .calls import CALL_FIELDS
 from .rows import FRAME_FIELDS
 
-__all__ = ["BATCH_ROWS", "arrow_schema", "batches", "write_parquet"]
+__all__ = ["BATCH_ROWS", "frames_schema", "calls_schema", "record_batch", "PartWriter", "write_parquet"]
 
-BATCH_ROWS = 8192
+BATCH_ROWS = 16384
+
+_SCHEMAS: dict = {}
 
 
-def arrow_schema():
+def _schema(fields: tuple[tuple[str, str], ...]):
     import pyarrow as pa
 
     types = {
         "string": pa.string(),
         "long": pa.int64(),
         "int": pa.int32(),
+        "double": pa.float64(),
         "map<string,string>": pa.map_(pa.string(), pa.string()),
     }
-    return pa.schema([pa.field(name, types[t]) for name, t in FRAME_FIELDS])
+    return pa.schema([pa.field(name, types[t]) for name, t in fields])
 
 
-def batches(rows: Iterable[tuple], batch_rows: int = BATCH_ROWS) -> Iterator:
-    """``pyarrow.RecordBatch`` es of ``FRAME_FIELDS`` rows."""
+def frames_schema():
+    """The Arrow schema of ``frames`` (:data:`trocket.spark.rows.FRAME_FIELDS`)."""
+    if "frames" not in _SCHEMAS:
+        _SCHEMAS["frames"] = _schema(FRAME_FIELDS)
+    return _SCHEMAS["frames"]
+
+
+def calls_schema():
+    """The Arrow schema of ``calls`` (:data:`trocket.spark.calls.CALL_FIELDS`)."""
+    if "calls" not in _SCHEMAS:
+        _SCHEMAS["calls"] = _schema(CALL_FIELDS)
+    return _SCHEMAS["calls"]
+
+
+
+def _map_array(col, type_):
+    # offsets + flat keys + flat values: several times faster than pa.array over a
+    # list of item lists
     import pyarrow as pa
 
-    schema = arrow_schema()
-    fields = list(schema)
-    map_index = [i for i, (_, t) in enumerate(FRAME_FIELDS) if t.startswith("map")]
+    offsets = [0]
+    mask = []
+    total = 0
+    for m in col:
+        if m:
+            total += len(m)
+        offsets.append(total)
+        mask.append(m is None)
+    present = [m for m in col if m]
+    keys = pa.array(list(itertools.chain.from_iterable(present)), pa.string())
+    values = pa.array(list(itertools.chain.from_iterable(m.values() for m in present)), pa.string())
+    return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), keys, values, type=type_, mask=pa.array(mask))
+
+
+def record_batch(columns, schema):
+    """One ``pyarrow.RecordBatch`` of ``columns`` (sequences in ``schema`` order)."""
+    import pyarrow as pa
+
+    arrays = []
+    for col, field in zip(columns, schema):
+        if pa.types.is_map(field.type):
+            arrays.append(_map_array(col, field.type))
+        else:
+            arrays.append(pa.array(col, type=field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+class PartWriter:
+    """One Parquet part file ``directory/part``, written under a hidden name and renamed
+    when complete: a retried or failed task never leaves half a file where Spark reads
+    (it skips names starting with a dot), and a retry of the same part replaces it whole."""
+
+    def __init__(self, directory: str, part: str, schema) -> None:
+        import pyarrow.parquet as pq
+
+        self.final = os.path.join(directory, part)
+        self._tmp = os.path.join(directory, f".{part}.{os.getpid()}.tmp")
+        self._writer = pq.ParquetWriter(self._tmp, schema, compression="snappy")
+        self.rows = 0
+
+    def write(self, batch) -> None:
+        self._writer.write_batch(batch)
+        self.rows += batch.num_rows
+
+    def close(self) -> int:
+        self._writer.close()
+        os.replace(self._tmp, self.final)
+        return self.rows
+
+    def abort(self) -> None:
+        self._writer.close()
+        try:
+            os.unlink(self._tmp)
+        except OSError:
+            pass
+
+
+def write_parquet(rows, directory: str, part: str, schema=None, batch_rows: int = BATCH_ROWS) -> int:
+    """Write row tuples as one Parquet part file (``frames`` rows by default); the row count."""
+    schema = schema if schema is not None else frames_schema()
+    writer = PartWriter(directory, part, schema)
     chunk: list[tuple] = []
-
-    def map_array(col: tuple, type_):
-        # offsets + flat keys + flat values: several times faster than pa.array over
-        # a list of item lists
-        offsets = [0]
-        mask = []
-        total = 0
-        for m in col:
-            if m:
-                total += len(m)
-            offsets.append(total)
-            mask.append(m is None)
-        keys = pa.array(list(itertools.chain.from_iterable(m for m in col if m)), pa.string())
-        values = pa.array(list(itertools.chain.from_iterable(m.values() for m in col if m)), pa.string())
-        return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), keys, values, type=type_, mask=pa.array(mask))
-
-    def batch(chunk: list[tuple]):
-        columns = list(zip(*chunk))
-        arrays = []
-        for i, field in enumerate(fields):
-            col = columns[i]
-            arrays.append(map_array(col, field.type) if i in map_index else pa.array(col, type=field.type))
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) >= batch_rows:
-            yield batch(chunk)
-            chunk = []
-    if chunk:
-        yield batch(chunk)
-
-
-def write_parquet(rows: Iterable[tuple], directory: str, part: str, batch_rows: int = 65536) -> int:
-    """Write ``rows`` as one Parquet part file ``directory/part``; returns the row count.
-
-    The file is written under a hidden name and renamed when complete, so a retried or
-    failed task never leaves half a file where Spark reads (it skips names starting with
-    a dot), and a retry of the same part replaces it whole.
-    """
-    import pyarrow.parquet as pq
-
-    final = os.path.join(directory, part)
-    tmp = os.path.join(directory, f".{part}.{os.getpid()}.tmp")
-    n = 0
-    with pq.ParquetWriter(tmp, arrow_schema(), compression="snappy") as writer:
-        for batch in batches(rows, batch_rows):
-            writer.write_batch(batch)
-            n += batch.num_rows
-    os.replace(tmp, final)
-    return n
+    try:
+        for row in rows:
+            chunk.append(row)
+            if len(chunk) >= batch_rows:
+                writer.write(record_batch(list(zip(*chunk)), schema))
+                chunk = []
+        if chunk:
+            writer.write(record_batch(list(zip(*chunk)), schema))
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.close()

@@ -1,7 +1,7 @@
 """The analysis job: captures in, Parquet tables and a summary out.
 
-Shape (nothing but the plan, the problem list and the summary's small aggregates
-passes through the driver):
+Shape (nothing but the plan, the problem list and the summary's small tallies passes
+through the driver, and no table row goes through the JVM):
 
 1. the driver names the inputs (a missing file or an unknown file type is a problem,
    the rest go on) and sniffs each file's format from its first bytes;
@@ -10,21 +10,28 @@ passes through the driver):
    and decoded there (:mod:`trocket.spark.native`);
    pcap/pcapng: see :mod:`trocket.spark.pcap` (packets read in parallel, grouped by
    connection, reassembled and decoded per connection in the executors);
-3. each task writes the rows it decoded as its own Parquet part of ``frames``
-   (:mod:`trocket.spark.arrow`: pyarrow, straight from the Python worker); the
-   ``frames`` DataFrame is that Parquet, and all later steps read it (the Python
-   decoding runs once, everything after it in the JVM);
-4. ``calls``: requests and responses paired by connection, requesting side and opaque
-   (the n-th request with a given opaque pairs with the n-th response to it), written
-   as Parquet;
-5. the summary (:mod:`trocket.spark.summary`) from group-bys over both tables.
+3. each stretch of decoded frames (a range, or a partition of whole connections) is,
+   in one pass (:func:`trocket.spark.stretch.decode_stretch`): written as its own
+   Parquet part of ``frames``, paired into calls written as its own part of ``calls``
+   (:mod:`trocket.spark.calls`: pairing is local to a connection, so most calls close
+   inside the stretch), and counted into a tally (:mod:`trocket.spark.summary`);
+4. the stretches' leftovers (calls still open at a range's edge), one marker per
+   connection and the tallies go through one sorted shuffle by connection; each task
+   of that stage pairs its connections' leftovers (the rest: unanswered requests and
+   orphan responses) into one more ``calls`` part and merges the tallies; the driver
+   collects one tally per task;
+5. the exact latency percentiles: the merged histograms name the few buckets that
+   hold the wanted ranks, one pass over the ``calls`` parts fetches those values.
 
 Problems (bad files, torn streams, raw bytes) are gathered in a set accumulator,
-bounded, so a retried task does not count one twice.
+bounded, so a retried task does not count one twice. Part files are named by their
+range or partition and written under a hidden name then renamed, so a retried task
+replaces its part whole.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import shutil
@@ -33,9 +40,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from .rows import FRAME_FIELDS, TO_CLIENT, TO_SERVER
 
-__all__ = ["Inputs", "resolve_inputs", "analyze", "frames_schema", "write_frames", "MAX_PROBLEMS"]
+__all__ = ["Inputs", "resolve_inputs", "analyze", "decode_and_pair", "latency_values", "MAX_PROBLEMS"]
 
 NATIVE_MAGIC = b"TRKCAP\r\n"
 PCAP_MAGICS = (b"\xa1\xb2\xc3\xd4", b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x4d\x3c\xb2\xa1")
@@ -100,20 +106,6 @@ def resolve_inputs(paths: Sequence[str]) -> Inputs:
     return inputs
 
 
-def frames_schema():
-    from pyspark.sql.types import StructType, _parse_datatype_string
-
-    return StructType.fromJson(
-        {
-            "type": "struct",
-            "fields": [
-                {"name": n, "type": _parse_datatype_string(t).jsonValue(), "nullable": True, "metadata": {}}
-                for n, t in FRAME_FIELDS
-            ],
-        }
-    )
-
-
 def _problem_accumulator(sc):
     from pyspark.accumulators import AccumulatorParam
 
@@ -132,11 +124,14 @@ def _problem_accumulator(sc):
     return sc.accumulator(frozenset(), _SetParam())
 
 
-def _native_parts(sc, files, split_bytes, acc, frames_path, since_ns, until_ns):
-    """Native captures: ranges planned per file, then each range decoded and written as
-    one Parquet part by the task that reads it. An RDD of row counts."""
-    from .arrow import write_parquet
+def _native_records(sc, files, split_bytes, acc, frames_path, calls_path, since_ns, until_ns):
+    """Native captures: ranges planned per file, then each range decoded, paired and
+    written by the task that reads it. An RDD of stretch records."""
     from .native import plan_native, read_native_range
+    from .stretch import decode_stretch
+
+    bases = list(itertools.accumulate((math.ceil(size / split_bytes) for _, _, size in files), initial=0))
+    n_ranges = max(1, bases[-1])
 
     def plan(item):
         (path, name, _), index = item
@@ -144,126 +139,97 @@ def _native_parts(sc, files, split_bytes, acc, frames_path, since_ns, until_ns):
         ranges = plan_native(path, name, split_bytes, found.append)
         if found:
             acc.add(frozenset(found))
-        return [(index, rng) for rng in ranges]
+        # keyed by about where the range falls among all ranges: one range a partition
+        return [((bases[index] + rng[2] // split_bytes) % n_ranges, (index, rng)) for rng in ranges]
 
-    def write(item) -> int:
+    def decode(item) -> list[tuple]:
         index, rng = item
         found: list[str] = []
-        n = write_parquet(read_native_range(rng, found.append, since_ns, until_ns), frames_path, f"part-n{index:04d}-{rng[2]:014d}.parquet")
+        rows = read_native_range(rng, found.append, since_ns, until_ns)
+        records = decode_stretch(rows, frames_path, calls_path, f"part-n{index:04d}-{rng[2]:014d}")
         if found:
             acc.add(frozenset(found))
-        return n
+        return records
 
-    n_ranges = max(1, sum(math.ceil(size / split_bytes) for _, _, size in files))
-    ranges = sc.parallelize(list(zip(files, range(len(files)))), len(files)).flatMap(plan)
-    if n_ranges > 1:
-        ranges = ranges.repartition(n_ranges)
-    return ranges.map(write)
+    def plan_all(items):
+        # every slot gets a task in this stage, an empty one too where there are fewer
+        # files than slots: each starts its Python worker and imports the decoding
+        # and table modules while the files are planned, and the decoding stage
+        # reuses the warm workers (they started one by one before: ~1.5 s on 2 cores)
+        import numpy  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
+
+        from . import stretch  # noqa: F401
+
+        return [r for item in items for r in plan(item)]
+
+    slots = max(len(files), sc.defaultParallelism)
+    ranges = sc.parallelize(list(zip(files, range(len(files)))), slots).mapPartitions(plan_all)
+    # partitionBy, not repartition: PySpark's repartition moves pickled batches of
+    # records, and a batch of a few small ranges would land in one partition whole
+    ranges = ranges.partitionBy(n_ranges, lambda k: k).values()
+    return ranges.flatMap(decode)
 
 
-def write_frames(spark, inputs: Inputs, acc, frames_path: str, *, split_bytes=DEFAULT_SPLIT_BYTES, since_ns=None, until_ns=None):
-    """Decode every capture in the executors into ``frames_path`` (Parquet parts written
-    by the tasks, :func:`trocket.spark.arrow.write_parquet`); returns the frames
-    DataFrame read from there. The driver receives one row count per task."""
-    from .arrow import write_parquet
+def decode_and_pair(spark, inputs: Inputs, acc, frames_path: str, calls_path: str, *, split_bytes=DEFAULT_SPLIT_BYTES,
+                    since_ns=None, until_ns=None):  # fmt: skip
+    """Decode every capture in the executors into ``frames_path`` and ``calls_path``
+    (Parquet parts written by the tasks); returns the merged :class:`Tally`. One Spark
+    job: the stretches, then one sorted shuffle of their leftovers and tallies by
+    connection (:func:`trocket.spark.stretch.resolve_records`); the driver receives
+    one tally per task of the second stage."""
+    from .arrow import calls_schema, frames_schema, write_parquet
+    from .stretch import decode_stretch, record_partition, resolve_records
+    from .summary import Tally
 
     sc = spark.sparkContext
-    shutil.rmtree(frames_path, ignore_errors=True)
-    os.makedirs(frames_path)
+    for path in (frames_path, calls_path):
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path)
     parts = []
     if inputs.native:
-        parts.append(_native_parts(sc, inputs.native, split_bytes, acc, frames_path, since_ns, until_ns))
+        parts.append(_native_records(sc, inputs.native, split_bytes, acc, frames_path, calls_path, since_ns, until_ns))
     if inputs.pcap:
         from .pcap import pcap_rows
 
         rows = pcap_rows(sc, inputs.pcap, split_bytes, acc, since_ns, until_ns)
-        parts.append(rows.mapPartitionsWithIndex(lambda i, it: [write_parquet(it, frames_path, f"part-p{i:05d}.parquet")]))
+        parts.append(rows.mapPartitionsWithIndex(lambda i, it: decode_stretch(it, frames_path, calls_path, f"part-p{i:05d}")))
+    tally = Tally()
     if parts:
-        (parts[0] if len(parts) == 1 else sc.union(parts)).sum()
-    if not any(name.endswith(".parquet") for name in os.listdir(frames_path)):
-        write_parquet([], frames_path, "part-empty.parquet")  # nothing readable: the table exists, empty
-    return spark.read.schema(frames_schema()).parquet(frames_path)
+        records = parts[0] if len(parts) == 1 else sc.union(parts)
+        n = max(1, sc.defaultParallelism)
+        resolved = records.repartitionAndSortWithinPartitions(n, record_partition(n)).mapPartitionsWithIndex(
+            lambda i, it: [resolve_records(it, calls_path, f"part-r{i:05d}")]
+        )
+        for t in resolved.collect():
+            tally.merge(t)
+    for path, schema in ((frames_path, frames_schema()), (calls_path, calls_schema())):
+        if not _parts(path):
+            write_parquet([], path, "part-empty.parquet", schema)  # nothing readable: the table exists, empty
+    return tally
 
 
-def calls_dataframe(frames):
-    """Requests paired with their responses (``status``: answered / unanswered / orphan_response).
+def _parts(directory: str) -> list[str]:
+    return sorted(os.path.join(directory, n) for n in os.listdir(directory) if n.endswith(".parquet") and not n.startswith("."))
 
-    The key is (connection, requesting side, opaque): a response goes the other way. The
-    n-th request and the n-th response of a key pair up (an opaque reused on a long
-    connection still pairs in order): requests and responses are numbered by a window
-    each, then joined on (key, n). Measured against one window over their union grouped
-    by (key, n): 3.4 s vs 5.1 s for 200k frames (the grouping's string buffers force a
-    sort-based aggregate).
-    """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
 
-    key = ["connection", "req_dir", "opaque"]
-    req = frames.where(F.col("kind") == "request").select(
-        "connection",
-        F.col("client").alias("req_client"),
-        F.col("server").alias("req_server"),
-        F.col("direction").alias("req_dir"),
-        "opaque",
-        F.col("capture").alias("request_capture"),
-        F.col("code").alias("request_code"),
-        F.col("code_name").alias("request_code_name"),
-        F.col("ts_ns").alias("request_ts_ns"),
-        F.col("seq").alias("request_seq"),
-        F.col("serialize").alias("request_serialize"),
-        F.col("language").alias("request_language"),
-        "topic",
-        "group",
-        "queue_id",
-        F.col("body_len").alias("request_body_len"),
-    )
-    req = req.withColumn("n", F.row_number().over(Window.partitionBy(*key).orderBy("request_ts_ns", "request_seq")))
-    resp = frames.where(F.col("kind") == "response").select(
-        "connection",
-        F.col("client").alias("resp_client"),
-        F.col("server").alias("resp_server"),
-        F.when(F.col("direction") == TO_SERVER, F.lit(TO_CLIENT)).otherwise(F.lit(TO_SERVER)).alias("req_dir"),
-        "opaque",
-        F.col("code").alias("response_code"),
-        F.col("code_name").alias("response_code_name"),
-        F.col("ts_ns").alias("response_ts_ns"),
-        F.col("seq").alias("response_seq"),
-        F.col("remark").alias("response_remark"),
-        F.col("body_len").alias("response_body_len"),
-    )
-    resp = resp.withColumn("n", F.row_number().over(Window.partitionBy(*key).orderBy("response_ts_ns", "response_seq")))
-    calls = req.join(resp, on=[*key, "n"], how="full_outer")
-    status = (
-        F.when(F.col("request_ts_ns").isNull(), F.lit("orphan_response"))
-        .when(F.col("response_ts_ns").isNull(), F.lit("unanswered"))
-        .otherwise(F.lit("answered"))
-    )
-    return calls.select(
-        "connection",
-        F.coalesce("req_client", "resp_client").alias("client"),
-        F.coalesce("req_server", "resp_server").alias("server"),
-        F.col("req_dir").alias("request_direction"),
-        "opaque",
-        status.alias("status"),
-        "request_code",
-        "request_code_name",
-        "response_code",
-        "response_code_name",
-        "request_ts_ns",
-        "response_ts_ns",
-        ((F.col("response_ts_ns") - F.col("request_ts_ns")) / F.lit(1e6)).alias("latency_ms"),
-        "request_serialize",
-        "request_language",
-        "topic",
-        "group",
-        "queue_id",
-        "request_body_len",
-        "response_body_len",
-        "response_remark",
-        "request_capture",
-        "request_seq",
-        "response_seq",
-    )
+def latency_values(spark, tally, calls_path: str) -> dict:
+    """The latencies the percentiles need (:meth:`Tally.latency_targets`), found by one
+    pass over the ``calls`` parts in the executors."""
+    from .summary import select_latencies
+
+    targets = tally.latency_targets()
+    if not targets:
+        return {}
+    wanted = {code: {b for _, b, _ in found} for code, found in targets.items()}
+    files = _parts(calls_path)
+    sc = spark.sparkContext
+    n = max(1, min(len(files), 2 * sc.defaultParallelism))
+    out: dict = {}
+    for part in sc.parallelize(files, n).mapPartitions(lambda it: [select_latencies(it, wanted)]).collect():
+        for key, values in part.items():
+            out.setdefault(key, []).extend(values)
+    return out
 
 
 @attrs.define(slots=True)
@@ -271,7 +237,7 @@ class Result:
     summary: dict
     frames_path: str
     calls_path: str
-    #: seconds per phase: decode (read, decode, write frames), calls, summary
+    #: seconds per phase: decode and pair (both tables written, tallies merged), percentiles
     timings: dict[str, float] = attrs.Factory(dict)
 
 
@@ -301,18 +267,14 @@ def analyze(
     t0 = clock()
     inputs = resolve_inputs(captures)
     acc = _problem_accumulator(sc)
-    sc.setJobDescription("read and decode captures")
-    phase("reading and decoding captures")
-    frames = write_frames(spark, inputs, acc, frames_path, split_bytes=split_bytes, since_ns=since_ns, until_ns=until_ns)
+    sc.setJobDescription("read, decode and pair")
+    phase("reading, decoding and pairing")
+    tally = decode_and_pair(spark, inputs, acc, frames_path, calls_path, split_bytes=split_bytes, since_ns=since_ns, until_ns=until_ns)
     t1 = clock()
-    phase("pairing requests and responses")
-    sc.setJobDescription("pair calls")
-    calls_dataframe(frames).write.mode("overwrite").parquet(calls_path)
-    calls = spark.read.parquet(calls_path)
-    t2 = clock()
-    phase("summarizing")
-    sc.setJobDescription("summary")
+    phase("latency percentiles")
+    sc.setJobDescription("latency percentiles")
+    selected = latency_values(spark, tally, calls_path)
     problems = sorted(set(inputs.problems) | set(acc.value))
-    summary = build_summary(frames, calls, inputs.names, problems)
-    timings = {"decode": t1 - t0, "calls": t2 - t1, "summary": clock() - t2}
+    summary = build_summary(tally, selected, inputs.names, problems)
+    timings = {"decode and pair": t1 - t0, "percentiles": clock() - t1}
     return Result(summary, frames_path, calls_path, timings)

@@ -71,18 +71,23 @@ def plan_native(path: str, name: str, split_bytes: int, problem: Problem) -> lis
         (off,) = _HDRLEN.unpack_from(mm, 10)
         ranges: list[NativeRange] = []
         start = off
-        while off + 4 <= size:
-            (length,) = _U32.unpack_from(mm, off)
-            if length < MIN_RECORD_LENGTH or length > MAX_RECORD_LENGTH:
+        cut = start + split_bytes
+        unpack = _U32.unpack_from
+        lo, hi, last = MIN_RECORD_LENGTH, MAX_RECORD_LENGTH, size - 4
+        while off <= last:  # the hot loop: one unpack and two compares a record
+            length = unpack(mm, off)[0]
+            if lo <= length <= hi and off + 4 + length <= size:
+                off += 4 + length
+                if off >= cut:
+                    ranges.append((path, name, start, off))
+                    start = off
+                    cut = off + split_bytes
+                continue
+            if not lo <= length <= hi:
                 problem(f"{name}: impossible record length {length} at offset {off}; the rest of the file is skipped")
-                break
-            if off + 4 + length > size:
+            else:
                 problem(f"{name}: capture ends inside a record at offset {off} ({off + 4 + length - size} bytes missing)")
-                break
-            off += 4 + length
-            if off - start >= split_bytes:
-                ranges.append((path, name, start, off))
-                start = off
+            break
         else:
             if off < size:
                 problem(f"{name}: capture ends inside a record length at offset {off}")

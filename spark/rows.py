@@ -55,7 +55,7 @@ FRAME_FIELDS: tuple[tuple[str, str], ...] = (
     ("decode_error", "string"),  # why the header did not decode (the frame is still counted)
 )
 
-_LANGUAGES = {int(m): m.name for m in LanguageCode}
+_LANGUAGES = {m: m.name for m in LanguageCode}  # keyed by the enum (an IntEnum: ints find it too)
 _SERIALIZE = ("JSON", "ROCKETMQ")
 # ext field -> column; SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE use one-letter names.
 _TOPIC_KEYS = ("topic", "b")
@@ -106,6 +106,8 @@ def frame_row(
     connection = f"{client}->{server}"
     flen = len(frame)
     try:
+        # bytes, not a view: the codecs' compiled twin of decode_command reads bytes
+        # only (a memoryview takes the pure-Python path)
         cmd = decode_command(frame[4:])
     except CodecError as exc:
         return (
@@ -117,28 +119,67 @@ def frame_row(
     code = cmd.code
     if flag & RPC_RESPONSE:
         kind = "response"
-        code_name = response_code_name(code)
+        code_name = _RESPONSE_NAMES.get(code) or _name(_RESPONSE_NAMES, response_code_name, code)
     else:
         kind = "oneway" if flag & RPC_ONEWAY else "request"
-        code_name = request_code_name(code)
-    ext = cmd.ext_fields or {}
-    if ext and not (flag & RPC_RESPONSE) and code in _V2_CODES:
-        topic = ext.get("b")
-        group = ext.get("a")
-        queue = ext.get("e")
-    else:
-        topic = _first(ext, _TOPIC_KEYS) if ext else None
-        group = _first(ext, _GROUP_KEYS) if ext else None
-        queue = _first(ext, _QUEUE_KEYS) if ext else None
+        code_name = _REQUEST_NAMES.get(code) or _name(_REQUEST_NAMES, request_code_name, code)
+    language = _LANGUAGES.get(cmd.language)
+    if language is None:
+        language = str(cmd.language)
     body_len = len(cmd.body)
+    ext = cmd.ext_fields
+    if not ext:
+        return (
+            capture, seq, ts_ns, connection, client, server, direction,
+            kind, _SERIALIZE[cmd.serialize_type], code, code_name, cmd.opaque, flag, language, cmd.version,
+            flen, flen - 8 - body_len, body_len, cmd.remark,
+            None, None, None, None, None, None, None, None,
+        )  # fmt: skip
+    get = ext.get
+    if code in _V2_CODES and not (flag & RPC_RESPONSE):
+        topic = get("b")
+        group = get("a")
+        queue = get("e")
+    else:
+        topic = get("topic")
+        if topic is None:
+            topic = get("b")
+        group = _first(ext, _GROUP_KEYS)
+        queue = get("queueId")
+        if queue is None:
+            queue = get("e")
+    offset = _first(ext, _OFFSET_KEYS)
     return (
         capture, seq, ts_ns, connection, client, server, direction,
-        kind, _SERIALIZE[cmd.serialize_type], code, code_name, cmd.opaque, flag,
-        _LANGUAGES.get(int(cmd.language), str(cmd.language)), cmd.version,
+        kind, _SERIALIZE[cmd.serialize_type], code, code_name, cmd.opaque, flag, language, cmd.version,
         flen, flen - 8 - body_len, body_len, cmd.remark,
-        topic, group, _int(queue, 32),
-        _first(ext, _BROKER_KEYS) if ext else None,
-        _int(_first(ext, _OFFSET_KEYS)) if ext else None,
-        ext.get("msgId") if ext else None,
-        ext or None, None,
+        topic, group, None if queue is None else _small_int(queue, 32),
+        _first(ext, _BROKER_KEYS), None if offset is None else _int(offset), get("msgId"),
+        ext, None,
     )  # fmt: skip
+
+
+_REQUEST_NAMES: dict[int, str] = {}  # caches of the codecs' names, bounded
+_RESPONSE_NAMES: dict[int, str] = {}
+
+
+def _name(cache: dict[int, str], lookup, code: int) -> str:
+    if len(cache) >= 4096:
+        cache.clear()
+    cache[code] = name = lookup(code)
+    return name
+
+
+_SMALL: dict[tuple[str, int], int | None] = {}
+
+
+def _small_int(value: str, bits: int) -> int | None:
+    """:func:`_int` through a bounded cache (queue ids repeat)."""
+    key = (value, bits)
+    n = _SMALL.get(key, _SMALL)
+    if n is _SMALL:
+        n = _int(value, bits)
+        if len(_SMALL) >= 4096:
+            _SMALL.clear()
+        _SMALL[key] = n
+    return n  # type: ignore[return-value]

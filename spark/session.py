@@ -1,7 +1,8 @@
 """The SparkSession the job runs in, and a progress line while it runs.
 
 Defaults fit a 2-core, 8 GiB laptop: ``local[*]``, a 1 GiB driver (the driver holds
-only the plan and the summary), few shuffle partitions. The executors run the
+only the plan and the summary), few shuffle partitions, JVMs that leave the cores to
+the Python workers (C1 JIT only, serial GC). The executors run the
 driver's own Python (``sys.executable``), so ``trocket`` is importable there; on a
 standalone cluster that means the workers see the same installation (a shared
 machine or image), as Spark's own Python jobs expect.
@@ -16,6 +17,8 @@ import time
 from typing import TextIO
 
 __all__ = ["build_session", "Progress"]
+
+_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def build_session(
@@ -47,6 +50,15 @@ def build_session(
         "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.adaptive.enabled": "true",
+        # no delay scheduling: a stage's tasks read small shuffle outputs (ranges,
+        # leftovers), nothing worth waiting 3 s (the default) for a "local" slot
+        "spark.locality.wait": "0s",
+        # the JVMs only schedule, shuffle small records and run the report's group-bys:
+        # C1 code and the serial collector leave the cores to the Python workers (on 2
+        # cores, C2's compiler threads and G1's concurrent ones competed with them, and
+        # the first job of a session took seconds longer)
+        "spark.driver.extraJavaOptions": _JVM_OPTIONS,
+        "spark.executor.extraJavaOptions": _JVM_OPTIONS,
     }
     conf.update(extra or {})
     for key, value in conf.items():

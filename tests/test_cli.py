@@ -34,13 +34,15 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as info:
         main(["--version"])
     assert info.value.code == 0
-    assert capsys.readouterr().out.strip() == f"trocket {__version__}"
+    from trocket.codecs import accel
+
+    assert " ".join(capsys.readouterr().out.split()) == f"trocket {__version__} ({accel.describe()})"
 
 
 def test_console_script_is_installed():
     exe = Path(sys.executable).parent / "trocket"
     out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == f"trocket {__version__}"
+    assert out.stdout.startswith(f"trocket {__version__} (codec accelerator: ")
 
 
 def test_decode_file_shows_custom_header(capsys):

@@ -1,8 +1,10 @@
 """The wheel installs the repository's folders as subpackages of ``trocket``."""
 
+import os
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -42,6 +44,13 @@ def test_wheel_installs_into_a_fresh_venv(tmp_path):
         assert str(env_dir) in line.split()[1]
     ok = subprocess.run([str(env_dir / "bin" / "trocket"), "--version"], capture_output=True, text=True)
     assert ok.returncode == 0
+    # The wheel carries the compiled codec accelerator, and the installed trocket uses it
+    # (unless this run forces the pure path: TROCKET_PURE is inherited).
+    check = "from trocket.codecs import accel; print(accel.ACTIVE, accel.REASON)"
+    active = subprocess.run([str(py), "-c", check], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+    if os.environ.get("TROCKET_PURE", "") in ("", "0"):
+        assert active.startswith("True"), f"the wheel's accelerator is not in use: {active}"
+        assert any(n.startswith("trocket/codecs/_accel.") and n.endswith(".so") for n in zipfile.ZipFile(wheel).namelist())
     # The standard library's codecs module is not shadowed.
     std = subprocess.run([str(py), "-c", "import codecs; print(codecs.__file__)"], capture_output=True, text=True)
     assert "site-packages" not in std.stdout

@@ -1,6 +1,6 @@
 """The ``trocket`` command.
 
-    trocket --version
+    trocket --version                the version, and whether the compiled codec accelerator is on
     trocket decode FILE|HEX|-        one frame as JSON (a file or stdin: raw bytes or hex digits)
     trocket conformance check DIR    golden frames: decode, re-encode, switch serializers
     trocket broker [options]         a broker (with an embedded name server by default)
@@ -32,12 +32,28 @@ EXIT_OK = 0
 EXIT_FAIL = 1  # the command ran and found a problem (bad frame, nonconforming file)
 
 
+class _VersionAction(argparse.Action):
+    """argparse's ``version`` action, printed as one line: its formatter wraps the text
+    at the terminal's width."""
+
+    def __init__(self, option_strings: Sequence[str], version: str, dest: str = argparse.SUPPRESS,
+                 help: str = "show the version and whether the codec accelerator is on, and exit") -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
+        self.version = version
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        print(self.version)
+        parser.exit()
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trocket",
         description="Apache RocketMQ's remoting protocol on trio: codecs, conformance tools, broker.",
     )
-    parser.add_argument("--version", action="version", version=f"trocket {__version__}")
+    from trocket.codecs import accel
+
+    parser.add_argument("--version", action=_VersionAction, version=f"trocket {__version__} ({accel.describe()})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     decode = sub.add_parser(

@@ -16,9 +16,7 @@ message past the count is left unconsumed, for the next run).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import logging
 import signal
 import sys
 import time
@@ -117,10 +115,7 @@ async def _consume(args: argparse.Namespace) -> int:
             args.group, subscriptions={args.topic: args.tag}, listener=listener, instance=inst,
             consume_from=args.from_, max_concurrency=1, await_termination_s=0.5,
         )
-        # callbacks past --count wait to be cancelled at shutdown: that is the plan here,
-        # not the consumer's "callbacks still running" warning a library user needs
-        with _quiet_cancelled_callbacks():
-            await _run_until_done(consumer, done)
+        await _run_until_done(consumer, done)
     elapsed = time.perf_counter() - begin
     if progress is not None:
         progress.update(count, force=True)
@@ -130,19 +125,6 @@ async def _consume(args: argparse.Namespace) -> int:
         print(f"consumed {count} messages from {args.topic} as {args.group} in {elapsed:.2f} s "
               f"({count / max(elapsed, 1e-9):,.0f} msg/s); offsets committed", file=sys.stderr if not args.quiet else sys.stdout)
     return 0
-
-
-@contextlib.contextmanager
-def _quiet_cancelled_callbacks():
-    def keep(record: logging.LogRecord) -> bool:
-        return "callbacks still running" not in record.getMessage()
-
-    logger = logging.getLogger("trocket.client.consumer")
-    logger.addFilter(keep)
-    try:
-        yield
-    finally:
-        logger.removeFilter(keep)
 
 
 async def _run_until_done(consumer, done) -> None:
@@ -162,6 +144,8 @@ async def _run_until_done(consumer, done) -> None:
                 nursery.start_soon(on_signal)
                 await done.wait()
                 nursery.cancel_scope.cancel()
+            # callbacks past --count wait for this: cancelled, their messages unconsumed
+            await consumer.aclose(cancel_callbacks=True)
 
 
 def _run_consume(args: argparse.Namespace) -> int:

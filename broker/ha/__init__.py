@@ -12,7 +12,9 @@
   the master with the admin codes.
 
 :class:`HAService` puts them together for the controller, by role: a master runs the
-transfer service and, when it has an HA address, the HA server; a slave runs the client.
+transfer service and the HA server (on ``haListenPort``, by default the listen port + 1,
+as Java's master: a slave can follow an ASYNC_MASTER without restarting it); a slave
+runs the client.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ class HAService:
             self.server = HAServer(
                 store, self.transfer, listen,
                 batch_size=config.ha_transfer_batch_size, heartbeat=heartbeat, housekeeping=housekeeping,
+                # an ASYNC_MASTER serves without replication when its implicit port is taken
+                required=config.ha_listen is not None or config.is_sync_master,
             )
         if config.is_slave:
             self.client = HAClient(

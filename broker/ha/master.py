@@ -8,9 +8,15 @@ one writer (``WriteSocketService``):
   start of the master's last segment, as Java's), each later one is an
   acknowledgement for :class:`~.transfer.GroupTransferService`;
 * the writer streams 12-byte headers + commit-log bytes from there, at most
-  ``haTransferBatchSize`` per frame and never across a segment; idle, it waits for a
-  SYNC submission (or polls every few ms) and sends a size-0 heartbeat every
-  ``haSendHeartbeatInterval``.
+  ``haTransferBatchSize`` per frame and never across a segment, until it has sent
+  everything stored; then it parks until the store appends (a message-arriving
+  listener wakes it, whatever the role) or, as Java's ``allWaitForRunning(100)``, at
+  most 100 ms, and sends a size-0 heartbeat every ``haSendHeartbeatInterval``.
+
+Both use :class:`~.direct.DirectSocket` (a syscall, no checkpoint, when the socket is
+ready): on a SYNC_MASTER a send's answer waits on this round trip. An
+acknowledgement completes the sends it covers right in the reader
+(:meth:`~.transfer.GroupTransferService.notify_acked`).
 
 Bad input closes that connection only, with a log line: junk that decodes as an
 offset beyond the master's log (the slave is then told the master's end, see
@@ -22,10 +28,12 @@ acknowledgement of bytes never sent or going backwards, silence past
 from __future__ import annotations
 
 import logging
+import threading
 
 import trio
 
 from ..store import MessageStore
+from .direct import DirectSocket
 from .protocol import HEADER, OFFSET, HAProtocolError
 from .transfer import GroupTransferService
 
@@ -33,8 +41,8 @@ __all__ = ["HAServer", "HAConnection"]
 
 log = logging.getLogger(__name__)
 
-#: how often an idle writer looks for new commit-log data (ASYNC_MASTER: no submission wakes it)
-POLL_INTERVAL = 0.005
+#: the longest an idle writer parks without a wake-up (Java's ``allWaitForRunning(100)``)
+IDLE_WAIT = 0.1
 
 
 def _peer(stream: trio.SocketStream) -> str:
@@ -55,8 +63,11 @@ class HAServer:
         batch_size: int = 32 * 1024,
         heartbeat: float = 5.0,
         housekeeping: float = 20.0,
+        required: bool = True,
     ) -> None:
         self.store = store
+        #: False: a listen address that cannot be bound is logged, and there is no server
+        self.required = required
         self.transfer = transfer
         self.listen = listen
         self.batch_size = batch_size
@@ -66,15 +77,46 @@ class HAServer:
         self.slave: HAConnection | None = None
         #: connections refused or dropped for bad input (tests read it)
         self.rejected = 0
+        #: the writer parks here when it has sent everything stored
+        self._idle_lot = trio.lowlevel.ParkingLot()
+        self._trio_thread = -1
+        self._token: trio.lowlevel.TrioToken | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         host, port = self.listen
-        listeners = await trio.open_tcp_listeners(port, host=host)
+        try:
+            listeners = await trio.open_tcp_listeners(port, host=host)
+        except OSError as exc:
+            if self.required:
+                raise
+            log.warning("HA service not started: cannot listen on %s:%d (%s); set haListenPort "
+                        "(--ha-listen) for a slave to follow this master", host, port, exc)
+            task_status.started(0)
+            return
         self.port = listeners[0].socket.getsockname()[1]
         log.info("HA service listening on %s:%d", host, self.port)
+        self._trio_thread = threading.get_ident()
+        self._token = trio.lowlevel.current_trio_token()
         async with trio.open_nursery() as nursery:
             await nursery.start(trio.serve_listeners, self._handle, listeners)
             task_status.started(self.port)
+
+    def _on_message_arriving(self, *_: object) -> None:
+        """The store's listener, per message: wake a parked writer (cheap when none is)."""
+        if self._idle_lot:
+            if threading.get_ident() == self._trio_thread:
+                self._idle_lot.unpark_all()
+            elif self._token is not None:
+                try:
+                    self._token.run_sync_soon(self._idle_lot.unpark_all)
+                except trio.RunFinishedError:
+                    pass
+
+    async def _idle_ticker(self) -> None:
+        """The fallback wake-up of a parked writer (heartbeats; a missed listener call)."""
+        while True:
+            await trio.sleep(IDLE_WAIT)
+            self._idle_lot.unpark_all()
 
     async def _handle(self, stream: trio.SocketStream) -> None:
         peer = _peer(stream)
@@ -86,6 +128,8 @@ class HAServer:
             conn = HAConnection(self, stream, peer)
             self.slave = conn
             self.transfer.connections += 1
+            # the writer wakes on appends only while a slave follows (no cost per put otherwise)
+            self.store.add_listener(self._on_message_arriving)
             try:
                 await conn.run()
             except HAProtocolError as exc:
@@ -94,6 +138,7 @@ class HAServer:
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 log.info("HA: slave %s disconnected: %s", peer, exc)
             finally:
+                self.store.remove_listener(self._on_message_arriving)
                 self.transfer.connections -= 1
                 self.slave = None
 
@@ -111,6 +156,7 @@ class HAConnection:
         self.next = -1
         self.sent_bytes = 0
         self._rest = bytearray()
+        self.sock = DirectSocket(stream, 64 * 1024)
 
     async def run(self) -> None:
         first = await self._read_first()
@@ -119,7 +165,7 @@ class HAConnection:
         if first < 0 or first > end:
             # tell a trocket slave where the master ends (a Java slave logs a mismatch)
             with trio.move_on_after(1):
-                await self.stream.send_all(HEADER.pack(end, 0))
+                await self.sock.send(HEADER.pack(end, 0))
             raise HAProtocolError(f"slave reports offset {first}, beyond this master's commit log end {end}")
         if first == 0:
             start = end - end % store.config.commit_log_segment_size
@@ -138,6 +184,7 @@ class HAConnection:
         error: BaseException | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._writer, nursery.cancel_scope)
+            nursery.start_soon(self.server._idle_ticker)
             try:
                 await self._reader()
             except (HAProtocolError, trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
@@ -150,7 +197,7 @@ class HAConnection:
         buf = bytearray()
         with trio.fail_after(self.server.housekeeping):
             while len(buf) < 8:
-                data = await self.stream.receive_some(64)
+                data = await self.sock.receive()
                 if not data:
                     raise HAProtocolError("closed before reporting an offset")
                 buf += data
@@ -163,26 +210,35 @@ class HAConnection:
         buf = bytearray(self._rest)
         transfer = self.server.transfer
         housekeeping = self.server.housekeeping
+        receive = self.sock.receive
+        current_time = trio.current_time
+        last_read = current_time()
         while True:
-            with trio.move_on_after(housekeeping) as scope:
-                data = await self.stream.receive_some(4096)
-            if scope.cancelled_caught:
+            # one cancel scope per housekeeping period, not per read
+            with trio.move_on_at(last_read + housekeeping):
+                while True:
+                    data = await receive()
+                    if not data:
+                        return
+                    last_read = current_time()
+                    if not buf and len(data) == 8:  # the usual report: one offset
+                        (offset,) = OFFSET.unpack(data)
+                    else:
+                        buf += data
+                        usable = len(buf) - len(buf) % 8
+                        if not usable:
+                            continue
+                        (offset,) = OFFSET.unpack_from(buf, usable - 8)
+                        del buf[:usable]
+                    if offset < self.ack_offset or offset > self.next:
+                        raise HAProtocolError(
+                            f"slave acknowledges offset {offset}, outside [{self.ack_offset}, {self.next}] "
+                            "(acknowledged so far, sent so far)"
+                        )
+                    self.ack_offset = offset
+                    transfer.notify_acked(offset)
+            if current_time() - last_read >= housekeeping:
                 raise HAProtocolError(f"silent for {housekeeping:.0f} s")
-            if not data:
-                return
-            buf += data
-            usable = len(buf) - len(buf) % 8
-            if not usable:
-                continue
-            (offset,) = OFFSET.unpack_from(buf, usable - 8)
-            del buf[:usable]
-            if offset < self.ack_offset or offset > self.next:
-                raise HAProtocolError(
-                    f"slave acknowledges offset {offset}, outside [{self.ack_offset}, {self.next}] "
-                    "(acknowledged so far, sent so far)"
-                )
-            self.ack_offset = offset
-            transfer.notify_acked(offset)
 
     def _chunk(self) -> memoryview | None:
         """Up to ``batch_size`` bytes from ``next``, within one segment (None: nothing new)."""
@@ -197,30 +253,29 @@ class HAConnection:
         return mf.view[pos : pos + n]
 
     async def _writer(self, scope: trio.CancelScope) -> None:
-        transfer = self.server.transfer
-        heartbeat = self.server.heartbeat
-        stream = self.stream
-        last_write = trio.current_time()
+        server = self.server
+        heartbeat = server.heartbeat
+        idle_lot = server._idle_lot
+        send = self.sock.send
+        current_time = trio.current_time
+        pack = HEADER.pack
+        last_write = current_time()
         try:
             while True:
                 chunk = self._chunk()
                 if chunk is not None:
                     n = len(chunk)
-                    frame = HEADER.pack(self.next, n) + chunk
+                    start = self.next
                     self.next += n
                     self.sent_bytes += n
-                    await stream.send_all(frame)
-                    last_write = trio.current_time()
+                    await send(pack(start, n), chunk)
+                    last_write = current_time()
                     continue
-                if trio.current_time() - last_write >= heartbeat:
-                    await stream.send_all(HEADER.pack(self.next, 0))
-                    last_write = trio.current_time()
+                if current_time() - last_write >= heartbeat:
+                    await send(pack(self.next, 0))
+                    last_write = current_time()
                     continue
-                if transfer.new_data.is_set():
-                    transfer.new_data = trio.Event()
-                    continue
-                with trio.move_on_after(POLL_INTERVAL):
-                    await transfer.new_data.wait()
+                await idle_lot.park()  # an append, or the idle ticker
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             log.info("HA: writing to slave %s failed: %s", self.peer, exc)
             scope.cancel()

@@ -2,8 +2,13 @@
 
 Connects to the master's HA port, reports its commit-log max offset (8 bytes) at once,
 after every write and every ``haSendHeartbeatInterval``, and appends what the master
-streams at the same physical offsets (:meth:`MessageStore.append_replicated`, which
-dispatches the records into the consume queues). Frames cut records anywhere; the
+streams at the same physical offsets (:meth:`MessageStore.append_replicated`); what
+one read brought is written, reported (one report per read), then dispatched into the
+consume queues -- the master's answers wait on the report, not on the dispatch, as
+with Java's slave, whose reput thread dispatches later. All of it runs without a
+checkpoint in between (:class:`~.direct.DirectSocket`) unless the report must wait
+for room in the socket, so a pull on this broker practically never finds the records
+written but not yet in their queues. Frames cut records anywhere; the
 client keeps the tail of an incomplete record in memory (bounded) and writes only
 whole records, so the log on disk never holds a torn one. The offset it reports
 counts those buffered bytes (what the master must send next); every acknowledged
@@ -26,6 +31,7 @@ import trio
 from trocket.codecs.message.record import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, peek_record
 
 from ..store import MessageStore, PutMessageError
+from .direct import DirectSocket
 from .protocol import HEADER, HEADER_SIZE, OFFSET, HAProtocolError, SlaveAheadError
 
 __all__ = ["HAClient"]
@@ -118,46 +124,77 @@ class HAClient:
         self._partial.clear()
         self.received = store.max_phy_offset
         self._empty = self.received == 0
-        await stream.send_all(OFFSET.pack(self.received))
+        sock = DirectSocket(stream, 256 * 1024)
+        await sock.send(OFFSET.pack(self.received))
         self.connected = True
         self.connects += 1
         log.info("HA: following master %s from offset %d", addr, self.received)
         reported = self.received
         buf = bytearray()
-        last_read = trio.current_time()
+        receive = sock.receive
+        current_time = trio.current_time
+        pending = store.commit_log.pending
+        dispatcher = store.dispatcher
+        last_read = last_report = current_time()
         while True:
-            with trio.move_on_after(self.heartbeat):
-                data = await stream.receive_some(256 * 1024)
-                if not data:
-                    raise HAProtocolError("master closed the connection")
-                buf += data
-                last_read = trio.current_time()
-                pos = 0
-                n = len(buf)
-                while n - pos >= HEADER_SIZE:
-                    offset, size = HEADER.unpack_from(buf, pos)
-                    if size < 0:
-                        raise HAProtocolError(f"frame with negative size {size}")
-                    if n - pos - HEADER_SIZE < size:
-                        break
-                    body = memoryview(buf)[pos + HEADER_SIZE : pos + HEADER_SIZE + size]
+            # one cancel scope per heartbeat interval without a report, not per read
+            with trio.move_on_at(last_report + self.heartbeat):
+                while True:
+                    data = await receive()
+                    if not data:
+                        raise HAProtocolError("master closed the connection")
+                    last_read = current_time()
                     try:
-                        self._frame(offset, body, addr)
+                        if buf:
+                            buf += data
+                            self._frames(buf, memoryview(buf), addr)
+                        else:  # the usual case: whole frames, parsed in the socket's buffer
+                            rest = self._frames(None, data, addr)
+                            if rest:
+                                buf += data[len(data) - rest:]
+                        if len(buf) > self.partial_limit + HEADER_SIZE:
+                            raise HAProtocolError(f"frame larger than {self.partial_limit} bytes")
+                        if self.received != reported:  # one report per read, as Java's per dispatch
+                            reported = self.received
+                            await sock.send(OFFSET.pack(reported))
+                            last_report = current_time()
                     finally:
-                        body.release()
-                    pos += HEADER_SIZE + size
-                if pos:
-                    del buf[:pos]
-                if len(buf) > self.partial_limit + HEADER_SIZE:
-                    raise HAProtocolError(f"frame larger than {self.partial_limit} bytes")
-                if self.received != reported:
-                    reported = self.received
-                    await stream.send_all(OFFSET.pack(reported))
+                        # the records are written: reported first (the master's answers wait
+                        # on it), then dispatched into the consume queues
+                        if pending:
+                            dispatcher.drain()
+            now = current_time()
+            if now - last_report < self.heartbeat:
                 continue
-            # heartbeat interval without data: report, and give up on a silent master
-            if trio.current_time() - last_read >= self.housekeeping:
+            # a heartbeat interval without a report: report, and give up on a silent master
+            if now - last_read >= self.housekeeping:
                 raise HAProtocolError(f"master silent for {self.housekeeping:.0f} s")
-            await stream.send_all(OFFSET.pack(self.received))
+            await sock.send(OFFSET.pack(self.received))
+            last_report = current_time()
+
+    def _frames(self, buf: bytearray | None, view: memoryview, addr: str) -> int:
+        """Apply the whole frames at the start of ``view``; returns how many bytes are
+        left (an incomplete frame). With ``buf`` (``view`` is over it), those frames
+        are deleted from it."""
+        pos = 0
+        n = len(view)
+        while n - pos >= HEADER_SIZE:
+            offset, size = HEADER.unpack_from(view, pos)
+            if size < 0:
+                raise HAProtocolError(f"frame with negative size {size}")
+            if n - pos - HEADER_SIZE < size:
+                break
+            body = view[pos + HEADER_SIZE : pos + HEADER_SIZE + size]
+            try:
+                self._frame(offset, body, addr)
+            finally:
+                body.release()
+            pos += HEADER_SIZE + size
+        if buf is not None:
+            view.release()
+            if pos:
+                del buf[:pos]
+        return n - pos
 
     def _frame(self, offset: int, body: memoryview, addr: str) -> None:
         received = self.received
@@ -197,10 +234,10 @@ class HAClient:
                 break
             pos += total
             if magic == BLANK_MAGIC_CODE:  # the segment ends: write what belongs to it
-                store.append_replicated(base + start, memoryview(partial)[start:pos])
+                store.append_replicated(base + start, memoryview(partial)[start:pos], dispatch=False)
                 start = pos
         if pos > start:
-            store.append_replicated(base + start, memoryview(partial)[start:pos])
+            store.append_replicated(base + start, memoryview(partial)[start:pos], dispatch=False)
         if pos:
             del partial[:pos]
         if len(partial) > self.partial_limit:

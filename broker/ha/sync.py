@@ -4,6 +4,8 @@ As Java's ``SlaveSynchronize.syncAll``, with RocketMQ's admin codes against the 
 broker address (the one the name server gives at registration):
 
 * GET_ALL_TOPIC_CONFIG (21): the topic table, replaced when its data version differs;
+  a topic the master deleted since (in the slave's table, not in the master's) also
+  loses its consume queues here, as the master's ``deleteTopic`` dropped its own;
 * GET_ALL_CONSUMER_OFFSET (43): consumer offsets, replaced and persisted;
 * GET_ALL_DELAY_OFFSET (45): ``delayOffset.json``, written and reloaded;
 * GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): asked for, as Java's, but trocket keeps no
@@ -80,8 +82,23 @@ class SlaveSynchronize:
         if (counter, timestamp) == (topics.data_version_counter, topics.data_version_timestamp):
             return
         table = {str(name): TopicConfig.from_json(raw) for name, raw in (data.get("topicConfigTable") or {}).items()}
+        gone = topics.all().keys() - table.keys()
         await trio.to_thread.run_sync(topics.replace_all, table, counter, timestamp)
         log.info("slave sync: %d topics from master %s (data version %d)", len(table), addr, counter)
+        if gone:
+            await self._drop_queues(gone)
+
+    async def _drop_queues(self, gone: set[str]) -> None:
+        """The consume queues of the topics the master deleted (its ``cleanUnusedTopic``).
+        Detached here, on the trio thread, where the HA client dispatches: a topic the
+        master created meanwhile cannot lose a queue built between two steps."""
+        store = self.ctx.store
+        keep = store.queues.topics() - gone
+        detached = store.clean_unused_topics(keep)
+        store.destroy_detached(detached)
+        for d in detached:
+            await trio.to_thread.run_sync(d.remove_files)
+            log.info("slave sync: topic %s deleted on the master, its consume queues destroyed", d.topic)
 
     async def _consumer_offsets(self, addr: str) -> None:
         data = await self._call(addr, RequestCode.GET_ALL_CONSUMER_OFFSET)

@@ -9,15 +9,15 @@ service drains the other, nothing held across an await) and keeps the requests i
 arrival order, which is commit-log order. Each acknowledgement from the slave
 (:meth:`notify_acked`, called by the HA connection's reader) runs a pass right there
 -- no task switch between the acknowledgement and the answers -- completing, in order,
-every request whose end the acknowledged offset covers: many per acknowledgement. The
-service's own task only wakes for deadlines: a pass at the first request's deadline
-times out those past it (``syncFlushTimeout``).
+every request whose end the acknowledged offset covers: many per acknowledgement, then
+calls the pass listeners (the send processor writes the answers the pass completed,
+one write per connection). The service's own task only wakes for deadlines: a pass at
+the first request's deadline times out those past it (``syncFlushTimeout``).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections import deque
 from typing import Callable
 
@@ -51,8 +51,11 @@ class GroupTransferService:
         self._read: list[TransferRequest] = []
         self._pending: deque[TransferRequest] = deque()
         self._wakeup = trio.Event()
-        #: set on every submission: the HA writer streams new data at once
-        self.new_data = trio.Event()
+        #: the service sleeps with nothing pending: a submission must wake it (otherwise it
+        #: sleeps until the first deadline, which is earlier than any new one)
+        self._idle = False
+        #: called after every pass that completed requests (no arguments)
+        self._pass_listeners: tuple[Callable[[], None], ...] = ()
         #: acknowledgements that completed at least one request, and requests completed
         self.acks_used = 0
         self.completed = 0
@@ -68,11 +71,15 @@ class GroupTransferService:
     def submit(self, end: int, done: Callable[[bool], None]) -> None:
         """Hand over a request; ``done`` is called later, from the pass of an
         acknowledgement or of the service's deadline."""
-        write = self._write
-        if not write and not self._pending:
+        if self._idle:
+            self._idle = False
             self._wakeup.set()  # the service sleeps with no deadline: give it one
-        write.append(TransferRequest(end, trio.current_time() + self.timeout, done))
-        self.new_data.set()
+        self._write.append(TransferRequest(end, trio.current_time() + self.timeout, done))
+
+    def add_pass_listener(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` at the end of every pass that completed requests: what
+        their callbacks queued can go out together."""
+        self._pass_listeners += (listener,)
 
     # -- the HA connection -----------------------------------------------------------------
 
@@ -93,19 +100,22 @@ class GroupTransferService:
         task_status.started()
         try:
             while True:
-                pending = self._pending
-                wait = pending[0].deadline - trio.current_time() if pending else math.inf
-                if wait > 0:
-                    with trio.move_on_after(wait):
-                        await self._wakeup.wait()
-                self._wakeup = trio.Event()
                 self._swap()
                 self._complete()
+                pending = self._pending
+                if pending:
+                    await trio.sleep_until(pending[0].deadline)
+                else:
+                    self._idle = True
+                    await self._wakeup.wait()
+                    self._wakeup = trio.Event()
         finally:
             self._swap()
-            for req in self._pending:
+            pending, self._pending = self._pending, deque()
+            for req in pending:
                 _call(req, False)
-            self._pending.clear()
+            if pending:
+                self._after_pass()
 
     def _swap(self) -> None:
         self._write, self._read = self._read, self._write
@@ -122,10 +132,21 @@ class GroupTransferService:
         if n:
             self.acks_used += 1
             self.completed += n
-        now = trio.current_time()
-        while pending and pending[0].deadline <= now:
-            _call(pending.popleft(), False)
-            self.timed_out += 1
+        if pending and pending[0].deadline <= trio.current_time():
+            now = trio.current_time()
+            while pending and pending[0].deadline <= now:
+                _call(pending.popleft(), False)
+                self.timed_out += 1
+                n += 1
+        if n:
+            self._after_pass()
+
+    def _after_pass(self) -> None:
+        for listener in self._pass_listeners:
+            try:
+                listener()
+            except Exception:
+                log.exception("transfer pass listener failed")
 
     @property
     def waiting(self) -> int:

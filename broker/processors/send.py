@@ -58,8 +58,9 @@ more than ``haSlaveFallbehindMax``; otherwise the processor submits (end offset,
 callback) to :class:`~trocket.broker.ha.transfer.GroupTransferService` and returns --
 no task waits. The service calls back, in commit-log order, once a slave
 acknowledgement covers the end (or with FLUSH_SLAVE_TIMEOUT, 12, after
-``syncFlushTimeout``); the callback queues the answer on its connection, where one
-short-lived task per connection writes every answer ready. With SYNC_FLUSH too, the
+``syncFlushTimeout``); the callback queues the answer, and at the end of the service's
+pass every answer it completed is written right there, one write per connection (a
+task takes over a connection's rest only when its outbox is full). With SYNC_FLUSH too, the
 flush task awaits the group commit and then the transfer (already under way), so both
 are awaited at once. ``replication_blocking_send`` (benchmarks only) instead runs each
 send in one serial task that waits for the slave: the pre-4.7 design. Anything unexpected a send raises is
@@ -72,6 +73,7 @@ import logging
 import random
 import zlib
 from collections import deque
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Union
 
 import trio
@@ -81,7 +83,6 @@ from trocket.codecs.command import RemotingCommand
 from trocket.codecs.headers import (
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
-    SendMessageResponseHeader,
 )
 from trocket.codecs.message.properties import get_property
 from trocket.codecs.message.sysflag import (
@@ -90,6 +91,7 @@ from trocket.codecs.message.sysflag import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
 )
+from trocket.codecs.send_response import SendResponseTemplate
 from trocket.codecs.names import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -102,13 +104,13 @@ from trocket.remoting import Connection
 from ..store import (
     BatchInner,
     FlushMode,
-    MessageInner,
     PutMessageError,
     PutResult,
     PutStatus,
     StoreClosedError,
     tags_hash,
 )
+from ..store.messages import message_inner
 from ..store.topic_config import PERM_READ, PERM_WRITE, TopicConfig
 from .client import register_now
 from . import (
@@ -134,6 +136,18 @@ MAX_RECONSUME_TIMES = 16
 #: what Java's SendMessageProcessor adds to every SUCCESS besides the header (its
 #: defaults: ``regionId`` DefaultRegion, ``traceOn`` true)
 _OK_EXT = {"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
+_OK_TEMPLATE = SendResponseTemplate(_OK_EXT)
+#: the answer's code for each status a stored message can have
+_STATUS_CODES = {
+    PutStatus.PUT_OK: int(ResponseCode.SUCCESS),
+    PutStatus.FLUSH_DISK_TIMEOUT: int(ResponseCode.FLUSH_DISK_TIMEOUT),
+    PutStatus.FLUSH_SLAVE_TIMEOUT: int(ResponseCode.FLUSH_SLAVE_TIMEOUT),
+    PutStatus.SLAVE_NOT_AVAILABLE: int(ResponseCode.SLAVE_NOT_AVAILABLE),
+}
+_PUT_OK = PutStatus.PUT_OK
+assert _STATUS_CODES[_PUT_OK] == 0
+_SEND_MESSAGE = int(RequestCode.SEND_MESSAGE)
+_SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
 #: topic names that passed ``validate_topic`` and are not send-forbidden (names only:
 #: the topic's config is looked up on every send); cleared when it grows past the bound
 _CHECKED_TOPICS_MAX = 4096
@@ -198,6 +212,8 @@ class SendProcessor:
         self.capacity = ctx.config.send_concurrency + ctx.config.send_queue_capacity
         self.pending = 0
         self.max_message_size = ctx.config.max_message_size
+        #: the store's flush mode is fixed when it opens
+        self._sync_flush = ctx.store.config.flush_mode is FlushMode.SYNC
         self._random = random.Random()
         self._checked_topics: set[str] = set()
         #: a topic this send created (auto-create): answered once the name servers know it
@@ -205,7 +221,12 @@ class SendProcessor:
         #: SYNC_MASTER: the HA transfer service sends are handed to (None: no waiting on a slave)
         ha = getattr(ctx, "ha", None)
         self.transfer = ha.transfer if ha is not None and ctx.config.is_sync_master else None
+        #: answers the transfer service completed in its current pass, written at its end
+        self._replicated_ready: list[tuple[Connection, RemotingCommand, PutResult]] = []
+        #: connections whose outbox was full: a task writes their answers, in order
         self._answers: dict[Connection, deque] = {}
+        if self.transfer is not None:
+            self.transfer.add_pass_listener(self._write_replicated)
         #: comparison only: each send awaits the slave in one serial task (pre-4.7 design)
         self.blocking_replication = bool(ctx.config.replication_blocking_send)
         self._serial = trio.Lock()
@@ -278,9 +299,7 @@ class SendProcessor:
                     return result
                 result.status = PutStatus.SLAVE_NOT_AVAILABLE  # stored, not replicated
                 return self._ok(result)
-            if self.store.config.flush_mode is FlushMode.SYNC and (
-                self.store.flush_service.flushed_offset < result.end_offset
-            ):
+            if self._sync_flush and self.store.flush_service.flushed_offset < result.end_offset:
                 return result
         return self._ok(result)
 
@@ -306,23 +325,54 @@ class SendProcessor:
         transfer.submit(result.end_offset, lambda ok: self._replicated(conn, request, result, ok))
 
     def _replicated(self, conn, request: RemotingCommand, result: PutResult, ok: bool) -> None:
-        """The transfer service's callback: queue the answer on the connection's answerer
-        (one task per connection drains every answer ready, in order)."""
+        """The transfer service's callback: the answer goes out at the end of its pass."""
         if not ok:
             result.status = PutStatus.FLUSH_SLAVE_TIMEOUT
-        queue = self._answers.get(conn)
-        if queue is not None:
-            queue.append((request, result))
-            return
-        self._answers[conn] = queue = deque(((request, result),))
-        try:
-            conn.start_handler(self._answer_queued, conn, queue)
-        except Exception:  # the connection is gone: nobody to answer
-            del self._answers[conn]
-            self.pending -= len(queue)
+        self._replicated_ready.append((conn, request, result))
 
-    async def _answer_queued(self, conn, queue: deque) -> None:
+    def _write_replicated(self) -> None:
+        """End of a transfer pass: write every answer it completed, in order, corked per
+        connection (one write each). A connection whose outbox is full gets a task that
+        waits for room and writes the rest of its answers (later ones queue behind)."""
+        ready = self._replicated_ready
+        if not ready:
+            return
+        self._replicated_ready = []
+        backlog = self._answers
+        corked: dict[Connection, bool] = {}
         try:
+            for conn, request, result in ready:
+                queue = backlog.get(conn)
+                if queue is not None:
+                    queue.append((request, result))
+                    continue
+                if conn not in corked:
+                    corked[conn] = conn.cork()
+                try:
+                    outcome = conn.answer_soon(request, self._ok(result))
+                except Exception:  # one answer that fails must not lose the others
+                    log.exception("answering a replicated send failed")
+                    outcome = False
+                if outcome.__class__ is bool:
+                    self.pending -= 1
+                    continue
+                backlog[conn] = queue = deque()
+                try:
+                    conn.start_handler(self._answer_queued, conn, queue, outcome)
+                except Exception:  # the connection is gone: nobody to answer
+                    outcome.close()  # type: ignore[union-attr]
+                    del backlog[conn]
+                    self.pending -= 1
+        finally:
+            for conn, was in corked.items():
+                conn.uncork(was)
+
+    async def _answer_queued(self, conn, queue: deque, first: Awaitable[bool]) -> None:
+        try:
+            try:
+                await first
+            finally:
+                self.pending -= 1
             while queue:
                 request, result = queue.popleft()
                 try:
@@ -379,14 +429,14 @@ class SendProcessor:
     def _process(self, conn, request: RemotingCommand) -> RemotingCommand | PutResult:
         code = request.code
         header: SendFields
-        if code == RequestCode.SEND_MESSAGE:
+        if code == _SEND_MESSAGE:
             header = decode_request_header(SendMessageRequestHeader, request)
         else:
             header = V2Fields(decode_request_header(SendMessageRequestHeaderV2, request))
         problem, topic_config = self._msg_check(conn, header)
         if problem is not None:
             return problem
-        if code == RequestCode.SEND_BATCH_MESSAGE or header.batch:
+        if code == _SEND_BATCH_MESSAGE or header.batch:
             return self._send_batch(conn, request, header, topic_config)
         return self._send_one(conn, request, header, topic_config)
 
@@ -466,7 +516,9 @@ class SendProcessor:
                 f"the broker[{self.config.advertised_addr().rpartition(':')[0]}] sending transaction message is forbidden",
             )
         topic = header.topic
-        queue_id = self._pick_queue(header.queueId, tc)
+        queue_id = header.queueId
+        if queue_id < 0:
+            queue_id = self._pick_queue(queue_id, tc)
         reconsume = header.reconsumeTimes or 0
         to_dlq = False
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -481,20 +533,12 @@ class SendProcessor:
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
         prepared = self._properties(props)
-        if isinstance(prepared, RemotingCommand):
-            return prepared
+        if prepared.__class__ is not tuple:
+            return prepared  # type: ignore[return-value]
         props_bytes, wait = prepared
-        msg = MessageInner(
-            topic=topic,
-            body=body,
-            queue_id=queue_id,
-            flag=header.flag,
-            properties_bytes=props_bytes,
-            sys_flag=sys_flag,
-            born_timestamp=header.bornTimestamp,
-            born_host=host_address(conn.remote_address),
-            reconsume_times=reconsume,
-            tags_code=tags_hash(get_property(props, "TAGS")),
+        msg = message_inner(
+            topic, body, queue_id, header.flag, props_bytes, sys_flag, header.bornTimestamp,
+            host_address(conn.remote_address), reconsume, tags_hash(get_property(props, "TAGS")),
         )
         schedule = self.schedule
         delayed = False
@@ -565,21 +609,15 @@ class SendProcessor:
 
     def _ok(self, result) -> RemotingCommand:
         status = result.status
-        if status is PutStatus.PUT_OK:
-            code = ResponseCode.SUCCESS
-        elif status is PutStatus.FLUSH_DISK_TIMEOUT:
-            code = ResponseCode.FLUSH_DISK_TIMEOUT
-        elif status is PutStatus.FLUSH_SLAVE_TIMEOUT:
-            code = ResponseCode.FLUSH_SLAVE_TIMEOUT
-        elif status is PutStatus.SLAVE_NOT_AVAILABLE:
-            code = ResponseCode.SLAVE_NOT_AVAILABLE
-        else:  # the store raises for the failures; be safe anyway
+        # an Enum's hash is a Python call and its members cost a lookup each: PUT_OK first
+        code = 0 if status is _PUT_OK else _STATUS_CODES.get(status)
+        if code is None:  # the store raises for the failures; be safe anyway
             self.put_failures += 1
             return reply(ResponseCode.SYSTEM_ERROR, status.value)
         self.put_messages += result.msg_count
         self.put_bytes += result.wrote_bytes
-        header = SendMessageResponseHeader(msgId=result.msg_id, queueId=result.queue_id, queueOffset=result.queue_offset)
-        return reply(code, None, _OK_EXT, header=header)  # reply copies _OK_EXT after the header
+        # the header's fields, then _OK_EXT; encoded from a template (codecs.send_response)
+        return _OK_TEMPLATE.command(code, result._msg_id or result.msg_id, result.queue_id, result.queue_offset)
 
     def _properties(self, props: str | None) -> tuple[bytes, bool] | RemotingCommand:
         """The properties string as stored (verbatim UTF-8), and whether the producer

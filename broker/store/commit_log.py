@@ -68,7 +68,7 @@ from .errors import (
 from .mapped_file import MappedFile
 from .mapped_file_queue import MappedFileQueue
 from .messages import BatchInner, MessageInner, schedule_delay_ms, tags_hash
-from .results import PutResult, PutStatus
+from .results import PutResult, PutStatus, store_host_hex
 
 __all__ = ["CommitLog", "CreateSegmentError", "DispatchRequest", "ReplicaDataError", "check_record"]
 
@@ -76,6 +76,9 @@ _QQ = struct.Struct(">qq")  # QUEUEOFFSET, PHYSICALOFFSET: adjacent at OFFSET_QU
 _Q = struct.Struct(">q")
 _I32 = struct.Struct(">i")
 _PROP_SEP = 2  # "\x02"
+_perf_ns = time.perf_counter_ns
+_new = object.__new__
+_PUT_OK = PutStatus.PUT_OK
 
 
 class CreateSegmentError(PutMessageError):
@@ -237,6 +240,9 @@ class CommitLog:
     tail: tuple[int, int] = (0, 0)
     #: Where the last :meth:`scan` stopped (the first byte not part of a valid record).
     scan_end: int = 0
+    #: the store host the message-id prefix was computed for, and the prefix
+    _msg_id_host: HostAddress | None = attrs.field(default=None, repr=False)
+    _msg_id_prefix: str = attrs.field(default="", repr=False)
 
     @property
     def append_lock(self) -> threading.Lock:
@@ -297,7 +303,9 @@ class CommitLog:
         elif len(props) > MAX_PROPERTIES_LENGTH:
             raise PropertiesTooLargeError(f"properties are {len(props)} bytes, more than 32767")
         size = record_size(len(msg.body), len(topic), len(props), msg.sys_flag)
-        self._check_size(size)
+        config = self.config
+        if size > config.max_message_size or size > config.commit_log_segment_size - END_FILE_MIN_BLANK_LENGTH:
+            self._check_size(size)  # raises the error that says which limit
         buf = bytearray(size)
         try:
             encode_record_into(
@@ -346,15 +354,21 @@ class CommitLog:
         topic = msg.topic
         queue_id = msg.queue_id
         sys_flag = msg.sys_flag
-        counts = _counts_in_queue(sys_flag)
-        tag = msg.tag_hash()
+        tran = sys_flag & TRANSACTION_ROLLBACK_TYPE  # _counts_in_queue, inline
+        counts = tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE
+        tag = msg.tags_code
+        if tag is None:
+            tag = msg.tag_hash()
         # ScheduleMessageService's queues: the tags code is the deliver time, set below
         delay = self._schedule_delay(msg) if topic == RMQ_SYS_SCHEDULE_TOPIC else None
         key = (topic, queue_id)
         table = self.queue_offsets
+        src = memoryview(buf)
         with self._lock:
-            t0 = time.perf_counter_ns()
-            mf = self._segment_for(size)
+            t0 = _perf_ns()
+            mf = self.files.last
+            if mf is None or size + END_FILE_MIN_BLANK_LENGTH > mf.file_size - mf.wrote_position:
+                mf = self._segment_for(size)  # rolls over
             pos = mf.wrote_position
             phys = mf.file_from_offset + pos
             if counts:
@@ -367,17 +381,33 @@ class CommitLog:
                 tag = now + delay
             _QQ.pack_into(buf, OFFSET_QUEUE_OFFSET, queue_offset, phys)
             _Q.pack_into(buf, ts_at, now)
-            _write_size_last(mf._view, pos, buf, size)
+            view = mf._view
+            view[pos + 4 : pos + size] = src[4:]  # _write_size_last, inline
+            view[pos : pos + 4] = src[:4]
             mf.wrote_position = pos + size
             mf.last_store_timestamp = now
             self.tail = (phys + size, now)
             # A plain tuple in DispatchRequest's field order (cheaper than the NamedTuple).
             self.pending.append((topic, queue_id, queue_offset, phys, size, tag, now, sys_flag))
             self.lock_count += 1
-            self.lock_ns += time.perf_counter_ns() - t0
-        return PutResult(
-            PutStatus.PUT_OK, queue_id, queue_offset, phys, size, now, self.config.store_host
-        )
+            self.lock_ns += _perf_ns() - t0
+        host = self.config.store_host
+        if host is not self._msg_id_host:
+            self._msg_id_prefix = store_host_hex(host[0], host[1])
+            self._msg_id_host = host
+        # PutResult by slot stores (its __init__ with ten arguments costs twice as much)
+        result = _new(PutResult)
+        result.status = _PUT_OK
+        result.queue_id = queue_id
+        result.queue_offset = queue_offset
+        result.physical_offset = phys
+        result.wrote_bytes = size
+        result.store_timestamp = now
+        result.store_host = host
+        result.msg_count = 1
+        result.record_sizes = None
+        result._msg_id = self._msg_id_prefix + "%016X" % phys
+        return result
 
     def _schedule_delay(self, msg: MessageInner) -> int | None:
         level = msg.properties.get(PROPERTY_DELAY_TIME_LEVEL)

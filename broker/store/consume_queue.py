@@ -131,6 +131,14 @@ class ConsumeQueue:
         expect = queue_offset * CQ_STORE_UNIT_SIZE
         files = self._files
         mf = files.last
+        if mf is not None:
+            # the common case: the entry right after the last one, in the last file
+            pos = mf.wrote_position
+            if mf.file_from_offset + pos == expect and pos + CQ_STORE_UNIT_SIZE <= mf.file_size and mf._view is not None:
+                _ENTRY.pack_into(mf._view, pos, offset, size, tag_hash)
+                mf.wrote_position = pos + CQ_STORE_UNIT_SIZE
+                self.max_physic_offset = offset + size
+                return True
         if mf is None:
             mf = files.create_next(expect)
             if expect != mf.file_from_offset:

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 
 import attrs
 
@@ -43,6 +44,13 @@ __all__ = ["Dispatcher", "MessageArrivingListener"]
 log = logging.getLogger(__name__)
 
 MessageArrivingListener = Callable[[str, int, int, int, int], None]
+
+
+def _taken(pending: deque) -> Iterator[tuple]:
+    """The queued requests, each taken off the queue (putters in other threads may
+    append meanwhile: they are taken too)."""
+    while pending:
+        yield pending.popleft()
 
 
 @attrs.define(slots=True, eq=False)
@@ -70,8 +78,8 @@ class Dispatcher:
     def drain_locked(self) -> None:
         """:meth:`drain` for a caller already holding :attr:`lock`."""
         pending = self.commit_log.pending
-        while pending:
-            self._apply(pending.popleft())
+        if pending:
+            self._apply_each(_taken(pending))
 
     def drain(self) -> None:
         """Apply every queued request, in order (see the module docstring)."""
@@ -79,30 +87,33 @@ class Dispatcher:
         if not pending:
             return
         with self._lock:
-            while pending:
-                self._apply(pending.popleft())
+            self._apply_each(_taken(pending))
 
-    def _apply(self, req: DispatchRequest | tuple) -> None:
-        topic, queue_id, queue_offset, phys, size, tag, store_ts, sys_flag = req
-        tran = sys_flag & TRANSACTION_ROLLBACK_TYPE
-        if tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE:
-            cq = self.queues.find_or_create(topic, queue_id)
-            cq.put(phys, size, tag, queue_offset)
-            for listener in self._listeners:
-                try:
-                    listener(topic, queue_id, queue_offset, tag, store_ts)
-                except Exception:  # a listener must not break the store
-                    log.exception("message arriving listener failed")
-        end = phys + size
-        if end > self.dispatched_offset:
-            self.dispatched_offset = end
-        self.last_store_timestamp = store_ts
-        self.dispatched_count += 1
+    def _apply_each(self, requests: Iterable[DispatchRequest | tuple]) -> None:
+        """Apply each request: its consume-queue entry (the queue looked up in the
+        table's current dict; the slow lookup, which creates it, only for a new queue),
+        then the listeners."""
+        queues = self.queues
+        listeners = self._listeners
+        for topic, queue_id, queue_offset, phys, size, tag, store_ts, sys_flag in requests:
+            tran = sys_flag & TRANSACTION_ROLLBACK_TYPE
+            if tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE:
+                cq = queues._queues.get((topic, queue_id)) or queues.find_or_create(topic, queue_id)
+                cq.put(phys, size, tag, queue_offset)
+                for listener in listeners:
+                    try:
+                        listener(topic, queue_id, queue_offset, tag, store_ts)
+                    except Exception:  # a listener must not break the store
+                        log.exception("message arriving listener failed")
+            end = phys + size
+            if end > self.dispatched_offset:
+                self.dispatched_offset = end
+            self.last_store_timestamp = store_ts
+            self.dispatched_count += 1
 
     def apply_all(self, requests: Iterable[DispatchRequest]) -> None:
         with self._lock:
-            for req in requests:
-                self._apply(req)
+            self._apply_each(requests)
 
     def reput(self, start: int, *, check_crc: bool) -> int:
         """Dispatch every valid record from ``start`` on (``doReput``); returns the end

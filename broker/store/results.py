@@ -14,7 +14,7 @@ __all__ = ["GetResult", "GetStatus", "PutResult", "PutStatus"]
 
 
 @lru_cache(maxsize=64)
-def _store_host_hex(ip: str, port: int) -> str:
+def store_host_hex(ip: str, port: int) -> str:
     """The offset message id's first part (IP and port, upper hex), once per store host."""
     return encode_offset_msg_id(ip, port, 0)[:-16]
 
@@ -93,7 +93,7 @@ class PutResult:
         if self._msg_id is None:
             ip, port = self.store_host
             if self.record_sizes is None:  # one message: the host part is cached
-                self._msg_id = _store_host_hex(ip, port) + "%016X" % self.physical_offset
+                self._msg_id = store_host_hex(ip, port) + "%016X" % self.physical_offset
                 return self._msg_id
             self._msg_id = ",".join(
                 encode_offset_msg_id(ip, port, off) for off in self.physical_offsets

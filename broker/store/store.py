@@ -207,16 +207,19 @@ class MessageStore:
             raise StoreClosedError("message store is shut down")
         raise SlaveModeError("message store is slave mode, so putMessage is forbidden")
 
-    def append_replicated(self, offset: int, data: bytes | bytearray | memoryview) -> int:
+    def append_replicated(self, offset: int, data: bytes | bytearray | memoryview, *, dispatch: bool = True) -> int:
         """A slave's append: whole records streamed by the master, written at the same
         physical offset (which must be this log's end) and dispatched into the consume
-        queues at once. Returns the new end. Raises
+        queues at once (``dispatch=False``: queued, for the caller's next
+        ``dispatcher.drain()`` -- the HA client acknowledges first, as Java's slave
+        reports before its reput thread dispatches). Returns the new end. Raises
         :class:`~.commit_log.ReplicaDataError` for bytes that do not fit (nothing is
         written)."""
         if self._closed:
             raise StoreClosedError("message store is shut down")
         end = self.commit_log.append_replicated(offset, data)
-        self.dispatcher.drain()
+        if dispatch:
+            self.dispatcher.drain()
         return end
 
     # -- put -------------------------------------------------------------------------

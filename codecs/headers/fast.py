@@ -42,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from ..accel import accelerated
 from ._java import BOOLS as _BOOLS
 from .generic import generic_decode, generic_encode
 from .pull import PullMessageRequestHeader, PullMessageResponseHeader
@@ -475,6 +476,10 @@ def encode_pull_message_response(o: PullMessageResponseHeader) -> dict[str, str]
         return generic_encode(o)
     return {"suggestWhichBrokerId": str(a), "nextBeginOffset": str(b), "minOffset": str(c), "maxOffset": str(d)}
 
+
+# The compiled twin when built (codecs/accel.py); the function above stays the reference.
+decode_send_message = accelerated(decode_send_message)
+decode_send_message_v2 = accelerated(decode_send_message_v2)
 
 #: Header class -> its hand-written codec.
 FAST_CODECS: dict[type, FastCodec] = {

@@ -221,3 +221,10 @@ def utf8(text: str, what: str) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise MessageEncodeError(f"{what} cannot be encoded as UTF-8: {exc.reason}") from None
+
+
+# The compiled twin when built (codecs/accel.py); the function above stays the reference.
+from ..accel import accelerated  # noqa: E402
+
+get_property = accelerated(get_property)
+decode_properties = accelerated(decode_properties)

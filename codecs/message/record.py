@@ -514,3 +514,9 @@ def iter_records(
 def decode_records(buf: Buffer, **options: bool) -> list[MessageExt]:
     """:func:`iter_records` as a list (same keyword options)."""
     return list(iter_records(buf, **options))
+
+
+# The compiled twin when built (codecs/accel.py); the function above stays the reference.
+from ..accel import accelerated  # noqa: E402
+
+encode_record_into = accelerated(encode_record_into)

@@ -61,3 +61,47 @@ async def test_push_consumer_receives_every_message_in_queue_order(tmp_path):
             name = route.broker_datas[0].broker_name
             for q in range(4):
                 assert await inst.api.query_consumer_offset(addr, "CG1", MessageQueue("PT", name, q)) == 10
+
+
+async def test_aclose_cancel_callbacks_leaves_stuck_messages_unconsumed_and_quiet(tmp_path, caplog):
+    """``aclose(cancel_callbacks=True)``: a callback in flight is cancelled at once (no
+    ``await_termination_s`` wait, no warning); offsets are committed up to the stuck
+    message, which a later consumer of the group gets again."""
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        handled: list[bytes] = []
+        stuck = trio.Event()
+
+        async def on_message(msg):
+            if msg.body == b"m3":
+                stuck.set()
+                await trio.sleep_forever()
+            handled.append(msg.body)
+            return ConsumeResult.SUCCESS
+
+        async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
+            for i in range(6):
+                await raw_send(inst, "CC", f"m{i}".encode(), queue_id=0)
+            consumer = PushConsumer("CGC", ns, {"CC": "*"}, on_message, consume_from="first",
+                                    max_concurrency=1, await_termination_s=30)
+            async with consumer:
+                with trio.fail_after(10):
+                    await stuck.wait()
+                with trio.fail_after(5):  # far below await_termination_s: nothing waited for
+                    await consumer.aclose(cancel_callbacks=True)
+        assert handled == [b"m0", b"m1", b"m2"]
+        assert "callbacks still running" not in caplog.text
+
+        again: list[bytes] = []
+        done = trio.Event()
+
+        async def on_again(msg):
+            again.append(msg.body)
+            if len(again) == 3:
+                done.set()
+            return ConsumeResult.SUCCESS
+
+        async with PushConsumer("CGC", ns, {"CC": "*"}, on_again, max_concurrency=1) as consumer:
+            with trio.fail_after(10):
+                await done.wait()
+        assert again == [b"m3", b"m4", b"m5"]

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from trocket.codecs import accel
 from trocket.codecs.command import LanguageCode, RemotingCommand, SerializeType
 from trocket.codecs.errors import HeaderDecodeError, HeaderEncodeError
 from trocket.codecs.header_binary import decode_binary_header, encode_binary_header
@@ -84,6 +85,11 @@ def test_garbage_raises_only_header_errors(raw):
 
 # -- the shape cache: a block laid out like the last one of its length takes one struct call
 
+# These test the pure reference's cache (the compiled twin, when built, has none and is
+# compared with the reference in test_accel.py).
+pure_decode = accel.pure("decode_binary_header")
+
+
 
 def reference_ext(block: bytes) -> dict[str, str]:
     """An independent, obviously-correct reading of an ext block (the oracle)."""
@@ -120,7 +126,7 @@ def learned(header: bytes):
 
     block_len = struct.unpack_from(">i", header, 17)[0]
     for _ in range(header_binary._LEARN_AFTER + header_binary._RELEARN_AFTER):
-        cmd = decode_binary_header(header)
+        cmd = pure_decode(header)
         shape = header_binary._SHAPES.get(block_len)
         if shape and shape.keys == tuple(cmd.ext_fields) and shape.vlens == tuple(
             len(v.encode()) for v in cmd.ext_fields.values()
@@ -131,7 +137,7 @@ def learned(header: bytes):
 
 def ext_of(header: bytes):
     try:
-        return decode_binary_header(header).ext_fields
+        return pure_decode(header).ext_fields
     except HeaderDecodeError:
         return HeaderDecodeError
 
@@ -151,11 +157,11 @@ def test_a_repeated_shape_decodes_like_the_first_time():
     raw = enc(RemotingCommand(code=310, ext_fields=SEND_EXT, serialize_type=SerializeType.ROCKETMQ))
     first = learned(raw)
     for _ in range(3):  # the cached shape serves these
-        again = decode_binary_header(raw)
+        again = pure_decode(raw)
         assert again == first and list(again.ext_fields) == list(SEND_EXT)
     # same lengths, other bytes: values are read from this header, not the cache
     other = dict(SEND_EXT, b="TopicTust", g="1700000000999")
-    assert decode_binary_header(enc(RemotingCommand(code=310, ext_fields=other))).ext_fields == other
+    assert pure_decode(enc(RemotingCommand(code=310, ext_fields=other))).ext_fields == other
 
 
 def test_cached_shape_with_bad_utf8_value_or_key_is_a_typed_error():
@@ -165,8 +171,8 @@ def test_cached_shape_with_bad_utf8_value_or_key_is_a_typed_error():
     bad_key = block.replace(b"k2", b"k\xfe")
     for bad in (bad_value, bad_key):
         with pytest.raises(HeaderDecodeError, match="UTF-8"):
-            decode_binary_header(with_ext_block(bad))
-    assert decode_binary_header(with_ext_block(block)).ext_fields == {"k": "ab", "k2": "v"}
+            pure_decode(with_ext_block(bad))
+    assert pure_decode(with_ext_block(block)).ext_fields == {"k": "ab", "k2": "v"}
 
 
 def test_same_total_length_other_layout():
@@ -175,14 +181,14 @@ def test_same_total_length_other_layout():
     two = b"\x00\x01a" + b"\x00\x00\x00\x00" + b"\x00\x01b" + b"\x00\x00\x00\x03xyz"
     assert len(one) == len(two)
     assert learned(with_ext_block(one)).ext_fields == {"a": "xyz", "b": ""}
-    assert decode_binary_header(with_ext_block(two)).ext_fields == {"a": "", "b": "xyz"}
-    assert decode_binary_header(with_ext_block(one)).ext_fields == {"a": "xyz", "b": ""}
+    assert pure_decode(with_ext_block(two)).ext_fields == {"a": "", "b": "xyz"}
+    assert pure_decode(with_ext_block(one)).ext_fields == {"a": "xyz", "b": ""}
 
 
 def test_cached_shape_duplicate_keys_keep_first_position_last_value():
     block = b"\x00\x01a\x00\x00\x00\x011" + b"\x00\x01b\x00\x00\x00\x012" + b"\x00\x01a\x00\x00\x00\x013"
     for _ in range(4):  # learned at the second
-        ext = decode_binary_header(with_ext_block(block)).ext_fields
+        ext = pure_decode(with_ext_block(block)).ext_fields
         assert list(ext.items()) == [("a", "3"), ("b", "2")]
 
 
@@ -192,12 +198,12 @@ def test_truncated_entry_inside_a_block_of_a_cached_length():
     # same total length, but the second entry's value length now overruns the block
     cut = b"\x00\x01a\x00\x00\x00\x02xy" + b"\x00\x01b\x00\x00\x00\x02z"
     with pytest.raises(HeaderDecodeError, match="overruns"):
-        decode_binary_header(with_ext_block(cut))
+        pure_decode(with_ext_block(cut))
     # a negative value length, and a key length running past the end
     for bad in (b"\x00\x01a\xff\xff\xff\xf9xy" + b"\x00\x01b\x00\x00\x00\x01z",
                 b"\x00\x01a\x00\x00\x00\x02xy" + b"\x00\x09b\x00\x00\x00\x01z"):
         with pytest.raises(HeaderDecodeError):
-            decode_binary_header(with_ext_block(bad))
+            pure_decode(with_ext_block(bad))
 
 
 def test_shape_cache_is_bounded():
@@ -224,17 +230,17 @@ def test_uncached_loop_names_the_structural_fault_first():
     # value length 3 over a 2-byte tail that cuts "é" in half: an overrun, not bad UTF-8
     block = b"\x00\x01k\x00\x00\x00\x03" + "\u00e9".encode()[:1] + b"x"
     with pytest.raises(HeaderDecodeError, match="overruns"):
-        decode_binary_header(with_ext_block(block[:-1] + b"\xc3"))
+        pure_decode(with_ext_block(block[:-1] + b"\xc3"))
     # bad UTF-8 early, then a key length running past the end: the overrun is reported
     block = b"\x00\x01k\x00\x00\x00\x01\xff" + b"\x00\x09"
     with pytest.raises(HeaderDecodeError, match="overruns"):
-        decode_binary_header(with_ext_block(block))
+        pure_decode(with_ext_block(block))
     # bad UTF-8 in a well-formed block
     with pytest.raises(HeaderDecodeError, match="UTF-8"):
-        decode_binary_header(with_ext_block(b"\x00\x01k\x00\x00\x00\x01\xff"))
+        pure_decode(with_ext_block(b"\x00\x01k\x00\x00\x00\x01\xff"))
     # multi-byte keys and values read through the loop
     block = b"\x00\x02\xc3\xa9\x00\x00\x00\x03ab\x00" + b"\x00\x00\x00\x00\x00\x00"
-    assert decode_binary_header(with_ext_block(block)).ext_fields == {"\u00e9": "ab\x00", "": ""}
+    assert pure_decode(with_ext_block(block)).ext_fields == {"\u00e9": "ab\x00", "": ""}
 
 
 def test_key_prefix_cache_writes_the_same_bytes_and_stays_bounded():

@@ -1,8 +1,9 @@
 """The same job on a real Spark standalone cluster (a master and a worker started from the
-installed pyspark on loopback) gives what local mode gives; and the spark-submit entry point.
+installed pyspark on loopback) gives what local mode gives, run with ``trocket analyze
+--master spark://...`` and with ``spark-submit`` of the packaged entry point.
 
-The cluster's JVMs are subprocesses of this test, stopped at its end. Skips only where
-Java is absent.
+One cluster serves the module; the cluster's JVMs are subprocesses of this test, stopped
+at its end. Skips only where Java is absent.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def cluster(tmp_path_factory):
 
     home = os.path.dirname(pyspark.__file__)
     d = tmp_path_factory.mktemp("cluster")
-    env = dict(os.environ, SPARK_HOME=home, SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(d), PYSPARK_PYTHON=sys.executable)
+    env = dict(os.environ, SPARK_HOME=home, SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(d), PYSPARK_PYTHON=sys.executable,
+               SPARK_DAEMON_JAVA_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")  # fmt: skip
     port = _free_port()
     url = f"spark://127.0.0.1:{port}"
     spark_class = os.path.join(home, "bin", "spark-class")
@@ -56,7 +58,7 @@ def cluster(tmp_path_factory):
         for name, args, ready in (
             ("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
                         "--webui-port", str(_free_port())], "I have been elected leader"),
-            ("worker", ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--cores", "2", "--memory", "1g",
+            ("worker", ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--cores", "2", "--memory", "2g",
                         "--webui-port", str(_free_port()), "--work-dir", str(d / "work")], "Successfully registered with master"),
         ):  # fmt: skip
             log = d / f"{name}.log"
@@ -79,6 +81,47 @@ def cluster(tmp_path_factory):
             f.close()
 
 
+@pytest.fixture(scope="module")
+def cluster_runs(cluster, captures, tmp_path_factory):
+    """Both entry points on the cluster at once: ``trocket analyze --master spark://...``
+    and ``spark-submit --master spark://...`` of the packaged entry point. Each
+    application takes one of the worker's two cores, so their JVM start-ups overlap
+    (the two runs one after the other were most of this module's time)."""
+    import trocket.spark.submit as entry
+
+    url, env, home = cluster
+    d = tmp_path_factory.mktemp("cluster-runs")
+    jvm = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    commands = {
+        "analyze": (
+            [sys.executable, "-m", "trocket", "analyze", captures["native"], "--out", str(d / "analyze-out"), "--master", url,
+             "--split-mb", "1", "--quiet", "--no-report"],
+            dict(env, PYSPARK_SUBMIT_ARGS="--conf spark.cores.max=1 pyspark-shell"),
+        ),
+        "submit": (
+            [os.path.join(home, "bin", "spark-submit"), "--master", url, "--total-executor-cores", "1",
+             "--driver-java-options", jvm, "--conf", "spark.ui.enabled=false", entry.__file__,
+             captures["native"], "--out", str(d / "submit-out"), "--quiet", "--no-report"],
+            env,
+        ),
+    }  # fmt: skip
+    procs = {
+        name: subprocess.Popen(cmd, env=e, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name, (cmd, e) in commands.items()
+    }
+    runs = {}
+    try:
+        for name, proc in procs.items():
+            out, err = proc.communicate(timeout=300)
+            runs[name] = (proc.returncode, out, err, d / f"{name}-out")
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return runs
+
+
 def _same_tables(spark, local_dir: str, other_dir: str) -> None:
     from pyspark.sql import functions as F
 
@@ -93,30 +136,16 @@ def _same_tables(spark, local_dir: str, other_dir: str) -> None:
         assert a.exceptAll(b).count() == 0 and b.exceptAll(a).count() == 0
 
 
-def test_standalone_cluster_gives_the_local_results(cluster, spark, captures, native_result, tmp_path):
-    url, env, _ = cluster
-    out = tmp_path / "cluster-out"
-    proc = subprocess.run(
-        [sys.executable, "-m", "trocket", "analyze", captures["native"], "--out", str(out), "--master", url,
-         "--split-mb", "1", "--quiet", "--no-report"],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_standalone_cluster_gives_the_local_results(cluster_runs, spark, native_result):
+    rc, _, err, out = cluster_runs["analyze"]
+    assert rc == 0, err[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary == native_result.summary
     _same_tables(spark, os.path.dirname(native_result.frames_path), str(out))
 
 
-def test_spark_submit_entry_point_on_the_cluster(cluster, spark, captures, native_result, tmp_path):
-    import trocket.spark.submit as entry
-
-    url, env, home = cluster
-    out = tmp_path / "submit-out"
-    proc = subprocess.run(
-        [os.path.join(home, "bin", "spark-submit"), "--master", url, "--conf", "spark.ui.enabled=false", entry.__file__,
-         captures["native"], "--out", str(out), "--quiet", "--no-report"],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "frames 3000" in proc.stdout
+def test_spark_submit_entry_point_on_the_cluster(cluster_runs, native_result):
+    rc, stdout, err, out = cluster_runs["submit"]
+    assert rc == 0, err[-3000:]
+    assert "frames 3000" in stdout
     assert json.loads((out / "summary.json").read_text()) == native_result.summary

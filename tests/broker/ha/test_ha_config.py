@@ -17,7 +17,8 @@ def parse(*argv: str) -> BrokerConfig:
 
 
 def test_cli_roles():
-    assert parse().broker_role == "ASYNC_MASTER" and parse().ha_listen_addr() is None
+    assert parse().broker_role == "ASYNC_MASTER" and parse().ha_listen_addr() == ("127.0.0.1", 10912)
+    assert parse("--listen", "127.0.0.1:0").ha_listen_addr() == ("127.0.0.1", 0)
     m = parse("--role", "sync_master", "--listen", "127.0.0.1:10911")
     assert m.broker_role == "SYNC_MASTER" and m.ha_listen_addr() == ("127.0.0.1", 10912)
     m = parse("--role", "ASYNC_MASTER", "--ha-listen", "0.0.0.0:20912")

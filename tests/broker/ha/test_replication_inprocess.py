@@ -4,6 +4,8 @@ fast checks of the send path's hand-off, the slave's append and refusal, the syn
 from __future__ import annotations
 
 import functools
+import struct
+from contextlib import asynccontextmanager
 
 import pytest
 import trio
@@ -12,9 +14,14 @@ from trocket.broker.ha.protocol import HEADER, OFFSET
 from trocket.codecs.bodies.route import TopicRouteData
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
-from trocket.codecs.headers import GetRouteInfoRequestHeader, SendMessageResponseHeader, decode_header
+from trocket.codecs.headers import (
+    DeleteTopicRequestHeader,
+    GetRouteInfoRequestHeader,
+    SendMessageResponseHeader,
+    decode_header,
+)
 
-from ..conftest import Wire, client, running_broker
+from ..conftest import Wire, broker_config, client, running_broker
 
 TOPIC = "HaTopic"
 
@@ -329,3 +336,159 @@ async def test_slave_lagging_past_fallbehind_max_is_not_available(tmp_path):
                 assert trio.current_time() - t0 < 0.25
         finally:
             await silent.aclose()
+
+
+async def test_async_master_listens_by_default_and_a_slave_finds_it_through_the_name_server(tmp_path):
+    # as Java's master: haListenPort (listen port + 1; port 0 here) without any HA setting
+    async with running_broker(tmp_path / "m") as master:
+        assert master.config.broker_role == "ASYNC_MASTER" and master.ha.server.port
+        async with running_broker(
+            tmp_path / "s", broker_role="SLAVE", namesrv_addrs=master.namesrv.address,
+        ) as slave:
+            async with client() as c:
+                for i in range(20):
+                    r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"m%d" % i, queue_id=0, properties=Wire.props()))
+                    assert r.code == ResponseCode.SUCCESS
+            await wait_until(lambda: slave.store.max_phy_offset == master.store.max_phy_offset)
+            assert slave.ha.client.master == ("127.0.0.1", master.ha.server.port)
+            assert cq_entries(slave.store, TOPIC, 0) == cq_entries(master.store, TOPIC, 0)
+
+
+async def test_an_implicit_ha_port_in_use_leaves_an_async_master_without_replication(tmp_path):
+    from trocket.broker.ha import HAServer, GroupTransferService
+    from trocket.broker.store import MessageStore, StoreConfig
+
+    taken = trio.socket.socket()
+    await taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    store = MessageStore.open(StoreConfig(store_dir=str(tmp_path / "m"), commit_log_segment_size=1 << 20))
+    try:
+        transfer = GroupTransferService(timeout=1, fallbehind_max=1 << 20)
+        addr = ("127.0.0.1", taken.getsockname()[1])
+        async with trio.open_nursery() as nursery:
+            assert await nursery.start(HAServer(store, transfer, addr, required=False).run) == 0
+            with pytest.raises(OSError):
+                await nursery.start(HAServer(store, transfer, addr).run)
+    finally:
+        taken.close()
+        store.shutdown()
+
+
+async def test_slave_drops_the_queues_of_a_topic_its_master_deleted(tmp_path):
+    async with running_broker(tmp_path / "m") as master:
+        async with running_broker(
+            tmp_path / "s", broker_role="SLAVE", namesrv_addrs=master.namesrv.address, slave_sync_interval_ms=100,
+        ) as slave:
+            async with client() as c:
+                for topic in ("Doomed", "Kept"):
+                    for q in range(2):
+                        r = await c.invoke_sync(master.broker_addr, Wire.send_v2(topic, b"x", queue_id=q, properties=Wire.props()))
+                        assert r.code == ResponseCode.SUCCESS
+                await wait_until(lambda: slave.topics.select("Doomed") is not None and slave.topics.select("Kept") is not None)
+                await wait_until(lambda: slave.store.get_max_offset("Doomed", 1) == 1)
+                r = await c.invoke_sync(master.broker_addr, RemotingCommand.request(
+                    RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic="Doomed")))
+                assert r.code == ResponseCode.SUCCESS
+                await wait_until(lambda: "Doomed" not in slave.store.queues.topics())
+                assert slave.topics.select("Doomed") is None
+                assert slave.store.get_max_offset("Doomed", 0) == 0
+                assert [slave.store.get_max_offset("Kept", q) for q in range(2)] == [1, 1]
+
+
+async def _pipelined_sends(master, n: int) -> list[RemotingCommand]:
+    """``n`` sends in one write on a raw connection; their answers, as they arrive."""
+    from trocket.codecs.serialize import decode_command, encode_command
+
+    host, port = master.broker_addr.rsplit(":", 1)
+    sock = trio.socket.socket()
+    await sock.connect((host, int(port)))
+    with sock:
+        requests = []
+        for i in range(n):
+            req = Wire.send_v2(TOPIC, b"m%d" % i, queue_id=i % 4, properties=Wire.props())
+            req.opaque = 1000 + i
+            requests.append(encode_command(req))
+        await sock.send(b"".join(requests))  # one read on the master: one batch
+        buf = bytearray()
+        answers = []
+        with trio.fail_after(10):
+            while len(answers) < n:
+                buf += await sock.recv(65536)
+                while len(buf) >= 4 and len(buf) >= 4 + struct.unpack_from(">I", buf)[0]:
+                    size = struct.unpack_from(">I", buf)[0]
+                    answers.append(decode_command(bytes(buf[4 : 4 + size])))
+                    del buf[: 4 + size]
+    return answers
+
+
+@asynccontextmanager
+async def _sync_pair(tmp_path, **master_kw):
+    """A SYNC_MASTER (``master_kw`` for its BrokerController) followed by a slave, the
+    topic created."""
+    from trocket.broker.controller import BrokerController
+
+    master = BrokerController(broker_config(tmp_path / "m", broker_role="SYNC_MASTER"), **master_kw)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(master.run)
+        async with running_broker(
+            tmp_path / "s", broker_role="SLAVE", ha_master_address=("127.0.0.1", master.ha.server.port),
+            namesrv_addrs=master.namesrv.address,
+        ):
+            await wait_until(lambda: master.ha.transfer.connections == 1)
+            async with client() as c:
+                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"first", properties=Wire.props()))
+                assert r.code == ResponseCode.SUCCESS
+            yield master
+        nursery.cancel_scope.cancel()
+
+
+async def test_answers_one_acknowledgement_completes_leave_in_one_write(tmp_path, monkeypatch):
+    """A SYNC_MASTER writes the answers an acknowledgement completed at the end of that
+    pass, corked: one write per client connection, not one per answer."""
+    import trocket.remoting.connection as connection
+
+    frames_per_write: list[int] = []
+    real_write = connection._write
+
+    def counting_write(fd, data):
+        n, pos, view = 0, 0, memoryview(data)
+        while pos + 4 <= len(view):
+            pos += 4 + struct.unpack_from(">I", view, pos)[0]
+            n += 1
+        frames_per_write.append(n)
+        return real_write(fd, data)
+
+    async with _sync_pair(tmp_path) as master:
+        acks_before = master.ha.transfer.acks_used
+        monkeypatch.setattr(connection, "_write", counting_write)
+        n = 8
+        answers = await _pipelined_sends(master, n)
+        monkeypatch.setattr(connection, "_write", real_write)
+        assert [a.opaque for a in answers] == [1000 + i for i in range(n)]  # in order
+        assert all(a.code == ResponseCode.SUCCESS for a in answers)
+        assert master.ha.transfer.acks_used - acks_before == 1  # one acknowledgement covered all
+        assert n in frames_per_write  # and its answers left in one write
+
+
+async def test_replicated_answers_wait_for_room_in_order_when_the_outbox_is_full(tmp_path, monkeypatch):
+    """An outbox of 2 frames: the third answer of a pass waits for room in a task, the
+    later ones queue behind it; all arrive, in order, and none stays counted in flight."""
+    from trocket.broker.processors.send import SendProcessor
+    from trocket.remoting import ServerConfig
+
+    waited = []
+    real = SendProcessor._answer_queued
+
+    async def counting(self, conn, queue, first):
+        waited.append(len(queue))
+        await real(self, conn, queue, first)
+
+    monkeypatch.setattr(SendProcessor, "_answer_queued", counting)
+    cfg = ServerConfig(listen_host="127.0.0.1", listen_port=0, system_reply_ext_fields=True, outbound_max_frames=2)
+    async with _sync_pair(tmp_path, server_config=cfg) as master:
+        n = 12
+        answers = await _pipelined_sends(master, n)
+        assert waited  # the outbox was full: a task took over
+        assert [a.opaque for a in answers] == [1000 + i for i in range(n)]
+        assert all(a.code == ResponseCode.SUCCESS for a in answers)
+        await wait_until(lambda: master.send_processor.pending == 0 and not master.send_processor._answers)

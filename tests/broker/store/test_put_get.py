@@ -49,6 +49,57 @@ def test_round_trip_fields(store, config):
     assert decode_offset_msg_id(r.msg_id).offset == 0
 
 
+def test_message_inner_fast_constructor_equals_the_attrs_one():
+    """``message_inner`` (slot stores, the send path's) builds what the keyword
+    ``__init__`` builds, every field included."""
+    from trocket.broker.store.messages import MessageInner, message_inner
+    from trocket.codecs.message.hosts import HostAddress
+
+    host = HostAddress("10.1.2.3", 40000)
+    fast = message_inner("T", b"body", 3, 7, b"TAGS\x01a\x02", 4, 1700000000000, host, 2, 97)
+    slow = MessageInner(
+        topic="T", body=b"body", queue_id=3, flag=7, properties_bytes=b"TAGS\x01a\x02", sys_flag=4,
+        born_timestamp=1700000000000, born_host=host, reconsume_times=2, tags_code=97,
+    )
+    assert fast == slow
+    assert [a.name for a in MessageInner.__attrs_attrs__] == [
+        "topic", "body", "queue_id", "flag", "properties", "properties_bytes", "sys_flag",
+        "born_timestamp", "born_host", "reconsume_times", "prepared_transaction_offset", "tags_code",
+    ]  # a new field must be set in message_inner too
+
+
+def test_put_result_built_by_slot_stores_is_whole(store, config):
+    """CommitLog.put_message builds its PutResult with slot stores: every field set,
+    equal to the one the attrs __init__ makes."""
+    import attrs
+
+    from trocket.broker.store import PutResult, PutStatus
+
+    r = store.put_message(msg(queue_id=1))
+    assert [a.name for a in attrs.fields(PutResult)] == [
+        "status", "queue_id", "queue_offset", "physical_offset", "wrote_bytes", "store_timestamp",
+        "store_host", "msg_count", "record_sizes", "_msg_id",
+    ]  # a new field must be set in CommitLog.put_message too
+    same = PutResult(
+        PutStatus.PUT_OK, 1, 0, r.physical_offset, r.wrote_bytes, r.store_timestamp, config.store_host
+    )
+    assert r.msg_id == same.msg_id  # computed on read there, eagerly here
+    assert r == same
+
+
+def test_put_result_msg_id_follows_the_store_host(store, config):
+    """The message id prefix is cached per store host; the broker changes the host
+    after opening the store (its listen port), and the id follows."""
+    from trocket.codecs.message.hosts import HostAddress
+
+    first = store.put_message(msg())
+    assert decode_offset_msg_id(first.msg_id).port == config.store_host[1]
+    store.config.store_host = HostAddress("10.9.8.7", 12345)
+    second = store.put_message(msg())
+    decoded = decode_offset_msg_id(second.msg_id)
+    assert (decoded.ip, decoded.port, decoded.offset) == ("10.9.8.7", 12345, second.physical_offset)
+
+
 def test_queue_offsets_are_per_queue(store):
     offsets = [store.put_message(msg(queue_id=i % 3)).queue_offset for i in range(9)]
     assert offsets == [0, 0, 0, 1, 1, 1, 2, 2, 2]

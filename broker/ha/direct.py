@@ -1,0 +1,67 @@
+"""Reads and writes on an HA connection's socket without trio's per-call checkpoints.
+
+``SocketStream.send_all`` / ``receive_some`` yield to the scheduler on every call, even
+when the socket takes or has the bytes at once; an HA connection makes a few such calls
+per replicated batch (a frame down, an 8-byte report up), and on a SYNC_MASTER each is
+on a send's critical path. As remoting's connections do, these try the non-blocking
+syscall first and wait for readiness only when it would block: a write that the socket
+takes whole costs one ``writev``; a read waits for readability only after a read that
+did not fill the buffer (the socket is then almost surely drained).
+"""
+
+from __future__ import annotations
+
+import os
+
+import trio
+
+__all__ = ["DirectSocket"]
+
+_wait_readable = trio.lowlevel.wait_readable
+_checkpoint = trio.lowlevel.checkpoint
+
+
+class DirectSocket:
+    __slots__ = ("stream", "fd", "_buf", "_view", "_drained")
+
+    def __init__(self, stream: trio.SocketStream, receive_size: int) -> None:
+        self.stream = stream
+        self.fd = stream.socket.fileno()
+        self._buf = bytearray(receive_size)
+        self._view = memoryview(self._buf)
+        self._drained = True
+
+    async def receive(self) -> memoryview:
+        """The next bytes (empty: the peer closed), as a view of this socket's buffer:
+        valid until the next call."""
+        fd = self.fd
+        if self._drained:
+            await _wait_readable(fd)
+        else:
+            await _checkpoint()  # a busy peer must not starve the other tasks
+        buf = self._buf
+        while True:
+            try:
+                n = os.readv(fd, (buf,))
+            except BlockingIOError:
+                await _wait_readable(fd)
+                continue
+            except OSError as exc:
+                raise trio.BrokenResourceError(str(exc)) from exc
+            self._drained = n < len(buf)
+            return self._view[:n]
+
+    async def send(self, *parts: bytes | memoryview) -> None:
+        """Write ``parts`` in order: one ``writev`` when the socket takes them (the
+        usual case, no checkpoint); the rest through ``send_all``, which waits for room."""
+        try:
+            n = os.writev(self.fd, parts)
+        except BlockingIOError:
+            n = 0
+        except OSError as exc:
+            raise trio.BrokenResourceError(str(exc)) from exc
+        total = sum(len(p) for p in parts) if len(parts) > 1 else len(parts[0])
+        if n == total:
+            return
+        rest = b"".join(parts)[n:] if len(parts) > 1 else memoryview(parts[0])[n:]
+        await self.stream.send_all(rest)

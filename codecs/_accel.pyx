@@ -1,0 +1,1133 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled twins of the hottest pure codec functions (optional; see :mod:`.accel`).
+
+Every function here has a pure-Python twin of the same name, the reference. A twin
+handles the input real traffic carries and hands anything else to the pure function
+(registered by :func:`set_pure`): a fault, an unusual spelling, a type it does not
+know. So the compiled path returns only what the pure path would return for the same
+input, and every error is the pure path's own error, message included. The
+differential tests (``tests/codecs/test_accel.py``) check it.
+
+Not imported directly: :mod:`trocket.codecs.accel` picks the implementation.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
+from cpython.dict cimport PyDict_GetItem, PyDict_SetItem, PyDict_New
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
+from cpython.object cimport PyObject
+from cpython.unicode cimport PyUnicode_DecodeUTF8, PyUnicode_AsUTF8String
+from cpython.ref cimport Py_INCREF, Py_XDECREF
+from libc.string cimport memcmp, memcpy
+
+cdef extern from "Python.h":
+    bint PyUnicode_IS_ASCII(object o)
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
+    const unsigned char* PyUnicode_1BYTE_DATA(object o)
+
+import zlib
+
+from trocket.codecs.command import LanguageCode, RemotingCommand, SerializeType
+from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQError, TruncatedFrameError
+
+#: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
+#: differs from its own (a stale ``.so`` left by an older editable install).
+ABI = 1
+
+cdef object _py_decode_command = None
+cdef object _py_FrameDecoder = None
+cdef object _sniff_foreign_protocol = None
+cdef object _py_decode_binary_header = None
+cdef object _py_decode_json_header = None
+cdef object _py_decode_send_message = None
+cdef object _py_decode_send_message_v2 = None
+cdef object _py_encode_record_into = None
+cdef object _py_get_property = None
+cdef object _py_decode_properties = None
+
+
+def set_pure(str name, fn):
+    """Register the pure function ``name`` hands over to."""
+    global _py_decode_command, _py_decode_binary_header, _py_decode_json_header
+    global _py_FrameDecoder, _sniff_foreign_protocol
+    global _py_decode_send_message, _py_decode_send_message_v2, _py_encode_record_into, _py_get_property
+    global _py_decode_properties
+    if name == "FrameDecoder":
+        _py_FrameDecoder = fn
+        from trocket.codecs.frame import sniff_foreign_protocol
+        _sniff_foreign_protocol = sniff_foreign_protocol
+    elif name == "decode_command":
+        _py_decode_command = fn
+    elif name == "decode_binary_header":
+        _py_decode_binary_header = fn
+    elif name == "decode_json_header":
+        _py_decode_json_header = fn
+    elif name == "decode_send_message":
+        _py_decode_send_message = fn
+    elif name == "decode_send_message_v2":
+        _py_decode_send_message_v2 = fn
+    elif name == "encode_record_into":
+        _py_encode_record_into = fn
+    elif name == "get_property":
+        _py_get_property = fn
+    elif name == "decode_properties":
+        _py_decode_properties = fn
+    else:
+        raise KeyError(name)
+
+
+cdef object _RC = RemotingCommand
+cdef object _new = object.__new__
+cdef object _JSON = SerializeType.JSON
+cdef object _ROCKETMQ = SerializeType.ROCKETMQ
+cdef object _JAVA = LanguageCode.JAVA
+cdef tuple _LANGS = tuple(LanguageCode(i) for i in range(max(LanguageCode) + 1))
+cdef dict _LANG_BY_NAME = {lang.name: lang for lang in LanguageCode}
+cdef bytes _EMPTY = b""
+#: Returned by the parsers instead of a result: hand the input to the pure function.
+cdef object _FAIL = object()
+
+
+cdef inline object _command(int code, object lang, int version, int opaque, int flag,
+                            object remark, object ext, object stype):
+    # the attrs __init__ is a Python call of ten stores; slot stores from C cost less
+    cmd = _new(_RC)
+    cmd.code = code
+    cmd.language = lang
+    cmd.version = version
+    cmd.opaque = opaque
+    cmd.flag = flag
+    cmd.remark = remark
+    cmd.ext_fields = ext
+    cmd.body = _EMPTY
+    cmd.custom_header = None
+    cmd.serialize_type = stype
+    return cmd
+
+
+cdef inline int _i32(const unsigned char* p) noexcept:
+    return <int>((<unsigned int>p[0] << 24) | (<unsigned int>p[1] << 16) | (<unsigned int>p[2] << 8) | p[3])
+
+
+cdef inline object _utf8(const unsigned char* p, Py_ssize_t n):
+    """The text of ``p[:n]``, or ``_FAIL`` when it is not UTF-8."""
+    try:
+        return PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
+    except UnicodeDecodeError:
+        return _FAIL
+
+
+# Short ASCII strings (ext keys, topics, groups, "0", "false") recur in request after
+# request: a small direct-mapped cache hands back the same str object (its hash already
+# computed, so the dict insert and the header decoder's lookups skip hashing) instead
+# of a new one. Bounded: _CACHE_SLOTS entries of at most _CACHE_MAX bytes.
+cdef enum:
+    _CACHE_SLOTS = 1024
+    _CACHE_MAX = 32
+
+cdef PyObject* _cache[_CACHE_SLOTS]
+
+
+cdef inline object _text(const unsigned char* p, Py_ssize_t n):
+    """``_utf8`` through the cache of short ASCII strings."""
+    cdef unsigned int h = 2166136261u
+    cdef Py_ssize_t i
+    cdef PyObject* hit
+    if n > _CACHE_MAX:
+        return _utf8(p, n)
+    for i in range(n):
+        if p[i] >= 0x80:
+            return _utf8(p, n)
+        h = (h ^ p[i]) * 16777619u
+    h = (h ^ (h >> 15)) & (_CACHE_SLOTS - 1)
+    hit = _cache[h]
+    if hit != NULL and PyUnicode_GET_LENGTH(<object>hit) == n and memcmp(
+            PyUnicode_1BYTE_DATA(<object>hit), p, n) == 0:
+        return <object>hit
+    s = PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
+    Py_INCREF(s)
+    Py_XDECREF(hit)
+    _cache[h] = <PyObject*>s
+    return s
+
+
+# -- ROCKETMQ binary header -----------------------------------------------------------
+
+
+cdef object _binary_header(const unsigned char* p, Py_ssize_t end):
+    """The command of a ROCKETMQ header, or ``_FAIL`` for anything not plainly valid."""
+    cdef int code, version, opaque, flag, remark_len, ext_len, vlen
+    cdef unsigned int language, klen
+    cdef Py_ssize_t pos, kend, vend
+    if end < 21:
+        return _FAIL
+    code = <short>((p[0] << 8) | p[1])
+    language = p[2]
+    version = <short>((p[3] << 8) | p[4])
+    opaque = _i32(p + 5)
+    flag = _i32(p + 9)
+    remark_len = _i32(p + 13)
+    if language >= <unsigned int>len(_LANGS):
+        return _FAIL
+    pos = 17
+    if remark_len < 0 or remark_len > end - pos - 4:
+        return _FAIL
+    remark = None
+    if remark_len:
+        remark = _utf8(p + pos, remark_len)
+        if remark is _FAIL:
+            return _FAIL
+        pos += remark_len
+    ext_len = _i32(p + pos)
+    pos += 4
+    if ext_len < 0 or ext_len != end - pos:
+        return _FAIL
+    ext = None
+    if ext_len:
+        ext = PyDict_New()
+        while pos < end:
+            if end - pos < 2:
+                return _FAIL
+            klen = (p[pos] << 8) | p[pos + 1]
+            kend = pos + 2 + klen
+            if end - kend < 4:
+                return _FAIL
+            vlen = _i32(p + kend)
+            vend = kend + 4 + vlen
+            if vlen < 0 or vlen > end - kend - 4:
+                return _FAIL
+            key = _text(p + pos + 2, klen)
+            value = _text(p + kend + 4, vlen)
+            if key is _FAIL or value is _FAIL:
+                return _FAIL
+            PyDict_SetItem(ext, key, value)
+            pos = vend
+    return _command(code, _LANGS[language], version, opaque, flag, remark, ext, _ROCKETMQ)
+
+
+def decode_binary_header(header):
+    """Twin of :func:`trocket.codecs.header_binary.decode_binary_header`."""
+    if type(header) is bytes:
+        cmd = _binary_header(<const unsigned char*>PyBytes_AS_STRING(header), PyBytes_GET_SIZE(header))
+        if cmd is not _FAIL:
+            return cmd
+    return _py_decode_binary_header(header)
+
+
+# -- JSON header ----------------------------------------------------------------------
+#
+# A parser for what a RocketMQ JSON header holds: one object of strings, ints,
+# true/false/null and the extFields object of the same scalars. Anything else (floats,
+# arrays, nested values elsewhere, lone surrogate escapes, bad syntax) is _FAIL.
+
+
+cdef struct _Cursor:
+    const unsigned char* p
+    Py_ssize_t pos
+    Py_ssize_t end
+
+
+cdef inline void _ws(_Cursor* c) noexcept:
+    cdef unsigned char ch
+    while c.pos < c.end:
+        ch = c.p[c.pos]
+        if ch == 32 or ch == 9 or ch == 10 or ch == 13:
+            c.pos += 1
+        else:
+            break
+
+
+cdef inline int _hex4(const unsigned char* p) noexcept:
+    """The value of four hex digits, or -1."""
+    cdef int v = 0, i, d
+    cdef unsigned char ch
+    for i in range(4):
+        ch = p[i]
+        if 48 <= ch <= 57:
+            d = ch - 48
+        elif 97 <= ch <= 102:
+            d = ch - 87
+        elif 65 <= ch <= 70:
+            d = ch - 55
+        else:
+            return -1
+        v = (v << 4) | d
+    return v
+
+
+cdef object _json_string_escaped(_Cursor* c, Py_ssize_t start):
+    """The rest of a string holding escapes, from its opening quote's next byte."""
+    cdef Py_ssize_t i = start, n = 0
+    cdef unsigned char ch
+    cdef int u, lo
+    cdef unsigned char* out = <unsigned char*>PyMem_Malloc(c.end - start + 1)
+    if out == NULL:
+        raise MemoryError()
+    try:
+        while i < c.end:
+            ch = c.p[i]
+            if ch == 34:  # closing quote
+                c.pos = i + 1
+                return _utf8(out, n)
+            if ch < 32:
+                return _FAIL
+            if ch != 92:
+                out[n] = ch
+                n += 1
+                i += 1
+                continue
+            if i + 1 >= c.end:
+                return _FAIL
+            ch = c.p[i + 1]
+            i += 2
+            if ch == 34 or ch == 92 or ch == 47:
+                out[n] = ch
+            elif ch == 98:
+                out[n] = 8
+            elif ch == 102:
+                out[n] = 12
+            elif ch == 110:
+                out[n] = 10
+            elif ch == 114:
+                out[n] = 13
+            elif ch == 116:
+                out[n] = 9
+            elif ch == 117:  # \uXXXX
+                if c.end - i < 4:
+                    return _FAIL
+                u = _hex4(c.p + i)
+                if u < 0:
+                    return _FAIL
+                i += 4
+                if 0xD800 <= u <= 0xDBFF:  # a pair, else a lone surrogate: pure path
+                    if c.end - i < 6 or c.p[i] != 92 or c.p[i + 1] != 117:
+                        return _FAIL
+                    lo = _hex4(c.p + i + 2)
+                    if not 0xDC00 <= lo <= 0xDFFF:
+                        return _FAIL
+                    i += 6
+                    u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00)
+                elif 0xDC00 <= u <= 0xDFFF:
+                    return _FAIL
+                if u < 0x80:
+                    out[n] = u
+                elif u < 0x800:
+                    out[n] = 0xC0 | (u >> 6)
+                    out[n + 1] = 0x80 | (u & 0x3F)
+                    n += 1
+                elif u < 0x10000:
+                    out[n] = 0xE0 | (u >> 12)
+                    out[n + 1] = 0x80 | ((u >> 6) & 0x3F)
+                    out[n + 2] = 0x80 | (u & 0x3F)
+                    n += 2
+                else:
+                    out[n] = 0xF0 | (u >> 18)
+                    out[n + 1] = 0x80 | ((u >> 12) & 0x3F)
+                    out[n + 2] = 0x80 | ((u >> 6) & 0x3F)
+                    out[n + 3] = 0x80 | (u & 0x3F)
+                    n += 3
+            else:
+                return _FAIL
+            n += 1
+        return _FAIL  # unterminated
+    finally:
+        PyMem_Free(out)
+
+
+cdef inline object _json_string(_Cursor* c):
+    """The string at the cursor (on its opening quote), or ``_FAIL``."""
+    cdef Py_ssize_t start = c.pos + 1, i = start
+    cdef unsigned char ch
+    while i < c.end:
+        ch = c.p[i]
+        if ch == 34:
+            c.pos = i + 1
+            return _text(c.p + start, i - start)
+        if ch == 92:
+            return _json_string_escaped(c, start)
+        if ch < 32:
+            return _FAIL
+        i += 1
+    return _FAIL
+
+
+cdef inline bint _literal(_Cursor* c, const char* word, Py_ssize_t n) noexcept:
+    cdef Py_ssize_t i
+    if c.end - c.pos < n:
+        return False
+    for i in range(n):
+        if c.p[c.pos + i] != <unsigned char>word[i]:
+            return False
+    c.pos += n
+    return True
+
+
+cdef inline bint _int_span(_Cursor* c, Py_ssize_t* start) noexcept:
+    """Move over a JSON integer (not a float, at most 18 digits); False if it is not one."""
+    cdef Py_ssize_t i = c.pos, digits
+    cdef unsigned char ch
+    start[0] = i
+    if i < c.end and c.p[i] == 45:  # '-'
+        i += 1
+    if i >= c.end or not 48 <= c.p[i] <= 57:
+        return False
+    if c.p[i] == 48:
+        i += 1
+    else:
+        while i < c.end and 48 <= c.p[i] <= 57:
+            i += 1
+    digits = i - start[0] - (1 if c.p[start[0]] == 45 else 0)
+    if digits > 18:
+        return False
+    if i < c.end:
+        ch = c.p[i]
+        if ch == 46 or ch == 101 or ch == 69 or 48 <= ch <= 57:  # '.', 'e', 'E', or "0" then digits
+            return False
+    c.pos = i
+    return True
+
+
+cdef inline long long _int_value(const unsigned char* p, Py_ssize_t start, Py_ssize_t end) noexcept:
+    cdef long long v = 0
+    cdef bint neg = p[start] == 45
+    cdef Py_ssize_t i = start + 1 if neg else start
+    while i < end:
+        v = v * 10 + (p[i] - 48)
+        i += 1
+    return -v if neg else v
+
+
+cdef object _json_ext_value(_Cursor* c):
+    """An extFields value as the text Java reads: strings as they are, ints by their
+    text, true/false by name, null as None (dropped later)."""
+    cdef Py_ssize_t start = 0
+    cdef unsigned char ch
+    if c.pos >= c.end:
+        return _FAIL
+    ch = c.p[c.pos]
+    if ch == 34:
+        return _json_string(c)
+    if ch == 45 or 48 <= ch <= 57:
+        if not _int_span(c, &start):
+            return _FAIL
+        if c.pos - start == 2 and c.p[start] == 45 and c.p[start + 1] == 48:
+            return "0"  # -0 is the int 0
+        return _text(c.p + start, c.pos - start)
+    if ch == 116 and _literal(c, "true", 4):
+        return "true"
+    if ch == 102 and _literal(c, "false", 5):
+        return "false"
+    if ch == 110 and _literal(c, "null", 4):
+        return None
+    return _FAIL
+
+
+cdef object _json_ext(_Cursor* c):
+    """The extFields object at the cursor (on its ``{``), or ``_FAIL``."""
+    cdef bint has_null = False
+    cdef dict ext = {}
+    c.pos += 1
+    _ws(c)
+    if c.pos < c.end and c.p[c.pos] == 125:  # '}'
+        c.pos += 1
+        return ext
+    while True:
+        if c.pos >= c.end or c.p[c.pos] != 34:
+            return _FAIL
+        key = _json_string(c)
+        if key is _FAIL:
+            return _FAIL
+        _ws(c)
+        if c.pos >= c.end or c.p[c.pos] != 58:  # ':'
+            return _FAIL
+        c.pos += 1
+        _ws(c)
+        value = _json_ext_value(c)
+        if value is _FAIL:
+            return _FAIL
+        if value is None:
+            has_null = True
+        PyDict_SetItem(ext, key, value)
+        _ws(c)
+        if c.pos >= c.end:
+            return _FAIL
+        if c.p[c.pos] == 44:  # ','
+            c.pos += 1
+            _ws(c)
+            continue
+        if c.p[c.pos] == 125:
+            c.pos += 1
+            break
+        return _FAIL
+    if has_null:  # the pure path keeps the first-seen order and drops the nulls
+        return {k: v for k, v in ext.items() if v is not None}
+    return ext
+
+
+cdef bint _json_int32(_Cursor* c, int* out) noexcept:
+    """A header int field: a JSON int in int32 range, or null (0)."""
+    cdef Py_ssize_t start = 0
+    cdef long long v
+    if c.pos < c.end and c.p[c.pos] == 110:
+        if _literal(c, "null", 4):
+            out[0] = 0
+            return True
+        return False
+    if not _int_span(c, &start):
+        return False
+    v = _int_value(c.p, start, c.pos)
+    if v < -2147483648 or v > 2147483647:
+        return False
+    out[0] = <int>v
+    return True
+
+
+cdef bint _json_skip_scalar(_Cursor* c):
+    """Move over a string, int, true, false or null."""
+    cdef Py_ssize_t start = 0
+    if c.pos >= c.end:
+        return False
+    ch = c.p[c.pos]
+    if ch == 34:
+        return _json_string(c) is not _FAIL
+    if ch == 45 or 48 <= ch <= 57:
+        return _int_span(c, &start)
+    return _literal(c, "true", 4) or _literal(c, "false", 5) or _literal(c, "null", 4)
+
+
+cdef object _json_header(const unsigned char* p, Py_ssize_t end):
+    """The command of a JSON header, or ``_FAIL`` for anything not plainly valid."""
+    cdef _Cursor c
+    cdef int code = 0, flag = 0, opaque = 0, version = 0
+    cdef unsigned char ch
+    c.p = p
+    c.pos = 0
+    c.end = end
+    lang = _JAVA
+    remark = None
+    ext = None
+    _ws(&c)
+    if c.pos >= c.end or c.p[c.pos] != 123:  # '{'
+        return _FAIL
+    c.pos += 1
+    _ws(&c)
+    if c.pos < c.end and c.p[c.pos] == 125:
+        c.pos += 1
+    else:
+        while True:
+            if c.pos >= c.end or c.p[c.pos] != 34:
+                return _FAIL
+            key = _json_string(&c)
+            if key is _FAIL:
+                return _FAIL
+            _ws(&c)
+            if c.pos >= c.end or c.p[c.pos] != 58:
+                return _FAIL
+            c.pos += 1
+            _ws(&c)
+            if c.pos >= c.end:
+                return _FAIL
+            ch = c.p[c.pos]
+            if key == "code":
+                if not _json_int32(&c, &code):
+                    return _FAIL
+            elif key == "extFields":
+                if ch == 123:
+                    ext = _json_ext(&c)
+                    if ext is _FAIL:
+                        return _FAIL
+                elif _literal(&c, "null", 4):
+                    ext = None
+                else:
+                    return _FAIL
+            elif key == "flag":
+                if not _json_int32(&c, &flag):
+                    return _FAIL
+            elif key == "language":
+                if ch == 34:
+                    name = _json_string(&c)
+                    if name is _FAIL:
+                        return _FAIL
+                    lang = _LANG_BY_NAME.get(name)
+                    if lang is None:
+                        return _FAIL
+                elif _literal(&c, "null", 4):
+                    lang = _JAVA
+                else:
+                    return _FAIL
+            elif key == "opaque":
+                if not _json_int32(&c, &opaque):
+                    return _FAIL
+            elif key == "remark":
+                if ch == 34:
+                    remark = _json_string(&c)
+                    if remark is _FAIL:
+                        return _FAIL
+                elif _literal(&c, "null", 4):
+                    remark = None
+                else:
+                    return _FAIL
+            elif key == "version":
+                if not _json_int32(&c, &version):
+                    return _FAIL
+            elif not _json_skip_scalar(&c):  # serializeTypeCurrentRPC and the unknown
+                return _FAIL
+            _ws(&c)
+            if c.pos >= c.end:
+                return _FAIL
+            if c.p[c.pos] == 44:
+                c.pos += 1
+                _ws(&c)
+                continue
+            if c.p[c.pos] == 125:
+                c.pos += 1
+                break
+            return _FAIL
+    _ws(&c)
+    if c.pos != c.end:
+        return _FAIL
+    return _command(code, lang, version, opaque, flag, remark, ext, _JSON)
+
+
+def decode_json_header(header):
+    """Twin of :func:`trocket.codecs.header_json.decode_json_header`."""
+    if type(header) is bytes:
+        cmd = _json_header(<const unsigned char*>PyBytes_AS_STRING(header), PyBytes_GET_SIZE(header))
+        if cmd is not _FAIL:
+            return cmd
+    return _py_decode_json_header(header)
+
+
+# -- frames ---------------------------------------------------------------------------
+
+
+cdef class FrameDecoder:
+    """Twin of :class:`trocket.codecs.frame.FrameDecoder` (same behaviour, same errors:
+    tests/codecs/test_accel.py feeds both the same chunks)."""
+
+    cdef bytearray _buf
+    cdef Py_ssize_t _pos
+    cdef Py_ssize_t _max  # for comparisons
+    cdef object _limit  # as given: the property and the error show it
+    cdef bint _sniff
+    cdef object _error
+
+    def __init__(self, max_frame_length=16 * 1024 * 1024, *, sniff=True):
+        if max_frame_length < 4:
+            raise ValueError("max_frame_length must be at least 4")
+        self._buf = bytearray()
+        self._pos = 0
+        self._limit = max_frame_length
+        self._max = min(int(max_frame_length), 0x7FFFFFFF)
+        self._sniff = bool(sniff)
+        self._error = None
+
+    @property
+    def max_frame_length(self):
+        return self._limit
+
+    @property
+    def buffered(self):
+        """Bytes received but not yet returned as frames."""
+        return PyByteArray_GET_SIZE(self._buf) - self._pos
+
+    def feed(self, data):
+        if self._error is not None:
+            raise self._error
+        if self._pos:
+            if self._pos >= PyByteArray_GET_SIZE(self._buf) - self._pos:
+                del self._buf[: self._pos]
+                self._pos = 0
+        self._buf += data
+
+    def next_frame(self):
+        """Return the next whole payload (without its length prefix), or ``None``."""
+        cdef Py_ssize_t pos = self._pos, size, end
+        cdef const unsigned char* p
+        cdef int length
+        if self._error is not None:
+            raise self._error
+        size = PyByteArray_GET_SIZE(self._buf)
+        if size - pos < 4:
+            if self._sniff and size - pos:
+                self._check_foreign(bytes(self._buf[pos:]))
+            return None
+        if self._sniff:
+            self._check_foreign(bytes(self._buf[pos : pos + 4]))
+            self._sniff = False
+        p = <const unsigned char*>PyByteArray_AS_STRING(self._buf) + pos
+        length = _i32(p)
+        if length < 4 or length > self._max:
+            self._fail(length)
+        end = pos + 4 + length
+        if end > size:
+            return None
+        frame = PyBytes_FromStringAndSize(<const char*>p + 4, length)
+        self._pos = end
+        return frame
+
+    def __iter__(self):
+        """Yield every whole payload buffered so far."""
+        while True:
+            frame = self.next_frame()
+            if frame is None:
+                return
+            yield frame
+
+    def close(self):
+        """Declare end of stream; raises if it cut a frame short."""
+        if self._error is None and self.buffered:
+            self._error = TruncatedFrameError(
+                f"stream ended with {self.buffered} bytes of an incomplete frame"
+            )
+            raise self._error
+
+    cdef _check_foreign(self, bytes prefix):
+        protocol = _sniff_foreign_protocol(prefix)
+        if protocol is not None:
+            self._error = NotRocketMQError(protocol, prefix)
+            raise self._error
+
+    cdef _fail(self, int length):
+        if length > self._max:
+            self._error = FrameTooLargeError(length, self._limit)
+        else:
+            self._error = FrameError(
+                f"impossible frame length {length} (a frame holds at least 4 bytes)"
+            )
+        raise self._error
+
+
+# -- whole command --------------------------------------------------------------------
+
+
+def decode_command(payload):
+    """Twin of :func:`trocket.codecs.serialize.decode_command`."""
+    cdef const unsigned char* p
+    cdef Py_ssize_t n, hlen
+    cdef unsigned int stype
+    if type(payload) is not bytes:
+        return _py_decode_command(payload)
+    p = <const unsigned char*>PyBytes_AS_STRING(payload)
+    n = PyBytes_GET_SIZE(payload)
+    if n < 4:
+        return _py_decode_command(payload)
+    stype = p[0]
+    hlen = (p[1] << 16) | (p[2] << 8) | p[3]
+    if hlen > n - 4:
+        return _py_decode_command(payload)
+    if stype == 0:
+        cmd = _json_header(p + 4, hlen)
+        if cmd is _FAIL:
+            cmd = _py_decode_json_header(payload[4 : 4 + hlen])
+    elif stype == 1:
+        cmd = _binary_header(p + 4, hlen)
+        if cmd is _FAIL:
+            cmd = _py_decode_binary_header(payload[4 : 4 + hlen])
+    else:
+        return _py_decode_command(payload)
+    cmd.body = PyBytes_FromStringAndSize(<const char*>p + 4 + hlen, n - 4 - hlen)
+    return cmd
+
+
+# -- the send request headers (FastCodes) --------------------------------------------
+#
+# SendMessageRequestHeader (V1, what the C++ client sends) and V2 (Java, JS) hold the same
+# fields under other names: one reader for both, given the wire keys and attribute names
+# in the order a b c d e f g h i j k l m n bname.
+
+_V1_KEYS = ("producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId",
+            "sysFlag", "bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode",
+            "maxReconsumeTimes", "batch", None, "bname")
+_V2_KEYS = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "bname")
+
+cdef object _V1 = None
+cdef object _V2 = None
+cdef object _BN = None
+
+
+cdef inline bint _digits(object v, int max_digits, long long* out):
+    """``v`` (a str) as plain ASCII digits (at most ``max_digits``) or exactly ``-1``."""
+    cdef Py_ssize_t n, i
+    cdef const unsigned char* s
+    cdef long long x = 0
+    if type(v) is not str or not PyUnicode_IS_ASCII(v):
+        return False
+    n = PyUnicode_GET_LENGTH(v)
+    s = PyUnicode_1BYTE_DATA(v)
+    if n == 2 and s[0] == 45 and s[1] == 49:
+        out[0] = -1
+        return True
+    if n == 0 or n > max_digits:
+        return False
+    for i in range(n):
+        if not 48 <= s[i] <= 57:
+            return False
+        x = x * 10 + (s[i] - 48)
+    out[0] = x
+    return True
+
+
+cdef inline object _get(dict ext, object key):
+    cdef PyObject* v = PyDict_GetItem(ext, key)
+    return None if v == NULL else <object>v
+
+
+cdef inline object _req_str(dict ext, object key):
+    cdef PyObject* v = PyDict_GetItem(ext, key)
+    if v == NULL or type(<object>v) is not str:
+        return _FAIL
+    return <object>v
+
+
+cdef inline object _req_int(dict ext, object key, int max_digits):
+    cdef long long x = 0
+    cdef PyObject* v = PyDict_GetItem(ext, key)
+    if v == NULL or not _digits(<object>v, max_digits, &x):
+        return _FAIL
+    return x
+
+
+cdef inline object _opt_i32(dict ext, object key):
+    """An optional int32 field: None when absent or null, its int when plain digits, else _FAIL."""
+    cdef long long x = 0
+    cdef PyObject* v = PyDict_GetItem(ext, key)
+    if v == NULL or <object>v is None:
+        return None
+    if _digits(<object>v, 9, &x):
+        return x
+    return _FAIL
+
+
+cdef inline object _bool(dict ext, object key):
+    """A Java primitive boolean: False when absent or null, else one of the accepted spellings."""
+    cdef PyObject* v = PyDict_GetItem(ext, key)
+    if v == NULL or <object>v is None:
+        return False
+    if type(<object>v) is not str:
+        return _FAIL
+    return _BN.get(<object>v, _FAIL)
+
+
+cdef object _send_header(dict ext, tuple keys, cls):
+    """The header object, or ``_FAIL`` for anything the pure fast decoder would not take
+    itself (it then decides, handing over to the generic path where it must)."""
+    a = _req_str(ext, keys[0])
+    b = _req_str(ext, keys[1])
+    c = _req_str(ext, keys[2])
+    d = _req_int(ext, keys[3], 9)
+    e = _req_int(ext, keys[4], 9)
+    f = _req_int(ext, keys[5], 9)
+    g = _req_int(ext, keys[6], 18)
+    h = _req_int(ext, keys[7], 9)
+    j = _opt_i32(ext, keys[9])
+    l = _opt_i32(ext, keys[11])
+    k = _bool(ext, keys[10])
+    m = _bool(ext, keys[12])
+    if (a is _FAIL or b is _FAIL or c is _FAIL or d is _FAIL or e is _FAIL or f is _FAIL
+            or g is _FAIL or h is _FAIL or j is _FAIL or l is _FAIL or k is _FAIL or m is _FAIL):
+        return _FAIL
+    o = _new(cls)
+    if keys is _V2_KEYS:
+        o.a = a
+        o.b = b
+        o.c = c
+        o.d = d
+        o.e = e
+        o.f = f
+        o.g = g
+        o.h = h
+        o.i = _get(ext, "i")
+        o.j = j
+        o.k = k
+        o.l = l
+        o.m = m
+        o.n = _get(ext, "n")
+    else:
+        o.producerGroup = a
+        o.topic = b
+        o.defaultTopic = c
+        o.defaultTopicQueueNums = d
+        o.queueId = e
+        o.sysFlag = f
+        o.bornTimestamp = g
+        o.flag = h
+        o.properties = _get(ext, "properties")
+        o.reconsumeTimes = j
+        o.unitMode = k
+        o.maxReconsumeTimes = l
+        o.batch = m
+    o.bname = _get(ext, "bname")
+    return o
+
+
+cdef _load_send_headers():
+    global _V1, _V2, _BN
+    from trocket.codecs.headers import fast
+    _V1 = fast._V1
+    _V2 = fast._V2
+    _BN = fast._BN
+
+
+def decode_send_message_v2(ext):
+    """Twin of :func:`trocket.codecs.headers.fast.decode_send_message_v2`."""
+    if type(ext) is dict:
+        if _V2 is None:
+            _load_send_headers()
+        o = _send_header(ext, _V2_KEYS, _V2)
+        if o is not _FAIL:
+            return o
+    return _py_decode_send_message_v2(ext)
+
+
+def decode_send_message(ext):
+    """Twin of :func:`trocket.codecs.headers.fast.decode_send_message` (V1: the C++ client)."""
+    if type(ext) is dict:
+        if _V1 is None:
+            _load_send_headers()
+        o = _send_header(ext, _V1_KEYS, _V1)
+        if o is not _FAIL:
+            return o
+    return _py_decode_send_message(ext)
+
+
+# -- the stored-message record --------------------------------------------------------
+
+cdef object _ip_to_bytes = None
+cdef object _crc32 = zlib.crc32
+cdef object _NO_HOST = ("0.0.0.0", 0)
+
+
+cdef inline void _put32(unsigned char* p, long long v) noexcept:
+    p[0] = (v >> 24) & 0xFF
+    p[1] = (v >> 16) & 0xFF
+    p[2] = (v >> 8) & 0xFF
+    p[3] = v & 0xFF
+
+
+cdef inline void _put64(unsigned char* p, long long v) noexcept:
+    _put32(p, v >> 32)
+    _put32(p + 4, v & 0xFFFFFFFF)
+
+
+cdef inline bint _fits32(long long v) noexcept:
+    return -2147483648 <= v <= 2147483647
+
+
+cdef object _ipv4(object host):
+    """The 4 IP bytes and the port of a host tuple, or ``_FAIL``."""
+    if type(host) is not tuple and not isinstance(host, tuple):
+        return _FAIL
+    if len(<tuple>host) != 2 or type((<tuple>host)[0]) is not str or type((<tuple>host)[1]) is not int:
+        return _FAIL
+    try:
+        raw = _ip_to_bytes((<tuple>host)[0])
+    except Exception:
+        return _FAIL
+    if type(raw) is not bytes or PyBytes_GET_SIZE(raw) != 4:
+        return _FAIL
+    return raw
+
+
+def encode_record_into(
+    buf,
+    offset,
+    *,
+    topic,
+    body=b"",
+    properties=b"",
+    queue_id=0,
+    flag=0,
+    queue_offset=0,
+    physical_offset=0,
+    sys_flag=0,
+    born_timestamp=0,
+    born_host=_NO_HOST,
+    store_timestamp=0,
+    store_host=_NO_HOST,
+    reconsume_times=0,
+    prepared_transaction_offset=0,
+    body_crc=None,
+):
+    """Twin of :func:`trocket.codecs.message.record.encode_record_into` for the store's
+    common case: a bytearray, bytes topic/body/properties (or str topic/properties),
+    IPv4 hosts. Everything else, and every error, goes to the pure function."""
+    global _ip_to_bytes
+    cdef long long off = 0, qid = 0, flg = 0, qoff = 0, poff = 0, sflag = 0, bts = 0, sts = 0
+    cdef long long rtimes = 0, ptoff = 0, crc = 0, bport = 0, sport = 0
+    cdef Py_ssize_t body_len, topic_len, props_len, size
+    cdef unsigned char* w
+    if _ip_to_bytes is None:
+        from trocket.codecs.message.hosts import ip_to_bytes
+        _ip_to_bytes = ip_to_bytes
+    topic_b = props_b = born_ip = store_ip = None
+    fast = type(buf) is bytearray and type(body) is bytes
+    if fast:
+        if type(topic) is str:
+            try:
+                topic_b = PyUnicode_AsUTF8String(topic)
+            except UnicodeEncodeError:
+                fast = False
+        elif type(topic) is bytes:
+            topic_b = topic
+        else:
+            fast = False
+    if fast:
+        if type(properties) is bytes:
+            props_b = properties
+        elif type(properties) is str:
+            try:
+                props_b = PyUnicode_AsUTF8String(properties)
+            except UnicodeEncodeError:
+                fast = False
+        else:
+            fast = False
+    if fast:
+        born_ip = _ipv4(born_host)
+        store_ip = _ipv4(store_host)
+        fast = born_ip is not _FAIL and store_ip is not _FAIL
+    if fast:
+        try:
+            off = offset
+            qid = queue_id
+            flg = flag
+            qoff = queue_offset
+            poff = physical_offset
+            sflag = sys_flag
+            bts = born_timestamp
+            sts = store_timestamp
+            rtimes = reconsume_times
+            ptoff = prepared_transaction_offset
+            bport = (<tuple>born_host)[1]
+            sport = (<tuple>store_host)[1]
+            if body_crc is None:
+                crc = _crc32(body) & 0x7FFFFFFF
+            else:
+                crc = body_crc
+        except (TypeError, OverflowError):
+            fast = False
+    if fast and not sflag & 0x30 and (
+        _fits32(qid) and _fits32(flg) and _fits32(sflag) and _fits32(rtimes)
+        and _fits32(crc) and _fits32(bport) and _fits32(sport)
+    ):
+        body_len = PyBytes_GET_SIZE(body)
+        topic_len = PyBytes_GET_SIZE(topic_b)
+        props_len = PyBytes_GET_SIZE(props_b)
+        size = 88 + body_len + 1 + topic_len + 2 + props_len
+        if topic_len <= 127 and props_len <= 0x7FFF and off >= 0 and PyByteArray_GET_SIZE(buf) - off >= size:
+            w = <unsigned char*>PyByteArray_AS_STRING(buf) + off
+            _put32(w, size)
+            _put32(w + 4, 0xDAA320A7)
+            _put32(w + 8, crc)
+            _put32(w + 12, qid)
+            _put32(w + 16, flg)
+            _put64(w + 20, qoff)
+            _put64(w + 28, poff)
+            _put32(w + 36, sflag)
+            _put64(w + 40, bts)
+            memcpy(w + 48, PyBytes_AS_STRING(born_ip), 4)
+            _put32(w + 52, bport)
+            _put64(w + 56, sts)
+            memcpy(w + 64, PyBytes_AS_STRING(store_ip), 4)
+            _put32(w + 68, sport)
+            _put32(w + 72, rtimes)
+            _put64(w + 76, ptoff)
+            _put32(w + 84, body_len)
+            w += 88
+            memcpy(w, PyBytes_AS_STRING(body), body_len)
+            w += body_len
+            w[0] = <unsigned char>topic_len
+            memcpy(w + 1, PyBytes_AS_STRING(topic_b), topic_len)
+            w += 1 + topic_len
+            w[0] = (props_len >> 8) & 0xFF
+            w[1] = props_len & 0xFF
+            memcpy(w + 2, PyBytes_AS_STRING(props_b), props_len)
+            return size
+    return _py_encode_record_into(
+        buf, offset, topic=topic, body=body, properties=properties, queue_id=queue_id,
+        flag=flag, queue_offset=queue_offset, physical_offset=physical_offset,
+        sys_flag=sys_flag, born_timestamp=born_timestamp, born_host=born_host,
+        store_timestamp=store_timestamp, store_host=store_host,
+        reconsume_times=reconsume_times,
+        prepared_transaction_offset=prepared_transaction_offset, body_crc=body_crc,
+    )
+
+
+# -- properties -----------------------------------------------------------------------
+
+
+def get_property(props, key):
+    """Twin of :func:`trocket.codecs.message.properties.get_property` for a str or bytes
+    properties string and an ASCII key."""
+    cdef const unsigned char* s
+    cdef const unsigned char* k
+    cdef Py_ssize_t n, klen, i, j, start
+    if type(key) is not str or not PyUnicode_IS_ASCII(key):
+        return _py_get_property(props, key)
+    if type(props) is bytes:
+        s = <const unsigned char*>PyBytes_AS_STRING(props)
+        n = PyBytes_GET_SIZE(props)
+    elif type(props) is str and PyUnicode_IS_ASCII(props):
+        s = PyUnicode_1BYTE_DATA(props)
+        n = PyUnicode_GET_LENGTH(props)
+    else:
+        return _py_get_property(props, key)
+    k = PyUnicode_1BYTE_DATA(key)
+    klen = PyUnicode_GET_LENGTH(key)
+    # the first item that starts with key + \x01 (the key may not hold \x02: pure path)
+    for i in range(klen):
+        if k[i] == 2 or k[i] == 1:
+            return _py_get_property(props, key)
+    i = 0
+    while i + klen < n:
+        if s[i + klen] == 1 and (klen == 0 or (s[i] == k[0] and _same(s + i, k, klen))):
+            start = i + klen + 1
+            j = start
+            while j < n and s[j] != 2:
+                j += 1
+            if j == start:
+                return None
+            if type(props) is str:
+                return props[start:j]
+            return _utf8_or_replace(s + start, j - start)
+        # to the next item
+        while i < n and s[i] != 2:
+            i += 1
+        i += 1
+    return None
+
+
+cdef inline bint _same(const unsigned char* a, const unsigned char* b, Py_ssize_t n) noexcept:
+    cdef Py_ssize_t i
+    for i in range(n):
+        if a[i] != b[i]:
+            return False
+    return True
+
+
+cdef object _utf8_or_replace(const unsigned char* p, Py_ssize_t n):
+    return PyUnicode_DecodeUTF8(<const char*>p, n, "replace")
+
+
+def decode_properties(text):
+    """Twin of :func:`trocket.codecs.message.properties.decode_properties` for an ASCII
+    str: items split on \\x02, the key up to the item's first \\x01, items with an empty
+    key or value skipped, a repeated key keeping its last value."""
+    cdef const unsigned char* s
+    cdef Py_ssize_t n, start = 0, end, sep
+    if type(text) is not str or not PyUnicode_IS_ASCII(text):
+        return _py_decode_properties(text)
+    s = PyUnicode_1BYTE_DATA(text)
+    n = PyUnicode_GET_LENGTH(text)
+    result = {}
+    while start < n:
+        end = start
+        sep = -1
+        while end < n and s[end] != 2:
+            if sep < 0 and s[end] == 1:
+                sep = end
+            end += 1
+        if sep > start and end > sep + 1:
+            PyDict_SetItem(result, _text(s + start, sep - start), _text(s + sep + 1, end - sep - 1))
+        start = end + 1
+    return result

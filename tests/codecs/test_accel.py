@@ -1,0 +1,491 @@
+"""The compiled codec accelerator (codecs/_accel.pyx) against its pure-Python references.
+
+Every accelerated function is run on the same input through both paths (the ``impl``
+fixture, and hypothesis differential tests): same result, or the same error type and
+message. CI also runs the codec tests with ``TROCKET_PURE=1`` (.ci/run), so the pure
+functions keep their own tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trocket.codecs import accel
+from trocket.codecs.command import LanguageCode, RemotingCommand, SerializeType
+from trocket.codecs.header_binary import encode_binary_header
+from trocket.codecs.header_json import encode_json_header
+from trocket.codecs import frame  # noqa: F401  (registers the FrameDecoder twin)
+from trocket.codecs.headers import fast  # noqa: F401  (registers the send header twins)
+from trocket.codecs.message import properties, record  # noqa: F401  (registers theirs)
+from trocket.codecs.serialize import encode_command
+
+from .strategies import commands, text
+
+NAMES = (
+    "FrameDecoder",
+    "decode_command",
+    "decode_binary_header",
+    "decode_json_header",
+    "decode_send_message",
+    "decode_send_message_v2",
+    "encode_record_into",
+    "get_property",
+    "decode_properties",
+)
+GOLDEN = Path(__file__).resolve().parents[2] / "conformance" / "golden"
+PURE_FORCED = os.environ.get("TROCKET_PURE", "") not in ("", "0")
+
+if accel.ACTIVE:
+    from trocket.codecs import _accel
+else:
+    _accel = None
+
+needs_accel = pytest.mark.skipif(not accel.ACTIVE, reason=f"accelerator off: {accel.REASON}")
+
+
+def test_accelerator_is_active_unless_forced_off():
+    """A build that silently lost its extension fails here (and in .ci/run)."""
+    if PURE_FORCED:
+        assert not accel.ACTIVE
+        pytest.skip("TROCKET_PURE is set: the pure path is forced")
+    assert accel.ACTIVE, (
+        f"the compiled codec accelerator is not in use: {accel.REASON}. Reinstall with a C "
+        "compiler (pip install -e '.[test]'), or set TROCKET_PURE=1 to test the pure path only."
+    )
+
+
+def test_the_switch_is_wired():
+    """The public names are the twins when active, the references when not."""
+    from trocket.codecs import header_binary, header_json, serialize
+
+    from trocket.codecs import frame
+
+    public = {
+        "FrameDecoder": frame.FrameDecoder,
+        "decode_command": serialize.decode_command,
+        "decode_binary_header": header_binary.decode_binary_header,
+        "decode_json_header": header_json.decode_json_header,
+        "decode_send_message": fast.FAST_CODECS[fast._V1].decode,
+        "decode_send_message_v2": fast.FAST_CODECS[fast._V2].decode,
+        "encode_record_into": record.encode_record_into,
+        "get_property": properties.get_property,
+        "decode_properties": properties.decode_properties,
+    }
+    for name, fn in public.items():
+        expected = getattr(_accel, name) if accel.ACTIVE else accel.pure(name)
+        assert fn is expected, name
+
+
+@pytest.fixture(params=["pure", "accel"])
+def impl(request) -> SimpleNamespace:
+    """The accelerated functions, from one path or the other."""
+    if request.param == "accel":
+        if not accel.ACTIVE:
+            pytest.skip(f"accelerator off: {accel.REASON}")
+        return SimpleNamespace(**{n: getattr(_accel, n) for n in NAMES})
+    return SimpleNamespace(**{n: accel.pure(n) for n in NAMES})
+
+
+def outcome(fn, *args, **kwargs):
+    try:
+        return ("ok", fn(*args, **kwargs))
+    except Exception as exc:  # the error's type and message must match
+        return ("error", type(exc), str(exc))
+
+
+def same(name, *args, **kwargs):
+    """Both paths on the same input; returns the common outcome."""
+    pure = outcome(accel.pure(name), *args, **kwargs)
+    if accel.ACTIVE:
+        assert outcome(getattr(_accel, name), *args, **kwargs) == pure
+    return pure
+
+
+# -- fixed cases through the fixture ---------------------------------------------------
+
+GOLDEN_FRAMES = sorted(GOLDEN.rglob("*.bin"))
+
+
+def test_golden_frames_decode(impl):
+    assert GOLDEN_FRAMES
+    for path in GOLDEN_FRAMES:
+        raw = path.read_bytes()
+        cmd = impl.decode_command(raw[4:])
+        assert cmd == accel.pure("decode_command")(raw[4:]), path.name
+        if "captures" not in path.parts:  # written by Java or by us: re-encodes exactly
+            assert encode_command(cmd) == raw, path.name
+
+
+CPP_SEND = (
+    b'{"code":10,"extFields":{"producerGroup":"g","topic":"T","defaultTopic":"TBW102",'
+    b'"defaultTopicQueueNums":4,"queueId":2,"sysFlag":0,"bornTimestamp":"1700000000123","flag":0,'
+    b'"properties":"TAGS\\u0001a\\u0002WAIT\\u0001true\\u0002","reconsumeTimes":"0","unitMode":"0",'
+    b'"batch":"0"},"flag":0,"language":"CPP","opaque":7,"serializeTypeCurrentRPC":"JSON","version":409}'
+)
+
+
+def test_frame_decoder(impl):
+    raw = b"".join(path.read_bytes() for path in GOLDEN_FRAMES[:6])
+    decoder = impl.FrameDecoder(max_frame_length=1 << 20)
+    assert decoder.max_frame_length == 1 << 20
+    frames = []
+    for at in range(0, len(raw), 7):
+        decoder.feed(raw[at : at + 7])
+        frames += list(decoder)
+    decoder.close()
+    assert b"".join(len(f).to_bytes(4, "big") + f for f in frames) == raw
+    with pytest.raises(ValueError):
+        impl.FrameDecoder(3)
+
+
+def test_cpp_client_send_header(impl):
+    cmd = impl.decode_json_header(CPP_SEND)
+    assert cmd.language is LanguageCode.CPP and cmd.opaque == 7 and cmd.version == 409
+    assert cmd.ext_fields["defaultTopicQueueNums"] == "4"
+    assert cmd.ext_fields["properties"] == "TAGS\x01a\x02WAIT\x01true\x02"
+    header = impl.decode_send_message(cmd.ext_fields)
+    assert (header.queueId, header.bornTimestamp, header.unitMode, header.batch) == (2, 1700000000123, False, False)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"", b"{", b"[]", b'{"code":1.5}', b'{"code":"12"}', b'{"code":true}', b'{"code":2147483648}',
+        b'{"extFields":{"k":1.0}}', b'{"extFields":{"k":1e3}}', b'{"extFields":{"k":[1]}}',
+        b'{"extFields":{"k":"\\ud800"}}', b'{"extFields":{"k":"\\ud83d\\ude00"}}', b'{"extFields":{"k":-0}}',
+        b'{"extFields":{"k":null,"j":"x","k":"y"}}', b'{"extFields":{"a":"1","a":"2"}}', b'{"remark":5}',
+        b'{"code":01}', b' \n{"code":1} \t', b'{"code":1}x', b'{"extFields":"x"}', b'{"language":"NOPE"}',
+        b'{"language":3}', b'{"remark":"a\nb"}', b'{"remark":"\xff"}', b'{"k":{"nested":1}}',
+        b'{"extFields":{"k":"\\q"}}', b'{"extFields":{"k":"\\u00e9\\"\\\\\\/\\b\\f\\n\\r\\t"}}',
+        b'{"code":null,"flag":-5,"opaque":-2147483648,"version":0}', b'{}', b'{"extFields":{}}',
+        b'{"extFields":null}', b'{"a":NaN}', b'{"extFields":{"k":123456789012345678901234}}',
+    ],
+)
+def test_json_edge_cases(raw):
+    same("decode_json_header", raw)
+
+
+def test_record_into_memoryview_and_errors():
+    args = dict(topic="T", body=b"x", properties="A\x01b", born_host=("127.0.0.1", 1), store_host=("::1", 2))
+    for buf in (bytearray(200), memoryview(bytearray(200)), bytearray(10)):
+        for sys_flag in (0, 0x20):
+            pure_buf, accel_buf = bytearray(buf), bytearray(buf)
+            assert outcome(accel.pure("encode_record_into"), pure_buf, 0, sys_flag=sys_flag, **args) == same(
+                "encode_record_into", bytearray(buf), 0, sys_flag=sys_flag, **args
+            )
+            if accel.ACTIVE:
+                outcome(_accel.encode_record_into, accel_buf, 0, sys_flag=sys_flag, **args)
+                assert accel_buf == pure_buf
+
+
+# -- differential (hypothesis) ---------------------------------------------------------
+
+
+def mutate(data: bytes, edits: list[tuple[int, int]], cut: int | None) -> bytes:
+    out = bytearray(data)
+    for at, byte in edits:
+        if out:
+            out[at % len(out)] = byte
+    if cut is not None:
+        out = out[: cut % (len(out) + 1)]
+    return bytes(out)
+
+
+edits = st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), max_size=3)
+cuts = st.none() | st.integers(0, 400)
+
+
+@needs_accel
+@given(commands(SerializeType.ROCKETMQ), edits, cuts)
+def test_binary_header_differential(cmd, edits, cut):
+    raw = encode_binary_header(cmd, cmd.ext_fields)
+    same("decode_binary_header", raw)
+    same("decode_binary_header", mutate(raw, edits, cut))
+
+
+@needs_accel
+@given(st.binary(max_size=64))
+def test_binary_header_garbage(raw):
+    same("decode_binary_header", raw)
+
+
+common_scalars = st.one_of(text, st.integers(-(2**31), 2**31 - 1), st.booleans(), st.none())
+odd_scalars = st.one_of(
+    st.integers(-(2**70), 2**70), st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["\ud800", "\udc00x", "\x00\x1f\x7f\u2028", "\U0001F600"]),
+)
+
+
+
+def mostly(common, odd):
+    """``common`` nine times in ten, else ``odd``: mostly what clients send (the twin's
+    own path), now and then what only the pure path takes."""
+    return st.integers(0, 9).flatmap(lambda n: odd if n == 0 else common)
+
+
+scalars = mostly(common_scalars, odd_scalars)
+
+
+@st.composite
+def json_headers(draw) -> bytes:
+    """JSON headers as real clients and odd ones write them: any key order, values of any
+    scalar type, escapes or raw UTF-8, whitespace."""
+    obj = {}
+    for key in draw(st.permutations(["code", "extFields", "flag", "language", "opaque", "remark",
+                                     "serializeTypeCurrentRPC", "version", "other"])):
+        if not draw(st.integers(0, 4)):
+            continue
+        if key == "extFields":
+            obj[key] = draw(mostly(st.dictionaries(text, common_scalars, max_size=5),
+                                   st.none() | st.dictionaries(text, scalars, max_size=5)))
+        elif key == "language":
+            obj[key] = draw(mostly(st.sampled_from([lang.name for lang in LanguageCode]),
+                                   st.sampled_from([None, 3, "x", 1.5])))
+        elif key in ("code", "flag", "opaque", "version"):
+            obj[key] = draw(mostly(st.integers(-(2**31), 2**31 - 1), scalars))
+        else:
+            obj[key] = draw(scalars)
+    indent = draw(st.sampled_from([None, None, 1]))
+    text_ = json.dumps(obj, ensure_ascii=draw(st.booleans()), indent=indent)
+    return (draw(st.sampled_from(["", " ", "\n"])) + text_ + draw(st.sampled_from(["", " \t"]))).encode(
+        "utf-8", "surrogatepass"
+    )
+
+
+@needs_accel
+@given(json_headers(), edits, cuts)
+def test_json_header_differential(raw, edits, cut):
+    same("decode_json_header", raw)
+    same("decode_json_header", mutate(raw, edits, cut))
+
+
+@needs_accel
+@given(commands(SerializeType.JSON))
+def test_json_header_of_our_encoder(cmd):
+    raw = encode_json_header(cmd, cmd.ext_fields)
+    assert same("decode_json_header", raw)[0] == "ok"
+
+
+@needs_accel
+@given(commands(), edits, cuts, st.integers(0, 3))
+def test_decode_command_differential(cmd, edits, cut, stype):
+    try:
+        frame = encode_command(cmd)
+    except Exception:
+        return
+    payload = frame[4:]
+    same("decode_command", payload)
+    bad = bytearray(mutate(payload, edits, cut))
+    if bad:
+        bad[0] = stype if stype < 3 else bad[0]
+    same("decode_command", bytes(bad))
+
+
+int_spellings = mostly(
+    st.integers(-1, 2000).map(str) | st.integers(0, 999_999_999).map(str),
+    st.integers(0, 2**63).map(str) | st.none()
+    | st.sampled_from(["", "+1", "01", "-0", "-2", " 1", "1.0", "\u0663", "x", "99999999999999999999"]),
+)
+bool_spellings = mostly(st.sampled_from(["true", "false", "0", "1", "True", "False", None]),
+                        st.sampled_from(["", "yes", "FALSE", 1, 1.5, (1,)]) | st.lists(st.none(), max_size=1))
+
+
+@st.composite
+def send_exts(draw, v2: bool) -> dict:
+    keys = (
+        ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "bname"] if v2 else
+        ["producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag",
+         "bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes", "batch",
+         "bname"]
+    )
+    ext = {}
+    for i, key in enumerate(keys):
+        if draw(st.integers(0, 3 if i in (8, 9, 10, 11, 12, 13, 14) else 60)) == 0:
+            continue  # missing
+        if i in (3, 4, 5, 6, 7, 9, 11):
+            ext[key] = draw(int_spellings)
+        elif i == 6:
+            ext[key] = draw(mostly(st.integers(0, 2**62).map(str), int_spellings))
+        elif i in (10, 12):
+            ext[key] = draw(bool_spellings)
+        else:
+            ext[key] = draw(mostly(text, st.none() | st.integers(0, 3)))
+    return ext
+
+
+@needs_accel
+@given(send_exts(v2=True))
+def test_send_header_v2_differential(ext):
+    same("decode_send_message_v2", ext)
+
+
+@needs_accel
+@given(send_exts(v2=False))
+def test_send_header_v1_differential(ext):
+    same("decode_send_message", ext)
+
+
+hosts = st.tuples(st.sampled_from(["127.0.0.1", "10.0.0.255", "::1", "bad", "1.2.3.4"]),
+                  st.integers(-1, 70000))
+ints = st.integers(-(2**33), 2**33) | st.integers(-(2**64), 2**64)
+
+
+@needs_accel
+@given(
+    st.integers(0, 400), st.integers(-3, 200),
+    st.one_of(st.binary(max_size=140), text), st.binary(max_size=200),
+    st.one_of(st.binary(max_size=40), text, st.dictionaries(text, text, max_size=2)),
+    st.fixed_dictionaries({}, optional={
+        "queue_id": ints, "flag": ints, "queue_offset": ints, "physical_offset": ints,
+        "sys_flag": st.integers(0, 0x40) | ints, "born_timestamp": ints, "store_timestamp": ints,
+        "reconsume_times": ints, "prepared_transaction_offset": ints, "body_crc": st.none() | ints,
+        "born_host": hosts, "store_host": hosts,
+    }),
+)
+def test_record_encode_differential(size, offset, topic, body, props, kwargs):
+    bufs = [bytearray(size), bytearray(size)]
+    results = [
+        outcome(fn, buf, offset, topic=topic, body=body, properties=props, **kwargs)
+        for fn, buf in zip((accel.pure("encode_record_into"), _accel.encode_record_into), bufs)
+    ]
+    assert results[0] == results[1]
+    assert bufs[0] == bufs[1]
+
+
+@needs_accel
+@given(
+    st.lists(st.tuples(st.sampled_from(["TAGS", "WAIT", "DELAY", "K", "", "é"]) | text,
+                       st.sampled_from(["", "v", "true", "a\x01b"]) | text), max_size=5),
+    st.sampled_from(["TAGS", "WAIT", "DELAY", "K", "", "é", "A\x01", "\x02"]),
+    st.sampled_from(["str", "bytes", "bytearray", "bad-bytes"]),
+    st.booleans(),
+)
+def test_get_property_differential(items, key, kind, trailing):
+    props = "\x02".join(f"{k}\x01{v}" for k, v in items) + ("\x02" if trailing else "")
+    data = {
+        "str": props,
+        "bytes": props.encode(),
+        "bytearray": bytearray(props.encode()),
+        "bad-bytes": props.encode() + b"\xff" + f"\x02{key}\x01\xfe".encode("latin-1", "replace"),
+    }[kind]
+    same("get_property", data, key)
+    same("get_property", None, key)
+    if kind == "str":
+        same("decode_properties", data)
+        same("decode_properties", data.encode("ascii", "replace").decode())
+
+
+def test_properties_through_the_bytes_reader(impl):
+    assert impl.decode_properties("") == {}
+    assert impl.decode_properties("A\x01b\x02\x02=\x01\x02C\x01d\x01e\x02A\x01z\x02") == {"A": "z", "C": "d\x01e"}
+    assert impl.decode_properties("é\x01ü") == {"é": "ü"}
+    assert properties.decode_properties_bytes(b"K\x01v\x02W\x01true") == {"K": "v", "W": "true"}
+
+
+chunk_lists = st.lists(
+    st.one_of(
+        st.binary(max_size=12),
+        st.builds(lambda n, body: n.to_bytes(4, "big", signed=True) + body,
+                  st.integers(-2, 40) | st.sampled_from([2**31 - 1, 1 << 20]), st.binary(max_size=40)),
+        st.sampled_from([b"GET ", b"\x16\x03\x01", b"PRI ", b"SSH-2.0", b"\x00\x00\x00\x04\x00\x00\x00\x00"]),
+    ),
+    max_size=8,
+)
+
+
+def drive(cls, chunks, max_len, sniff):
+    """Everything a decoder says about a chunk sequence: frames, errors, buffered."""
+    log = []
+    try:
+        decoder = cls(max_len, sniff=sniff)
+    except Exception as exc:
+        return [("init", type(exc), str(exc))]
+    log.append(decoder.max_frame_length)
+    for chunk in chunks:
+        log.append(outcome(decoder.feed, chunk))
+        log.append(outcome(lambda: list(decoder)))
+        log.append(outcome(decoder.next_frame))
+        log.append(decoder.buffered)
+    log.append(outcome(decoder.close))
+    log.append(outcome(decoder.next_frame))
+    return log
+
+
+@needs_accel
+@given(chunk_lists, st.sampled_from([3, 4, 8, 64, 1 << 20, 2**40]), st.booleans())
+def test_frame_decoder_differential(chunks, max_len, sniff):
+    assert drive(accel.pure("FrameDecoder"), chunks, max_len, sniff) == drive(
+        _accel.FrameDecoder, chunks, max_len, sniff
+    )
+
+
+def test_fallback_keeps_the_pure_error():
+    """A header the twin does not take goes to the pure function: its typed error."""
+    raw = struct.pack(">hBhiii", 1, 99, 0, 0, 0, 0) + struct.pack(">i", 0)
+    kind, exc_type, message = same("decode_binary_header", raw)
+    assert kind == "error" and "unknown language code 99" in message
+    assert same("decode_json_header", b'{"code":1.5}')[0] == "error"
+    assert same("decode_command", b"\x00\x00\x00")[0] == "error"
+    cmd = RemotingCommand(code=1)
+    assert same("decode_command", b"\x05" + encode_command(cmd)[5:])[0] == "error"
+
+
+@needs_accel
+def test_twins_take_real_traffic_themselves():
+    """Real clients' requests never reach the pure fallback (else the twin would be no
+    faster than the reference while every test still passed)."""
+
+    def no_fallback(*args, **kwargs):
+        raise AssertionError("handed to the pure function")
+
+    frames = [GOLDEN / "send_message_v2__JSON.bin", GOLDEN / "send_message_v2__ROCKETMQ.bin",
+              *sorted((GOLDEN / "captures").rglob("*c_request*.bin"))]
+    try:
+        for name in NAMES:
+            _accel.set_pure(name, no_fallback)
+        for path in frames:
+            payload = path.read_bytes()[4:]
+            cmd = _accel.decode_command(payload)
+            if cmd.code == 310:
+                _accel.decode_send_message_v2(cmd.ext_fields)
+        cmd = _accel.decode_json_header(CPP_SEND)
+        _accel.decode_send_message(cmd.ext_fields)
+        buf = bytearray(300)
+        _accel.encode_record_into(buf, 0, topic=b"T", body=b"x" * 128, properties=b"TAGS\x01a\x02WAIT\x01true",
+                                  born_host=("127.0.0.1", 4000), store_host=("127.0.0.1", 10911))
+        assert _accel.get_property(b"TAGS\x01a\x02WAIT\x01true", "WAIT") == "true"
+        assert _accel.decode_properties("TAGS\x01a\x02WAIT\x01true\x02") == {"TAGS": "a", "WAIT": "true"}
+    finally:
+        for name in NAMES:
+            _accel.set_pure(name, accel.pure(name))
+
+
+def test_trocket_pure_forces_the_pure_path():
+    import subprocess
+    import sys
+
+    code = (
+        "import types; from trocket.codecs import accel, serialize, frame\n"
+        "print(accel.ACTIVE, type(serialize.decode_command) is types.FunctionType,"
+        " frame.FrameDecoder is accel.pure('FrameDecoder'), accel.REASON)"
+    )
+    env = dict(os.environ, TROCKET_PURE="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False True True TROCKET_PURE is set"
+
+
+@needs_accel
+def test_a_stale_build_is_refused(monkeypatch):
+    """An editable install's .so older than the twins' contract is not used."""
+    monkeypatch.delenv("TROCKET_PURE", raising=False)
+    monkeypatch.setattr(accel, "ABI", accel.ABI + 1)
+    module, reason = accel._load()
+    assert module is None and reason.startswith("stale build")
