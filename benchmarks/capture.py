@@ -51,7 +51,7 @@ import capture_tap  # noqa: E402  (benchmarks/capture_tap.py: the broker with --
 def _tap_on_off(args: argparse.Namespace) -> list[str]:
     # the runs take a while: their rows are printed as they come, none left to print after
     capture_tap.tap_rows(args.senders, args.warmup, args.seconds, args.rounds,
-                         emit=lambda line: print(line, flush=True))
+                         emit=lambda line: print(line, flush=True), compare=args.compare)
     return []
 
 

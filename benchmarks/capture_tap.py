@@ -11,7 +11,10 @@ SEND_MESSAGE_V2 senders of 128-byte bodies on one connection (the load of
 ``benchmarks/broker_produce.py --part senders``, its :func:`produce_window`), ``--warmup``
 seconds untimed then ``--seconds`` timed; first the tap's own cost per frame
 (:func:`tap_record_cost`, in-process, immune to the machine's load), then the runs alternate off, on, off, on ...
-(``--rounds`` pairs) so that a busy machine's drift hits both alike. Prints each run's
+(``--rounds`` pairs) so that a busy machine's drift hits both alike; ``--compare DIR`` adds
+to each round a tapped run of the broker from another tree (e.g. main's, laid out as the
+``trocket`` package like ``broker_produce.py --broker-pythonpath`` takes): a before/after
+under the same load. Prints each run's
 TPS and broker CPU per message (user+sys from /proc over the timed window), then the
 medians and the tap's cost: 1 - TPS(on)/TPS(off) and the extra CPU per message. The
 goal: under 10%. Each tapped run also says how many frames the tap wrote and dropped
@@ -30,14 +33,17 @@ import trio
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import broker_produce  # noqa: E402
 from broker_produce import QUEUES, produce_window, send_request, start_broker, stop_broker  # noqa: E402
 
 from trocket.codecs.command import SerializeType  # noqa: E402
 from trocket.remoting import ClientConfig, RemotingClient  # noqa: E402
 
 
-async def tap_run(tap: bool, senders: int, warmup: float, seconds: float) -> dict:
-    """One broker, tapped or not: the timed window's figures (see produce_window)."""
+async def tap_run(tap: bool, senders: int, warmup: float, seconds: float, pythonpath: str | None = None) -> dict:
+    """One broker, tapped or not (from the tree at ``pythonpath`` if given): the timed
+    window's figures (see produce_window)."""
+    broker_produce.BROKER_PYTHONPATH = pythonpath
     with tempfile.TemporaryDirectory(prefix="trocket-bench-tap-") as tmp:
         cap = os.path.join(tmp, "broker.trkcap")
         log_path = os.path.join(tmp, "broker.log")
@@ -63,46 +69,71 @@ async def tap_run(tap: bool, senders: int, warmup: float, seconds: float) -> dic
 
 
 async def bench_tap(
-    senders: int = 16, warmup: float = 1.0, seconds: float = 4.0, rounds: int = 3, emit=print
+    senders: int = 16, warmup: float = 1.0, seconds: float = 4.0, rounds: int = 3, emit=print,
+    compare: str | None = None,
 ) -> dict:
-    """Alternate untapped and tapped runs; ``emit`` each row and the medians. Returns the medians."""
-    runs: dict[bool, list[dict]] = {False: [], True: []}
+    """Alternate untapped and tapped runs (and, with ``compare``, a tapped run of the broker
+    from that tree: a before/after under the same load); ``emit`` each row and the medians.
+    Returns the medians."""
+    variants: list[tuple[str, bool, str | None]] = [("off", False, None), ("on", True, None)]
+    if compare:
+        variants.append(("on, compared tree", True, compare))
+    runs: dict[str, list[dict]] = {name: [] for name, _, _ in variants}
     for i in range(rounds):
-        for tap in (False, True):
-            res = await tap_run(tap, senders, warmup, seconds)
-            runs[tap].append(res)
+        for name, tap, pythonpath in variants:
+            res = await tap_run(tap, senders, warmup, seconds, pythonpath)
+            runs[name].append(res)
             extra = f"  {res['tap_summary']} ({res['tap_bytes'] / 1e6:.1f} MB)" if tap else ""
-            emit(f"tap={'on ' if tap else 'off'} round={i + 1} senders={senders}  TPS={res['tps']:8.0f}  "
+            emit(f"tap={name:3s} round={i + 1} senders={senders}  TPS={res['tps']:8.0f}  "
                  f"p99={res['p99_ms']:6.3f} ms  broker CPU={res['cpu_us']:6.1f} us/msg{extra}")
-    tps = {tap: statistics.median(r["tps"] for r in runs[tap]) for tap in runs}
-    cpu = {tap: statistics.median(r["cpu_us"] for r in runs[tap]) for tap in runs}
-    cost = 1 - tps[True] / tps[False] if tps[False] else float("nan")
-    cpu_cost = cpu[True] / cpu[False] - 1 if cpu[False] else float("nan")
-    emit(f"tap median: TPS off={tps[False]:.0f} on={tps[True]:.0f}  cost={100 * cost:.1f}% of TPS  "
-         f"(goal < 10%)  broker CPU off={cpu[False]:.1f} on={cpu[True]:.1f} us/msg ({100 * cpu_cost:+.1f}%)")
-    return {"tps_off": tps[False], "tps_on": tps[True], "cost": cost, "cpu_off": cpu[False], "cpu_on": cpu[True]}
+    tps = {name: statistics.median(r["tps"] for r in runs[name]) for name in runs}
+    cpu = {name: statistics.median(r["cpu_us"] for r in runs[name]) for name in runs}
+    result = {"tps_off": tps["off"], "cpu_off": cpu["off"]}
+    for name, tap, _ in variants:
+        if not tap:
+            continue
+        cost = 1 - tps[name] / tps["off"] if tps["off"] else float("nan")
+        cpu_cost = cpu[name] / cpu["off"] - 1 if cpu["off"] else float("nan")
+        emit(f"tap median ({name}): TPS off={tps['off']:.0f} on={tps[name]:.0f}  cost={100 * cost:.1f}% of TPS  "
+             f"(goal < 10%)  broker CPU off={cpu['off']:.1f} on={cpu[name]:.1f} us/msg ({100 * cpu_cost:+.1f}%)")
+        key = "" if name == "on" else "_compare"
+        result.update({f"tps_on{key}": tps[name], f"cost{key}": cost, f"cpu_on{key}": cpu[name]})
+    return result
 
 
 def tap_record_cost(frames: int = 200_000, frame_size: int = 250) -> float:
-    """CPU microseconds per frame of FileTap: record() (encode + queue) plus the writer
-    thread's share (the process's CPU time over recording and closing, so the machine's
-    load does not count)."""
+    """CPU microseconds per frame of FileTap: record() called from a trio loop, as an
+    endpoint calls it (append to the loop's buffer, hand-overs), plus the writer thread's
+    share (the process's CPU time over recording and closing, so the machine's load does
+    not count)."""
     import time
 
     from trocket.remoting.tap import FileTap
 
     frame = (frame_size - 4).to_bytes(4, "big") + b"\x01" * (frame_size - 4)
+
+    async def record_all(tap: FileTap) -> None:
+        record, now = tap.record, time.time_ns
+        for i in range(frames):
+            record(now(), 7, "127.0.0.1:10911", "127.0.0.1:54321", i & 1, 1, frame)
+            if i % 1000 == 999:
+                await trio.lowlevel.checkpoint()  # let the loop run the writer's requests
+
     with tempfile.TemporaryDirectory(prefix="trocket-bench-tap-") as tmp:
         tap = FileTap(os.path.join(tmp, "t.trkcap"))
         t0 = time.process_time()
-        for i in range(frames):
-            tap.record(time.time_ns(), 7, "127.0.0.1:10911", "127.0.0.1:54321", i & 1, 1, frame)
+        trio.run(record_all, tap)
         tap.close()
         elapsed = time.process_time() - t0
+        if tap.written != frames:
+            raise RuntimeError(f"the tap wrote {tap.written} of {frames} frames: {tap.summary()}")
     return 1e6 * elapsed / frames
 
 
-def tap_rows(senders: int = 16, warmup: float = 1.0, seconds: float = 4.0, rounds: int = 3, emit=print) -> list[str]:
+def tap_rows(
+    senders: int = 16, warmup: float = 1.0, seconds: float = 4.0, rounds: int = 3, emit=print,
+    compare: str | None = None,
+) -> list[str]:
     """Everything above, as printed rows (also passed to ``emit`` as they come)."""
     rows: list[str] = []
 
@@ -113,7 +144,7 @@ def tap_rows(senders: int = 16, warmup: float = 1.0, seconds: float = 4.0, round
     per_frame = tap_record_cost()
     out(f"tap record: {per_frame:.2f} CPU us per 250-byte frame, written; a send is 2 frames "
         f"(request and answer): {2 * per_frame:.2f} us per message")
-    trio.run(bench_tap, senders, warmup, seconds, rounds, out)
+    trio.run(bench_tap, senders, warmup, seconds, rounds, out, compare)
     return rows
 
 
@@ -123,13 +154,17 @@ def add_tap_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--warmup", type=float, default=1.0, help="untimed seconds per run (1)")
     g.add_argument("--seconds", type=float, default=4.0, help="timed seconds per run (4)")
     g.add_argument("--rounds", type=int, default=3, help="off/on pairs (3)")
+    g.add_argument("--compare", metavar="DIR", default=None,
+                   help="also run, each round, a tapped broker from the tree in DIR (laid out as the trocket "
+                        "package, as broker_produce.py --broker-pythonpath takes): before/after under one load")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_tap_arguments(parser)
     args = parser.parse_args()
-    tap_rows(args.senders, args.warmup, args.seconds, args.rounds, emit=lambda line: print(line, flush=True))
+    tap_rows(args.senders, args.warmup, args.seconds, args.rounds, emit=lambda line: print(line, flush=True),
+             compare=args.compare)
     return 0
 
 

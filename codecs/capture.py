@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import enum
 import struct
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 import attrs
 
@@ -57,6 +57,7 @@ __all__ = [
     "encode_record_fields",
     "encode_addresses",
     "encode_record_with_addresses",
+    "connection_head",
     "decode_record",
     "CaptureReader",
     "iter_records",
@@ -73,6 +74,7 @@ _U32 = struct.Struct(">I")
 _FIXED = struct.Struct(">BBHQQ")  # direction, role, flags, timestamp, conn id
 _HEAD = struct.Struct(">IBBHQQ")  # the record length, then _FIXED
 _U16 = struct.Struct(">H")
+_U64 = struct.Struct(">Q")
 #: the smallest record: fixed fields, two empty addresses, one raw byte
 MIN_RECORD_LENGTH = _FIXED.size + 2 + 2 + 1
 #: flags bit: the record holds raw bytes that are not a frame (see the module docstring)
@@ -152,6 +154,16 @@ def encode_addresses(local_address: str, remote_address: str) -> bytes:
     if len(local) > 0xFFFF or len(remote) > 0xFFFF:
         raise CaptureFormatError("an address longer than 65535 bytes cannot be recorded")
     return b"".join((_U16.pack(len(local)), local, _U16.pack(len(remote)), remote))
+
+
+def connection_head(connection_id: int, local_address: str, remote_address: str) -> tuple[Callable[..., bytes], bytes]:
+    """For a writer appending many records of one connection: ``(pack, tail)``, where
+    ``tail`` holds the connection's fixed fields (conn id, both addresses) and
+    ``pack(length, direction, role, flags, timestamp_ns, tail)`` a record's whole head,
+    ``len(tail) + 16`` bytes, in one call; the frame follows it. ``length`` is the
+    record's length field: the head's size less 4, plus the frame's."""
+    tail = _U64.pack(connection_id) + encode_addresses(local_address, remote_address)
+    return struct.Struct(f">IBBHQ{len(tail)}s").pack, tail
 
 
 def encode_record_with_addresses(

@@ -3,22 +3,34 @@
 Pass a sink as ``tap=`` to a server or client. :class:`FileTap` appends records in
 the native capture format (:mod:`trocket.codecs.capture`) to a file;
 :class:`MemoryTap` keeps them in a list (tests, tools). A sink is anything with
-``record(...)`` and ``flush()``.
+``record(...)`` and ``flush()``, both called from the endpoint's event loop.
 
-FileTap never blocks the event loop on the disk: ``record`` encodes the record (the
-connection's address fields cached) and appends it to an in-memory queue (a deque,
-no lock); a writer thread drains the queue with one ``os.write`` per batch, at least once a
-second, sooner when ``flush_bytes`` are waiting or ``flush()`` is called. The queue
-is bounded (``max_buffer_bytes``, 64 MiB by default): when a slow disk lets it fill,
-new records are dropped and counted (:attr:`FileTap.dropped`), never queued without
-bound and never waited for; :meth:`FileTap.summary` says how many, and
-``trocket broker --tap`` prints it on exit. Only whole records are ever written, so a
-reader can follow the file while it grows.
+FileTap never blocks the event loop on the disk, and costs the loop as little as it can:
+``record`` packs the record's head with the connection's cached fields (conn id, addresses)
+in one ``struct.pack`` and appends it and the frame (``bytes``, by reference: no copy) to a
+list, in the loop's thread: no lock, no queue put, no thread wake-up per frame. Once that
+list holds ``flush_bytes`` (256 KiB), the loop hands it to a writer thread (one deque
+append and one wake-up per chunk) and starts a new one; the writer joins each chunk and
+writes it with one ``os.write`` (which releases the GIL). So that a quiet connection's
+frames still reach the disk within ``flush_interval`` (1 s), the writer asks the loop,
+through trio's ``run_sync_soon``, to hand over records that have waited half that long;
+``flush()`` hands over at once. Outside a trio loop (tests, tools recording from plain
+code) there is no loop to ask, so every record is handed over as it comes.
+
+The buffer is bounded (``max_buffer_bytes``, 64 MiB by default, counting the records not
+handed over yet and the chunks the writer has not written): when a slow disk lets it fill, new records
+are dropped and counted (:attr:`FileTap.dropped`), never queued without bound and never
+waited for; :meth:`FileTap.summary` says how many, and ``trocket broker --tap`` prints it
+on exit. Only whole records are ever written, so a reader can follow the file while it grows.
+``close()`` hands over what is left, waits for the writer and closes the file.
 
 Rotation (``rotate_bytes``): the first file is ``path``; once it holds that many
 bytes the writer continues in ``path.1``, then ``path.2``, ... each a complete
 capture with its own file header, cut only between records. Reading ``path``,
 ``path.1``, ``path.2`` in order gives the whole session.
+
+``record``, ``flush`` and ``close`` must come from one thread (the event loop's); the
+writer thread is the only other one.
 """
 
 from __future__ import annotations
@@ -26,21 +38,26 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import struct
 import threading
-from typing import Protocol
+import time
+from typing import Callable, Protocol
+
+import trio
 
 from trocket.codecs.capture import (
     FILE_HEADER,
     CaptureRecord,
     Direction,
     Role,
-    encode_addresses,
-    encode_record_with_addresses,
+    connection_head,
 )
 
 __all__ = ["TapSink", "FileTap", "MemoryTap", "rotated_paths"]
 
 log = logging.getLogger("trocket.remoting.tap")
+
+_unpack_length = struct.Struct(">I").unpack_from  # a record's length field
 
 
 class TapSink(Protocol):
@@ -54,8 +71,9 @@ class TapSink(Protocol):
         role: int,
         frame: bytes,
     ) -> None:
-        """One frame, whole (length prefix included); must not block or raise.
-        FileTap and MemoryTap also take ``flags`` (the capture format's, e.g. RAW)."""
+        """One frame, whole (length prefix included), as ``bytes`` (a sink may keep it);
+        must not block or raise. FileTap and MemoryTap also take ``flags`` (the capture
+        format's, e.g. RAW)."""
 
     def flush(self) -> None: ...
 
@@ -72,8 +90,15 @@ def rotated_paths(path: str | os.PathLike) -> list[str]:
 
 
 class FileTap:
-    """Append records to ``path`` (header written if the file is new) from a writer
-    thread; see the module docstring for the buffer bound and rotation."""
+    """Append records to ``path`` (header written if the file is new) through a writer
+    thread; see the module docstring for the hand-over, the buffer bound and rotation."""
+
+    __slots__ = (
+        "path", "current_path", "_rotate_bytes", "_file_index", "_fd", "_size", "_chunk_bytes", "_max_buffer",
+        "_interval", "_parts", "_pending", "_room", "_addresses", "_eager", "_token", "_chunks", "_handed", "_handed_records",
+        "_drained", "_last_handover", "_handover_asked", "_wake", "_closing", "_closed", "written",
+        "dropped", "lost", "errors", "_thread",
+    )
 
     def __init__(
         self,
@@ -93,20 +118,32 @@ class FileTap:
         self._fd: int | None = None
         self._size = 0
         self._open(self.path)  # errors here (a bad path) are the caller's, at once
-        self._flush_bytes = flush_bytes
+        self._chunk_bytes = flush_bytes
         self._max_buffer = max_buffer_bytes
         self._interval = flush_interval
-        # Lock-free hand-over: deque append/popleft are atomic, and each byte counter
-        # has one writer (queued: the recording thread; drained: the writer thread).
-        self._queue: collections.deque[bytes] = collections.deque()
-        self._queued = 0
+        # The loop's side: the parts of the records not handed over yet (head, frame, head,
+        # frame, ...), their size, and the size they may reach before record() takes its
+        # slow path (hand over, check the bound, drop); -1 sends every record there
+        # (closing, or no event loop: hand over each record).
+        self._parts: list[bytes] = []
+        self._pending = 0
+        self._room = -1
+        # conn id -> local, remote, and its connection_head: pack, tail, the head's size
+        self._addresses: dict[int, tuple[str, str, Callable[..., bytes], bytes, int]] = {}
+        self._eager: bool | None = None  # None until the first record says whether a trio loop records
+        self._token: trio.lowlevel.TrioToken | None = None
+        # The hand-over: (parts, records, bytes), appended by the loop, popped by the
+        # writer; each byte counter has one writer (handed: the loop; drained: the writer).
+        self._chunks: collections.deque[tuple[list[bytes], int, int]] = collections.deque()
+        self._handed = 0
+        self._handed_records = 0
         self._drained = 0
+        self._last_handover = time.monotonic()
+        self._handover_asked = False
         self._wake = threading.Event()
-        self._addresses: dict[int, tuple[str, str, bytes]] = {}  # conn id -> local, remote, encoded
         self._closing = False
         self._closed = False
-        #: records accepted into the buffer / written to disk / dropped (buffer full)
-        self.records = 0
+        #: records written to disk / dropped (buffer full); ``records``: accepted
         self.written = 0
         self.dropped = 0
         #: records lost to write errors (a full disk), and the number of failed writes
@@ -117,6 +154,9 @@ class FileTap:
 
     # -- the event loop's side ---------------------------------------------------------
 
+    # KI protection (free: trio marks the code objects): a Ctrl-C in a trio loop waits for
+    # the next checkpoint rather than land between a record's head and its frame.
+    @trio.lowlevel.enable_ki_protection
     def record(
         self,
         timestamp_ns: int,
@@ -128,35 +168,95 @@ class FileTap:
         frame: bytes,
         flags: int = 0,
     ) -> None:
+        """Record one frame (``bytes``: kept by reference until written)."""
+        cached = self._addresses.get(connection_id)
+        if cached is not None and cached[0] == local_address and cached[1] == remote_address and type(frame) is bytes:
+            n = cached[4] + len(frame)
+            pending = self._pending + n
+            if pending <= self._room:
+                self._pending = pending
+                parts = self._parts
+                parts.append(cached[2](n - 4, direction, role, flags, timestamp_ns, cached[3]))
+                parts.append(frame)
+                return
+        self._record_slow(timestamp_ns, connection_id, local_address, remote_address, direction, role, frame, flags)
+
+    @trio.lowlevel.enable_ki_protection
+    def _record_slow(
+        self, timestamp_ns, connection_id, local_address, remote_address, direction, role, frame, flags
+    ) -> None:
+        """A new connection, a full chunk, the bound reached, or no loop: see record()."""
         if self._closing:
             return
+        if self._eager is None:
+            try:
+                self._token = trio.lowlevel.current_trio_token()
+                self._eager = False
+            except RuntimeError:  # not in a trio loop: nobody to ask for hand-overs
+                self._eager = True
+        if type(frame) is not bytes:
+            frame = bytes(frame)  # the caller may reuse its buffer
         cached = self._addresses.get(connection_id)
         if cached is None or cached[0] != local_address or cached[1] != remote_address:
             if len(self._addresses) >= 4096:  # connections come and go: a bounded cache
                 self._addresses.clear()
-            cached = (local_address, remote_address, encode_addresses(local_address, remote_address))
+            pack, tail = connection_head(connection_id, local_address, remote_address)
+            cached = (local_address, remote_address, pack, tail, len(tail) + 16)
             self._addresses[connection_id] = cached
-        data = encode_record_with_addresses(timestamp_ns, connection_id, cached[2], direction, role, frame, flags)
-        n = len(data)
-        pending = self._queued - self._drained + n
-        if pending > self._max_buffer:
+        n = cached[4] + len(frame)
+        if self._parts and self._pending + n > self._chunk_bytes:
+            self._hand_over()
+        space = self._max_buffer - (self._handed - self._drained)
+        if self._pending + n > space:
             self.dropped += 1
             return
-        self._queue.append(data)
-        self._queued += n
-        self.records += 1
-        if pending >= self._flush_bytes and not self._wake.is_set():
-            self._wake.set()
+        self._pending += n
+        self._parts.append(cached[2](n - 4, direction, role, flags, timestamp_ns, cached[3]))
+        self._parts.append(frame)
+        if self._eager:
+            self._hand_over()
+        else:
+            self._room = min(space, max(self._chunk_bytes, self._pending))
 
-    def flush(self) -> None:
-        """Ask the writer to write what is queued now (does not wait for it)."""
+    @property
+    def records(self) -> int:
+        """Records accepted (each two parts: head, frame), written or still to write."""
+        return self._handed_records + len(self._parts) // 2
+
+    @trio.lowlevel.enable_ki_protection
+    def _hand_over(self) -> None:
+        """Give the recorded parts to the writer and start anew (the loop's thread only)."""
+        self._handover_asked = False
+        parts = self._parts
+        if not parts:
+            return
+        self._parts = []
+        count = len(parts) // 2
+        self._handed_records += count
+        self._handed += self._pending
+        self._chunks.append((parts, count, self._pending))
+        self._pending = 0
+        self._last_handover = time.monotonic()
+        if not (self._closing or self._eager):
+            self._room = min(self._chunk_bytes, self._max_buffer - (self._handed - self._drained))
         self._wake.set()
 
+    def flush(self) -> None:
+        """Hand what is recorded to the writer now (does not wait for the disk)."""
+        if self._token is None and self._eager is False:  # the loop we knew ended: a new one?
+            try:
+                self._token = trio.lowlevel.current_trio_token()
+            except RuntimeError:
+                pass
+        self._hand_over()
+
     def close(self) -> None:
-        """Write everything queued, stop the writer, close the file (waits)."""
+        """Write everything recorded, stop the writer, close the file (waits)."""
         if self._closed:
             return
         self._closing = True
+        self._room = -1
+        self._hand_over()
         self._wake.set()
         self._thread.join()
         self._closed = True
@@ -186,46 +286,52 @@ class FileTap:
     # -- the writer thread ---------------------------------------------------------------
 
     def _writer(self) -> None:
+        half = self._interval / 2
         while True:
-            self._wake.wait(self._interval)
+            self._wake.wait(half)
             self._wake.clear()
-            closing = self._closing  # read before draining: records after it are drained next
-            self._drain()
+            closing = self._closing  # read before writing: chunks after it are written next
+            self._write_chunks()
             if closing:
-                self._drain()
+                self._write_chunks()
                 return
+            if self._parts and not self._handover_asked and time.monotonic() - self._last_handover >= half:
+                self._ask_handover()
 
-    def _drain(self) -> None:
-        queue = self._queue
-        batch: list[bytes] = []
-        size = 0
-        try:
-            while True:
-                rec = queue.popleft()
-                batch.append(rec)
-                size += len(rec)
-        except IndexError:
-            pass
-        if batch:
-            self._write_batch(batch)
-        self._drained += size
-
-    def _write_batch(self, batch: list[bytes]) -> None:
-        limit = self._rotate_bytes
-        if limit is None:
-            self._write(b"".join(batch), len(batch))
+    def _ask_handover(self) -> None:
+        """Records have waited in the loop's buffer for half the flush interval: ask the
+        loop to hand them over (it wakes us when it has)."""
+        token = self._token
+        if token is None:
             return
+        self._handover_asked = True
+        try:
+            token.run_sync_soon(self._hand_over)
+        except trio.RunFinishedError:  # the loop is gone: close() or flush() hands over
+            self._token = None
+
+    def _write_chunks(self) -> None:
+        chunks = self._chunks
+        while chunks:
+            parts, count, size = chunks.popleft()
+            self._write_chunk(b"".join(parts), count)
+            del parts
+            self._drained += size
+
+    def _write_chunk(self, chunk: bytes, count: int) -> None:
+        limit = self._rotate_bytes
+        if limit is None or self._size + len(chunk) <= limit:
+            self._write(chunk, count)
+            return
+        view = memoryview(chunk)
         start = 0
-        size = self._size
-        for i, rec in enumerate(batch):
-            if size + len(rec) > limit and size > len(FILE_HEADER):
-                if i > start:
-                    self._write(b"".join(batch[start:i]), i - start)
+        while start < len(chunk):
+            end, k = _whole_records(view, start, limit - self._size, self._size <= len(FILE_HEADER))
+            if k:
+                self._write(view[start:end], k)
+                start = end
+            if start < len(chunk):
                 self._rotate()
-                start, size = i, self._size
-            size += len(rec)
-        if start < len(batch):
-            self._write(b"".join(batch[start:]), len(batch) - start)
 
     def _rotate(self) -> None:
         if self._fd is not None:
@@ -236,6 +342,7 @@ class FileTap:
             self._open(f"{self.path}.{self._file_index}")
         except OSError as exc:
             self.errors += 1
+            self._size = 0  # what comes is lost (counted) until the next rotation tries again
             log.warning("tap: cannot open %s.%d: %s", self.path, self._file_index, exc)
 
     def _open(self, path: str) -> None:
@@ -246,12 +353,12 @@ class FileTap:
             os.write(self._fd, FILE_HEADER)
             self._size = len(FILE_HEADER)
 
-    def _write(self, data: bytes, count: int) -> None:
+    def _write(self, data: bytes | bytearray | memoryview, count: int) -> None:
         if self._fd is None:
             self.lost += count
             return
-        view = memoryview(data)
         before = self._size
+        view = memoryview(data)
         try:
             while view:
                 written = os.write(self._fd, view)
@@ -267,6 +374,19 @@ class FileTap:
                 pass
             return
         self.written += count
+
+
+def _whole_records(view: memoryview, start: int, room: int, at_least_one: bool) -> tuple[int, int]:
+    """The end offset and number of the whole records from ``start`` that fit in ``room``
+    bytes (the first one even if it does not, when ``at_least_one``)."""
+    pos, k, end = start, 0, len(view)
+    while pos < end:
+        size = 4 + _unpack_length(view, pos)[0]
+        if pos + size - start > room and not (at_least_one and k == 0):
+            break
+        pos += size
+        k += 1
+    return pos, k
 
 
 class MemoryTap:

@@ -66,10 +66,11 @@ class _StuckTap(FileTap):
         super()._write(data, count)
 
 
-def test_a_stuck_disk_drops_and_counts_frames_and_never_blocks_record(tmp_path):
+def _stuck_disk(tmp_path, flush_bytes: int) -> None:
+    """1000 records on a disk that does not answer: most dropped and counted, none waited for."""
     _StuckTap.release = threading.Event()
     frame = _frame(b"x" * 100)
-    tap = _StuckTap(tmp_path / "slow.trkcap", max_buffer_bytes=10_000, flush_bytes=1, flush_interval=0.01)
+    tap = _StuckTap(tmp_path / "slow.trkcap", max_buffer_bytes=10_000, flush_bytes=flush_bytes, flush_interval=0.01)
     try:
         t0 = time.monotonic()
         for i in range(1000):
@@ -85,6 +86,10 @@ def test_a_stuck_disk_drops_and_counts_frames_and_never_blocks_record(tmp_path):
     assert "dropped (buffer full" in tap.summary()
     # what was kept is whole and in order
     assert [r.timestamp_ns for r in records] == sorted(r.timestamp_ns for r in records)
+
+
+def test_a_stuck_disk_drops_and_counts_frames_and_never_blocks_record(tmp_path):
+    _stuck_disk(tmp_path, flush_bytes=1)
 
 
 def test_rotation_continues_in_numbered_files_each_a_whole_capture(tmp_path):
@@ -190,3 +195,75 @@ def test_cached_address_fields_follow_a_connection_whose_addresses_change(tmp_pa
         tap.record(4, 6, "[::1]:1", "é:4", Direction.SENT, 2, _frame(b"4"))
     got = [(r.connection_id, r.local_address, r.remote_address) for r in _read(path)]
     assert got == [(5, "a:1", "b:2"), (5, "a:1", "b:2"), (5, "a:1", "c:3"), (6, "[::1]:1", "é:4")]
+
+
+# -- recording from a trio loop: records gather in the loop, the writer gets chunks ----------
+
+
+async def _wait_written(tap: FileTap, n: int) -> None:
+    import trio
+
+    with trio.fail_after(5):  # real time: the writer thread runs on the real clock
+        while tap.written < n:
+            await trio.sleep(0.01)
+
+
+async def test_records_from_a_loop_reach_the_disk_within_the_flush_interval_without_flush(tmp_path):
+    path = tmp_path / "loop.trkcap"
+    tap = FileTap(path, flush_interval=0.05)
+    try:
+        tap.record(1, 7, "a:1", "b:2", Direction.RECEIVED, 1, _frame(b"quiet"))
+        assert tap.written == 0  # held in the loop until the writer asks for it
+        await _wait_written(tap, 1)  # the writer asked the loop (run_sync_soon) for it
+        (rec,) = _read(path)
+        assert decode_command(rec.payload).body == b"quiet"
+    finally:
+        tap.close()
+
+
+async def test_a_loop_hands_over_whole_chunks_in_order(tmp_path):
+    path = tmp_path / "chunks.trkcap"
+    frames = [_frame(b"%d" % i * 40) for i in range(500)]
+    tap = FileTap(path, flush_bytes=4096, flush_interval=10)
+    try:
+        for i, frame in enumerate(frames):
+            tap.record(i, 1 + i % 3, "a:1", f"b:{i % 3}", Direction.SENT, 1, frame)
+        assert tap.records == 500
+        await _wait_written(tap, 450)  # every full chunk reaches the disk without flush()
+        tap.flush()
+        await _wait_written(tap, 500)
+    finally:
+        tap.close()
+    records = _read(path)
+    assert [r.timestamp_ns for r in records] == list(range(500))
+    assert [r.frame for r in records] == frames
+    assert {(r.connection_id, r.remote_address) for r in records} == {(1, "b:0"), (2, "b:1"), (3, "b:2")}
+
+
+async def test_rotation_cuts_a_loops_chunks_between_records(tmp_path):
+    path = tmp_path / "rot.trkcap"
+    frame = _frame(b"z" * 300)
+    with FileTap(path, rotate_bytes=2000, flush_bytes=64 * 1024) as tap:
+        for i in range(40):  # one chunk of 40 records, written across several files
+            tap.record(i, 1, "a:1", "b:2", Direction.SENT, 1, frame)
+    paths = rotated_paths(path)
+    assert len(paths) >= 8
+    stamps = []
+    for p in paths:
+        assert os.path.getsize(p) <= 2000
+        stamps += [r.timestamp_ns for r in _read(p)]
+    assert stamps == list(range(40)) and tap.written == 40
+
+
+async def test_a_stuck_disk_drops_and_counts_a_loops_frames_and_never_blocks_record(tmp_path):
+    _stuck_disk(tmp_path, flush_bytes=1000)  # from a trio loop: chunks of several records
+
+
+async def test_a_frame_in_a_buffer_the_caller_reuses_is_recorded_as_it_was(tmp_path):
+    path = tmp_path / "reuse.trkcap"
+    buf = bytearray(_frame(b"first"))
+    with FileTap(path) as tap:
+        tap.record(1, 1, "a:1", "b:2", Direction.SENT, 1, _frame(b"warm"))  # the connection is cached
+        tap.record(2, 1, "a:1", "b:2", Direction.SENT, 1, buf)
+        buf[-5:] = b"XXXXX"
+    assert [decode_command(r.payload).body for r in _read(path)] == [b"warm", b"first"]
