@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import socket
-from contextlib import asynccontextmanager
 from pathlib import Path
 
-import trio
 
-from trocket.broker.config import BrokerConfig
-from trocket.broker.controller import BrokerController
+from ..broker.conftest import running_broker  # noqa: F401  (the one in-process broker of the tests)
 
 REPO = Path(__file__).resolve().parents[2]
 CAPTURES = REPO / "conformance" / "captures"
@@ -21,21 +18,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@asynccontextmanager
-async def fresh_broker(tmp_path: Path, **kw):
-    """A started broker with an embedded name server, on free ports, fresh store."""
-    opts = dict(listen=("127.0.0.1", 0), namesrv_listen=("127.0.0.1", 0), store_dir=str(tmp_path / "store"),
-                commit_log_segment_size=1 << 20, consume_queue_entries_per_file=1000)
-    opts.update(kw)
-    controller = BrokerController(BrokerConfig(**opts))
-    async with trio.open_nursery() as nursery:
-        await nursery.start(controller.run)
-        try:
-            yield controller
-        finally:
-            nursery.cancel_scope.cancel()
 
 
 def target_map(session, controller):

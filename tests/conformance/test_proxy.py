@@ -21,7 +21,7 @@ from trocket.conformance.proxy import CaptureProxy, FrameRecorder
 from trocket.conformance.sources import read_frames
 from trocket.remoting import MemoryTap
 
-from .conftest import REPO, fresh_broker, free_port
+from .conftest import REPO, running_broker, free_port
 
 ACC = REPO / "tests" / "acceptance"
 
@@ -117,7 +117,7 @@ def _proxy_cmd(listen: int, upstream: int, out: Path) -> list[str]:
 
 async def test_cli_proxy_flushes_within_a_second_and_exits_cleanly_on_sigterm(tmp_path):
     out = tmp_path / "proxy.trkcap"
-    async with fresh_broker(tmp_path) as controller:
+    async with running_broker(tmp_path) as controller:
         port = free_port()
         proc = subprocess.Popen(_proxy_cmd(port, controller.server.port, out), stderr=subprocess.PIPE, text=True)
         try:

@@ -13,7 +13,7 @@ from trocket.conformance.replay import load_session, parse_speed, replay
 from trocket.conformance.rules import Rewriter
 from trocket.conformance.sources import read_frames
 
-from .conftest import CAPTURES, fresh_broker, target_map
+from .conftest import CAPTURES, running_broker, target_map
 
 NATIVE = sorted(CAPTURES.glob("*.trkcap"))
 ALL = NATIVE + sorted(CAPTURES.glob("*.pcap"))
@@ -27,7 +27,7 @@ def test_the_corpus_is_there():
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
 async def test_committed_capture_replays_with_no_unexpected_difference(tmp_path, path):
     session = load_session(read_frames(str(path)).frames)
-    async with fresh_broker(tmp_path) as controller:
+    async with running_broker(tmp_path) as controller:
         with trio.fail_after(30):
             report = await replay(session, target_map(session, controller), timeout=3)
     assert report.ok, report.table() + "\n" + report.details() + "\n" + "\n".join(report.errors)
@@ -39,7 +39,7 @@ async def test_committed_capture_replays_with_no_unexpected_difference(tmp_path,
 async def test_rewritten_topic_and_group_replay_clean_and_land_under_the_new_names(tmp_path):
     session = load_session(read_frames(str(CAPTURES / "cpp-produce-pull.trkcap")).frames)
     rw = Rewriter.parse(["topic=CapCpp:CapCppRenamed", "group=CG_cap_cpp:CG_renamed"])
-    async with fresh_broker(tmp_path) as controller:
+    async with running_broker(tmp_path) as controller:
         with trio.fail_after(30):
             report = await replay(session, target_map(session, controller), timeout=3, rewriter=rw)
         assert report.ok, report.details()
@@ -54,7 +54,7 @@ async def test_a_changed_answer_is_reported_field_by_field(tmp_path):
     ext = dict(victim.response.ext_fields)
     ext["queueId"] = "99"
     victim.response = attrs.evolve(victim.response, ext_fields=ext, remark="tampered")
-    async with fresh_broker(tmp_path) as controller:
+    async with running_broker(tmp_path) as controller:
         with trio.fail_after(30):
             report = await replay(session, target_map(session, controller), timeout=3)
     assert not report.ok
@@ -128,7 +128,7 @@ async def test_speed_keeps_the_clients_pacing_or_a_multiple_of_it(tmp_path):
     it, max no pacing at all (compared with each other, so a loaded machine's extra
     latency cannot fail the test)."""
     elapsed = {}
-    async with fresh_broker(tmp_path) as controller:
+    async with running_broker(tmp_path) as controller:
         for speed in (1.0, 10.0, None):
             session = _paced_session(0.5)
             t0 = trio.current_time()
