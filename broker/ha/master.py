@@ -33,7 +33,7 @@ import threading
 import trio
 
 from ..store import MessageStore
-from .direct import DirectSocket
+from trocket.remoting.direct import DirectSocket
 from .protocol import HEADER, OFFSET, HAProtocolError
 from .transfer import GroupTransferService
 

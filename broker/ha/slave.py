@@ -31,7 +31,7 @@ import trio
 from trocket.codecs.message.record import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, peek_record
 
 from ..store import MessageStore, PutMessageError
-from .direct import DirectSocket
+from trocket.remoting.direct import DirectSocket
 from .protocol import HEADER, HEADER_SIZE, OFFSET, HAProtocolError, SlaveAheadError
 
 __all__ = ["HAClient"]

@@ -617,7 +617,7 @@ class SendProcessor:
         self.put_messages += result.msg_count
         self.put_bytes += result.wrote_bytes
         # the header's fields, then _OK_EXT; encoded from a template (codecs.send_response)
-        return _OK_TEMPLATE.command(code, result._msg_id or result.msg_id, result.queue_id, result.queue_offset)
+        return _OK_TEMPLATE.command(code, result.msg_id, result.queue_id, result.queue_offset)
 
     def _properties(self, props: str | None) -> tuple[bytes, bool] | RemotingCommand:
         """The properties string as stored (verbatim UTF-8), and whether the producer

@@ -1,4 +1,5 @@
-"""Reads and writes on an HA connection's socket without trio's per-call checkpoints.
+"""Reads and writes on a plain-TCP socket without trio's per-call checkpoints (the HA
+connections of broker/ha use it; :class:`~.connection.Connection` does the same inline).
 
 ``SocketStream.send_all`` / ``receive_some`` yield to the scheduler on every call, even
 when the socket takes or has the bytes at once; an HA connection makes a few such calls
