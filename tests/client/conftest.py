@@ -1,5 +1,5 @@
-"""Brokers for the client tests: an in-process broker (embedded name server) on free
-loopback ports over a real store in ``tmp_path``; the subprocess broker of the acceptance
+"""Brokers for the client tests: tests/broker's in-process broker (embedded name server) on
+free loopback ports over a real store in ``tmp_path``; the subprocess broker of the acceptance
 tests (``BrokerProcess``) for kill -9 tests."""
 
 from __future__ import annotations
@@ -12,30 +12,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from trocket.broker.config import BrokerConfig
-from trocket.broker.controller import BrokerController
+from ..broker.conftest import running_broker  # noqa: F401  (the one in-process broker of the tests)
 
 ACCEPTANCE = Path(__file__).resolve().parent.parent / "acceptance"
-
-
-@asynccontextmanager
-async def running_broker(tmp_path: Path, name: str = "store", **kw):
-    """A started broker with its embedded name server; yields the controller."""
-    opts = dict(
-        listen=("127.0.0.1", 0),
-        namesrv_listen=("127.0.0.1", 0),
-        store_dir=str(tmp_path / name),
-        commit_log_segment_size=1 << 22,
-        consume_queue_entries_per_file=10000,
-    )
-    opts.update(kw)
-    controller = BrokerController(BrokerConfig(**opts))
-    async with trio.open_nursery() as nursery:
-        await nursery.start(controller.run)
-        try:
-            yield controller
-        finally:
-            nursery.cancel_scope.cancel()
 
 
 @pytest.fixture
