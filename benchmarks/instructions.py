@@ -127,8 +127,8 @@ def broker_run(args: argparse.Namespace, pure: bool | None = None) -> None:
             bp.stop_broker(proc)
         total = callgrind_total(out)
     codecs = "" if pure is None else ("codecs=pure  " if pure else "codecs=compiled  ")
-    codecs += "tap=on  " if args.tap else ""
-    print(f"broker  {args.serialize:8s} senders={args.senders:3d}  {codecs}{total / args.messages:10,.0f} instructions/msg "
+    print(f"broker  {args.serialize:8s} senders={args.senders:3d}  {codecs}{'tap=on  ' if args.tap else ''}"
+          f"{total / args.messages:10,.0f} instructions/msg "
           f"({args.messages} messages)", flush=True)
     return total / args.messages
 
@@ -181,10 +181,10 @@ if __name__ == "__main__":
     parser.add_argument("--serialize", choices=("rocketmq", "json"), default="rocketmq",
                         help="broker: header serialization of the sends (default rocketmq)")
     parser.add_argument("--broker-pythonpath", default="", help="broker: the broker child's PYTHONPATH")
+    parser.add_argument("--tap", action="store_true", help="broker: run it with --tap FILE (a capture in its temporary dir)")
     parser.add_argument("--codecs", choices=("inherit", "pure", "compiled", "both"), default="inherit",
                         help="broker: its codecs, pure Python (TROCKET_PURE=1) or the compiled accelerator; "
                              "both: one run each, then the ratio (default: as this environment has it)")
-    parser.add_argument("--tap", action="store_true", help="broker: run it with --tap FILE (a capture in its temporary dir)")
     parser.add_argument("--echo-workload", nargs=2, type=int, help=argparse.SUPPRESS)
     parsed = parser.parse_args()
     if parsed.echo_workload:

@@ -326,7 +326,8 @@ class Connection:
         if tap is not None:
             batch = self._tap_batch
             if batch is not None and len(batch) < _TAP_BATCH_ITEMS:
-                batch += (_SENT, frame)  # the reader records it with what it received
+                batch.append(_SENT)  # the reader records it with what it received
+                batch.append(frame)
             else:
                 self._tap_sent(frame)
         return True
@@ -338,7 +339,8 @@ class Connection:
             endpoint = self.endpoint
             endpoint.tap.record(time.time_ns(), self.id, self.local_address, self.remote_address, _SENT, endpoint.role, frame)
         else:
-            batch += (_SENT, frame)
+            batch.append(_SENT)
+            batch.append(frame)
             self._tap_record_batch(batch)
 
     def _tap_record_batch(self, batch: list) -> None:
@@ -733,7 +735,8 @@ class Connection:
                     decoder.feed(data)
                     while (payload := decoder.next_frame()) is not None:
                         if tap is not None:
-                            taps += (_RECEIVED_PAYLOAD, payload)
+                            taps.append(_RECEIVED_PAYLOAD)
+                            taps.append(payload)
                         try:
                             cmd = decode_command(payload)
                         except CodecError as exc:

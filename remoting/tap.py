@@ -58,11 +58,13 @@ from typing import Callable, Protocol
 import trio
 
 from trocket.codecs.capture import (
+    BATCH_PAYLOAD,
     FILE_HEADER,
     CaptureRecord,
     Direction,
     Role,
     connection_head,
+    encode_record_batch,
 )
 
 __all__ = ["TapSink", "FileTap", "MemoryTap", "rotated_paths", "PAYLOAD"]
@@ -71,12 +73,11 @@ log = logging.getLogger("trocket.remoting.tap")
 
 _unpack_length = struct.Struct(">I").unpack_from  # a record's length field
 _LENGTH = struct.Struct(">I")
-_pack_fixed = struct.Struct(">BBHQ").pack  # direction, role, flags, timestamp: a record's head after its length
 
 #: ``record_batch`` item kind bit: the data is a frame's payload, without its 4-byte length
 #: field (what a frame decoder yields); the sink puts the length back. Without it the data
 #: is a whole frame. The kind's bit 0 is the direction (0 received, 1 sent).
-PAYLOAD = 2
+PAYLOAD = BATCH_PAYLOAD
 
 
 class TapSink(Protocol):
@@ -238,26 +239,8 @@ class FileTap:
             if self._closing:
                 return
             cached = self._connection(connection_id, local_address, remote_address)
-        tail = cached[3]
-        # the head after its length field, the same for every frame of a direction
-        fixed = (_pack_fixed(0, role, 0, timestamp_ns) + tail, _pack_fixed(1, role, 0, timestamp_ns) + tail)
-        head_frame, head_payload = cached[5], cached[6]
-        m = cached[4] - 4  # the head's bytes after its length field
         new: list[bytes] = []
-        append = new.append
-        total = 0
-        it = iter(items)
-        for kind, data in zip(it, it):
-            if data.__class__ is not bytes:
-                data = bytes(data)  # the caller may reuse its buffer
-            if kind & PAYLOAD:
-                n = m + 4 + len(data)
-                append(head_payload(n, fixed[kind & 1], len(data)))
-            else:
-                n = m + len(data)
-                append(head_frame(n, fixed[kind]))
-            append(data)
-            total += n + 4
+        total = encode_record_batch(cached[3], timestamp_ns, role, items, new)
         pending = self._pending + total
         if pending <= self._room:
             self._pending = pending
@@ -268,18 +251,13 @@ class FileTap:
     def _connection(self, connection_id: int, local_address: str, remote_address: str) -> tuple:
         """The cached fields of a connection (made on its first record, or when its
         addresses change): local, remote, pack of a whole head, tail (conn id and
-        addresses), the head's size, pack of a head from its length and fixed part, and
-        the same followed by a payload's length field."""
+        addresses), the head's size."""
         cached = self._addresses.get(connection_id)
         if cached is None or cached[0] != local_address or cached[1] != remote_address:
             if len(self._addresses) >= 4096:  # connections come and go: a bounded cache
                 self._addresses.clear()
             pack, tail = connection_head(connection_id, local_address, remote_address)
-            m = len(tail) + 12
-            cached = (
-                local_address, remote_address, pack, tail, m + 4,
-                struct.Struct(f">I{m}s").pack, struct.Struct(f">I{m}sI").pack,
-            )
+            cached = (local_address, remote_address, pack, tail, len(tail) + 16)
             self._addresses[connection_id] = cached
         return cached
 
