@@ -333,15 +333,16 @@ class Connection:
         return True
 
     def _tap_sent(self, frame: bytes) -> None:
-        """Record a sent frame: alone, or after the reader's full batch."""
+        """Record a sent frame: alone, or (the reader's batch is full) record the batch
+        and start the next one with it."""
         batch = self._tap_batch
         if batch is None:
             endpoint = self.endpoint
             endpoint.tap.record(time.time_ns(), self.id, self.local_address, self.remote_address, _SENT, endpoint.role, frame)
         else:
+            self._tap_record_batch(batch)
             batch.append(_SENT)
             batch.append(frame)
-            self._tap_record_batch(batch)
 
     def _tap_record_batch(self, batch: list) -> None:
         """Record the frames the reader's stretch has received and sent so far, in order,
