@@ -120,7 +120,8 @@ def tap_record_cost(frames: int = 200_000, frame_size: int = 250, batch: int = 0
         record, record_batch, now = tap.record, tap.record_batch, time.time_ns
         if batch:
             for i in range(frames // (2 * batch)):
-                record_batch(now(), 7, "127.0.0.1:10911", "127.0.0.1:54321", 1, items)
+                t = now()
+                record_batch(t, t, 7, "127.0.0.1:10911", "127.0.0.1:54321", 1, items)
                 if i % 50 == 49:
                     await trio.lowlevel.checkpoint()  # let the loop run the writer's requests
             return

@@ -1139,40 +1139,41 @@ def decode_properties(text):
 # -- capture records ------------------------------------------------------------------
 
 
-def encode_record_batch(tail, timestamp_ns, role, items, out):
+def encode_record_batch(tail, received_ns, sent_ns, role, items, out):
     """Twin of :func:`trocket.codecs.capture.encode_record_batch` for what a connection
-    passes: bytes data, kinds 0 to 3, a timestamp and role that fit. Anything else goes to
-    the pure function (before anything is appended to ``out``)."""
+    passes: bytes data, kinds 0 to 3, timestamps and a role that fit. Anything else goes
+    to the pure function (before anything is appended to ``out``)."""
     cdef Py_ssize_t i, count, tlen, m, dlen, hsize, total = 0
-    cdef long long ts, n, r, limit
+    cdef long long ts_r, ts_s, n, r, limit
     cdef long kind
     cdef unsigned char* w
     if type(tail) is not bytes or type(items) is not list or type(out) is not list:
-        return _py_encode_record_batch(tail, timestamp_ns, role, items, out)
+        return _py_encode_record_batch(tail, received_ns, sent_ns, role, items, out)
     count = len(<list>items)
-    if count & 1 or type(timestamp_ns) is not int or type(role) is not int:
-        return _py_encode_record_batch(tail, timestamp_ns, role, items, out)
+    if count & 1 or type(received_ns) is not int or type(sent_ns) is not int or type(role) is not int:
+        return _py_encode_record_batch(tail, received_ns, sent_ns, role, items, out)
     try:
-        ts = timestamp_ns
+        ts_r = received_ns
+        ts_s = sent_ns
         r = role
     except OverflowError:
-        return _py_encode_record_batch(tail, timestamp_ns, role, items, out)
+        return _py_encode_record_batch(tail, received_ns, sent_ns, role, items, out)
     tlen = PyBytes_GET_SIZE(tail)
     m = 12 + tlen
     limit = ((<long long>1) << 32) - 16 - m  # a record's length field must fit in 32 bits
-    if ts < 0 or r < 0 or r > 255:
-        return _py_encode_record_batch(tail, timestamp_ns, role, items, out)
+    if ts_r < 0 or ts_s < 0 or r < 0 or r > 255:
+        return _py_encode_record_batch(tail, received_ns, sent_ns, role, items, out)
     for i in range(0, count, 2):  # check everything first: no Python code runs in between
         k = (<list>items)[i]
         d = (<list>items)[i + 1]
         if type(k) is not int or type(d) is not bytes or PyBytes_GET_SIZE(d) > limit:
-            return _py_encode_record_batch(tail, timestamp_ns, role, items, out)
+            return _py_encode_record_batch(tail, received_ns, sent_ns, role, items, out)
         try:
             kind = k
         except OverflowError:
             kind = -1
         if kind < 0 or kind > 3:
-            return _py_encode_record_batch(tail, timestamp_ns, role, items, out)
+            return _py_encode_record_batch(tail, received_ns, sent_ns, role, items, out)
     for i in range(0, count, 2):
         kind = (<list>items)[i]
         d = (<list>items)[i + 1]
@@ -1190,7 +1191,7 @@ def encode_record_batch(tail, timestamp_ns, role, items, out):
         w[5] = <unsigned char>r
         w[6] = 0
         w[7] = 0
-        _put64(w + 8, ts)
+        _put64(w + 8, ts_s if kind & 1 else ts_r)
         memcpy(w + 16, PyBytes_AS_STRING(tail), tlen)
         if kind & 2:
             _put32(w + 16 + tlen, dlen)

@@ -176,20 +176,21 @@ _batch_heads: dict[int, tuple[Callable[..., bytes], Callable[..., bytes]]] = {}
 _pack_fixed = struct.Struct(">BBHQ").pack  # direction, role, flags, timestamp
 
 
-def encode_record_batch(tail: bytes, timestamp_ns: int, role: int, items: list, out: list) -> int:
-    """The records of many frames of one connection at one time, for a writer that keeps
-    the frames by reference: appends two parts per record to ``out``, its head (through
-    the frame's length field, for a payload) and the frame's bytes (the item's own
-    object), and returns the bytes appended. ``tail`` is :func:`connection_head`'s;
-    ``items`` is flat, ``[kind, data, kind, data, ...]``, ``kind`` the direction plus
-    :data:`BATCH_PAYLOAD` when ``data`` is a payload. The records, joined, are what
-    :func:`encode_record_fields` makes for each frame (flags 0), byte for byte."""
+def encode_record_batch(tail: bytes, received_ns: int, sent_ns: int, role: int, items: list, out: list) -> int:
+    """The records of many frames of one connection, for a writer that keeps the frames
+    by reference: appends two parts per record to ``out``, its head (through the frame's
+    length field, for a payload) and the frame's bytes (the item's own object), and
+    returns the bytes appended. ``tail`` is :func:`connection_head`'s; ``items`` is flat,
+    ``[kind, data, kind, data, ...]``, ``kind`` the direction plus :data:`BATCH_PAYLOAD`
+    when ``data`` is a payload; the received frames' timestamp is ``received_ns``, the
+    sent ones' ``sent_ns``. The records, joined, are what :func:`encode_record_fields`
+    makes for each frame (flags 0), byte for byte."""
     m = _FIXED.size - 8 + len(tail)  # a head's bytes after its length field
     heads = _batch_heads.get(m)
     if heads is None:
         heads = _batch_heads[m] = (struct.Struct(f">I{m}s").pack, struct.Struct(f">I{m}sI").pack)
     head_frame, head_payload = heads
-    fixed = (_pack_fixed(0, role, 0, timestamp_ns) + tail, _pack_fixed(1, role, 0, timestamp_ns) + tail)
+    fixed = (_pack_fixed(0, role, 0, received_ns) + tail, _pack_fixed(1, role, 0, sent_ns) + tail)
     append = out.append
     total = 0
     it = iter(items)

@@ -230,6 +230,7 @@ class Connection:
         "_idle_waiter",
         "_closed_event",
         "_tap_batch",
+        "_tap_read_ns",
         "__weakref__",
     )
 
@@ -284,6 +285,7 @@ class Connection:
         # the tap's records of the reader's current synchronous stretch (see _read_loop);
         # None outside one: sends record themselves
         self._tap_batch: list | None = None
+        self._tap_read_ns = 0  # when the stretch's data was read: its received frames' timestamp
 
     def __repr__(self) -> str:
         return f"<Connection #{self.id} {self.local_address} -> {self.remote_address} {self._state.name}>"
@@ -346,12 +348,16 @@ class Connection:
 
     def _tap_record_batch(self, batch: list) -> None:
         """Record the frames the reader's stretch has received and sent so far, in order,
-        with one call and one timestamp, and empty ``batch`` for what comes next."""
+        with one call (stamped: received at the read, sent now), and empty ``batch``
+        for what comes next."""
         if batch:
             endpoint = self.endpoint
             tap = endpoint.tap
             if tap is not None:  # (None: taken off meanwhile)
-                tap.record_batch(time.time_ns(), self.id, self.local_address, self.remote_address, endpoint.role, batch)
+                tap.record_batch(
+                    self._tap_read_ns, time.time_ns(), self.id, self.local_address, self.remote_address,
+                    endpoint.role, batch,
+                )
             batch.clear()
 
     async def send_frame(self, frame: bytes) -> None:
@@ -732,6 +738,7 @@ class Connection:
                 completed = 0
                 if tap is not None:
                     self._tap_batch = taps
+                    self._tap_read_ns = time.time_ns()
                 try:
                     decoder.feed(data)
                     while (payload := decoder.next_frame()) is not None:

@@ -3,14 +3,15 @@
 Pass a sink as ``tap=`` to a server or client. :class:`FileTap` appends records in
 the native capture format (:mod:`trocket.codecs.capture`) to a file;
 :class:`MemoryTap` keeps them in a list (tests, tools). A sink (:class:`TapSink`) has
-``record(...)`` (one frame), ``record_batch(...)`` (many frames of one connection, one
-timestamp) and ``flush()``, all called from the endpoint's event loop.
+``record(...)`` (one frame), ``record_batch(...)`` (many frames of one connection) and
+``flush()``, all called from the endpoint's event loop.
 
 What a connection records how: its reader records the frames it received in one read and
 the frames it sent while handling them (the answers of inline processors) with ONE
 ``record_batch`` call when it has handled them (or before it awaits a handler), in the
-order they came and went, all with the time of that call: a synchronous stretch of the
-event loop takes well under a millisecond. A received frame is passed as the payload the
+order they came and went, with two timestamps: the read's for the frames received, the
+call's for the frames sent (their write follows at once: the answers of a read go out
+together when it has been handled). A received frame is passed as the payload the
 decoder yields (no copy to put its length back; the sink writes it). Frames sent outside
 that stretch (handlers that answer later, a client's requests) go one by one through
 ``record``, each with its own time.
@@ -98,18 +99,20 @@ class TapSink(Protocol):
 
     def record_batch(
         self,
-        timestamp_ns: int,
+        received_ns: int,
+        sent_ns: int,
         connection_id: int,
         local_address: str,
         remote_address: str,
         role: int,
         items: list,
     ) -> None:
-        """Frames of one connection, in order, all at ``timestamp_ns``: ``items`` is flat,
-        ``[kind, data, kind, data, ...]``, ``kind`` the direction (0 received, 1 sent),
-        plus :data:`PAYLOAD` when ``data`` is the frame without its 4-byte length field.
-        The same records as one ``record`` per frame, byte for byte. A sink may keep the
-        ``data`` but not the list (the caller reuses it)."""
+        """Frames of one connection, in order: ``items`` is flat, ``[kind, data, kind,
+        data, ...]``, ``kind`` the direction (0 received, 1 sent), plus :data:`PAYLOAD`
+        when ``data`` is the frame without its 4-byte length field. The received frames'
+        timestamp is ``received_ns``, the sent ones' ``sent_ns``. The same records as one
+        ``record`` per frame, byte for byte. A sink may keep the ``data`` but not the list
+        (the caller reuses it)."""
 
     def flush(self) -> None: ...
 
@@ -226,21 +229,22 @@ class FileTap:
     @trio.lowlevel.enable_ki_protection
     def record_batch(
         self,
-        timestamp_ns: int,
+        received_ns: int,
+        sent_ns: int,
         connection_id: int,
         local_address: str,
         remote_address: str,
         role: int,
         items: list,
     ) -> None:
-        """Record a connection's frames, in order, at one time (see :meth:`TapSink.record_batch`)."""
+        """Record a connection's frames, in order (see :meth:`TapSink.record_batch`)."""
         cached = self._addresses.get(connection_id)
         if cached is None or cached[0] != local_address or cached[1] != remote_address:
             if self._closing:
                 return
             cached = self._connection(connection_id, local_address, remote_address)
         new: list[bytes] = []
-        total = encode_record_batch(cached[3], timestamp_ns, role, items, new)
+        total = encode_record_batch(cached[3], received_ns, sent_ns, role, items, new)
         pending = self._pending + total
         if pending <= self._room:
             self._pending = pending
@@ -488,11 +492,12 @@ class MemoryTap:
             )
         )
 
-    def record_batch(self, timestamp_ns, connection_id, local_address, remote_address, role, items) -> None:
+    def record_batch(self, received_ns, sent_ns, connection_id, local_address, remote_address, role, items) -> None:
         it = iter(items)
         for kind, data in zip(it, it):
             frame = _LENGTH.pack(len(data)) + data if kind & PAYLOAD else data
-            self.record(timestamp_ns, connection_id, local_address, remote_address, kind & 1, role, frame)
+            ts = sent_ns if kind & 1 else received_ns
+            self.record(ts, connection_id, local_address, remote_address, kind & 1, role, frame)
 
     def flush(self) -> None:
         pass

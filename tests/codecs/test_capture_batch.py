@@ -27,11 +27,12 @@ def _fn(path: str):
     return _accel.encode_record_batch
 
 
-def _expected(conn, local, remote, ts, role, items) -> bytes:
+def _expected(conn, local, remote, ts, role, items, sent_ts=None) -> bytes:
     out = []
     for kind, data in zip(items[::2], items[1::2]):
         frame = struct.pack(">I", len(data)) + bytes(data) if kind & BATCH_PAYLOAD else bytes(data)
-        out.append(encode_record_fields(ts, conn, local, remote, kind & 1, role, frame))
+        stamp = (ts if sent_ts is None else sent_ts) if kind & 1 else ts
+        out.append(encode_record_fields(stamp, conn, local, remote, kind & 1, role, frame))
     return b"".join(out)
 
 
@@ -55,7 +56,7 @@ ITEMS = [
 def test_a_batch_is_the_records_of_each_frame(path, conn, local, remote, ts, role):
     _, tail = connection_head(conn, local, remote)
     out: list = []
-    total = _fn(path)(tail, ts, role, ITEMS, out)
+    total = _fn(path)(tail, ts, ts, role, ITEMS, out)
     blob = b"".join(out)
     assert blob == _expected(conn, local, remote, ts, role, ITEMS)
     assert total == len(blob) and len(out) == len(ITEMS)
@@ -78,8 +79,8 @@ def test_a_batch_is_the_records_of_each_frame(path, conn, local, remote, ts, rol
 def test_what_the_twin_hands_over_comes_out_the_same(path, items):
     _, tail = connection_head(3, "a:1", "b:2")
     out: list = []
-    total = _fn(path)(tail, 42, 2, items, out)
-    assert b"".join(out) == _expected(3, "a:1", "b:2", 42, 2, items) and total == len(b"".join(out))
+    total = _fn(path)(tail, 42, 43, 2, items, out)
+    assert b"".join(out) == _expected(3, "a:1", "b:2", 42, 2, items, 43) and total == len(b"".join(out))
     assert all(type(part) is bytes for part in out)
 
 
@@ -96,12 +97,13 @@ def test_bad_input_comes_out_as_the_references(path):
     """Errors (the reference's own, nothing appended by the twin first) and odd input."""
     _, tail = connection_head(3, "a:1", "b:2")
     cases = [
-        (tail, -1, 1, [1, b"x"]),  # a negative timestamp
-        (tail, 1, 256, [1, b"x"]),  # a role past a byte
-        (tail, 1, 1, [1, b"x", "1", b"y"]),  # a kind that is no number
-        (tail, 1, 1, [1, b"x", 1, "text"]),  # data that is no bytes
-        (tail, 1, 1, [1, b"x", 1]),  # an odd item left over: ignored
-        (bytearray(tail), 1, 1, [1, b"x"]),
+        (tail, -1, 1, 1, [0, b"x"]),  # a negative timestamp
+        (tail, 1, -1, 1, [1, b"x"]),
+        (tail, 1, 1, 256, [1, b"x"]),  # a role past a byte
+        (tail, 1, 1, 1, [1, b"x", "1", b"y"]),  # a kind that is no number
+        (tail, 1, 1, 1, [1, b"x", 1, "text"]),  # data that is no bytes
+        (tail, 1, 1, 1, [1, b"x", 1]),  # an odd item left over: ignored
+        (bytearray(tail), 1, 1, 1, [1, b"x"]),
     ]
     for args in cases:
         ref = _outcome(accel.pure("encode_record_batch"), *args)

@@ -36,10 +36,11 @@ def _items(n: int, *, offset: int = 0) -> list:
 
 
 def _one_by_one(tap, ts, conn, local, remote, role, items) -> None:
-    """What record_batch must equal: one record() per frame, the length put back on payloads."""
+    """What record_batch must equal: one record() per frame, the length put back on
+    payloads; ``ts`` is the received frames' timestamp, the sent ones' is ``ts + 1000``."""
     for kind, data in zip(items[::2], items[1::2]):
         frame = struct.pack(">I", len(data)) + bytes(data) if kind & PAYLOAD else data
-        tap.record(ts, conn, local, remote, kind & 1, role, frame)
+        tap.record(ts + 1000 if kind & 1 else ts, conn, local, remote, kind & 1, role, frame)
 
 
 def _file_bytes(path) -> bytes:
@@ -61,7 +62,7 @@ def _write_both(tmp_path, name: str) -> tuple[bytes, bytes]:
     with FileTap(one) as a, FileTap(batch) as b:
         for ts, conn, local, remote, role, items in CALLS:
             _one_by_one(a, ts, conn, local, remote, role, items)
-            b.record_batch(ts, conn, local, remote, role, items)
+            b.record_batch(ts, ts + 1000, conn, local, remote, role, items)
     assert a.written == b.written == b.records == sum(len(c[-1]) // 2 for c in CALLS)
     return _file_bytes(one), _file_bytes(batch)
 
@@ -83,7 +84,7 @@ def test_memory_tap_record_batch_equals_record():
     a, b = MemoryTap(), MemoryTap()
     for ts, conn, local, remote, role, items in CALLS:
         _one_by_one(a, ts, conn, local, remote, role, items)
-        b.record_batch(ts, conn, local, remote, role, items)
+        b.record_batch(ts, ts + 1000, conn, local, remote, role, items)
     assert a.records == b.records and len(b.records) == 14
 
 
@@ -92,7 +93,7 @@ def test_record_batch_copies_data_the_caller_reuses(tmp_path):
     buf = bytearray(_frame(b"first")[4:])
     items = [Direction.RECEIVED | PAYLOAD, buf, Direction.SENT, memoryview(_frame(b"second"))]
     with FileTap(path) as tap:
-        tap.record_batch(1, 1, "a:1", "b:2", 1, items)
+        tap.record_batch(1, 2, 1, "a:1", "b:2", 1, items)
         buf[-5:] = b"XXXXX"
     assert [decode_command(r.payload).body for r in iter_records(open(path, "rb"))] == [b"first", b"second"]
 
@@ -111,7 +112,7 @@ async def test_a_stuck_disk_drops_and_counts_batched_frames_without_blocking(tmp
     try:
         t0 = time.monotonic()
         for i in range(100):
-            tap.record_batch(i, 1, "a:1", "b:2", 1, _items(5))
+            tap.record_batch(i, i, 1, "a:1", "b:2", 1, _items(5))
         assert time.monotonic() - t0 < 1.0  # never waited for the disk
         assert tap.dropped > 800
         assert tap.records + tap.dropped == 1000
@@ -128,7 +129,7 @@ async def test_rotation_cuts_batches_between_records(tmp_path):
     path = tmp_path / "rot.trkcap"
     with FileTap(path, rotate_bytes=2000, flush_bytes=64 * 1024) as tap:
         for i in range(10):
-            tap.record_batch(i, 1, "a:1", "b:2", 1, _items(4, offset=4 * i))
+            tap.record_batch(i, i, 1, "a:1", "b:2", 1, _items(4, offset=4 * i))
     paths = rotated_paths(path)
     assert len(paths) >= 5
     bodies = []
@@ -153,11 +154,11 @@ class _Calls(MemoryTap):
             self.calls.append(("record", 1))
         super().record(*args, **kw)
 
-    def record_batch(self, timestamp_ns, connection_id, local_address, remote_address, role, items) -> None:
+    def record_batch(self, received_ns, sent_ns, connection_id, local_address, remote_address, role, items) -> None:
         self.calls.append(("batch", len(items) // 2))
         self._in_batch = True
         try:
-            super().record_batch(timestamp_ns, connection_id, local_address, remote_address, role, items)
+            super().record_batch(received_ns, sent_ns, connection_id, local_address, remote_address, role, items)
         finally:
             self._in_batch = False
 
@@ -205,11 +206,13 @@ async def test_a_connection_records_requests_before_their_answers(inline):
         # the answers went out with their requests: one call records both, and more than one pair
         assert not [c for c in stap.calls if c[0] == "record"]
         assert max(batches) >= 4
-        # one timestamp per call
-        ts_runs = {}
+        # a call's received frames share the read's timestamp, its sent ones the call's
+        assert len({r.timestamp_ns for r in records if r.direction is Direction.RECEIVED}) <= len(batches)
+        assert len({r.timestamp_ns for r in records if r.direction is Direction.SENT}) <= len(batches)
+        asked = {decode_command(r.payload).opaque: r.timestamp_ns for r in records if r.direction is Direction.RECEIVED}
         for r in records:
-            ts_runs.setdefault(r.timestamp_ns, []).append(r)
-        assert len(ts_runs) <= len(batches)
+            if r.direction is Direction.SENT:  # an answer is stamped no earlier than its request
+                assert r.timestamp_ns >= asked[decode_command(r.payload).opaque]
     else:
         # an async handler answers after the reader moved on: its answers record one by one
         assert len([c for c in stap.calls if c[0] == "record"]) == 60
