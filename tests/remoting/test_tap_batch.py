@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import struct
-import threading
-import time
 
 import pytest
 import trio
@@ -19,6 +17,7 @@ from trocket.remoting import FileTap, MemoryTap
 from trocket.remoting.tap import PAYLOAD, rotated_paths
 
 from .conftest import client_of, request, serving
+from .test_tap_file import _stuck_disk
 
 SYNC_ECHO = 110
 
@@ -98,31 +97,8 @@ def test_record_batch_copies_data_the_caller_reuses(tmp_path):
     assert [decode_command(r.payload).body for r in iter_records(open(path, "rb"))] == [b"first", b"second"]
 
 
-class _StuckTap(FileTap):
-    release: threading.Event
-
-    def _write(self, data, count):
-        self.release.wait(10)
-        super()._write(data, count)
-
-
 async def test_a_stuck_disk_drops_and_counts_batched_frames_without_blocking(tmp_path):
-    _StuckTap.release = threading.Event()
-    tap = _StuckTap(tmp_path / "slow.trkcap", max_buffer_bytes=10_000, flush_bytes=1000, flush_interval=0.01)
-    try:
-        t0 = time.monotonic()
-        for i in range(100):
-            tap.record_batch(i, i, 1, "a:1", "b:2", 1, _items(5))
-        assert time.monotonic() - t0 < 1.0  # never waited for the disk
-        assert tap.dropped > 800
-        assert tap.records + tap.dropped == 1000
-    finally:
-        _StuckTap.release.set()
-        tap.close()
-    records = list(iter_records(open(tmp_path / "slow.trkcap", "rb")))
-    assert len(records) == tap.written == tap.records
-    # what was kept of each batch is in order: a batch's records never come back out of order
-    assert [r.timestamp_ns for r in records] == sorted(r.timestamp_ns for r in records)
+    _stuck_disk(tmp_path, flush_bytes=1000, batch=True)
 
 
 async def test_rotation_cuts_batches_between_records(tmp_path):
