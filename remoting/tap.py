@@ -17,10 +17,11 @@ that stretch (handlers that answer later, a client's requests) go one by one thr
 ``record``, each with its own time.
 
 FileTap never blocks the event loop on the disk, and costs the loop as little as it can:
-``record_batch`` packs each record's head with the connection's cached fields (conn id,
-addresses) and the batch's timestamp in one ``struct.pack`` and appends it and the frame
-(``bytes``, by reference: no copy) to a list, in the loop's thread: no lock, no queue put,
-no thread wake-up per frame. Once that list holds ``flush_bytes`` (256 KiB), the loop
+``record_batch`` has :func:`~trocket.codecs.capture.encode_record_batch` (compiled in the
+codec accelerator) build every record's head from the connection's cached fields (conn id,
+addresses) and appends the heads and the frames (``bytes``, by reference: no copy) to a
+list, in the loop's thread: no lock, no queue put, no thread wake-up per frame (``record``
+does the same for one frame with one ``struct.pack``). Once that list holds ``flush_bytes`` (256 KiB), the loop
 hands it to a writer thread (one deque append and one wake-up per chunk) and starts a new
 one; the writer joins each chunk and writes it with one ``os.write`` (which releases the
 GIL). So that a quiet connection's frames still reach the disk within ``flush_interval``
