@@ -10,7 +10,8 @@ vs off. One ``ASYNC_FLUSH`` broker per run (fresh store), ``--senders`` synchron
 SEND_MESSAGE_V2 senders of 128-byte bodies on one connection (the load of
 ``benchmarks/broker_produce.py --part senders``, its :func:`produce_window`), ``--warmup``
 seconds untimed then ``--seconds`` timed; first the tap's own cost per frame
-(:func:`tap_record_cost`, in-process, immune to the machine's load), then the runs alternate off, on, off, on ...
+(:func:`tap_record_cost`, in-process, immune to the machine's load: ``record`` per frame and
+``record_batch`` as a reader calls it), then the runs alternate off, on, off, on ...
 (``--rounds`` pairs) so that a busy machine's drift hits both alike; ``--compare DIR`` adds
 to each round a tapped run of the broker from another tree (e.g. main's, laid out as the
 ``trocket`` package like ``broker_produce.py --broker-pythonpath`` takes): a before/after
@@ -101,23 +102,33 @@ async def bench_tap(
     return result
 
 
-def tap_record_cost(frames: int = 200_000, frame_size: int = 250) -> float:
-    """CPU microseconds per frame of FileTap: record() called from a trio loop, as an
-    endpoint calls it (append to the loop's buffer, hand-overs), plus the writer thread's
-    share (the process's CPU time over recording and closing, so the machine's load does
-    not count)."""
+def tap_record_cost(frames: int = 200_000, frame_size: int = 250, batch: int = 0) -> float:
+    """CPU microseconds per frame of FileTap called from a trio loop as an endpoint calls
+    it (append to the loop's buffer, hand-overs), plus the writer thread's share (the
+    process's CPU time over recording and closing, so the machine's load does not count).
+    ``batch`` 0: one ``record`` per frame (sends outside a reader's stretch); N: one
+    ``record_batch`` per N request/answer pairs (a reader's stretch: received payloads,
+    sent frames)."""
     import time
 
-    from trocket.remoting.tap import FileTap
+    from trocket.remoting.tap import PAYLOAD, FileTap
 
     frame = (frame_size - 4).to_bytes(4, "big") + b"\x01" * (frame_size - 4)
+    items = [0 | PAYLOAD, frame[4:], 1, frame] * batch
 
     async def record_all(tap: FileTap) -> None:
-        record, now = tap.record, time.time_ns
+        record, record_batch, now = tap.record, tap.record_batch, time.time_ns
+        if batch:
+            for i in range(frames // (2 * batch)):
+                t = now()
+                record_batch(t, t, 7, "127.0.0.1:10911", "127.0.0.1:54321", 1, items)
+                if i % 50 == 49:
+                    await trio.lowlevel.checkpoint()  # let the loop run the writer's requests
+            return
         for i in range(frames):
             record(now(), 7, "127.0.0.1:10911", "127.0.0.1:54321", i & 1, 1, frame)
             if i % 1000 == 999:
-                await trio.lowlevel.checkpoint()  # let the loop run the writer's requests
+                await trio.lowlevel.checkpoint()
 
     with tempfile.TemporaryDirectory(prefix="trocket-bench-tap-") as tmp:
         tap = FileTap(os.path.join(tmp, "t.trkcap"))
@@ -144,6 +155,9 @@ def tap_rows(
     per_frame = tap_record_cost()
     out(f"tap record: {per_frame:.2f} CPU us per 250-byte frame, written; a send is 2 frames "
         f"(request and answer): {2 * per_frame:.2f} us per message")
+    per_frame = tap_record_cost(batch=16)
+    out(f"tap record_batch (16 request/answer pairs a call, as a reader records them): {per_frame:.2f} CPU us "
+        f"per 250-byte frame, written: {2 * per_frame:.2f} us per message")
     trio.run(bench_tap, senders, warmup, seconds, rounds, out, compare)
     return rows
 

@@ -16,6 +16,9 @@ of 128-byte bodies from ``--senders`` tasks on one connection, turns it off, sto
 broker and prints the broker's instructions per message. ``--broker-pythonpath`` runs
 another tree's broker (a tree laid out as the ``trocket`` package) under the same load.
 
+``--tap`` runs the broker with ``--tap FILE`` (the capture tap's cost: compare with a run
+without it; the tap's writer thread counts too).
+
 ``--codecs both`` runs the broker twice, with pure-Python codecs (``TROCKET_PURE=1``)
 and with the compiled accelerator (``codecs/_accel.pyx``), and prints the ratio.
 
@@ -77,7 +80,7 @@ def broker_run(args: argparse.Namespace, pure: bool | None = None) -> None:
                 ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
                  sys.executable, "-m", "trocket.broker.main", "broker", "--store", os.path.join(tmp, "store"),
                  "--listen", "127.0.0.1:0", "--namesrv-listen", "127.0.0.1:0", "--flush", "async",
-                 "--log-level", "INFO"],
+                 "--log-level", "INFO", *(("--tap", os.path.join(tmp, "broker.trkcap")) if args.tap else ())],
                 stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tempfile.gettempdir(),
             )
         addr = None
@@ -124,7 +127,8 @@ def broker_run(args: argparse.Namespace, pure: bool | None = None) -> None:
             bp.stop_broker(proc)
         total = callgrind_total(out)
     codecs = "" if pure is None else ("codecs=pure  " if pure else "codecs=compiled  ")
-    print(f"broker  {args.serialize:8s} senders={args.senders:3d}  {codecs}{total / args.messages:10,.0f} instructions/msg "
+    print(f"broker  {args.serialize:8s} senders={args.senders:3d}  {codecs}{'tap=on  ' if args.tap else ''}"
+          f"{total / args.messages:10,.0f} instructions/msg "
           f"({args.messages} messages)", flush=True)
     return total / args.messages
 
@@ -177,6 +181,7 @@ if __name__ == "__main__":
     parser.add_argument("--serialize", choices=("rocketmq", "json"), default="rocketmq",
                         help="broker: header serialization of the sends (default rocketmq)")
     parser.add_argument("--broker-pythonpath", default="", help="broker: the broker child's PYTHONPATH")
+    parser.add_argument("--tap", action="store_true", help="broker: run it with --tap FILE (a capture in its temporary dir)")
     parser.add_argument("--codecs", choices=("inherit", "pure", "compiled", "both"), default="inherit",
                         help="broker: its codecs, pure Python (TROCKET_PURE=1) or the compiled accelerator; "
                              "both: one run each, then the ratio (default: as this environment has it)")

@@ -32,7 +32,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 1
+ABI = 2
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -44,6 +44,7 @@ cdef object _py_decode_send_message_v2 = None
 cdef object _py_encode_record_into = None
 cdef object _py_get_property = None
 cdef object _py_decode_properties = None
+cdef object _py_encode_record_batch = None
 
 
 def set_pure(str name, fn):
@@ -51,7 +52,7 @@ def set_pure(str name, fn):
     global _py_decode_command, _py_decode_binary_header, _py_decode_json_header
     global _py_FrameDecoder, _sniff_foreign_protocol
     global _py_decode_send_message, _py_decode_send_message_v2, _py_encode_record_into, _py_get_property
-    global _py_decode_properties
+    global _py_decode_properties, _py_encode_record_batch
     if name == "FrameDecoder":
         _py_FrameDecoder = fn
         from trocket.codecs.frame import sniff_foreign_protocol
@@ -72,6 +73,8 @@ def set_pure(str name, fn):
         _py_get_property = fn
     elif name == "decode_properties":
         _py_decode_properties = fn
+    elif name == "encode_record_batch":
+        _py_encode_record_batch = fn
     else:
         raise KeyError(name)
 
@@ -907,7 +910,7 @@ cdef inline void _put32(unsigned char* p, long long v) noexcept:
 
 cdef inline void _put64(unsigned char* p, long long v) noexcept:
     _put32(p, v >> 32)
-    _put32(p + 4, v & 0xFFFFFFFF)
+    _put32(p + 4, v)  # _put32 keeps the low 32 bits (a literal 0xFFFFFFFF mask was Python arithmetic)
 
 
 cdef inline bint _fits32(long long v) noexcept:
@@ -1131,3 +1134,68 @@ def decode_properties(text):
             PyDict_SetItem(result, _text(s + start, sep - start), _text(s + sep + 1, end - sep - 1))
         start = end + 1
     return result
+
+
+# -- capture records ------------------------------------------------------------------
+
+
+def encode_record_batch(tail, received_ns, sent_ns, role, items, out):
+    """Twin of :func:`trocket.codecs.capture.encode_record_batch` for what a connection
+    passes: bytes data, kinds 0 to 3, timestamps and a role that fit. Anything else goes
+    to the pure function (before anything is appended to ``out``)."""
+    cdef Py_ssize_t i, count, tlen, m, dlen, hsize, total = 0
+    cdef long long ts_r, ts_s, n, r, limit
+    cdef long kind
+    cdef unsigned char* w
+    if type(tail) is not bytes or type(items) is not list or type(out) is not list:
+        return _py_encode_record_batch(tail, received_ns, sent_ns, role, items, out)
+    count = len(<list>items)
+    if count & 1 or type(received_ns) is not int or type(sent_ns) is not int or type(role) is not int:
+        return _py_encode_record_batch(tail, received_ns, sent_ns, role, items, out)
+    try:
+        ts_r = received_ns
+        ts_s = sent_ns
+        r = role
+    except OverflowError:
+        return _py_encode_record_batch(tail, received_ns, sent_ns, role, items, out)
+    tlen = PyBytes_GET_SIZE(tail)
+    m = 12 + tlen
+    limit = ((<long long>1) << 32) - 16 - m  # a record's length field must fit in 32 bits
+    if ts_r < 0 or ts_s < 0 or r < 0 or r > 255:
+        return _py_encode_record_batch(tail, received_ns, sent_ns, role, items, out)
+    for i in range(0, count, 2):  # check everything first: no Python code runs in between
+        k = (<list>items)[i]
+        d = (<list>items)[i + 1]
+        if type(k) is not int or type(d) is not bytes or PyBytes_GET_SIZE(d) > limit:
+            return _py_encode_record_batch(tail, received_ns, sent_ns, role, items, out)
+        try:
+            kind = k
+        except OverflowError:
+            kind = -1
+        if kind < 0 or kind > 3:
+            return _py_encode_record_batch(tail, received_ns, sent_ns, role, items, out)
+    for i in range(0, count, 2):
+        kind = (<list>items)[i]
+        d = (<list>items)[i + 1]
+        dlen = PyBytes_GET_SIZE(d)
+        if kind & 2:
+            hsize = m + 8
+            n = m + 4 + dlen
+        else:
+            hsize = m + 4
+            n = m + dlen
+        head = PyBytes_FromStringAndSize(NULL, hsize)
+        w = <unsigned char*>PyBytes_AS_STRING(head)
+        _put32(w, n)
+        w[4] = kind & 1
+        w[5] = <unsigned char>r
+        w[6] = 0
+        w[7] = 0
+        _put64(w + 8, ts_s if kind & 1 else ts_r)
+        memcpy(w + 16, PyBytes_AS_STRING(tail), tlen)
+        if kind & 2:
+            _put32(w + 16 + tlen, dlen)
+        (<list>out).append(head)
+        (<list>out).append(d)
+        total += n + 4
+    return total

@@ -58,6 +58,8 @@ __all__ = [
     "encode_addresses",
     "encode_record_with_addresses",
     "connection_head",
+    "BATCH_PAYLOAD",
+    "encode_record_batch",
     "decode_record",
     "CaptureReader",
     "iter_records",
@@ -164,6 +166,46 @@ def connection_head(connection_id: int, local_address: str, remote_address: str)
     record's length field: the head's size less 4, plus the frame's."""
     tail = _U64.pack(connection_id) + encode_addresses(local_address, remote_address)
     return struct.Struct(f">IBBHQ{len(tail)}s").pack, tail
+
+
+#: :func:`encode_record_batch` item kind bit: the data is a frame's payload, without its
+#: 4-byte length field (what a frame decoder yields); the record gets the length put back.
+#: Without it the data is a whole frame. Bit 0 of a kind is the direction.
+BATCH_PAYLOAD = 2
+_batch_heads: dict[int, tuple[Callable[..., bytes], Callable[..., bytes]]] = {}
+_pack_fixed = struct.Struct(">BBHQ").pack  # direction, role, flags, timestamp
+
+
+def encode_record_batch(tail: bytes, received_ns: int, sent_ns: int, role: int, items: list, out: list) -> int:
+    """The records of many frames of one connection, for a writer that keeps the frames
+    by reference: appends two parts per record to ``out``, its head (through the frame's
+    length field, for a payload) and the frame's bytes (the item's own object), and
+    returns the bytes appended. ``tail`` is :func:`connection_head`'s; ``items`` is flat,
+    ``[kind, data, kind, data, ...]``, ``kind`` the direction plus :data:`BATCH_PAYLOAD`
+    when ``data`` is a payload; the received frames' timestamp is ``received_ns``, the
+    sent ones' ``sent_ns``. The records, joined, are what :func:`encode_record_fields`
+    makes for each frame (flags 0), byte for byte."""
+    m = _FIXED.size - 8 + len(tail)  # a head's bytes after its length field
+    heads = _batch_heads.get(m)
+    if heads is None:
+        heads = _batch_heads[m] = (struct.Struct(f">I{m}s").pack, struct.Struct(f">I{m}sI").pack)
+    head_frame, head_payload = heads
+    fixed = (_pack_fixed(0, role, 0, received_ns) + tail, _pack_fixed(1, role, 0, sent_ns) + tail)
+    append = out.append
+    total = 0
+    it = iter(items)
+    for kind, data in zip(it, it):
+        if data.__class__ is not bytes:
+            data = bytes(data)  # the caller may reuse its buffer
+        if kind & BATCH_PAYLOAD:
+            n = m + 4 + len(data)
+            append(head_payload(n, fixed[kind & 1], len(data)))
+        else:
+            n = m + len(data)
+            append(head_frame(n, fixed[kind & 1]))
+        append(data)
+        total += n + 4
+    return total
 
 
 def encode_record_with_addresses(
@@ -343,3 +385,8 @@ def read_records(data: bytes, *, allow_truncated: bool = False) -> list[CaptureR
     records = list(reader)
     reader.close(allow_truncated=allow_truncated)
     return records
+
+
+from .accel import accelerated  # noqa: E402  (after the pure function it replaces)
+
+encode_record_batch = accelerated(encode_record_batch)

@@ -70,9 +70,13 @@ _checkpoint = trio.lowlevel.checkpoint
 _IO_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 _CLOSING = ConnState.CLOSING
 
-#: capture directions (see :mod:`trocket.codecs.capture`)
+#: capture directions (see :mod:`trocket.codecs.capture`); a read's received frames go to
+#: the tap as payloads (:data:`~.tap.PAYLOAD`: the sink writes their length field)
 _RECEIVED = 0
 _SENT = 1
+_RECEIVED_PAYLOAD = 2  # _RECEIVED | tap.PAYLOAD
+#: items (two per frame) a reader's tap batch holds before it is recorded mid-stretch
+_TAP_BATCH_ITEMS = 1024
 
 
 _receive_buffers = threading.local()
@@ -225,6 +229,8 @@ class Connection:
         "_writer_done",
         "_idle_waiter",
         "_closed_event",
+        "_tap_batch",
+        "_tap_read_ns",
         "__weakref__",
     )
 
@@ -276,6 +282,10 @@ class Connection:
         self._writer_done = trio.Event()
         self._idle_waiter: trio.Event | None = None
         self._closed_event = trio.Event()
+        # the tap's records of the reader's current synchronous stretch (see _read_loop);
+        # None outside one: sends record themselves
+        self._tap_batch: list | None = None
+        self._tap_read_ns = 0  # when the stretch's data was read: its received frames' timestamp
 
     def __repr__(self) -> str:
         return f"<Connection #{self.id} {self.local_address} -> {self.remote_address} {self._state.name}>"
@@ -316,17 +326,47 @@ class Connection:
                 self.last_io = trio.current_time()
         tap = self.endpoint.tap
         if tap is not None:
-            tap.record(time.time_ns(), self.id, self.local_address, self.remote_address, _SENT, self.endpoint.role, frame)
+            batch = self._tap_batch
+            if batch is not None and len(batch) < _TAP_BATCH_ITEMS:
+                batch.append(_SENT)  # the reader records it with what it received
+                batch.append(frame)
+            else:
+                self._tap_sent(frame)
         return True
+
+    def _tap_sent(self, frame: bytes) -> None:
+        """Record a sent frame: alone, or (the reader's batch is full) record the batch
+        and start the next one with it."""
+        batch = self._tap_batch
+        if batch is None:
+            endpoint = self.endpoint
+            endpoint.tap.record(time.time_ns(), self.id, self.local_address, self.remote_address, _SENT, endpoint.role, frame)
+        else:
+            self._tap_record_batch(batch)
+            batch.append(_SENT)
+            batch.append(frame)
+
+    def _tap_record_batch(self, batch: list) -> None:
+        """Record the frames the reader's stretch has received and sent so far, in order,
+        with one call (stamped: received at the read, sent now), and empty ``batch``
+        for what comes next."""
+        if batch:
+            endpoint = self.endpoint
+            tap = endpoint.tap
+            if tap is not None:  # (None: taken off meanwhile)
+                tap.record_batch(
+                    self._tap_read_ns, time.time_ns(), self.id, self.local_address, self.remote_address,
+                    endpoint.role, batch,
+                )
+            batch.clear()
 
     async def send_frame(self, frame: bytes) -> None:
         """Send or queue an encoded frame, waiting for room (backpressure)."""
         if not self.send_frame_nowait(frame):
             if not await self._outbox.put(frame):
                 raise RemotingSendRequestError(f"connection to {self.remote_address} closed", self.remote_address)
-            tap = self.endpoint.tap
-            if tap is not None:
-                tap.record(time.time_ns(), self.id, self.local_address, self.remote_address, _SENT, self.endpoint.role, frame)
+            if self.endpoint.tap is not None:
+                self._tap_sent(frame)
 
     def cork(self) -> bool:
         """Hold what is sent from now on until :meth:`uncork`, which writes it with one
@@ -653,6 +693,9 @@ class Connection:
         stats = endpoint.stats
         dispatch = endpoint._dispatch_soon
         tap = endpoint.tap
+        # tapped: the frames of one synchronous stretch (a read's frames and the answers
+        # sent while handling them) are recorded together, in order, when it ends
+        taps: list = []
         outbox = self._outbox
         fd = self._fd
         current_time = trio.current_time
@@ -693,14 +736,15 @@ class Connection:
                 self.last_io = current_time()
                 outbox.corked = True
                 completed = 0
+                if tap is not None:
+                    self._tap_batch = taps
+                    self._tap_read_ns = time.time_ns()
                 try:
                     decoder.feed(data)
                     while (payload := decoder.next_frame()) is not None:
                         if tap is not None:
-                            tap.record(
-                                time.time_ns(), self.id, self.local_address, self.remote_address,
-                                _RECEIVED, endpoint.role, _LENGTH.pack(len(payload)) + payload,
-                            )
+                            taps.append(_RECEIVED_PAYLOAD)
+                            taps.append(payload)
                         try:
                             cmd = decode_command(payload)
                         except CodecError as exc:
@@ -716,11 +760,19 @@ class Connection:
                         else:
                             pending = dispatch(self, cmd)
                             if pending is not None:
+                                if tap is not None:  # the stretch ends: what others send now records itself
+                                    self._tap_batch = None
+                                    self._tap_record_batch(taps)
                                 await pending
+                                if tap is not None:
+                                    self._tap_batch = taps
                 except FrameError as exc:
                     self._bad_input(RemotingFrameError, exc)
                     return
                 finally:
+                    if tap is not None:
+                        self._tap_batch = None
+                        self._tap_record_batch(taps)
                     if self._state < _CLOSING:
                         self._flush_corked()
                     # New data allows the next direct write -- unless this read completed

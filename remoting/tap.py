@@ -2,20 +2,34 @@
 
 Pass a sink as ``tap=`` to a server or client. :class:`FileTap` appends records in
 the native capture format (:mod:`trocket.codecs.capture`) to a file;
-:class:`MemoryTap` keeps them in a list (tests, tools). A sink is anything with
-``record(...)`` and ``flush()``, both called from the endpoint's event loop.
+:class:`MemoryTap` keeps them in a list (tests, tools). A sink (:class:`TapSink`) has
+``record(...)`` (one frame), ``record_batch(...)`` (many frames of one connection) and
+``flush()``, all called from the endpoint's event loop.
+
+What a connection records how: its reader records the frames it received in one read and
+the frames it sent while handling them (the answers of inline processors) with ONE
+``record_batch`` call when it has handled them (or before it awaits a handler), in the
+order they came and went, with two timestamps: the read's for the frames received, the
+call's for the frames sent (their write follows at once: the answers of a read go out
+together when it has been handled). A received frame is passed as the payload the
+decoder yields (no copy to put its length back; the sink writes it). Frames sent outside
+that stretch (handlers that answer later, a client's requests) go one by one through
+``record``, each with its own time.
 
 FileTap never blocks the event loop on the disk, and costs the loop as little as it can:
-``record`` packs the record's head with the connection's cached fields (conn id, addresses)
-in one ``struct.pack`` and appends it and the frame (``bytes``, by reference: no copy) to a
-list, in the loop's thread: no lock, no queue put, no thread wake-up per frame. Once that
-list holds ``flush_bytes`` (256 KiB), the loop hands it to a writer thread (one deque
-append and one wake-up per chunk) and starts a new one; the writer joins each chunk and
-writes it with one ``os.write`` (which releases the GIL). So that a quiet connection's
-frames still reach the disk within ``flush_interval`` (1 s), the writer asks the loop,
-through trio's ``run_sync_soon``, to hand over records that have waited half that long;
-``flush()`` hands over at once. Outside a trio loop (tests, tools recording from plain
-code) there is no loop to ask, so every record is handed over as it comes.
+``record_batch`` has :func:`~trocket.codecs.capture.encode_record_batch` (compiled in the
+codec accelerator) build every record's head from the connection's cached fields (conn id,
+addresses) and appends the heads and the frames (``bytes``, by reference: no copy) to a
+list, in the loop's thread: no lock, no queue put, no thread wake-up per frame (``record``
+does the same for one frame with one ``struct.pack``). Once that list holds ``flush_bytes`` (256 KiB), the loop
+hands it to a writer thread (one deque append and one wake-up per chunk) and starts a new
+one; the writer joins each chunk and writes it with one ``os.write`` (which releases the
+GIL). So that a quiet connection's frames still reach the disk within ``flush_interval``
+(1 s), the writer asks the loop, through trio's ``run_sync_soon``, to hand over records
+that have waited half that long; ``flush()`` hands over at once. Outside a trio loop
+(tests, tools recording from plain code) there is no loop to ask, so every call's records
+are handed over as they come. Its cost on the broker's produce path
+(``benchmarks/capture_tap.py``, ``benchmarks/instructions.py --tap``): see the README.
 
 The buffer is bounded (``max_buffer_bytes``, 64 MiB by default, counting the records not
 handed over yet and the chunks the writer has not written): when a slow disk lets it fill, new records
@@ -29,8 +43,8 @@ bytes the writer continues in ``path.1``, then ``path.2``, ... each a complete
 capture with its own file header, cut only between records. Reading ``path``,
 ``path.1``, ``path.2`` in order gives the whole session.
 
-``record``, ``flush`` and ``close`` must come from one thread (the event loop's); the
-writer thread is the only other one.
+``record``, ``record_batch``, ``flush`` and ``close`` must come from one thread (the event
+loop's); the writer thread is the only other one.
 """
 
 from __future__ import annotations
@@ -46,21 +60,31 @@ from typing import Callable, Protocol
 import trio
 
 from trocket.codecs.capture import (
+    BATCH_PAYLOAD,
     FILE_HEADER,
     CaptureRecord,
     Direction,
     Role,
     connection_head,
+    encode_record_batch,
 )
 
-__all__ = ["TapSink", "FileTap", "MemoryTap", "rotated_paths"]
+__all__ = ["TapSink", "FileTap", "MemoryTap", "rotated_paths", "PAYLOAD"]
 
 log = logging.getLogger("trocket.remoting.tap")
 
 _unpack_length = struct.Struct(">I").unpack_from  # a record's length field
+_LENGTH = struct.Struct(">I")
+
+#: ``record_batch`` item kind bit: the data is a frame's payload, without its 4-byte length
+#: field (what a frame decoder yields); the sink puts the length back. Without it the data
+#: is a whole frame. The kind's bit 0 is the direction (0 received, 1 sent).
+PAYLOAD = BATCH_PAYLOAD
 
 
 class TapSink(Protocol):
+    """What an endpoint calls, from its event loop; neither may block or raise."""
+
     def record(
         self,
         timestamp_ns: int,
@@ -71,9 +95,25 @@ class TapSink(Protocol):
         role: int,
         frame: bytes,
     ) -> None:
-        """One frame, whole (length prefix included), as ``bytes`` (a sink may keep it);
-        must not block or raise. FileTap and MemoryTap also take ``flags`` (the capture
-        format's, e.g. RAW)."""
+        """One frame, whole (length prefix included), as ``bytes`` (a sink may keep it).
+        FileTap and MemoryTap also take ``flags`` (the capture format's, e.g. RAW)."""
+
+    def record_batch(
+        self,
+        received_ns: int,
+        sent_ns: int,
+        connection_id: int,
+        local_address: str,
+        remote_address: str,
+        role: int,
+        items: list,
+    ) -> None:
+        """Frames of one connection, in order: ``items`` is flat, ``[kind, data, kind,
+        data, ...]``, ``kind`` the direction (0 received, 1 sent), plus :data:`PAYLOAD`
+        when ``data`` is the frame without its 4-byte length field. The received frames'
+        timestamp is ``received_ns``, the sent ones' ``sent_ns``. The same records as one
+        ``record`` per frame, byte for byte. A sink may keep the ``data`` but not the list
+        (the caller reuses it)."""
 
     def flush(self) -> None: ...
 
@@ -179,13 +219,59 @@ class FileTap:
                 parts.append(cached[2](n - 4, direction, role, flags, timestamp_ns, cached[3]))
                 parts.append(frame)
                 return
-        self._record_slow(timestamp_ns, connection_id, local_address, remote_address, direction, role, frame, flags)
+        if self._closing:
+            return
+        if type(frame) is not bytes:
+            frame = bytes(frame)  # the caller may reuse its buffer
+        cached = self._connection(connection_id, local_address, remote_address)
+        n = cached[4] + len(frame)
+        self._accept([cached[2](n - 4, direction, role, flags, timestamp_ns, cached[3]), frame], n)
 
     @trio.lowlevel.enable_ki_protection
-    def _record_slow(
-        self, timestamp_ns, connection_id, local_address, remote_address, direction, role, frame, flags
+    def record_batch(
+        self,
+        received_ns: int,
+        sent_ns: int,
+        connection_id: int,
+        local_address: str,
+        remote_address: str,
+        role: int,
+        items: list,
     ) -> None:
-        """A new connection, a full chunk, the bound reached, or no loop: see record()."""
+        """Record a connection's frames, in order (see :meth:`TapSink.record_batch`)."""
+        cached = self._addresses.get(connection_id)
+        if cached is None or cached[0] != local_address or cached[1] != remote_address:
+            if self._closing:
+                return
+            cached = self._connection(connection_id, local_address, remote_address)
+        new: list[bytes] = []
+        total = encode_record_batch(cached[3], received_ns, sent_ns, role, items, new)
+        pending = self._pending + total
+        if pending <= self._room:
+            self._pending = pending
+            self._parts += new
+        elif new and not self._closing:
+            self._accept(new, total)
+
+    def _connection(self, connection_id: int, local_address: str, remote_address: str) -> tuple:
+        """The cached fields of a connection (made on its first record, or when its
+        addresses change): local, remote, pack of a whole head, tail (conn id and
+        addresses), the head's size."""
+        cached = self._addresses.get(connection_id)
+        if cached is None or cached[0] != local_address or cached[1] != remote_address:
+            if len(self._addresses) >= 4096:  # connections come and go: a bounded cache
+                self._addresses.clear()
+            pack, tail = connection_head(connection_id, local_address, remote_address)
+            cached = (local_address, remote_address, pack, tail, len(tail) + 16)
+            self._addresses[connection_id] = cached
+        return cached
+
+    @trio.lowlevel.enable_ki_protection
+    def _accept(self, new: list[bytes], total: int) -> None:
+        """The slow path of both record calls: ``new`` (head, frame, head, frame, ...;
+        ``total`` bytes) did not fit in the room left, or there is no room yet (the first
+        record, no loop, closing). Hand over a full chunk, then keep the records the
+        bound has room for and drop (and count) the others."""
         if self._closing:
             return
         if self._eager is None:
@@ -194,25 +280,22 @@ class FileTap:
                 self._eager = False
             except RuntimeError:  # not in a trio loop: nobody to ask for hand-overs
                 self._eager = True
-        if type(frame) is not bytes:
-            frame = bytes(frame)  # the caller may reuse its buffer
-        cached = self._addresses.get(connection_id)
-        if cached is None or cached[0] != local_address or cached[1] != remote_address:
-            if len(self._addresses) >= 4096:  # connections come and go: a bounded cache
-                self._addresses.clear()
-            pack, tail = connection_head(connection_id, local_address, remote_address)
-            cached = (local_address, remote_address, pack, tail, len(tail) + 16)
-            self._addresses[connection_id] = cached
-        n = cached[4] + len(frame)
-        if self._parts and self._pending + n > self._chunk_bytes:
+        if self._parts and self._pending + total > self._chunk_bytes:
             self._hand_over()
         space = self._max_buffer - (self._handed - self._drained)
-        if self._pending + n > space:
-            self.dropped += 1
-            return
-        self._pending += n
-        self._parts.append(cached[2](n - 4, direction, role, flags, timestamp_ns, cached[3]))
-        self._parts.append(frame)
+        if self._pending + total > space:
+            kept: list[bytes] = []
+            total = 0
+            for i in range(0, len(new), 2):
+                n = len(new[i]) + len(new[i + 1])
+                if self._pending + total + n > space:
+                    self.dropped += 1
+                else:
+                    kept += new[i : i + 2]
+                    total += n
+            new = kept
+        self._pending += total
+        self._parts += new
         if self._eager:
             self._hand_over()
         else:
@@ -409,6 +492,13 @@ class MemoryTap:
                 Role(role), flags,
             )
         )
+
+    def record_batch(self, received_ns, sent_ns, connection_id, local_address, remote_address, role, items) -> None:
+        it = iter(items)
+        for kind, data in zip(it, it):
+            frame = _LENGTH.pack(len(data)) + data if kind & PAYLOAD else data
+            ts = sent_ns if kind & 1 else received_ns
+            self.record(ts, connection_id, local_address, remote_address, kind & 1, role, frame)
 
     def flush(self) -> None:
         pass

@@ -16,7 +16,7 @@ from trocket.codecs.capture import FILE_HEADER, Direction, iter_records
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.serialize import decode_command
 from trocket.remoting import FileTap
-from trocket.remoting.tap import rotated_paths
+from trocket.remoting.tap import PAYLOAD, rotated_paths
 
 from .conftest import client_of, request, serving
 
@@ -66,15 +66,21 @@ class _StuckTap(FileTap):
         super()._write(data, count)
 
 
-def _stuck_disk(tmp_path, flush_bytes: int) -> None:
-    """1000 records on a disk that does not answer: most dropped and counted, none waited for."""
+def _stuck_disk(tmp_path, flush_bytes: int, batch: bool = False) -> None:
+    """1000 records on a disk that does not answer: most dropped and counted, none waited
+    for; ``batch``: in 100 ``record_batch`` calls, as a reader records them."""
     _StuckTap.release = threading.Event()
     frame = _frame(b"x" * 100)
     tap = _StuckTap(tmp_path / "slow.trkcap", max_buffer_bytes=10_000, flush_bytes=flush_bytes, flush_interval=0.01)
     try:
         t0 = time.monotonic()
-        for i in range(1000):
-            tap.record(i, 1, "a:1", "b:2", Direction.RECEIVED, 1, frame)
+        if batch:
+            items = [Direction.RECEIVED | PAYLOAD, frame[4:], Direction.SENT, frame] * 5
+            for i in range(100):
+                tap.record_batch(i, i, 1, "a:1", "b:2", 1, items)
+        else:
+            for i in range(1000):
+                tap.record(i, 1, "a:1", "b:2", Direction.RECEIVED, 1, frame)
         assert time.monotonic() - t0 < 1.0  # never waited for the disk
         assert tap.dropped > 800
         assert tap.records + tap.dropped == 1000
