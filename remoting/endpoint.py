@@ -29,6 +29,7 @@ from .processor import Processor, ProcessorEntry, ProcessorRegistry
 from .ratelog import RateLimitedLog
 from .replies import SysResponseCode, exception_simple_desc
 from .response import InvokeCallback, ResponseFuture
+from .tap import check_sink
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -84,6 +85,8 @@ class RemotingEndpoint:
         #: the RPC hooks, a tuple (replaced, never mutated, by :meth:`register_rpc_hook`)
         self.hooks: tuple = tuple(hooks)
         self.listener = listener
+        if tap is not None:
+            check_sink(tap)
         self.tap = tap
         self.stats = RemotingStats()
         self._async_permits = trio.Semaphore(config.async_permits)

@@ -69,7 +69,7 @@ from trocket.codecs.capture import (
     encode_record_batch,
 )
 
-__all__ = ["TapSink", "FileTap", "MemoryTap", "rotated_paths", "PAYLOAD"]
+__all__ = ["TapSink", "FileTap", "MemoryTap", "RecordEachFrame", "rotated_paths", "PAYLOAD", "check_sink"]
 
 log = logging.getLogger("trocket.remoting.tap")
 
@@ -116,6 +116,17 @@ class TapSink(Protocol):
         (the caller reuses it)."""
 
     def flush(self) -> None: ...
+
+
+def check_sink(tap: object) -> None:
+    """Refuse, when an endpoint is made, a sink that lacks what connections call (a
+    ``record``-only sink subclasses :class:`RecordEachFrame`)."""
+    missing = [name for name in ("record", "record_batch", "flush") if not callable(getattr(tap, name, None))]
+    if missing:
+        raise TypeError(
+            f"tap {tap!r} lacks {', '.join(missing)} (see trocket.remoting.tap.TapSink; "
+            "a record-only sink can subclass RecordEachFrame)"
+        )
 
 
 def rotated_paths(path: str | os.PathLike) -> list[str]:
@@ -472,7 +483,19 @@ def _whole_records(view: memoryview, start: int, room: int, at_least_one: bool) 
     return pos, k
 
 
-class MemoryTap:
+class RecordEachFrame:
+    """``record_batch`` as one ``record`` call per frame: for a sink that only needs
+    ``record`` (subclass it, as :class:`MemoryTap` does)."""
+
+    def record_batch(self, received_ns, sent_ns, connection_id, local_address, remote_address, role, items) -> None:
+        it = iter(items)
+        for kind, data in zip(it, it):
+            frame = _LENGTH.pack(len(data)) + data if kind & PAYLOAD else data
+            ts = sent_ns if kind & 1 else received_ns
+            self.record(ts, connection_id, local_address, remote_address, kind & 1, role, frame)  # type: ignore[attr-defined]
+
+
+class MemoryTap(RecordEachFrame):
     """Keep records in ``self.records`` (bounded by ``limit``; the rest are counted)."""
 
     def __init__(self, limit: int = 1_000_000) -> None:
@@ -492,13 +515,6 @@ class MemoryTap:
                 Role(role), flags,
             )
         )
-
-    def record_batch(self, received_ns, sent_ns, connection_id, local_address, remote_address, role, items) -> None:
-        it = iter(items)
-        for kind, data in zip(it, it):
-            frame = _LENGTH.pack(len(data)) + data if kind & PAYLOAD else data
-            ts = sent_ns if kind & 1 else received_ns
-            self.record(ts, connection_id, local_address, remote_address, kind & 1, role, frame)
 
     def flush(self) -> None:
         pass

@@ -247,3 +247,31 @@ async def test_a_stretch_that_sends_more_than_a_batch_holds_records_in_order():
     assert bodies == [b"note %d" % i for i in range(700)] + [b"go"]
     batches = [n for kind, n in stap.calls if kind == "batch"]
     assert len(batches) >= 2 and max(batches) <= 512 and sum(batches) == 702
+
+
+def test_an_endpoint_refuses_a_sink_without_record_batch():
+    """A record-only sink fails when the server is made, with the way out in the error,
+    not on its first connection; subclassing RecordEachFrame is that way out."""
+    from trocket.remoting import RemotingServer, ServerConfig
+    from trocket.remoting.tap import RecordEachFrame
+
+    class RecordOnly:
+        def __init__(self) -> None:
+            self.frames: list[bytes] = []
+
+        def record(self, ts, conn, local, remote, direction, role, frame, flags=0) -> None:
+            self.frames.append(frame)
+
+        def flush(self) -> None:
+            pass
+
+    with pytest.raises(TypeError, match="record_batch.*RecordEachFrame"):
+        RemotingServer(ServerConfig(listen_host="127.0.0.1", listen_port=0), tap=RecordOnly())
+
+    class Adapted(RecordEachFrame, RecordOnly):
+        pass
+
+    sink = Adapted()
+    RemotingServer(ServerConfig(listen_host="127.0.0.1", listen_port=0), tap=sink)
+    sink.record_batch(1, 2, 7, "a:1", "b:2", 0, [0 | PAYLOAD, b"xyz", 1, b"\x00\x00\x00\x01q"])
+    assert sink.frames == [b"\x00\x00\x00\x03xyz", b"\x00\x00\x00\x01q"]
