@@ -36,6 +36,23 @@ broker with pure-Python codecs (``TROCKET_PURE=1``) and with the compiled accele
 ``benchmarks/instructions.py`` gives the steadier
 instruction count per message.
 
+Floor (``--part floor``): what the C++ client gets from the fastest responders of the
+broker's shape, beside ``trocket broker`` under the same client and load. The floor is
+``benchmarks/floor_responder.py``: it answers every send with a canned success answer
+of trocket's exact shape (the opaque patched in) and everything else with code 0, in
+four loops (``--floor-modes``): a blocking thread per connection, a plain ``epoll``
+loop, trio's ``SocketStream`` (``trio``), and trio with the syscalls made directly as
+trocket's connection makes them (``trio-fd``). The C++ client finds the floor through
+a real ``trocket broker`` whose embedded name server advertises the floor's port
+(``--advertise``). For each ``--senders`` count and ``--rounds`` round, each floor
+mode, then ``trocket broker`` (and with ``--compare DIR`` the broker of the tree laid
+out as the ``trocket`` package in ``DIR``: before/after) run one window each, in turn
+(every other round in reverse order) so that the machine's drift hits all alike; prints
+TPS, p50/p99 and the responder's CPU per message (user + sys from ``/proc``), then the
+medians. ``--floor-modes ''`` leaves the floors out (a before/after of brokers only).
+
+    .venv/bin/python benchmarks/broker_produce.py --part floor --senders 4,16 --seconds 3 --rounds 2 --compare /tmp/base
+
 Rollover (``--part rollover``): a send that rolls the commit log over to a new segment
 runs on its connection's reader. With the next segment made ahead
 (``allocateMappedFileAhead=true``, the default) it takes a ready file; without, it
@@ -570,19 +587,24 @@ async def bench_floor(
                 procs.append(proc)
                 await create_topic(addr)
                 brokers.append((label, ns, proc.pid))
+            runs: list[tuple[str, str | None, int]] = [(f"floor {m}", m, 0) for m in modes]
+            runs += [(label, ns, pid) for label, ns, pid in brokers]
             for r in range(rounds):
                 for threads in counts:
-                    for mode in modes:
-                        floor = start_floor(floor_port, mode)
-                        try:
-                            res = await trio.to_thread.run_sync(cpp_window, floor_ns, floor.pid, threads, warmup, seconds)
-                        finally:
-                            floor.terminate()
-                            floor.wait(10)
-                        results.setdefault((threads, f"floor {mode}"), []).append(res)
-                        print(floor_line(r, threads, f"floor {mode}", res), flush=True)
-                    for label, ns, pid in brokers:
-                        res = await trio.to_thread.run_sync(cpp_window, ns, pid, threads, warmup, seconds)
+                    # every other round in reverse order: a run's place in the round
+                    # (what ran just before it) must not favour one responder
+                    for label, target, pid in runs if r % 2 == 0 else runs[::-1]:
+                        if label.startswith("floor "):
+                            floor = start_floor(floor_port, target)
+                            try:
+                                res = await trio.to_thread.run_sync(
+                                    cpp_window, floor_ns, floor.pid, threads, warmup, seconds
+                                )
+                            finally:
+                                floor.terminate()
+                                floor.wait(10)
+                        else:
+                            res = await trio.to_thread.run_sync(cpp_window, target, pid, threads, warmup, seconds)
                         results.setdefault((threads, label), []).append(res)
                         print(floor_line(r, threads, label, res), flush=True)
         finally:
