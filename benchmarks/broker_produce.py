@@ -612,11 +612,18 @@ async def bench_floor(
                 stop_broker(proc)
     print(f"medians over {rounds} round(s) (load {os.getloadavg()[0]:.2f}):", flush=True)
     for threads in counts:
-        for (t, label), runs in results.items():
-            if t == threads:
-                tps = sorted(x["tps"] for x in runs)[len(runs) // 2]
-                cpu = sorted(x["cpu_us"] for x in runs)[len(runs) // 2]
-                print(f"floor    senders={threads:3d}  {label:16s} TPS={tps:8.0f}  responder CPU={cpu:6.1f} us/msg", flush=True)
+        medians = {
+            label: (sorted(x["tps"] for x in runs)[len(runs) // 2], sorted(x["cpu_us"] for x in runs)[len(runs) // 2])
+            for (t, label), runs in results.items() if t == threads
+        }
+        for label, (tps, cpu) in medians.items():
+            print(f"floor    senders={threads:3d}  {label:16s} TPS={tps:8.0f}  responder CPU={cpu:6.1f} us/msg", flush=True)
+        floors = {label[6:]: m for label, m in medians.items() if label.startswith("floor ")}
+        for label, (tps, cpu) in medians.items():
+            if floors and not label.startswith("floor "):  # each broker against each floor
+                print(f"floor    senders={threads:3d}  {label} vs " + ", ".join(
+                    f"{mode}: TPS x{tps / ftps:.2f}, CPU +{cpu - fcpu:.1f} us" for mode, (ftps, fcpu) in floors.items()
+                ), flush=True)
 
 
 def floor_line(r: int, senders: int, label: str, res: dict) -> str:
