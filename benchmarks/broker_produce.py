@@ -36,6 +36,23 @@ broker with pure-Python codecs (``TROCKET_PURE=1``) and with the compiled accele
 ``benchmarks/instructions.py`` gives the steadier
 instruction count per message.
 
+Floor (``--part floor``): what the C++ client gets from the fastest responders of the
+broker's shape, beside ``trocket broker`` under the same client and load. The floor is
+``benchmarks/floor_responder.py``: it answers every send with a canned success answer
+of trocket's exact shape (the opaque patched in) and everything else with code 0, in
+four loops (``--floor-modes``): a blocking thread per connection, a plain ``epoll``
+loop, trio's ``SocketStream`` (``trio``), and trio with the syscalls made directly as
+trocket's connection makes them (``trio-fd``). The C++ client finds the floor through
+a real ``trocket broker`` whose embedded name server advertises the floor's port
+(``--advertise``). For each ``--senders`` count and ``--rounds`` round, each floor
+mode, then ``trocket broker`` (and with ``--compare DIR`` the broker of the tree laid
+out as the ``trocket`` package in ``DIR``: before/after) run one window each, in turn
+(every other round in reverse order) so that the machine's drift hits all alike; prints
+TPS, p50/p99 and the responder's CPU per message (user + sys from ``/proc``), then the
+medians. ``--floor-modes ''`` leaves the floors out (a before/after of brokers only).
+
+    .venv/bin/python benchmarks/broker_produce.py --part floor --senders 4,16 --seconds 3 --rounds 2 --compare /tmp/base
+
 Rollover (``--part rollover``): a send that rolls the commit log over to a new segment
 runs on its connection's reader. With the next segment made ahead
 (``allocateMappedFileAhead=true``, the default) it takes a ready file; without, it
@@ -78,10 +95,12 @@ PROPS = "TAGS\x01bench\x02WAIT\x01true\x02"
 
 def start_broker(
     store: str, flush: str, log_path: str, conf: dict[str, str] | None = None,
-    namesrv_listen: str = "127.0.0.1:0", extra_args: tuple[str, ...] = (),
+    namesrv_listen: str = "127.0.0.1:0", extra_args: tuple[str, ...] = (), listen: str = "127.0.0.1:0",
+    pythonpath: str | None = None,
 ) -> tuple[subprocess.Popen, str]:
     """Start ``trocket broker`` (with a broker.conf holding ``conf`` when given, and
-    ``extra_args`` on its command line)."""
+    ``extra_args`` on its command line; ``pythonpath``: as ``--broker-pythonpath``, for
+    this broker only)."""
     extra: list[str] = list(extra_args)
     if conf:
         conf_path = os.path.join(os.path.dirname(log_path), "broker.conf")
@@ -92,10 +111,10 @@ def start_broker(
     proc = subprocess.Popen(
         [
             sys.executable, "-m", "trocket.broker.main", "broker", *extra,
-            "--store", store, "--listen", "127.0.0.1:0", "--namesrv-listen", namesrv_listen,
+            "--store", store, "--listen", listen, "--namesrv-listen", namesrv_listen,
             "--flush", flush, "--log-level", "INFO",
         ],
-        stdout=log, stderr=subprocess.STDOUT, env=broker_env(), cwd=tempfile.gettempdir(),
+        stdout=log, stderr=subprocess.STDOUT, env=broker_env(pythonpath), cwd=tempfile.gettempdir(),
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -121,8 +140,12 @@ BROKER_PYTHONPATH: str | None = None
 BROKER_PURE: bool | None = None
 
 
-def broker_env() -> dict[str, str]:
+def broker_env(pythonpath: str | None = None) -> dict[str, str]:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    if pythonpath is not None:
+        env.pop("TROCKET_PURE", None)
+        env["PYTHONPATH"] = pythonpath
+        return env
     if BROKER_PURE is not None:
         env.pop("TROCKET_PURE", None)
         if BROKER_PURE:
@@ -501,6 +524,117 @@ async def bench_senders_cpp(warmup: float, seconds: float, counts: tuple[int, ..
             stop_broker(proc)
 
 
+FLOOR_MODES = ("blocking", "epoll", "trio", "trio-fd")
+
+
+def start_floor(port: int, mode: str) -> subprocess.Popen:
+    """``benchmarks/floor_responder.py`` in ``mode`` on ``port``, once it listens."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor_responder.py")
+    proc = subprocess.Popen(
+        [sys.executable, script, "--port", str(port), "--mode", mode],
+        stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(),
+    )
+    assert proc.stdout is not None
+    if proc.stdout.readline().strip() != "listening":
+        proc.kill()
+        raise RuntimeError(f"floor responder ({mode}) did not start")
+    return proc
+
+
+async def create_topic(addr: str) -> None:
+    """Send to every queue of the benchmark topic at ``addr`` (auto-creates it; the
+    broker registers it with its name server before answering)."""
+    client = RemotingClient(ClientConfig(default_timeout=10))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(client.run)
+        for q in range(QUEUES):
+            await client.invoke_sync(addr, send_request(q), 10)
+        await client.aclose()
+        nursery.cancel_scope.cancel()
+
+
+async def bench_floor(
+    warmup: float, seconds: float, counts: tuple[int, ...], modes: tuple[str, ...], rounds: int,
+    compare: str | None,
+) -> None:
+    """The C++ client against the floor responders and ``trocket broker`` (and, with
+    ``compare``, the broker of another tree), alternating within each round.
+
+    The floor gets its routes from a real ``trocket broker`` whose embedded name server
+    advertises the floor's port (``--advertise``): the C++ client asks that name server
+    for the topic, then heartbeats and sends to the floor."""
+    floor_port = free_port()
+    floor_ns = f"127.0.0.1:{free_port()}"
+    results: dict[tuple[int, str], list[dict]] = {}
+    with tempfile.TemporaryDirectory(prefix="trocket-bench-") as tmp:
+        procs: list[subprocess.Popen] = []
+        try:
+            listen = f"127.0.0.1:{free_port()}"
+            router, _ = start_broker(
+                os.path.join(tmp, "router"), "async", os.path.join(tmp, "router.log"), namesrv_listen=floor_ns,
+                extra_args=("--advertise", f"127.0.0.1:{floor_port}", "--segment-size", "32m"), listen=listen,
+            )
+            procs.append(router)
+            await create_topic(listen)
+            brokers: list[tuple[str, str, int]] = []  # (label, name server, pid)
+            trees = [("trocket", None)] + ([("compared", compare)] if compare else [])
+            for label, tree in trees:
+                ns = f"127.0.0.1:{free_port()}"
+                proc, addr = start_broker(
+                    os.path.join(tmp, label), "async", os.path.join(tmp, f"{label}.log"), namesrv_listen=ns,
+                    pythonpath=tree,
+                )
+                procs.append(proc)
+                await create_topic(addr)
+                brokers.append((label, ns, proc.pid))
+            runs: list[tuple[str, str | None, int]] = [(f"floor {m}", m, 0) for m in modes]
+            runs += [(label, ns, pid) for label, ns, pid in brokers]
+            for r in range(rounds):
+                for threads in counts:
+                    # every other round in reverse order: a run's place in the round
+                    # (what ran just before it) must not favour one responder
+                    for label, target, pid in runs if r % 2 == 0 else runs[::-1]:
+                        if label.startswith("floor "):
+                            floor = start_floor(floor_port, target)
+                            try:
+                                res = await trio.to_thread.run_sync(
+                                    cpp_window, floor_ns, floor.pid, threads, warmup, seconds
+                                )
+                            finally:
+                                floor.terminate()
+                                floor.wait(10)
+                        else:
+                            res = await trio.to_thread.run_sync(cpp_window, target, pid, threads, warmup, seconds)
+                        results.setdefault((threads, label), []).append(res)
+                        print(floor_line(r, threads, label, res), flush=True)
+        finally:
+            for proc in procs:
+                stop_broker(proc)
+    print(f"medians over {rounds} round(s) (load {os.getloadavg()[0]:.2f}):", flush=True)
+    for threads in counts:
+        medians = {
+            label: (sorted(x["tps"] for x in runs)[len(runs) // 2], sorted(x["cpu_us"] for x in runs)[len(runs) // 2])
+            for (t, label), runs in results.items() if t == threads
+        }
+        for label, (tps, cpu) in medians.items():
+            print(f"floor    senders={threads:3d}  {label:16s} TPS={tps:8.0f}  responder CPU={cpu:6.1f} us/msg", flush=True)
+        floors = {label[6:]: m for label, m in medians.items() if label.startswith("floor ")}
+        for label, (tps, cpu) in medians.items():
+            if floors and not label.startswith("floor "):  # each broker against each floor
+                print(f"floor    senders={threads:3d}  {label} vs " + ", ".join(
+                    f"{mode}: TPS x{tps / ftps:.2f}, CPU +{cpu - fcpu:.1f} us" for mode, (ftps, fcpu) in floors.items()
+                ), flush=True)
+
+
+def floor_line(r: int, senders: int, label: str, res: dict) -> str:
+    return (
+        f"floor    round={r} senders={senders:3d}  {label:16s} TPS={res['tps']:8.0f}  "
+        f"p50={res['p50_ms']:6.3f} ms  p99={res['p99_ms']:6.3f} ms  "
+        f"responder CPU={res['cpu_us']:6.1f} us/msg (user {res['user_us']:5.1f} + sys {res['sys_us']:5.1f})  "
+        f"errors={res['errors']}"
+    )
+
+
 async def main(args: argparse.Namespace) -> None:
     seconds = args.seconds
     if args.part in ("all", "senders"):
@@ -515,6 +649,12 @@ async def main(args: argparse.Namespace) -> None:
                 await bench_senders_python(args.warmup, seconds, ser, args.senders)
             if args.generator in ("both", "cpp"):
                 await bench_senders_cpp(args.warmup, seconds, args.senders)
+    if args.part == "floor":
+        print(f"floor: the C++ client ({len(BODY)}-byte bodies, one connection) against minimal responders and "
+              f"trocket broker, {args.warmup:.0f} s warm-up + {seconds:.0f} s timed per run "
+              f"(python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f})", flush=True)
+        await bench_floor(args.warmup, seconds, args.senders, tuple(args.floor_modes.split(",")) if args.floor_modes else (),
+                          args.rounds, args.compare)
     if args.part in ("all", "throughput"):
         print(f"trocket broker benchmark: {len(BODY)}-byte bodies, {QUEUES} queues, {seconds:.0f} s per produce run, "
               f"broker in a child process (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
@@ -527,7 +667,7 @@ async def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=4.0, help="duration of each produce run (default 4)")
-    parser.add_argument("--part", choices=("all", "throughput", "rollover", "senders"), default="all",
+    parser.add_argument("--part", choices=("all", "throughput", "rollover", "senders", "floor"), default="all",
                         help="which runs (default all)")
     parser.add_argument("--rollover-segment", type=int, default=16 << 20,
                         help="small commit-log segment size for the rollover runs (default 16 MiB)")
@@ -549,6 +689,13 @@ if __name__ == "__main__":
     parser.add_argument("--broker-pythonpath", default=None,
                         help="PYTHONPATH of the broker child ('' for none), e.g. a tree laid out as the "
                              "trocket package, to compare two brokers under the same load generator")
+    parser.add_argument("--floor-modes", default=",".join(FLOOR_MODES),
+                        help="floor part: the floor responders' loops, comma-separated (default all: "
+                             + ",".join(FLOOR_MODES) + "; '' for none)")
+    parser.add_argument("--rounds", type=int, default=1, help="floor part: rounds (default 1)")
+    parser.add_argument("--compare", metavar="DIR", default=None,
+                        help="floor part: also the broker of the tree laid out as the trocket package in DIR "
+                             "(before/after under the same load)")
     parsed = parser.parse_args()
     BROKER_PYTHONPATH = parsed.broker_pythonpath
     trio.run(main, parsed)

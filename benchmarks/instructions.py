@@ -126,6 +126,10 @@ def broker_run(args: argparse.Namespace, pure: bool | None = None) -> None:
         finally:
             bp.stop_broker(proc)
         total = callgrind_total(out)
+        if args.keep:
+            os.makedirs(args.keep, exist_ok=True)
+            for path in glob.glob(out + "*"):
+                os.replace(path, os.path.join(args.keep, os.path.basename(path)))
     codecs = "" if pure is None else ("codecs=pure  " if pure else "codecs=compiled  ")
     print(f"broker  {args.serialize:8s} senders={args.senders:3d}  {codecs}{'tap=on  ' if args.tap else ''}"
           f"{total / args.messages:10,.0f} instructions/msg "
@@ -185,6 +189,8 @@ if __name__ == "__main__":
     parser.add_argument("--codecs", choices=("inherit", "pure", "compiled", "both"), default="inherit",
                         help="broker: its codecs, pure Python (TROCKET_PURE=1) or the compiled accelerator; "
                              "both: one run each, then the ratio (default: as this environment has it)")
+    parser.add_argument("--keep", metavar="DIR", default="",
+                        help="broker: keep the callgrind output in DIR (for callgrind_annotate)")
     parser.add_argument("--echo-workload", nargs=2, type=int, help=argparse.SUPPRESS)
     parsed = parser.parse_args()
     if parsed.echo_workload:

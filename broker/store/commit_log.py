@@ -44,6 +44,8 @@ from trocket.codecs.message.record import (
     MAX_TOPIC_LENGTH,
     MESSAGE_MAGIC_CODE,
     OFFSET_QUEUE_OFFSET,
+    OFFSET_STORE_TIMESTAMP,
+    RECORD_FIXED_SIZE,
     decode_record,
     encode_blank_into,
     encode_record_into,
@@ -52,6 +54,8 @@ from trocket.codecs.message.record import (
     store_timestamp_offset,
 )
 from trocket.codecs.message.sysflag import (
+    BORNHOST_V6_FLAG,
+    STOREHOSTADDRESS_V6_FLAG,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
@@ -98,6 +102,9 @@ class DispatchRequest(NamedTuple):
     tag_hash: int
     store_timestamp: int
     sys_flag: int
+
+
+_HOST_V6_FLAGS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
 
 
 @lru_cache(maxsize=4096)
@@ -302,7 +309,14 @@ class CommitLog:
                 raise PropertiesTooLargeError(str(exc)) from None
         elif len(props) > MAX_PROPERTIES_LENGTH:
             raise PropertiesTooLargeError(f"properties are {len(props)} bytes, more than 32767")
-        size = record_size(len(msg.body), len(topic), len(props), msg.sys_flag)
+        sys_flag = msg.sys_flag
+        body = msg.body
+        if sys_flag & _HOST_V6_FLAGS:
+            size = record_size(len(body), len(topic), len(props), sys_flag)
+            ts_at = store_timestamp_offset(sys_flag)
+        else:  # IPv4 hosts: record_size and store_timestamp_offset, inline
+            size = RECORD_FIXED_SIZE + len(topic) + len(body) + len(props)
+            ts_at = OFFSET_STORE_TIMESTAMP
         config = self.config
         if size > config.max_message_size or size > config.commit_log_segment_size - END_FILE_MIN_BLANK_LENGTH:
             self._check_size(size)  # raises the error that says which limit
@@ -312,20 +326,20 @@ class CommitLog:
                 buf,
                 0,
                 topic=topic,
-                body=msg.body,
+                body=body,
                 properties=props,
                 queue_id=msg.queue_id,
                 flag=msg.flag,
-                sys_flag=msg.sys_flag,
+                sys_flag=sys_flag,
                 born_timestamp=msg.born_timestamp,
                 born_host=msg.born_host,
-                store_host=self.config.store_host,
+                store_host=config.store_host,
                 reconsume_times=msg.reconsume_times,
                 prepared_transaction_offset=msg.prepared_transaction_offset,
             )
         except MessageEncodeError as exc:
             raise MessageIllegalError(str(exc)) from None
-        return buf, size, store_timestamp_offset(msg.sys_flag)
+        return buf, size, ts_at
 
     # -- append (inside the lock) --------------------------------------------------------
 

@@ -87,7 +87,14 @@ class Dispatcher:
         if not pending:
             return
         with self._lock:
-            self._apply_each(_taken(pending))
+            if len(pending) == 1:  # the common case (a send drains its own record): no generator
+                try:
+                    request = pending.popleft()
+                except IndexError:  # taken meanwhile by another thread's drain
+                    return
+                self._apply_each((request,))
+            else:
+                self._apply_each(_taken(pending))
 
     def _apply_each(self, requests: Iterable[DispatchRequest | tuple]) -> None:
         """Apply each request: its consume-queue entry (the queue looked up in the
