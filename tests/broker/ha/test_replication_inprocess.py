@@ -269,6 +269,47 @@ def test_append_replicated_refuses_bad_data(tmp_path):
         s.shutdown()
 
 
+def test_replicated_record_that_does_not_decode_is_cut_back(tmp_path):
+    """Framing is checked before the bytes are written (and reported); the decode comes
+    after. A record with right framing that does not decode (only a corrupt master log
+    has one) cuts the log back to the start of its append: nothing undecodable stays,
+    the appends before it stay and are dispatched."""
+    from trocket.broker.store import MessageInner, MessageStore, ReplicaDataError, StoreConfig
+
+    m = MessageStore.open(StoreConfig(store_dir=str(tmp_path / "m"), commit_log_segment_size=1 << 20))
+    s = MessageStore.open(StoreConfig(store_dir=str(tmp_path / "s"), commit_log_segment_size=1 << 20))
+    try:
+        for i in range(3):
+            m.put_message(MessageInner(topic=TOPIC, body=b"b%d" % i, queue_id=0))
+        data = bytes(m.commit_log.get_message(0, m.max_phy_offset))
+        first = m.get_queue_entry(TOPIC, 0, 0)[1]
+        second = first + m.get_queue_entry(TOPIC, 0, 1)[1]
+        s.set_slave(True)
+        misplaced = bytearray(data)
+        misplaced[first + 28 : first + 36] = (first + 1).to_bytes(8, "big")  # PHYSICALOFFSET
+        with pytest.raises(ReplicaDataError, match=f"says it belongs at {first + 1}"):
+            s.append_replicated(0, misplaced)
+        assert s.max_phy_offset == 0
+        bad = bytearray(data)
+        bad[first + 84 : first + 88] = b"\x7f\xff\xff\xff"  # the second record's body length
+        with pytest.raises(ReplicaDataError, match="does not decode"):
+            s.append_replicated(0, bad)
+        assert s.max_phy_offset == 0 and s.get_max_offset(TOPIC, 0) == 0
+        # written at once, decoded later: the first append stays, the second is cut
+        assert s.append_replicated(0, data[:first], dispatch=False) == first
+        assert s.append_replicated(first, bad[first:second], dispatch=False) == second
+        assert s.max_phy_offset == second and s.get_max_offset(TOPIC, 0) == 0
+        with pytest.raises(ReplicaDataError, match="does not decode"):
+            s.dispatch_replicated()
+        assert s.max_phy_offset == first and s.get_max_offset(TOPIC, 0) == 1
+        assert s.append_replicated(first, data[first:]) == len(data)
+        assert [s.get_queue_entry(TOPIC, 0, i) for i in range(3)] == [m.get_queue_entry(TOPIC, 0, i) for i in range(3)]
+        assert bytes(s.commit_log.get_message(0, len(data))) == data
+    finally:
+        m.shutdown()
+        s.shutdown()
+
+
 async def test_pull_suggests_the_slave_to_a_slow_consumer(tmp_path):
     from trocket.codecs.headers import PullMessageResponseHeader
 
