@@ -180,6 +180,8 @@ class HAConnection:
         self._writing = False
         #: what an early push's write left (the writer sends it first)
         self._push_rest: bytes | None = None
+        #: trio time of the last frame written (a heartbeat only after silence)
+        self.last_write = 0.0
         self._rest = bytearray()
         self.sock = DirectSocket(stream, 64 * 1024)
 
@@ -291,6 +293,7 @@ class HAConnection:
         self.sent_bytes += n
         self.unsent = 0
         self.early_pushes += 1
+        self.last_write = trio.current_time()
         header = HEADER.pack(start, n)
         try:
             rest = self.sock.send_nowait(header, chunk)
@@ -308,7 +311,7 @@ class HAConnection:
         send = self.sock.send
         current_time = trio.current_time
         pack = HEADER.pack
-        last_write = current_time()
+        self.last_write = current_time()
         try:
             while True:
                 rest = self._push_rest
@@ -316,7 +319,7 @@ class HAConnection:
                     self._push_rest = None
                     await self.sock.send_rest(rest)
                     self._writing = False
-                    last_write = current_time()
+                    self.last_write = current_time()
                     continue
                 chunk = self._chunk()
                 if chunk is not None:
@@ -328,13 +331,13 @@ class HAConnection:
                     self._writing = True
                     await send(pack(start, n), chunk)
                     self._writing = False
-                    last_write = current_time()
+                    self.last_write = current_time()
                     continue
-                if current_time() - last_write >= heartbeat:
+                if current_time() - self.last_write >= heartbeat:
                     self._writing = True
                     await send(pack(self.next, 0))
                     self._writing = False
-                    last_write = current_time()
+                    self.last_write = current_time()
                     continue
                 await idle_lot.park()  # an append, or the idle ticker
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
