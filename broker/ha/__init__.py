@@ -107,8 +107,6 @@ class HAService:
             out["haTransferCompleted"] = str(self.transfer.completed)
             out["haTransferAcksUsed"] = str(self.transfer.acks_used)
             out["haTransferTimedOut"] = str(self.transfer.timed_out)
-            # frames the put path pushed to the slave itself (SYNC_MASTER, see .master)
-            out["haEarlyPushes"] = str(slave.early_pushes if slave else 0)
         if self.client is not None:
             out["haMasterAddress"] = "" if self.client.master is None else "%s:%d" % self.client.master
             out["haConnected"] = str(self.client.connected).lower()

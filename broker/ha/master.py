@@ -11,13 +11,7 @@ one writer (``WriteSocketService``):
   ``haTransferBatchSize`` per frame and never across a segment, until it has sent
   everything stored; then it parks until the store appends (a message-arriving
   listener wakes it, whatever the role) or, as Java's ``allWaitForRunning(100)``, at
-  most 100 ms, and sends a size-0 heartbeat every ``haSendHeartbeatInterval``;
-* on a SYNC_MASTER with sends waiting for the slave, the put path pushes too: the
-  store's listener sends what is stored every :data:`EARLY_PUSH` messages. A read
-  batch of sends is stored inline by one task, so the writer would only run once the
-  whole batch is stored, and the slave would idle until then; pushed early, the slave
-  confirms the first part while the master stores the rest (Java's writer thread,
-  woken on every put, overlaps the same way).
+  most 100 ms, and sends a size-0 heartbeat every ``haSendHeartbeatInterval``.
 
 Both use :class:`~.direct.DirectSocket` (a syscall, no checkpoint, when the socket is
 ready): on a SYNC_MASTER a send's answer waits on this round trip. An
@@ -49,11 +43,6 @@ log = logging.getLogger(__name__)
 
 #: the longest an idle writer parks without a wake-up (Java's ``allWaitForRunning(100)``)
 IDLE_WAIT = 0.1
-
-#: SYNC_MASTER: the put path pushes to the slave once this many messages are stored
-#: but not sent while sends wait for the slave (one more write per this many messages;
-#: an ASYNC_MASTER leaves everything to the writer, which sends bigger frames)
-EARLY_PUSH = 8
 
 
 def _peer(stream: trio.SocketStream) -> str:
@@ -113,21 +102,15 @@ class HAServer:
             task_status.started(self.port)
 
     def _on_message_arriving(self, *_: object) -> None:
-        """The store's listener, per message: push early (see :data:`EARLY_PUSH`), wake
-        a parked writer (cheap when none is)."""
-        if threading.get_ident() == self._trio_thread:
-            conn = self.slave
-            if conn is not None:
-                conn.unsent += 1
-                if conn.unsent >= EARLY_PUSH and self.transfer.sends_waiting:
-                    conn.push_now()
-            if self._idle_lot:
+        """The store's listener, per message: wake a parked writer (cheap when none is)."""
+        if self._idle_lot:
+            if threading.get_ident() == self._trio_thread:
                 self._idle_lot.unpark_all()
-        elif self._idle_lot and self._token is not None:
-            try:
-                self._token.run_sync_soon(self._idle_lot.unpark_all)
-            except trio.RunFinishedError:
-                pass
+            elif self._token is not None:
+                try:
+                    self._token.run_sync_soon(self._idle_lot.unpark_all)
+                except trio.RunFinishedError:
+                    pass
 
     async def _idle_ticker(self) -> None:
         """The fallback wake-up of a parked writer (heartbeats; a missed listener call)."""
@@ -172,16 +155,6 @@ class HAConnection:
         #: next byte to send (``nextTransferFromWhere``)
         self.next = -1
         self.sent_bytes = 0
-        #: messages stored since the last frame went out (:data:`EARLY_PUSH`)
-        self.unsent = 0
-        #: frames pushed early, written without waiting (tests and runtime figures)
-        self.early_pushes = 0
-        #: the writer is inside a write that waits for room: nothing may be pushed now
-        self._writing = False
-        #: what an early push's write left (the writer sends it first)
-        self._push_rest: bytes | None = None
-        #: trio time of the last frame written (a heartbeat only after silence)
-        self.last_write = 0.0
         self._rest = bytearray()
         self.sock = DirectSocket(stream, 64 * 1024)
 
@@ -279,31 +252,6 @@ class HAConnection:
             return None
         return mf.view[pos : pos + n]
 
-    def push_now(self) -> None:
-        """An early push, from the put path: one frame of what is stored, written
-        without waiting; what the socket does not take, the writer sends first."""
-        if self._writing or self.next < 0:
-            return
-        chunk = self._chunk()
-        if chunk is None:
-            return
-        n = len(chunk)
-        start = self.next
-        self.next += n
-        self.sent_bytes += n
-        self.unsent = 0
-        self.early_pushes += 1
-        self.last_write = trio.current_time()
-        header = HEADER.pack(start, n)
-        try:
-            rest = self.sock.send_nowait(header, chunk)
-        except trio.BrokenResourceError:
-            rest = header + chunk  # nothing written: the writer finds the socket broken
-        if rest:
-            self._push_rest = bytes(rest)
-            self._writing = True
-            self.server._idle_lot.unpark_all()
-
     async def _writer(self, scope: trio.CancelScope) -> None:
         server = self.server
         heartbeat = server.heartbeat
@@ -311,33 +259,21 @@ class HAConnection:
         send = self.sock.send
         current_time = trio.current_time
         pack = HEADER.pack
-        self.last_write = current_time()
+        last_write = current_time()
         try:
             while True:
-                rest = self._push_rest
-                if rest is not None:
-                    self._push_rest = None
-                    await self.sock.send_rest(rest)
-                    self._writing = False
-                    self.last_write = current_time()
-                    continue
                 chunk = self._chunk()
                 if chunk is not None:
                     n = len(chunk)
                     start = self.next
                     self.next += n
                     self.sent_bytes += n
-                    self.unsent = 0
-                    self._writing = True
                     await send(pack(start, n), chunk)
-                    self._writing = False
-                    self.last_write = current_time()
+                    last_write = current_time()
                     continue
-                if current_time() - self.last_write >= heartbeat:
-                    self._writing = True
+                if current_time() - last_write >= heartbeat:
                     await send(pack(self.next, 0))
-                    self._writing = False
-                    self.last_write = current_time()
+                    last_write = current_time()
                     continue
                 await idle_lot.park()  # an append, or the idle ticker
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:

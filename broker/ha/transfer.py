@@ -149,11 +149,6 @@ class GroupTransferService:
                 log.exception("transfer pass listener failed")
 
     @property
-    def sends_waiting(self) -> bool:
-        """Sends wait for a slave acknowledgement (the HA writer pushes early)."""
-        return bool(self._write or self._pending)
-
-    @property
     def waiting(self) -> int:
         return len(self._pending) + len(self._write)
 

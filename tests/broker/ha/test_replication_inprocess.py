@@ -278,53 +278,6 @@ def test_append_replicated_refuses_bad_data(tmp_path):
         assert [s.get_queue_entry(TOPIC, 0, i) for i in range(3)] == [m.get_queue_entry(TOPIC, 0, i) for i in range(3)]
 
 
-async def test_sync_master_pushes_a_read_batch_early(tmp_path):
-    """A read batch of 32 SYNC_MASTER sends: the put path pushes every EARLY_PUSH messages
-    (the slave confirms the first part while the master stores the rest); every send
-    is answered SUCCESS, in order, and the slave holds the master's bytes."""
-    from trocket.broker.ha.master import EARLY_PUSH
-    from trocket.codecs.frame import FrameDecoder
-    from trocket.codecs.serialize import decode_command, encode_command
-
-    async with running_broker(tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0)) as master:
-        ns = master.namesrv.address
-        async with running_broker(tmp_path / "s", broker_role="SLAVE", namesrv_addrs=ns) as slave:
-            await wait_until(lambda: master.ha.transfer.connections == 1)
-            props = Wire.props(tags="A")
-            async with client() as c:  # the topic exists before the batch
-                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"first", properties=props))
-                assert r.code == ResponseCode.SUCCESS, r
-            conn = master.ha.server.slave
-            pushes = conn.early_pushes
-            host, port = master.broker_addr.rsplit(":", 1)
-            n = 4 * EARLY_PUSH
-            frames = []
-            for i in range(n):
-                req = Wire.send_v2(TOPIC, b"batch-%d" % i, queue_id=i % 4, properties=props)
-                req.opaque = 1000 + i
-                frames.append(encode_command(req))
-            stream = await trio.open_tcp_stream(host, int(port))
-            async with stream:
-                await stream.send_all(b"".join(frames))  # one write: one or a few read batches
-                decoder = FrameDecoder()
-                answers = []
-                with trio.fail_after(10):
-                    while len(answers) < n:
-                        decoder.feed(await stream.receive_some(65536))
-                        while (frame := decoder.next_frame()) is not None:
-                            answers.append(decode_command(frame))
-            assert [a.opaque for a in answers] == [1000 + i for i in range(n)]
-            assert all(a.code == ResponseCode.SUCCESS for a in answers), answers
-            assert conn.early_pushes > pushes
-            end = master.store.max_phy_offset
-            assert slave.store.max_phy_offset == end
-            assert bytes(slave.store.commit_log.get_message(0, end)) == bytes(master.store.commit_log.get_message(0, end))
-            await wait_until(lambda: all(
-                cq_entries(slave.store, TOPIC, q) == cq_entries(master.store, TOPIC, q) for q in range(4)))
-            info = master.ha.info()
-            assert int(info["haEarlyPushes"]) == conn.early_pushes
-
-
 def test_replicated_record_that_does_not_decode_is_cut_back(tmp_path):
     """Framing is checked before the bytes are written (and reported); the decode comes
     after. A record with right framing that does not decode (only a corrupt master log
