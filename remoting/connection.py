@@ -416,18 +416,6 @@ class Connection:
             return False
         return self._send_answer(frame)
 
-    def prepare_answer(self, request: RemotingCommand, response: RemotingCommand) -> bytes | None:
-        """The encoded answer to ``request``, made ahead to be sent later with
-        :meth:`send_frame_nowait` (e.g. while a slave confirms the message); None when it
-        must go through :meth:`answer` at the time (a oneway request, RPC hooks, which
-        see the answer as it is sent, or a response that does not encode)."""
-        if request.flag & RPC_ONEWAY or self.endpoint.hooks:
-            return None
-        try:
-            return self._answer_frame(request, response)
-        except _Unanswerable:
-            return None
-
     async def _send_answer(self, frame: bytes) -> bool:
         try:
             await self.send_frame(frame)

@@ -257,7 +257,6 @@ class HAConnection:
         heartbeat = server.heartbeat
         idle_lot = server._idle_lot
         send = self.sock.send
-        transfer = server.transfer
         current_time = trio.current_time
         pack = HEADER.pack
         last_write = current_time()
@@ -271,7 +270,6 @@ class HAConnection:
                     self.sent_bytes += n
                     await send(pack(start, n), chunk)
                     last_write = current_time()
-                    transfer.notify_pushed()  # the slave works: the master can prepare answers
                     continue
                 if current_time() - last_write >= heartbeat:
                     await send(pack(self.next, 0))

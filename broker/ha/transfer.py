@@ -56,8 +56,6 @@ class GroupTransferService:
         self._idle = False
         #: called after every pass that completed requests (no arguments)
         self._pass_listeners: tuple[Callable[[], None], ...] = ()
-        #: called after the HA writer wrote a frame to the slave (no arguments)
-        self._push_listeners: tuple[Callable[[], None], ...] = ()
         #: acknowledgements that completed at least one request, and requests completed
         self.acks_used = 0
         self.completed = 0
@@ -83,21 +81,7 @@ class GroupTransferService:
         their callbacks queued can go out together."""
         self._pass_listeners += (listener,)
 
-    def add_push_listener(self, listener: Callable[[], None]) -> None:
-        """Call ``listener()`` after the HA writer wrote a frame: the slave's round trip
-        starts, and the master would idle until its acknowledgement (the send processor
-        prepares the answers of the sends waiting meanwhile)."""
-        self._push_listeners += (listener,)
-
     # -- the HA connection -----------------------------------------------------------------
-
-    def notify_pushed(self) -> None:
-        """The HA writer wrote a frame to the slave."""
-        for listener in self._push_listeners:
-            try:
-                listener()
-            except Exception:
-                log.exception("transfer push listener failed")
 
     def notify_acked(self, offset: int) -> None:
         """The slave holds everything below ``offset``: complete what it covers now."""

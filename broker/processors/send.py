@@ -160,20 +160,6 @@ def _positive_int(text: str) -> bool:
         return False
 
 
-class _Waiting:
-    """A SYNC_MASTER send handed to the transfer service (no SYNC_FLUSH); ``frame`` is
-    its SUCCESS answer once prepared (see :meth:`SendProcessor._prepare_answers`); empty:
-    answered the usual way (timed out, or completed before it was prepared)."""
-
-    __slots__ = ("conn", "request", "result", "frame")
-
-    def __init__(self, conn: Connection, request: RemotingCommand, result: PutResult) -> None:
-        self.conn = conn
-        self.request = request
-        self.result = result
-        self.frame: bytes | None = None
-
-
 class _Replica:
     """A transfer completion a task awaits (SYNC_FLUSH + SYNC_MASTER, the blocking variant)."""
 
@@ -236,16 +222,11 @@ class SendProcessor:
         ha = getattr(ctx, "ha", None)
         self.transfer = ha.transfer if ha is not None and ctx.config.is_sync_master else None
         #: answers the transfer service completed in its current pass, written at its end
-        self._replicated_ready: list[_Waiting] = []
-        #: sends handed over whose answer is not prepared yet
-        self._unprepared: list[_Waiting] = []
-        #: answers prepared while the slave confirmed them (runtime figures, tests)
-        self.answers_prepared = 0
+        self._replicated_ready: list[tuple[Connection, RemotingCommand, PutResult]] = []
         #: connections whose outbox was full: a task writes their answers, in order
         self._answers: dict[Connection, deque] = {}
         if self.transfer is not None:
             self.transfer.add_pass_listener(self._write_replicated)
-            self.transfer.add_push_listener(self._prepare_answers)
         #: comparison only: each send awaits the slave in one serial task (pre-4.7 design)
         self.blocking_replication = bool(ctx.config.replication_blocking_send)
         self._serial = trio.Lock()
@@ -341,34 +322,13 @@ class SendProcessor:
                 self.pending -= 1
                 raise
             return
-        waiting = _Waiting(conn, request, result)
-        self._unprepared.append(waiting)
-        transfer.submit(result.end_offset, lambda ok: self._replicated(waiting, ok))
+        transfer.submit(result.end_offset, lambda ok: self._replicated(conn, request, result, ok))
 
-    def _prepare_answers(self) -> None:
-        """The HA writer just sent to the slave, and the master has nothing to do until
-        the acknowledgement: encode the SUCCESS answers of the sends waiting now, so the
-        acknowledgement's pass only writes them (what it would otherwise encode after
-        the slave's round trip, on every send's latency)."""
-        todo = self._unprepared
-        if not todo:
-            return
-        self._unprepared = []
-        for waiting in todo:
-            result = waiting.result
-            if waiting.frame is None and result.status is _PUT_OK:
-                # _ok's answer; counted in put_messages / put_bytes when it is sent
-                response = _OK_TEMPLATE.command(0, result.msg_id, result.queue_id, result.queue_offset)
-                waiting.frame = waiting.conn.prepare_answer(waiting.request, response)
-                if waiting.frame is not None:
-                    self.answers_prepared += 1
-
-    def _replicated(self, waiting: _Waiting, ok: bool) -> None:
+    def _replicated(self, conn, request: RemotingCommand, result: PutResult, ok: bool) -> None:
         """The transfer service's callback: the answer goes out at the end of its pass."""
         if not ok:
-            waiting.result.status = PutStatus.FLUSH_SLAVE_TIMEOUT
-            waiting.frame = b""  # not the prepared SUCCESS answer, nor one prepared later
-        self._replicated_ready.append(waiting)
+            result.status = PutStatus.FLUSH_SLAVE_TIMEOUT
+        self._replicated_ready.append((conn, request, result))
 
     def _write_replicated(self) -> None:
         """End of a transfer pass: write every answer it completed, in order, corked per
@@ -381,28 +341,13 @@ class SendProcessor:
         backlog = self._answers
         corked: dict[Connection, bool] = {}
         try:
-            for waiting in ready:
-                conn = waiting.conn
-                request = waiting.request
-                result = waiting.result
-                frame = waiting.frame
-                waiting.frame = b""  # answered: not to be prepared any more
+            for conn, request, result in ready:
                 queue = backlog.get(conn)
                 if queue is not None:
                     queue.append((request, result))
                     continue
                 if conn not in corked:
                     corked[conn] = conn.cork()
-                if frame:
-                    try:
-                        sent = conn.send_frame_nowait(frame)
-                    except Exception:  # the connection is gone: nobody to answer
-                        sent = True
-                    if sent:
-                        self.pending -= 1
-                        self.put_messages += result.msg_count
-                        self.put_bytes += result.wrote_bytes
-                        continue
                 try:
                     outcome = conn.answer_soon(request, self._ok(result))
                 except Exception:  # one answer that fails must not lose the others

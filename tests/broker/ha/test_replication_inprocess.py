@@ -278,52 +278,6 @@ def test_append_replicated_refuses_bad_data(tmp_path):
         assert [s.get_queue_entry(TOPIC, 0, i) for i in range(3)] == [m.get_queue_entry(TOPIC, 0, i) for i in range(3)]
 
 
-async def test_sync_master_prepares_answers_during_the_slave_round_trip(tmp_path):
-    """32 SYNC_MASTER sends in one write: their SUCCESS answers are encoded while the
-    slave confirms (after the HA writer's frame), then written by the acknowledgement's
-    pass -- in order, each counted once; the slave holds the master's bytes."""
-    from trocket.codecs.frame import FrameDecoder
-    from trocket.codecs.serialize import decode_command, encode_command
-
-    async with running_broker(tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0)) as master:
-        ns = master.namesrv.address
-        async with running_broker(tmp_path / "s", broker_role="SLAVE", namesrv_addrs=ns) as slave:
-            await wait_until(lambda: master.ha.transfer.connections == 1)
-            props = Wire.props(tags="A")
-            async with client() as c:  # the topic exists before the burst
-                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"first", properties=props))
-                assert r.code == ResponseCode.SUCCESS, r
-            send = master.send_processor
-            prepared, counted = send.answers_prepared, send.put_messages
-            n = 32
-            frames = []
-            for i in range(n):
-                req = Wire.send_v2(TOPIC, b"burst-%d" % i, queue_id=i % 4, properties=props)
-                req.opaque = 1000 + i
-                frames.append(encode_command(req))
-            host, port = master.broker_addr.rsplit(":", 1)
-            stream = await trio.open_tcp_stream(host, int(port))
-            async with stream:
-                await stream.send_all(b"".join(frames))
-                decoder = FrameDecoder()
-                answers = []
-                with trio.fail_after(10):
-                    while len(answers) < n:
-                        decoder.feed(await stream.receive_some(65536))
-                        while (frame := decoder.next_frame()) is not None:
-                            answers.append(decode_command(frame))
-            assert [a.opaque for a in answers] == [1000 + i for i in range(n)]
-            assert all(a.code == ResponseCode.SUCCESS for a in answers), answers
-            heads = [decode_header(SendMessageResponseHeader, a.ext_fields) for a in answers]
-            per_queue = [[int(h.queueOffset) for h in heads if int(h.queueId) == q] for q in range(4)]
-            assert all(offs == list(range(offs[0], offs[0] + len(offs))) for offs in per_queue)
-            assert send.answers_prepared > prepared
-            assert send.put_messages == counted + n
-            end = master.store.max_phy_offset
-            assert slave.store.max_phy_offset == end
-            assert bytes(slave.store.commit_log.get_message(0, end)) == bytes(master.store.commit_log.get_message(0, end))
-
-
 def test_replicated_record_that_does_not_decode_is_cut_back(tmp_path):
     """Framing is checked before the bytes are written (and reported); the decode comes
     after. A record with right framing that does not decode (only a corrupt master log
