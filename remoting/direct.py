@@ -52,9 +52,10 @@ class DirectSocket:
             self._drained = n < len(buf)
             return self._view[:n]
 
-    async def send(self, *parts: bytes | memoryview) -> None:
-        """Write ``parts`` in order: one ``writev`` when the socket takes them (the
-        usual case, no checkpoint); the rest through ``send_all``, which waits for room."""
+    def send_nowait(self, *parts: bytes | memoryview) -> bytes | memoryview:
+        """Write what the socket takes of ``parts`` now (one ``writev``, no checkpoint);
+        returns the rest, empty when it took everything (the usual case): give it to
+        :meth:`send_rest`."""
         try:
             n = os.writev(self.fd, parts)
         except BlockingIOError:
@@ -63,6 +64,16 @@ class DirectSocket:
             raise trio.BrokenResourceError(str(exc)) from exc
         total = sum(len(p) for p in parts) if len(parts) > 1 else len(parts[0])
         if n == total:
-            return
-        rest = b"".join(parts)[n:] if len(parts) > 1 else memoryview(parts[0])[n:]
+            return b""
+        return b"".join(parts)[n:] if len(parts) > 1 else memoryview(parts[0])[n:]
+
+    async def send_rest(self, rest: bytes | memoryview) -> None:
+        """What :meth:`send_nowait` left, waiting for room (``send_all``)."""
         await self.stream.send_all(rest)
+
+    async def send(self, *parts: bytes | memoryview) -> None:
+        """Write ``parts`` in order: one ``writev`` when the socket takes them (the
+        usual case, no checkpoint); the rest through ``send_all``, which waits for room."""
+        rest = self.send_nowait(*parts)
+        if rest:
+            await self.stream.send_all(rest)

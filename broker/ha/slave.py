@@ -3,12 +3,14 @@
 Connects to the master's HA port, reports its commit-log max offset (8 bytes) at once,
 after every write and every ``haSendHeartbeatInterval``, and appends what the master
 streams at the same physical offsets (:meth:`MessageStore.append_replicated`); what
-one read brought is written, reported (one report per read), then dispatched into the
-consume queues -- the master's answers wait on the report, not on the dispatch, as
-with Java's slave, whose reput thread dispatches later. All of it runs without a
-checkpoint in between (:class:`~.direct.DirectSocket`) unless the report must wait
-for room in the socket, so a pull on this broker practically never finds the records
-written but not yet in their queues. Frames cut records anywhere; the
+one read brought is written (its framing checked: sizes, magic codes, positions),
+reported (one report per read), then decoded and dispatched into the consume queues
+(:meth:`MessageStore.dispatch_replicated`) -- on a SYNC_MASTER the answers wait on
+the report, not on the decode (three quarters of the slave's work per record) nor the
+dispatch, as with Java's slave, whose reput thread parses and dispatches later. All of
+it runs without a checkpoint in between (:class:`~trocket.remoting.direct.DirectSocket`;
+a report the socket cannot take whole is finished after the dispatch), so no task on
+this broker finds the records written but not yet in their queues. Frames cut records anywhere; the
 client keeps the tail of an incomplete record in memory (bounded) and writes only
 whole records, so the log on disk never holds a torn one. The offset it reports
 counts those buffered bytes (what the master must send next); every acknowledged
@@ -132,9 +134,9 @@ class HAClient:
         reported = self.received
         buf = bytearray()
         receive = sock.receive
+        send_nowait = sock.send_nowait
         current_time = trio.current_time
-        pending = store.commit_log.pending
-        dispatcher = store.dispatcher
+        dispatch = store.dispatch_replicated
         last_read = last_report = current_time()
         while True:
             # one cancel scope per heartbeat interval without a report, not per read
@@ -144,6 +146,7 @@ class HAClient:
                     if not data:
                         raise HAProtocolError("master closed the connection")
                     last_read = current_time()
+                    unsent = b""
                     try:
                         if buf:
                             buf += data
@@ -156,13 +159,15 @@ class HAClient:
                             raise HAProtocolError(f"frame larger than {self.partial_limit} bytes")
                         if self.received != reported:  # one report per read, as Java's per dispatch
                             reported = self.received
-                            await sock.send(OFFSET.pack(reported))
+                            unsent = send_nowait(OFFSET.pack(reported))
                             last_report = current_time()
                     finally:
-                        # the records are written: reported first (the master's answers wait
-                        # on it), then dispatched into the consume queues
-                        if pending:
-                            dispatcher.drain()
+                        # the records are written and reported (the master's answers wait on
+                        # it): now decoded and dispatched into the consume queues, with no
+                        # checkpoint since they were written
+                        dispatch()
+                    if unsent:  # the socket had no room for the whole report
+                        await sock.send_rest(unsent)
             now = current_time()
             if now - last_report < self.heartbeat:
                 continue

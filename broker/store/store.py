@@ -209,18 +209,28 @@ class MessageStore:
 
     def append_replicated(self, offset: int, data: bytes | bytearray | memoryview, *, dispatch: bool = True) -> int:
         """A slave's append: whole records streamed by the master, written at the same
-        physical offset (which must be this log's end) and dispatched into the consume
-        queues at once (``dispatch=False``: queued, for the caller's next
-        ``dispatcher.drain()`` -- the HA client acknowledges first, as Java's slave
-        reports before its reput thread dispatches). Returns the new end. Raises
-        :class:`~.commit_log.ReplicaDataError` for bytes that do not fit (nothing is
-        written)."""
+        physical offset (which must be this log's end), then decoded and dispatched into
+        the consume queues (``dispatch=False``: by the caller's next
+        :meth:`dispatch_replicated` -- the HA client reports first, as Java's slave
+        reports before its reput thread parses and dispatches). Returns the new end.
+        Raises :class:`~.commit_log.ReplicaDataError` for bytes that do not fit (nothing
+        is written; see :meth:`dispatch_replicated` for a record that does not decode)."""
         if self._closed:
             raise StoreClosedError("message store is shut down")
         end = self.commit_log.append_replicated(offset, data)
         if dispatch:
-            self.dispatcher.drain()
+            self.dispatch_replicated()
         return end
+
+    def dispatch_replicated(self) -> None:
+        """Decode what :meth:`append_replicated` wrote and dispatch it (consume queues,
+        listeners). A record that does not decode cuts the log back to the start of its
+        append and raises :class:`~.commit_log.ReplicaDataError` (the records before it
+        are dispatched)."""
+        try:
+            self.commit_log.decode_replicated()
+        finally:
+            self.dispatcher.drain()
 
     # -- put -------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import struct
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 
 import pytest
 import trio
@@ -237,17 +237,29 @@ async def test_empty_slave_starts_at_masters_last_segment(tmp_path):
                 assert slave.store.get_queue_entry(TOPIC, 0, first) == master.store.get_queue_entry(TOPIC, 0, first)
 
 
-def test_append_replicated_refuses_bad_data(tmp_path):
-    from trocket.broker.store import MessageInner, MessageStore, ReplicaDataError, SlaveModeError, StoreConfig
+@contextmanager
+def two_stores(tmp_path):
+    """A master store with 3 messages on queue 0 and an empty slave store:
+    (master, slave, the master's log bytes)."""
+    from trocket.broker.store import MessageInner, MessageStore, StoreConfig
 
     m = MessageStore.open(StoreConfig(store_dir=str(tmp_path / "m"), commit_log_segment_size=1 << 20))
     s = MessageStore.open(StoreConfig(store_dir=str(tmp_path / "s"), commit_log_segment_size=1 << 20))
     try:
         for i in range(3):
             m.put_message(MessageInner(topic=TOPIC, body=b"b%d" % i, queue_id=0))
-        data = bytes(m.commit_log.get_message(0, m.max_phy_offset))
-        first = m.get_queue_entry(TOPIC, 0, 0)[1]
         s.set_slave(True)
+        yield m, s, bytes(m.commit_log.get_message(0, m.max_phy_offset))
+    finally:
+        m.shutdown()
+        s.shutdown()
+
+
+def test_append_replicated_refuses_bad_data(tmp_path):
+    from trocket.broker.store import MessageInner, ReplicaDataError, SlaveModeError
+
+    with two_stores(tmp_path) as (m, s, data):
+        first = m.get_queue_entry(TOPIC, 0, 0)[1]
         with pytest.raises(SlaveModeError):
             s.put_message(MessageInner(topic=TOPIC, body=b"x", queue_id=0))
         with pytest.raises(ReplicaDataError, match="torn"):
@@ -264,9 +276,38 @@ def test_append_replicated_refuses_bad_data(tmp_path):
             s.append_replicated(0, data[:first])  # a duplicate
         assert s.append_replicated(first, data[first:]) == len(data)
         assert [s.get_queue_entry(TOPIC, 0, i) for i in range(3)] == [m.get_queue_entry(TOPIC, 0, i) for i in range(3)]
-    finally:
-        m.shutdown()
-        s.shutdown()
+
+
+def test_replicated_record_that_does_not_decode_is_cut_back(tmp_path):
+    """Framing is checked before the bytes are written (and reported); the decode comes
+    after. A record with right framing that does not decode (only a corrupt master log
+    has one) cuts the log back to the start of its append: nothing undecodable stays,
+    the appends before it stay and are dispatched."""
+    from trocket.broker.store import ReplicaDataError
+
+    with two_stores(tmp_path) as (m, s, data):
+        first = m.get_queue_entry(TOPIC, 0, 0)[1]
+        second = first + m.get_queue_entry(TOPIC, 0, 1)[1]
+        misplaced = bytearray(data)
+        misplaced[first + 28 : first + 36] = (first + 1).to_bytes(8, "big")  # PHYSICALOFFSET
+        with pytest.raises(ReplicaDataError, match=f"says it belongs at {first + 1}"):
+            s.append_replicated(0, misplaced)
+        assert s.max_phy_offset == 0
+        bad = bytearray(data)
+        bad[first + 84 : first + 88] = b"\x7f\xff\xff\xff"  # the second record's body length
+        with pytest.raises(ReplicaDataError, match="does not decode"):
+            s.append_replicated(0, bad)
+        assert s.max_phy_offset == 0 and s.get_max_offset(TOPIC, 0) == 0
+        # written at once, decoded later: the first append stays, the second is cut
+        assert s.append_replicated(0, data[:first], dispatch=False) == first
+        assert s.append_replicated(first, bad[first:second], dispatch=False) == second
+        assert s.max_phy_offset == second and s.get_max_offset(TOPIC, 0) == 0
+        with pytest.raises(ReplicaDataError, match="does not decode"):
+            s.dispatch_replicated()
+        assert s.max_phy_offset == first and s.get_max_offset(TOPIC, 0) == 1
+        assert s.append_replicated(first, data[first:]) == len(data)
+        assert [s.get_queue_entry(TOPIC, 0, i) for i in range(3)] == [m.get_queue_entry(TOPIC, 0, i) for i in range(3)]
+        assert bytes(s.commit_log.get_message(0, len(data))) == data
 
 
 async def test_pull_suggests_the_slave_to_a_slow_consumer(tmp_path):
