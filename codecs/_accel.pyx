@@ -32,7 +32,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 2
+ABI = 3
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -45,6 +45,7 @@ cdef object _py_encode_record_into = None
 cdef object _py_get_property = None
 cdef object _py_decode_properties = None
 cdef object _py_encode_record_batch = None
+cdef object _py_decode_send_fields = None
 
 
 def set_pure(str name, fn):
@@ -52,7 +53,7 @@ def set_pure(str name, fn):
     global _py_decode_command, _py_decode_binary_header, _py_decode_json_header
     global _py_FrameDecoder, _sniff_foreign_protocol
     global _py_decode_send_message, _py_decode_send_message_v2, _py_encode_record_into, _py_get_property
-    global _py_decode_properties, _py_encode_record_batch
+    global _py_decode_properties, _py_encode_record_batch, _py_decode_send_fields
     if name == "FrameDecoder":
         _py_FrameDecoder = fn
         from trocket.codecs.frame import sniff_foreign_protocol
@@ -75,6 +76,8 @@ def set_pure(str name, fn):
         _py_decode_properties = fn
     elif name == "encode_record_batch":
         _py_encode_record_batch = fn
+    elif name == "decode_send_fields":
+        _py_decode_send_fields = fn
     else:
         raise KeyError(name)
 
@@ -864,12 +867,38 @@ cdef object _send_header(dict ext, tuple keys, cls):
     return o
 
 
+cdef object _send_fields(dict ext, tuple keys):
+    """:class:`SendFields` straight from the ext fields (the checks of :func:`_send_header`,
+    no header object), or ``_FAIL``."""
+    a = _req_str(ext, keys[0])
+    b = _req_str(ext, keys[1])
+    c = _req_str(ext, keys[2])
+    d = _req_int(ext, keys[3], 9)
+    e = _req_int(ext, keys[4], 9)
+    f = _req_int(ext, keys[5], 9)
+    g = _req_int(ext, keys[6], 18)
+    h = _req_int(ext, keys[7], 9)
+    j = _opt_i32(ext, keys[9])
+    l = _opt_i32(ext, keys[11])
+    k = _bool(ext, keys[10])
+    m = _bool(ext, keys[12])
+    if (a is _FAIL or b is _FAIL or c is _FAIL or d is _FAIL or e is _FAIL or f is _FAIL
+            or g is _FAIL or h is _FAIL or j is _FAIL or l is _FAIL or k is _FAIL or m is _FAIL):
+        return _FAIL
+    return _tuple_new(_SF, (b, c, d, e, f, g, h, _get(ext, keys[8]), j, l, m))
+
+
+cdef object _SF = None
+cdef object _tuple_new = tuple.__new__
+
+
 cdef _load_send_headers():
-    global _V1, _V2, _BN
+    global _V1, _V2, _BN, _SF
     from trocket.codecs.headers import fast
     _V1 = fast._V1
     _V2 = fast._V2
     _BN = fast._BN
+    _SF = fast.SendFields
 
 
 def decode_send_message_v2(ext):
@@ -892,6 +921,17 @@ def decode_send_message(ext):
         if o is not _FAIL:
             return o
     return _py_decode_send_message(ext)
+
+
+def decode_send_fields(ext, v2):
+    """Twin of :func:`trocket.codecs.headers.fast.decode_send_fields`."""
+    if type(ext) is dict and (v2 is True or v2 is False):
+        if _SF is None:
+            _load_send_headers()
+        o = _send_fields(ext, _V2_KEYS if v2 else _V1_KEYS)
+        if o is not _FAIL:
+            return o
+    return _py_decode_send_fields(ext, v2)
 
 
 # -- the stored-message record --------------------------------------------------------

@@ -25,6 +25,7 @@ from trocket.codecs.header_json import encode_json_header
 from trocket.codecs import frame  # noqa: F401  (registers the FrameDecoder twin)
 from trocket.codecs.headers import fast  # noqa: F401  (registers the send header twins)
 from trocket.codecs.message import properties, record  # noqa: F401  (registers theirs)
+from trocket.codecs.errors import CustomHeaderError
 from trocket.codecs.serialize import encode_command
 
 from .strategies import commands, text
@@ -36,6 +37,7 @@ NAMES = (
     "decode_json_header",
     "decode_send_message",
     "decode_send_message_v2",
+    "decode_send_fields",
     "encode_record_into",
     "get_property",
     "decode_properties",
@@ -75,6 +77,7 @@ def test_the_switch_is_wired():
         "decode_json_header": header_json.decode_json_header,
         "decode_send_message": fast.FAST_CODECS[fast._V1].decode,
         "decode_send_message_v2": fast.FAST_CODECS[fast._V2].decode,
+        "decode_send_fields": fast.decode_send_fields,
         "encode_record_into": record.encode_record_into,
         "get_property": properties.get_property,
         "decode_properties": properties.decode_properties,
@@ -331,6 +334,32 @@ def test_send_header_v2_differential(ext):
 @given(send_exts(v2=False))
 def test_send_header_v1_differential(ext):
     same("decode_send_message", ext)
+
+
+@needs_accel
+@given(st.booleans().flatmap(lambda v2: st.tuples(st.just(v2), send_exts(v2=v2))))
+def test_send_fields_differential(case):
+    """Both versions' send fields, from the same ext maps as the header twins."""
+    v2, ext = case
+    result = same("decode_send_fields", ext, v2)
+    if result[0] == "ok":
+        assert type(result[1]) is fast.SendFields
+        assert type(_accel.decode_send_fields(ext, v2)) is fast.SendFields
+
+
+def test_send_fields_are_the_headers_fields(impl):
+    """What the send processor reads: the header's fields under V1's names, both versions."""
+    v2 = {"a": "g", "b": "T", "c": "TBW102", "d": "4", "e": "3", "f": "0", "g": "1700000000123", "h": "7",
+          "i": "TAGS\x01t\x02", "j": "2", "k": "false", "l": "16", "m": "true"}
+    f = impl.decode_send_fields(v2, True)
+    assert f == fast.SendFields("T", "TBW102", 4, 3, 0, 1700000000123, 7, "TAGS\x01t\x02", 2, 16, True)
+    v1 = {"producerGroup": "g", "topic": "T", "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+          "queueId": "3", "sysFlag": "0", "bornTimestamp": "1700000000123", "flag": "7",
+          "properties": "TAGS\x01t\x02", "reconsumeTimes": "2", "unitMode": "0", "batch": "1"}
+    f = impl.decode_send_fields(v1, False)
+    assert (f.topic, f.queueId, f.reconsumeTimes, f.maxReconsumeTimes, f.batch) == ("T", 3, 2, None, True)
+    with pytest.raises(CustomHeaderError):  # the generic decoder's error, both paths
+        impl.decode_send_fields({**v2, "e": "x"}, True)
 
 
 hosts = st.tuples(st.sampled_from(["127.0.0.1", "10.0.0.255", "::1", "bad", "1.2.3.4"]),
