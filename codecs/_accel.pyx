@@ -16,6 +16,7 @@ from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem, PyDict_New
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.object cimport PyObject
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_SIMPLE
 from cpython.unicode cimport PyUnicode_DecodeUTF8, PyUnicode_AsUTF8String
 from cpython.ref cimport Py_INCREF, Py_XDECREF
 from libc.string cimport memcmp, memcpy
@@ -46,6 +47,7 @@ cdef object _py_get_property = None
 cdef object _py_decode_properties = None
 cdef object _py_encode_record_batch = None
 cdef object _py_decode_send_fields = None
+cdef object _py_place_record = None
 
 
 def set_pure(str name, fn):
@@ -53,7 +55,7 @@ def set_pure(str name, fn):
     global _py_decode_command, _py_decode_binary_header, _py_decode_json_header
     global _py_FrameDecoder, _sniff_foreign_protocol
     global _py_decode_send_message, _py_decode_send_message_v2, _py_encode_record_into, _py_get_property
-    global _py_decode_properties, _py_encode_record_batch, _py_decode_send_fields
+    global _py_decode_properties, _py_encode_record_batch, _py_decode_send_fields, _py_place_record
     if name == "FrameDecoder":
         _py_FrameDecoder = fn
         from trocket.codecs.frame import sniff_foreign_protocol
@@ -78,6 +80,8 @@ def set_pure(str name, fn):
         _py_encode_record_batch = fn
     elif name == "decode_send_fields":
         _py_decode_send_fields = fn
+    elif name == "place_record":
+        _py_place_record = fn
     else:
         raise KeyError(name)
 
@@ -957,18 +961,31 @@ cdef inline bint _fits32(long long v) noexcept:
     return -2147483648 <= v <= 2147483647
 
 
+#: IPv4 text -> its 4 bytes (a record names the same two or three hosts again and again;
+#: ``ip_to_bytes`` is a Python call through an lru_cache); bounded
+cdef dict _IPV4 = {}
+
+
 cdef object _ipv4(object host):
-    """The 4 IP bytes and the port of a host tuple, or ``_FAIL``."""
+    """The 4 IP bytes of a host tuple (its port is checked by the caller), or ``_FAIL``."""
+    cdef PyObject* hit
     if type(host) is not tuple and not isinstance(host, tuple):
         return _FAIL
     if len(<tuple>host) != 2 or type((<tuple>host)[0]) is not str or type((<tuple>host)[1]) is not int:
         return _FAIL
+    ip = (<tuple>host)[0]
+    hit = PyDict_GetItem(_IPV4, ip)
+    if hit != NULL:
+        return <object>hit
     try:
-        raw = _ip_to_bytes((<tuple>host)[0])
+        raw = _ip_to_bytes(ip)
     except Exception:
         return _FAIL
     if type(raw) is not bytes or PyBytes_GET_SIZE(raw) != 4:
         return _FAIL
+    if len(_IPV4) >= 1024:
+        _IPV4.clear()
+    _IPV4[ip] = raw
     return raw
 
 
@@ -1094,6 +1111,50 @@ def encode_record_into(
         reconsume_times=reconsume_times,
         prepared_transaction_offset=prepared_transaction_offset, body_crc=body_crc,
     )
+
+
+cdef extern from *:
+    """
+    #define TROCKET_COMPILER_FENCE() __asm__ __volatile__("" ::: "memory")
+    """
+    void TROCKET_COMPILER_FENCE() nogil
+
+
+def place_record(view, pos, record, size, queue_offset, physical_offset, ts_at, store_timestamp):
+    """Twin of :func:`trocket.codecs.message.record.place_record`: a memoryview target,
+    a bytearray record, in-range values; anything else to the pure function."""
+    cdef Py_buffer target
+    cdef long long p = 0, n = 0, qoff = 0, poff = 0, at = 0, sts = 0
+    cdef unsigned char* src
+    cdef unsigned char* dst
+    if type(view) is not memoryview or type(record) is not bytearray:
+        return _py_place_record(view, pos, record, size, queue_offset, physical_offset, ts_at, store_timestamp)
+    try:
+        p = pos
+        n = size
+        qoff = queue_offset
+        poff = physical_offset
+        at = ts_at
+        sts = store_timestamp
+    except (TypeError, OverflowError):
+        return _py_place_record(view, pos, record, size, queue_offset, physical_offset, ts_at, store_timestamp)
+    if n < 36 or n > PyByteArray_GET_SIZE(record) or p < 0 or at < 36 or at + 8 > n:
+        return _py_place_record(view, pos, record, size, queue_offset, physical_offset, ts_at, store_timestamp)
+    if PyObject_GetBuffer(view, &target, PyBUF_WRITABLE | PyBUF_SIMPLE) != 0:
+        return _py_place_record(view, pos, record, size, queue_offset, physical_offset, ts_at, store_timestamp)
+    try:
+        if p + n > target.len:
+            return _py_place_record(view, pos, record, size, queue_offset, physical_offset, ts_at, store_timestamp)
+        src = <unsigned char*>PyByteArray_AS_STRING(record)
+        _put64(src + 20, qoff)
+        _put64(src + 28, poff)
+        _put64(src + at, sts)
+        dst = <unsigned char*>target.buf + p
+        memcpy(dst + 4, src + 4, n - 4)
+        TROCKET_COMPILER_FENCE()  # TOTALSIZE last (see the pure function): no store moves past it
+        memcpy(dst, src, 4)
+    finally:
+        PyBuffer_Release(&target)
 
 
 # -- properties -----------------------------------------------------------------------

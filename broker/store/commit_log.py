@@ -50,6 +50,7 @@ from trocket.codecs.message.record import (
     encode_blank_into,
     encode_record_into,
     peek_record,
+    place_record,
     record_size,
     store_timestamp_offset,
 )
@@ -377,7 +378,6 @@ class CommitLog:
         delay = self._schedule_delay(msg) if topic == RMQ_SYS_SCHEDULE_TOPIC else None
         key = (topic, queue_id)
         table = self.queue_offsets
-        src = memoryview(buf)
         with self._lock:
             t0 = _perf_ns()
             mf = self.files.last
@@ -393,11 +393,7 @@ class CommitLog:
             now = time.time_ns() // 1_000_000
             if delay is not None:
                 tag = now + delay
-            _QQ.pack_into(buf, OFFSET_QUEUE_OFFSET, queue_offset, phys)
-            _Q.pack_into(buf, ts_at, now)
-            view = mf._view
-            view[pos + 4 : pos + size] = src[4:]  # _write_size_last, inline
-            view[pos : pos + 4] = src[:4]
+            place_record(mf._view, pos, buf, size, queue_offset, phys, ts_at, now)  # TOTALSIZE last
             mf.wrote_position = pos + size
             mf.last_store_timestamp = now
             self.tail = (phys + size, now)

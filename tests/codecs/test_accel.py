@@ -39,6 +39,7 @@ NAMES = (
     "decode_send_message_v2",
     "decode_send_fields",
     "encode_record_into",
+    "place_record",
     "get_property",
     "decode_properties",
 )
@@ -79,6 +80,7 @@ def test_the_switch_is_wired():
         "decode_send_message_v2": fast.FAST_CODECS[fast._V2].decode,
         "decode_send_fields": fast.decode_send_fields,
         "encode_record_into": record.encode_record_into,
+        "place_record": record.place_record,
         "get_property": properties.get_property,
         "decode_properties": properties.decode_properties,
     }
@@ -518,3 +520,32 @@ def test_a_stale_build_is_refused(monkeypatch):
     monkeypatch.setattr(accel, "ABI", accel.ABI + 1)
     module, reason = accel._load()
     assert module is None and reason.startswith("stale build")
+
+
+# -- place_record (the commit log's append under its lock) -------------------------------
+
+
+def _placed(impl, pos: int, size: int, queue_offset: int, phys: int, ts_at: int, ts: int, view_len: int = 1024):
+    rec = bytearray(size)
+    record.encode_record_into(rec, 0, topic=b"T", body=b"x" * (size - 92), properties=b"", store_host=("127.0.0.1", 10911))
+    target = bytearray(b"\xee" * view_len)
+    return outcome(impl.place_record, memoryview(target), pos, rec, size, queue_offset, phys, ts_at, ts), bytes(target), bytes(rec)
+
+
+def test_place_record_writes_the_record_with_its_offsets(impl):
+    (kind, _), target, rec = _placed(impl, 100, 220, 7, 1 << 40, record.OFFSET_STORE_TIMESTAMP, 1700000000123)
+    assert kind == "ok"
+    assert target[100:320] == rec and target[:100] == b"\xee" * 100 and target[320:] == b"\xee" * (1024 - 320)
+    msg, _ = record.decode_record(target, 100)
+    assert (msg.queue_offset, msg.commit_log_offset, msg.store_timestamp) == (7, 1 << 40, 1700000000123)
+
+
+@needs_accel
+@given(st.integers(-2, 900), st.integers(0, 400), ints, ints, st.integers(-10, 400), ints)
+def test_place_record_differential(pos, size, queue_offset, phys, ts_at, ts):
+    """Same target bytes, same record, same error on both paths (out-of-range values,
+    a record that does not fit: the pure path's own error, or its bytes)."""
+    size = max(size, 92)
+    pure = _placed(SimpleNamespace(place_record=accel.pure("place_record")), pos, size, queue_offset, phys, ts_at, ts)
+    fast = _placed(_accel, pos, size, queue_offset, phys, ts_at, ts)
+    assert fast == pure
