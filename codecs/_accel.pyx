@@ -22,6 +22,7 @@ from cpython.ref cimport Py_INCREF, Py_XDECREF
 from libc.string cimport memcmp, memcpy
 
 cdef extern from "Python.h":
+    dict _PyDict_NewPresized(Py_ssize_t minused)
     bint PyUnicode_IS_ASCII(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
     const unsigned char* PyUnicode_1BYTE_DATA(object o)
@@ -435,7 +436,7 @@ cdef object _json_ext_value(_Cursor* c):
 cdef object _json_ext(_Cursor* c):
     """The extFields object at the cursor (on its ``{``), or ``_FAIL``."""
     cdef bint has_null = False
-    cdef dict ext = {}
+    cdef dict ext = _PyDict_NewPresized(16)  # a send's 11-15 fields: no resize on the way
     c.pos += 1
     _ws(c)
     if c.pos < c.end and c.p[c.pos] == 125:  # '}'
@@ -505,10 +506,62 @@ cdef bint _json_skip_scalar(_Cursor* c):
     return _literal(c, "true", 4) or _literal(c, "false", 5) or _literal(c, "null", 4)
 
 
+cdef enum:
+    _K_OTHER = 0
+    _K_CODE
+    _K_EXT
+    _K_FLAG
+    _K_LANGUAGE
+    _K_OPAQUE
+    _K_REMARK
+    _K_VERSION
+
+
+cdef inline bint _is(const unsigned char* p, Py_ssize_t n, const char* word, Py_ssize_t wn) noexcept:
+    return n == wn and memcmp(p, word, n) == 0
+
+
+cdef int _json_key(_Cursor* c) noexcept:
+    """The header field named by the key at the cursor (on its opening quote), matched
+    on its bytes (no str made: the header's keys are always the same few); -1 for a key
+    with an escape, a control character or a non-ASCII byte (the pure decoder then
+    decides) or none at all."""
+    cdef Py_ssize_t start = c.pos + 1, i = start, n
+    cdef unsigned char ch
+    cdef const unsigned char* k
+    while i < c.end:
+        ch = c.p[i]
+        if ch == 34:
+            break
+        if ch == 92 or ch < 32 or ch >= 0x80:
+            return -1
+        i += 1
+    else:
+        return -1
+    c.pos = i + 1
+    k = c.p + start
+    n = i - start
+    if _is(k, n, "code", 4):
+        return _K_CODE
+    if _is(k, n, "extFields", 9):
+        return _K_EXT
+    if _is(k, n, "flag", 4):
+        return _K_FLAG
+    if _is(k, n, "language", 8):
+        return _K_LANGUAGE
+    if _is(k, n, "opaque", 6):
+        return _K_OPAQUE
+    if _is(k, n, "remark", 6):
+        return _K_REMARK
+    if _is(k, n, "version", 7):
+        return _K_VERSION
+    return _K_OTHER
+
+
 cdef object _json_header(const unsigned char* p, Py_ssize_t end):
     """The command of a JSON header, or ``_FAIL`` for anything not plainly valid."""
     cdef _Cursor c
-    cdef int code = 0, flag = 0, opaque = 0, version = 0
+    cdef int code = 0, flag = 0, opaque = 0, version = 0, key = 0
     cdef unsigned char ch
     c.p = p
     c.pos = 0
@@ -527,8 +580,8 @@ cdef object _json_header(const unsigned char* p, Py_ssize_t end):
         while True:
             if c.pos >= c.end or c.p[c.pos] != 34:
                 return _FAIL
-            key = _json_string(&c)
-            if key is _FAIL:
+            key = _json_key(&c)
+            if key < 0:
                 return _FAIL
             _ws(&c)
             if c.pos >= c.end or c.p[c.pos] != 58:
@@ -538,10 +591,10 @@ cdef object _json_header(const unsigned char* p, Py_ssize_t end):
             if c.pos >= c.end:
                 return _FAIL
             ch = c.p[c.pos]
-            if key == "code":
+            if key == _K_CODE:
                 if not _json_int32(&c, &code):
                     return _FAIL
-            elif key == "extFields":
+            elif key == _K_EXT:
                 if ch == 123:
                     ext = _json_ext(&c)
                     if ext is _FAIL:
@@ -550,10 +603,10 @@ cdef object _json_header(const unsigned char* p, Py_ssize_t end):
                     ext = None
                 else:
                     return _FAIL
-            elif key == "flag":
+            elif key == _K_FLAG:
                 if not _json_int32(&c, &flag):
                     return _FAIL
-            elif key == "language":
+            elif key == _K_LANGUAGE:
                 if ch == 34:
                     name = _json_string(&c)
                     if name is _FAIL:
@@ -565,10 +618,10 @@ cdef object _json_header(const unsigned char* p, Py_ssize_t end):
                     lang = _JAVA
                 else:
                     return _FAIL
-            elif key == "opaque":
+            elif key == _K_OPAQUE:
                 if not _json_int32(&c, &opaque):
                     return _FAIL
-            elif key == "remark":
+            elif key == _K_REMARK:
                 if ch == 34:
                     remark = _json_string(&c)
                     if remark is _FAIL:
@@ -577,7 +630,7 @@ cdef object _json_header(const unsigned char* p, Py_ssize_t end):
                     remark = None
                 else:
                     return _FAIL
-            elif key == "version":
+            elif key == _K_VERSION:
                 if not _json_int32(&c, &version):
                     return _FAIL
             elif not _json_skip_scalar(&c):  # serializeTypeCurrentRPC and the unknown
@@ -889,11 +942,30 @@ cdef object _send_fields(dict ext, tuple keys):
     if (a is _FAIL or b is _FAIL or c is _FAIL or d is _FAIL or e is _FAIL or f is _FAIL
             or g is _FAIL or h is _FAIL or j is _FAIL or l is _FAIL or k is _FAIL or m is _FAIL):
         return _FAIL
-    return _tuple_new(_SF, (b, c, d, e, f, g, h, _get(ext, keys[8]), j, l, m))
+    return _as_tuple_of(_SF, (b, c, d, e, f, g, h, _get(ext, keys[8]), j, l, m))
 
 
 cdef object _SF = None
-cdef object _tuple_new = tuple.__new__
+
+
+cdef extern from *:
+    """
+    /* tuple.__new__(cls, items) for a tuple subclass (a NamedTuple) without the argument
+       parsing and the intermediate copy: what tuple_subtype_new does with a tuple. */
+    static PyObject* trocket_as_tuple_of(PyObject* cls, PyObject* items) {
+        PyTypeObject* t = (PyTypeObject*)cls;
+        Py_ssize_t i, n = PyTuple_GET_SIZE(items);
+        PyObject* o = t->tp_alloc(t, n);
+        if (o == NULL) return NULL;
+        for (i = 0; i < n; i++) {
+            PyObject* item = PyTuple_GET_ITEM(items, i);
+            Py_INCREF(item);
+            PyTuple_SET_ITEM(o, i, item);
+        }
+        return o;
+    }
+    """
+    object _as_tuple_of "trocket_as_tuple_of" (object cls, tuple items)
 
 
 cdef _load_send_headers():

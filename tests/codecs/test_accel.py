@@ -549,3 +549,17 @@ def test_place_record_differential(pos, size, queue_offset, phys, ts_at, ts):
     pure = _placed(SimpleNamespace(place_record=accel.pure("place_record")), pos, size, queue_offset, phys, ts_at, ts)
     fast = _placed(_accel, pos, size, queue_offset, phys, ts_at, ts)
     assert fast == pure
+
+
+@pytest.mark.parametrize("header", [
+    b'{"co\\u0064e":12,"opaque":3}',  # an escaped key: the pure decoder's reading
+    b'{"code":12,"\xc3\xa9":1,"opaque":3}',  # a non-ASCII unknown key
+    b'{"code":12,"\xff":1}',  # not UTF-8
+    b'{"code":12,"code":13,"flag":0}',  # the last one wins
+    b'{"cod":1,"codes":2,"extField":{},"version":7,"x\\n":1}',  # near misses are unknown keys
+    b'{"code":12,"extFields":{"a":"1","b":null,"c":2,"d":true},"language":"CPP"}',
+])
+def test_json_header_keys_differential(header):
+    """The compiled decoder matches the header's own keys on their bytes: the same outcome
+    as the pure decoder for keys that are escaped, non-ASCII, repeated or near misses."""
+    same("decode_json_header", header)
