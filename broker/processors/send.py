@@ -606,7 +606,8 @@ class SendProcessor:
         self.put_messages += result.msg_count
         self.put_bytes += result.wrote_bytes
         # the header's fields, then _OK_EXT; encoded from a template (codecs.send_response)
-        return _OK_TEMPLATE.command(code, result.msg_id, result.queue_id, result.queue_offset)
+        # (the store's offset message ids are upper hex, comma-joined for a batch)
+        return _OK_TEMPLATE.command(code, result.msg_id, result.queue_id, result.queue_offset, id_is_plain=True)
 
     def _properties(self, props: str | None) -> tuple[bytes, bool] | RemotingCommand:
         """The properties string as stored (verbatim UTF-8), and whether the producer
