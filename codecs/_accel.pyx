@@ -873,9 +873,12 @@ cdef inline object _bool(dict ext, object key):
     return _FAIL if v == NULL else <object>v
 
 
-cdef object _send_header(dict ext, tuple keys, cls):
-    """The header object, or ``_FAIL`` for anything the pure fast decoder would not take
-    itself (it then decides, handing over to the generic path where it must)."""
+cdef object _send_values(dict ext, tuple keys):
+    """A send header's checked values in :class:`SendFields` order (topic, defaultTopic,
+    defaultTopicQueueNums, queueId, sysFlag, bornTimestamp, flag, properties,
+    reconsumeTimes, maxReconsumeTimes, batch; the producer group and unitMode checked
+    too), or ``_FAIL`` for anything the pure fast decoder would not take itself (it then
+    decides, handing over to the generic path where it must)."""
     a = _req_str(ext, keys[0])
     b = _req_str(ext, keys[1])
     c = _req_str(ext, keys[2])
@@ -891,6 +894,17 @@ cdef object _send_header(dict ext, tuple keys, cls):
     if (a is _FAIL or b is _FAIL or c is _FAIL or d is _FAIL or e is _FAIL or f is _FAIL
             or g is _FAIL or h is _FAIL or j is _FAIL or l is _FAIL or k is _FAIL or m is _FAIL):
         return _FAIL
+    return (b, c, d, e, f, g, h, _get(ext, keys[8]), j, l, m)
+
+
+cdef object _send_header(dict ext, tuple keys, cls):
+    """The header object, or ``_FAIL`` (see :func:`_send_values`)."""
+    v = _send_values(ext, keys)
+    if v is _FAIL:
+        return _FAIL
+    b, c, d, e, f, g, h, i, j, l, m = <tuple>v
+    a = _get(ext, keys[0])  # checked: a str
+    k = _bool(ext, keys[10])  # checked
     o = _new(cls)
     if keys is _V2_KEYS:
         o.a = a
@@ -901,7 +915,7 @@ cdef object _send_header(dict ext, tuple keys, cls):
         o.f = f
         o.g = g
         o.h = h
-        o.i = _get(ext, "i")
+        o.i = i
         o.j = j
         o.k = k
         o.l = l
@@ -916,7 +930,7 @@ cdef object _send_header(dict ext, tuple keys, cls):
         o.sysFlag = f
         o.bornTimestamp = g
         o.flag = h
-        o.properties = _get(ext, "properties")
+        o.properties = i
         o.reconsumeTimes = j
         o.unitMode = k
         o.maxReconsumeTimes = l
@@ -926,24 +940,11 @@ cdef object _send_header(dict ext, tuple keys, cls):
 
 
 cdef object _send_fields(dict ext, tuple keys):
-    """:class:`SendFields` straight from the ext fields (the checks of :func:`_send_header`,
-    no header object), or ``_FAIL``."""
-    a = _req_str(ext, keys[0])
-    b = _req_str(ext, keys[1])
-    c = _req_str(ext, keys[2])
-    d = _req_int(ext, keys[3], 9)
-    e = _req_int(ext, keys[4], 9)
-    f = _req_int(ext, keys[5], 9)
-    g = _req_int(ext, keys[6], 18)
-    h = _req_int(ext, keys[7], 9)
-    j = _opt_i32(ext, keys[9])
-    l = _opt_i32(ext, keys[11])
-    k = _bool(ext, keys[10])
-    m = _bool(ext, keys[12])
-    if (a is _FAIL or b is _FAIL or c is _FAIL or d is _FAIL or e is _FAIL or f is _FAIL
-            or g is _FAIL or h is _FAIL or j is _FAIL or l is _FAIL or k is _FAIL or m is _FAIL):
+    """:class:`SendFields` straight from the ext fields (no header object), or ``_FAIL``."""
+    v = _send_values(ext, keys)
+    if v is _FAIL:
         return _FAIL
-    return _as_tuple_of(_SF, (b, c, d, e, f, g, h, _get(ext, keys[8]), j, l, m))
+    return _as_tuple_of(_SF, <tuple>v)
 
 
 cdef object _SF = None
