@@ -259,7 +259,6 @@ class BrokerController:
         )
         ctx.channels.on_close.append(hold.drop_connection)
         await services.start(hold.run)
-        store.add_listener(hold.on_message_arriving)
 
         # 4. processors
         self._register_processors(ctx)

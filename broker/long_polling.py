@@ -5,7 +5,8 @@ A PULL_MESSAGE with the suspend bit that finds nothing new is *held* here (per
 answered later, through the connection it came on, when one of these happens:
 
 * **a message arrives** on its queue (and its tag hash is in the pull's subscription):
-  the store calls :meth:`PullHoldService.on_message_arriving` from the putting thread
+  while any pull is held (and only then: with none, a put makes no call here), the
+  store calls :meth:`PullHoldService.on_message_arriving` from the putting thread
   (a trio task or a worker thread) for every dispatched message. That call only marks
   the queue *dirty* -- and only when pulls are held on it -- and wakes the service task
   (directly on the trio thread, through ``TrioToken.run_sync_soon`` from any other).
@@ -106,6 +107,10 @@ class PullHoldService:
         self._kick_pending = False
         self._kick_lock = threading.Lock()
         self._foreign: list[tuple[str, int, int]] = []
+        # the store's arrival listener, registered only while pulls are held: with none
+        # held, a put makes no call here (a bound method is made once, to remove it again)
+        self._listener = self.on_message_arriving
+        self._listening = False
         # statistics
         self.woken_by_arrival = 0
         self.woken_by_timeout = 0
@@ -140,9 +145,13 @@ class PullHoldService:
             conns = self._by_conn[held.conn] = set()
         conns.add(held)
         self._held += 1
+        if not self._listening:
+            self.store.add_listener(self._listener)
+            self._listening = True
         heapq.heappush(self._heap, (held.deadline, next(self._seq), held))
         # A message may have been put (by a worker thread) between the processor's
-        # read and now: look again so it is not missed until the periodic check.
+        # read and now -- or before the listener above was registered: look again so
+        # it is not missed until the periodic check.
         if self.store.get_max_offset(held.topic, held.queue_id) > held.offset:
             self._mark(key, None)
         elif len(self._heap) == 1 or held.deadline < self._heap[0][0] + 1e-9:
@@ -168,6 +177,14 @@ class PullHoldService:
             conns.discard(held)
             if not conns:
                 del self._by_conn[held.conn]
+        if not self._held:
+            self._stop_listening()
+
+    def _stop_listening(self) -> None:
+        """No pull held any more: the store's puts stop calling :meth:`on_message_arriving`."""
+        if self._listening:
+            self.store.remove_listener(self._listener)
+            self._listening = False
 
     def drop_connection(self, conn: Connection) -> int:
         """Forget every pull held for ``conn`` (it closed); returns how many."""
@@ -183,6 +200,8 @@ class PullHoldService:
                 lst[:] = [h for h in lst if h is not held]
                 if not lst:
                     del self._table[key]
+        if not self._held:
+            self._stop_listening()
         return len(helds)
 
     # -- arrivals (any thread) ---------------------------------------------------------------

@@ -389,7 +389,7 @@ class ScheduleMessageService:
         after the store's final flush."""
         self._token = trio.lowlevel.current_trio_token()
         self._trio_thread = threading.get_ident()
-        self.store.add_listener(self.on_message_arriving)
+        self.store.add_listener(self.on_message_arriving, SCHEDULE_TOPIC)  # its topic's only
         try:
             async with trio.open_nursery() as nursery:
                 for st in self.levels.values():

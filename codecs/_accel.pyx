@@ -16,11 +16,13 @@ from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem, PyDict_New
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.object cimport PyObject
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_SIMPLE
 from cpython.unicode cimport PyUnicode_DecodeUTF8, PyUnicode_AsUTF8String
 from cpython.ref cimport Py_INCREF, Py_XDECREF
 from libc.string cimport memcmp, memcpy
 
 cdef extern from "Python.h":
+    dict _PyDict_NewPresized(Py_ssize_t minused)
     bint PyUnicode_IS_ASCII(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
     const unsigned char* PyUnicode_1BYTE_DATA(object o)
@@ -32,7 +34,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 2
+ABI = 3
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -45,6 +47,8 @@ cdef object _py_encode_record_into = None
 cdef object _py_get_property = None
 cdef object _py_decode_properties = None
 cdef object _py_encode_record_batch = None
+cdef object _py_decode_send_fields = None
+cdef object _py_place_record = None
 
 
 def set_pure(str name, fn):
@@ -52,7 +56,7 @@ def set_pure(str name, fn):
     global _py_decode_command, _py_decode_binary_header, _py_decode_json_header
     global _py_FrameDecoder, _sniff_foreign_protocol
     global _py_decode_send_message, _py_decode_send_message_v2, _py_encode_record_into, _py_get_property
-    global _py_decode_properties, _py_encode_record_batch
+    global _py_decode_properties, _py_encode_record_batch, _py_decode_send_fields, _py_place_record
     if name == "FrameDecoder":
         _py_FrameDecoder = fn
         from trocket.codecs.frame import sniff_foreign_protocol
@@ -75,6 +79,10 @@ def set_pure(str name, fn):
         _py_decode_properties = fn
     elif name == "encode_record_batch":
         _py_encode_record_batch = fn
+    elif name == "decode_send_fields":
+        _py_decode_send_fields = fn
+    elif name == "place_record":
+        _py_place_record = fn
     else:
         raise KeyError(name)
 
@@ -428,7 +436,7 @@ cdef object _json_ext_value(_Cursor* c):
 cdef object _json_ext(_Cursor* c):
     """The extFields object at the cursor (on its ``{``), or ``_FAIL``."""
     cdef bint has_null = False
-    cdef dict ext = {}
+    cdef dict ext = _PyDict_NewPresized(16)  # a send's 11-15 fields: no resize on the way
     c.pos += 1
     _ws(c)
     if c.pos < c.end and c.p[c.pos] == 125:  # '}'
@@ -498,10 +506,62 @@ cdef bint _json_skip_scalar(_Cursor* c):
     return _literal(c, "true", 4) or _literal(c, "false", 5) or _literal(c, "null", 4)
 
 
+cdef enum:
+    _K_OTHER = 0
+    _K_CODE
+    _K_EXT
+    _K_FLAG
+    _K_LANGUAGE
+    _K_OPAQUE
+    _K_REMARK
+    _K_VERSION
+
+
+cdef inline bint _is(const unsigned char* p, Py_ssize_t n, const char* word, Py_ssize_t wn) noexcept:
+    return n == wn and memcmp(p, word, n) == 0
+
+
+cdef int _json_key(_Cursor* c) noexcept:
+    """The header field named by the key at the cursor (on its opening quote), matched
+    on its bytes (no str made: the header's keys are always the same few); -1 for a key
+    with an escape, a control character or a non-ASCII byte (the pure decoder then
+    decides) or none at all."""
+    cdef Py_ssize_t start = c.pos + 1, i = start, n
+    cdef unsigned char ch
+    cdef const unsigned char* k
+    while i < c.end:
+        ch = c.p[i]
+        if ch == 34:
+            break
+        if ch == 92 or ch < 32 or ch >= 0x80:
+            return -1
+        i += 1
+    else:
+        return -1
+    c.pos = i + 1
+    k = c.p + start
+    n = i - start
+    if _is(k, n, "code", 4):
+        return _K_CODE
+    if _is(k, n, "extFields", 9):
+        return _K_EXT
+    if _is(k, n, "flag", 4):
+        return _K_FLAG
+    if _is(k, n, "language", 8):
+        return _K_LANGUAGE
+    if _is(k, n, "opaque", 6):
+        return _K_OPAQUE
+    if _is(k, n, "remark", 6):
+        return _K_REMARK
+    if _is(k, n, "version", 7):
+        return _K_VERSION
+    return _K_OTHER
+
+
 cdef object _json_header(const unsigned char* p, Py_ssize_t end):
     """The command of a JSON header, or ``_FAIL`` for anything not plainly valid."""
     cdef _Cursor c
-    cdef int code = 0, flag = 0, opaque = 0, version = 0
+    cdef int code = 0, flag = 0, opaque = 0, version = 0, key = 0
     cdef unsigned char ch
     c.p = p
     c.pos = 0
@@ -520,8 +580,8 @@ cdef object _json_header(const unsigned char* p, Py_ssize_t end):
         while True:
             if c.pos >= c.end or c.p[c.pos] != 34:
                 return _FAIL
-            key = _json_string(&c)
-            if key is _FAIL:
+            key = _json_key(&c)
+            if key < 0:
                 return _FAIL
             _ws(&c)
             if c.pos >= c.end or c.p[c.pos] != 58:
@@ -531,10 +591,10 @@ cdef object _json_header(const unsigned char* p, Py_ssize_t end):
             if c.pos >= c.end:
                 return _FAIL
             ch = c.p[c.pos]
-            if key == "code":
+            if key == _K_CODE:
                 if not _json_int32(&c, &code):
                     return _FAIL
-            elif key == "extFields":
+            elif key == _K_EXT:
                 if ch == 123:
                     ext = _json_ext(&c)
                     if ext is _FAIL:
@@ -543,10 +603,10 @@ cdef object _json_header(const unsigned char* p, Py_ssize_t end):
                     ext = None
                 else:
                     return _FAIL
-            elif key == "flag":
+            elif key == _K_FLAG:
                 if not _json_int32(&c, &flag):
                     return _FAIL
-            elif key == "language":
+            elif key == _K_LANGUAGE:
                 if ch == 34:
                     name = _json_string(&c)
                     if name is _FAIL:
@@ -558,10 +618,10 @@ cdef object _json_header(const unsigned char* p, Py_ssize_t end):
                     lang = _JAVA
                 else:
                     return _FAIL
-            elif key == "opaque":
+            elif key == _K_OPAQUE:
                 if not _json_int32(&c, &opaque):
                     return _FAIL
-            elif key == "remark":
+            elif key == _K_REMARK:
                 if ch == 34:
                     remark = _json_string(&c)
                     if remark is _FAIL:
@@ -570,7 +630,7 @@ cdef object _json_header(const unsigned char* p, Py_ssize_t end):
                     remark = None
                 else:
                     return _FAIL
-            elif key == "version":
+            elif key == _K_VERSION:
                 if not _json_int32(&c, &version):
                     return _FAIL
             elif not _json_skip_scalar(&c):  # serializeTypeCurrentRPC and the unknown
@@ -809,12 +869,16 @@ cdef inline object _bool(dict ext, object key):
         return False
     if type(<object>v) is not str:
         return _FAIL
-    return _BN.get(<object>v, _FAIL)
+    v = PyDict_GetItem(<dict>_BN, <object>v)  # (a dict: no method call per field)
+    return _FAIL if v == NULL else <object>v
 
 
-cdef object _send_header(dict ext, tuple keys, cls):
-    """The header object, or ``_FAIL`` for anything the pure fast decoder would not take
-    itself (it then decides, handing over to the generic path where it must)."""
+cdef object _send_values(dict ext, tuple keys):
+    """A send header's checked values in :class:`SendFields` order (topic, defaultTopic,
+    defaultTopicQueueNums, queueId, sysFlag, bornTimestamp, flag, properties,
+    reconsumeTimes, maxReconsumeTimes, batch; the producer group and unitMode checked
+    too), or ``_FAIL`` for anything the pure fast decoder would not take itself (it then
+    decides, handing over to the generic path where it must)."""
     a = _req_str(ext, keys[0])
     b = _req_str(ext, keys[1])
     c = _req_str(ext, keys[2])
@@ -830,6 +894,17 @@ cdef object _send_header(dict ext, tuple keys, cls):
     if (a is _FAIL or b is _FAIL or c is _FAIL or d is _FAIL or e is _FAIL or f is _FAIL
             or g is _FAIL or h is _FAIL or j is _FAIL or l is _FAIL or k is _FAIL or m is _FAIL):
         return _FAIL
+    return (b, c, d, e, f, g, h, _get(ext, keys[8]), j, l, m)
+
+
+cdef object _send_header(dict ext, tuple keys, cls):
+    """The header object, or ``_FAIL`` (see :func:`_send_values`)."""
+    v = _send_values(ext, keys)
+    if v is _FAIL:
+        return _FAIL
+    b, c, d, e, f, g, h, i, j, l, m = <tuple>v
+    a = _get(ext, keys[0])  # checked: a str
+    k = _bool(ext, keys[10])  # checked
     o = _new(cls)
     if keys is _V2_KEYS:
         o.a = a
@@ -840,7 +915,7 @@ cdef object _send_header(dict ext, tuple keys, cls):
         o.f = f
         o.g = g
         o.h = h
-        o.i = _get(ext, "i")
+        o.i = i
         o.j = j
         o.k = k
         o.l = l
@@ -855,7 +930,7 @@ cdef object _send_header(dict ext, tuple keys, cls):
         o.sysFlag = f
         o.bornTimestamp = g
         o.flag = h
-        o.properties = _get(ext, "properties")
+        o.properties = i
         o.reconsumeTimes = j
         o.unitMode = k
         o.maxReconsumeTimes = l
@@ -864,12 +939,44 @@ cdef object _send_header(dict ext, tuple keys, cls):
     return o
 
 
+cdef object _send_fields(dict ext, tuple keys):
+    """:class:`SendFields` straight from the ext fields (no header object), or ``_FAIL``."""
+    v = _send_values(ext, keys)
+    if v is _FAIL:
+        return _FAIL
+    return _as_tuple_of(_SF, <tuple>v)
+
+
+cdef object _SF = None
+
+
+cdef extern from *:
+    """
+    /* tuple.__new__(cls, items) for a tuple subclass (a NamedTuple) without the argument
+       parsing and the intermediate copy: what tuple_subtype_new does with a tuple. */
+    static PyObject* trocket_as_tuple_of(PyObject* cls, PyObject* items) {
+        PyTypeObject* t = (PyTypeObject*)cls;
+        Py_ssize_t i, n = PyTuple_GET_SIZE(items);
+        PyObject* o = t->tp_alloc(t, n);
+        if (o == NULL) return NULL;
+        for (i = 0; i < n; i++) {
+            PyObject* item = PyTuple_GET_ITEM(items, i);
+            Py_INCREF(item);
+            PyTuple_SET_ITEM(o, i, item);
+        }
+        return o;
+    }
+    """
+    object _as_tuple_of "trocket_as_tuple_of" (object cls, tuple items)
+
+
 cdef _load_send_headers():
-    global _V1, _V2, _BN
+    global _V1, _V2, _BN, _SF
     from trocket.codecs.headers import fast
     _V1 = fast._V1
     _V2 = fast._V2
     _BN = fast._BN
+    _SF = fast.SendFields
 
 
 def decode_send_message_v2(ext):
@@ -892,6 +999,17 @@ def decode_send_message(ext):
         if o is not _FAIL:
             return o
     return _py_decode_send_message(ext)
+
+
+def decode_send_fields(ext, v2):
+    """Twin of :func:`trocket.codecs.headers.fast.decode_send_fields`."""
+    if type(ext) is dict and (v2 is True or v2 is False):
+        if _SF is None:
+            _load_send_headers()
+        o = _send_fields(ext, _V2_KEYS if v2 else _V1_KEYS)
+        if o is not _FAIL:
+            return o
+    return _py_decode_send_fields(ext, v2)
 
 
 # -- the stored-message record --------------------------------------------------------
@@ -917,18 +1035,31 @@ cdef inline bint _fits32(long long v) noexcept:
     return -2147483648 <= v <= 2147483647
 
 
+#: IPv4 text -> its 4 bytes (a record names the same two or three hosts again and again;
+#: ``ip_to_bytes`` is a Python call through an lru_cache); bounded
+cdef dict _IPV4 = {}
+
+
 cdef object _ipv4(object host):
-    """The 4 IP bytes and the port of a host tuple, or ``_FAIL``."""
+    """The 4 IP bytes of a host tuple (its port is checked by the caller), or ``_FAIL``."""
+    cdef PyObject* hit
     if type(host) is not tuple and not isinstance(host, tuple):
         return _FAIL
     if len(<tuple>host) != 2 or type((<tuple>host)[0]) is not str or type((<tuple>host)[1]) is not int:
         return _FAIL
+    ip = (<tuple>host)[0]
+    hit = PyDict_GetItem(_IPV4, ip)
+    if hit != NULL:
+        return <object>hit
     try:
-        raw = _ip_to_bytes((<tuple>host)[0])
+        raw = _ip_to_bytes(ip)
     except Exception:
         return _FAIL
     if type(raw) is not bytes or PyBytes_GET_SIZE(raw) != 4:
         return _FAIL
+    if len(_IPV4) >= 1024:
+        _IPV4.clear()
+    _IPV4[ip] = raw
     return raw
 
 
@@ -1054,6 +1185,50 @@ def encode_record_into(
         reconsume_times=reconsume_times,
         prepared_transaction_offset=prepared_transaction_offset, body_crc=body_crc,
     )
+
+
+cdef extern from *:
+    """
+    #define TROCKET_COMPILER_FENCE() __asm__ __volatile__("" ::: "memory")
+    """
+    void TROCKET_COMPILER_FENCE() nogil
+
+
+def place_record(view, pos, record, size, queue_offset, physical_offset, ts_at, store_timestamp):
+    """Twin of :func:`trocket.codecs.message.record.place_record`: a memoryview target,
+    a bytearray record, in-range values; anything else to the pure function."""
+    cdef Py_buffer target
+    cdef long long p = 0, n = 0, qoff = 0, poff = 0, at = 0, sts = 0
+    cdef unsigned char* src
+    cdef unsigned char* dst
+    if type(view) is not memoryview or type(record) is not bytearray:
+        return _py_place_record(view, pos, record, size, queue_offset, physical_offset, ts_at, store_timestamp)
+    try:
+        p = pos
+        n = size
+        qoff = queue_offset
+        poff = physical_offset
+        at = ts_at
+        sts = store_timestamp
+    except (TypeError, OverflowError):
+        return _py_place_record(view, pos, record, size, queue_offset, physical_offset, ts_at, store_timestamp)
+    if n < 36 or n > PyByteArray_GET_SIZE(record) or p < 0 or at < 36 or at + 8 > n:
+        return _py_place_record(view, pos, record, size, queue_offset, physical_offset, ts_at, store_timestamp)
+    if PyObject_GetBuffer(view, &target, PyBUF_WRITABLE | PyBUF_SIMPLE) != 0:
+        return _py_place_record(view, pos, record, size, queue_offset, physical_offset, ts_at, store_timestamp)
+    try:
+        if p + n > target.len:
+            return _py_place_record(view, pos, record, size, queue_offset, physical_offset, ts_at, store_timestamp)
+        src = <unsigned char*>PyByteArray_AS_STRING(record)
+        _put64(src + 20, qoff)
+        _put64(src + 28, poff)
+        _put64(src + at, sts)
+        dst = <unsigned char*>target.buf + p
+        memcpy(dst + 4, src + 4, n - 4)
+        TROCKET_COMPILER_FENCE()  # TOTALSIZE last (see the pure function): no store moves past it
+        memcpy(dst, src, 4)
+    finally:
+        PyBuffer_Release(&target)
 
 
 # -- properties -----------------------------------------------------------------------

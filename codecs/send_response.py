@@ -140,9 +140,13 @@ class SendResponseTemplate:
             ))
         return None
 
-    def command(self, code: int, msg_id: str, queue_id: int, queue_offset: int) -> SendResponseCommand:
+    def command(
+        self, code: int, msg_id: str, queue_id: int, queue_offset: int, *, id_is_plain: bool = False
+    ) -> SendResponseCommand:
         """The response command (flag RPC_RESPONSE, ext fields in wire order); remoting
-        sets its opaque and serialization from the request."""
+        sets its opaque and serialization from the request. ``id_is_plain``: the caller
+        vouches that ``msg_id`` needs no JSON escaping (a store's offset message id:
+        upper hex, comma-joined for a batch), which spares checking it per answer."""
         cmd = _new(SendResponseCommand)
         cmd.code = int(code)
         cmd.language = _JAVA
@@ -159,7 +163,7 @@ class SendResponseTemplate:
         cmd.template = self
         # an offset message id is hex (alphanumerics need no JSON escape; a batch's has
         # commas: the pattern); the queue id and offset are decimal numbers
-        cmd.plain = (msg_id, q, o) if msg_id.isalnum() or _PLAIN(msg_id) else None
+        cmd.plain = (msg_id, q, o) if id_is_plain or msg_id.isalnum() or _PLAIN(msg_id) else None
         return cmd
 
 

@@ -3,8 +3,9 @@
 RocketMQ 4.9's ``SendMessageProcessor`` + ``AbstractSendMessageProcessor.msgCheck``:
 
 1. decode the header; malformed -> SYSTEM_ERROR. The processor reads V1's field names:
-   a V1 header is used as it is, a V2 one through :class:`V2Fields` (a slotted copy of
-   the eleven fields the send path reads, a quarter of the cost of ``to_v1()``);
+   :func:`~trocket.codecs.headers.fast.decode_send_fields` gives the eleven fields the
+   send path reads, of either header version, as one tuple (its compiled twin builds
+   it straight from the ext fields, with no header object);
 2. checks, in Java's order, each with Java's code and remark: broker write permission
    (NO_PERMISSION), topic name (SYSTEM_ERROR, ``TopicValidator`` remark), send-forbidden
    system topics (NO_PERMISSION), topic config -- auto-created from the default topic
@@ -74,7 +75,7 @@ import random
 import zlib
 from collections import deque
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -99,7 +100,7 @@ from trocket.codecs.names import (
     validate_topic,
 )
 from trocket.codecs.errors import CustomHeaderError, InvalidNameError
-from trocket.codecs.headers.fast import FAST_CODECS
+from trocket.codecs.headers.fast import SendFields, decode_send_fields
 from trocket.remoting import Connection
 
 from ..store import (
@@ -127,7 +128,7 @@ from . import (
 if TYPE_CHECKING:
     from ..context import BrokerContext
 
-__all__ = ["SendProcessor", "V2Fields", "register"]
+__all__ = ["SendProcessor", "register"]
 
 log = logging.getLogger(__name__)
 
@@ -149,8 +150,6 @@ _PUT_OK = PutStatus.PUT_OK
 assert _STATUS_CODES[_PUT_OK] == 0
 _SEND_MESSAGE = int(RequestCode.SEND_MESSAGE)
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
-_DECODE_V1 = FAST_CODECS[SendMessageRequestHeader].decode
-_DECODE_V2 = FAST_CODECS[SendMessageRequestHeaderV2].decode
 #: topic names that passed ``validate_topic`` and are not send-forbidden (names only:
 #: the topic's config is looked up on every send); cleared when it grows past the bound
 _CHECKED_TOPICS_MAX = 4096
@@ -177,29 +176,6 @@ class _Replica:
         self.event.set()
 
 
-class V2Fields:
-    """A SEND_MESSAGE_V2 header under the V1 names the send path reads (only those)."""
-
-    __slots__ = (
-        "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag", "bornTimestamp",
-        "flag", "properties", "reconsumeTimes", "maxReconsumeTimes", "batch",
-    )
-
-    def __init__(self, h: SendMessageRequestHeaderV2) -> None:
-        self.topic = h.b
-        self.defaultTopic = h.c
-        self.defaultTopicQueueNums = h.d
-        self.queueId = h.e
-        self.sysFlag = h.f
-        self.bornTimestamp = h.g
-        self.flag = h.h
-        self.properties = h.i
-        self.reconsumeTimes = h.j
-        self.maxReconsumeTimes = h.l
-        self.batch = h.m
-
-
-SendFields = Union[SendMessageRequestHeader, V2Fields]
 
 
 class SendProcessor:
@@ -432,14 +408,10 @@ class SendProcessor:
 
     def _process(self, conn, request: RemotingCommand) -> RemotingCommand | PutResult:
         code = request.code
-        header: SendFields
-        # the headers' fast codecs called directly; a header that does not decode goes
-        # the shared way (decode_request_header), which gives Java's answer
+        # the send headers' fast codec called directly; a header that does not decode
+        # goes the shared way (decode_request_header), which gives Java's answer
         try:
-            if code == _SEND_MESSAGE:
-                header = _DECODE_V1(request.ext_fields)
-            else:
-                header = V2Fields(_DECODE_V2(request.ext_fields))
+            header = decode_send_fields(request.ext_fields, code != _SEND_MESSAGE)
         except CustomHeaderError:
             try:
                 decode_request_header(SendMessageRequestHeader if code == _SEND_MESSAGE else SendMessageRequestHeaderV2, request)
@@ -634,7 +606,8 @@ class SendProcessor:
         self.put_messages += result.msg_count
         self.put_bytes += result.wrote_bytes
         # the header's fields, then _OK_EXT; encoded from a template (codecs.send_response)
-        return _OK_TEMPLATE.command(code, result.msg_id, result.queue_id, result.queue_offset)
+        # (the store's offset message ids are upper hex, comma-joined for a batch)
+        return _OK_TEMPLATE.command(code, result.msg_id, result.queue_id, result.queue_offset, id_is_plain=True)
 
     def _properties(self, props: str | None) -> tuple[bytes, bool] | RemotingCommand:
         """The properties string as stored (verbatim UTF-8), and whether the producer

@@ -15,7 +15,10 @@ Listeners are called ``listener(topic, queue_id, queue_offset, tag_hash,
 store_timestamp)`` in commit-log order, in the putting thread (a trio task or a worker
 thread), under the dispatch lock: they must be quick and thread-safe (for a trio
 broker, e.g. ``trio.lowlevel.TrioToken.run_sync_soon``) and decide themselves how to
-batch wake-ups.
+batch wake-ups. A listener given a topic hears only that topic's messages (the
+schedule service: ``SCHEDULE_TOPIC_XXXX``), and a listener is registered only while it
+has something to do (long polling: while pulls are held; HA: while a slave follows),
+so the common put -- no held pull, an ordinary topic -- makes no listener call.
 
 Recovery uses :meth:`Dispatcher.reput`, which reads the records back from the commit
 log (``doReput``) instead of taking them from the put path.
@@ -53,11 +56,21 @@ def _taken(pending: deque) -> Iterator[tuple]:
         yield pending.popleft()
 
 
+def _notify(listeners: tuple, topic: str, queue_id: int, queue_offset: int, tag: int, store_ts: int) -> None:
+    for listener in listeners:
+        try:
+            listener(topic, queue_id, queue_offset, tag, store_ts)
+        except Exception:  # a listener must not break the store
+            log.exception("message arriving listener failed")
+
+
 @attrs.define(slots=True, eq=False)
 class Dispatcher:
     commit_log: CommitLog
     queues: ConsumeQueueTable
     _listeners: tuple[MessageArrivingListener, ...] = ()
+    #: topic -> the listeners of that topic only
+    _topic_listeners: dict[str, tuple[MessageArrivingListener, ...]] = attrs.field(factory=dict)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False)
     #: End of the last record dispatched (Java's ``reputFromOffset``).
     dispatched_offset: int = 0
@@ -65,11 +78,27 @@ class Dispatcher:
     last_store_timestamp: int = 0
     dispatched_count: int = 0
 
-    def add_listener(self, listener: MessageArrivingListener) -> None:
-        self._listeners = self._listeners + (listener,)
+    def add_listener(self, listener: MessageArrivingListener, topic: str | None = None) -> None:
+        """Call ``listener`` for every message dispatched (``topic``: for that topic's only).
+        Each change replaces a tuple: a drain running in another thread meanwhile sees
+        the old or the new one whole."""
+        if topic is None:
+            self._listeners = self._listeners + (listener,)
+        else:
+            by_topic = dict(self._topic_listeners)
+            by_topic[topic] = by_topic.get(topic, ()) + (listener,)
+            self._topic_listeners = by_topic
 
     def remove_listener(self, listener: MessageArrivingListener) -> None:
-        self._listeners = tuple(x for x in self._listeners if x is not listener)
+        """Stop calling ``listener`` (compared by ``==``: a bound method is a new object
+        on every attribute read, but equal to the one registered)."""
+        self._listeners = tuple(x for x in self._listeners if x != listener)
+        by_topic = {}
+        for topic, listeners in self._topic_listeners.items():
+            left = tuple(x for x in listeners if x != listener)
+            if left:
+                by_topic[topic] = left
+        self._topic_listeners = by_topic
 
     @property
     def lock(self) -> threading.Lock:
@@ -87,12 +116,28 @@ class Dispatcher:
         if not pending:
             return
         with self._lock:
-            if len(pending) == 1:  # the common case (a send drains its own record): no generator
+            if len(pending) == 1:  # the common case (a send drains its own record): _apply_each, inline
                 try:
-                    request = pending.popleft()
+                    topic, queue_id, queue_offset, phys, size, tag, store_ts, sys_flag = pending.popleft()
                 except IndexError:  # taken meanwhile by another thread's drain
                     return
-                self._apply_each((request,))
+                tran = sys_flag & TRANSACTION_ROLLBACK_TYPE
+                if tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE:
+                    queues = self.queues
+                    cq = queues._queues.get((topic, queue_id)) or queues.find_or_create(topic, queue_id)
+                    cq.put(phys, size, tag, queue_offset)
+                    if self._listeners:
+                        _notify(self._listeners, topic, queue_id, queue_offset, tag, store_ts)
+                    by_topic = self._topic_listeners
+                    if by_topic:
+                        topical = by_topic.get(topic)
+                        if topical is not None:
+                            _notify(topical, topic, queue_id, queue_offset, tag, store_ts)
+                end = phys + size
+                if end > self.dispatched_offset:
+                    self.dispatched_offset = end
+                self.last_store_timestamp = store_ts
+                self.dispatched_count += 1
             else:
                 self._apply_each(_taken(pending))
 
@@ -102,16 +147,18 @@ class Dispatcher:
         then the listeners."""
         queues = self.queues
         listeners = self._listeners
+        by_topic = self._topic_listeners
         for topic, queue_id, queue_offset, phys, size, tag, store_ts, sys_flag in requests:
             tran = sys_flag & TRANSACTION_ROLLBACK_TYPE
             if tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE:
                 cq = queues._queues.get((topic, queue_id)) or queues.find_or_create(topic, queue_id)
                 cq.put(phys, size, tag, queue_offset)
-                for listener in listeners:
-                    try:
-                        listener(topic, queue_id, queue_offset, tag, store_ts)
-                    except Exception:  # a listener must not break the store
-                        log.exception("message arriving listener failed")
+                if listeners:
+                    _notify(listeners, topic, queue_id, queue_offset, tag, store_ts)
+                if by_topic:
+                    topical = by_topic.get(topic)
+                    if topical is not None:
+                        _notify(topical, topic, queue_id, queue_offset, tag, store_ts)
             end = phys + size
             if end > self.dispatched_offset:
                 self.dispatched_offset = end

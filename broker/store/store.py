@@ -270,10 +270,11 @@ class MessageStore:
     async def async_put_messages(self, batch: BatchInner, *, wait: bool = True) -> PutResult:
         return await self._await_flush(self.put_messages(batch), wait)
 
-    def add_listener(self, listener: MessageArrivingListener) -> None:
+    def add_listener(self, listener: MessageArrivingListener, topic: str | None = None) -> None:
         """Call ``listener(topic, queue_id, queue_offset, tag_hash, store_timestamp)`` for
-        every message dispatched (see :mod:`.dispatcher` for the threading rules)."""
-        self.dispatcher.add_listener(listener)
+        every message dispatched, or with ``topic`` for that topic's only (see
+        :mod:`.dispatcher` for the threading rules)."""
+        self.dispatcher.add_listener(listener, topic)
 
     def remove_listener(self, listener: MessageArrivingListener) -> None:
         self.dispatcher.remove_listener(listener)

@@ -48,7 +48,7 @@ from .generic import generic_decode, generic_encode
 from .pull import PullMessageRequestHeader, PullMessageResponseHeader
 from .send import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
 
-__all__ = ["FastCodec", "FAST_CODECS"]
+__all__ = ["FastCodec", "FAST_CODECS", "SendFields", "decode_send_fields"]
 
 _new = object.__new__
 
@@ -477,9 +477,48 @@ def encode_pull_message_response(o: PullMessageResponseHeader) -> dict[str, str]
     return {"suggestWhichBrokerId": str(a), "nextBeginOffset": str(b), "minOffset": str(c), "maxOffset": str(d)}
 
 
+# -- what the broker's send path reads of either send header ---------------------------
+
+
+class SendFields(NamedTuple):
+    """The fields of a send request header the broker's send path reads, under V1's
+    names, from a V1 (SEND_MESSAGE, the C++ client's) or a V2 header (SEND_MESSAGE_V2,
+    SEND_BATCH_MESSAGE: Java's and JS's single letters). A tuple: the compiled twin of
+    :func:`decode_send_fields` builds it in one step, without the header object."""
+
+    topic: str
+    defaultTopic: str
+    defaultTopicQueueNums: int
+    queueId: int
+    sysFlag: int
+    bornTimestamp: int
+    flag: int
+    properties: str | None
+    reconsumeTimes: int | None
+    maxReconsumeTimes: int | None
+    batch: bool
+
+
+_tuple_new = tuple.__new__
+
+
+def decode_send_fields(ext: Mapping[str, str] | None, v2: bool) -> SendFields:
+    """:class:`SendFields` of a V2 (``v2``) or V1 send header's ext fields: the fast
+    decoder's header (the same checks, the same errors), its fields in the tuple."""
+    if v2:
+        h = decode_send_message_v2(ext)
+        return _tuple_new(SendFields, (h.b, h.c, h.d, h.e, h.f, h.g, h.h, h.i, h.j, h.l, h.m))
+    h = decode_send_message(ext)
+    return _tuple_new(SendFields, (
+        h.topic, h.defaultTopic, h.defaultTopicQueueNums, h.queueId, h.sysFlag, h.bornTimestamp, h.flag,
+        h.properties, h.reconsumeTimes, h.maxReconsumeTimes, h.batch,
+    ))
+
+
 # The compiled twin when built (codecs/accel.py); the function above stays the reference.
 decode_send_message = accelerated(decode_send_message)
 decode_send_message_v2 = accelerated(decode_send_message_v2)
+decode_send_fields = accelerated(decode_send_fields)
 
 #: Header class -> its hand-written codec.
 FAST_CODECS: dict[type, FastCodec] = {

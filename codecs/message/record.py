@@ -73,6 +73,7 @@ __all__ = [
     "decode_record",
     "decode_records",
     "encode_blank_into",
+    "place_record",
     "encode_record",
     "encode_record_into",
     "iter_records",
@@ -315,6 +316,35 @@ def patch_record(
         raise MessageEncodeError(f"cannot patch record at {record_offset}: {exc}") from None
 
 
+_QQ = struct.Struct(">qq")  # QUEUEOFFSET, PHYSICALOFFSET: adjacent
+
+
+def place_record(
+    view: memoryview,
+    pos: int,
+    record: bytearray,
+    size: int,
+    queue_offset: int,
+    physical_offset: int,
+    ts_at: int,
+    store_timestamp: int,
+) -> None:
+    """The commit log's append, under its lock: fill QUEUEOFFSET, PHYSICALOFFSET and the
+    STORETIMESTAMP at ``ts_at`` into ``record`` (one encoded record of ``size`` bytes,
+    :func:`encode_record_into`), then copy it to ``view[pos:]``, its TOTALSIZE last.
+
+    A process killed in the middle of the copy (kill -9, the memory itself intact) then
+    leaves TOTALSIZE 0 -- the end of the log for recovery -- never the prefix of a record
+    whose tail is missing: a cut inside the properties passes every check recovery can
+    make (sizes agree, the body CRC matches), so such a torn record would have been
+    dispatched and served. The caller checks that the record fits ``view``."""
+    _QQ.pack_into(record, OFFSET_QUEUE_OFFSET, queue_offset, physical_offset)
+    _I64.pack_into(record, ts_at, store_timestamp)
+    src = memoryview(record)
+    view[pos + 4 : pos + size] = src[4:size]
+    view[pos : pos + 4] = src[:4]
+
+
 def encode_blank_into(buf: bytearray | memoryview, offset: int, size: int) -> None:
     """Mark the last ``size`` bytes of a commit-log file as the blank end-of-file record."""
     if size < END_FILE_MIN_BLANK_LENGTH or len(buf) - offset < END_FILE_MIN_BLANK_LENGTH:
@@ -520,3 +550,4 @@ def decode_records(buf: Buffer, **options: bool) -> list[MessageExt]:
 from ..accel import accelerated  # noqa: E402
 
 encode_record_into = accelerated(encode_record_into)
+place_record = accelerated(place_record)

@@ -131,3 +131,31 @@ async def test_held_pull_answered_while_the_outbox_is_full(tmp_path, wire, raw):
             with trio.fail_after(5):
                 cmd, _ = await raw.read(stream, buf)
             assert cmd.opaque == 999 and cmd.code == 0
+
+
+async def test_arrival_listener_only_while_pulls_are_held(tmp_path, wire):
+    """With no pull held, a put makes no call into long polling (the store's listener is
+    off); holding a pull turns it on, and an arrival on the trio thread still wakes it
+    at once (the periodic check is pushed past the test); once answered, it is off again."""
+    async with wire.running_broker(tmp_path, hold_check_interval_ms=600_000) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        r = await c.invoke_sync(addr, wire.send_v1("LT", b"zero", queue_id=0, properties=wire.props()))
+        assert r.code == 0
+        listeners = lambda: broker.store.dispatcher._listeners  # noqa: E731
+        hold = broker.pull_hold
+        assert hold.on_message_arriving not in listeners()
+        got = []
+
+        async def held() -> None:
+            got.append(await c.invoke_sync(addr, wire.pull("LT", 0, offset=1, suspend_ms=60_000), 70))
+
+        with trio.fail_after(10):
+            async with trio.open_nursery() as n:
+                n.start_soon(held)
+                await held_count_reaches(broker, 1)
+                assert hold.on_message_arriving in listeners()
+                r = await c.invoke_sync(addr, wire.send_v1("LT", b"one", queue_id=0, properties=wire.props()))
+                assert r.code == 0
+        assert got[0].code == 0 and [m.body for m in decode_records(got[0].body)] == [b"one"]
+        assert (hold.woken_by_arrival, hold.woken_by_check, hold.woken_by_timeout) == (1, 0, 0)
+        assert hold.held_count == 0 and hold.on_message_arriving not in listeners()

@@ -25,6 +25,7 @@ from trocket.codecs.header_json import encode_json_header
 from trocket.codecs import frame  # noqa: F401  (registers the FrameDecoder twin)
 from trocket.codecs.headers import fast  # noqa: F401  (registers the send header twins)
 from trocket.codecs.message import properties, record  # noqa: F401  (registers theirs)
+from trocket.codecs.errors import CustomHeaderError
 from trocket.codecs.serialize import encode_command
 
 from .strategies import commands, text
@@ -36,7 +37,9 @@ NAMES = (
     "decode_json_header",
     "decode_send_message",
     "decode_send_message_v2",
+    "decode_send_fields",
     "encode_record_into",
+    "place_record",
     "get_property",
     "decode_properties",
 )
@@ -75,7 +78,9 @@ def test_the_switch_is_wired():
         "decode_json_header": header_json.decode_json_header,
         "decode_send_message": fast.FAST_CODECS[fast._V1].decode,
         "decode_send_message_v2": fast.FAST_CODECS[fast._V2].decode,
+        "decode_send_fields": fast.decode_send_fields,
         "encode_record_into": record.encode_record_into,
+        "place_record": record.place_record,
         "get_property": properties.get_property,
         "decode_properties": properties.decode_properties,
     }
@@ -333,6 +338,32 @@ def test_send_header_v1_differential(ext):
     same("decode_send_message", ext)
 
 
+@needs_accel
+@given(st.booleans().flatmap(lambda v2: st.tuples(st.just(v2), send_exts(v2=v2))))
+def test_send_fields_differential(case):
+    """Both versions' send fields, from the same ext maps as the header twins."""
+    v2, ext = case
+    result = same("decode_send_fields", ext, v2)
+    if result[0] == "ok":
+        assert type(result[1]) is fast.SendFields
+        assert type(_accel.decode_send_fields(ext, v2)) is fast.SendFields
+
+
+def test_send_fields_are_the_headers_fields(impl):
+    """What the send processor reads: the header's fields under V1's names, both versions."""
+    v2 = {"a": "g", "b": "T", "c": "TBW102", "d": "4", "e": "3", "f": "0", "g": "1700000000123", "h": "7",
+          "i": "TAGS\x01t\x02", "j": "2", "k": "false", "l": "16", "m": "true"}
+    f = impl.decode_send_fields(v2, True)
+    assert f == fast.SendFields("T", "TBW102", 4, 3, 0, 1700000000123, 7, "TAGS\x01t\x02", 2, 16, True)
+    v1 = {"producerGroup": "g", "topic": "T", "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+          "queueId": "3", "sysFlag": "0", "bornTimestamp": "1700000000123", "flag": "7",
+          "properties": "TAGS\x01t\x02", "reconsumeTimes": "2", "unitMode": "0", "batch": "1"}
+    f = impl.decode_send_fields(v1, False)
+    assert (f.topic, f.queueId, f.reconsumeTimes, f.maxReconsumeTimes, f.batch) == ("T", 3, 2, None, True)
+    with pytest.raises(CustomHeaderError):  # the generic decoder's error, both paths
+        impl.decode_send_fields({**v2, "e": "x"}, True)
+
+
 hosts = st.tuples(st.sampled_from(["127.0.0.1", "10.0.0.255", "::1", "bad", "1.2.3.4"]),
                   st.integers(-1, 70000))
 ints = st.integers(-(2**33), 2**33) | st.integers(-(2**64), 2**64)
@@ -489,3 +520,46 @@ def test_a_stale_build_is_refused(monkeypatch):
     monkeypatch.setattr(accel, "ABI", accel.ABI + 1)
     module, reason = accel._load()
     assert module is None and reason.startswith("stale build")
+
+
+# -- place_record (the commit log's append under its lock) -------------------------------
+
+
+def _placed(impl, pos: int, size: int, queue_offset: int, phys: int, ts_at: int, ts: int, view_len: int = 1024):
+    rec = bytearray(size)
+    record.encode_record_into(rec, 0, topic=b"T", body=b"x" * (size - 92), properties=b"", store_host=("127.0.0.1", 10911))
+    target = bytearray(b"\xee" * view_len)
+    return outcome(impl.place_record, memoryview(target), pos, rec, size, queue_offset, phys, ts_at, ts), bytes(target), bytes(rec)
+
+
+def test_place_record_writes_the_record_with_its_offsets(impl):
+    (kind, _), target, rec = _placed(impl, 100, 220, 7, 1 << 40, record.OFFSET_STORE_TIMESTAMP, 1700000000123)
+    assert kind == "ok"
+    assert target[100:320] == rec and target[:100] == b"\xee" * 100 and target[320:] == b"\xee" * (1024 - 320)
+    msg, _ = record.decode_record(target, 100)
+    assert (msg.queue_offset, msg.commit_log_offset, msg.store_timestamp) == (7, 1 << 40, 1700000000123)
+
+
+@needs_accel
+@given(st.integers(-2, 900), st.integers(0, 400), ints, ints, st.integers(-10, 400), ints)
+def test_place_record_differential(pos, size, queue_offset, phys, ts_at, ts):
+    """Same target bytes, same record, same error on both paths (out-of-range values,
+    a record that does not fit: the pure path's own error, or its bytes)."""
+    size = max(size, 92)
+    pure = _placed(SimpleNamespace(place_record=accel.pure("place_record")), pos, size, queue_offset, phys, ts_at, ts)
+    fast = _placed(_accel, pos, size, queue_offset, phys, ts_at, ts)
+    assert fast == pure
+
+
+@pytest.mark.parametrize("header", [
+    b'{"co\\u0064e":12,"opaque":3}',  # an escaped key: the pure decoder's reading
+    b'{"code":12,"\xc3\xa9":1,"opaque":3}',  # a non-ASCII unknown key
+    b'{"code":12,"\xff":1}',  # not UTF-8
+    b'{"code":12,"code":13,"flag":0}',  # the last one wins
+    b'{"cod":1,"codes":2,"extField":{},"version":7,"x\\n":1}',  # near misses are unknown keys
+    b'{"code":12,"extFields":{"a":"1","b":null,"c":2,"d":true},"language":"CPP"}',
+])
+def test_json_header_keys_differential(header):
+    """The compiled decoder matches the header's own keys on their bytes: the same outcome
+    as the pure decoder for keys that are escaped, non-ASCII, repeated or near misses."""
+    same("decode_json_header", header)

@@ -28,8 +28,8 @@ def generic(cmd: RemotingCommand) -> bytes:
     return encode_command(plain)
 
 
-def answered(template: SendResponseTemplate, stype, code, opaque, msg_id, queue_id, queue_offset):
-    cmd = template.command(code, msg_id, queue_id, queue_offset)
+def answered(template: SendResponseTemplate, stype, code, opaque, msg_id, queue_id, queue_offset, id_is_plain=False):
+    cmd = template.command(code, msg_id, queue_id, queue_offset, id_is_plain=id_is_plain)
     cmd.opaque = opaque  # what Connection.answer does
     cmd.flag |= 1
     cmd.serialize_type = stype
@@ -60,7 +60,8 @@ def test_many_values_byte_exact(stype):
         opaque = rng.choice((0, 1, -1, 2**31 - 1, -(2**31), rng.randrange(-(2**31), 2**31)))
         queue_id = rng.choice((0, 1, 7, 1023, 1024, 65535, 2**31 - 1, -1))
         queue_offset = rng.choice((0, 1, rng.randrange(1 << 62), 2**63 - 1, -1))
-        cmd = answered(template, stype, code, opaque, msg_id, queue_id, queue_offset)
+        # the send processor vouches for its store-made ids (id_is_plain): the same bytes
+        cmd = answered(template, stype, code, opaque, msg_id, queue_id, queue_offset, id_is_plain=bool(i % 2))
         frame = encode_command(cmd)
         assert cmd.encode_frame() is not None  # the template wrote it
         assert frame == generic(cmd), (stype, code, opaque, msg_id, queue_id, queue_offset)

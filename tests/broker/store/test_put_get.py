@@ -297,3 +297,27 @@ def test_offset_by_time(store, monkeypatch):
     assert store.get_offset_by_time("T", 0, 0) == 0
     assert store.get_offset_by_time("T", 0, 10**7) == 19
     assert store.get_earliest_message_time("T", 0) == 1000
+
+
+def test_listeners_all_topics_or_one_and_removed_by_equality(store):
+    """A listener hears every dispatched message, or with a topic only that topic's; a
+    bound method is removed by the one given again (a new object on every read)."""
+
+    class Ear:
+        def __init__(self) -> None:
+            self.heard: list[tuple[str, int, int]] = []
+
+        def on(self, topic, queue_id, queue_offset, tag, store_ts) -> None:
+            self.heard.append((topic, queue_id, queue_offset))
+
+    every, only_b = Ear(), Ear()
+    store.add_listener(every.on)
+    store.add_listener(only_b.on, "B")
+    store.put_message(msg("A"))
+    store.put_message(msg("B", queue_id=1))
+    assert every.heard == [("A", 0, 0), ("B", 1, 0)]
+    assert only_b.heard == [("B", 1, 0)]
+    store.remove_listener(every.on)
+    store.remove_listener(only_b.on)
+    store.put_message(msg("B", queue_id=1))
+    assert len(every.heard) == 2 and len(only_b.heard) == 1
