@@ -116,18 +116,43 @@ def start_broker(
         ],
         stdout=log, stderr=subprocess.STDOUT, env=broker_env(pythonpath), cwd=tempfile.gettempdir(),
     )
-    deadline = time.monotonic() + 30
+    return proc, wait_for_boot(proc, log_path)
+
+
+def wait_for_boot(proc: subprocess.Popen, log_path: str, timeout: float = 30) -> str:
+    """The address a broker child says in its log it serves on ("boot success"); kills
+    it and raises with the log if it exits or does not say so within ``timeout``."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with open(log_path) as f:
             for line in f:
                 if "boot success" in line:
-                    addr = line.split("The broker[", 1)[1].split("]", 1)[0].split(", ", 1)[1]
-                    return proc, addr
+                    return line.split("The broker[", 1)[1].split("]", 1)[0].split(", ", 1)[1]
         if proc.poll() is not None:
             break
         time.sleep(0.05)
     proc.kill()
     raise RuntimeError("broker did not start:\n" + open(log_path).read())
+
+
+async def send_burst(
+    client: RemotingClient, addr: str, senders: int, count: int,
+    serialize_type: SerializeType = SerializeType.JSON,
+) -> None:
+    """``count`` synchronous sends (:func:`send_request`) from ``senders`` tasks sharing
+    ``client``'s one connection; raises on a failed send."""
+    left = [count]
+
+    async def sender(i: int) -> None:
+        while left[0] > 0:
+            left[0] -= 1
+            r = await client.invoke_sync(addr, send_request(i % QUEUES, BODY, serialize_type), 60)
+            if r.code != 0:
+                raise RuntimeError(f"send failed: {r.code} {r.remark}")
+
+    async with trio.open_nursery() as nursery:
+        for i in range(senders):
+            nursery.start_soon(sender, i)
 
 
 #: ``--broker-pythonpath``: the broker child's PYTHONPATH (None: inherited), to run

@@ -39,7 +39,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import trio
 
@@ -83,36 +82,15 @@ def broker_run(args: argparse.Namespace, pure: bool | None = None) -> None:
                  "--log-level", "INFO", *(("--tap", os.path.join(tmp, "broker.trkcap")) if args.tap else ())],
                 stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tempfile.gettempdir(),
             )
-        addr = None
-        deadline = time.monotonic() + 300
-        while addr is None and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.1)
-            with open(log_path) as f:
-                for line in f:
-                    if "boot success" in line:
-                        addr = line.split("The broker[", 1)[1].split("]", 1)[0].split(", ", 1)[1]
-        if addr is None:
-            proc.kill()
-            raise RuntimeError("broker did not start:\n" + open(log_path).read())
+        addr = bp.wait_for_boot(proc, log_path, 300)
 
         async def main() -> None:
             client = RemotingClient(ClientConfig(default_timeout=60))
             async with trio.open_nursery() as nursery:
                 await nursery.start(client.run)
 
-                async def burst(count: int) -> None:
-                    left = [count]
-
-                    async def sender(i: int) -> None:
-                        while left[0] > 0:
-                            left[0] -= 1
-                            r = await client.invoke_sync(addr, bp.send_request(i % bp.QUEUES, bp.BODY, stype), 60)
-                            if r.code != 0:
-                                raise RuntimeError(f"send failed: {r.code} {r.remark}")
-
-                    async with trio.open_nursery() as senders:
-                        for i in range(args.senders):
-                            senders.start_soon(sender, i)
+                def burst(count: int):
+                    return bp.send_burst(client, addr, args.senders, count, stype)
 
                 await burst(300)
                 subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True, capture_output=True)

@@ -32,7 +32,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter, defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

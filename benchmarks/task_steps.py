@@ -89,7 +89,6 @@ def broker_child(argv: list[str]) -> None:
 
 def run(args: argparse.Namespace) -> None:
     import broker_produce as bp
-    from trocket.codecs.command import SerializeType
     from trocket.remoting import ClientConfig, RemotingClient
 
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -106,35 +105,15 @@ def run(args: argparse.Namespace) -> None:
                 stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tempfile.gettempdir(),
             )
         try:
-            addr = None
-            deadline = time.monotonic() + 30
-            while addr is None and time.monotonic() < deadline and proc.poll() is None:
-                time.sleep(0.05)
-                with open(log_path) as f:
-                    for line in f:
-                        if "boot success" in line:
-                            addr = line.split("The broker[", 1)[1].split("]", 1)[0].split(", ", 1)[1]
-            if addr is None:
-                raise RuntimeError("broker did not start:\n" + open(log_path).read())
+            addr = bp.wait_for_boot(proc, log_path)
 
             async def python_load() -> None:
                 client = RemotingClient(ClientConfig(default_timeout=60))
                 async with trio.open_nursery() as nursery:
                     await nursery.start(client.run)
 
-                    async def burst(count: int) -> None:
-                        left = [count]
-
-                        async def sender(i: int) -> None:
-                            while left[0] > 0:
-                                left[0] -= 1
-                                r = await client.invoke_sync(addr, bp.send_request(i % bp.QUEUES, bp.BODY, SerializeType.JSON), 60)
-                                if r.code != 0:
-                                    raise RuntimeError(f"send failed: {r.code} {r.remark}")
-
-                        async with trio.open_nursery() as senders:
-                            for i in range(args.senders):
-                                senders.start_soon(sender, i)
+                    def burst(count: int):
+                        return bp.send_burst(client, addr, args.senders, count)
 
                     await burst(300)  # creates the topic; warms up
                     if args.generator == "python":
