@@ -116,28 +116,12 @@ class Dispatcher:
         if not pending:
             return
         with self._lock:
-            if len(pending) == 1:  # the common case (a send drains its own record): _apply_each, inline
+            if len(pending) == 1:  # the common case (a send drains its own record): no generator
                 try:
-                    topic, queue_id, queue_offset, phys, size, tag, store_ts, sys_flag = pending.popleft()
+                    request = pending.popleft()
                 except IndexError:  # taken meanwhile by another thread's drain
                     return
-                tran = sys_flag & TRANSACTION_ROLLBACK_TYPE
-                if tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE:
-                    queues = self.queues
-                    cq = queues._queues.get((topic, queue_id)) or queues.find_or_create(topic, queue_id)
-                    cq.put(phys, size, tag, queue_offset)
-                    if self._listeners:
-                        _notify(self._listeners, topic, queue_id, queue_offset, tag, store_ts)
-                    by_topic = self._topic_listeners
-                    if by_topic:
-                        topical = by_topic.get(topic)
-                        if topical is not None:
-                            _notify(topical, topic, queue_id, queue_offset, tag, store_ts)
-                end = phys + size
-                if end > self.dispatched_offset:
-                    self.dispatched_offset = end
-                self.last_store_timestamp = store_ts
-                self.dispatched_count += 1
+                self._apply_each((request,))
             else:
                 self._apply_each(_taken(pending))
 
