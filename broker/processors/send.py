@@ -176,6 +176,13 @@ class _Replica:
         self.event.set()
 
 
+_PROPS_NOT_UTF8 = "properties are not valid UTF-8"
+
+
+def _waits(props: str) -> bool:
+    """Whether the producer waits for the store (the WAIT property, default true); the
+    callers skip the call when the string has no WAIT at all."""
+    return (get_property(props, "WAIT") or "true").lower() == "true"
 
 
 class SendProcessor:
@@ -517,12 +524,12 @@ class SendProcessor:
                     self.ctx.topic_created(topic)
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
-        # _properties, inline (one call less per send)
+        # _properties, inline (one call less per send; the WAIT rule stays _waits')
         try:
             props_bytes = props.encode("utf-8")
         except UnicodeEncodeError:
-            return self._illegal("properties are not valid UTF-8")
-        wait = "WAIT" not in props or (get_property(props, "WAIT") or "true").lower() == "true"
+            return self._illegal(_PROPS_NOT_UTF8)
+        wait = "WAIT" not in props or _waits(props)
         msg = message_inner(
             topic, body, queue_id, header.flag, props_bytes, sys_flag, header.bornTimestamp,
             host_address(conn.remote_address), reconsume, tags_hash(get_property(props, "TAGS")),
@@ -616,8 +623,8 @@ class SendProcessor:
         try:
             props_bytes = props.encode("utf-8")
         except UnicodeEncodeError:
-            return self._illegal("properties are not valid UTF-8")
-        return props_bytes, "WAIT" not in props or (get_property(props, "WAIT") or "true").lower() == "true"
+            return self._illegal(_PROPS_NOT_UTF8)
+        return props_bytes, "WAIT" not in props or _waits(props)
 
     def _illegal(self, detail: str) -> RemotingCommand:
         self.put_failures += 1
