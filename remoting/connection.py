@@ -29,7 +29,6 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import struct
 import threading
 import time
 from typing import TYPE_CHECKING, Awaitable
@@ -62,7 +61,6 @@ __all__ = ["Connection", "format_address"]
 log = logging.getLogger(__name__)
 
 _connection_ids = itertools.count(1)
-_LENGTH = struct.Struct(">I")
 _write = os.write
 _readv = os.readv
 _wait_readable = trio.lowlevel.wait_readable
