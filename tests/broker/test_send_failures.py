@@ -136,3 +136,35 @@ async def test_unmapped_store_error_is_system_error_unknown(tmp_path, wire, monk
         assert (r.code, r.remark, r.ext_fields) == (SYSTEM_ERROR, "UNKNOWN_ERROR: the disk said no", {})
         r = await c.invoke_sync(addr, wire.send_v2("UE", b"\x00\x00\x00\x05junk", code=320))
         assert (r.code, r.remark) == (SYSTEM_ERROR, "UNKNOWN_ERROR: the disk said no")
+
+
+def _ext_of(request) -> dict[str, str]:
+    """A request's ext fields as they go on the wire (its header object encoded)."""
+    from trocket.codecs.serialize import decode_command, encode_command
+
+    return dict(decode_command(encode_command(request)[4:]).ext_fields)
+
+
+async def test_properties_that_are_not_utf8_are_message_illegal(tmp_path, wire, raw):
+    """Properties holding a lone surrogate (valid JSON, ``\\ud800``, but no UTF-8: our
+    own client refuses to encode it, so the frames are written raw) -> 13 MESSAGE_ILLEGAL
+    for V1 and V2 headers; nothing stored; the connection serves on."""
+    bad = wire.props(tags="t") + "odd\x01\ud800\x02"
+    async with wire.running_broker(tmp_path) as broker:
+        host, port = broker.broker_addr.rsplit(":", 1)
+        stream = await trio.open_tcp_stream(host, int(port))
+        buf = bytearray()
+        v1 = _ext_of(wire.send_v1("PU", b"x", properties=""))
+        v2 = _ext_of(wire.send_v2("PU", b"x", properties=""))
+        for opaque, (code, ext) in enumerate([(10, {**v1, "properties": bad}), (310, {**v2, "i": bad})], 1):
+            await stream.send_all(raw.frame(code, ext, opaque, b"x"))
+            r, _ = await raw.read(stream, buf)
+            assert r.opaque == opaque
+            assert r.code == MESSAGE_ILLEGAL, r.remark
+            assert r.remark.startswith("the message is illegal") and "properties are not valid UTF-8" in r.remark
+        assert broker.store.get_max_offset("PU", 0) == 0
+        await stream.send_all(raw.frame(310, {**v2, "i": wire.props(tags="t")}, 9, b"x"))
+        r, _ = await raw.read(stream, buf)
+        assert (r.opaque, r.code) == (9, 0), r.remark
+        assert broker.store.get_max_offset("PU", 0) == 1
+        await stream.aclose()
