@@ -25,7 +25,9 @@ load generator; the slave's CPU per message is printed too.
 
 ``--setups`` runs a subset (``async``, ``sync``, ``blocking``);
 ``--broker-pythonpath DIR`` runs both brokers from another tree (as in
-``broker_produce.py``: before/after runs under the same load generator); ``--py-spy DIR``
+``broker_produce.py``); ``--compare DIR`` runs every setup a second time in each round
+from that tree (the same shape), and prints both trees' medians and ratios side by side
+-- before/after under one load generator, in one run; ``--py-spy DIR``
 records the master's and the slave's stacks over the timed window with ``py-spy record
 --format raw`` (collapsed stacks, one file per process and setup; py-spy must be on PATH
 or next to this Python).
@@ -62,6 +64,9 @@ from broker_produce import (  # noqa: E402
 from trocket.codecs.command import SerializeType  # noqa: E402
 from trocket.remoting import ClientConfig, RemotingClient  # noqa: E402
 
+#: the name suffix of the compared tree's runs (``--compare``)
+COMPARED = " (compared)"
+
 SETUPS = (
     ("ASYNC_MASTER", {"brokerRole": "ASYNC_MASTER"}),
     ("SYNC_MASTER", {"brokerRole": "SYNC_MASTER"}),
@@ -80,6 +85,7 @@ def py_spy(pid: int, out: str, delay: float, seconds: float) -> subprocess.Popen
 
 async def run_setup(
     name: str, conf: dict[str, str], senders: int, warmup: float, seconds: float, profile: str | None = None,
+    pythonpath: str | None = None,
 ) -> dict:
     with tempfile.TemporaryDirectory(prefix="trocket-ha-bench-") as tmp:
         ha_port, ns_port = free_port(), free_port()
@@ -88,6 +94,7 @@ async def run_setup(
         master, addr = start_broker(
             os.path.join(tmp, "m", "store"), "async", os.path.join(tmp, "m", "broker.log"),
             conf={**conf, "haListenPort": str(ha_port)}, namesrv_listen=f"127.0.0.1:{ns_port}",
+            pythonpath=pythonpath,
         )
         slave = None
         try:
@@ -95,6 +102,7 @@ async def run_setup(
                 os.path.join(tmp, "s", "store"), "async", os.path.join(tmp, "s", "broker.log"),
                 conf={"brokerRole": "SLAVE", "haMasterAddress": f"127.0.0.1:{ha_port}",
                       "namesrvAddr": f"127.0.0.1:{ns_port}"},
+                pythonpath=pythonpath,
             )
             client = RemotingClient(ClientConfig(default_timeout=10))
             async with trio.open_nursery() as nursery:
@@ -106,7 +114,7 @@ async def run_setup(
                     await client.invoke_sync(addr, send_request(q, BODY, SerializeType.ROCKETMQ), 10)
                 spies = []
                 if profile:
-                    tag = name.replace(" ", "-")
+                    tag = name.replace(" ", "-").replace("(", "").replace(")", "")
                     spies = [py_spy(p.pid, os.path.join(profile, f"{tag}.{who}.txt"), warmup, seconds)
                              for who, p in (("master", master), ("slave", slave))]
                 slave0 = cpu_seconds(slave.pid)
@@ -125,7 +133,7 @@ async def run_setup(
                 stop_broker(slave)
             stop_broker(master)
     print(
-        f"{name:22s} senders={senders}  TPS={res['tps']:8.0f}  p50={res['p50_ms']:7.3f} ms  "
+        f"{name:33s} senders={senders}  TPS={res['tps']:8.0f}  p50={res['p50_ms']:7.3f} ms  "
         f"p99={res['p99_ms']:7.3f} ms  master CPU={res['cpu_us']:6.1f} us/msg "
         f"(user {res['user_us']:5.1f} + sys {res['sys_us']:5.1f}), slave {res['slave_cpu_us']:5.1f} us/msg  "
         f"({res['count']} msgs in {res['seconds']:.1f} s, errors={res['errors']}, slave behind at end {res['behind']} B"
@@ -139,32 +147,44 @@ async def main(args: argparse.Namespace) -> None:
     print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start", flush=True)
     short = {"ASYNC_MASTER": "async", "SYNC_MASTER": "sync", "SYNC_MASTER blocking": "blocking"}
     setups = [(name, conf) for name, conf in SETUPS if not args.setups or short[name] in args.setups]
-    runs: dict[str, list[dict]] = {name: [] for name, _ in setups}
+    trees = [("", None)] + ([(COMPARED, args.compare)] if args.compare else [])
+    runs: dict[str, list[dict]] = {name + tag: [] for name, _ in setups for tag, _ in trees}
     if args.py_spy:
         os.makedirs(args.py_spy, exist_ok=True)
     for r in range(args.rounds):  # interleaved: a burst of load elsewhere hits every setup alike
         print(f"-- round {r + 1}/{args.rounds}", flush=True)
         for name, conf in setups:
-            runs[name].append(await run_setup(name, conf, args.senders, args.warmup, args.seconds, args.py_spy))
+            for tag, path in trees:
+                runs[name + tag].append(
+                    await run_setup(name + tag, conf, args.senders, args.warmup, args.seconds, args.py_spy, path)
+                )
     print(f"-- medians of {args.rounds} rounds")
     med = {}
     for name, results in runs.items():
         med[name] = {k: statistics.median(x[k] for x in results)
                      for k in ("tps", "p50_ms", "p99_ms", "cpu_us", "slave_cpu_us")}
         m = med[name]
-        print(f"{name:22s} TPS={m['tps']:8.0f}  p50={m['p50_ms']:7.3f} ms  p99={m['p99_ms']:7.3f} ms  "
+        print(f"{name:33s} TPS={m['tps']:8.0f}  p50={m['p50_ms']:7.3f} ms  p99={m['p99_ms']:7.3f} ms  "
               f"master CPU={m['cpu_us']:6.1f} us/msg  slave CPU={m['slave_cpu_us']:6.1f} us/msg")
-    if len(med) < len(SETUPS):
-        print(f"load average {os.getloadavg()[0]:.1f} at the end (other processes share the cores)")
-        return
-    a = med["ASYNC_MASTER"]["tps"]
-    s = med["SYNC_MASTER"]["tps"]
-    b = med["SYNC_MASTER blocking"]["tps"]
-    ratios = [x["tps"] / y["tps"] for x, y in zip(runs["SYNC_MASTER"], runs["ASYNC_MASTER"])]
-    print(f"SYNC/ASYNC TPS ratio      = {s / a:.2f}  (goal >= 0.8; per round: "
-          + ", ".join(f"{x:.2f}" for x in ratios) + ")")
-    print(f"blocking/ASYNC TPS ratio  = {b / a:.2f}")
-    print(f"SYNC hand-off / blocking  = {s / b:.1f}x")
+    for tag, _ in trees:
+        a = med.get("ASYNC_MASTER" + tag, {}).get("tps")
+        s = med.get("SYNC_MASTER" + tag, {}).get("tps")
+        b = med.get("SYNC_MASTER blocking" + tag, {}).get("tps")
+        who = f" {tag.strip()}" if tag else ""
+        if a and s:
+            ratios = [x["tps"] / y["tps"] for x, y in zip(runs["SYNC_MASTER" + tag], runs["ASYNC_MASTER" + tag])]
+            print(f"SYNC/ASYNC TPS ratio{who:11s} = {s / a:.2f}  (goal >= 0.8; per round: "
+                  + ", ".join(f"{x:.2f}" for x in ratios) + ")")
+        if a and b:
+            print(f"blocking/ASYNC TPS ratio{who:7s} = {b / a:.2f}")
+        if s and b:
+            print(f"SYNC hand-off / blocking{who:7s} = {s / b:.1f}x")
+    if args.compare:
+        for name, _ in setups:
+            new = [x["tps"] for x in runs[name]]
+            old = [x["tps"] for x in runs[name + COMPARED]]
+            print(f"{name:33s} this tree / compared: TPS x{statistics.median(new) / statistics.median(old):.2f} "
+                  "(per round: " + ", ".join(f"{n / o:.2f}" for n, o in zip(new, old)) + ")")
     print(f"load average {os.getloadavg()[0]:.1f} at the end (other processes share the cores)")
 
 
@@ -179,6 +199,9 @@ if __name__ == "__main__":
     ap.add_argument("--broker-pythonpath", default=None,
                     help="PYTHONPATH of both broker children ('' for none): a tree laid out as the trocket "
                          "package, to compare two brokers under the same load generator")
+    ap.add_argument("--compare", default=None, metavar="DIR",
+                    help="also run every setup from this tree (laid out as the trocket package), "
+                         "interleaved, and print both side by side")
     ap.add_argument("--py-spy", default=None, metavar="DIR",
                     help="record the master's and slave's stacks over the timed window into DIR (py-spy raw)")
     parsed = ap.parse_args()
