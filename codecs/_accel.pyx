@@ -34,7 +34,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 3
+ABI = 4
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -49,6 +49,7 @@ cdef object _py_decode_properties = None
 cdef object _py_encode_record_batch = None
 cdef object _py_decode_send_fields = None
 cdef object _py_place_record = None
+cdef object _py_dispatch_fields = None
 
 
 def set_pure(str name, fn):
@@ -57,6 +58,7 @@ def set_pure(str name, fn):
     global _py_FrameDecoder, _sniff_foreign_protocol
     global _py_decode_send_message, _py_decode_send_message_v2, _py_encode_record_into, _py_get_property
     global _py_decode_properties, _py_encode_record_batch, _py_decode_send_fields, _py_place_record
+    global _py_dispatch_fields
     if name == "FrameDecoder":
         _py_FrameDecoder = fn
         from trocket.codecs.frame import sniff_foreign_protocol
@@ -83,6 +85,8 @@ def set_pure(str name, fn):
         _py_decode_send_fields = fn
     elif name == "place_record":
         _py_place_record = fn
+    elif name == "dispatch_fields":
+        _py_dispatch_fields = fn
     else:
         raise KeyError(name)
 
@@ -1231,6 +1235,69 @@ def place_record(view, pos, record, size, queue_offset, physical_offset, ts_at, 
         PyBuffer_Release(&target)
 
 
+cdef inline long long _i64(const unsigned char* p) noexcept:
+    return <long long>((<unsigned long long><unsigned int>_i32(p) << 32) | <unsigned int>_i32(p + 4))
+
+
+def dispatch_fields(buf, offset=0, *, check_crc=False):
+    """Twin of :func:`trocket.codecs.message.record.dispatch_fields`: a whole, consistent
+    V1 record (MESSAGE_MAGIC_CODE) in a contiguous buffer, no CRC check; anything else
+    (every fault included) to the pure function."""
+    cdef Py_buffer b
+    cdef Py_ssize_t off = 0, total, pos, body_len, topic_len, props_len, fixed, born, store
+    cdef int sys_flag, born_port, store_port
+    cdef const unsigned char* p
+    if check_crc or type(offset) is not int:
+        return _py_dispatch_fields(buf, offset, check_crc=check_crc)
+    try:
+        off = offset
+    except OverflowError:
+        return _py_dispatch_fields(buf, offset)
+    if PyObject_GetBuffer(buf, &b, PyBUF_SIMPLE) != 0:
+        return _py_dispatch_fields(buf, offset)
+    try:
+        if off < 0 or b.len - off < 48:
+            return _py_dispatch_fields(buf, offset)
+        p = <const unsigned char*>b.buf + off
+        total = _i32(p)
+        if <unsigned int>_i32(p + 4) != 0xDAA320A7u:
+            return _py_dispatch_fields(buf, offset)
+        sys_flag = _i32(p + 36)
+        born = 20 if sys_flag & 0x10 else 8  # BORNHOST_V6_FLAG: 16-byte IP + port
+        store = 20 if sys_flag & 0x20 else 8  # STOREHOSTADDRESS_V6_FLAG
+        fixed = 48 + born + 8 + store + 16
+        if total < fixed + 3 or total > b.len - off:
+            return _py_dispatch_fields(buf, offset)
+        body_len = _i32(p + fixed - 4)
+        if body_len < 0 or body_len > total - fixed:
+            return _py_dispatch_fields(buf, offset)
+        pos = fixed + body_len
+        if pos >= total:
+            return _py_dispatch_fields(buf, offset)
+        topic_len = <signed char>p[pos]
+        pos += 1
+        if topic_len < 0 or topic_len > total - pos - 2:
+            return _py_dispatch_fields(buf, offset)
+        topic = _text(p + pos, topic_len)
+        if topic is _FAIL:
+            return _py_dispatch_fields(buf, offset)
+        pos += topic_len
+        props_len = <short>((p[pos] << 8) | p[pos + 1])
+        pos += 2
+        if props_len < 0 or pos + props_len != total:
+            return _py_dispatch_fields(buf, offset)
+        born_port = _i32(p + 48 + born - 4)
+        store_port = _i32(p + 48 + born + 8 + store - 4)
+        if not (0 <= born_port <= 0xFFFF and 0 <= store_port <= 0xFFFF):
+            return _py_dispatch_fields(buf, offset)
+        props = _utf8(p + pos, props_len)
+        if props is _FAIL:
+            return _py_dispatch_fields(buf, offset)
+        return (total, topic, _i32(p + 12), _i64(p + 20), _i64(p + 28), sys_flag, _i64(p + 48 + born), props)
+    finally:
+        PyBuffer_Release(&b)
+
+
 # -- properties -----------------------------------------------------------------------
 
 
@@ -1239,7 +1306,7 @@ def get_property(props, key):
     properties string and an ASCII key."""
     cdef const unsigned char* s
     cdef const unsigned char* k
-    cdef Py_ssize_t n, klen, i, j, start
+    cdef Py_ssize_t n, klen, i, j, start, found, end
     if type(key) is not str or not PyUnicode_IS_ASCII(key):
         return _py_get_property(props, key)
     if type(props) is bytes:
@@ -1256,6 +1323,9 @@ def get_property(props, key):
     for i in range(klen):
         if k[i] == 2 or k[i] == 1:
             return _py_get_property(props, key)
+    # the last item naming key with a non-empty value (Java's map keeps the last put)
+    found = -1
+    end = -1
     i = 0
     while i + klen < n:
         if s[i + klen] == 1 and (klen == 0 or (s[i] == k[0] and _same(s + i, k, klen))):
@@ -1263,16 +1333,20 @@ def get_property(props, key):
             j = start
             while j < n and s[j] != 2:
                 j += 1
-            if j == start:
-                return None
-            if type(props) is str:
-                return props[start:j]
-            return _utf8_or_replace(s + start, j - start)
+            if j > start:
+                found = start
+                end = j
+            i = j + 1
+            continue
         # to the next item
         while i < n and s[i] != 2:
             i += 1
         i += 1
-    return None
+    if found < 0:
+        return None
+    if type(props) is str:
+        return props[found:end]
+    return _utf8_or_replace(s + found, end - found)
 
 
 cdef inline bint _same(const unsigned char* a, const unsigned char* b, Py_ssize_t n) noexcept:

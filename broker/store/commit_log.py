@@ -37,6 +37,7 @@ from trocket.codecs.message.properties import (
     PROPERTY_TAGS,
     decode_properties_bytes,
     encode_properties_bytes,
+    get_property,
 )
 from trocket.codecs.message.record import (
     BLANK_MAGIC_CODE,
@@ -47,7 +48,7 @@ from trocket.codecs.message.record import (
     OFFSET_QUEUE_OFFSET,
     OFFSET_STORE_TIMESTAMP,
     RECORD_FIXED_SIZE,
-    decode_record,
+    dispatch_fields,
     encode_blank_into,
     encode_record_into,
     peek_record,
@@ -162,32 +163,35 @@ def check_record(
     if magic != MESSAGE_MAGIC_CODE or total <= 0 or total > file_size - pos:
         return -1, None
     try:
-        msg, _end = decode_record(view[: pos + total], pos, read_body=False, check_crc=check_crc)
+        fields = dispatch_fields(view[: pos + total], pos, check_crc=check_crc)
     except MessageDecodeError:
         return -1, None
     physical = mf.file_from_offset + pos
-    if msg.commit_log_offset != physical:
+    if fields[4] != physical:
         return -1, None
-    return total, _dispatch_request(msg, physical, total, delays_ms)
+    return total, _dispatch_request(fields, physical, delays_ms)
 
 
-def _dispatch_request(msg, physical: int, total: int, delays_ms: tuple[int, ...]) -> DispatchRequest:
-    """The dispatch request of a decoded record. A ``SCHEDULE_TOPIC_XXXX`` record with
-    a ``DELAY`` level gets its deliver time as tag hash, as the put path gave it."""
+def _dispatch_request(fields: tuple, physical: int, delays_ms: tuple[int, ...]) -> DispatchRequest:
+    """The dispatch request of a record (its :func:`dispatch_fields`). TAGS is looked
+    up as the put path looks it up (the first occurrence); a ``SCHEDULE_TOPIC_XXXX``
+    record with a ``DELAY`` level gets its deliver time as tag hash, as the put path
+    gave it."""
+    total, topic, queue_id, queue_offset, _, sys_flag, store_timestamp, props = fields
     tag = None
-    if msg.topic == RMQ_SYS_SCHEDULE_TOPIC:
-        delay = schedule_delay_ms(delays_ms, msg.properties.get(PROPERTY_DELAY_TIME_LEVEL))
+    if topic == RMQ_SYS_SCHEDULE_TOPIC:
+        delay = schedule_delay_ms(delays_ms, get_property(props, PROPERTY_DELAY_TIME_LEVEL))
         if delay is not None:
-            tag = msg.store_timestamp + delay
+            tag = store_timestamp + delay
     return DispatchRequest(
-        msg.topic,
-        msg.queue_id,
-        msg.queue_offset,
+        topic,
+        queue_id,
+        queue_offset,
         physical,
         total,
-        tags_hash(msg.properties.get(PROPERTY_TAGS)) if tag is None else tag,
-        msg.store_timestamp,
-        msg.sys_flag,
+        tags_hash(get_property(props, PROPERTY_TAGS)) if tag is None else tag,
+        store_timestamp,
+        sys_flag,
     )
 
 
@@ -233,10 +237,10 @@ def _decode_records(data: memoryview, physical: int, delays_ms: tuple[int, ...])
         if magic == BLANK_MAGIC_CODE:
             break
         try:
-            msg, _end = decode_record(data[: pos + total], pos, read_body=False, check_crc=False)
+            fields = dispatch_fields(data[: pos + total], pos)
         except MessageDecodeError as exc:
             raise ReplicaDataError(f"the record at {physical + pos} does not decode: {exc}") from None
-        out.append(_dispatch_request(msg, physical + pos, total, delays_ms))
+        out.append(_dispatch_request(fields, physical + pos, delays_ms))
         pos += total
     return out
 

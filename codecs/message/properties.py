@@ -166,8 +166,10 @@ def decode_properties(text: str) -> dict[str, str]:
 
 def get_property(props: str | bytes | bytearray | memoryview | None, key: str) -> str | None:
     """The value of ``key`` in a properties string (or its UTF-8 bytes) without parsing
-    the rest: the first occurrence, ``None`` when absent or empty, undecodable bytes
-    replaced. For hot paths that need one property (TAGS, WAIT, DELAY)."""
+    the rest, as :func:`decode_properties` (Java's ``string2messageProperties``) would
+    map it: the last item naming ``key`` with a non-empty value; ``None`` when there is
+    none; undecodable bytes replaced. For hot paths that need one property (TAGS, WAIT,
+    DELAY): the put path, recovery and a replicating slave read TAGS this way alike."""
     if not props:
         return None
     if isinstance(props, str):
@@ -175,19 +177,20 @@ def get_property(props: str | bytes | bytearray | memoryview | None, key: str) -
     else:
         props = bytes(props)
         needle, sep = key.encode("utf-8") + b"\x01", b"\x02"
-    at = 0
+    at = len(props)
     while True:
-        i = props.find(needle, at)
+        i = props.rfind(needle, 0, at)
         if i < 0:
             return None
         if i == 0 or props[i - 1 : i] == sep:
             start = i + len(needle)
             end = props.find(sep, start)
             value = props[start:] if end < 0 else props[start:end]
-            if not isinstance(value, str):
-                value = value.decode("utf-8", "replace")
-            return value or None
-        at = i + 1
+            if value:
+                if not isinstance(value, str):
+                    value = value.decode("utf-8", "replace")
+                return value
+        at = i + len(needle) - 1  # the items before this one
 
 
 def decode_properties_bytes(data: bytes | bytearray | memoryview) -> dict[str, str]:

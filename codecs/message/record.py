@@ -72,6 +72,7 @@ __all__ = [
     "RECORD_FIXED_SIZE",
     "decode_record",
     "decode_records",
+    "dispatch_fields",
     "encode_blank_into",
     "place_record",
     "encode_record",
@@ -378,24 +379,11 @@ def _inflate(data: memoryview) -> bytes:
     return out
 
 
-def decode_record(
-    buf: Buffer,
-    offset: int = 0,
-    *,
-    decompress: bool = True,
-    read_body: bool = True,
-    check_magic: bool = True,
-    check_crc: bool = False,
-) -> tuple[MessageExt, int]:
-    """Decode the record at ``buf[offset:]``; returns it and the offset just past it.
-
-    ``check_magic`` rejects anything but :data:`MESSAGE_MAGIC_CODE` (and the 5.x V2
-    magic); Java's reader never looks. ``check_crc`` compares BODYCRC with the stored
-    body. ``read_body=False`` skips the body as Java's ``readBody=false`` does.
-    """
-    view = memoryview(buf)
-    if view.format != "B" or view.ndim != 1:
-        view = view.cast("B")
+def _walk(view: memoryview, offset: int, check_magic: bool) -> tuple[tuple, int, str, int, int]:
+    """The checks every record decode makes, and what they find: ``(fixed fields, body
+    position, topic, properties position, end)`` -- the fields from TOTALSIZE to
+    BODYLENGTH as :data:`_FIXED` unpacks them. Raises :class:`MessageDecodeError` for a
+    record that is not whole and consistent (sizes, magic, UTF-8 topic, ports)."""
     limit = len(view)
     if offset < 0 or limit - offset < END_FILE_MIN_BLANK_LENGTH:
         raise MessageDecodeError(f"record at {offset} truncated: buffer ends at {limit}")
@@ -419,40 +407,12 @@ def decode_record(
         raise MessageDecodeError(
             f"record at {offset}: TOTALSIZE {total} impossible with {limit - offset} bytes left"
         )
-    (
-        _,
-        _,
-        crc,
-        queue_id,
-        flag,
-        queue_offset,
-        physical_offset,
-        _,
-        born_ts,
-        born_ip,
-        born_port,
-        store_ts,
-        store_ip,
-        store_port,
-        reconsume_times,
-        prepared_offset,
-        body_len,
-    ) = fixed.unpack_from(view, offset)
-    pos = offset + fixed.size
-    if body_len < 0 or body_len > end - pos:
+    fields = fixed.unpack_from(view, offset)
+    body_pos = offset + fixed.size
+    body_len = fields[16]
+    if body_len < 0 or body_len > end - body_pos:
         raise MessageDecodeError(f"record at {offset}: body length {body_len} out of bounds")
-    body = b""
-    raw_body = view[pos : pos + body_len]
-    if check_crc and compute_body_crc(raw_body) != crc:
-        raise MessageDecodeError(
-            f"record at {offset}: BODYCRC {crc} but the body's CRC is {compute_body_crc(raw_body)}"
-        )
-    if body_len:
-        if read_body:
-            body = (
-                _inflate(raw_body) if decompress and sys_flag & COMPRESSED_FLAG else bytes(raw_body)
-            )
-        pos += body_len
+    pos = body_pos + body_len
     if v2:
         if end - pos < 2:
             raise MessageDecodeError(f"record at {offset}: truncated before the topic length")
@@ -478,11 +438,69 @@ def decode_record(
         raise MessageDecodeError(
             f"record at {offset}: properties length {props_len} disagrees with TOTALSIZE {total}"
         )
-    properties = decode_properties_bytes(view[pos:end]) if props_len else {}
-    if not (0 <= born_port <= 0xFFFF and 0 <= store_port <= 0xFFFF):
+    if not (0 <= fields[10] <= 0xFFFF and 0 <= fields[13] <= 0xFFFF):
         raise MessageDecodeError(
-            f"record at {offset}: port out of range (born {born_port}, store {store_port})"
+            f"record at {offset}: port out of range (born {fields[10]}, store {fields[13]})"
         )
+    return fields, body_pos, topic, pos, end
+
+
+def _as_bytes_view(buf: Buffer) -> memoryview:
+    view = memoryview(buf)
+    if view.format != "B" or view.ndim != 1:
+        view = view.cast("B")
+    return view
+
+
+def _check_crc(view: memoryview, offset: int, crc: int, body_pos: int, body_len: int) -> None:
+    actual = compute_body_crc(view[body_pos : body_pos + body_len])
+    if actual != crc:
+        raise MessageDecodeError(f"record at {offset}: BODYCRC {crc} but the body's CRC is {actual}")
+
+
+def decode_record(
+    buf: Buffer,
+    offset: int = 0,
+    *,
+    decompress: bool = True,
+    read_body: bool = True,
+    check_magic: bool = True,
+    check_crc: bool = False,
+) -> tuple[MessageExt, int]:
+    """Decode the record at ``buf[offset:]``; returns it and the offset just past it.
+
+    ``check_magic`` rejects anything but :data:`MESSAGE_MAGIC_CODE` (and the 5.x V2
+    magic); Java's reader never looks. ``check_crc`` compares BODYCRC with the stored
+    body. ``read_body=False`` skips the body as Java's ``readBody=false`` does.
+    """
+    view = _as_bytes_view(buf)
+    fields, body_pos, topic, props_pos, end = _walk(view, offset, check_magic)
+    (
+        total,
+        _,
+        crc,
+        queue_id,
+        flag,
+        queue_offset,
+        physical_offset,
+        sys_flag,
+        born_ts,
+        born_ip,
+        born_port,
+        store_ts,
+        store_ip,
+        store_port,
+        reconsume_times,
+        prepared_offset,
+        body_len,
+    ) = fields
+    if check_crc:
+        _check_crc(view, offset, crc, body_pos, body_len)
+    body = b""
+    if body_len and read_body:
+        raw_body = view[body_pos : body_pos + body_len]
+        body = _inflate(raw_body) if decompress and sys_flag & COMPRESSED_FLAG else bytes(raw_body)
+    properties = decode_properties_bytes(view[props_pos:end]) if props_pos < end else {}
     msg = MessageExt(  # positional: the decode hot path; order is MessageExt's fields
         topic,
         body,
@@ -505,6 +523,27 @@ def decode_record(
     return msg, end
 
 
+def dispatch_fields(
+    buf: Buffer, offset: int = 0, *, check_crc: bool = False
+) -> tuple[int, str, int, int, int, int, int, str]:
+    """What a consume-queue dispatch needs of the record at ``buf[offset:]``:
+    ``(TOTALSIZE, topic, QUEUEID, QUEUEOFFSET, PHYSICALOFFSET, SYSFLAG, STORETIMESTAMP,
+    properties string)``, checked as :func:`decode_record` checks, without the hosts,
+    the body or the properties map it builds (a replicating slave and recovery read
+    every record this way; look properties up with :func:`~.properties.get_property`,
+    as the put path does). Properties that are not UTF-8 raise
+    :class:`MessageDecodeError`, as there."""
+    view = _as_bytes_view(buf)
+    fields, body_pos, topic, props_pos, end = _walk(view, offset, True)
+    if check_crc:
+        _check_crc(view, offset, fields[2], body_pos, fields[16])
+    try:
+        props = str(view[props_pos:end], "utf-8")
+    except UnicodeDecodeError as exc:
+        raise MessageDecodeError(f"properties are not valid UTF-8: {exc.reason}") from None
+    return fields[0], topic, fields[3], fields[5], fields[6], fields[7], fields[11], props
+
+
 def iter_records(
     buf: Buffer,
     *,
@@ -519,9 +558,7 @@ def iter_records(
     ``strict=False`` stops quietly at the first record that does not decode, as Java's
     ``MessageDecoder.decodes`` and the JS client do, instead of raising.
     """
-    view = memoryview(buf)
-    if view.format != "B" or view.ndim != 1:
-        view = view.cast("B")
+    view = _as_bytes_view(buf)
     pos = 0
     limit = len(view)
     while pos < limit:
@@ -551,3 +588,4 @@ from ..accel import accelerated  # noqa: E402
 
 encode_record_into = accelerated(encode_record_into)
 place_record = accelerated(place_record)
+dispatch_fields = accelerated(dispatch_fields)

@@ -25,7 +25,7 @@ from trocket.codecs.header_json import encode_json_header
 from trocket.codecs import frame  # noqa: F401  (registers the FrameDecoder twin)
 from trocket.codecs.headers import fast  # noqa: F401  (registers the send header twins)
 from trocket.codecs.message import properties, record  # noqa: F401  (registers theirs)
-from trocket.codecs.errors import CustomHeaderError
+from trocket.codecs.errors import CustomHeaderError, MessageDecodeError
 from trocket.codecs.serialize import encode_command
 
 from .strategies import commands, text
@@ -40,6 +40,7 @@ NAMES = (
     "decode_send_fields",
     "encode_record_into",
     "place_record",
+    "dispatch_fields",
     "get_property",
     "decode_properties",
 )
@@ -81,6 +82,7 @@ def test_the_switch_is_wired():
         "decode_send_fields": fast.decode_send_fields,
         "encode_record_into": record.encode_record_into,
         "place_record": record.place_record,
+        "dispatch_fields": record.dispatch_fields,
         "get_property": properties.get_property,
         "decode_properties": properties.decode_properties,
     }
@@ -407,8 +409,10 @@ def test_get_property_differential(items, key, kind, trailing):
         "bytearray": bytearray(props.encode()),
         "bad-bytes": props.encode() + b"\xff" + f"\x02{key}\x01\xfe".encode("latin-1", "replace"),
     }[kind]
-    same("get_property", data, key)
+    got = same("get_property", data, key)
     same("get_property", None, key)
+    if kind == "str" and key and "\x01" not in key and "\x02" not in key:  # the map's reading
+        assert got == ("ok", accel.pure("decode_properties")(data).get(key))
     if kind == "str":
         same("decode_properties", data)
         same("decode_properties", data.encode("ascii", "replace").decode())
@@ -549,6 +553,49 @@ def test_place_record_differential(pos, size, queue_offset, phys, ts_at, ts):
     pure = _placed(SimpleNamespace(place_record=accel.pure("place_record")), pos, size, queue_offset, phys, ts_at, ts)
     fast = _placed(_accel, pos, size, queue_offset, phys, ts_at, ts)
     assert fast == pure
+
+
+# -- dispatch_fields (what a slave and recovery read of every record) --------------------
+
+
+def _stored(topic: bytes, body: bytes, props: bytes, born: tuple, store: tuple, prefix: int = 0) -> bytes:
+    sys_flag = (0x10 if ":" in born[0] else 0) | (0x20 if ":" in store[0] else 0)  # the hosts' IPv6 bits
+    buf = bytearray(prefix + record.record_size(len(body), len(topic), len(props), sys_flag))
+    record.encode_record_into(
+        buf, prefix, topic=topic, body=body, properties=props, sys_flag=sys_flag, queue_id=3, queue_offset=1 << 35,
+        physical_offset=(1 << 40) + 7, store_timestamp=1700000000123, born_host=born, store_host=store,
+    )
+    return bytes(buf)
+
+
+def test_dispatch_fields_are_the_records_fields(impl):
+    raw = _stored(b"TopicTest", b"x" * 128, "TAGS\x01tä\x02KEYS\x01k".encode(), ("10.0.0.1", 5), ("::1", 10911), prefix=5)
+    fields = impl.dispatch_fields(raw, 5)
+    msg, _ = record.decode_record(raw, 5)
+    assert fields == (msg.store_size, "TopicTest", 3, 1 << 35, (1 << 40) + 7, msg.sys_flag, 1700000000123, "TAGS\x01tä\x02KEYS\x01k")
+    assert impl.dispatch_fields(memoryview(raw)[5:], check_crc=True) == fields
+    with pytest.raises(MessageDecodeError, match="properties are not valid UTF-8"):
+        impl.dispatch_fields(_stored(b"T", b"", b"A\x01\xff", ("1.2.3.4", 1), ("1.2.3.4", 2)))
+    with pytest.raises(MessageDecodeError, match="BODYCRC"):
+        bad = bytearray(raw)
+        bad[-40] ^= 1  # a body byte
+        impl.dispatch_fields(bad, 5, check_crc=True)
+
+
+@needs_accel
+@given(
+    st.binary(max_size=12), st.binary(max_size=60), st.binary(max_size=30),
+    st.sampled_from([("127.0.0.1", 1), ("::1", 2), ("1.2.3.4", 65535)]),
+    st.sampled_from([("127.0.0.1", 10911), ("fe80::1", 3)]),
+    st.integers(0, 3), edits, cuts, st.booleans(),
+)
+def test_dispatch_fields_differential(topic, body, props, born, store, prefix, edited, cut, crc):
+    """Whole records, then records with bytes changed or cut off (sizes, magic, topic,
+    ports, UTF-8): the same fields or the same error on both paths."""
+    raw = _stored(topic, body, props, born, store, prefix)
+    same("dispatch_fields", raw, prefix, check_crc=crc)
+    same("dispatch_fields", mutate(raw, [(prefix + at, b) for at, b in edited], cut), prefix, check_crc=crc)
+    same("dispatch_fields", raw, -1)
 
 
 @pytest.mark.parametrize("header", [

@@ -164,5 +164,10 @@ def test_get_property_reads_one_key_from_str_or_bytes():
         assert get_property(form, "EMPTY") is None  # empty reads as absent
         assert get_property(form, "DELAY") is None
     assert get_property(None, "TAGS") is None and get_property(b"", "TAGS") is None
-    assert get_property("TAGS\x01a\x02TAGS\x01b", "TAGS") == "a"  # the first one
+    # as Java's map: the last item with a value wins, an empty value is no value
+    for form in ("TAGS\x01a\x02TAGS\x01b", "TAGS\x01a\x02TAGS\x01b\x02TAGS\x01", "XTAGS\x01c\x02TAGS\x01a\x02TAGS\x01b"):
+        assert get_property(form, "TAGS") == "b" == decode_properties(form)["TAGS"], form
+        assert get_property(form.encode(), "TAGS") == "b", form
+    assert get_property("TAGS\x01a\x02TAGS\x01", "TAGS") == "a"
+    assert get_property("K\x01xTAGS\x01b", "TAGS") is None  # inside another item's value
     assert get_property(b"TAGS\x01\xff\xfe", "TAGS") == "\ufffd\ufffd"  # undecodable bytes replaced

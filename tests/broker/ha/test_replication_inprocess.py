@@ -310,6 +310,37 @@ def test_replicated_record_that_does_not_decode_is_cut_back(tmp_path):
         assert bytes(s.commit_log.get_message(0, len(data))) == data
 
 
+def test_tags_codes_agree_on_the_master_its_slave_and_after_recovery(tmp_path):
+    """Every reader of a record's TAGS takes Java's map reading (the last item with a
+    value): the tags code the master's put path gives a consume-queue entry is the one
+    its slave's dispatch gives it and its own recovery rebuilds -- TAGS twice included."""
+    import shutil
+
+    from trocket.broker.store import MessageStore, StoreConfig, tags_hash
+    from trocket.broker.store.messages import message_inner
+    from trocket.codecs.message.hosts import HostAddress
+    from trocket.codecs.message.properties import get_property
+
+    props = [b"TAGS\x01a\x02TAGS\x01b", b"TAGS\x01a\x02TAGS\x01", b"KEYS\x01k\x02TAGS\x01c\x02WAIT\x01true"]
+    expected = [tags_hash(t) for t in ("b", "a", "c")]
+    with two_stores(tmp_path) as (m, s, _):
+        for raw in props:
+            code = tags_hash(get_property(raw.decode(), "TAGS"))  # as the send processor computes it
+            m.put_message(message_inner(TOPIC, b"x", 0, 0, raw, 0, 1700000000000, HostAddress("10.0.0.1", 1), 0, code))
+        master = [m.get_queue_entry(TOPIC, 0, i) for i in range(3, 6)]
+        assert [entry[2] for entry in master] == expected
+        s.append_replicated(0, bytes(m.commit_log.get_message(0, m.max_phy_offset)))
+        assert [s.get_queue_entry(TOPIC, 0, i) for i in range(3, 6)] == master
+        m.abandon()  # a crash that lost the consume queues: recovery rebuilds them
+        shutil.rmtree(m.config.consume_queue_dir)
+        m = MessageStore.open(StoreConfig(store_dir=str(tmp_path / "m"), commit_log_segment_size=1 << 20))
+        try:
+            assert m.recovery.redispatched == 6
+            assert [m.get_queue_entry(TOPIC, 0, i) for i in range(3, 6)] == master
+        finally:
+            m.shutdown()
+
+
 async def test_pull_suggests_the_slave_to_a_slow_consumer(tmp_path):
     from trocket.codecs.headers import PullMessageResponseHeader
 
