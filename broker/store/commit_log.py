@@ -174,7 +174,7 @@ def check_record(
 
 def _dispatch_request(fields: tuple, physical: int, delays_ms: tuple[int, ...]) -> DispatchRequest:
     """The dispatch request of a record (its :func:`dispatch_fields`). TAGS is looked
-    up as the put path looks it up (the first occurrence); a ``SCHEDULE_TOPIC_XXXX``
+    up as the put path looks it up (:func:`get_property`: Java's map reading); a ``SCHEDULE_TOPIC_XXXX``
     record with a ``DELAY`` level gets its deliver time as tag hash, as the put path
     gave it."""
     total, topic, queue_id, queue_offset, _, sys_flag, store_timestamp, props = fields
