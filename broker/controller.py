@@ -127,6 +127,8 @@ class BrokerController:
         self.registration_failures = 0
         self._register_soon = trio.Event()
         self._wait_scope: trio.CancelScope | None = None
+        #: a shutdown was requested (it may come while starting, before there is a wait to cancel)
+        self._shutdown_requested = False
         self._services_scope: trio.CancelScope | None = None
         self._periodic_scope: trio.CancelScope | None = None
         self._services: trio.Nursery | None = None
@@ -161,7 +163,9 @@ class BrokerController:
                 self._started = True
                 task_status.started(self)
                 with trio.CancelScope() as self._wait_scope:
-                    if self.fatal is not None:  # failed while starting (a slave ahead of its master)
+                    # asked to stop while starting (a signal during boot; a slave ahead of
+                    # its master): started, now shut down without serving on
+                    if self._shutdown_requested:
                         self._wait_scope.cancel()
                     await trio.sleep_forever()
             finally:
@@ -174,7 +178,9 @@ class BrokerController:
         self.request_shutdown()
 
     def request_shutdown(self) -> None:
-        """Begin a clean shutdown; ``run`` returns once it is done."""
+        """Begin a clean shutdown; ``run`` returns once it is done. Asked while the
+        broker is still starting, it shuts down as soon as it has started."""
+        self._shutdown_requested = True
         if self._wait_scope is not None:
             self._wait_scope.cancel()
 

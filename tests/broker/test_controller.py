@@ -196,6 +196,20 @@ async def test_request_shutdown_and_store_lock(tmp_path, wire):
             await broker.stopped.wait()
 
 
+async def test_a_shutdown_requested_while_starting_is_not_lost(tmp_path, wire):
+    """SIGINT/SIGTERM while the broker boots (its port already accepts, registration
+    still under way): the broker finishes starting, then shuts down cleanly, instead
+    of forgetting the request and serving on."""
+    from trocket.broker.controller import BrokerController
+
+    controller = BrokerController(wire.broker_config(tmp_path))
+    controller.request_shutdown()  # before run(): as a signal in the middle of _start
+    with trio.fail_after(20):
+        await controller.run()
+    assert controller.stopped.is_set() and controller.fatal is None
+    assert not os.path.exists(tmp_path / "store" / "abort")  # a clean shutdown
+
+
 def read_lines_until(proc: subprocess.Popen, needle: str, timeout: float) -> list[str]:
     """``proc``'s stdout lines up to the first holding ``needle``; fails after
     ``timeout`` s even if the process writes nothing (a bare readline would block)."""
