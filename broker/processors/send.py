@@ -80,7 +80,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from trocket.codecs.codes import RequestCode, ResponseCode
-from trocket.codecs.command import RemotingCommand
+from trocket.codecs.command import RPC_ONEWAY, RemotingCommand
 from trocket.codecs.headers import (
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
@@ -92,7 +92,7 @@ from trocket.codecs.message.sysflag import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
 )
-from trocket.codecs.send_response import SendResponseTemplate
+from trocket.codecs.send_response import SendResponseTemplate, encode_send_ok
 from trocket.codecs.names import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -101,7 +101,7 @@ from trocket.codecs.names import (
 )
 from trocket.codecs.errors import CustomHeaderError, InvalidNameError
 from trocket.codecs.headers.fast import SendFields, decode_send_fields
-from trocket.remoting import Connection
+from trocket.remoting import Connection, RemotingSendRequestError
 
 from ..store import (
     BatchInner,
@@ -215,6 +215,8 @@ class SendProcessor:
             self.transfer.add_pass_listener(self._write_replicated)
         #: comparison only: each send awaits the slave in one serial task (pre-4.7 design)
         self.blocking_replication = bool(ctx.config.replication_blocking_send)
+        #: whether _send_one may write a SUCCESS answer itself (see _answer_now)
+        self._answers_itself = not self.blocking_replication
         self._serial = trio.Lock()
         # counters for GET_BROKER_RUNTIME_INFO
         self.put_messages = 0
@@ -550,7 +552,10 @@ class SendProcessor:
             result.queue_id = queue_id  # Java answers the requested queue, not the schedule one
         if wait and (self.transfer is not None or self._sync_flush):
             return self._after_put(result, wait)
-        return self._ok(result)  # ASYNC_FLUSH, no slave to wait for: answered now
+        # ASYNC_FLUSH, no slave to wait for: answered now
+        if self._answers_itself and self._created is None and self._answer_now(conn, request, result):
+            return None
+        return self._ok(result)
 
     # -- batch ---------------------------------------------------------------------------------
 
@@ -625,6 +630,28 @@ class SendProcessor:
         except UnicodeEncodeError:
             return self._illegal(_PROPS_NOT_UTF8)
         return props_bytes, "WAIT" not in props or _waits(props)
+
+    def _answer_now(self, conn: Connection, request: RemotingCommand, result: PutResult) -> bool:
+        """Write the SUCCESS answer to a stored message straight from the template's
+        bytes (:func:`~trocket.codecs.send_response.encode_send_ok`: no command made, no
+        generic answer path), when nothing else has to see it: no RPC hook on the
+        endpoint, a request that wants an answer. False (nothing written): answer the
+        usual way (also when the outbox has no room: that way waits for it)."""
+        if conn.endpoint.hooks or request.flag & RPC_ONEWAY or result.status is not _PUT_OK:
+            return False
+        frame = encode_send_ok(
+            _OK_TEMPLATE, request.serialize_type, request.opaque, result.msg_id, result.queue_id, result.queue_offset
+        )
+        if frame is None:
+            return False
+        try:
+            if not conn.send_frame_nowait(frame):
+                return False
+        except RemotingSendRequestError:
+            pass  # the connection is closing: the answer is dropped, as Connection.answer drops it
+        self.put_messages += 1
+        self.put_bytes += result.wrote_bytes
+        return True
 
     def _illegal(self, detail: str) -> RemotingCommand:
         self.put_failures += 1

@@ -25,6 +25,7 @@ from trocket.codecs.header_json import encode_json_header
 from trocket.codecs import frame  # noqa: F401  (registers the FrameDecoder twin)
 from trocket.codecs.headers import fast  # noqa: F401  (registers the send header twins)
 from trocket.codecs.message import properties, record  # noqa: F401  (registers theirs)
+from trocket.codecs import send_response  # noqa: F401  (registers encode_send_ok)
 from trocket.codecs.errors import CustomHeaderError
 from trocket.codecs.serialize import encode_command
 
@@ -40,6 +41,7 @@ NAMES = (
     "decode_send_fields",
     "encode_record_into",
     "place_record",
+    "encode_send_ok",
     "get_property",
     "decode_properties",
 )
@@ -81,6 +83,7 @@ def test_the_switch_is_wired():
         "decode_send_fields": fast.decode_send_fields,
         "encode_record_into": record.encode_record_into,
         "place_record": record.place_record,
+        "encode_send_ok": send_response.encode_send_ok,
         "get_property": properties.get_property,
         "decode_properties": properties.decode_properties,
     }
