@@ -23,6 +23,7 @@ from libc.string cimport memcmp, memcpy
 
 cdef extern from "Python.h":
     long long PyLong_AsLongLongAndOverflow(object o, int* overflow) except? -1
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
     dict _PyDict_NewPresized(Py_ssize_t minused)
     bint PyUnicode_IS_ASCII(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
@@ -35,7 +36,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 4
+ABI = 5
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -51,6 +52,7 @@ cdef object _py_encode_record_batch = None
 cdef object _py_decode_send_fields = None
 cdef object _py_place_record = None
 cdef object _py_encode_send_ok = None
+cdef object _py_offset_msg_id = None
 
 
 def set_pure(str name, fn):
@@ -59,7 +61,7 @@ def set_pure(str name, fn):
     global _py_FrameDecoder, _sniff_foreign_protocol
     global _py_decode_send_message, _py_decode_send_message_v2, _py_encode_record_into, _py_get_property
     global _py_decode_properties, _py_encode_record_batch, _py_decode_send_fields, _py_place_record
-    global _py_encode_send_ok
+    global _py_encode_send_ok, _py_offset_msg_id
     if name == "FrameDecoder":
         _py_FrameDecoder = fn
         from trocket.codecs.frame import sniff_foreign_protocol
@@ -88,6 +90,8 @@ def set_pure(str name, fn):
         _py_place_record = fn
     elif name == "encode_send_ok":
         _py_encode_send_ok = fn
+    elif name == "offset_msg_id":
+        _py_offset_msg_id = fn
     else:
         raise KeyError(name)
 
@@ -1357,6 +1361,31 @@ def encode_send_ok(template, serialize_type, opaque, msg_id, queue_id, queue_off
         _put_bytes(w, <bytes>parts[3])
         return out
     return _py_encode_send_ok(template, serialize_type, opaque, msg_id, queue_id, queue_offset)
+
+
+cdef const char* _HEX_UPPER = b"0123456789ABCDEF"
+
+
+def offset_msg_id(host_hex, offset):
+    """Twin of :func:`trocket.codecs.message.msgid.offset_msg_id`: an ASCII str host
+    part and an offset in 0..2**63-1; anything else to the pure function."""
+    cdef long long v
+    cdef int overflow = 0
+    cdef Py_ssize_t n, i
+    cdef unsigned char* w
+    if type(host_hex) is not str or type(offset) is not int or not PyUnicode_IS_ASCII(host_hex):
+        return _py_offset_msg_id(host_hex, offset)
+    v = PyLong_AsLongLongAndOverflow(offset, &overflow)
+    if overflow != 0 or v < 0:
+        return _py_offset_msg_id(host_hex, offset)
+    n = PyUnicode_GET_LENGTH(host_hex)
+    out = PyUnicode_New(n + 16, 127)
+    w = <unsigned char*>PyUnicode_1BYTE_DATA(out)
+    memcpy(w, PyUnicode_1BYTE_DATA(host_hex), n)
+    for i in range(n + 15, n - 1, -1):
+        w[i] = _HEX_UPPER[v & 15]
+        v >>= 4
+    return out
 
 
 # -- properties -----------------------------------------------------------------------

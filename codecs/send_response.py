@@ -26,7 +26,6 @@ from collections.abc import Mapping
 
 import attrs
 
-from .accel import accelerated
 from .command import LanguageCode, RemotingCommand, SerializeType
 from .header_binary import _encode_ext
 from .header_json import fastjson_quote
@@ -176,7 +175,6 @@ class SendResponseTemplate:
         return cmd
 
 
-@accelerated
 def encode_send_ok(
     template: SendResponseTemplate, serialize_type: int, opaque: int, msg_id: str, queue_id: int, queue_offset: int
 ) -> bytes | None:
@@ -244,3 +242,8 @@ class SendResponseCommand(RemotingCommand):
             self.serialize_type, self.code, self.opaque, msg_id, queue_id, queue_offset,
             flag=self.flag, version=self.version, language=self.language,
         )
+
+
+from .accel import accelerated  # noqa: E402
+
+encode_send_ok = accelerated(encode_send_ok)

@@ -464,7 +464,8 @@ class SendProcessor:
                     f"topic[{topic}] not exist, apply first please!{suggest_todo(APPLY_TOPIC_URL)}",
                 ), None
         queue_id = header.queueId
-        if queue_id >= max(tc.write_queue_nums, tc.read_queue_nums):
+        # queue_id >= max(write, read), without max()'s argument parsing
+        if queue_id >= tc.write_queue_nums and queue_id >= tc.read_queue_nums:
             return reply(
                 ResponseCode.SYSTEM_ERROR,
                 f"request queueId[{queue_id}] is illegal, {topic_config_string(tc)} Producer: {conn.remote_address}",
