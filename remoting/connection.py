@@ -22,6 +22,13 @@ socket is closed. Per-connection failure logs go through the endpoint's
 
 Every answer goes out through :meth:`Connection.answer` (opaque, response flag and
 serialization from the request, the RPC hooks' after-response, encode, send).
+(A processor may instead queue an answer it encoded itself with :meth:`send_frame_nowait`
+when no RPC hook is registered: nothing then has to see a command; the broker's send
+processor does so for its SUCCESS answers.)
+
+After a read that left the socket empty the reader asks it (``FIONREAD``) whether the
+peer's next requests arrived meanwhile and reads them at once if so: waiting for them
+costs a pass through trio's run loop even when they are already there.
 """
 
 from __future__ import annotations

@@ -21,7 +21,12 @@ RocketMQ 4.9's ``SendMessageProcessor`` + ``AbstractSendMessageProcessor.msgChec
 5. SUCCESS with a ``SendMessageResponseHeader`` -- ``msgId`` (the offset message id;
    comma-joined for a batch), ``queueId``, ``queueOffset`` (the first one for a batch)
    -- plus ``MSG_REGION`` and ``TRACE_ON``, in declaration order (the bytes the real
-   clients are tested with; a Java broker writes HashMap order).
+   clients are tested with; a Java broker writes HashMap order). Answered at once
+   (ASYNC_FLUSH, or the producer does not wait) with no RPC hook on the endpoint, the
+   processor writes that answer's frame itself (``_answer_now``:
+   :func:`~trocket.codecs.send_response.encode_send_ok`, no command made), queued on
+   the connection in arrival order like any other; otherwise it is a command that
+   ``Connection.answer`` finishes (the hooks see it).
 
 Delayed messages: a single send whose properties carry ``DELAY`` (a level above 0) is
 stored on ``SCHEDULE_TOPIC_XXXX`` by the broker's schedule service
