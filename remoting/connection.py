@@ -75,6 +75,7 @@ _write = os.write
 _readv = os.readv
 _wait_readable = trio.lowlevel.wait_readable
 _checkpoint = trio.lowlevel.checkpoint
+_checkpoint_if_cancelled = trio.lowlevel.checkpoint_if_cancelled
 _ioctl = fcntl.ioctl
 _FIONREAD = termios.FIONREAD
 #: reads in a row a reader makes without passing through trio's run loop (data that
@@ -734,6 +735,9 @@ class Connection:
                             # already there (FIONREAD: no EAGAIN exception when it is not).
                             _ioctl(fd, _FIONREAD, inq)
                             if inq[0]:
+                                # still a cancellation point: a processor that closed the
+                                # connection (or stop_reading) ends the reader here, unread
+                                await _checkpoint_if_cancelled()
                                 unyielded += 1
                             else:
                                 await _wait_readable(fd)
