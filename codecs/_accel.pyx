@@ -22,6 +22,8 @@ from cpython.ref cimport Py_INCREF, Py_XDECREF
 from libc.string cimport memcmp, memcpy
 
 cdef extern from "Python.h":
+    long long PyLong_AsLongLongAndOverflow(object o, int* overflow) except? -1
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
     dict _PyDict_NewPresized(Py_ssize_t minused)
     bint PyUnicode_IS_ASCII(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
@@ -34,7 +36,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 4
+ABI = 6
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -50,6 +52,8 @@ cdef object _py_encode_record_batch = None
 cdef object _py_decode_send_fields = None
 cdef object _py_place_record = None
 cdef object _py_dispatch_fields = None
+cdef object _py_encode_send_ok = None
+cdef object _py_offset_msg_id = None
 
 
 def set_pure(str name, fn):
@@ -59,6 +63,7 @@ def set_pure(str name, fn):
     global _py_decode_send_message, _py_decode_send_message_v2, _py_encode_record_into, _py_get_property
     global _py_decode_properties, _py_encode_record_batch, _py_decode_send_fields, _py_place_record
     global _py_dispatch_fields
+    global _py_encode_send_ok, _py_offset_msg_id
     if name == "FrameDecoder":
         _py_FrameDecoder = fn
         from trocket.codecs.frame import sniff_foreign_protocol
@@ -87,6 +92,10 @@ def set_pure(str name, fn):
         _py_place_record = fn
     elif name == "dispatch_fields":
         _py_dispatch_fields = fn
+    elif name == "encode_send_ok":
+        _py_encode_send_ok = fn
+    elif name == "offset_msg_id":
+        _py_offset_msg_id = fn
     else:
         raise KeyError(name)
 
@@ -1296,6 +1305,152 @@ def dispatch_fields(buf, offset=0, *, check_crc=False):
         return (total, topic, _i32(p + 12), _i64(p + 20), _i64(p + 28), sys_flag, _i64(p + 48 + born), props)
     finally:
         PyBuffer_Release(&b)
+# -- a send's SUCCESS answer ----------------------------------------------------------
+
+
+cdef inline Py_ssize_t _decimal(unsigned long long v, unsigned char* end) noexcept:
+    """Write ``v`` in decimal so that it ends just before ``end``; returns its length."""
+    cdef Py_ssize_t n = 0
+    while True:
+        n += 1
+        end[-n] = <unsigned char>(48 + v % 10)
+        v //= 10
+        if v == 0:
+            return n
+
+
+cdef inline unsigned char* _put_bytes(unsigned char* w, bytes b) noexcept:
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(b)
+    memcpy(w, PyBytes_AS_STRING(b), n)
+    return w + n
+
+
+def encode_send_ok(template, serialize_type, opaque, msg_id, queue_id, queue_offset):
+    """Twin of :func:`trocket.codecs.send_response.encode_send_ok`: int values, a
+    non-negative queue id and offset, an opaque in int32, an ASCII message id of the
+    plain characters; anything else to the pure function."""
+    cdef long long op, qid, qoff
+    cdef int stype, overflow = 0
+    cdef Py_ssize_t m_len, q_len, o_len, op_len, hlen, ext_len, i
+    cdef const unsigned char* m
+    cdef unsigned char c
+    cdef unsigned char digits[64]
+    cdef unsigned char* q_end = digits + 20
+    cdef unsigned char* o_end = digits + 40
+    cdef unsigned char* op_end = digits + 60
+    cdef tuple parts
+    cdef bytes out
+    cdef unsigned char* w
+    if (type(opaque) is not int or type(queue_id) is not int or type(queue_offset) is not int
+            or type(msg_id) is not str or not PyUnicode_IS_ASCII(msg_id)):
+        return _py_encode_send_ok(template, serialize_type, opaque, msg_id, queue_id, queue_offset)
+    op = PyLong_AsLongLongAndOverflow(opaque, &overflow)
+    if overflow == 0:
+        qid = PyLong_AsLongLongAndOverflow(queue_id, &overflow)
+    if overflow == 0:
+        qoff = PyLong_AsLongLongAndOverflow(queue_offset, &overflow)
+    if overflow != 0 or qid < 0 or qoff < 0 or op < 0 or op > 2147483647:
+        return _py_encode_send_ok(template, serialize_type, opaque, msg_id, queue_id, queue_offset)
+    try:
+        stype = serialize_type
+    except (TypeError, OverflowError):
+        return _py_encode_send_ok(template, serialize_type, opaque, msg_id, queue_id, queue_offset)
+    parts = getattr(template, "ok_parts", None)
+    if parts is None or len(parts) != 5:
+        return _py_encode_send_ok(template, serialize_type, opaque, msg_id, queue_id, queue_offset)
+    m = PyUnicode_1BYTE_DATA(msg_id)
+    m_len = PyUnicode_GET_LENGTH(msg_id)
+    for i in range(m_len):  # the template's plain characters: [0-9A-Za-z,-]
+        c = m[i]
+        if not (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c == 44 or c == 45):
+            return _py_encode_send_ok(template, serialize_type, opaque, msg_id, queue_id, queue_offset)
+    q_len = _decimal(<unsigned long long>qid, q_end)
+    o_len = _decimal(<unsigned long long>qoff, o_end)
+    if stype == 0:  # JSON
+        op_len = _decimal(<unsigned long long>op, op_end)
+        hlen = (PyBytes_GET_SIZE(<bytes>parts[0]) + m_len + 13 + q_len + 17 + o_len
+                + PyBytes_GET_SIZE(<bytes>parts[1]) + op_len + PyBytes_GET_SIZE(<bytes>parts[2]))
+        if hlen > 0xFFFFFF:
+            return _py_encode_send_ok(template, serialize_type, opaque, msg_id, queue_id, queue_offset)
+        out = PyBytes_FromStringAndSize(NULL, 8 + hlen)
+        w = <unsigned char*>PyBytes_AS_STRING(out)
+        _put32(w, 4 + hlen)
+        _put32(w + 4, hlen)
+        w = _put_bytes(w + 8, <bytes>parts[0])
+        memcpy(w, m, m_len)
+        w += m_len
+        memcpy(w, b'","queueId":"', 13)
+        w += 13
+        memcpy(w, q_end - q_len, q_len)
+        w += q_len
+        memcpy(w, b'","queueOffset":"', 17)
+        w += 17
+        memcpy(w, o_end - o_len, o_len)
+        w += o_len
+        w = _put_bytes(w, <bytes>parts[1])
+        memcpy(w, op_end - op_len, op_len)
+        w += op_len
+        _put_bytes(w, <bytes>parts[2])
+        return out
+    if stype == 1:  # ROCKETMQ
+        ext_len = <Py_ssize_t>(<long long>parts[4]) + m_len + q_len + o_len
+        hlen = 21 + ext_len
+        if hlen > 0xFFFFFF:
+            return _py_encode_send_ok(template, serialize_type, opaque, msg_id, queue_id, queue_offset)
+        out = PyBytes_FromStringAndSize(NULL, 8 + hlen)
+        w = <unsigned char*>PyBytes_AS_STRING(out)
+        _put32(w, 4 + hlen)
+        _put32(w + 4, 0x1000000 | hlen)
+        w[8] = 0  # code 0 (i16), language JAVA (u8), version 0 (i16)
+        w[9] = 0
+        w[10] = 0
+        w[11] = 0
+        w[12] = 0
+        _put32(w + 13, op)
+        _put32(w + 17, 1)  # flag: RPC_RESPONSE
+        _put32(w + 21, 0)  # no remark
+        _put32(w + 25, ext_len)
+        w += 29
+        memcpy(w, b"\x00\x05msgId", 7)
+        _put32(w + 7, m_len)
+        memcpy(w + 11, m, m_len)
+        w += 11 + m_len
+        memcpy(w, b"\x00\x07queueId", 9)
+        _put32(w + 9, q_len)
+        memcpy(w + 13, q_end - q_len, q_len)
+        w += 13 + q_len
+        memcpy(w, b"\x00\x0bqueueOffset", 13)
+        _put32(w + 13, o_len)
+        memcpy(w + 17, o_end - o_len, o_len)
+        w += 17 + o_len
+        _put_bytes(w, <bytes>parts[3])
+        return out
+    return _py_encode_send_ok(template, serialize_type, opaque, msg_id, queue_id, queue_offset)
+
+
+cdef const char* _HEX_UPPER = b"0123456789ABCDEF"
+
+
+def offset_msg_id(host_hex, offset):
+    """Twin of :func:`trocket.codecs.message.msgid.offset_msg_id`: an ASCII str host
+    part and an offset in 0..2**63-1; anything else to the pure function."""
+    cdef long long v
+    cdef int overflow = 0
+    cdef Py_ssize_t n, i
+    cdef unsigned char* w
+    if type(host_hex) is not str or type(offset) is not int or not PyUnicode_IS_ASCII(host_hex):
+        return _py_offset_msg_id(host_hex, offset)
+    v = PyLong_AsLongLongAndOverflow(offset, &overflow)
+    if overflow != 0 or v < 0:
+        return _py_offset_msg_id(host_hex, offset)
+    n = PyUnicode_GET_LENGTH(host_hex)
+    out = PyUnicode_New(n + 16, 127)
+    w = <unsigned char*>PyUnicode_1BYTE_DATA(out)
+    memcpy(w, PyUnicode_1BYTE_DATA(host_hex), n)
+    for i in range(n + 15, n - 1, -1):
+        w[i] = _HEX_UPPER[v & 15]
+        v >>= 4
+    return out
 
 
 # -- properties -----------------------------------------------------------------------

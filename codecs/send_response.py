@@ -30,7 +30,7 @@ from .command import LanguageCode, RemotingCommand, SerializeType
 from .header_binary import _encode_ext
 from .header_json import fastjson_quote
 
-__all__ = ["SendResponseCommand", "SendResponseTemplate"]
+__all__ = ["SendResponseCommand", "SendResponseTemplate", "encode_send_ok"]
 
 _new = object.__new__
 _JSON = SerializeType.JSON
@@ -52,7 +52,7 @@ class SendResponseTemplate:
     """The frames of send answers with ``extra`` (constant ext fields after the
     response header's three, e.g. ``MSG_REGION``/``TRACE_ON``), both serializations."""
 
-    __slots__ = ("extra", "keys", "tail_values", "_json_tail", "_json_parts", "_bin_tail", "_bin_ext_const")
+    __slots__ = ("extra", "keys", "tail_values", "_json_tail", "_json_parts", "_bin_tail", "_bin_ext_const", "ok_parts")
 
     def __init__(self, extra: Mapping[str, str]) -> None:
         for key in extra:
@@ -68,6 +68,14 @@ class SendResponseTemplate:
         self._bin_tail = _encode_ext(self.extra) if self.extra else b""
         # the ext block minus the three values: their key prefixes and length fields
         self._bin_ext_const = sum(2 + len(k) + 4 for k in _KEYS) + len(self._bin_tail)
+        # SUCCESS as the send processor answers it (flag RPC_RESPONSE, JAVA, version 0),
+        # for :func:`encode_send_ok`'s compiled twin: the JSON text around the values
+        # (before the msgId, after the queue offset, after the opaque), the binary ext tail
+        # and the binary ext block's constant length
+        head, mid, tail = self._json_text(0, 1, _JAVA, 0)
+        self.ok_parts = (
+            head.encode(), mid.encode(), tail.encode(), self._bin_tail, self._bin_ext_const,
+        )
 
     def _json_text(self, code: int, flag: int, language: LanguageCode, version: int) -> tuple[str, str, str]:
         """The JSON header's text before the msgId, between the queue offset and the
@@ -167,6 +175,28 @@ class SendResponseTemplate:
         return cmd
 
 
+def encode_send_ok(
+    template: SendResponseTemplate, serialize_type: int, opaque: int, msg_id: str, queue_id: int, queue_offset: int
+) -> bytes | None:
+    """The frame of a send's SUCCESS answer to a request of ``serialize_type`` and
+    ``opaque``: the bytes :func:`.serialize.encode_command` writes for
+    ``template.command(0, msg_id, queue_id, queue_offset)`` once remoting has tied it to
+    that request (opaque, response flag, serialization), with no command made. None
+    when the values are off the template's shape (the caller answers the usual way).
+    For a processor that answers a request itself, when no RPC hook has to see the
+    command; ``msg_id`` must need no JSON escaping (checked)."""
+    if (
+        opaque.__class__ is not int or queue_id.__class__ is not int or queue_offset.__class__ is not int
+        or msg_id.__class__ is not str
+    ):
+        return None
+    q = str(queue_id)
+    o = str(queue_offset)
+    if not _PLAIN(msg_id):
+        return None
+    return template._fill(serialize_type, 0, opaque, msg_id, q, o, 1, 0, _JAVA)
+
+
 @attrs.define(slots=True, eq=True, repr=True)
 class SendResponseCommand(RemotingCommand):
     """A send's answer that encodes itself from its :class:`SendResponseTemplate` while
@@ -212,3 +242,8 @@ class SendResponseCommand(RemotingCommand):
             self.serialize_type, self.code, self.opaque, msg_id, queue_id, queue_offset,
             flag=self.flag, version=self.version, language=self.language,
         )
+
+
+from .accel import accelerated  # noqa: E402
+
+encode_send_ok = accelerated(encode_send_ok)

@@ -21,7 +21,12 @@ RocketMQ 4.9's ``SendMessageProcessor`` + ``AbstractSendMessageProcessor.msgChec
 5. SUCCESS with a ``SendMessageResponseHeader`` -- ``msgId`` (the offset message id;
    comma-joined for a batch), ``queueId``, ``queueOffset`` (the first one for a batch)
    -- plus ``MSG_REGION`` and ``TRACE_ON``, in declaration order (the bytes the real
-   clients are tested with; a Java broker writes HashMap order).
+   clients are tested with; a Java broker writes HashMap order). Answered at once
+   (ASYNC_FLUSH, or the producer does not wait) with no RPC hook on the endpoint, the
+   processor encodes that answer's frame itself (``_answer_now``:
+   :func:`~trocket.codecs.send_response.encode_send_ok`, no command made) and queues
+   it with ``Connection.answer_frame_nowait``, in arrival order like any other;
+   otherwise it is a command that ``Connection.answer`` finishes (the hooks see it).
 
 Delayed messages: a single send whose properties carry ``DELAY`` (a level above 0) is
 stored on ``SCHEDULE_TOPIC_XXXX`` by the broker's schedule service
@@ -92,7 +97,7 @@ from trocket.codecs.message.sysflag import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
 )
-from trocket.codecs.send_response import SendResponseTemplate
+from trocket.codecs.send_response import SendResponseTemplate, encode_send_ok
 from trocket.codecs.names import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -215,6 +220,8 @@ class SendProcessor:
             self.transfer.add_pass_listener(self._write_replicated)
         #: comparison only: each send awaits the slave in one serial task (pre-4.7 design)
         self.blocking_replication = bool(ctx.config.replication_blocking_send)
+        #: whether _send_one may write a SUCCESS answer itself (see _answer_now)
+        self._answers_itself = not self.blocking_replication
         self._serial = trio.Lock()
         # counters for GET_BROKER_RUNTIME_INFO
         self.put_messages = 0
@@ -462,7 +469,8 @@ class SendProcessor:
                     f"topic[{topic}] not exist, apply first please!{suggest_todo(APPLY_TOPIC_URL)}",
                 ), None
         queue_id = header.queueId
-        if queue_id >= max(tc.write_queue_nums, tc.read_queue_nums):
+        # queue_id >= max(write, read), without max()'s argument parsing
+        if queue_id >= tc.write_queue_nums and queue_id >= tc.read_queue_nums:
             return reply(
                 ResponseCode.SYSTEM_ERROR,
                 f"request queueId[{queue_id}] is illegal, {topic_config_string(tc)} Producer: {conn.remote_address}",
@@ -550,7 +558,10 @@ class SendProcessor:
             result.queue_id = queue_id  # Java answers the requested queue, not the schedule one
         if wait and (self.transfer is not None or self._sync_flush):
             return self._after_put(result, wait)
-        return self._ok(result)  # ASYNC_FLUSH, no slave to wait for: answered now
+        # ASYNC_FLUSH, no slave to wait for: answered now
+        if self._answers_itself and self._created is None and self._answer_now(conn, request, result):
+            return None
+        return self._ok(result)
 
     # -- batch ---------------------------------------------------------------------------------
 
@@ -625,6 +636,23 @@ class SendProcessor:
         except UnicodeEncodeError:
             return self._illegal(_PROPS_NOT_UTF8)
         return props_bytes, "WAIT" not in props or _waits(props)
+
+    def _answer_now(self, conn: Connection, request: RemotingCommand, result: PutResult) -> bool:
+        """Answer a stored message's SUCCESS straight from the template's bytes
+        (:func:`~trocket.codecs.send_response.encode_send_ok`: no command made, no
+        generic answer path) through :meth:`Connection.answer_frame_nowait`. False
+        (nothing sent): answer the usual way -- RPC hooks must see a command, a oneway
+        send, a full outbox (that way waits for room), values off the template."""
+        if result.status is not _PUT_OK:
+            return False
+        frame = encode_send_ok(
+            _OK_TEMPLATE, request.serialize_type, request.opaque, result.msg_id, result.queue_id, result.queue_offset
+        )
+        if frame is None or not conn.answer_frame_nowait(request, frame):
+            return False
+        self.put_messages += 1
+        self.put_bytes += result.wrote_bytes
+        return True
 
     def _illegal(self, detail: str) -> RemotingCommand:
         self.put_failures += 1

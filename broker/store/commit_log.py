@@ -31,6 +31,7 @@ import attrs
 from trocket.codecs.errors import MessageDecodeError, MessageEncodeError
 from trocket.codecs.message.batch import iter_batch_entries
 from trocket.codecs.message.hosts import HostAddress
+from trocket.codecs.message.msgid import offset_msg_id
 from trocket.codecs.message.properties import (
     MAX_PROPERTIES_LENGTH,
     PROPERTY_DELAY_TIME_LEVEL,
@@ -431,7 +432,7 @@ class CommitLog:
         result.store_host = host
         result.msg_count = 1
         result.record_sizes = None
-        result._msg_id = self._msg_id_prefix + "%016X" % phys
+        result._msg_id = offset_msg_id(self._msg_id_prefix, phys)
         return result
 
     def _schedule_delay(self, msg: MessageInner) -> int | None:

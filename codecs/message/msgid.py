@@ -91,6 +91,13 @@ def encode_offset_msg_id(ip: str, port: int, offset: int) -> str:
     return (ip_to_bytes(ip) + tail).hex().upper()
 
 
+def offset_msg_id(host_hex: str, offset: int) -> str:
+    """The offset id of ``offset`` from its host part: the first 16 (IPv4) or 40 (IPv6)
+    hex digits of :func:`encode_offset_msg_id`, made once per store host. (The commit
+    log's per-put id: a compiled twin, the ``%``-format alone costs ~2k instructions.)"""
+    return host_hex + "%016X" % offset
+
+
 def offset_msg_id_from_host_bytes(host: bytes | bytearray | memoryview, offset: int) -> str:
     """Offset id from the raw 8- or 20-byte STOREHOST field of a record (no IP parsing)."""
     return (bytes(host) + offset.to_bytes(8, "big", signed=True)).hex().upper()
@@ -196,3 +203,8 @@ class UniqueIdGenerator:
         counter = self.counter
         self.counter = (counter + 1) & 0xFFFFFFFF
         return "%s%08X%04X" % (self.prefix, diff & 0xFFFFFFFF, counter & 0xFFFF)
+
+
+from ..accel import accelerated  # noqa: E402
+
+offset_msg_id = accelerated(offset_msg_id)

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trocket.codecs import accel
@@ -25,6 +25,8 @@ from trocket.codecs.header_json import encode_json_header
 from trocket.codecs import frame  # noqa: F401  (registers the FrameDecoder twin)
 from trocket.codecs.headers import fast  # noqa: F401  (registers the send header twins)
 from trocket.codecs.message import properties, record  # noqa: F401  (registers theirs)
+from trocket.codecs import send_response  # noqa: F401  (registers encode_send_ok)
+from trocket.codecs.message import msgid  # noqa: F401  (registers offset_msg_id)
 from trocket.codecs.errors import CustomHeaderError, MessageDecodeError
 from trocket.codecs.serialize import encode_command
 
@@ -41,6 +43,8 @@ NAMES = (
     "encode_record_into",
     "place_record",
     "dispatch_fields",
+    "encode_send_ok",
+    "offset_msg_id",
     "get_property",
     "decode_properties",
 )
@@ -83,6 +87,8 @@ def test_the_switch_is_wired():
         "encode_record_into": record.encode_record_into,
         "place_record": record.place_record,
         "dispatch_fields": record.dispatch_fields,
+        "encode_send_ok": send_response.encode_send_ok,
+        "offset_msg_id": msgid.offset_msg_id,
         "get_property": properties.get_property,
         "decode_properties": properties.decode_properties,
     }
@@ -610,3 +616,27 @@ def test_json_header_keys_differential(header):
     """The compiled decoder matches the header's own keys on their bytes: the same outcome
     as the pure decoder for keys that are escaped, non-ASCII, repeated or near misses."""
     same("decode_json_header", header)
+
+
+# -- offset_msg_id (the commit log's per-put message id) -----------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    host=st.one_of(st.sampled_from(["7F00000100002A9F", "", "0" * 40]), st.text(max_size=20)),
+    offset=st.one_of(st.integers(0, 2**63 - 1), st.integers(-(2**70), 2**70)),
+)
+def test_offset_msg_id_differential(host, offset):
+    """Both paths: the host part then the offset in 16 upper hex digits (the pure
+    ``%016X``'s text for what the twin hands over: negative or wider offsets)."""
+    pure = accel.pure("offset_msg_id")
+    expected = pure(host, offset)
+    assert expected == host + "%016X" % offset
+    if accel.ACTIVE:
+        assert _accel.offset_msg_id(host, offset) == expected
+
+
+@pytest.mark.parametrize("ip,port,offset", [("127.0.0.1", 10911, 3), ("10.0.0.7", 1, 2**63 - 1), ("::1", 65535, 0)])
+def test_offset_msg_id_is_the_encoded_id(impl, ip, port, offset):
+    host = msgid.encode_offset_msg_id(ip, port, 0)[:-16]
+    assert impl.offset_msg_id(host, offset) == msgid.encode_offset_msg_id(ip, port, offset)

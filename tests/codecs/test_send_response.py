@@ -168,3 +168,73 @@ def test_unusual_message_ids(stype, msg_id):
 def test_template_rejects_the_headers_own_keys():
     with pytest.raises(ValueError):
         SendResponseTemplate({"msgId": "x"})
+
+
+# -- encode_send_ok: the answer's frame with no command (the send processor's own) --------
+
+from trocket.codecs import accel  # noqa: E402
+from trocket.codecs.send_response import encode_send_ok  # noqa: E402
+
+
+@pytest.fixture(params=["pure", "accel"], scope="module")
+def send_ok(request):
+    if request.param == "accel":
+        if not accel.ACTIVE:
+            pytest.skip(f"accelerator off: {accel.REASON}")
+        from trocket.codecs import _accel
+
+        return _accel.encode_send_ok
+    return accel.pure("encode_send_ok")
+
+
+def test_encode_send_ok_is_the_active_twin():
+    if accel.ACTIVE:
+        from trocket.codecs import _accel
+
+        assert encode_send_ok is _accel.encode_send_ok
+    else:
+        assert encode_send_ok is accel.pure("encode_send_ok")
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    stype=st.sampled_from(TYPES),
+    opaque=st.one_of(st.integers(-(2**31), 2**31 - 1), st.integers(-(2**70), 2**70)),
+    msg_id=st.one_of(
+        st.text(st.sampled_from("0123456789ABCDEF,"), max_size=100),
+        st.text(st.characters(codec="utf-8"), max_size=12),
+    ),
+    queue_id=st.one_of(st.integers(-(2**31), 2**31 - 1), st.integers(-(2**70), 2**70)),
+    queue_offset=st.one_of(st.integers(-(2**63), 2**63 - 1), st.integers(-(2**70), 2**70)),
+    extra=st.sampled_from([OK_EXT, {}, {"k\u00e9y": 'v"\\'}]),
+)
+def test_encode_send_ok_is_the_commands_frame(send_ok, stype, opaque, msg_id, queue_id, queue_offset, extra):
+    """The bytes are those of the answered command (the template's, so the generic
+    encoder's); None (the caller answers with the command) for a message id of other
+    characters than a store's (ASCII alphanumerics, commas, dashes) or values the binary
+    header cannot hold -- never for a store's id with a real opaque, queue id and offset."""
+    template = SendResponseTemplate(extra)
+    frame = send_ok(template, stype, opaque, msg_id, queue_id, queue_offset)
+    assert frame == accel.pure("encode_send_ok")(template, stype, opaque, msg_id, queue_id, queue_offset)
+    cmd = answered(template, stype, 0, opaque, msg_id, queue_id, queue_offset)
+    if frame is not None:
+        assert frame == encode_command(cmd) == generic(cmd)
+    store_like = set(msg_id) <= set("0123456789ABCDEF,") and 0 <= opaque < 2**31 and 0 <= queue_id < 2**31
+    if store_like and 0 <= queue_offset < 2**63:
+        assert frame is not None
+
+
+@pytest.mark.parametrize("stype", TYPES)
+@pytest.mark.parametrize(
+    "args",
+    [
+        (5, 1.5, 1, 2), (5, "AB", "1", 2), (5, "AB", 1, 2.0), ("5", "AB", 1, 2), (True, "AB", 1, 2),
+        (5, "A\"B", 1, 2), (5, "A B", 1, 2), (5, b"AB", 1, 2),
+    ],
+)
+def test_encode_send_ok_off_the_shape_is_none(send_ok, stype, args):
+    assert send_ok(SendResponseTemplate(OK_EXT), stype, *args) is None
+
+
+def test_encode_send_ok_other_serialize_type_is_none(send_ok):
+    assert send_ok(SendResponseTemplate(OK_EXT), 2, 5, "AB", 1, 2) is None

@@ -13,7 +13,7 @@ import struct
 
 import trio
 
-from trocket.codecs.command import RemotingCommand
+from trocket.codecs.command import RPC_RESPONSE, RemotingCommand
 from trocket.codecs.serialize import decode_command, encode_command
 from trocket.remoting import SysResponseCode
 
@@ -237,3 +237,33 @@ async def test_callers_woken_by_one_read_send_their_next_requests_in_one_write(m
     listener.close()
     assert len(marks) == 2
     assert marks[1] - marks[0] == 1  # the second round's 4 requests: one write
+
+
+async def test_a_processors_own_frame_goes_out_only_where_no_hook_must_see_a_command():
+    """``Connection.answer_frame_nowait``: a frame the processor encoded itself is the
+    answer when no RPC hook is registered; with one (it must see a command), or for a
+    oneway request, remoting takes nothing and the processor answers the usual way."""
+    taken: list[bool] = []
+
+    def own_frame(conn, req):
+        answer = RemotingCommand.response(0, body=b"own:" + req.body)
+        answer.opaque, answer.flag, answer.serialize_type = req.opaque, answer.flag | RPC_RESPONSE, req.serialize_type
+        ok = conn.answer_frame_nowait(req, encode_command(answer))
+        taken.append(ok)
+        if ok or req.is_oneway:
+            return None
+        return RemotingCommand.response(0, body=b"usual:" + req.body)
+
+    hook = Recorder()
+    for hooks in ([], [hook]):
+        taken.clear()
+        async with serving(hooks=hooks) as server, client_of() as client:
+            server.register_processor(INLINE, own_frame, inline=True)
+            answers = [await client.invoke_sync(server.address, request(INLINE, body=b"%d" % i)) for i in range(3)]
+            await client.invoke_oneway(server.address, request(INLINE, body=b"one"))
+            last = await client.invoke_sync(server.address, request(INLINE, body=b"last"))
+        kind = b"usual:" if hooks else b"own:"
+        assert [a.body for a in answers + [last]] == [kind + b for b in (b"0", b"1", b"2", b"last")]
+        assert taken == [not hooks] * 3 + [False, not hooks]
+    # the hook saw every answer the usual way, and the oneway request's None
+    assert [e[2] for e in hook.events[1::2]] == [0, 0, 0, None, 0]

@@ -1,0 +1,104 @@
+"""The reader reads what arrived while it handled the last read without waiting
+(``FIONREAD``; ``Connection._read_loop``), and still stops reading the moment its
+connection is closed or told to stop reading by a processor it ran: requests that came
+after are never dispatched (as when it waited for them, a cancellation point)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+import trio
+
+from trocket.codecs.command import RemotingCommand
+from trocket.codecs.serialize import encode_command
+
+from .conftest import serving
+
+STOP = 41
+AFTER = 42
+
+
+def _frame(code: int, opaque: int) -> bytes:
+    req = RemotingCommand.request(code, body=b"x")
+    req.opaque = opaque
+    return encode_command(req)
+
+
+@pytest.mark.parametrize("how", ["close", "stop_reading"])
+async def test_requests_after_a_close_by_the_processor_are_not_dispatched(how):
+    """The processor of request 1 holds the reader (a synchronous 0.2 s) while request 2
+    arrives, then closes the connection: request 2 is in the socket when the reader
+    looks, and must not run."""
+    seen: list[int] = []
+    arrived = threading.Event()
+
+    def stop(conn, req):
+        seen.append(req.opaque)
+        arrived.wait(5)  # request 2 is in the socket now
+        time.sleep(0.05)
+        conn.close() if how == "close" else conn.stop_reading()
+        return RemotingCommand.response(0)
+
+    def after(conn, req):
+        seen.append(req.opaque)
+        return RemotingCommand.response(0)
+
+    async with serving() as server:
+        server.register_processor(STOP, stop, inline=True)
+        server.register_processor(AFTER, after, inline=True)
+        host, port = server.address.rsplit(":", 1)
+
+        def peer() -> None:
+            with socket.create_connection((host, int(port)), timeout=5) as s:
+                s.sendall(_frame(STOP, 1))
+                time.sleep(0.1)  # the reader is inside request 1's processor
+                s.sendall(_frame(AFTER, 2))
+                arrived.set()
+                s.settimeout(5)
+                try:
+                    while s.recv(65536):
+                        pass
+                except OSError:
+                    pass
+
+        with trio.fail_after(10):
+            await trio.to_thread.run_sync(peer)
+    assert seen == [1]
+
+
+async def test_data_already_there_is_read_at_once():
+    """Pipelined requests that arrive while the reader is busy are all answered, in order."""
+    seen: list[int] = []
+    arrived = threading.Event()
+
+    def slow(conn, req):
+        seen.append(req.opaque)
+        if req.opaque == 1:
+            arrived.wait(5)
+        return RemotingCommand.response(0)
+
+    async with serving() as server:
+        server.register_processor(STOP, slow, inline=True)
+        host, port = server.address.rsplit(":", 1)
+
+        def peer() -> int:
+            with socket.create_connection((host, int(port)), timeout=5) as s:
+                s.sendall(_frame(STOP, 1))
+                time.sleep(0.05)
+                for i in range(2, 12):
+                    s.sendall(_frame(STOP, i))
+                arrived.set()
+                got = b""
+                while got.count(b'"code":0') < 11:
+                    data = s.recv(65536)
+                    if not data:
+                        break
+                    got += data
+                return got.count(b'"code":0')
+
+        with trio.fail_after(10):
+            assert await trio.to_thread.run_sync(peer) == 11
+    assert seen == list(range(1, 12))
