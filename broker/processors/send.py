@@ -343,6 +343,10 @@ class SendProcessor:
                 if conn not in corked:
                     corked[conn] = conn.cork()
                 try:
+                    # SUCCESS from the template's bytes, as an ASYNC_MASTER's answer
+                    if self._answer_now(conn, request, result):
+                        self.pending -= 1
+                        continue
                     outcome = conn.answer_soon(request, self._ok(result))
                 except Exception:  # one answer that fails must not lose the others
                     log.exception("answering a replicated send failed")
