@@ -121,6 +121,11 @@ _FIXED = {
     for born6 in (False, True)
     for store6 in (False, True)
 }
+#: positions in a ``_FIXED`` unpack: TOTALSIZE, MAGICCODE, BODYCRC, QUEUEID, FLAG,
+#: QUEUEOFFSET, PHYSICALOFFSET, SYSFLAG, BORNTIMESTAMP, born IP, born port,
+#: STORETIMESTAMP, store IP, store port, RECONSUMETIMES, PREPARED offset, BODYLENGTH
+(_F_TOTAL, _, _F_CRC, _F_QUEUE_ID, _, _F_QUEUE_OFFSET, _F_PHYSICAL, _F_SYS_FLAG, _, _,
+ _F_BORN_PORT, _F_STORE_TS, _, _F_STORE_PORT, _, _, _F_BODY_LEN) = range(17)
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _I16 = struct.Struct(">h")
@@ -409,7 +414,7 @@ def _walk(view: memoryview, offset: int, check_magic: bool) -> tuple[tuple, int,
         )
     fields = fixed.unpack_from(view, offset)
     body_pos = offset + fixed.size
-    body_len = fields[16]
+    body_len = fields[_F_BODY_LEN]
     if body_len < 0 or body_len > end - body_pos:
         raise MessageDecodeError(f"record at {offset}: body length {body_len} out of bounds")
     pos = body_pos + body_len
@@ -438,9 +443,10 @@ def _walk(view: memoryview, offset: int, check_magic: bool) -> tuple[tuple, int,
         raise MessageDecodeError(
             f"record at {offset}: properties length {props_len} disagrees with TOTALSIZE {total}"
         )
-    if not (0 <= fields[10] <= 0xFFFF and 0 <= fields[13] <= 0xFFFF):
+    born_port, store_port = fields[_F_BORN_PORT], fields[_F_STORE_PORT]
+    if not (0 <= born_port <= 0xFFFF and 0 <= store_port <= 0xFFFF):
         raise MessageDecodeError(
-            f"record at {offset}: port out of range (born {fields[10]}, store {fields[13]})"
+            f"record at {offset}: port out of range (born {born_port}, store {store_port})"
         )
     return fields, body_pos, topic, pos, end
 
@@ -536,12 +542,15 @@ def dispatch_fields(
     view = _as_bytes_view(buf)
     fields, body_pos, topic, props_pos, end = _walk(view, offset, True)
     if check_crc:
-        _check_crc(view, offset, fields[2], body_pos, fields[16])
+        _check_crc(view, offset, fields[_F_CRC], body_pos, fields[_F_BODY_LEN])
     try:
         props = str(view[props_pos:end], "utf-8")
     except UnicodeDecodeError as exc:
         raise MessageDecodeError(f"properties are not valid UTF-8: {exc.reason}") from None
-    return fields[0], topic, fields[3], fields[5], fields[6], fields[7], fields[11], props
+    return (
+        fields[_F_TOTAL], topic, fields[_F_QUEUE_ID], fields[_F_QUEUE_OFFSET], fields[_F_PHYSICAL],
+        fields[_F_SYS_FLAG], fields[_F_STORE_TS], props,
+    )
 
 
 def iter_records(
