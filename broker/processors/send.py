@@ -220,8 +220,6 @@ class SendProcessor:
             self.transfer.add_pass_listener(self._write_replicated)
         #: comparison only: each send awaits the slave in one serial task (pre-4.7 design)
         self.blocking_replication = bool(ctx.config.replication_blocking_send)
-        #: whether _send_one may write a SUCCESS answer itself (see _answer_now)
-        self._answers_itself = not self.blocking_replication
         self._serial = trio.Lock()
         # counters for GET_BROKER_RUNTIME_INFO
         self.put_messages = 0
@@ -563,7 +561,8 @@ class SendProcessor:
         if wait and (self.transfer is not None or self._sync_flush):
             return self._after_put(result, wait)
         # ASYNC_FLUSH, no slave to wait for: answered now
-        if self._answers_itself and self._created is None and self._answer_now(conn, request, result):
+        # (not in the blocking variant: its task answers what _process returns)
+        if not self.blocking_replication and self._created is None and self._answer_now(conn, request, result):
             return None
         return self._ok(result)
 
@@ -654,7 +653,7 @@ class SendProcessor:
         )
         if frame is None or not conn.answer_frame_nowait(request, frame):
             return False
-        self.put_messages += 1
+        self.put_messages += result.msg_count  # (a batch's, on a SYNC_MASTER)
         self.put_bytes += result.wrote_bytes
         return True
 

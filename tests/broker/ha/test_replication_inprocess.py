@@ -97,6 +97,27 @@ async def test_sync_master_replicates_and_slave_refuses(tmp_path):
                 assert slave.store.get_max_offset("SCHEDULE_TOPIC_XXXX", 0) == 1
 
 
+async def test_sync_master_counts_each_message_of_an_acknowledged_batch(tmp_path):
+    """Answers completed by the slave's acknowledgement go out from the send template;
+    GET_BROKER_RUNTIME_INFO's put counters still count a batch's messages, not its send."""
+    from trocket.codecs.message.batch import encode_batch
+    from trocket.codecs.message.message import Message
+
+    async with running_broker(tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0)) as master:
+        async with running_broker(tmp_path / "s", broker_role="SLAVE", namesrv_addrs=master.namesrv.address):
+            await wait_until(lambda: master.ha.transfer.connections == 1)
+            async with client() as c:
+                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"one", properties=Wire.props(tags="A")))
+                assert r.code == ResponseCode.SUCCESS, r
+                batch = encode_batch([Message(TOPIC, b"b%d" % i, 0, {"TAGS": "B"}) for i in range(3)])
+                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, batch, code=320, batch=True))
+                assert r.code == ResponseCode.SUCCESS, r
+                assert r.ext_fields["msgId"].count(",") == 2  # the batch's three ids
+                assert master.ha.transfer.completed == 2  # both answered by acknowledgements
+                assert master.send_processor.put_messages == 4
+                assert master.send_processor.put_bytes == master.store.max_phy_offset
+
+
 async def test_sync_master_without_slave_fails_fast(tmp_path):
     async with running_broker(tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0)) as master:
         async with client() as c:
