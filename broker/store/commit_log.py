@@ -164,11 +164,11 @@ def check_record(
     if magic != MESSAGE_MAGIC_CODE or total <= 0 or total > file_size - pos:
         return -1, None
     try:
-        fields = dispatch_fields(view[: pos + total], pos, check_crc=check_crc)
+        fields = dispatch_fields(view, pos, check_crc=check_crc)  # (it bounds the record by TOTALSIZE)
     except MessageDecodeError:
         return -1, None
     physical = mf.file_from_offset + pos
-    if fields[4] != physical:
+    if fields[4] != physical:  # its PHYSICALOFFSET
         return -1, None
     return total, _dispatch_request(fields, physical, delays_ms)
 
@@ -238,7 +238,7 @@ def _decode_records(data: memoryview, physical: int, delays_ms: tuple[int, ...])
         if magic == BLANK_MAGIC_CODE:
             break
         try:
-            fields = dispatch_fields(data[: pos + total], pos)
+            fields = dispatch_fields(data, pos)
         except MessageDecodeError as exc:
             raise ReplicaDataError(f"the record at {physical + pos} does not decode: {exc}") from None
         out.append(_dispatch_request(fields, physical + pos, delays_ms))
