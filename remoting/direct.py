@@ -76,4 +76,4 @@ class DirectSocket:
         usual case, no checkpoint); the rest through ``send_all``, which waits for room."""
         rest = self.send_nowait(*parts)
         if rest:
-            await self.stream.send_all(rest)
+            await self.send_rest(rest)
