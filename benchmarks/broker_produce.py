@@ -31,7 +31,9 @@ Two load generators: trio tasks of this process on one :class:`RemotingClient`
 server. The Python generator shares the 2 cores and may be the limit itself; the broker's
 CPU per message is the figure that compares. ``--broker-pythonpath DIR`` runs the broker
 from another tree (laid out as the ``trocket`` package in ``DIR``) under the same load
-generator, for before/after runs; ``--codecs both`` runs each senders run twice, the
+generator, for before/after runs; ``--compare DIR --rounds N`` runs the python generator against both brokers, one window each in
+turn per round, and prints the medians and the TPS ratio (before/after in one run);
+``--codecs both`` runs each senders run twice, the
 broker with pure-Python codecs (``TROCKET_PURE=1``) and with the compiled accelerator;
 ``benchmarks/instructions.py`` gives the steadier
 instruction count per message.
@@ -74,6 +76,7 @@ import json
 import math
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -487,6 +490,55 @@ async def bench_senders_python(
             stop_broker(proc)
 
 
+async def bench_senders_compare(
+    warmup: float, seconds: float, serialize_type: SerializeType, counts: tuple[int, ...], rounds: int, compare: str,
+) -> None:
+    """The python generator against this tree's broker and the broker of the tree in
+    ``compare``, both running throughout, one window each per sender count and round, in
+    turn (every other round in reverse order); prints each window, the medians and the
+    TPS ratio per round: a before/after under one load generator, in one run."""
+    trees = [("trocket", None), ("compared", compare)]
+    results: dict[tuple[int, str], list[dict]] = {}
+    with tempfile.TemporaryDirectory(prefix="trocket-bench-") as tmp:
+        procs: list[subprocess.Popen] = []
+        try:
+            brokers = []
+            for label, tree in trees:
+                proc, addr = start_broker(
+                    os.path.join(tmp, label), "async", os.path.join(tmp, f"{label}.log"), pythonpath=tree,
+                )
+                procs.append(proc)
+                brokers.append((label, addr, proc.pid))
+            client = RemotingClient(ClientConfig(default_timeout=10))
+            async with trio.open_nursery() as nursery:
+                await nursery.start(client.run)
+                for _, addr, _ in brokers:
+                    for q in range(QUEUES):  # warm up: topic, connection
+                        await client.invoke_sync(addr, send_request(q, BODY, serialize_type), 10)
+                for r in range(rounds):
+                    for senders in counts:
+                        for label, addr, pid in brokers if r % 2 == 0 else brokers[::-1]:
+                            res = await produce_window(client, addr, pid, senders, warmup, seconds, serialize_type)
+                            results.setdefault((senders, label), []).append(res)
+                            print(f"round={r} {label:9s} " + senders_line("python", senders, res), flush=True)
+                await client.aclose()
+                nursery.cancel_scope.cancel()
+        finally:
+            for proc in procs:
+                stop_broker(proc)
+    print(f"medians over {rounds} round(s) (load {os.getloadavg()[0]:.2f}):", flush=True)
+    for senders in counts:
+        new, old = results[(senders, "trocket")], results[(senders, "compared")]
+        med = {label: (statistics.median(x["tps"] for x in runs), statistics.median(x["cpu_us"] for x in runs))
+               for label, runs in (("trocket", new), ("compared", old))}
+        for label, (tps, cpu) in med.items():
+            print(f"senders  gen=python senders={senders:3d}  {label:9s} TPS={tps:8.0f}  broker CPU={cpu:6.1f} us/msg",
+                  flush=True)
+        print(f"senders  gen=python senders={senders:3d}  trocket / compared: TPS x{med['trocket'][0] / med['compared'][0]:.2f} "
+              "(per round: " + ", ".join(f"{a['tps'] / b['tps']:.2f}" for a, b in zip(new, old)) + "), "
+              f"CPU per message x{med['trocket'][1] / med['compared'][1]:.2f}", flush=True)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -671,7 +723,10 @@ async def main(args: argparse.Namespace) -> None:
         for pure in {"inherit": (None,), "pure": (True,), "compiled": (False,), "both": (True, False)}[args.codecs]:
             BROKER_PURE = pure
             if args.generator in ("both", "python"):
-                await bench_senders_python(args.warmup, seconds, ser, args.senders)
+                if args.compare:
+                    await bench_senders_compare(args.warmup, seconds, ser, args.senders, args.rounds, args.compare)
+                else:
+                    await bench_senders_python(args.warmup, seconds, ser, args.senders)
             if args.generator in ("both", "cpp"):
                 await bench_senders_cpp(args.warmup, seconds, args.senders)
     if args.part == "floor":
@@ -717,10 +772,12 @@ if __name__ == "__main__":
     parser.add_argument("--floor-modes", default=",".join(FLOOR_MODES),
                         help="floor part: the floor responders' loops, comma-separated (default all: "
                              + ",".join(FLOOR_MODES) + "; '' for none)")
-    parser.add_argument("--rounds", type=int, default=1, help="floor part: rounds (default 1)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="floor part, and senders part with --compare: rounds (default 1)")
     parser.add_argument("--compare", metavar="DIR", default=None,
-                        help="floor part: also the broker of the tree laid out as the trocket package in DIR "
-                             "(before/after under the same load)")
+                        help="floor part, and the python generator of the senders part: also the broker of the "
+                             "tree laid out as the trocket package in DIR, in turn with this tree's in every "
+                             "round (before/after under the same load)")
     parsed = parser.parse_args()
     BROKER_PYTHONPATH = parsed.broker_pythonpath
     trio.run(main, parsed)
