@@ -79,6 +79,9 @@ class HAServer:
         self.rejected = 0
         #: the writer parks here when it has sent everything stored
         self._idle_lot = trio.lowlevel.ParkingLot()
+        #: the writer is parked and no wake-up is on its way: the store's listener, called
+        #: per message, reads this attribute (``bool(ParkingLot)`` is a Python call)
+        self._writer_parked = False
         self._trio_thread = -1
         self._token: trio.lowlevel.TrioToken | None = None
 
@@ -102,8 +105,10 @@ class HAServer:
             task_status.started(self.port)
 
     def _on_message_arriving(self, *_: object) -> None:
-        """The store's listener, per message: wake a parked writer (cheap when none is)."""
-        if self._idle_lot:
+        """The store's listener, per message: wake a parked writer (one attribute read
+        when none is, as for the rest of a batch of puts after its first)."""
+        if self._writer_parked:
+            self._writer_parked = False
             if threading.get_ident() == self._trio_thread:
                 self._idle_lot.unpark_all()
             elif self._token is not None:
@@ -275,7 +280,11 @@ class HAConnection:
                     await send(pack(self.next, 0))
                     last_write = current_time()
                     continue
-                await idle_lot.park()  # an append, or the idle ticker
+                server._writer_parked = True
+                try:
+                    await idle_lot.park()  # an append, or the idle ticker
+                finally:
+                    server._writer_parked = False
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             log.info("HA: writing to slave %s failed: %s", self.peer, exc)
             scope.cancel()

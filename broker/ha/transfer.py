@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import Callable
+from typing import Any, Callable
 
-import attrs
 import trio
 
 __all__ = ["GroupTransferService", "TransferRequest"]
@@ -29,14 +28,14 @@ __all__ = ["GroupTransferService", "TransferRequest"]
 log = logging.getLogger(__name__)
 
 
-@attrs.define(slots=True, eq=False)
-class TransferRequest:
-    #: the offset just past the message (batch) that must reach the slave
-    end: int
-    #: trio time after which it is answered FLUSH_SLAVE_TIMEOUT
-    deadline: float
-    #: called once, in the service's task: True (acknowledged) or False (timed out)
-    done: Callable[[bool], None]
+#: a request: (end, deadline, done, arg) -- a plain tuple, one per SYNC send (an object
+#: with named fields costs several times as much to make). ``end``: the offset just past
+#: the message (batch) that must reach the slave; ``deadline``: trio time after which it
+#: is answered FLUSH_SLAVE_TIMEOUT; ``done(arg, ok)`` is called once, True
+#: (acknowledged) or False (timed out).
+TransferRequest = tuple[int, float, Callable[[Any, bool], None], Any]
+_END = 0
+_DEADLINE = 1
 
 
 class GroupTransferService:
@@ -50,6 +49,8 @@ class GroupTransferService:
         self._write: list[TransferRequest] = []
         self._read: list[TransferRequest] = []
         self._pending: deque[TransferRequest] = deque()
+        #: the run's clock (trio.current_time() is three Python calls to it), set by :meth:`run`
+        self._now: Callable[[], float] = trio.current_time
         self._wakeup = trio.Event()
         #: the service sleeps with nothing pending: a submission must wake it (otherwise it
         #: sleeps until the first deadline, which is earlier than any new one)
@@ -68,13 +69,14 @@ class GroupTransferService:
         ``haSlaveFallbehindMax`` behind ``master_put_where``."""
         return self.connections > 0 and master_put_where - self.acked < self.fallbehind_max
 
-    def submit(self, end: int, done: Callable[[bool], None]) -> None:
-        """Hand over a request; ``done`` is called later, from the pass of an
-        acknowledgement or of the service's deadline."""
+    def submit(self, end: int, done: Callable[[Any, bool], None], arg: Any = None) -> None:
+        """Hand over a request; ``done(arg, ok)`` is called later, from the pass of an
+        acknowledgement or of the service's deadline (a function and its argument: no
+        closure made per send)."""
         if self._idle:
             self._idle = False
             self._wakeup.set()  # the service sleeps with no deadline: give it one
-        self._write.append(TransferRequest(end, trio.current_time() + self.timeout, done))
+        self._write.append((end, self._now() + self.timeout, done, arg))
 
     def add_pass_listener(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` at the end of every pass that completed requests: what
@@ -97,6 +99,7 @@ class GroupTransferService:
     # -- the service -----------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        self._now = trio.lowlevel.current_clock().current_time
         task_status.started()
         try:
             while True:
@@ -104,17 +107,14 @@ class GroupTransferService:
                 self._complete()
                 pending = self._pending
                 if pending:
-                    await trio.sleep_until(pending[0].deadline)
+                    await trio.sleep_until(pending[0][_DEADLINE])
                 else:
                     self._idle = True
                     await self._wakeup.wait()
                     self._wakeup = trio.Event()
         finally:
             self._swap()
-            pending, self._pending = self._pending, deque()
-            for req in pending:
-                _call(req, False)
-            if pending:
+            if _complete_through(self._pending, _END, float("inf"), False):
                 self._after_pass()
 
     def _swap(self) -> None:
@@ -124,20 +124,17 @@ class GroupTransferService:
 
     def _complete(self) -> None:
         pending = self._pending
-        acked = self.acked
+        if not pending:
+            return
         n = 0
-        while pending and pending[0].end <= acked:
-            _call(pending.popleft(), True)
-            n += 1
-        if n:
+        if pending[0][_END] <= self.acked:
+            n = _complete_through(pending, _END, self.acked, True)
             self.acks_used += 1
             self.completed += n
-        if pending and pending[0].deadline <= trio.current_time():
-            now = trio.current_time()
-            while pending and pending[0].deadline <= now:
-                _call(pending.popleft(), False)
-                self.timed_out += 1
-                n += 1
+        if pending and pending[0][_DEADLINE] <= self._now():
+            late = _complete_through(pending, _DEADLINE, self._now(), False)
+            self.timed_out += late
+            n += late
         if n:
             self._after_pass()
 
@@ -153,8 +150,17 @@ class GroupTransferService:
         return len(self._pending) + len(self._write)
 
 
-def _call(req: TransferRequest, ok: bool) -> None:
-    try:
-        req.done(ok)
-    except Exception:
-        log.exception("transfer completion callback failed")
+def _complete_through(pending: deque[TransferRequest], field: int, limit: float, ok: bool) -> int:
+    """Take the requests at the front of ``pending`` whose ``field`` (end offset or
+    deadline: both grow along the queue) is at most ``limit`` and call ``done(arg, ok)``
+    of each, in order; returns how many. One that raises is logged and the others
+    still complete."""
+    before = len(pending)
+    while pending and pending[0][field] <= limit:
+        try:
+            while pending and pending[0][field] <= limit:
+                _, _, done, arg = pending.popleft()
+                done(arg, ok)
+        except Exception:
+            log.exception("transfer completion callback failed")
+    return before - len(pending)

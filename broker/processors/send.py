@@ -303,24 +303,22 @@ class SendProcessor:
         group commit while the slave catches up: the answer waits for both, concurrently."""
         self.pending += 1
         transfer = self.transfer
-        if self.store.config.flush_mode is FlushMode.SYNC and (
-            self.store.flush_service.flushed_offset < result.end_offset
-        ):
+        if self._sync_flush and self.store.flush_service.flushed_offset < result.end_offset:
             done = _Replica()
-            transfer.submit(result.end_offset, done.set)
+            transfer.submit(result.end_offset, _Replica.set, done)
             try:
                 conn.start_handler(self._flush_then_answer, conn, request, result, done)
             except BaseException:
                 self.pending -= 1
                 raise
             return
-        transfer.submit(result.end_offset, lambda ok: self._replicated(conn, request, result, ok))
+        transfer.submit(result.end_offset, self._replicated, (conn, request, result))
 
-    def _replicated(self, conn, request: RemotingCommand, result: PutResult, ok: bool) -> None:
+    def _replicated(self, answer: tuple[Connection, RemotingCommand, PutResult], ok: bool) -> None:
         """The transfer service's callback: the answer goes out at the end of its pass."""
         if not ok:
-            result.status = PutStatus.FLUSH_SLAVE_TIMEOUT
-        self._replicated_ready.append((conn, request, result))
+            answer[2].status = PutStatus.FLUSH_SLAVE_TIMEOUT
+        self._replicated_ready.append(answer)
 
     def _write_replicated(self) -> None:
         """End of a transfer pass: write every answer it completed, in order, corked per
@@ -390,7 +388,7 @@ class SendProcessor:
                 if isinstance(outcome, PutResult):
                     done = _Replica()
                     if self.transfer is not None:
-                        self.transfer.submit(outcome.end_offset, done.set)
+                        self.transfer.submit(outcome.end_offset, _Replica.set, done)
                     else:
                         done.set(True)
                     outcome = await self._wait_then_ok(outcome, done)
