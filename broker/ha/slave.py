@@ -30,8 +30,6 @@ from typing import Callable
 
 import trio
 
-from trocket.codecs.message.record import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, peek_record
-
 from ..store import MessageStore, PutMessageError
 from trocket.remoting.direct import DirectSocket
 from .protocol import HEADER, HEADER_SIZE, OFFSET, HAProtocolError, SlaveAheadError
@@ -218,33 +216,36 @@ class HAClient:
         self._append(body)
 
     def _append(self, body: memoryview) -> None:
-        """Write the whole records of ``partial + body``; keep the incomplete tail."""
+        """Write the whole records of ``partial + body``; keep the incomplete tail. The
+        store walks the records once, checking their framing and counting the whole
+        ones (:meth:`MessageStore.append_replicated` with ``partial``); ``body`` is
+        copied only into the log, and into the buffer only for its incomplete tail."""
         partial = self._partial
-        partial += body
-        store = self.store
-        base = self.received - (len(partial) - len(body))  # physical offset of partial[0]
-        segment = store.config.commit_log_segment_size
+        append = self.store.append_replicated
+        received = self.received
+        buffered = bool(partial)
+        if buffered:
+            partial += body
+            data = memoryview(partial)
+            base = received - (len(partial) - len(body))  # physical offset of partial[0]
+        else:
+            data = body
+            base = received
         pos = 0
-        start = 0
-        n = len(partial)
-        while n - pos >= 8:
-            total, magic = peek_record(partial, pos)
-            room = segment - (base + pos) % segment
-            if magic == BLANK_MAGIC_CODE:
-                if total != room:
-                    raise HAProtocolError(f"blank record of {total} bytes at {base + pos}, {room} left in the segment")
-            elif magic != MESSAGE_MAGIC_CODE or total <= 0 or total > room:
-                raise HAProtocolError(f"no record at {base + pos} (size {total}, magic {magic & 0xFFFFFFFF:#x})")
-            if n - pos < total:
-                break
-            pos += total
-            if magic == BLANK_MAGIC_CODE:  # the segment ends: write what belongs to it
-                store.append_replicated(base + start, memoryview(partial)[start:pos], dispatch=False)
-                start = pos
-        if pos > start:
-            store.append_replicated(base + start, memoryview(partial)[start:pos], dispatch=False)
-        if pos:
+        try:
+            n = len(data)
+            while pos < n:  # more than once only after the blank record that ends a segment
+                taken = append(base + pos, data[pos:], dispatch=False, partial=True) - (base + pos)
+                if not taken:
+                    break
+                pos += taken
+        finally:
+            if buffered:
+                data.release()
+        if buffered:
             del partial[:pos]
+        elif pos < len(body):
+            partial += body[pos:]
         if len(partial) > self.partial_limit:
             raise HAProtocolError(f"an incomplete record of more than {self.partial_limit} bytes")
-        self.received += len(body)
+        self.received = received + len(body)

@@ -203,32 +203,35 @@ class ReplicaDataError(PutMessageError):
     status = "MESSAGE_ILLEGAL"
 
 
-def _check_framing(data: memoryview, physical: int, room: int) -> None:
-    """What replicated bytes must be before they are written at ``physical`` (with
-    ``room`` bytes left in its segment): whole records, each saying it belongs where it
-    lands (PHYSICALOFFSET), a blank record only ending the segment. Raises
-    :class:`ReplicaDataError` at the first byte that is not."""
+def _whole_records(data: memoryview, physical: int, room: int) -> int:
+    """How many bytes at the start of ``data`` (replicated bytes for ``physical``, with
+    ``room`` bytes left in its segment) are whole records, each saying it belongs where
+    it lands (PHYSICALOFFSET), up to and including a blank record, which must end the
+    segment. A record still incomplete at the end is not counted (its first bytes may
+    still be checked). Raises :class:`ReplicaDataError` at the first byte that cannot
+    be a record there."""
     pos = 0
     n = len(data)
-    while pos < n:
-        if n - pos < END_FILE_MIN_BLANK_LENGTH:
-            raise ReplicaDataError(f"a torn record at {physical + pos}")
+    while n - pos >= END_FILE_MIN_BLANK_LENGTH:
         total, magic = peek_record(data, pos)
         if magic == BLANK_MAGIC_CODE:
-            if total != room - pos or pos + total != n:
+            if total != room - pos:
                 raise ReplicaDataError(f"a blank record at {physical + pos} that does not end the segment")
-            return
-        if magic != MESSAGE_MAGIC_CODE or total < _MIN_RECORD or pos + total > n:
-            raise ReplicaDataError(f"no whole record at {physical + pos} (size {total}, magic {magic:#x})")
+            return pos + total if n - pos >= total else pos
+        if magic != MESSAGE_MAGIC_CODE or total < _MIN_RECORD or total > room - pos:
+            raise ReplicaDataError(f"no whole record at {physical + pos} (size {total}, magic {magic & 0xFFFFFFFF:#x})")
+        if n - pos < total:
+            break
         (says,) = _Q.unpack_from(data, pos + OFFSET_PHYSICAL_OFFSET)
         if says != physical + pos:
             raise ReplicaDataError(f"the record at {physical + pos} says it belongs at {says}")
         pos += total
+    return pos
 
 
 def _decode_records(data: memoryview, physical: int, delays_ms: tuple[int, ...]) -> list[DispatchRequest]:
     """The dispatch requests of the records in ``data`` (at ``physical``), which
-    :func:`_check_framing` passed. Raises :class:`ReplicaDataError` for one that does
+    :func:`_whole_records` passed. Raises :class:`ReplicaDataError` for one that does
     not decode."""
     out: list[DispatchRequest] = []
     pos = 0
@@ -548,12 +551,16 @@ class CommitLog:
 
     # -- replication (a slave appends what its master streams) ---------------------------
 
-    def append_replicated(self, offset: int, data: bytes | bytearray | memoryview) -> int:
+    def append_replicated(self, offset: int, data: bytes | bytearray | memoryview, *, partial: bool = False) -> int:
         """Copy whole records (and a segment's closing blank record) received from a
         master at ``offset`` -- which must be this log's end -- into the log, as they
         were on the master; :meth:`decode_replicated` queues their dispatch requests
-        later. ``data`` lies within one segment (a master never streams across one).
-        Returns the new end.
+        later. Returns the new end.
+
+        ``data`` must be whole records within one segment; with ``partial`` it may end
+        inside a record (or go on after the segment's blank record): the whole records
+        at its start are written and the returned end says how far (the HA client keeps
+        the rest for the next frame; one walk over the records checks and counts them).
 
         Only the framing is checked here (sizes, magic codes, each record's
         PHYSICALOFFSET): the decode, three quarters of a slave's cost per record, comes
@@ -567,10 +574,14 @@ class CommitLog:
             return offset
         size = self.config.commit_log_segment_size
         room = size - offset % size
-        if n > room:
+        if n > room and not partial:
             raise ReplicaDataError(f"{n} replicated bytes at {offset} cross the segment end")
         # checked outside the lock: a slave has no other writer, the offset is checked below
-        _check_framing(memoryview(data), offset, room)
+        whole = _whole_records(memoryview(data), offset, room)
+        if whole < n and not partial:  # (a blank record taken ends the segment: n fits in it)
+            raise ReplicaDataError(f"a torn record at {offset + whole}")
+        if not whole:
+            return offset
         with self._lock:
             files = self.files
             end = files.max_offset if files.files else offset
@@ -587,11 +598,11 @@ class CommitLog:
                 except OSError as exc:
                     raise CreateSegmentError(f"cannot create a commit-log segment: {exc}") from exc
             pos = offset - mf.file_from_offset
-            _write_size_last(mf._view, pos, data, n)
-            mf.wrote_position = pos + n
-            self._undecoded.append((offset, n))
-            self.tail = (offset + n, self.tail[1])
-        return offset + n
+            _write_size_last(mf._view, pos, data, whole)
+            mf.wrote_position = pos + whole
+            self._undecoded.append((offset, whole))
+            self.tail = (offset + whole, self.tail[1])
+        return offset + whole
 
     def decode_replicated(self) -> None:
         """Queue the dispatch requests of what :meth:`append_replicated` wrote since the

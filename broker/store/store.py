@@ -207,17 +207,21 @@ class MessageStore:
             raise StoreClosedError("message store is shut down")
         raise SlaveModeError("message store is slave mode, so putMessage is forbidden")
 
-    def append_replicated(self, offset: int, data: bytes | bytearray | memoryview, *, dispatch: bool = True) -> int:
+    def append_replicated(
+        self, offset: int, data: bytes | bytearray | memoryview, *, dispatch: bool = True, partial: bool = False,
+    ) -> int:
         """A slave's append: whole records streamed by the master, written at the same
         physical offset (which must be this log's end), then decoded and dispatched into
         the consume queues (``dispatch=False``: by the caller's next
         :meth:`dispatch_replicated` -- the HA client reports first, as Java's slave
-        reports before its reput thread parses and dispatches). Returns the new end.
+        reports before its reput thread parses and dispatches). Returns the new end;
+        with ``partial``, ``data`` may end inside a record, and the end returned says
+        how much of it was written (see :meth:`CommitLog.append_replicated`).
         Raises :class:`~.commit_log.ReplicaDataError` for bytes that do not fit (nothing
         is written; see :meth:`dispatch_replicated` for a record that does not decode)."""
         if self._closed:
             raise StoreClosedError("message store is shut down")
-        end = self.commit_log.append_replicated(offset, data)
+        end = self.commit_log.append_replicated(offset, data, partial=partial)
         if dispatch:
             self.dispatch_replicated()
         return end
