@@ -299,6 +299,27 @@ def test_append_replicated_refuses_bad_data(tmp_path):
         assert [s.get_queue_entry(TOPIC, 0, i) for i in range(3)] == [m.get_queue_entry(TOPIC, 0, i) for i in range(3)]
 
 
+def test_append_replicated_partial_writes_the_whole_records_and_leaves_the_tail(tmp_path):
+    """The HA client's way (``partial=True``): bytes cut anywhere; the whole records at
+    the start are written, the end returned says how far, nothing of a torn record is
+    written; bad framing is refused even before its record is complete."""
+    from trocket.broker.store import ReplicaDataError
+
+    with two_stores(tmp_path) as (m, s, data):
+        first = m.get_queue_entry(TOPIC, 0, 0)[1]
+        assert s.append_replicated(0, data[:5], partial=True) == 0  # not even a size and a magic code
+        assert s.append_replicated(0, data[: first + 5], partial=True) == first
+        assert s.max_phy_offset == first
+        assert s.append_replicated(first, data[first : first + 40], partial=True) == first  # still torn
+        bad = bytearray(data[first:])
+        bad[4:8] = b"\0\0\0\0"  # its magic code
+        with pytest.raises(ReplicaDataError, match="no whole record"):
+            s.append_replicated(first, bad[:12], partial=True)
+        assert s.append_replicated(first, data[first:], partial=True) == len(data)
+        assert [s.get_queue_entry(TOPIC, 0, i) for i in range(3)] == [m.get_queue_entry(TOPIC, 0, i) for i in range(3)]
+        assert bytes(s.commit_log.get_message(0, len(data))) == data
+
+
 def test_replicated_record_that_does_not_decode_is_cut_back(tmp_path):
     """Framing is checked before the bytes are written (and reported); the decode comes
     after. A record with right framing that does not decode (only a corrupt master log
