@@ -66,6 +66,9 @@ class HAClient:
         #: nothing stored yet: the first frame may start anywhere (the master's last segment)
         self._empty = False
         self._failing: str | None = None
+        #: the last refusal: (master, this log's end after it, why); the same refusal
+        #: again (a corrupt record the master sends on every reconnect) is logged at DEBUG
+        self._refused: tuple[str, int, str] | None = None
         self.connected = False
         self.connects = 0
         self.fatal: BaseException | None = None
@@ -109,7 +112,13 @@ class HAClient:
                         self.on_fatal(exc)
                     return
                 except (HAProtocolError, PutMessageError) as exc:
-                    log.warning("HA: closing the connection to master %s: %s", addr, exc)
+                    refused = (addr, self.store.max_phy_offset, str(exc))
+                    if refused != self._refused:
+                        log.warning("HA: closing the connection to master %s: %s (retrying every %g s; the same "
+                                    "failure again is logged at DEBUG)", addr, exc, self.reconnect_delay)
+                    else:
+                        log.debug("HA: closing the connection to master %s again: %s", addr, exc)
+                    self._refused = refused
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                     log.info("HA: connection to master %s lost: %s", addr, exc)
                 finally:
@@ -128,7 +137,8 @@ class HAClient:
         await sock.send(OFFSET.pack(self.received))
         self.connected = True
         self.connects += 1
-        log.info("HA: following master %s from offset %d", addr, self.received)
+        retry = self._refused is not None and self._refused[:2] == (addr, self.received)
+        log.log(logging.DEBUG if retry else logging.INFO, "HA: following master %s from offset %d", addr, self.received)
         reported = self.received
         buf = bytearray()
         receive = sock.receive

@@ -430,6 +430,40 @@ async def test_slave_drops_a_master_that_sends_junk_and_reconnects(tmp_path):
         n.cancel_scope.cancel()
 
 
+async def test_a_master_that_sends_the_same_junk_on_every_connection_is_logged_once(tmp_path, caplog):
+    """A corrupt record the master streams on every reconnect: the slave refuses it each
+    time and retries, and says so once at WARNING (then at DEBUG), not every second."""
+    import logging
+
+    connections = 0
+
+    async def fake_master(stream: trio.SocketStream) -> None:
+        nonlocal connections
+        await stream.receive_some(8)
+        connections += 1
+        await stream.send_all(HEADER.pack(0, 20) + b"junk" * 5)
+        with trio.move_on_after(5):
+            while await stream.receive_some(100):
+                pass
+        await stream.aclose()
+
+    caplog.set_level(logging.DEBUG, logger="trocket.broker.ha")
+    async with trio.open_nursery() as n:
+        listeners = await n.start(functools.partial(trio.serve_tcp, fake_master, 0, host="127.0.0.1"))
+        port = listeners[0].socket.getsockname()[1]
+        async with running_broker(tmp_path / "s", broker_role="SLAVE", ha_master_address=("127.0.0.1", port)) as slave:
+            slave.ha.client.reconnect_delay = 0.05
+            with trio.fail_after(10):
+                while connections < 4:
+                    await trio.sleep(0.01)
+        n.cancel_scope.cancel()
+    refusals = [r for r in caplog.records if "closing the connection to master" in r.getMessage()]
+    assert len(refusals) >= 3
+    assert [r.levelno for r in refusals[:3]] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
+    follows = [r.levelno for r in caplog.records if "following master" in r.getMessage()]
+    assert follows[:3] == [logging.INFO, logging.DEBUG, logging.DEBUG]
+
+
 async def test_slave_lagging_past_fallbehind_max_is_not_available(tmp_path):
     async with running_broker(
         tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0), ha_slave_fallbehind_max=1000,
