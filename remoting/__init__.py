@@ -8,7 +8,7 @@ about topics or messages.
 from ._nursery import ServiceContextManager
 from .client import RemotingClient, parse_address
 from .config import ClientConfig, EndpointConfig, ServerConfig
-from .connection import Connection
+from .connection import Connection, call_after_read
 from .endpoint import RemotingEndpoint, RemotingStats, next_opaque
 from .errors import (
     RemotingCancelledError,
@@ -39,6 +39,7 @@ __all__ = [
     "RemotingEndpoint",
     "ServiceContextManager",
     "Connection",
+    "call_after_read",
     "ConnState",
     "CloseReason",
     "ConnectionStateError",

@@ -29,11 +29,17 @@ from a template that way).
 After a read that left the socket empty the reader asks it (``FIONREAD``) whether the
 peer's next requests arrived meanwhile and reads them at once if so: waiting for them
 costs a pass through trio's run loop even when they are already there.
+
+Code that runs inline in a reader (a processor, or what it calls) can have a function
+called when the reader has handled every frame of its current read and flushed their
+answers (:func:`call_after_read`, Netty's ``channelReadComplete``): work that many
+requests of one read share, done once for them without waking another task.
 """
 
 from __future__ import annotations
 
 import array
+import contextvars
 import fcntl
 import itertools
 import logging
@@ -41,7 +47,7 @@ import os
 import termios
 import threading
 import time
-from typing import TYPE_CHECKING, Awaitable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 import trio
 
@@ -66,7 +72,7 @@ if TYPE_CHECKING:
     from .interfaces import ConnectionOwner
     from .response import ResponseFuture
 
-__all__ = ["Connection", "format_address"]
+__all__ = ["Connection", "call_after_read", "format_address"]
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +87,27 @@ _FIONREAD = termios.FIONREAD
 #: reads in a row a reader makes without passing through trio's run loop (data that
 #: arrived while it handled the previous read); then it checkpoints
 _MAX_READS_WITHOUT_YIELD = 8
+
+#: the connection whose reader runs in this task (set once by the reader; task-local)
+_reading: contextvars.ContextVar[Connection | None] = contextvars.ContextVar("trocket_reading", default=None)
+
+
+def call_after_read(fn: Callable[[], object]) -> bool:
+    """Call ``fn()`` once the connection reader that is running now has handled every
+    frame of its current read and flushed their answers, before it waits for the next
+    (Netty's ``channelReadComplete``). For code that runs inline in a reader -- a
+    processor registered inline, or what it calls -- and wants to do once, for all the
+    requests of one read, what it would otherwise wake a task for. Returns False, and
+    schedules nothing, anywhere else (another task, a thread, between reads): the caller
+    must act itself. ``fn`` runs in the reader's task; an exception it raises is logged."""
+    conn = _reading.get()
+    if conn is None:
+        return False
+    after = conn._after_read
+    if after is None:
+        return False
+    after.append(fn)
+    return True
 _IO_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 _CLOSING = ConnState.CLOSING
 
@@ -245,6 +272,7 @@ class Connection:
         "_closed_event",
         "_tap_batch",
         "_tap_read_ns",
+        "_after_read",
         "__weakref__",
     )
 
@@ -291,6 +319,8 @@ class Connection:
         self._drained = False  # the last direct read left the socket empty
         self._flush_frames = cfg.flush_frames if self._fd >= 0 else 1 << 62
         self._read_scope = trio.CancelScope()
+        #: while the reader handles a read: what :func:`call_after_read` queued for its end
+        self._after_read: list[Callable[[], object]] | None = None
         self._io_scope: trio.CancelScope | None = None
         self._work: trio.Nursery | None = None
         self._writer_done = trio.Event()
@@ -731,6 +761,8 @@ class Connection:
         current_time = trio.lowlevel.current_clock().current_time
         inq = array.array("i", [0])  # FIONREAD's answer: bytes waiting in the socket
         unyielded = 0
+        after_read: list[Callable[[], object]] = []
+        _reading.set(self)  # this task's context: call_after_read finds this connection
         with self._read_scope:
             while True:
                 try:
@@ -779,6 +811,7 @@ class Connection:
                     return
                 self.last_io = current_time()
                 outbox.corked = True
+                self._after_read = after_read
                 completed = 0
                 if tap is not None:
                     self._tap_batch = taps
@@ -819,6 +852,9 @@ class Connection:
                         self._tap_record_batch(taps)
                     if self._state < _CLOSING:
                         self._flush_corked()
+                    self._after_read = None
+                    if after_read:
+                        _run_after_read(after_read)
                     # New data allows the next direct write -- unless this read completed
                     # several calls: their callers wake together and each sends next, so
                     # the writer sends all of those with one write rather than the first
@@ -876,3 +912,15 @@ class Connection:
                 self.close(CloseReason.IDLE)
                 return
 
+
+def _run_after_read(after_read: list[Callable[[], object]]) -> None:
+    """Call what :func:`call_after_read` queued, in order, and empty the list; one that
+    raises is logged and the rest still run."""
+    try:
+        for fn in after_read:
+            try:
+                fn()
+            except Exception:
+                log.exception("a call after a read failed")
+    finally:
+        after_read.clear()

@@ -12,6 +12,12 @@ one writer (``WriteSocketService``):
   everything stored; then it parks until the store appends (a message-arriving
   listener wakes it, whatever the role) or, as Java's ``allWaitForRunning(100)``, at
   most 100 ms, and sends a size-0 heartbeat every ``haSendHeartbeatInterval``.
+* sends stored inline by a client connection's reader do not wake the writer: the
+  reader ships them itself once it has handled its whole read
+  (:func:`~trocket.remoting.call_after_read`, Netty's ``channelReadComplete``), one
+  frame for all the sends of the read, when the socket takes it (the writer finishes
+  what it does not). On a SYNC_MASTER the answers wait on this round trip; the writer's
+  turn in trio's run loop is no longer part of it.
 
 Both use :class:`~.direct.DirectSocket` (a syscall, no checkpoint, when the socket is
 ready): on a SYNC_MASTER a send's answer waits on this round trip. An
@@ -33,6 +39,7 @@ import threading
 import trio
 
 from ..store import MessageStore
+from trocket.remoting import call_after_read
 from trocket.remoting.direct import DirectSocket
 from .protocol import HEADER, OFFSET, HAProtocolError
 from .transfer import GroupTransferService
@@ -82,6 +89,8 @@ class HAServer:
         #: the writer is parked and no wake-up is on its way: the store's listener, called
         #: per message, reads this attribute (``bool(ParkingLot)`` is a Python call)
         self._writer_parked = False
+        #: a push is queued for the end of the current read (see _on_message_arriving)
+        self._push_queued = False
         self._trio_thread = -1
         self._token: trio.lowlevel.TrioToken | None = None
 
@@ -105,17 +114,35 @@ class HAServer:
             task_status.started(self.port)
 
     def _on_message_arriving(self, *_: object) -> None:
-        """The store's listener, per message: wake a parked writer (one attribute read
-        when none is, as for the rest of a batch of puts after its first)."""
-        if self._writer_parked:
-            self._writer_parked = False
-            if threading.get_ident() == self._trio_thread:
-                self._idle_lot.unpark_all()
-            elif self._token is not None:
-                try:
-                    self._token.run_sync_soon(self._idle_lot.unpark_all)
-                except trio.RunFinishedError:
-                    pass
+        """The store's listener, per message. A put made inline in a connection's reader
+        (a send) is shipped when that reader has handled its whole read
+        (:func:`~trocket.remoting.call_after_read`): one write to the slave for all the
+        sends of a read, made right there, with no turn of the writer task (on a
+        SYNC_MASTER the answers wait on this round trip). Any other put wakes the
+        parked writer. After the first put of a read, one attribute read."""
+        if self._push_queued:
+            return
+        if threading.get_ident() == self._trio_thread:
+            if call_after_read(self._push):
+                self._push_queued = True
+            elif self._writer_parked:
+                self._wake_writer()
+        elif self._writer_parked and self._token is not None:
+            try:
+                self._token.run_sync_soon(self._wake_writer)
+            except trio.RunFinishedError:
+                pass
+
+    def _wake_writer(self) -> None:
+        self._writer_parked = False
+        self._idle_lot.unpark_all()
+
+    def _push(self) -> None:
+        """At the end of a read that stored messages: send them to the slave now."""
+        self._push_queued = False
+        conn = self.slave
+        if conn is not None:
+            conn.push_nowait()
 
     async def _idle_ticker(self) -> None:
         """The fallback wake-up of a parked writer (heartbeats; a missed listener call)."""
@@ -162,6 +189,16 @@ class HAConnection:
         self.sent_bytes = 0
         self._rest = bytearray()
         self.sock = DirectSocket(stream, 64 * 1024)
+        #: the writer task is inside a send: a push must not write between its bytes
+        self._sending = False
+        #: what a push could not write at once: the writer sends it before anything else
+        self._unsent: bytes | memoryview = b""
+        #: trio time of the last write (the writer's heartbeat is due a heartbeat after it)
+        self.last_write = 0.0
+        #: chunks sent by a push at the end of a read, and by the writer task
+        self.pushed_chunks = 0
+        self.written_chunks = 0
+        self._scope: trio.CancelScope | None = None
 
     async def run(self) -> None:
         first = await self._read_first()
@@ -188,6 +225,7 @@ class HAConnection:
         log.info("HA: slave %s follows from offset %d (reported %d)", self.peer, start, first)
         error: BaseException | None = None
         async with trio.open_nursery() as nursery:
+            self._scope = nursery.cancel_scope
             nursery.start_soon(self._writer, nursery.cancel_scope)
             nursery.start_soon(self.server._idle_ticker)
             try:
@@ -257,6 +295,31 @@ class HAConnection:
             return None
         return mf.view[pos : pos + n]
 
+    def push_nowait(self) -> None:
+        """Send the next chunk now, from the caller's task, if the socket takes it (see
+        :meth:`HAServer._on_message_arriving`); the writer task is woken for what it
+        does not take and for what is left beyond the chunk."""
+        if self._sending or self._unsent or self.next < 0:
+            return
+        chunk = self._chunk()
+        if chunk is None:
+            return
+        n = len(chunk)
+        start = self.next
+        self.next += n
+        self.sent_bytes += n
+        try:
+            self._unsent = self.sock.send_nowait(HEADER.pack(start, n), chunk)
+        except (trio.BrokenResourceError, OSError) as exc:
+            log.info("HA: writing to slave %s failed: %s", self.peer, exc)
+            if self._scope is not None:
+                self._scope.cancel()
+            return
+        self.last_write = trio.current_time()
+        self.pushed_chunks += 1
+        if self._unsent or self._chunk() is not None:
+            self.server._wake_writer()
+
     async def _writer(self, scope: trio.CancelScope) -> None:
         server = self.server
         heartbeat = server.heartbeat
@@ -264,22 +327,32 @@ class HAConnection:
         send = self.sock.send
         current_time = trio.current_time
         pack = HEADER.pack
-        last_write = current_time()
+        self.last_write = current_time()
         try:
             while True:
-                chunk = self._chunk()
-                if chunk is not None:
-                    n = len(chunk)
-                    start = self.next
-                    self.next += n
-                    self.sent_bytes += n
-                    await send(pack(start, n), chunk)
-                    last_write = current_time()
-                    continue
-                if current_time() - last_write >= heartbeat:
-                    await send(pack(self.next, 0))
-                    last_write = current_time()
-                    continue
+                self._sending = True
+                try:
+                    if self._unsent:  # the rest of a push
+                        unsent, self._unsent = self._unsent, b""
+                        await self.sock.send_rest(unsent)
+                        self.last_write = current_time()
+                        continue
+                    chunk = self._chunk()
+                    if chunk is not None:
+                        n = len(chunk)
+                        start = self.next
+                        self.next += n
+                        self.sent_bytes += n
+                        await send(pack(start, n), chunk)
+                        self.last_write = current_time()
+                        self.written_chunks += 1
+                        continue
+                    if current_time() - self.last_write >= heartbeat:
+                        await send(pack(self.next, 0))
+                        self.last_write = current_time()
+                        continue
+                finally:
+                    self._sending = False
                 server._writer_parked = True
                 try:
                     await idle_lot.park()  # an append, or the idle ticker

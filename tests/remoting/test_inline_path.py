@@ -267,3 +267,75 @@ async def test_a_processors_own_frame_goes_out_only_where_no_hook_must_see_a_com
         assert taken == [not hooks] * 3 + [False, not hooks]
     # the hook saw every answer the usual way, and the oneway request's None
     assert [e[2] for e in hook.events[1::2]] == [0, 0, 0, None, 0]
+
+
+async def test_call_after_read_runs_once_per_read_after_its_answers_are_written(monkeypatch):
+    """``call_after_read`` (Netty's channelReadComplete): what the inline processor of
+    every request of one read queues runs once that read's frames are handled and their
+    answers written, in the reader's task; outside a reader it schedules nothing."""
+    import trocket.remoting.connection as connection
+    from trocket.remoting import call_after_read
+
+    events: list[str] = []
+    real_write = connection._write
+
+    def recording_write(fd, data):
+        events.append("write")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(connection, "_write", recording_write)
+    queued = [False]
+
+    def after() -> None:
+        queued[0] = False
+        events.append("after")
+
+    def failing() -> None:
+        raise RuntimeError("after-read failure")
+
+    def inline(conn, req):
+        events.append("request")
+        if not queued[0]:
+            queued[0] = call_after_read(after)
+            assert queued[0]
+            if req.body == b"fail":
+                assert call_after_read(failing)
+        return RemotingCommand.response(0, body=req.body)
+
+    assert not call_after_read(after)  # this task is no reader
+    async with serving() as server:
+        server.register_processor(INLINE, inline, inline=True)
+        host, port = server.address.rsplit(":", 1)
+        sock = trio.socket.socket()
+        await sock.connect((host, int(port)))
+
+        async def exchange(bodies: list[bytes]) -> None:
+            await sock.send(b"".join(encode_command(request(INLINE, body=b, opaque=i)) for i, b in enumerate(bodies)))
+            got = bytearray()
+            answers = 0
+            with trio.fail_after(5):
+                while answers < len(bodies):
+                    got += await sock.recv(65536)
+                    while len(got) >= 4 and len(got) >= 4 + struct.unpack(">I", got[:4])[0]:
+                        del got[: 4 + struct.unpack(">I", got[:4])[0]]
+                        answers += 1
+            await wait_for(lambda: events and events[-1] == "after")
+
+        await exchange([b"x"] * 5)  # one segment: one read
+        assert events == ["request"] * 5 + ["write", "after"]
+        events.clear()
+        await exchange([b"fail", b"y"])  # a failing call is logged; the others still run
+        assert events == ["request", "request", "write", "after"]
+        assert (await client_call(server, b"still serving")) == b"still serving"
+        sock.close()
+
+
+async def wait_for(pred, timeout: float = 5.0) -> None:
+    with trio.fail_after(timeout):
+        while not pred():
+            await trio.sleep(0.001)
+
+
+async def client_call(server, body: bytes) -> bytes:
+    async with client_of() as client:
+        return (await client.invoke_sync(server.address, request(INLINE, body=body))).body

@@ -97,6 +97,26 @@ async def test_sync_master_replicates_and_slave_refuses(tmp_path):
                 assert slave.store.get_max_offset("SCHEDULE_TOPIC_XXXX", 0) == 1
 
 
+async def test_the_sends_of_a_read_go_to_the_slave_when_the_read_is_handled(tmp_path):
+    """A send stored inline by a connection's reader is shipped to the slave by that
+    reader once its read is handled (remoting's call_after_read), not by a turn of the
+    HA writer task: one chunk per read, the writer's chunks only for what else stores."""
+    async with running_broker(tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0)) as master:
+        async with running_broker(tmp_path / "s", broker_role="SLAVE", namesrv_addrs=master.namesrv.address) as slave:
+            await wait_until(lambda: master.ha.transfer.connections == 1)
+            conn = master.ha.server.slave
+            async with client() as c:
+                props = Wire.props(tags="A")
+                for i in range(20):
+                    r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"m%d" % i, queue_id=0, properties=props))
+                    assert r.code == ResponseCode.SUCCESS, r
+            assert slave.store.max_phy_offset == master.store.max_phy_offset
+            # the first send creates the topic and is stored by a handler task (registration
+            # first): the writer's; each later one is its own read, shipped by its reader
+            assert conn.pushed_chunks >= 19
+            assert conn.written_chunks <= 1
+
+
 async def test_sync_master_counts_each_message_of_an_acknowledged_batch(tmp_path):
     """Answers completed by the slave's acknowledgement go out from the send template;
     GET_BROKER_RUNTIME_INFO's put counters still count a batch's messages, not its send."""
