@@ -23,6 +23,11 @@ A, S, B, ...: load from elsewhere hits every setup alike) and the ratios SYNC/AS
 (goal >= 0.8) and blocking/ASYNC. Every process shares this machine's cores with the
 load generator; the slave's CPU per message is printed too.
 
+``--generator cpp`` sends from ``--senders`` threads of one real C++ producer (PyPI
+``rocketmq``, ``benchmarks/cpp_producer.py``, routed by the master's name server)
+instead: a real client's pacing (its threads do not answer in lockstep as one trio
+process's tasks do; a few sends a run fail in the client itself, see that file).
+
 ``--setups`` runs a subset (``async``, ``sync``, ``blocking``);
 ``--broker-pythonpath DIR`` runs both brokers from another tree (as in
 ``broker_produce.py``); ``--compare DIR`` runs every setup a second time in each round
@@ -85,7 +90,7 @@ def py_spy(pid: int, out: str, delay: float, seconds: float) -> subprocess.Popen
 
 async def run_setup(
     name: str, conf: dict[str, str], senders: int, warmup: float, seconds: float, profile: str | None = None,
-    pythonpath: str | None = None,
+    pythonpath: str | None = None, generator: str = "python",
 ) -> dict:
     with tempfile.TemporaryDirectory(prefix="trocket-ha-bench-") as tmp:
         ha_port, ns_port = free_port(), free_port()
@@ -118,7 +123,12 @@ async def run_setup(
                     spies = [py_spy(p.pid, os.path.join(profile, f"{tag}.{who}.txt"), warmup, seconds)
                              for who, p in (("master", master), ("slave", slave))]
                 slave0 = cpu_seconds(slave.pid)
-                res = await produce_window(client, addr, master.pid, senders, warmup, seconds, SerializeType.ROCKETMQ)
+                if generator == "cpp":  # the real C++ client's threads, routed by the master's name server
+                    res = await trio.to_thread.run_sync(
+                        broker_produce.cpp_window, f"127.0.0.1:{ns_port}", master.pid, senders, warmup, seconds
+                    )
+                else:
+                    res = await produce_window(client, addr, master.pid, senders, warmup, seconds, SerializeType.ROCKETMQ)
                 res["slave_cpu_us"] = cpu_per_message(slave0, cpu_seconds(slave.pid), res["count"])["cpu_us"]
                 for spy in spies:
                     await trio.to_thread.run_sync(spy.wait)
@@ -144,7 +154,8 @@ async def run_setup(
 
 
 async def main(args: argparse.Namespace) -> None:
-    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start", flush=True)
+    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; {args.senders} senders, "
+          f"{args.generator} generator", flush=True)
     short = {"ASYNC_MASTER": "async", "SYNC_MASTER": "sync", "SYNC_MASTER blocking": "blocking"}
     setups = [(name, conf) for name, conf in SETUPS if not args.setups or short[name] in args.setups]
     trees = [("", None)] + ([(COMPARED, args.compare)] if args.compare else [])
@@ -156,7 +167,9 @@ async def main(args: argparse.Namespace) -> None:
         for name, conf in setups:
             for tag, path in trees:
                 runs[name + tag].append(
-                    await run_setup(name + tag, conf, args.senders, args.warmup, args.seconds, args.py_spy, path)
+                    await run_setup(
+                        name + tag, conf, args.senders, args.warmup, args.seconds, args.py_spy, path, args.generator
+                    )
                 )
     print(f"-- medians of {args.rounds} rounds")
     med = {}
@@ -191,6 +204,9 @@ async def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--senders", type=int, default=16)
+    ap.add_argument("--generator", choices=("python", "cpp"), default="python",
+                    help="the senders: trio tasks of this process (default) or threads of one real C++ "
+                         "producer (PyPI rocketmq, benchmarks/cpp_producer.py)")
     ap.add_argument("--warmup", type=float, default=1.0)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported")
