@@ -372,6 +372,23 @@ def test_replicated_record_that_does_not_decode_is_cut_back(tmp_path):
         assert bytes(s.commit_log.get_message(0, len(data))) == data
 
 
+def test_replicated_data_gone_before_it_was_decoded_is_refused_and_taken_again(tmp_path):
+    """Written, then its segment deleted before the decode (what only a clean-up running
+    in between could do): the decode refuses it, nothing of it is dispatched, and the
+    same bytes are taken again from the log's end."""
+    from trocket.broker.store import ReplicaDataError
+
+    with two_stores(tmp_path) as (m, s, data):
+        assert s.append_replicated(0, data, dispatch=False) == len(data)
+        s.commit_log.files.delete_all()
+        with pytest.raises(ReplicaDataError, match="gone before it was decoded"):
+            s.dispatch_replicated()
+        assert s.max_phy_offset == 0 and s.get_max_offset(TOPIC, 0) == 0
+        assert s.append_replicated(0, data) == len(data)
+        assert [s.get_queue_entry(TOPIC, 0, i) for i in range(3)] == [m.get_queue_entry(TOPIC, 0, i) for i in range(3)]
+        assert bytes(s.commit_log.get_message(0, len(data))) == data
+
+
 def test_tags_codes_agree_on_the_master_its_slave_and_after_recovery(tmp_path):
     """Every reader of a record's TAGS takes Java's map reading (the last item with a
     value): the tags code the master's put path gives a consume-queue entry is the one
