@@ -28,6 +28,8 @@ cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
     const unsigned char* PyUnicode_1BYTE_DATA(object o)
+    bint PyDict_Next(object d, Py_ssize_t* pos, PyObject** key, PyObject** value)
+    const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
 
 import zlib
 
@@ -36,7 +38,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 6
+ABI = 7
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -54,6 +56,7 @@ cdef object _py_place_record = None
 cdef object _py_dispatch_fields = None
 cdef object _py_encode_send_ok = None
 cdef object _py_offset_msg_id = None
+cdef object _py_encode_binary_header = None
 
 
 def set_pure(str name, fn):
@@ -63,7 +66,7 @@ def set_pure(str name, fn):
     global _py_decode_send_message, _py_decode_send_message_v2, _py_encode_record_into, _py_get_property
     global _py_decode_properties, _py_encode_record_batch, _py_decode_send_fields, _py_place_record
     global _py_dispatch_fields
-    global _py_encode_send_ok, _py_offset_msg_id
+    global _py_encode_send_ok, _py_offset_msg_id, _py_encode_binary_header
     if name == "FrameDecoder":
         _py_FrameDecoder = fn
         from trocket.codecs.frame import sniff_foreign_protocol
@@ -96,6 +99,8 @@ def set_pure(str name, fn):
         _py_encode_send_ok = fn
     elif name == "offset_msg_id":
         _py_offset_msg_id = fn
+    elif name == "encode_binary_header":
+        _py_encode_binary_header = fn
     else:
         raise KeyError(name)
 
@@ -236,6 +241,104 @@ def decode_binary_header(header):
         if cmd is not _FAIL:
             return cmd
     return _py_decode_binary_header(header)
+
+
+cdef inline bint _short(object v, long long* out):
+    """``v`` an int (not a subclass) within a Java short."""
+    cdef int overflow = 0
+    if type(v) is not int:
+        return False
+    out[0] = PyLong_AsLongLongAndOverflow(v, &overflow)
+    return overflow == 0 and -32768 <= out[0] <= 32767
+
+
+cdef inline bint _int32(object v, long long* out):
+    """``v`` an int (not a subclass) within an int32."""
+    cdef int overflow = 0
+    if type(v) is not int:
+        return False
+    out[0] = PyLong_AsLongLongAndOverflow(v, &overflow)
+    return overflow == 0 and -2147483648 <= out[0] <= 2147483647
+
+
+cdef inline void _put16(unsigned char* p, long long v) noexcept:
+    p[0] = <unsigned char>((v >> 8) & 0xFF)
+    p[1] = <unsigned char>(v & 0xFF)
+
+
+def encode_binary_header(cmd, ext):
+    """Twin of :func:`trocket.codecs.header_binary.encode_binary_header`: a plain
+    command (int code, version, opaque and flag in their ranges, a language of 0-255,
+    a str remark or none) and a dict of str keys and str (or None: left out) values,
+    each of them encodable as UTF-8; anything else to the pure function."""
+    cdef long long code, version, opaque, flag, lang
+    cdef int overflow = 0
+    cdef Py_ssize_t rlen = 0, elen = 0, klen, vlen, pos
+    cdef const char* r = NULL
+    cdef const char* k
+    cdef const char* v
+    cdef PyObject* key
+    cdef PyObject* value
+    cdef bytes out
+    cdef unsigned char* w
+    if type(cmd) is not _RC or (ext is not None and type(ext) is not dict):
+        return _py_encode_binary_header(cmd, ext)
+    language = cmd.language
+    remark = cmd.remark
+    if (not _short(cmd.code, &code) or not _short(cmd.version, &version) or not _int32(cmd.opaque, &opaque)
+            or not _int32(cmd.flag, &flag) or not isinstance(language, int)):
+        return _py_encode_binary_header(cmd, ext)
+    lang = PyLong_AsLongLongAndOverflow(language, &overflow)
+    if overflow != 0 or lang < 0 or lang > 255:
+        return _py_encode_binary_header(cmd, ext)
+    try:
+        if remark is not None and type(remark) is not str:
+            return _py_encode_binary_header(cmd, ext)
+        if remark:
+            r = PyUnicode_AsUTF8AndSize(remark, &rlen)
+        if ext:
+            pos = 0
+            while PyDict_Next(ext, &pos, &key, &value):
+                if value == NULL or <object>value is None:
+                    continue
+                if type(<object>key) is not str or type(<object>value) is not str:
+                    return _py_encode_binary_header(cmd, ext)
+                PyUnicode_AsUTF8AndSize(<object>key, &klen)
+                PyUnicode_AsUTF8AndSize(<object>value, &vlen)
+                if klen > 0xFFFF or vlen > 0x7FFFFFFF:
+                    return _py_encode_binary_header(cmd, ext)
+                elen += 6 + klen + vlen
+    except UnicodeError:  # a lone surrogate: the pure function's error
+        return _py_encode_binary_header(cmd, ext)
+    if rlen > 0x7FFFFFFF or elen > 0x7FFFFFFF:
+        return _py_encode_binary_header(cmd, ext)
+    out = PyBytes_FromStringAndSize(NULL, 21 + rlen + elen)
+    w = <unsigned char*>PyBytes_AS_STRING(out)
+    _put16(w, code)
+    w[2] = <unsigned char>lang
+    _put16(w + 3, version)
+    _put32(w + 5, opaque)
+    _put32(w + 9, flag)
+    _put32(w + 13, rlen)
+    if rlen:
+        memcpy(w + 17, r, rlen)
+    w += 17 + rlen
+    _put32(w, elen)
+    w += 4
+    if elen:
+        pos = 0
+        while PyDict_Next(ext, &pos, &key, &value):
+            if <object>value is None:
+                continue
+            k = PyUnicode_AsUTF8AndSize(<object>key, &klen)
+            v = PyUnicode_AsUTF8AndSize(<object>value, &vlen)
+            _put16(w, klen)
+            memcpy(w + 2, k, klen)
+            w += 2 + klen
+            _put32(w, vlen)
+            memcpy(w + 4, v, vlen)
+            w += 4 + vlen
+    return out
 
 
 # -- JSON header ----------------------------------------------------------------------

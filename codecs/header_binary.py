@@ -253,3 +253,4 @@ def decode_binary_header(header: bytes | memoryview) -> RemotingCommand:
 from .accel import accelerated  # noqa: E402
 
 decode_binary_header = accelerated(decode_binary_header)
+encode_binary_header = accelerated(encode_binary_header)

@@ -47,6 +47,7 @@ NAMES = (
     "offset_msg_id",
     "get_property",
     "decode_properties",
+    "encode_binary_header",
 )
 GOLDEN = Path(__file__).resolve().parents[2] / "conformance" / "golden"
 PURE_FORCED = os.environ.get("TROCKET_PURE", "") not in ("", "0")
@@ -91,6 +92,7 @@ def test_the_switch_is_wired():
         "offset_msg_id": msgid.offset_msg_id,
         "get_property": properties.get_property,
         "decode_properties": properties.decode_properties,
+        "encode_binary_header": header_binary.encode_binary_header,
     }
     for name, fn in public.items():
         expected = getattr(_accel, name) if accel.ACTIVE else accel.pure(name)
@@ -222,6 +224,43 @@ def test_binary_header_differential(cmd, edits, cut):
     raw = encode_binary_header(cmd, cmd.ext_fields)
     same("decode_binary_header", raw)
     same("decode_binary_header", mutate(raw, edits, cut))
+
+
+odd_values = st.none() | st.integers() | text | st.just("\ud800") | st.just("x" * 70000)
+
+
+@needs_accel
+@given(
+    commands(SerializeType.ROCKETMQ),
+    st.none() | st.integers(-(2**40), 2**40),  # code
+    st.none() | st.integers(-5, 300) | st.sampled_from(list(LanguageCode)),  # language
+    st.none() | st.integers(-(2**33), 2**33),  # opaque
+    st.none() | text | st.just("\udfff") | st.integers(),  # remark
+    st.lists(st.tuples(text | st.integers() | st.just("k" * 70000), odd_values), max_size=3),  # extra ext items
+)
+def test_binary_header_encode_differential(cmd, code, language, opaque, remark, extra):
+    """The encoder's twin: the same bytes, or the pure function's own error, for what a
+    command holds and for what it should not (out-of-range numbers, a lone surrogate,
+    non-str keys and values, None values, a key too long)."""
+    assert same("encode_binary_header", cmd, cmd.ext_fields)
+    for name, value in (("code", code), ("language", language), ("opaque", opaque), ("remark", remark)):
+        if value is not None:
+            setattr(cmd, name, value)
+    ext = dict(cmd.ext_fields or {})
+    ext.update(extra)
+    same("encode_binary_header", cmd, ext)
+    same("encode_binary_header", cmd, None)
+
+
+def test_binary_header_encode_round_trips(impl):
+    cmd = RemotingCommand(code=310, language=LanguageCode.CPP, version=401, opaque=7, flag=0,
+                          remark="r\u00e9", serialize_type=SerializeType.ROCKETMQ)
+    ext = {"a": "g", "b": "T\u00e9", "none": None, "": ""}
+    raw = impl.encode_binary_header(cmd, ext)
+    back = impl.decode_binary_header(raw)
+    assert (back.code, back.language, back.version, back.opaque, back.remark) == (310, LanguageCode.CPP, 401, 7, "r\u00e9")
+    assert back.ext_fields == {"a": "g", "b": "T\u00e9", "": ""}
+    assert raw == accel.pure("encode_binary_header")(cmd, ext)
 
 
 @needs_accel
@@ -503,6 +542,9 @@ def test_twins_take_real_traffic_themselves():
         _accel.encode_record_into(buf, 0, topic=b"T", body=b"x" * 128, properties=b"TAGS\x01a\x02WAIT\x01true",
                                   born_host=("127.0.0.1", 4000), store_host=("127.0.0.1", 10911))
         assert _accel.get_property(b"TAGS\x01a\x02WAIT\x01true", "WAIT") == "true"
+        for path in frames:  # what a trocket client writes for them
+            cmd = _accel.decode_command(path.read_bytes()[4:])
+            assert _accel.encode_binary_header(cmd, cmd.ext_fields)
         assert _accel.decode_properties("TAGS\x01a\x02WAIT\x01true\x02") == {"TAGS": "a", "WAIT": "true"}
     finally:
         for name in NAMES:
