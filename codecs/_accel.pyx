@@ -243,22 +243,13 @@ def decode_binary_header(header):
     return _py_decode_binary_header(header)
 
 
-cdef inline bint _short(object v, long long* out):
-    """``v`` an int (not a subclass) within a Java short."""
+cdef inline bint _int_in(object v, long long lo, long long hi, long long* out):
+    """``v`` an int (not a subclass) within ``lo``..``hi``."""
     cdef int overflow = 0
     if type(v) is not int:
         return False
     out[0] = PyLong_AsLongLongAndOverflow(v, &overflow)
-    return overflow == 0 and -32768 <= out[0] <= 32767
-
-
-cdef inline bint _int32(object v, long long* out):
-    """``v`` an int (not a subclass) within an int32."""
-    cdef int overflow = 0
-    if type(v) is not int:
-        return False
-    out[0] = PyLong_AsLongLongAndOverflow(v, &overflow)
-    return overflow == 0 and -2147483648 <= out[0] <= 2147483647
+    return overflow == 0 and lo <= out[0] <= hi
 
 
 cdef inline void _put16(unsigned char* p, long long v) noexcept:
@@ -285,8 +276,9 @@ def encode_binary_header(cmd, ext):
         return _py_encode_binary_header(cmd, ext)
     language = cmd.language
     remark = cmd.remark
-    if (not _short(cmd.code, &code) or not _short(cmd.version, &version) or not _int32(cmd.opaque, &opaque)
-            or not _int32(cmd.flag, &flag) or not isinstance(language, int)):
+    if (not _int_in(cmd.code, -32768, 32767, &code) or not _int_in(cmd.version, -32768, 32767, &version)
+            or not _int_in(cmd.opaque, -2147483648, 2147483647, &opaque)
+            or not _int_in(cmd.flag, -2147483648, 2147483647, &flag) or not isinstance(language, int)):
         return _py_encode_binary_header(cmd, ext)
     lang = PyLong_AsLongLongAndOverflow(language, &overflow)
     if overflow != 0 or lang < 0 or lang > 255:

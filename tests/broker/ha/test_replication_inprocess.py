@@ -437,6 +437,19 @@ async def test_pull_suggests_the_slave_to_a_slow_consumer(tmp_path):
                 assert decode_header(PullMessageResponseHeader, r.ext_fields).suggestWhichBrokerId == want
 
 
+@asynccontextmanager
+async def slave_following(tmp_path, fake_master, *, reconnect_delay: float):
+    """A slave broker following ``fake_master`` (a handler serving a local port),
+    reconnecting every ``reconnect_delay`` seconds."""
+    async with trio.open_nursery() as n:
+        listeners = await n.start(functools.partial(trio.serve_tcp, fake_master, 0, host="127.0.0.1"))
+        port = listeners[0].socket.getsockname()[1]
+        async with running_broker(tmp_path / "s", broker_role="SLAVE", ha_master_address=("127.0.0.1", port)) as slave:
+            slave.ha.client.reconnect_delay = reconnect_delay
+            yield slave
+        n.cancel_scope.cancel()
+
+
 async def test_slave_drops_a_master_that_sends_junk_and_reconnects(tmp_path):
     accepted: list[bytes] = []
     closed = trio.Event()
@@ -453,18 +466,13 @@ async def test_slave_drops_a_master_that_sends_junk_and_reconnects(tmp_path):
             closed.set()
         await stream.aclose()
 
-    async with trio.open_nursery() as n:
-        listeners = await n.start(functools.partial(trio.serve_tcp, fake_master, 0, host="127.0.0.1"))
-        port = listeners[0].socket.getsockname()[1]
-        async with running_broker(tmp_path / "s", broker_role="SLAVE", ha_master_address=("127.0.0.1", port)) as slave:
-            slave.ha.client.reconnect_delay = 0.1
-            with trio.fail_after(10):
-                await closed.wait()
-                while len(accepted) < 2:
-                    await trio.sleep(0.01)
-            assert accepted[0] == accepted[1] == OFFSET.pack(0)  # nothing was written
-            assert slave.store.max_phy_offset == 0
-        n.cancel_scope.cancel()
+    async with slave_following(tmp_path, fake_master, reconnect_delay=0.1) as slave:
+        with trio.fail_after(10):
+            await closed.wait()
+            while len(accepted) < 2:
+                await trio.sleep(0.01)
+        assert accepted[0] == accepted[1] == OFFSET.pack(0)  # nothing was written
+        assert slave.store.max_phy_offset == 0
 
 
 async def test_a_master_that_sends_the_same_junk_on_every_connection_is_logged_once(tmp_path, caplog):
@@ -485,15 +493,10 @@ async def test_a_master_that_sends_the_same_junk_on_every_connection_is_logged_o
         await stream.aclose()
 
     caplog.set_level(logging.DEBUG, logger="trocket.broker.ha")
-    async with trio.open_nursery() as n:
-        listeners = await n.start(functools.partial(trio.serve_tcp, fake_master, 0, host="127.0.0.1"))
-        port = listeners[0].socket.getsockname()[1]
-        async with running_broker(tmp_path / "s", broker_role="SLAVE", ha_master_address=("127.0.0.1", port)) as slave:
-            slave.ha.client.reconnect_delay = 0.05
-            with trio.fail_after(10):
-                while connections < 4:
-                    await trio.sleep(0.01)
-        n.cancel_scope.cancel()
+    async with slave_following(tmp_path, fake_master, reconnect_delay=0.05):
+        with trio.fail_after(10):
+            while connections < 4:
+                await trio.sleep(0.01)
     refusals = [r for r in caplog.records if "closing the connection to master" in r.getMessage()]
     assert len(refusals) >= 3
     assert [r.levelno for r in refusals[:3]] == [logging.WARNING, logging.DEBUG, logging.DEBUG]

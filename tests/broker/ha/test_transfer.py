@@ -8,6 +8,15 @@ import trio
 from trocket.broker.ha.transfer import GroupTransferService
 
 
+def _service() -> tuple[GroupTransferService, list, list[int]]:
+    """A service, the log its callbacks write, and the log's length at each pass's end."""
+    service = GroupTransferService(timeout=5, fallbehind_max=1 << 20)
+    log: list = []
+    passes: list[int] = []
+    service.add_pass_listener(lambda: passes.append(len(log)))
+    return service, log, passes
+
+
 def _record(log: list, name: str):
     def done(arg, ok: bool) -> None:
         log.append((name, arg, ok))
@@ -15,10 +24,7 @@ def _record(log: list, name: str):
 
 
 async def test_an_acknowledgement_completes_every_request_it_covers_in_order_with_one_pass():
-    service = GroupTransferService(timeout=5, fallbehind_max=1 << 20)
-    log: list = []
-    passes: list[int] = []
-    service.add_pass_listener(lambda: passes.append(len(log)))
+    service, log, passes = _service()
     async with trio.open_nursery() as nursery:
         await nursery.start(service.run)
         for end in (100, 200, 300, 400):
@@ -73,10 +79,7 @@ async def test_a_callback_that_raises_is_logged_and_the_others_complete(caplog):
 
 
 async def test_stopping_the_service_fails_what_is_still_waiting():
-    service = GroupTransferService(timeout=5, fallbehind_max=1 << 20)
-    log: list = []
-    passes: list[int] = []
-    service.add_pass_listener(lambda: passes.append(len(log)))
+    service, log, passes = _service()
     async with trio.open_nursery() as nursery:
         await nursery.start(service.run)
         service.submit(100, _record(log, "a"), 1)
