@@ -847,14 +847,16 @@ class Connection:
                     self._bad_input(RemotingFrameError, exc)
                     return
                 finally:
-                    if tap is not None:
-                        self._tap_batch = None
-                        self._tap_record_batch(taps)
-                    if self._state < _CLOSING:
-                        self._flush_corked()
-                    self._after_read = None
-                    if after_read:
-                        _run_after_read(after_read)
+                    try:
+                        if tap is not None:
+                            self._tap_batch = None
+                            self._tap_record_batch(taps)
+                        if self._state < _CLOSING:
+                            self._flush_corked()
+                    finally:  # what was queued runs whatever happened above
+                        self._after_read = None
+                        if after_read:
+                            _run_after_read(after_read)
                     # New data allows the next direct write -- unless this read completed
                     # several calls: their callers wake together and each sends next, so
                     # the writer sends all of those with one write rather than the first
