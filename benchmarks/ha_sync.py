@@ -192,6 +192,13 @@ async def main(args: argparse.Namespace) -> None:
             print(f"blocking/ASYNC TPS ratio{who:7s} = {b / a:.2f}")
         if s and b:
             print(f"SYNC hand-off / blocking{who:7s} = {s / b:.1f}x")
+    sync_runs = runs.get("SYNC_MASTER", [])
+    if args.generator == "python" and sync_runs:
+        per_ack = statistics.median(x["per_ack"] for x in sync_runs)
+        if per_ack >= 0.9 * args.senders:
+            print(f"(the {args.senders} trio tasks of this process ran in lockstep: {per_ack:.1f} sends answered per "
+                  "slave acknowledgement, so nothing overlaps SYNC's round trip; --generator cpp sends from a real "
+                  "client's threads)")
     if args.compare:
         for name, _ in setups:
             new = [x["tps"] for x in runs[name]]
