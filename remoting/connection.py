@@ -95,11 +95,13 @@ _reading: contextvars.ContextVar[Connection | None] = contextvars.ContextVar("tr
 def call_after_read(fn: Callable[[], object]) -> bool:
     """Call ``fn()`` once the connection reader that is running now has handled every
     frame of its current read and flushed their answers, before it waits for the next
-    (Netty's ``channelReadComplete``). For code that runs inline in a reader -- a
-    processor registered inline, or what it calls -- and wants to do once, for all the
-    requests of one read, what it would otherwise wake a task for. Returns False, and
-    schedules nothing, anywhere else (another task, a thread, between reads): the caller
-    must act itself. ``fn`` runs in the reader's task; an exception it raises is logged."""
+    (Netty's ``channelReadComplete``) -- or earlier, when a request of that read makes
+    the reader wait (an answer waiting for room, an async processor): before any other
+    task runs. For code that runs inline in a reader -- a processor registered inline,
+    or what it calls -- and wants to do once, for all the requests of one read, what it
+    would otherwise wake a task for. Returns False, and schedules nothing, anywhere else
+    (another task, a thread, between reads): the caller must act itself. ``fn`` runs in
+    the reader's task; an exception it raises is logged."""
     conn = _reading.get()
     if conn is None:
         return False
@@ -840,7 +842,13 @@ class Connection:
                                 if tap is not None:  # the stretch ends: what others send now records itself
                                     self._tap_batch = None
                                     self._tap_record_batch(taps)
+                                # ... and what was queued to run after it runs now: other
+                                # tasks run while this one waits
+                                self._after_read = None
+                                if after_read:
+                                    _run_after_read(after_read)
                                 await pending
+                                self._after_read = after_read
                                 if tap is not None:
                                     self._tap_batch = taps
                 except FrameError as exc:

@@ -302,15 +302,24 @@ async def test_call_after_read_runs_once_per_read_after_its_answers_are_written(
                 assert call_after_read(failing)
         return RemotingCommand.response(0, body=req.body)
 
+    async def waits(conn, req):  # makes the reader wait in the middle of its read
+        events.append("waits")
+        await trio.sleep(0)
+        return RemotingCommand.response(0, body=req.body)
+
     assert not call_after_read(after)  # this task is no reader
     async with serving() as server:
         server.register_processor(INLINE, inline, inline=True)
+        server.register_processor(INLINE + 1, waits, inline=True)
         host, port = server.address.rsplit(":", 1)
         sock = trio.socket.socket()
         await sock.connect((host, int(port)))
 
-        async def exchange(bodies: list[bytes]) -> None:
-            await sock.send(b"".join(encode_command(request(INLINE, body=b, opaque=i)) for i, b in enumerate(bodies)))
+        async def exchange(bodies: list) -> None:
+            await sock.send(b"".join(
+                encode_command(request(*(b if isinstance(b, tuple) else (INLINE, b)), opaque=i))
+                for i, b in enumerate(bodies)
+            ))
             got = bytearray()
             answers = 0
             with trio.fail_after(5):
@@ -326,6 +335,11 @@ async def test_call_after_read_runs_once_per_read_after_its_answers_are_written(
         events.clear()
         await exchange([b"fail", b"y"])  # a failing call is logged; the others still run
         assert events == ["request", "request", "write", "after"]
+        events.clear()
+        # a request that makes the reader wait ends the stretch: what was queued runs
+        # before the wait (before any other task), the rest of the read queues anew
+        await exchange([b"x", (INLINE + 1, b"w"), b"z"])
+        assert events == ["request", "after", "waits", "request", "write", "after"]
         assert (await client_call(server, b"still serving")) == b"still serving"
         sock.close()
 
