@@ -295,21 +295,28 @@ class HAConnection:
             return None
         return mf.view[pos : pos + n]
 
+    def _next_frame(self) -> tuple[bytes, memoryview] | None:
+        """The next frame to send, header and chunk, counted as sent (None: nothing new)."""
+        chunk = self._chunk()
+        if chunk is None:
+            return None
+        n = len(chunk)
+        start = self.next
+        self.next += n
+        self.sent_bytes += n
+        return HEADER.pack(start, n), chunk
+
     def push_nowait(self) -> None:
         """Send the next chunk now, from the caller's task, if the socket takes it (see
         :meth:`HAServer._on_message_arriving`); the writer task is woken for what it
         does not take and for what is left beyond the chunk."""
         if self._sending or self._unsent or self.next < 0:
             return
-        chunk = self._chunk()
-        if chunk is None:
+        frame = self._next_frame()
+        if frame is None:
             return
-        n = len(chunk)
-        start = self.next
-        self.next += n
-        self.sent_bytes += n
         try:
-            self._unsent = self.sock.send_nowait(HEADER.pack(start, n), chunk)
+            self._unsent = self.sock.send_nowait(*frame)
         except (trio.BrokenResourceError, OSError) as exc:
             log.info("HA: writing to slave %s failed: %s", self.peer, exc)
             if self._scope is not None:
@@ -325,6 +332,7 @@ class HAConnection:
         heartbeat = server.heartbeat
         idle_lot = server._idle_lot
         send = self.sock.send
+        send_rest = self.sock.send_rest
         current_time = trio.current_time
         pack = HEADER.pack
         self.last_write = current_time()
@@ -334,16 +342,12 @@ class HAConnection:
                 try:
                     if self._unsent:  # the rest of a push
                         unsent, self._unsent = self._unsent, b""
-                        await self.sock.send_rest(unsent)
+                        await send_rest(unsent)
                         self.last_write = current_time()
                         continue
-                    chunk = self._chunk()
-                    if chunk is not None:
-                        n = len(chunk)
-                        start = self.next
-                        self.next += n
-                        self.sent_bytes += n
-                        await send(pack(start, n), chunk)
+                    frame = self._next_frame()
+                    if frame is not None:
+                        await send(*frame)
                         self.last_write = current_time()
                         self.written_chunks += 1
                         continue

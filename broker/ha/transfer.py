@@ -131,8 +131,8 @@ class GroupTransferService:
             n = _complete_through(pending, _END, self.acked, True)
             self.acks_used += 1
             self.completed += n
-        if pending and pending[0][_DEADLINE] <= self._now():
-            late = _complete_through(pending, _DEADLINE, self._now(), False)
+        if pending and pending[0][_DEADLINE] <= (now := self._now()):
+            late = _complete_through(pending, _DEADLINE, now, False)
             self.timed_out += late
             n += late
         if n:
