@@ -88,6 +88,9 @@ _FIONREAD = termios.FIONREAD
 #: arrived while it handled the previous read); then it checkpoints
 _MAX_READS_WITHOUT_YIELD = 8
 
+_IO_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+_CLOSING = ConnState.CLOSING
+
 #: the connection whose reader runs in this task (set once by the reader; task-local)
 _reading: contextvars.ContextVar[Connection | None] = contextvars.ContextVar("trocket_reading", default=None)
 
@@ -110,8 +113,7 @@ def call_after_read(fn: Callable[[], object]) -> bool:
         return False
     after.append(fn)
     return True
-_IO_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
-_CLOSING = ConnState.CLOSING
+
 
 #: capture directions (see :mod:`trocket.codecs.capture`); a read's received frames go to
 #: the tap as payloads (:data:`~.tap.PAYLOAD`: the sink writes their length field)
