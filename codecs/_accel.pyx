@@ -1425,7 +1425,7 @@ def encode_send_ok(template, serialize_type, opaque, msg_id, queue_id, queue_off
     non-negative queue id and offset, an opaque in int32, an ASCII message id of the
     plain characters; anything else to the pure function."""
     cdef long long op, qid, qoff
-    cdef int stype, overflow = 0
+    cdef int stype
     cdef Py_ssize_t m_len, q_len, o_len, op_len, hlen, ext_len, i
     cdef const unsigned char* m
     cdef unsigned char c
@@ -1436,15 +1436,10 @@ def encode_send_ok(template, serialize_type, opaque, msg_id, queue_id, queue_off
     cdef tuple parts
     cdef bytes out
     cdef unsigned char* w
-    if (type(opaque) is not int or type(queue_id) is not int or type(queue_offset) is not int
-            or type(msg_id) is not str or not PyUnicode_IS_ASCII(msg_id)):
-        return _py_encode_send_ok(template, serialize_type, opaque, msg_id, queue_id, queue_offset)
-    op = PyLong_AsLongLongAndOverflow(opaque, &overflow)
-    if overflow == 0:
-        qid = PyLong_AsLongLongAndOverflow(queue_id, &overflow)
-    if overflow == 0:
-        qoff = PyLong_AsLongLongAndOverflow(queue_offset, &overflow)
-    if overflow != 0 or qid < 0 or qoff < 0 or op < 0 or op > 2147483647:
+    if (type(msg_id) is not str or not PyUnicode_IS_ASCII(msg_id)
+            or not _int_in(opaque, 0, 2147483647, &op)
+            or not _int_in(queue_id, 0, 9223372036854775807, &qid)
+            or not _int_in(queue_offset, 0, 9223372036854775807, &qoff)):
         return _py_encode_send_ok(template, serialize_type, opaque, msg_id, queue_id, queue_offset)
     try:
         stype = serialize_type
