@@ -117,6 +117,38 @@ async def test_the_sends_of_a_read_go_to_the_slave_when_the_read_is_handled(tmp_
             assert conn.written_chunks <= 1
 
 
+async def test_a_push_whose_write_fails_ends_that_connection_and_the_send_still_completes(tmp_path, caplog):
+    """The reader's push meets a broken socket: that HA connection ends (logged), the
+    slave reconnects from its real end, and the SYNC send waiting on it is answered
+    SUCCESS once the new connection brings its message."""
+    import logging
+
+    from trocket.remoting.direct import DirectSocket
+
+    async with running_broker(tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0)) as master:
+        async with running_broker(tmp_path / "s", broker_role="SLAVE", namesrv_addrs=master.namesrv.address) as slave:
+            slave.ha.client.reconnect_delay = 0.1
+            await wait_until(lambda: master.ha.transfer.connections == 1)
+            conn = master.ha.server.slave
+
+            class BrokenOnce(type(conn.sock)):  # its next write fails, as on a reset
+                __slots__ = ()
+
+                def send_nowait(self, *parts):
+                    self.__class__ = DirectSocket
+                    raise trio.BrokenResourceError("connection reset by peer")
+
+            conn.sock.__class__ = BrokenOnce
+            caplog.set_level(logging.INFO, logger="trocket.broker.ha")
+            async with client() as c:
+                r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"after", queue_id=0,
+                                                                         properties=Wire.props(tags="A")))
+                assert r.code == ResponseCode.SUCCESS, r
+            assert slave.store.max_phy_offset == master.store.max_phy_offset
+            assert slave.ha.client.connects == 2 and master.ha.server.slave is not conn
+            assert "writing to slave" in caplog.text and "connection reset by peer" in caplog.text
+
+
 async def test_sync_master_counts_each_message_of_an_acknowledged_batch(tmp_path):
     """Answers completed by the slave's acknowledgement go out from the send template;
     GET_BROKER_RUNTIME_INFO's put counters still count a batch's messages, not its send."""
