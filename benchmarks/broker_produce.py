@@ -26,9 +26,15 @@ SEND_MESSAGE_V2 sends of 128-byte bodies (ROCKETMQ header serialization unless
 p50/p99 latency and the broker's CPU time per message: user+sys of the broker process
 from ``/proc/PID/stat`` over the timed window only, divided by the messages sent in it.
 Two load generators: trio tasks of this process on one :class:`RemotingClient`
-(``python``), and N threads through one real C++ producer (PyPI ``rocketmq``,
-``benchmarks/cpp_producer.py``, ``cpp``), which routes through the embedded name
-server. The Python generator shares the 2 cores and may be the limit itself; the broker's
+(``python``), and N threads through one real C++ producer (``cpp``), which routes
+through the embedded name server. The C++ producer is the library inside PyPI's
+``rocketmq`` (librocketmq), driven from native threads by ``benchmarks/cpp_producer.c``
+(``--cpp-driver native``, the default; built with ``$CC`` on first use), as Java's
+producer threads send, or from Python threads through the package's binding
+(``benchmarks/cpp_producer.py``, ``--cpp-driver python``): those take turns on the GIL,
+which costs the generator 20 to 30 µs more CPU per send here. Every run prints the generator's
+own CPU per message too (``client CPU``): the two cores are shared, so a busier client
+leaves the broker less. The Python generator shares the 2 cores and may be the limit itself; the broker's
 CPU per message is the figure that compares. ``--broker-pythonpath DIR`` runs the broker
 from another tree (laid out as the ``trocket`` package in ``DIR``) under the same load
 generator, for before/after runs; ``--compare DIR --rounds N`` runs the python generator against both brokers, one window each in
@@ -421,7 +427,9 @@ def senders_line(gen: str, senders: int, res: dict) -> str:
     return (
         f"senders  gen={gen:6s} senders={senders:3d} conns=1  {codecs}TPS={res['tps']:8.0f}  "
         f"p50={res['p50_ms']:6.3f} ms  p99={res['p99_ms']:6.3f} ms  "
-        f"broker CPU={res['cpu_us']:6.1f} us/msg (user {res['user_us']:5.1f} + sys {res['sys_us']:5.1f})  ({res['count']} msgs in {res['seconds']:.1f} s, "
+        f"broker CPU={res['cpu_us']:6.1f} us/msg (user {res['user_us']:5.1f} + sys {res['sys_us']:5.1f})  "
+        + (f"client CPU={res['gen_cpu_us']:6.1f} us/msg  " if "gen_cpu_us" in res else "")
+        + f"({res['count']} msgs in {res['seconds']:.1f} s, "
         f"errors={res['errors']})"
     )
 
@@ -548,17 +556,17 @@ def free_port() -> int:
 def child_window(argv: list[str], pid: int, what: str, wait_s: float = 30) -> dict:
     """Run a load-generating child (``argv``) that prints ``start`` and ``end`` around its
     timed window and then its figures as one JSON line; the broker's (``pid``) CPU time
-    is sampled at ``start`` and ``end``. Returns the figures with ``tps`` and the CPU per
-    message added."""
+    is sampled at ``start`` and ``end``, and so is the child's own. Returns the figures with
+    ``tps``, the broker's CPU per message and the child's (``gen_cpu_us``) added."""
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
     assert child.stdout is not None
-    cpu0 = cpu1 = (0.0, 0.0)
+    cpu0 = cpu1 = gen0 = gen1 = (0.0, 0.0)
     result: dict = {}
     for line in child.stdout:
         if line.startswith("start"):
-            cpu0 = cpu_seconds(pid)
+            cpu0, gen0 = cpu_seconds(pid), cpu_seconds(child.pid)
         elif line.startswith("end"):
-            cpu1 = cpu_seconds(pid)
+            cpu1, gen1 = cpu_seconds(pid), cpu_seconds(child.pid)
         elif line.startswith("{"):
             result = json.loads(line)
     child.wait(wait_s)
@@ -567,15 +575,54 @@ def child_window(argv: list[str], pid: int, what: str, wait_s: float = 30) -> di
     count = result["count"]
     result["tps"] = count / result["seconds"]
     result.update(cpu_per_message(cpu0, cpu1, count))
+    result["gen_cpu_us"] = cpu_per_message(gen0, gen1, count)["cpu_us"]
     return result
 
 
-def cpp_window(namesrv: str, pid: int, threads: int, warmup: float, seconds: float) -> dict:
-    """``benchmarks/cpp_producer.py`` with ``threads`` senders (see :func:`child_window`)."""
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_producer.py")
-    argv = [sys.executable, script, "--namesrv", namesrv, "--topic", TOPIC, "--threads", str(threads),
+#: ``--cpp-driver``: how the C++ client is driven: ``native`` (from C threads:
+#: ``cpp_producer.c``) or ``python`` (its PyPI binding, from Python threads, which take
+#: turns on the GIL: ``cpp_producer.py``)
+CPP_DRIVER = "native"
+
+
+def native_producer() -> str:
+    """``benchmarks/cpp_producer.c`` built against the ``rocketmq`` wheel's librocketmq
+    (with ``$CC``, default ``cc``), into a cache under the temporary directory keyed by
+    the source and the library; the executable's path."""
+    import hashlib
+
+    import rocketmq  # the wheel that carries librocketmq.so
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    src = os.path.join(here, "cpp_producer.c")
+    lib_dir = os.path.dirname(os.path.abspath(rocketmq.__file__))
+    lib = os.path.join(lib_dir, "librocketmq.so")
+    with open(src, "rb") as f:
+        key = hashlib.sha256(f.read() + lib.encode() + str(os.stat(lib).st_mtime_ns).encode()).hexdigest()[:16]
+    exe = os.path.join(tempfile.gettempdir(), "trocket-bench-cpp", f"cpp_producer-{key}")
+    if not os.path.exists(exe):
+        os.makedirs(os.path.dirname(exe), exist_ok=True)
+        cc = os.environ.get("CC", "cc")
+        subprocess.run(
+            [cc, "-O2", "-o", exe + ".tmp", src, lib, f"-Wl,-rpath,{lib_dir}", "-lpthread", "-lm"], check=True
+        )
+        os.replace(exe + ".tmp", exe)
+    return exe
+
+
+def cpp_argv(namesrv: str, threads: int, warmup: float, seconds: float) -> list[str]:
+    """The command of the C++ client with ``threads`` senders of :data:`TOPIC`, driven as
+    :data:`CPP_DRIVER` says; it prints ``start``, ``end`` and its figures (one JSON line)."""
+    args = ["--namesrv", namesrv, "--topic", TOPIC, "--threads", str(threads),
             "--body", str(len(BODY)), "--warmup", str(warmup), "--seconds", str(seconds)]
-    return child_window(argv, pid, "cpp_producer.py")
+    if CPP_DRIVER == "native":
+        return [native_producer(), *args]
+    return [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_producer.py"), *args]
+
+
+def cpp_window(namesrv: str, pid: int, threads: int, warmup: float, seconds: float) -> dict:
+    """The C++ client with ``threads`` senders (:func:`cpp_argv`; see :func:`child_window`)."""
+    return child_window(cpp_argv(namesrv, threads, warmup, seconds), pid, f"the C++ client ({CPP_DRIVER} driver)")
 
 
 async def bench_senders_cpp(warmup: float, seconds: float, counts: tuple[int, ...] = SENDER_COUNTS) -> None:
@@ -708,7 +755,7 @@ def floor_line(r: int, senders: int, label: str, res: dict) -> str:
         f"floor    round={r} senders={senders:3d}  {label:16s} TPS={res['tps']:8.0f}  "
         f"p50={res['p50_ms']:6.3f} ms  p99={res['p99_ms']:6.3f} ms  "
         f"responder CPU={res['cpu_us']:6.1f} us/msg (user {res['user_us']:5.1f} + sys {res['sys_us']:5.1f})  "
-        f"errors={res['errors']}"
+        f"client CPU={res['gen_cpu_us']:6.1f} us/msg  errors={res['errors']}"
     )
 
 
@@ -730,7 +777,7 @@ async def main(args: argparse.Namespace) -> None:
             if args.generator in ("both", "cpp"):
                 await bench_senders_cpp(args.warmup, seconds, args.senders)
     if args.part == "floor":
-        print(f"floor: the C++ client ({len(BODY)}-byte bodies, one connection) against minimal responders and "
+        print(f"floor: the C++ client ({CPP_DRIVER} threads, {len(BODY)}-byte bodies, one connection) against minimal responders and "
               f"trocket broker, {args.warmup:.0f} s warm-up + {seconds:.0f} s timed per run "
               f"(python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f})", flush=True)
         await bench_floor(args.warmup, seconds, args.senders, tuple(args.floor_modes.split(",")) if args.floor_modes else (),
@@ -778,6 +825,10 @@ if __name__ == "__main__":
                         help="floor part, and the python generator of the senders part: also the broker of the "
                              "tree laid out as the trocket package in DIR, in turn with this tree's in every "
                              "round (before/after under the same load)")
+    parser.add_argument("--cpp-driver", choices=("native", "python"), default="native",
+                        help="the C++ client's senders: native threads of benchmarks/cpp_producer.c, built "
+                             "with $CC (default), or threads of its Python binding, which take turns on the GIL")
     parsed = parser.parse_args()
     BROKER_PYTHONPATH = parsed.broker_pythonpath
+    CPP_DRIVER = parsed.cpp_driver
     trio.run(main, parsed)

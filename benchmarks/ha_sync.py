@@ -24,8 +24,8 @@ A, S, B, ...: load from elsewhere hits every setup alike) and the ratios SYNC/AS
 load generator; the slave's CPU per message is printed too.
 
 ``--generator cpp`` sends from ``--senders`` threads of one real C++ producer (PyPI
-``rocketmq``, ``benchmarks/cpp_producer.py``, routed by the master's name server)
-instead: a real client's pacing (its threads do not answer in lockstep as one trio
+``rocketmq``'s librocketmq, routed by the master's name server; ``--cpp-driver`` as in
+``broker_produce.py``: native threads by default) instead: a real client's pacing (its threads do not answer in lockstep as one trio
 process's tasks do; a few sends a run fail in the client itself, see that file).
 
 ``--setups`` runs a subset (``async``, ``sync``, ``blocking``);
@@ -213,7 +213,10 @@ if __name__ == "__main__":
     ap.add_argument("--senders", type=int, default=16)
     ap.add_argument("--generator", choices=("python", "cpp"), default="python",
                     help="the senders: trio tasks of this process (default) or threads of one real C++ "
-                         "producer (PyPI rocketmq, benchmarks/cpp_producer.py)")
+                         "producer (PyPI rocketmq)")
+    ap.add_argument("--cpp-driver", choices=("native", "python"), default="native",
+                    help="with --generator cpp: the producer's threads, native (benchmarks/cpp_producer.c, "
+                         "default) or Python threads through its binding (benchmarks/cpp_producer.py)")
     ap.add_argument("--warmup", type=float, default=1.0)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported")
@@ -229,4 +232,5 @@ if __name__ == "__main__":
                     help="record the master's and slave's stacks over the timed window into DIR (py-spy raw)")
     parsed = ap.parse_args()
     broker_produce.BROKER_PYTHONPATH = parsed.broker_pythonpath
+    broker_produce.CPP_DRIVER = parsed.cpp_driver
     trio.run(main, parsed)

@@ -9,7 +9,8 @@ process under a trio ``Instrument`` that counts task steps per task name and the
 loop's I/O waits (wake-ups), between two SIGUSR1 the parent sends around the timed
 window; the load is synchronous SEND_MESSAGE(_V2) sends of 128-byte bodies from
 ``--senders`` senders on one connection: trio tasks of this process (``python``,
-JSON headers) or one real C++ producer's threads (``cpp``, ``benchmarks/cpp_producer.py``).
+JSON headers) or one real C++ producer's threads (``cpp``; ``--cpp-driver`` as in
+``broker_produce.py``: native threads by default).
 Prints the steps and waits per message, the broker's CPU per message in the window and
 the tasks that ran, most steps first. The ideal is one step (the connection's reader)
 per read: every other task woken per read or per message costs a scheduling round.
@@ -91,6 +92,8 @@ def run(args: argparse.Namespace) -> None:
     import broker_produce as bp
     from trocket.remoting import ClientConfig, RemotingClient
 
+    bp.CPP_DRIVER = args.cpp_driver
+
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.pop("PYTHONPATH", None)
     if args.broker_pythonpath:
@@ -125,10 +128,8 @@ def run(args: argparse.Namespace) -> None:
 
             trio.run(python_load)
             if args.generator == "cpp":
-                script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_producer.py")
                 child = subprocess.Popen(
-                    [sys.executable, script, "--namesrv", namesrv, "--topic", bp.TOPIC, "--threads", str(args.senders),
-                     "--body", str(len(bp.BODY)), "--warmup", "1", "--seconds", str(args.seconds)],
+                    bp.cpp_argv(namesrv, args.senders, 1, args.seconds),
                     stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(),
                 )
                 assert child.stdout is not None
@@ -158,4 +159,6 @@ if __name__ == "__main__":
     parser.add_argument("--messages", type=int, default=3000, help="python: sends in the window")
     parser.add_argument("--seconds", type=float, default=3.0, help="cpp: the timed window")
     parser.add_argument("--broker-pythonpath", default="", help="the broker child's PYTHONPATH (another tree)")
+    parser.add_argument("--cpp-driver", choices=("native", "python"), default="native",
+                        help="cpp: the producer's threads, native (default) or Python threads through its binding")
     run(parser.parse_args())
