@@ -38,7 +38,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 7
+ABI = 8
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -57,6 +57,8 @@ cdef object _py_dispatch_fields = None
 cdef object _py_encode_send_ok = None
 cdef object _py_offset_msg_id = None
 cdef object _py_encode_binary_header = None
+cdef object _py_encode_send_message_v2 = None
+cdef object _py_encode_pull_message = None
 
 
 def set_pure(str name, fn):
@@ -67,6 +69,7 @@ def set_pure(str name, fn):
     global _py_decode_properties, _py_encode_record_batch, _py_decode_send_fields, _py_place_record
     global _py_dispatch_fields
     global _py_encode_send_ok, _py_offset_msg_id, _py_encode_binary_header
+    global _py_encode_send_message_v2, _py_encode_pull_message
     if name == "FrameDecoder":
         _py_FrameDecoder = fn
         from trocket.codecs.frame import sniff_foreign_protocol
@@ -101,6 +104,10 @@ def set_pure(str name, fn):
         _py_offset_msg_id = fn
     elif name == "encode_binary_header":
         _py_encode_binary_header = fn
+    elif name == "encode_send_message_v2":
+        _py_encode_send_message_v2 = fn
+    elif name == "encode_pull_message":
+        _py_encode_pull_message = fn
     else:
         raise KeyError(name)
 
@@ -915,6 +922,7 @@ _V2_KEYS = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n"
 cdef object _V1 = None
 cdef object _V2 = None
 cdef object _BN = None
+cdef object _PQ = None
 
 
 cdef inline bint _digits(object v, int max_digits, long long* out):
@@ -1079,12 +1087,13 @@ cdef extern from *:
 
 
 cdef _load_send_headers():
-    global _V1, _V2, _BN, _SF
+    global _V1, _V2, _BN, _SF, _PQ
     from trocket.codecs.headers import fast
     _V1 = fast._V1
     _V2 = fast._V2
     _BN = fast._BN
     _SF = fast.SendFields
+    _PQ = fast._PQ
 
 
 def decode_send_message_v2(ext):
@@ -1118,6 +1127,194 @@ def decode_send_fields(ext, v2):
         if o is not _FAIL:
             return o
     return _py_decode_send_fields(ext, v2)
+
+
+# -- the hot request headers' encoders (FastCodes) -------------------------------------
+#
+# What a trocket client sends with every message and every pull. The pure encoders take
+# the header's values on trust (their declared types) and use ``str()`` on ints; the
+# twins handle the header class itself with exact ints, True/False and None where the
+# class declares them, and hand anything else (a bool or an enum where an int belongs,
+# a subclass, an unset or required-but-None field) to the pure one, so both give the
+# same dict. They read the attributes straight from the instance's slots: an attribute
+# fetch by name is most of what the encoding costs (the attrs classes are slotted; the
+# offsets come from the classes' own member descriptors, checked when first used).
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDef:
+        const char* name
+        int type
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+
+cdef enum:
+    _T_OBJECT_EX = 16  # structmember.h: a slot, AttributeError when unset
+
+#: ``str(i)`` of the small ints most int fields carry (the pure encoders' table).
+cdef tuple _SMALL_TEXT = tuple([str(i) for i in range(-1, 1024)])
+
+_V2_FIELDS = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "bname")
+_PQ_FIELDS = ("consumerGroup", "topic", "queueId", "queueOffset", "maxMsgNums", "sysFlag", "commitOffset",
+              "suspendTimeoutMillis", "subscription", "subVersion", "expressionType", "bname")
+cdef Py_ssize_t _V2_AT[15]
+cdef Py_ssize_t _PQ_AT[12]
+#: -1 not looked at yet, 0 the class is not as expected (the pure encoder serves), 1 ready
+cdef int _V2_SLOTS = -1
+cdef int _PQ_SLOTS = -1
+
+
+cdef int _slot_offsets(cls, tuple names, Py_ssize_t* out):
+    """Fill ``out`` with where instances of ``cls`` keep ``names`` (plain ``__slots__``
+    members, found the way attribute lookup finds them); 1 when all are, else 0."""
+    cdef PyMemberDef* m
+    if cls.__getattribute__ is not object.__getattribute__:
+        return 0
+    member_descriptor = type(_SlotProbe.x)
+    for i, name in enumerate(names):
+        for klass in cls.__mro__:
+            d = klass.__dict__.get(name)
+            if d is not None:
+                break
+        else:
+            return 0
+        if type(d) is not member_descriptor:
+            return 0
+        m = (<PyMemberDescrObject*><PyObject*>d).d_member
+        if m.type != _T_OBJECT_EX or m.offset <= 0:
+            return 0
+        out[i] = m.offset
+    return 1
+
+
+class _SlotProbe:
+    __slots__ = ("x",)
+
+
+cdef inline PyObject* _slot(object o, Py_ssize_t at) noexcept:
+    """The slot's value (borrowed), NULL when unset."""
+    return (<PyObject**>((<char*><PyObject*>o) + at))[0]
+
+
+cdef object _int_text(PyObject* p):
+    """``str(v)`` of the exact int at ``p``; ``_FAIL`` for anything else."""
+    cdef long long x
+    cdef int overflow = 0
+    cdef unsigned char buf[20]
+    cdef Py_ssize_t n
+    if p == NULL:
+        return _FAIL
+    v = <object>p
+    if type(v) is not int:
+        return _FAIL
+    x = PyLong_AsLongLongAndOverflow(v, &overflow)
+    if overflow or x < -1:
+        return str(v)
+    if x <= 1023:
+        return _SMALL_TEXT[x + 1]
+    n = _decimal(<unsigned long long>x, buf + 20)
+    s = PyUnicode_New(n, 127)
+    memcpy(<unsigned char*>PyUnicode_1BYTE_DATA(s), buf + 20 - n, n)
+    return s
+
+
+cdef object _TRUE = True  # the objects (a bare True in Cython is a C truth value)
+cdef object _FALSE = False
+
+
+cdef inline object _bool_text(PyObject* p):
+    """Java's spelling of True/False; ``_FAIL`` for anything else."""
+    if p == <PyObject*>_TRUE:
+        return "true"
+    if p == <PyObject*>_FALSE:
+        return "false"
+    return _FAIL
+
+
+cdef inline bint _put_opt(dict out, str key, PyObject* p):
+    """``out[key] = value`` unless the value is None; False when the slot is unset."""
+    if p == NULL:
+        return False
+    if p != <PyObject*>None:
+        out[key] = <object>p
+    return True
+
+
+cdef inline bint _put_req(dict out, str key, PyObject* p):
+    """``out[key] = value``; False when the slot is unset or None."""
+    if p == NULL or p == <PyObject*>None:
+        return False
+    out[key] = <object>p
+    return True
+
+
+cdef inline bint _put_int(dict out, str key, PyObject* p, bint optional):
+    """``out[key] = str(value)`` for an exact int (None skipped when ``optional``)."""
+    if optional and p == <PyObject*>None:
+        return True
+    t = _int_text(p)
+    if t is _FAIL:
+        return False
+    out[key] = t
+    return True
+
+
+cdef inline bint _put_bool(dict out, str key, PyObject* p):
+    """``out[key] = "true"/"false"`` for True/False, None skipped."""
+    if p == <PyObject*>None:
+        return True
+    t = _bool_text(p)
+    if t is _FAIL:
+        return False
+    out[key] = t
+    return True
+
+
+def encode_send_message_v2(o):
+    """Twin of :func:`trocket.codecs.headers.fast.encode_send_message_v2`."""
+    global _V2_SLOTS
+    if _V2_SLOTS < 0:
+        if _V2 is None:
+            _load_send_headers()
+        _V2_SLOTS = _slot_offsets(_V2, _V2_FIELDS, _V2_AT)
+    if _V2_SLOTS == 0 or type(o) is not _V2:
+        return _py_encode_send_message_v2(o)
+    cdef dict out = _PyDict_NewPresized(15)
+    if (_put_req(out, "a", _slot(o, _V2_AT[0])) and _put_req(out, "b", _slot(o, _V2_AT[1]))
+            and _put_req(out, "c", _slot(o, _V2_AT[2])) and _put_int(out, "d", _slot(o, _V2_AT[3]), False)
+            and _put_int(out, "e", _slot(o, _V2_AT[4]), False) and _put_int(out, "f", _slot(o, _V2_AT[5]), False)
+            and _put_int(out, "g", _slot(o, _V2_AT[6]), False) and _put_int(out, "h", _slot(o, _V2_AT[7]), False)
+            and _put_opt(out, "i", _slot(o, _V2_AT[8])) and _put_int(out, "j", _slot(o, _V2_AT[9]), True)
+            and _put_bool(out, "k", _slot(o, _V2_AT[10])) and _put_int(out, "l", _slot(o, _V2_AT[11]), True)
+            and _put_bool(out, "m", _slot(o, _V2_AT[12])) and _put_opt(out, "n", _slot(o, _V2_AT[13]))
+            and _put_opt(out, "bname", _slot(o, _V2_AT[14]))):
+        return out
+    return _py_encode_send_message_v2(o)
+
+
+def encode_pull_message(o):
+    """Twin of :func:`trocket.codecs.headers.fast.encode_pull_message`."""
+    global _PQ_SLOTS
+    if _PQ_SLOTS < 0:
+        if _PQ is None:
+            _load_send_headers()
+        _PQ_SLOTS = _slot_offsets(_PQ, _PQ_FIELDS, _PQ_AT)
+    if _PQ_SLOTS == 0 or type(o) is not _PQ:
+        return _py_encode_pull_message(o)
+    cdef dict out = _PyDict_NewPresized(12)
+    if (_put_req(out, "consumerGroup", _slot(o, _PQ_AT[0])) and _put_req(out, "topic", _slot(o, _PQ_AT[1]))
+            and _put_int(out, "queueId", _slot(o, _PQ_AT[2]), False)
+            and _put_int(out, "queueOffset", _slot(o, _PQ_AT[3]), False)
+            and _put_int(out, "maxMsgNums", _slot(o, _PQ_AT[4]), False)
+            and _put_int(out, "sysFlag", _slot(o, _PQ_AT[5]), False)
+            and _put_int(out, "commitOffset", _slot(o, _PQ_AT[6]), False)
+            and _put_int(out, "suspendTimeoutMillis", _slot(o, _PQ_AT[7]), False)
+            and _put_opt(out, "subscription", _slot(o, _PQ_AT[8]))
+            and _put_int(out, "subVersion", _slot(o, _PQ_AT[9]), False)
+            and _put_opt(out, "expressionType", _slot(o, _PQ_AT[10]))
+            and _put_opt(out, "bname", _slot(o, _PQ_AT[11]))):
+        return out
+    return _py_encode_pull_message(o)
 
 
 # -- the stored-message record --------------------------------------------------------

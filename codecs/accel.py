@@ -23,7 +23,7 @@ from typing import TypeVar
 __all__ = ["ABI", "ACTIVE", "REASON", "accelerated", "pure", "describe"]
 
 #: The twins' contract version; must equal ``_accel.ABI``.
-ABI = 7
+ABI = 8
 
 F = TypeVar("F", bound=Callable)
 

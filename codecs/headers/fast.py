@@ -519,6 +519,8 @@ def decode_send_fields(ext: Mapping[str, str] | None, v2: bool) -> SendFields:
 decode_send_message = accelerated(decode_send_message)
 decode_send_message_v2 = accelerated(decode_send_message_v2)
 decode_send_fields = accelerated(decode_send_fields)
+encode_send_message_v2 = accelerated(encode_send_message_v2)
+encode_pull_message = accelerated(encode_pull_message)
 
 #: Header class -> its hand-written codec.
 FAST_CODECS: dict[type, FastCodec] = {

@@ -42,11 +42,17 @@ GET_ROUTEINFO_BY_TOPIC = 105
 
 @contextmanager
 def tcpdump(path: Path, ports: list[int], iface: str = "lo"):
+    """A real tcpdump writing ``path`` while the block runs; yields the lines it printed
+    (after the block, its counts of packets captured and dropped)."""
     exe = shutil.which("tcpdump")
     if exe is None:
         pytest.skip("tcpdump is not installed (apt install tcpdump)")
     expr = " or ".join(f"tcp port {p}" for p in ports)
-    proc = subprocess.Popen([exe, "-i", iface, "--immediate-mode", "-U", "-n", "-w", str(path), expr], stderr=subprocess.PIPE, text=True)
+    # -B: a 16 MiB kernel buffer, so a loaded machine does not drop the 300 KB bursts
+    proc = subprocess.Popen(
+        [exe, "-i", iface, "-B", "16384", "--immediate-mode", "-U", "-n", "-w", str(path), expr],
+        stderr=subprocess.PIPE, text=True,
+    )
     ready = threading.Event()
     lines: list[str] = []
 
@@ -63,7 +69,7 @@ def tcpdump(path: Path, ports: list[int], iface: str = "lo"):
         proc.wait()
         pytest.skip(f"tcpdump cannot capture on {iface} here: {''.join(lines).strip()[-300:]}")
     try:
-        yield proc
+        yield lines
     finally:
         time.sleep(0.5)  # the last packets through the kernel's buffer (immediate mode: no block timeout)
         proc.send_signal(signal.SIGINT)
@@ -121,14 +127,14 @@ def read_all(path: Path):
 def test_tcpdump_of_raw_frames(tmp_path, broker, iface):
     pcap = tmp_path / "raw.pcap"
     n = 12
-    with tcpdump(pcap, [broker.namesrv_port], iface):
+    with tcpdump(pcap, [broker.namesrv_port], iface) as tcpdump_said:
         broker.start()
         # on "any" libpcap's ring slots are sized for a 64 KiB MTU: loopback's larger GSO
         # packets are lost to the capture (the reader reports them as gaps, rightly)
         client, requests, responses = raw_session(("127.0.0.1", broker.namesrv_port), n, 300_000 if iface == "lo" else 30_000)
     capture, records = read_all(pcap)
     assert capture.format == "pcap"
-    assert capture.problems == [] and capture.complete
+    assert capture.problems == [] and capture.complete, (capture.problems, "".join(tcpdump_said[-4:]))
     with open(pcap, "rb") as f:
         linktypes = {p.linktype for p in PacketReader(f)}
     assert linktypes <= ({LINKTYPE_ETHERNET} if iface == "lo" else {LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2})
