@@ -1138,7 +1138,8 @@ def decode_send_fields(ext, v2):
 # a subclass, an unset or required-but-None field) to the pure one, so both give the
 # same dict. They read the attributes straight from the instance's slots: an attribute
 # fetch by name is most of what the encoding costs (the attrs classes are slotted; the
-# offsets come from the classes' own member descriptors, checked when first used).
+# offsets come from the classes' own member descriptors, the field kinds from their
+# declarations, both read when first used).
 
 cdef extern from "Python.h":
     ctypedef struct PyMemberDef:
@@ -1154,41 +1155,99 @@ cdef enum:
 #: ``str(i)`` of the small ints most int fields carry (the pure encoders' table).
 cdef tuple _SMALL_TEXT = tuple([str(i) for i in range(-1, 1024)])
 
-_V2_FIELDS = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "bname")
-_PQ_FIELDS = ("consumerGroup", "topic", "queueId", "queueOffset", "maxMsgNums", "sysFlag", "commitOffset",
-              "suspendTimeoutMillis", "subscription", "subVersion", "expressionType", "bname")
-cdef Py_ssize_t _V2_AT[15]
-cdef Py_ssize_t _PQ_AT[12]
-#: -1 not looked at yet, 0 the class is not as expected (the pure encoder serves), 1 ready
-cdef int _V2_SLOTS = -1
-cdef int _PQ_SLOTS = -1
+cdef enum:
+    # what a header field holds, from its declaration (headers._spec.field)
+    _K_STR = 0
+    _K_INT = 1  # int and long
+    _K_BOOL = 2
+    _K_REQUIRED = 4  # or'ed in: None makes the pure encoder (the generic one) decide
 
 
-cdef int _slot_offsets(cls, tuple names, Py_ssize_t* out):
-    """Fill ``out`` with where instances of ``cls`` keep ``names`` (plain ``__slots__``
-    members, found the way attribute lookup finds them); 1 when all are, else 0."""
+cdef class _SlotEncoder:
+    """A header class's ext dict straight from its instances' slots, in declaration
+    order, None left out: the dict the FastCodes encoders make of a plain instance."""
+    cdef object cls
+    cdef tuple keys
+    cdef Py_ssize_t n
+    cdef Py_ssize_t at[16]
+    cdef int kind[16]
+
+    cdef object encode(self, object o):
+        """The dict, or ``_FAIL`` for what the pure encoder must decide."""
+        cdef dict out = _PyDict_NewPresized(self.n)
+        cdef PyObject* p
+        cdef int k
+        cdef Py_ssize_t i
+        for i in range(self.n):
+            p = _slot(o, self.at[i])
+            if p == NULL:
+                return _FAIL
+            k = self.kind[i]
+            if p == <PyObject*>None:
+                if k & _K_REQUIRED:
+                    return _FAIL
+                continue
+            k &= 3
+            if k == _K_STR:
+                v = <object>p
+            elif k == _K_INT:
+                v = _int_text(p)
+            else:
+                v = _bool_text(p)
+            if v is _FAIL:
+                return _FAIL
+            out[<str>self.keys[i]] = v
+        return out
+
+
+cdef _SlotEncoder _slot_encoder(cls):
+    """The :class:`_SlotEncoder` of header class ``cls``, or None when its instances
+    are not plain slotted objects (then the pure encoder serves every call)."""
+    from trocket.codecs.headers._spec import header_fields
+
     cdef PyMemberDef* m
-    if cls.__getattribute__ is not object.__getattribute__:
-        return 0
+    cdef _SlotEncoder enc = _SlotEncoder()
+    specs = header_fields(cls)
+    if len(specs) > 16 or cls.__getattribute__ is not object.__getattribute__:
+        return None
     member_descriptor = type(_SlotProbe.x)
-    for i, name in enumerate(names):
+    kinds = {"str": _K_STR, "int": _K_INT, "long": _K_INT, "bool": _K_BOOL}
+    for i, spec in enumerate(specs):
         for klass in cls.__mro__:
-            d = klass.__dict__.get(name)
+            d = klass.__dict__.get(spec.name)
             if d is not None:
                 break
         else:
-            return 0
-        if type(d) is not member_descriptor:
-            return 0
+            return None
+        if type(d) is not member_descriptor or spec.kind not in kinds:
+            return None
         m = (<PyMemberDescrObject*><PyObject*>d).d_member
         if m.type != _T_OBJECT_EX or m.offset <= 0:
-            return 0
-        out[i] = m.offset
-    return 1
+            return None
+        enc.at[i] = m.offset
+        enc.kind[i] = kinds[spec.kind] | (_K_REQUIRED if spec.required else 0)
+    enc.cls = cls
+    enc.keys = tuple([spec.name for spec in specs])
+    enc.n = len(specs)
+    return enc
 
 
 class _SlotProbe:
     __slots__ = ("x",)
+
+
+cdef _SlotEncoder _V2_ENC = None
+cdef _SlotEncoder _PQ_ENC = None
+cdef bint _ENCODERS_LOADED = False
+
+
+cdef _load_encoders():
+    global _V2_ENC, _PQ_ENC, _ENCODERS_LOADED
+    if _V2 is None:
+        _load_send_headers()
+    _V2_ENC = _slot_encoder(_V2)
+    _PQ_ENC = _slot_encoder(_PQ)
+    _ENCODERS_LOADED = True
 
 
 cdef inline PyObject* _slot(object o, Py_ssize_t at) noexcept:
@@ -1202,8 +1261,6 @@ cdef object _int_text(PyObject* p):
     cdef int overflow = 0
     cdef unsigned char buf[20]
     cdef Py_ssize_t n
-    if p == NULL:
-        return _FAIL
     v = <object>p
     if type(v) is not int:
         return _FAIL
@@ -1231,90 +1288,27 @@ cdef inline object _bool_text(PyObject* p):
     return _FAIL
 
 
-cdef inline bint _put_opt(dict out, str key, PyObject* p):
-    """``out[key] = value`` unless the value is None; False when the slot is unset."""
-    if p == NULL:
-        return False
-    if p != <PyObject*>None:
-        out[key] = <object>p
-    return True
-
-
-cdef inline bint _put_req(dict out, str key, PyObject* p):
-    """``out[key] = value``; False when the slot is unset or None."""
-    if p == NULL or p == <PyObject*>None:
-        return False
-    out[key] = <object>p
-    return True
-
-
-cdef inline bint _put_int(dict out, str key, PyObject* p, bint optional):
-    """``out[key] = str(value)`` for an exact int (None skipped when ``optional``)."""
-    if optional and p == <PyObject*>None:
-        return True
-    t = _int_text(p)
-    if t is _FAIL:
-        return False
-    out[key] = t
-    return True
-
-
-cdef inline bint _put_bool(dict out, str key, PyObject* p):
-    """``out[key] = "true"/"false"`` for True/False, None skipped."""
-    if p == <PyObject*>None:
-        return True
-    t = _bool_text(p)
-    if t is _FAIL:
-        return False
-    out[key] = t
-    return True
+cdef inline object _encode_or(_SlotEncoder enc, object o, object pure):
+    """``enc``'s dict of ``o``, or what ``pure`` makes of it."""
+    if enc is not None and type(o) is enc.cls:
+        out = enc.encode(o)
+        if out is not _FAIL:
+            return out
+    return pure(o)
 
 
 def encode_send_message_v2(o):
     """Twin of :func:`trocket.codecs.headers.fast.encode_send_message_v2`."""
-    global _V2_SLOTS
-    if _V2_SLOTS < 0:
-        if _V2 is None:
-            _load_send_headers()
-        _V2_SLOTS = _slot_offsets(_V2, _V2_FIELDS, _V2_AT)
-    if _V2_SLOTS == 0 or type(o) is not _V2:
-        return _py_encode_send_message_v2(o)
-    cdef dict out = _PyDict_NewPresized(15)
-    if (_put_req(out, "a", _slot(o, _V2_AT[0])) and _put_req(out, "b", _slot(o, _V2_AT[1]))
-            and _put_req(out, "c", _slot(o, _V2_AT[2])) and _put_int(out, "d", _slot(o, _V2_AT[3]), False)
-            and _put_int(out, "e", _slot(o, _V2_AT[4]), False) and _put_int(out, "f", _slot(o, _V2_AT[5]), False)
-            and _put_int(out, "g", _slot(o, _V2_AT[6]), False) and _put_int(out, "h", _slot(o, _V2_AT[7]), False)
-            and _put_opt(out, "i", _slot(o, _V2_AT[8])) and _put_int(out, "j", _slot(o, _V2_AT[9]), True)
-            and _put_bool(out, "k", _slot(o, _V2_AT[10])) and _put_int(out, "l", _slot(o, _V2_AT[11]), True)
-            and _put_bool(out, "m", _slot(o, _V2_AT[12])) and _put_opt(out, "n", _slot(o, _V2_AT[13]))
-            and _put_opt(out, "bname", _slot(o, _V2_AT[14]))):
-        return out
-    return _py_encode_send_message_v2(o)
+    if not _ENCODERS_LOADED:
+        _load_encoders()
+    return _encode_or(_V2_ENC, o, _py_encode_send_message_v2)
 
 
 def encode_pull_message(o):
     """Twin of :func:`trocket.codecs.headers.fast.encode_pull_message`."""
-    global _PQ_SLOTS
-    if _PQ_SLOTS < 0:
-        if _PQ is None:
-            _load_send_headers()
-        _PQ_SLOTS = _slot_offsets(_PQ, _PQ_FIELDS, _PQ_AT)
-    if _PQ_SLOTS == 0 or type(o) is not _PQ:
-        return _py_encode_pull_message(o)
-    cdef dict out = _PyDict_NewPresized(12)
-    if (_put_req(out, "consumerGroup", _slot(o, _PQ_AT[0])) and _put_req(out, "topic", _slot(o, _PQ_AT[1]))
-            and _put_int(out, "queueId", _slot(o, _PQ_AT[2]), False)
-            and _put_int(out, "queueOffset", _slot(o, _PQ_AT[3]), False)
-            and _put_int(out, "maxMsgNums", _slot(o, _PQ_AT[4]), False)
-            and _put_int(out, "sysFlag", _slot(o, _PQ_AT[5]), False)
-            and _put_int(out, "commitOffset", _slot(o, _PQ_AT[6]), False)
-            and _put_int(out, "suspendTimeoutMillis", _slot(o, _PQ_AT[7]), False)
-            and _put_opt(out, "subscription", _slot(o, _PQ_AT[8]))
-            and _put_int(out, "subVersion", _slot(o, _PQ_AT[9]), False)
-            and _put_opt(out, "expressionType", _slot(o, _PQ_AT[10]))
-            and _put_opt(out, "bname", _slot(o, _PQ_AT[11]))):
-        return out
-    return _py_encode_pull_message(o)
+    if not _ENCODERS_LOADED:
+        _load_encoders()
+    return _encode_or(_PQ_ENC, o, _py_encode_pull_message)
 
 
 # -- the stored-message record --------------------------------------------------------
