@@ -603,10 +603,9 @@ def native_producer() -> str:
     if not os.path.exists(exe):
         os.makedirs(os.path.dirname(exe), exist_ok=True)
         cc = os.environ.get("CC", "cc")
-        subprocess.run(
-            [cc, "-O2", "-o", exe + ".tmp", src, lib, f"-Wl,-rpath,{lib_dir}", "-lpthread", "-lm"], check=True
-        )
-        os.replace(exe + ".tmp", exe)
+        tmp = f"{exe}.{os.getpid()}.tmp"  # another run may be building it too
+        subprocess.run([cc, "-O2", "-o", tmp, src, lib, f"-Wl,-rpath,{lib_dir}", "-lpthread", "-lm"], check=True)
+        os.replace(tmp, exe)
     return exe
 
 

@@ -15,6 +15,7 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +45,9 @@ static void *producer;
 static const char *topic;
 static char *body;
 static int body_len;
-static volatile int stop;
-static volatile double window_start = INFINITY, window_end = INFINITY;
+/* written by the main thread, read by the senders */
+static atomic_int stop;
+static _Atomic double window_start = INFINITY, window_end = INFINITY;
 static pthread_mutex_t error_lock = PTHREAD_MUTEX_INITIALIZER;
 static char first_errors[3][300];
 static int n_first_errors;
@@ -68,7 +70,7 @@ static void *sender(void *arg) {
     SetMessageTags(msg, "bench");
     SetByteMessageBody(msg, body, body_len);
     CSendResult res;
-    while (!stop) {
+    while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
         double t0 = now();
         if (SendMessageSync(producer, msg, &res) != 0) {
             me->errors++;
@@ -171,7 +173,7 @@ int main(int argc, char **argv) {
     window_end = now();
     printf("end\n");
     fflush(stdout);
-    stop = 1;
+    atomic_store(&stop, 1);
     size_t total = 0;
     long errors = 0;
     for (int i = 0; i < threads; i++) {
