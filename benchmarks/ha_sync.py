@@ -25,8 +25,9 @@ load generator; the slave's CPU per message is printed too.
 
 ``--generator cpp`` sends from ``--senders`` threads of one real C++ producer (PyPI
 ``rocketmq``'s librocketmq, routed by the master's name server; ``--cpp-driver`` as in
-``broker_produce.py``: native threads by default) instead: a real client's pacing (its threads do not answer in lockstep as one trio
-process's tasks do; a few sends a run fail in the client itself, see that file).
+``broker_produce.py``: native threads by default) instead: a real client's pacing (its
+threads do not answer in lockstep as one trio process's tasks do; a few sends a run
+fail in the client itself, see ``benchmarks/cpp_producer.py``).
 
 ``--setups`` runs a subset (``async``, ``sync``, ``blocking``);
 ``--broker-pythonpath DIR`` runs both brokers from another tree (as in
