@@ -1,5 +1,5 @@
 """One connection: a reader task feeding the frame decoder, a writer task draining
-a bounded outbound queue with one ``send_all`` for many frames, the table of the
+a bounded outbound queue with one write for many frames, the table of the
 calls pending on it, and the request-handler tasks it spawned.
 
 Netty's counterpart is the channel with its pipeline (``NettyRemotingAbstract``'s
@@ -80,6 +80,7 @@ _connection_ids = itertools.count(1)
 _write = os.write
 _readv = os.readv
 _wait_readable = trio.lowlevel.wait_readable
+_wait_writable = trio.lowlevel.wait_writable
 _checkpoint = trio.lowlevel.checkpoint
 _checkpoint_if_cancelled = trio.lowlevel.checkpoint_if_cancelled
 _ioctl = fcntl.ioctl
@@ -315,7 +316,7 @@ class Connection:
         self._outbox = _Outbox(cfg.outbound_max_frames, cfg.outbound_max_bytes)
         # direct writes only on plain TCP (TLS needs the SSLStream's state machine)
         self._fd = sock.fileno() if sock is not None and isinstance(stream, trio.SocketStream) else -1
-        self._sending = False  # the writer is inside send_all
+        self._sending = False  # the writer is writing (or waiting for room to)
         self._direct_ok = self._fd >= 0
         # a read completed several calls while the writer was mid-write: the writer must
         # not re-allow direct writes when it finishes (the woken callers' requests are its)
@@ -348,7 +349,7 @@ class Connection:
         request/response case. What the socket does not take goes to the writer.
         Only the first frame of a burst goes direct (a write to a socket a peer
         process is waiting on costs a wake-up); the rest queue up for the writer's
-        single ``send_all``. The reader (new data) and the writer (queue drained)
+        single write. The reader (new data) and the writer (queue drained)
         allow the next direct write; a read that completed several calls does not
         (their callers' next requests go out together, in the writer's one write).
         """
@@ -891,7 +892,8 @@ class Connection:
 
     async def _write_loop(self) -> None:
         outbox = self._outbox
-        send_all = self.stream.send_all
+        fd = self._fd
+        send_all = self.stream.send_all if fd < 0 else None
         current_time = trio.lowlevel.current_clock().current_time
         try:
             while True:
@@ -901,7 +903,11 @@ class Connection:
                 self._sending = True
                 self._direct_ok = False
                 self._hold_direct = False  # what a read's woken callers queued is in hand
-                await send_all(frames[0] if len(frames) == 1 else b"".join(frames))
+                data = frames[0] if len(frames) == 1 else b"".join(frames)
+                if send_all is None:
+                    await _write_all(fd, data)
+                else:
+                    await send_all(data)
                 self._sending = False
                 self.last_io = current_time()
                 if not outbox.frames and self._fd >= 0 and not self._hold_direct:
@@ -923,6 +929,22 @@ class Connection:
                 emit(self.endpoint.listener, "on_channel_idle", self)
                 self.close(CloseReason.IDLE)
                 return
+
+
+async def _write_all(fd: int, data: bytes | memoryview) -> None:
+    """``send_all`` on a plain TCP fd, as the reader reads: write what the socket takes
+    now, and wait for room only when it is full. No pass through trio's run loop when
+    the socket takes it all (the writer's next ``take`` waits, a checkpoint);
+    ``SocketStream.send_all`` makes two per call, whatever happens."""
+    while True:
+        try:
+            n = _write(fd, data)
+        except BlockingIOError:
+            n = 0
+        if n == len(data):
+            return
+        data = memoryview(data)[n:]
+        await _wait_writable(fd)
 
 
 def _run_after_read(after_read: list[Callable[[], object]]) -> None:

@@ -15,7 +15,7 @@ import trio
 
 from trocket.codecs.command import RPC_RESPONSE, RemotingCommand
 from trocket.codecs.serialize import decode_command, encode_command
-from trocket.remoting import SysResponseCode
+from trocket.remoting import CloseReason, SysResponseCode
 
 from .conftest import client_of, request, server_config, serving
 
@@ -134,6 +134,39 @@ async def test_inline_answers_wait_for_room_when_the_outbox_is_full(monkeypatch)
     assert [a.opaque for a in answers] == list(range(n))
     assert [a.body for a in answers] == [bytes([65 + i]) * big for i in range(n)]
     assert waited  # some answers did wait for room
+
+
+async def test_a_peer_that_resets_while_the_writer_waits_for_room_fails_that_connection_alone(caplog):
+    """Answers the peer does not read fill the socket, so the connection's writer waits
+    for room; the peer's reset ends that wait: the connection closes (IO_ERROR, logged),
+    nothing escapes the writer, and the server goes on answering others."""
+    big = 1024 * 1024
+
+    def inline(conn, req):
+        return RemotingCommand.response(0, body=req.body * big)
+
+    caplog.set_level(logging.INFO, logger="trocket")
+    async with serving(server_config(outbound_max_frames=64, outbound_max_bytes=64 * big)) as server:
+        server.register_processor(INLINE, inline, inline=True)
+        host, port = server.address.rsplit(":", 1)
+        sock = trio.socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        await sock.connect((host, int(port)))
+        await sock.send(b"".join(encode_command(request(INLINE, body=b"x", opaque=i)) for i in range(8)))
+        with trio.fail_after(10):  # 8 MiB of answers: the socket is full, the writer waits
+            while not (conns := server.connections) or not any(c._sending for c in conns):
+                await trio.sleep(0.01)
+        (conn,) = server.connections
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()  # a reset, with the answers unread
+        with trio.fail_after(10):
+            await conn.wait_closed()
+        assert conn.close_reason == CloseReason.IO_ERROR
+        # the writer's send or the reader's receive, whichever the reset reaches first
+        assert any(" send failed" in r.getMessage() or " receive failed" in r.getMessage() for r in caplog.records)
+        async with client_of() as client:
+            resp = await client.invoke_sync(server.address, request(INLINE, body=b"y"))
+        assert resp.body == b"y" * big
 
 
 async def test_answers_of_one_read_batch_go_out_in_one_write(monkeypatch):
