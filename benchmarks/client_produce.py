@@ -19,8 +19,10 @@ timed. Workloads (as issue 7 names them):
   the send's start to the message in the callback.
 
 trocket runs as trio tasks of this process (one :class:`~trocket.client.producer.Producer`);
-the C++ client (PyPI ``rocketmq``) as threads of a child process running this file with
-``--cpp MODE`` (one C++ producer per run). Both share the machine's cores with the broker,
+the C++ client (librocketmq from PyPI ``rocketmq``) as native threads of a child process,
+``benchmarks/cpp_producer.c`` (one C++ producer per run; ``--cpp-driver python`` runs it
+from Python threads of this file instead, ``--cpp MODE``, which take turns on the GIL
+and make the C++ side slower than it is). Both share the machine's cores with the broker,
 so the broker's CPU per message (``/proc``) is printed too. The last lines are the ratios
 trocket / C++ per workload (issue 7's goal: >= 1 for sync x16 and async).
 """
@@ -166,12 +168,23 @@ def cpp_child(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_cpp(namesrv: str, pid: int, name: str, warmup: float, seconds: float) -> dict:
-    from broker_produce import child_window
+#: The workloads as ``cpp_producer.c`` arguments.
+NATIVE_ARGS = {
+    "sync x1": ("--mode", "sync", "--threads", "1"), "sync x16": ("--mode", "sync", "--threads", "16"),
+    "async 256": ("--mode", "async", "--inflight", "256"), "oneway": ("--mode", "oneway"),
+    "batch 32": ("--mode", "batch", "--batch", "32"),
+}
 
-    argv = [sys.executable, os.path.abspath(__file__), "--cpp", CPP_MODES[name], "--namesrv", namesrv,
-            "--topic", topic_of(name, "cpp"), "--warmup", str(warmup), "--seconds", str(seconds)]
-    return child_window(argv, pid, f"the C++ run {name}", wait_s=60)
+
+def run_cpp(namesrv: str, pid: int, name: str, warmup: float, seconds: float) -> dict:
+    import broker_produce as bp
+
+    common = ["--namesrv", namesrv, "--topic", topic_of(name, "cpp"), "--warmup", str(warmup), "--seconds", str(seconds)]
+    if bp.CPP_DRIVER == "native":
+        argv = [bp.native_producer(), *NATIVE_ARGS[name], "--body", str(BODY_SIZE), *common]
+    else:
+        argv = [sys.executable, os.path.abspath(__file__), "--cpp", CPP_MODES[name], *common]
+    return bp.child_window(argv, pid, f"the C++ run {name} ({bp.CPP_DRIVER} driver)", wait_s=60)
 
 
 # -- the trocket side -------------------------------------------------------------------
@@ -377,6 +390,9 @@ def parse() -> argparse.Namespace:
     ap.add_argument("--rounds", type=int, default=1,
                     help="runs per workload and side, alternating; the ratios use each side's best (a busy machine)")
     ap.add_argument("--only", action="append", help="a workload name (repeatable), or e2e")
+    ap.add_argument("--cpp-driver", choices=("native", "python"), default="native",
+                    help="the C++ client's threads: native (benchmarks/cpp_producer.c, built with $CC; default) "
+                         "or Python threads through its binding")
     # the C++ child
     ap.add_argument("--cpp", help=argparse.SUPPRESS)
     ap.add_argument("--namesrv", help=argparse.SUPPRESS)
@@ -389,5 +405,9 @@ if __name__ == "__main__":
     if arguments.cpp:
         sys.exit(cpp_child(arguments))
     import trio
+
+    import broker_produce
+
+    broker_produce.CPP_DRIVER = arguments.cpp_driver
 
     trio.run(main, arguments)

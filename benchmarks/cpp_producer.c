@@ -12,6 +12,15 @@
  * broker_produce.py (``--cpp-driver native``) with the machine's C compiler against
  * the wheel's librocketmq.so; the library's C API is declared here (its headers are not
  * in the wheel).
+ *
+ * --mode picks what the threads send (client_produce.py's workloads):
+ *   sync    SendMessageSync, each thread waiting for its answer (the default);
+ *   batch   SendBatchMessage of --batch messages, waiting (counts messages);
+ *   oneway  SendMessageOneway, no answers (latency: the call);
+ *   async   SendMessageAsync from one thread, --inflight sends outstanding. The
+ *           callbacks carry no context, so a send's latency is taken from the oldest
+ *           outstanding start: exact when answers come back in order, as on one
+ *           connection to a broker that answers in order.
  */
 #include <math.h>
 #include <pthread.h>
@@ -39,6 +48,21 @@ int DestroyMessage(void *msg);
 int SetMessageTags(void *msg, const char *tags);
 int SetByteMessageBody(void *msg, const char *body, int len);
 int SendMessageSync(void *producer, void *msg, CSendResult *result);
+int SendMessageOneway(void *producer, void *msg);
+void *CreateBatchMessage(void);
+int AddMessage(void *batch, void *msg);
+int DestroyBatchMessage(void *batch);
+int SendBatchMessage(void *producer, void *batch, CSendResult *result);
+typedef struct {
+    int error;
+    int line;
+    char file[512];
+    char msg[512];
+    char type[512];
+} CMQException;
+typedef void (*CSendSuccessCallback)(CSendResult *result);
+typedef void (*CSendExceptionCallback)(CMQException e);
+int SendMessageAsync(void *producer, void *msg, CSendSuccessCallback ok, CSendExceptionCallback err);
 const char *GetLatestErrorMessage(void);
 
 static void *producer;
@@ -52,9 +76,15 @@ static pthread_mutex_t error_lock = PTHREAD_MUTEX_INITIALIZER;
 static char first_errors[3][300];
 static int n_first_errors;
 
+enum { SYNC, BATCH, ONEWAY, ASYNC };
+static int mode = SYNC;
+static int batch_size = 32;
+static int inflight = 256;
+
 typedef struct {
     double *lat;
     size_t n, cap;
+    long count;  /* messages sent in the window */
     long errors;
 } Sender;
 
@@ -64,34 +94,113 @@ static double now(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void *sender(void *arg) {
-    Sender *me = arg;
+static void *new_message(void) {
     void *msg = CreateMessage(topic);
     SetMessageTags(msg, "bench");
     SetByteMessageBody(msg, body, body_len);
+    return msg;
+}
+
+static void note_error(Sender *me, const char *what) {
+    me->errors++;
+    pthread_mutex_lock(&error_lock);
+    if (n_first_errors < 3) {
+        const char *e = what ? what : GetLatestErrorMessage();
+        snprintf(first_errors[n_first_errors++], 300, "%s", e ? e : "send failed");
+    }
+    pthread_mutex_unlock(&error_lock);
+}
+
+/* A call that started at t0 and ended at t1, carrying ``messages``: counted (and its
+   latency kept) when it lies inside the timed window. */
+static void note_sent(Sender *me, double t0, double t1, long messages) {
+    if (!(window_start <= t0 && t1 <= window_end)) return;
+    me->count += messages;
+    if (me->n == me->cap) {
+        me->cap = me->cap ? 2 * me->cap : 65536;
+        me->lat = realloc(me->lat, me->cap * sizeof(double));
+        if (!me->lat) abort();
+    }
+    me->lat[me->n++] = t1 - t0;
+}
+
+static void *sender(void *arg) {
+    Sender *me = arg;
+    void *msg = new_message();
+    void *batch = NULL;
     CSendResult res;
+    if (mode == BATCH) {
+        batch = CreateBatchMessage();
+        for (int i = 0; i < batch_size; i++) AddMessage(batch, new_message());
+    }
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
         double t0 = now();
-        if (SendMessageSync(producer, msg, &res) != 0) {
-            me->errors++;
-            pthread_mutex_lock(&error_lock);
-            if (n_first_errors < 3) {
-                const char *e = GetLatestErrorMessage();
-                snprintf(first_errors[n_first_errors++], 300, "%s", e ? e : "send failed");
-            }
-            pthread_mutex_unlock(&error_lock);
+        int rc = mode == BATCH ? SendBatchMessage(producer, batch, &res)
+               : mode == ONEWAY ? SendMessageOneway(producer, msg)
+               : SendMessageSync(producer, msg, &res);
+        if (rc != 0) {
+            note_error(me, NULL);
             continue;
         }
-        double t1 = now();
-        if (window_start <= t0 && t1 <= window_end) {
-            if (me->n == me->cap) {
-                me->cap = me->cap ? 2 * me->cap : 65536;
-                me->lat = realloc(me->lat, me->cap * sizeof(double));
-                if (!me->lat) abort();
-            }
-            me->lat[me->n++] = t1 - t0;
+        note_sent(me, t0, now(), mode == BATCH ? batch_size : 1);
+    }
+    if (batch) DestroyBatchMessage(batch);
+    DestroyMessage(msg);
+    return NULL;
+}
+
+/* async: the starts of the outstanding sends, oldest first (a ring of --inflight) */
+static pthread_mutex_t async_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t async_room = PTHREAD_COND_INITIALIZER;
+static double *async_starts;
+static int async_head, async_outstanding;
+static Sender *async_sender;
+
+static void async_done(int ok, const char *what) {
+    double t1 = now();
+    pthread_mutex_lock(&async_lock);
+    double t0 = async_starts[async_head];
+    async_head = (async_head + 1) % inflight;
+    async_outstanding--;
+    if (ok) note_sent(async_sender, t0, t1, 1);
+    else note_error(async_sender, what);
+    pthread_cond_signal(&async_room);
+    pthread_mutex_unlock(&async_lock);
+}
+
+static void on_async_ok(CSendResult *result) {
+    (void)result;
+    async_done(1, NULL);
+}
+
+static void on_async_error(CMQException e) {
+    async_done(0, e.msg);
+}
+
+static void *async_loop(void *arg) {
+    Sender *me = arg;
+    void *msg = new_message();
+    async_sender = me;
+    async_starts = calloc(inflight, sizeof(double));
+    while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+        pthread_mutex_lock(&async_lock);
+        while (async_outstanding == inflight) pthread_cond_wait(&async_room, &async_lock);
+        async_starts[(async_head + async_outstanding) % inflight] = now();
+        async_outstanding++;
+        pthread_mutex_unlock(&async_lock);
+        if (SendMessageAsync(producer, msg, on_async_ok, on_async_error) != 0) {
+            pthread_mutex_lock(&async_lock);  /* not sent: take its start back */
+            async_outstanding--;
+            note_error(me, NULL);
+            pthread_mutex_unlock(&async_lock);
         }
     }
+    struct timespec limit;  /* the last answers, for at most 20 s */
+    clock_gettime(CLOCK_REALTIME, &limit);
+    limit.tv_sec += 20;
+    pthread_mutex_lock(&async_lock);
+    while (async_outstanding > 0 && pthread_cond_timedwait(&async_room, &async_lock, &limit) == 0) {}
+    pthread_mutex_unlock(&async_lock);
     DestroyMessage(msg);
     return NULL;
 }
@@ -136,12 +245,21 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--body")) body_len = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--warmup")) warmup = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--seconds")) seconds = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--batch")) batch_size = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--inflight")) inflight = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--mode")) {
+            const char *m = argv[i + 1];
+            mode = !strcmp(m, "sync") ? SYNC : !strcmp(m, "batch") ? BATCH : !strcmp(m, "oneway") ? ONEWAY
+                 : !strcmp(m, "async") ? ASYNC : -1;
+        }
         else { fprintf(stderr, "unknown argument %s\n", argv[i]); return 2; }
     }
-    if (!namesrv || !topic || threads < 1 || body_len < 1) {
-        fprintf(stderr, "usage: %s --namesrv HOST:PORT --topic T [--threads N] [--body B] [--warmup S] [--seconds S]\n", argv[0]);
+    if (!namesrv || !topic || threads < 1 || body_len < 1 || mode < 0 || batch_size < 1 || inflight < 1) {
+        fprintf(stderr, "usage: %s --namesrv HOST:PORT --topic T [--threads N] [--body B] [--warmup S] [--seconds S]"
+                        " [--mode sync|batch|oneway|async] [--batch N] [--inflight N]\n", argv[0]);
         return 2;
     }
+    if (mode == ASYNC) threads = 1;  /* one thread keeps --inflight sends outstanding */
     body = malloc(body_len);
     memset(body, 'b', body_len);
     char group[64];
@@ -164,7 +282,7 @@ int main(int argc, char **argv) {
     DestroyMessage(first);
     Sender *senders = calloc(threads, sizeof(Sender));
     pthread_t *tids = calloc(threads, sizeof(pthread_t));
-    for (int i = 0; i < threads; i++) pthread_create(&tids[i], NULL, sender, &senders[i]);
+    for (int i = 0; i < threads; i++) pthread_create(&tids[i], NULL, mode == ASYNC ? async_loop : sender, &senders[i]);
     sleep_s(warmup);
     window_start = now();
     printf("start\n");
@@ -175,10 +293,11 @@ int main(int argc, char **argv) {
     fflush(stdout);
     atomic_store(&stop, 1);
     size_t total = 0;
-    long errors = 0;
+    long count = 0, errors = 0;
     for (int i = 0; i < threads; i++) {
         pthread_join(tids[i], NULL);
         total += senders[i].n;
+        count += senders[i].count;
         errors += senders[i].errors;
     }
     double *all = malloc((total ? total : 1) * sizeof(double));
@@ -188,7 +307,7 @@ int main(int argc, char **argv) {
         k += senders[i].n;
     }
     qsort(all, total, sizeof(double), cmp_double);
-    printf("{\"count\": %zu, \"errors\": %ld, \"first_errors\": [", total, errors);
+    printf("{\"count\": %ld, \"errors\": %ld, \"first_errors\": [", count, errors);
     for (int i = 0; i < n_first_errors; i++) {
         if (i) printf(", ");
         print_json_string(first_errors[i]);
