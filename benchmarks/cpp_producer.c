@@ -315,7 +315,8 @@ int main(int argc, char **argv) {
     printf("], \"seconds\": %.6f, \"p50_ms\": %.4f, \"p99_ms\": %.4f}\n", window_end - window_start,
            1000 * percentile(all, total, 50), 1000 * percentile(all, total, 99));
     fflush(stdout);
-    ShutdownProducer(producer);
-    DestroyProducer(producer);
-    return 0;
+    /* No ShutdownProducer: with oneway sends still in its threads the library's teardown
+       can abort the process ("terminate called after throwing ... thread_interrupted");
+       the figures are out, the broker sees the connections close. */
+    _exit(0);
 }
