@@ -57,17 +57,12 @@ def encode_batch_message(message: Message, *, java_order: bool = False) -> bytes
     """``MessageDecoder.encodeMessage``: one entry (MAGICCODE and BODYCRC 0)."""
     props = encode_properties_bytes(message.properties, java_order=java_order)
     body = message.body
-    size = BATCH_HEADER_SIZE + len(body) + len(props)
-    out = bytearray(size)
     try:
-        _HEAD.pack_into(out, 0, size, 0, 0, message.flag, len(body))
+        head = _HEAD.pack(BATCH_HEADER_SIZE + len(body) + len(props), 0, 0, message.flag, len(body))
+        props_len = _I16.pack(len(props))
     except struct.error as exc:
         raise MessageEncodeError(f"batch entry does not fit Java ints: {exc}") from None
-    end = _HEAD.size + len(body)
-    out[_HEAD.size : end] = body
-    _I16.pack_into(out, end, len(props))
-    out[end + 2 :] = props
-    return bytes(out)
+    return b"".join((head, body, props_len, props))  # one copy of the body
 
 
 def encode_batch(messages: Iterable[Message], *, java_order: bool = False) -> bytes:
