@@ -226,7 +226,7 @@ class HAConnection:
         error: BaseException | None = None
         async with trio.open_nursery() as nursery:
             self._scope = nursery.cancel_scope
-            nursery.start_soon(self._writer, nursery.cancel_scope)
+            nursery.start_soon(self._writer)
             nursery.start_soon(self.server._idle_ticker)
             try:
                 await self._reader()
@@ -318,16 +318,20 @@ class HAConnection:
         try:
             self._unsent = self.sock.send_nowait(*frame)
         except (trio.BrokenResourceError, OSError) as exc:
-            log.info("HA: writing to slave %s failed: %s", self.peer, exc)
-            if self._scope is not None:
-                self._scope.cancel()
+            self._write_failed(exc)
             return
         self.last_write = trio.current_time()
         self.pushed_chunks += 1
         if self._unsent or self._chunk() is not None:
             self.server._wake_writer()
 
-    async def _writer(self, scope: trio.CancelScope) -> None:
+    def _write_failed(self, exc: BaseException) -> None:
+        """A write to the slave failed (the writer's or a push's): end this connection."""
+        log.info("HA: writing to slave %s failed: %s", self.peer, exc)
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def _writer(self) -> None:
         server = self.server
         heartbeat = server.heartbeat
         idle_lot = server._idle_lot
@@ -363,5 +367,4 @@ class HAConnection:
                 finally:
                     server._writer_parked = False
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            log.info("HA: writing to slave %s failed: %s", self.peer, exc)
-            scope.cancel()
+            self._write_failed(exc)
