@@ -910,7 +910,7 @@ class Connection:
                     await send_all(data)
                 self._sending = False
                 self.last_io = current_time()
-                if not outbox.frames and self._fd >= 0 and not self._hold_direct:
+                if not outbox.frames and fd >= 0 and not self._hold_direct:
                     self._direct_ok = True
         except _IO_ERRORS as exc:
             self._fail(exc, "send")
