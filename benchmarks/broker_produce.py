@@ -32,17 +32,17 @@ through the embedded name server. The C++ producer is the library inside PyPI's
 (``--cpp-driver native``, the default; built with ``$CC`` on first use), as Java's
 producer threads send, or from Python threads through the package's binding
 (``benchmarks/cpp_producer.py``, ``--cpp-driver python``): those take turns on the GIL,
-which costs the generator 20 to 30 µs more CPU per send here. Every run prints the generator's
-own CPU per message too (``client CPU``): the two cores are shared, so a busier client
-leaves the broker less. The Python generator shares the 2 cores and may be the limit itself; the broker's
-CPU per message is the figure that compares. ``--broker-pythonpath DIR`` runs the broker
-from another tree (laid out as the ``trocket`` package in ``DIR``) under the same load
-generator, for before/after runs; ``--compare DIR --rounds N`` runs the python generator against both brokers, one window each in
-turn per round, and prints the medians and the TPS ratio (before/after in one run);
-``--codecs both`` runs each senders run twice, the
-broker with pure-Python codecs (``TROCKET_PURE=1``) and with the compiled accelerator;
-``benchmarks/instructions.py`` gives the steadier
-instruction count per message.
+which costs the generator 20 to 30 µs more CPU per send here. Every run prints the
+generator's own CPU per message too (``client CPU``): the two cores are shared, so a
+busier client leaves the broker less. The Python generator shares the 2 cores and may
+be the limit itself; the broker's CPU per message is the figure that compares.
+``--broker-pythonpath DIR`` runs the broker from another tree (laid out as the
+``trocket`` package in ``DIR``) under the same load generator, for before/after runs;
+``--compare DIR --rounds N`` runs the python generator against both brokers, one window
+each in turn per round, and prints the medians and the TPS ratio (before/after in one
+run); ``--codecs both`` runs each senders run twice, the broker with pure-Python codecs
+(``TROCKET_PURE=1``) and with the compiled accelerator; ``benchmarks/instructions.py``
+gives the steadier instruction count per message.
 
 Floor (``--part floor``): what the C++ client gets from the fastest responders of the
 broker's shape, beside ``trocket broker`` under the same client and load. The floor is
@@ -609,6 +609,14 @@ def native_producer() -> str:
     return exe
 
 
+def add_cpp_driver_option(parser: argparse.ArgumentParser) -> None:
+    """``--cpp-driver``, for every benchmark that runs the C++ client (the caller puts
+    the parsed value in :data:`CPP_DRIVER`)."""
+    parser.add_argument("--cpp-driver", choices=("native", "python"), default="native",
+                        help="the C++ client's senders: native threads of benchmarks/cpp_producer.c, built "
+                             "with $CC (default), or threads of its Python binding, which take turns on the GIL")
+
+
 def cpp_argv(namesrv: str, threads: int, warmup: float, seconds: float) -> list[str]:
     """The command of the C++ client with ``threads`` senders of :data:`TOPIC`, driven as
     :data:`CPP_DRIVER` says; it prints ``start``, ``end`` and its figures (one JSON line)."""
@@ -824,9 +832,7 @@ if __name__ == "__main__":
                         help="floor part, and the python generator of the senders part: also the broker of the "
                              "tree laid out as the trocket package in DIR, in turn with this tree's in every "
                              "round (before/after under the same load)")
-    parser.add_argument("--cpp-driver", choices=("native", "python"), default="native",
-                        help="the C++ client's senders: native threads of benchmarks/cpp_producer.c, built "
-                             "with $CC (default), or threads of its Python binding, which take turns on the GIL")
+    add_cpp_driver_option(parser)
     parsed = parser.parse_args()
     BROKER_PYTHONPATH = parsed.broker_pythonpath
     CPP_DRIVER = parsed.cpp_driver

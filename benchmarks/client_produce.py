@@ -383,6 +383,8 @@ async def main(args: argparse.Namespace) -> None:
 
 
 def parse() -> argparse.Namespace:
+    import broker_produce
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--warmup", type=float, default=1.0)
@@ -390,9 +392,7 @@ def parse() -> argparse.Namespace:
     ap.add_argument("--rounds", type=int, default=1,
                     help="runs per workload and side, alternating; the ratios use each side's best (a busy machine)")
     ap.add_argument("--only", action="append", help="a workload name (repeatable), or e2e")
-    ap.add_argument("--cpp-driver", choices=("native", "python"), default="native",
-                    help="the C++ client's threads: native (benchmarks/cpp_producer.c, built with $CC; default) "
-                         "or Python threads through its binding")
+    broker_produce.add_cpp_driver_option(ap)
     # the C++ child
     ap.add_argument("--cpp", help=argparse.SUPPRESS)
     ap.add_argument("--namesrv", help=argparse.SUPPRESS)

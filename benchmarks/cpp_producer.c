@@ -131,7 +131,11 @@ static void *sender(void *arg) {
     CSendResult res;
     if (mode == BATCH) {
         batch = CreateBatchMessage();
-        for (int i = 0; i < batch_size; i++) AddMessage(batch, new_message());
+        for (int i = 0; i < batch_size; i++) {
+            void *m = new_message();
+            AddMessage(batch, m);  /* the batch keeps a copy */
+            DestroyMessage(m);
+        }
     }
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
         double t0 = now();

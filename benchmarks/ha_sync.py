@@ -215,9 +215,7 @@ if __name__ == "__main__":
     ap.add_argument("--generator", choices=("python", "cpp"), default="python",
                     help="the senders: trio tasks of this process (default) or threads of one real C++ "
                          "producer (PyPI rocketmq)")
-    ap.add_argument("--cpp-driver", choices=("native", "python"), default="native",
-                    help="with --generator cpp: the producer's threads, native (benchmarks/cpp_producer.c, "
-                         "default) or Python threads through its binding (benchmarks/cpp_producer.py)")
+    broker_produce.add_cpp_driver_option(ap)
     ap.add_argument("--warmup", type=float, default=1.0)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported")

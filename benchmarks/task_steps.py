@@ -159,6 +159,7 @@ if __name__ == "__main__":
     parser.add_argument("--messages", type=int, default=3000, help="python: sends in the window")
     parser.add_argument("--seconds", type=float, default=3.0, help="cpp: the timed window")
     parser.add_argument("--broker-pythonpath", default="", help="the broker child's PYTHONPATH (another tree)")
-    parser.add_argument("--cpp-driver", choices=("native", "python"), default="native",
-                        help="cpp: the producer's threads, native (default) or Python threads through its binding")
+    import broker_produce
+
+    broker_produce.add_cpp_driver_option(parser)
     run(parser.parse_args())
