@@ -247,7 +247,7 @@ def test_binary_header_encode_differential(cmd, code, language, opaque, remark, 
     """The encoder's twin: the same bytes, or the pure function's own error, for what a
     command holds and for what it should not (out-of-range numbers, a lone surrogate,
     non-str keys and values, None values, a key too long)."""
-    assert same("encode_binary_header", cmd, cmd.ext_fields)
+    assert same("encode_binary_header", cmd, cmd.ext_fields)[0] == "ok"  # what a command holds encodes
     for name, value in (("code", code), ("language", language), ("opaque", opaque), ("remark", remark)):
         if value is not None:
             setattr(cmd, name, value)
