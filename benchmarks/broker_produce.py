@@ -105,11 +105,12 @@ PROPS = "TAGS\x01bench\x02WAIT\x01true\x02"
 def start_broker(
     store: str, flush: str, log_path: str, conf: dict[str, str] | None = None,
     namesrv_listen: str = "127.0.0.1:0", extra_args: tuple[str, ...] = (), listen: str = "127.0.0.1:0",
-    pythonpath: str | None = None,
+    pythonpath: str | None = None, launcher: tuple[str, ...] = ("-m", "trocket.broker.main"),
 ) -> tuple[subprocess.Popen, str]:
     """Start ``trocket broker`` (with a broker.conf holding ``conf`` when given, and
     ``extra_args`` on its command line; ``pythonpath``: as ``--broker-pythonpath``, for
-    this broker only)."""
+    this broker only; ``launcher``: what Python runs, given ``broker`` and the
+    arguments, e.g. ``blocking_send.py``)."""
     extra: list[str] = list(extra_args)
     if conf:
         conf_path = os.path.join(os.path.dirname(log_path), "broker.conf")
@@ -119,7 +120,7 @@ def start_broker(
     log = open(log_path, "w")
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "trocket.broker.main", "broker", *extra,
+            sys.executable, *launcher, "broker", *extra,
             "--store", store, "--listen", listen, "--namesrv-listen", namesrv_listen,
             "--flush", flush, "--log-level", "INFO",
         ],

@@ -11,9 +11,9 @@ temporary stores (the master's embedded name server; the slave follows ``haMaste
 * ``SYNC_MASTER`` + slave: a send is answered once the slave acknowledged it -- the
   send path hands (end offset, deadline) to the transfer service and moves on, the
   answer goes out when the acknowledgement covers it (many per acknowledgement);
-* ``SYNC_MASTER`` + slave, blocking (``replicationBlockingSend=true``, for comparison
-  only): one send task at a time waits for its slave acknowledgement before the next
-  send is taken, the pre-4.7 design.
+* ``SYNC_MASTER`` + slave, blocking (for comparison only: the master runs from
+  ``blocking_send.py``): one send task at a time waits for its slave acknowledgement
+  before the next send is taken, the pre-4.7 design.
 
 Load: ``broker_produce.py``'s generator -- ``--senders`` trio tasks of this process on
 one connection, synchronous SEND_MESSAGE_V2 of 128-byte bodies, ``--warmup`` seconds
@@ -73,10 +73,14 @@ from trocket.remoting import ClientConfig, RemotingClient  # noqa: E402
 #: the name suffix of the compared tree's runs (``--compare``)
 COMPARED = " (compared)"
 
+#: the blocking design's master (the pre-4.7 comparison): trocket broker with its send
+#: registration swapped, see blocking_send.py
+BLOCKING = (os.path.join(os.path.dirname(os.path.abspath(__file__)), "blocking_send.py"),)
+
 SETUPS = (
     ("ASYNC_MASTER", {"brokerRole": "ASYNC_MASTER"}),
     ("SYNC_MASTER", {"brokerRole": "SYNC_MASTER"}),
-    ("SYNC_MASTER blocking", {"brokerRole": "SYNC_MASTER", "replicationBlockingSend": "true"}),
+    ("SYNC_MASTER blocking", {"brokerRole": "SYNC_MASTER"}),
 )
 
 
@@ -100,7 +104,7 @@ async def run_setup(
         master, addr = start_broker(
             os.path.join(tmp, "m", "store"), "async", os.path.join(tmp, "m", "broker.log"),
             conf={**conf, "haListenPort": str(ha_port)}, namesrv_listen=f"127.0.0.1:{ns_port}",
-            pythonpath=pythonpath,
+            pythonpath=pythonpath, **({"launcher": BLOCKING} if name.startswith("SYNC_MASTER blocking") else {}),
         )
         slave = None
         try:

@@ -267,10 +267,6 @@ class BrokerConfig:
     #: how often a slave pulls topics, consumer offsets, delay offsets and subscription
     #: groups from its master (``SlaveSynchronize``; Java: 10 s), ms.
     slave_sync_interval_ms: int = attrs.field(default=10_000, validator=_pos)
-    #: benchmarks only: a SYNC_MASTER send waits for the slave in one serial task (the
-    #: pre-4.7 blocking design), to compare with the hand-off (trocket's
-    #: ``replicationBlockingSend``).
-    replication_blocking_send: bool = False
     #: ``slaveReadEnable``: consumers may be sent to the slave (off). On: a master tells
     #: a consumer reading further back than ``accessMessageInMemoryMaxRatio`` of the RAM
     #: to pull from broker id 1 (``suggestWhichBrokerId``), a slave asks for nothing
@@ -538,7 +534,6 @@ PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "haTransferBatchSize": ("ha_transfer_batch_size", _int),
     "haSlaveFallbehindMax": ("ha_slave_fallbehind_max", _int),
     "slaveSyncInterval": ("slave_sync_interval_ms", _int),  # trocket's own
-    "replicationBlockingSend": ("replication_blocking_send", _bool),  # trocket's own, benchmarks
     "slaveReadEnable": ("slave_read_enable", _bool),
     "accessMessageInMemoryMaxRatio": ("access_message_in_memory_max_ratio", _int),
 }

@@ -8,8 +8,8 @@ about topics or messages.
 from ._nursery import ServiceContextManager
 from .client import RemotingClient, parse_address
 from .config import ClientConfig, EndpointConfig, ServerConfig
-from .connection import Connection, call_after_read
-from .endpoint import RemotingEndpoint, RemotingStats, next_opaque
+from .connection import Connection, ConnectionOwner, call_after_read
+from .endpoint import RemotingEndpoint
 from .errors import (
     RemotingCancelledError,
     RemotingCommandDecodeError,
@@ -22,13 +22,16 @@ from .errors import (
     RemotingShutdownError,
     RemotingTimeoutError,
     RemotingTooManyRequestsError,
+    ResponseCodeError,
 )
 from .events import ChannelEventListener
-from .hooks import HmacSigningHook, HmacVerifyingHook, RPCHook, SignatureError
-from .processor import RequestProcessor
-from .replies import SysResponseCode, exception_simple_desc
+from .hooks import HmacSigningHook, HmacVerifyingHook, HookSet, RequestHook, RPCHook, SignatureError
+from .invoker import Invoker, next_opaque
+from .processor import ProcessorEntry, RequestProcessor
+from .replies import PreparedResponse, SysResponseCode, error_reply, exception_simple_desc
 from .response import ResponseFuture
 from .server import RemotingServer
+from .stats import RemotingStats
 from .state import CloseReason, ConnectionStateError, ConnState
 from .tap import FileTap, MemoryTap, TapSink
 from .tls import TlsMode, client_ssl_context, server_ssl_context
@@ -39,6 +42,7 @@ __all__ = [
     "RemotingEndpoint",
     "ServiceContextManager",
     "Connection",
+    "ConnectionOwner",
     "call_after_read",
     "ConnState",
     "CloseReason",
@@ -48,13 +52,19 @@ __all__ = [
     "EndpointConfig",
     "ResponseFuture",
     "RequestProcessor",
+    "ProcessorEntry",
     "RemotingStats",
+    "Invoker",
+    "PreparedResponse",
     "SysResponseCode",
+    "error_reply",
     "exception_simple_desc",
     "next_opaque",
     "parse_address",
     "ChannelEventListener",
     "RPCHook",
+    "RequestHook",
+    "HookSet",
     "HmacSigningHook",
     "HmacVerifyingHook",
     "SignatureError",
@@ -64,6 +74,7 @@ __all__ = [
     "TlsMode",
     "server_ssl_context",
     "client_ssl_context",
+    "ResponseCodeError",
     "RemotingError",
     "RemotingConnectError",
     "RemotingSendRequestError",

@@ -96,7 +96,7 @@ class RemotingClient(RemotingEndpoint, ServiceContextManager):
 
     def _cm_abort(self) -> None:
         if self._nursery is not None:
-            self._shutting_down = True
+            self._begin_shutdown()
             self._nursery.cancel_scope.cancel()
 
     # -- the connection table ----------------------------------------------------------
@@ -108,7 +108,7 @@ class RemotingClient(RemotingEndpoint, ServiceContextManager):
             return conn
         if self._nursery is None:
             raise RuntimeError("the client is not running: use `async with client` or nursery.start(client.run)")
-        if self._shutting_down:
+        if self.shutting_down:
             raise RemotingShutdownError("the client is shut down", addr)
         limit = self.config.connect_timeout if timeout is None else min(timeout, self.config.connect_timeout)
         lock = self._locks.get(addr)
@@ -148,8 +148,8 @@ class RemotingClient(RemotingEndpoint, ServiceContextManager):
             stream = tls
         return Connection(self, stream, tls=self.ssl_context is not None, peer=addr)
 
-    def _connection_closed(self, conn: Connection) -> None:
-        super()._connection_closed(conn)
+    def connection_closed(self, conn: Connection) -> None:
+        super().connection_closed(conn)
         if conn.peer is not None and self._table.get(conn.peer) is conn:
             del self._table[conn.peer]
 
@@ -174,8 +174,8 @@ class RemotingClient(RemotingEndpoint, ServiceContextManager):
             elapsed = trio.current_time() - begin
             if elapsed >= timeout:
                 raise RemotingTimeoutError(addr, elapsed, timeout)
-            return await self._invoke_sync(conn, request, timeout, begin)
-        return await self._invoke_sync(conn, request, timeout)
+            return await self.invoker.sync(conn, request, timeout, begin)
+        return await self.invoker.sync(conn, request, timeout)
 
     async def invoke_async(
         self,
@@ -192,8 +192,8 @@ class RemotingClient(RemotingEndpoint, ServiceContextManager):
         if conn is None or not conn.is_active:
             begin = trio.current_time()
             conn = await self.get_connection(addr, timeout)
-            return await self._invoke_async(conn, request, timeout, callback, begin)
-        return await self._invoke_async(conn, request, timeout, callback)
+            return await self.invoker.call_async(conn, request, timeout, callback, begin)
+        return await self.invoker.call_async(conn, request, timeout, callback)
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand, timeout: float | None = None) -> None:
         """Send ``request`` with the oneway flag; no response is expected."""
@@ -202,4 +202,4 @@ class RemotingClient(RemotingEndpoint, ServiceContextManager):
         conn = self._table.get(addr)
         if conn is None or not conn.is_active:
             conn = await self.get_connection(addr, timeout)
-        await self._invoke_oneway(conn, request, timeout)
+        await self.invoker.oneway(conn, request, timeout)

@@ -20,11 +20,13 @@ close as GRACEFUL). Whatever ends it, pending calls fail at once with an error w
 socket is closed. Per-connection failure logs go through the endpoint's
 :class:`~.ratelog.RateLimitedLog`, so a flood of resets is a few lines and a count.
 
-Every answer goes out through :meth:`Connection.answer` (opaque, response flag and
-serialization from the request, the RPC hooks' after-response, encode, send), or, when
-no RPC hook has to see a command, as a frame its processor encoded itself
-(:meth:`Connection.answer_frame_nowait`: the broker's send processor answers SUCCESS
-from a template that way).
+Every answer goes out through :meth:`Connection.answer` (or its synchronous first
+half, :meth:`Connection.answer_soon`): opaque, response flag and serialization from
+the request, the response hooks' ``do_after_response``, encode, send. An answer may be
+a :class:`~.replies.PreparedResponse`, which writes its own frame when no response
+hook has to see a command (the broker's send processor answers SUCCESS from a template
+that way). A request an inline processor answers later counts against its
+registration's capacity until that answer is given (:meth:`Connection.hold_answer`).
 
 After a read that left the socket empty the reader asks it (``FIONREAD``) whether the
 peer's next requests arrived meanwhile and reads them at once if so: waiting for them
@@ -47,7 +49,7 @@ import os
 import termios
 import threading
 import time
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable, Protocol
 
 import trio
 
@@ -63,16 +65,23 @@ from .errors import (
     RemotingSendRequestError,
     RemotingShutdownError,
 )
-from .events import emit
-from .replies import SysResponseCode, exception_simple_desc, system_response
+from .events import notify
+from .replies import PreparedResponse, SysResponseCode, exception_simple_desc, system_response
 from .response import ResponseTable
 from .state import CloseReason, ConnState, check_transition
 
 if TYPE_CHECKING:
-    from .interfaces import ConnectionOwner
-    from .response import ResponseFuture
+    from .config import EndpointConfig
+    from .events import ChannelEventListener
+    from .hooks import HookSet
+    from .invoker import Invoker
+    from .processor import ProcessorEntry
+    from .ratelog import RateLimitedLog
+    from .response import InvokeCallback, ResponseFuture
+    from .stats import RemotingStats
+    from .tap import TapSink
 
-__all__ = ["Connection", "call_after_read", "format_address"]
+__all__ = ["Connection", "ConnectionOwner", "call_after_read", "format_address"]
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +100,29 @@ _MAX_READS_WITHOUT_YIELD = 8
 
 _IO_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 _CLOSING = ConnState.CLOSING
+
+class ConnectionOwner(Protocol):
+    """What a connection uses of the endpoint that runs it (the endpoint satisfies it
+    without this module importing the endpoint's; Netty's ``ChannelHandlerContext``)."""
+
+    config: EndpointConfig
+    listener: ChannelEventListener | None
+    tap: TapSink | None
+    stats: RemotingStats
+    role: int
+    hooks: HookSet
+    invoker: Invoker
+    io_log: RateLimitedLog
+
+    @property
+    def shutting_down(self) -> bool: ...
+
+    def dispatch(self, conn: Connection, request: RemotingCommand) -> Awaitable[object] | None: ...
+
+    def connection_opened(self, conn: Connection) -> None: ...
+
+    def connection_closed(self, conn: Connection) -> None: ...
+
 
 #: the connection whose reader runs in this task (set once by the reader; task-local)
 _reading: contextvars.ContextVar[Connection | None] = contextvars.ContextVar("trocket_reading", default=None)
@@ -278,6 +310,7 @@ class Connection:
         "_tap_batch",
         "_tap_read_ns",
         "_after_read",
+        "_held",
         "__weakref__",
     )
 
@@ -335,6 +368,8 @@ class Connection:
         # None outside one: sends record themselves
         self._tap_batch: list | None = None
         self._tap_read_ns = 0  # when the stretch's data was read: its received frames' timestamp
+        #: requests an inline processor answers later: id(request) -> its registration
+        self._held: dict[int, ProcessorEntry] = {}
 
     def __repr__(self) -> str:
         return f"<Connection #{self.id} {self.local_address} -> {self.remote_address} {self._state.name}>"
@@ -470,34 +505,50 @@ class Connection:
     async def send_command(self, cmd: RemotingCommand) -> None:
         await self.send_frame(encode_command(cmd))
 
-    async def answer(self, request: RemotingCommand, response: RemotingCommand | None) -> bool:
+    async def answer(self, request: RemotingCommand, response: RemotingCommand | PreparedResponse | None) -> bool:
         """Finish and send the response to ``request``: the one way every answer goes
         out, now (the endpoint, for what a processor returns) or later (a processor
-        that returned ``None`` and answers from :meth:`start_handler`).
+        that returned ``None`` and answers from :meth:`start_handler` or a callback).
 
         Copies the request's opaque and serialization, sets the response flag, runs
-        the RPC hooks' ``do_after_response``, encodes, and sends (without waiting when
-        there is room; else waiting for room: backpressure). A hook that raises or a
-        response that does not encode is answered SYSTEM_ERROR instead. A oneway
-        request gets no answer (the hooks still see ``response``, ``None`` as a rule).
-        Returns whether an answer was sent or queued (``False``: oneway, or the
-        connection is gone and the answer is dropped).
+        the response hooks' ``do_after_response``, encodes, and sends (without waiting
+        when there is room; else waiting for room: backpressure). A
+        :class:`~.replies.PreparedResponse` writes its own frame when no response hook
+        has to see a command. A hook that raises or a response that does not encode is
+        answered SYSTEM_ERROR instead. A oneway request gets no answer (the hooks still
+        see ``response``, ``None`` as a rule). Returns whether an answer was sent or
+        queued (``False``: oneway, or the connection is gone and the answer is dropped).
         """
         outcome = self.answer_soon(request, response)
         return outcome if outcome.__class__ is bool else await outcome  # type: ignore[misc]
 
-    def answer_soon(self, request: RemotingCommand, response: RemotingCommand | None) -> bool | Awaitable[bool]:
-        """:meth:`answer` without a coroutine when nothing has to wait: its result
-        now, or an awaitable of it when it must wait (for room in the outbox), or
-        answer SYSTEM_ERROR instead (a hook that raised, a response that does not
-        encode). The reader's path for inline processors: no coroutine per frame."""
+    def answer_soon(
+        self, request: RemotingCommand, response: RemotingCommand | PreparedResponse | None
+    ) -> bool | Awaitable[bool]:
+        """:meth:`answer` without a coroutine when nothing has to wait: its result now,
+        or, when the answer must wait for room in the outbox, an awaitable of it (await
+        it, or hand it to :meth:`start_handler`; later answers on this connection queue
+        behind it). For code that answers many requests at once outside a task (a
+        callback completing several later answers) and for the reader's own path."""
+        held = self._held
+        if held:
+            entry = held.pop(id(request), None)
+            if entry is not None:
+                entry.pending -= 1
         if request.flag & RPC_ONEWAY:
             self._after_oneway(request, response)
             return False
-        try:
-            frame = self._answer_frame(request, response)  # type: ignore[arg-type]
-        except _Unanswerable as exc:
-            return self.reply_system(request, SysResponseCode.SYSTEM_ERROR, exc.remark)
+        if (
+            response.__class__ is RemotingCommand
+            or self.endpoint.hooks.after
+            or isinstance(response, RemotingCommand)
+            or (frame := response.frame_for(request)) is None  # type: ignore[union-attr]
+        ):
+            # a command (a PreparedResponse as one, when a response hook must see it)
+            try:
+                frame = self._answer_frame(request, response)  # type: ignore[arg-type]
+            except _Unanswerable as exc:
+                return self.reply_system(request, SysResponseCode.SYSTEM_ERROR, exc.remark)
         try:
             if self.send_frame_nowait(frame):
                 return True
@@ -505,20 +556,20 @@ class Connection:
             return False
         return self._send_answer(frame)
 
-    def answer_frame_nowait(self, request: RemotingCommand, frame: bytes) -> bool:
-        """Queue ``frame``, the answer to ``request`` as its processor encoded it (the
-        request's opaque and serialization, the response flag; e.g. from a template),
-        without waiting and without a command. ``False`` -- nothing sent -- when it must
-        go the usual way (:meth:`answer`): RPC hooks are registered (their
-        ``do_after_response`` sees a command), the request is oneway (no answer), or the
-        outbox is full (that way waits for room). ``True`` otherwise; a connection that
-        is closing drops it, as :meth:`answer` does."""
-        if request.flag & RPC_ONEWAY or self.endpoint.hooks:
-            return False
-        try:
-            return self.send_frame_nowait(frame)
-        except RemotingSendRequestError:
-            return True
+    def hold_answer(self, request: RemotingCommand, entry: ProcessorEntry) -> None:
+        """``request``'s inline processor answers it later: count it pending against
+        ``entry`` until :meth:`answer` (or :meth:`answer_soon`) gives its answer or
+        the connection ends. The endpoint calls this when such a processor returns
+        ``None`` for a two-way request."""
+        entry.pending += 1
+        self._held[id(request)] = entry
+
+    def _release_held(self) -> None:
+        """The connection ended: what its processors held unanswered is no longer pending."""
+        held = self._held
+        for entry in held.values():
+            entry.pending -= 1
+        held.clear()
 
     async def _send_answer(self, frame: bytes) -> bool:
         try:
@@ -527,15 +578,18 @@ class Connection:
             return False
         return True
 
-    def _answer_frame(self, request: RemotingCommand, response: RemotingCommand) -> bytes:
-        """Finish ``response`` (opaque, response flag, serialization from ``request``;
-        the hooks' ``do_after_response``) and encode it; :class:`_Unanswerable` (logged
-        here) when a hook raises or it does not encode."""
+    def _answer_frame(self, request: RemotingCommand, response: RemotingCommand | PreparedResponse) -> bytes:
+        """Finish ``response`` (a prepared one as its command; opaque, response flag,
+        serialization from ``request``; the response hooks' ``do_after_response``) and
+        encode it; :class:`_Unanswerable` (logged here) when a hook raises or it does
+        not encode."""
+        if not isinstance(response, RemotingCommand):
+            response = response.command()
         response.opaque = request.opaque
         response.flag |= RPC_RESPONSE
         response.serialize_type = request.serialize_type
         try:
-            for hook in self.endpoint.hooks:
+            for hook in self.endpoint.hooks.after:
                 hook.do_after_response(self.remote_address, request, response)
             return encode_command(response)
         except Exception as exc:
@@ -548,9 +602,14 @@ class Connection:
                 remark = exception_simple_desc(exc)
             raise _Unanswerable(remark) from None
 
-    def _after_oneway(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
+    def _after_oneway(self, request: RemotingCommand, response: RemotingCommand | PreparedResponse | None) -> None:
+        hooks = self.endpoint.hooks.after
+        if not hooks:
+            return
+        if response is not None and not isinstance(response, RemotingCommand):
+            response = response.command()
         try:
-            for hook in self.endpoint.hooks:
+            for hook in hooks:
                 hook.do_after_response(self.remote_address, request, response)
         except Exception:
             self.endpoint.stats.processor_errors += 1
@@ -570,13 +629,18 @@ class Connection:
     # -- calls from this side (delegating to the endpoint) -------------------------------
 
     async def invoke_sync(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
-        return await self.endpoint._invoke_sync(self, request, timeout)
+        """Call the peer and wait for its response (see :class:`~.invoker.Invoker`)."""
+        return await self.endpoint.invoker.sync(self, request, timeout)
 
-    async def invoke_async(self, request: RemotingCommand, timeout: float, callback=None) -> ResponseFuture:
-        return await self.endpoint._invoke_async(self, request, timeout, callback)
+    async def invoke_async(
+        self, request: RemotingCommand, timeout: float, callback: InvokeCallback | None = None
+    ) -> ResponseFuture:
+        """Call the peer; returns the call's future once the request is queued."""
+        return await self.endpoint.invoker.call_async(self, request, timeout, callback)
 
     async def invoke_oneway(self, request: RemotingCommand, timeout: float) -> None:
-        await self.endpoint._invoke_oneway(self, request, timeout)
+        """Send the peer a oneway request."""
+        await self.endpoint.invoker.oneway(self, request, timeout)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -633,7 +697,7 @@ class Connection:
     async def wait_closed(self) -> None:
         await self._closed_event.wait()
 
-    def _abort_handlers(self) -> None:
+    def abort_handlers(self) -> None:
         """Shutdown past its deadline: cancel the request handlers too."""
         self.close(CloseReason.SHUTDOWN)
         if self._work is not None:
@@ -668,7 +732,7 @@ class Connection:
     async def run(self) -> None:
         """Serve the connection until it closes (the endpoint runs this in its nursery)."""
         endpoint = self.endpoint
-        endpoint._connection_opened(self)
+        endpoint.connection_opened(self)
         try:
             async with trio.open_nursery() as work:
                 self._work = work
@@ -690,17 +754,19 @@ class Connection:
                     self._teardown()
                     with trio.CancelScope(shield=True):
                         await trio.aclose_forcefully(self.stream)
-                    emit(endpoint.listener, "on_channel_close", self)
+                    if endpoint.listener is not None:
+                        notify(endpoint.listener.on_channel_close, self)
         finally:
             self._teardown()  # cancelled before the io nursery started
             self._to(ConnState.CLOSED)
-            endpoint._connection_closed(self)
+            self._release_held()
+            endpoint.connection_closed(self)
             self._closed_event.set()
 
     def _teardown(self) -> None:
         """Be CLOSING (a run cancelled from outside closes as SHUTDOWN or LOCAL) and
         fail every pending call, chaining what closed the connection."""
-        shutting_down = self.endpoint._shutting_down
+        shutting_down = self.endpoint.shutting_down
         if self._state < _CLOSING:
             self.close(CloseReason.SHUTDOWN if shutting_down else CloseReason.LOCAL)
         if not self.responses:
@@ -740,7 +806,8 @@ class Connection:
             logging.INFO, "connection #%d %s -> %s: %s failed: %r",
             self.id, self.local_address, self.remote_address, what, error,
         )
-        emit(self.endpoint.listener, "on_channel_exception", self, error)
+        if self.endpoint.listener is not None:
+            notify(self.endpoint.listener.on_channel_exception, self, error)
         self.close(CloseReason.IO_ERROR, error)
 
     # -- tasks -----------------------------------------------------------------------------
@@ -755,7 +822,7 @@ class Connection:
         bufs = (buf,)
         pop_pending = self.responses.pop
         stats = endpoint.stats
-        dispatch = endpoint._dispatch_soon
+        dispatch = endpoint.dispatch
         tap = endpoint.tap
         # tapped: the frames of one synchronous stretch (a read's frames and the answers
         # sent while handling them) are recorded together, in order, when it ends
@@ -887,7 +954,8 @@ class Connection:
         self.endpoint.io_log.log(
             logging.WARNING, "closing connection #%d %s -> %s: %s", self.id, self.local_address, self.remote_address, exc
         )
-        emit(self.endpoint.listener, "on_channel_exception", self, error)
+        if self.endpoint.listener is not None:
+            notify(self.endpoint.listener.on_channel_exception, self, error)
         self.close(CloseReason.BAD_INPUT, error)
 
     async def _write_loop(self) -> None:
@@ -926,7 +994,8 @@ class Connection:
                 self.endpoint.io_log.log(
                     logging.INFO, "connection #%d from %s idle for %.1f s: closing", self.id, self.remote_address, idle
                 )
-                emit(self.endpoint.listener, "on_channel_idle", self)
+                if self.endpoint.listener is not None:
+                    notify(self.endpoint.listener.on_channel_idle, self)
                 self.close(CloseReason.IDLE)
                 return
 

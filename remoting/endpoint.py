@@ -1,39 +1,36 @@
-"""The core both sides share: invoking (sync, async, oneway) and dispatching
-incoming requests to processors, with RocketMQ's system replies
-(``NettyRemotingAbstract``).
+"""The core both sides share: dispatching incoming requests to processors, with
+RocketMQ's system replies (``NettyRemotingAbstract``), and the connections' seam.
 
 :class:`RemotingEndpoint` is the base of :class:`~trocket.remoting.server.RemotingServer`
 and :class:`~trocket.remoting.client.RemotingClient`; either side can send
-requests on a connection and answer requests that come in on it. It is the
-connection's :class:`~.interfaces.ConnectionOwner`: connections use it through that
-protocol, and answers go out through :meth:`Connection.answer
-<trocket.remoting.connection.Connection.answer>`.
+requests on a connection (through its :class:`~.invoker.Invoker`) and answer requests
+that come in on it. It is the connection's :class:`~.connection.ConnectionOwner`:
+connections use it through that protocol, and answers go out through
+:meth:`Connection.answer <trocket.remoting.connection.Connection.answer>`.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 from typing import TYPE_CHECKING, Awaitable, Iterable
 
-import attrs
 import trio
 
-from trocket.codecs.command import RPC_ONEWAY, RPC_RESPONSE, RemotingCommand
-from trocket.codecs.serialize import encode_command
+from trocket.codecs.command import RPC_ONEWAY, RemotingCommand
 
 from .config import EndpointConfig
-from .errors import RemotingSendRequestError, RemotingShutdownError, RemotingTooManyRequestsError
-from .events import ChannelEventListener, emit
+from .errors import RemotingShutdownError, ResponseCodeError
+from .events import ChannelEventListener, notify
+from .hooks import HookSet, RequestHook
+from .invoker import Invoker, next_opaque
 from .processor import Processor, ProcessorEntry, ProcessorRegistry
 from .ratelog import RateLimitedLog
-from .replies import SysResponseCode, exception_simple_desc
-from .response import InvokeCallback, ResponseFuture
+from .replies import SysResponseCode, error_reply, exception_simple_desc
+from .stats import RemotingStats
 from .tap import check_sink
 
 if TYPE_CHECKING:
     from .connection import Connection
-    from .hooks import RPCHook
     from .tap import TapSink
 
 __all__ = ["RemotingEndpoint", "RemotingStats", "next_opaque"]
@@ -44,31 +41,9 @@ log = logging.getLogger(__name__)
 _REJECT_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
 _OVERLOAD_REMARK = "[OVERLOAD]system busy, start flow control for a while"
 
-_opaque_counter = itertools.count()
-
-
-def next_opaque() -> int:
-    """The next request id: one process-wide counter, wrapping as a Java int."""
-    n = next(_opaque_counter) & 0xFFFFFFFF
-    return n - 0x100000000 if n & 0x80000000 else n
-
-
-@attrs.define(slots=True)
-class RemotingStats:
-    """Counters an operator (or a test) can read; plain ints, no locking needed."""
-
-    dropped_responses: int = 0  # responses matching no pending call (late or unknown)
-    busy_replies: int = 0  # SYSTEM_BUSY answers (processor full or rejecting)
-    not_supported_replies: int = 0
-    processor_errors: int = 0
-    decode_errors: int = 0  # connections closed for undecodable bytes
-    expired_by_scan: int = 0
-    connections_opened: int = 0
-    connections_closed: int = 0
-
 
 class RemotingEndpoint:
-    """Shared core: processors, hooks, permits, connections and the response scan."""
+    """Shared core: processors, hooks, the invoker, connections and the response scan."""
 
     role: int = 0  # capture role: 1 server, 2 client
 
@@ -76,23 +51,22 @@ class RemotingEndpoint:
         self,
         config: EndpointConfig,
         *,
-        hooks: Iterable[RPCHook] = (),
+        hooks: Iterable[RequestHook] = (),
         listener: ChannelEventListener | None = None,
         tap: TapSink | None = None,
     ) -> None:
         self.config = config
         self.processors = ProcessorRegistry(config.processor_limit, config.processor_queue)
-        #: the RPC hooks, a tuple (replaced, never mutated, by :meth:`register_rpc_hook`)
-        self.hooks: tuple = tuple(hooks)
+        #: the RPC hooks by kind (:class:`~.hooks.HookSet`), shared with the invoker
+        self.hooks = HookSet.of(hooks)
+        #: the channel-event listener (None: nobody listens)
         self.listener = listener
         if tap is not None:
             check_sink(tap)
         self.tap = tap
         self.stats = RemotingStats()
-        self._async_permits = trio.Semaphore(config.async_permits)
-        self._oneway_permits = trio.Semaphore(config.oneway_permits)
+        self.invoker = Invoker(config, self.hooks)
         self._connections: set[Connection] = set()
-        self._shutting_down = False
         #: per-connection failure logs (resets, bad input, idle): a flood is a few lines and a count
         self.io_log = RateLimitedLog(
             logging.getLogger("trocket.remoting.connection"), what="connection failure messages"
@@ -102,15 +76,15 @@ class RemotingEndpoint:
 
     def register_processor(
         self,
-        code: int,
+        codes: int | Iterable[int],
         processor: Processor,
         *,
         limit: int | None = None,
         queue: int | None = None,
         inline: bool = False,
     ) -> ProcessorEntry:
-        """Route requests with ``code`` to ``processor`` (see :mod:`.processor`)."""
-        return self.processors.register(code, processor, limit=limit, queue=queue, inline=inline)
+        """Route requests with ``codes`` (one or several) to ``processor`` (see :mod:`.processor`)."""
+        return self.processors.register(codes, processor, limit=limit, queue=queue, inline=inline)
 
     def register_default_processor(
         self, processor: Processor, *, limit: int | None = None, queue: int | None = None, inline: bool = False
@@ -118,128 +92,50 @@ class RemotingEndpoint:
         """The processor for codes nobody registered (otherwise REQUEST_CODE_NOT_SUPPORTED)."""
         return self.processors.register_default(processor, limit=limit, queue=queue, inline=inline)
 
-    def register_rpc_hook(self, hook: RPCHook) -> None:
-        self.hooks = (*self.hooks, hook)
+    def register_rpc_hook(self, hook: RequestHook) -> None:
+        """Add a hook (an :class:`~.hooks.RPCHook`, or a request-only
+        :class:`~.hooks.RequestHook`); it applies to calls and requests from now on."""
+        self.hooks.add(hook)
 
     @property
     def connections(self) -> frozenset[Connection]:
         return frozenset(self._connections)
 
-    # -- invoking -----------------------------------------------------------------------
+    @property
+    def shutting_down(self) -> bool:
+        """Shutdown has begun: no new calls, connections close as SHUTDOWN."""
+        return self.invoker.closed
 
-    async def _acquire(self, sem: trio.Semaphore, kind: str, permits: int, timeout: float, address: str) -> None:
-        try:
-            sem.acquire_nowait()
-            return
-        except trio.WouldBlock:
-            pass
-        if timeout > 0:
-            with trio.move_on_after(timeout):
-                await sem.acquire()
-                return
-        raise RemotingTooManyRequestsError(kind, permits, timeout, address)
+    # -- dispatching (the connection's reader calls this for every request) ------------
 
-    def _prepare(self, conn: Connection, request: RemotingCommand) -> bytes:
-        if self._shutting_down:
-            raise RemotingShutdownError("the endpoint is shutting down", conn.remote_address)
-        request.opaque = next_opaque()
-        for hook in self.hooks:
-            hook.do_before_request(conn.remote_address, request)
-        return encode_command(request)
-
-    async def _send(self, conn: Connection, frame: bytes, fut: ResponseFuture) -> None:
-        """Queue the frame, within the call's deadline; the outcome goes to ``fut``."""
-        try:
-            if not conn.send_frame_nowait(frame):
-                with trio.move_on_at(fut.deadline):
-                    await conn.send_frame(frame)
-                    return
-                fut.expire()
-        except RemotingSendRequestError as exc:
-            fut.set_exception(exc)
-        except BaseException:
-            fut.cancel()
-            raise
-
-    async def _invoke_sync(
-        self, conn: Connection, request: RemotingCommand, timeout: float, begin: float | None = None
-    ) -> RemotingCommand:
-        request.flag &= ~(RPC_ONEWAY | RPC_RESPONSE)
-        frame = self._prepare(conn, request)
-        fut = ResponseFuture(
-            request.opaque, request, conn.remote_address, timeout, conn.responses, hooks=self.hooks, begin=begin
-        )
-        conn.responses.add(fut)
-        await self._send(conn, frame, fut)
-        return await fut.wait()
-
-    async def _invoke_async(
-        self,
-        conn: Connection,
-        request: RemotingCommand,
-        timeout: float,
-        callback: InvokeCallback | None = None,
-        begin: float | None = None,
-    ) -> ResponseFuture:
-        if begin is None:
-            begin = trio.current_time()
-        sem = self._async_permits
-        await self._acquire(sem, "async", self.config.async_permits, begin + timeout - trio.current_time(), conn.remote_address)
-        try:
-            request.flag &= ~(RPC_ONEWAY | RPC_RESPONSE)
-            frame = self._prepare(conn, request)
-        except BaseException:
-            sem.release()
-            raise
-        fut = ResponseFuture(
-            request.opaque, request, conn.remote_address, timeout, conn.responses,
-            permit=sem, callback=callback, hooks=self.hooks, begin=begin,
-        )
-        conn.responses.add(fut)
-        await self._send(conn, frame, fut)
-        return fut
-
-    async def _invoke_oneway(self, conn: Connection, request: RemotingCommand, timeout: float) -> None:
-        sem = self._oneway_permits
-        await self._acquire(sem, "oneway", self.config.oneway_permits, timeout, conn.remote_address)
-        try:
-            request.flag = (request.flag | RPC_ONEWAY) & ~RPC_RESPONSE
-            frame = self._prepare(conn, request)
-            if not conn.send_frame_nowait(frame):
-                with trio.move_on_after(timeout):
-                    await conn.send_frame(frame)
-                    return
-                raise RemotingTooManyRequestsError("oneway", self.config.oneway_permits, timeout, conn.remote_address)
-        finally:
-            sem.release()
-
-    # -- dispatching --------------------------------------------------------------------
-
-    def _dispatch_soon(self, conn: Connection, request: RemotingCommand) -> Awaitable[object] | None:
-        """Called by the connection's reader for every request, in arrival order:
-        ``None`` when the request was handled without waiting, else an awaitable the
-        reader awaits before it reads on (:meth:`_dispatch`).
+    def dispatch(self, conn: Connection, request: RemotingCommand) -> Awaitable[object] | None:
+        """Handle one request, in arrival order: ``None`` when it was handled without
+        waiting, else an awaitable the reader awaits before it reads on.
 
         The common case -- an inline synchronous processor whose answer fits in the
         outbox -- runs here with no coroutine per frame; everything else (no
-        processor, a ``reject_request``, async or pooled processors, a processor that
-        raised, an answer that must wait for room) goes the way :meth:`_dispatch` does."""
-        entry = self.processors.lookup(request.code)
-        if entry is None or not entry.inline or entry.is_async or entry.reject is not None:
+        processor, a ``reject_request``, a full processor, async or pooled
+        processors, a processor that raised, an answer that must wait for room) goes
+        the way :meth:`_dispatch` does."""
+        entry = self.processors.by_code.get(request.code)  # (ProcessorRegistry.lookup, inline)
+        if entry is None or not entry.inline_sync or entry.pending >= entry.capacity:
             return self._dispatch(conn, request)
         try:
-            for hook in self.hooks:
+            for hook in self.hooks.before:
                 hook.do_before_request(conn.remote_address, request)
             response = entry.call(conn, request)
+        except ResponseCodeError as exc:
+            response = error_reply(exc, ext_fields=self.config.system_reply_ext_fields)
         except Exception as exc:
             return self._processor_failed(conn, request, exc)
         if response is not None or request.flag & RPC_ONEWAY:
             outcome = conn.answer_soon(request, response)
             return None if outcome.__class__ is bool else outcome  # type: ignore[return-value]
-        return None  # the processor answers later, through conn.answer (the hooks run then)
+        conn.hold_answer(request, entry)  # the processor answers later, through conn.answer
+        return None
 
     async def _dispatch(self, conn: Connection, request: RemotingCommand) -> None:
-        """One request, every kind of processor (see :meth:`_dispatch_soon`)."""
+        """One request, every kind of processor (see :meth:`dispatch`)."""
         entry = self.processors.lookup(request.code)
         oneway = request.flag & RPC_ONEWAY
         if entry is None:
@@ -255,13 +151,13 @@ class RemotingEndpoint:
             if not oneway:
                 await conn.reply_system(request, SysResponseCode.SYSTEM_BUSY, _REJECT_REMARK)
             return
-        if entry.inline:
-            await self._handle(conn, request, entry)
-            return
-        if entry.pending >= entry.limit + entry.queue:
+        if entry.pending >= entry.capacity:
             self.stats.busy_replies += 1
             if not oneway:
                 await conn.reply_system(request, SysResponseCode.SYSTEM_BUSY, _OVERLOAD_REMARK)
+            return
+        if entry.inline:
+            await self._handle(conn, request, entry)
             return
         entry.pending += 1
         try:
@@ -277,9 +173,8 @@ class RemotingEndpoint:
             entry.pending -= 1
 
     async def _handle(self, conn: Connection, request: RemotingCommand, entry: ProcessorEntry) -> None:
-        hooks = self.hooks
         try:
-            for hook in hooks:
+            for hook in self.hooks.before:
                 hook.do_before_request(conn.remote_address, request)
             if entry.inline:
                 response = entry.call(conn, request)
@@ -297,11 +192,15 @@ class RemotingEndpoint:
                     limiter.release()
             else:
                 response = await trio.to_thread.run_sync(entry.call, conn, request, limiter=entry.limiter)
+        except ResponseCodeError as exc:
+            response = error_reply(exc, ext_fields=self.config.system_reply_ext_fields)
         except Exception as exc:
             await self._processor_failed(conn, request, exc)
             return
         if response is not None or request.flag & RPC_ONEWAY:
             await conn.answer(request, response)
+        elif entry.inline:
+            conn.hold_answer(request, entry)
         # else the processor answers later, through conn.answer (the hooks run then)
 
     async def _processor_failed(self, conn: Connection, request: RemotingCommand, exc: Exception) -> None:
@@ -312,12 +211,15 @@ class RemotingEndpoint:
 
     # -- connections and the periodic scan ---------------------------------------------
 
-    def _connection_opened(self, conn: Connection) -> None:
+    def connection_opened(self, conn: Connection) -> None:
+        """A connection of this endpoint started serving (its ``run`` calls this)."""
         self._connections.add(conn)
         self.stats.connections_opened += 1
-        emit(self.listener, "on_channel_connect", conn)
+        if self.listener is not None:
+            notify(self.listener.on_channel_connect, conn)
 
-    def _connection_closed(self, conn: Connection) -> None:
+    def connection_closed(self, conn: Connection) -> None:
+        """A connection of this endpoint finished (its ``run`` calls this last)."""
         self._connections.discard(conn)
         self.stats.connections_closed += 1
 
@@ -341,9 +243,13 @@ class RemotingEndpoint:
         self.stats.expired_by_scan += expired
         return expired
 
+    def _begin_shutdown(self) -> None:
+        """No new calls from now on; connections that close now close as SHUTDOWN."""
+        self.invoker.closed = True
+
     async def _shutdown_connections(self, deadline: float) -> None:
         """Stop reading, let handlers finish up to ``deadline`` seconds, then close all."""
-        self._shutting_down = True
+        self._begin_shutdown()
         conns = list(self._connections)
         for conn in conns:
             address = conn.remote_address
@@ -355,7 +261,7 @@ class RemotingEndpoint:
             for conn in conns:
                 await conn.wait_closed()
         for conn in list(self._connections):
-            conn._abort_handlers()
+            conn.abort_handlers()
         for conn in conns:
             await conn.wait_closed()
         if self.tap is not None:

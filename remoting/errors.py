@@ -10,6 +10,7 @@ down, and bytes that did not decode (wrapping the codecs' error as ``__cause__``
 from __future__ import annotations
 
 __all__ = [
+    "ResponseCodeError",
     "RemotingError",
     "RemotingConnectError",
     "RemotingSendRequestError",
@@ -22,6 +23,35 @@ __all__ = [
     "RemotingFrameError",
     "RemotingCommandDecodeError",
 ]
+
+
+class ResponseCodeError(Exception):
+    """A failure that is answered with a response code: raise it (or a subclass) from a
+    processor and the peer gets ``code`` with the message as remark, through the usual
+    answer path (response hooks see it). Not a bug, so not logged as one.
+
+    Subclasses name their code once, as h2's errors carry their error code::
+
+        class TopicNotExistError(ResponseCodeError):
+            code = 17
+
+        raise TopicNotExistError(f"topic[{topic}] not exist")
+
+    ``code=`` on an instance overrides the class's; ``reply()`` (see
+    :func:`~trocket.remoting.replies.error_reply`) is the answer.
+    """
+
+    #: the response code the peer gets (RocketMQ's SYSTEM_ERROR unless a subclass says)
+    code: int = 1
+
+    def __init__(self, remark: str, *, code: int | None = None) -> None:
+        super().__init__(remark)
+        if code is not None:
+            self.code = code
+
+    @property
+    def remark(self) -> str:
+        return str(self)
 
 
 class RemotingError(Exception):

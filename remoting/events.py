@@ -1,24 +1,34 @@
 """Channel events: connect, close, idle, exception (RocketMQ's ``ChannelEventListener``).
 
 Listeners are called synchronously from the connection's own task, once per
-event, never per message; a listener that raises is logged and ignored.
+event, never per message, as method calls (:func:`notify` guards each); a listener
+that raises is logged and ignored.
 Subclass :class:`ChannelEventListener` and override what you need. ``conn`` is the
-:class:`~trocket.remoting.connection.Connection` (typed here as the
-:class:`~trocket.remoting.interfaces.Channel` protocol, so this module imports no
-connection code).
+:class:`~trocket.remoting.connection.Connection` (typed here as the :class:`Channel`
+protocol, so this module imports no connection code).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Protocol
 
-if TYPE_CHECKING:  # a Protocol, not the connection module: no import cycle
-    from .interfaces import Channel
+if TYPE_CHECKING:
+    from .state import CloseReason
 
-__all__ = ["ChannelEventListener", "emit"]
+__all__ = ["Channel", "ChannelEventListener", "notify"]
 
 log = logging.getLogger(__name__)
+
+
+class Channel(Protocol):
+    """What a channel-event listener is told about a connection (the connection itself)."""
+
+    id: int
+    local_address: str
+    remote_address: str
+
+    def close(self, reason: CloseReason | str = ..., cause: BaseException | None = None) -> None: ...
 
 
 class ChannelEventListener:
@@ -35,10 +45,10 @@ class ChannelEventListener:
         """Nothing was read or written for ``idle_timeout``; the connection is closed next."""
 
 
-def emit(listener: ChannelEventListener | None, event: str, conn: Channel, *args) -> None:
-    if listener is None:
-        return
+def notify(event: Callable[..., None], conn: Channel, *args: object) -> None:
+    """Call a listener's ``event`` method (e.g. ``listener.on_channel_close``) for
+    ``conn``; what it raises is logged, never propagated."""
     try:
-        getattr(listener, event)(conn.remote_address, conn, *args)
+        event(conn.remote_address, conn, *args)
     except Exception:
-        log.exception("channel event listener %s raised", event)
+        log.exception("channel event listener %s raised", getattr(event, "__name__", event))

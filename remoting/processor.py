@@ -18,12 +18,26 @@ Each registration has a ``limit`` (requests processed at once) and a ``queue``
 SYSTEM_BUSY at once, never queued without bound. ``inline=True`` runs the
 processor on the connection's reader itself, without a task or a thread: for
 processors that never block (they also hold up every later frame of that
-connection while they run); limits do not apply to them.
+connection while they run). An inline processor's answer is ready when it returns,
+unless it answers later (returns ``None`` for a two-way request): such requests count
+as pending until :meth:`Connection.answer` sends their answer or the connection
+closes, and with a ``limit`` or ``queue`` given, a request past ``limit + queue``
+pending ones is answered SYSTEM_BUSY at once (an inline registration without either
+is not bounded: it bounds its own later answers).
+
+One registration can serve several codes (``codes`` an iterable): they share its
+limits and its count of pending requests.
+
+A processor that raises :class:`~trocket.remoting.errors.ResponseCodeError` is
+answered with the error's code and remark; anything else it raises is answered
+SYSTEM_ERROR (RocketMQ's ``exceptionSimpleDesc`` remark) and logged.
 """
 
 from __future__ import annotations
 
 import inspect
+import math
+from collections.abc import Iterable
 from typing import Any, Awaitable, Callable, Protocol, Union
 
 import attrs
@@ -50,7 +64,8 @@ Processor = Union[
 @attrs.define(slots=True, eq=False)
 class ProcessorEntry:
     """One registration. ``pending`` counts requests admitted and not yet finished
-    (running plus queued), across all connections of the endpoint."""
+    (running plus queued; for an inline processor, the ones it answers later), across
+    all connections of the endpoint; past ``capacity`` a request is answered SYSTEM_BUSY."""
 
     call: Callable[..., Any]
     is_async: bool
@@ -59,11 +74,15 @@ class ProcessorEntry:
     inline: bool
     reject: Callable[[], bool] | None
     limiter: trio.CapacityLimiter
+    #: requests admitted at once (``limit + queue``; unbounded for an inline
+    #: registration that gave neither)
+    capacity: float = math.inf
     pending: int = 0
+    #: inline, synchronous, no ``reject_request``: the reader runs it with no coroutine
+    inline_sync: bool = attrs.field(init=False)
 
-    @property
-    def capacity(self) -> int:
-        return self.limit + self.queue
+    def __attrs_post_init__(self) -> None:
+        self.inline_sync = self.inline and not self.is_async and self.reject is None
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:
@@ -79,7 +98,8 @@ class ProcessorRegistry:
     def __init__(self, default_limit: int, default_queue: int) -> None:
         self._default_limit = default_limit
         self._default_queue = default_queue
-        self._entries: dict[int, ProcessorEntry] = {}
+        #: code -> registration (read directly by the endpoint's dispatch: no call per request)
+        self.by_code: dict[int, ProcessorEntry] = {}
         self.default: ProcessorEntry | None = None
 
     def _entry(
@@ -89,8 +109,9 @@ class ProcessorRegistry:
         reject = getattr(processor, "reject_request", None)
         if not callable(call):
             raise TypeError(f"processor {processor!r} is not callable and has no process_request")
+        bounded = not inline or limit is not None or queue is not None
         limit = self._default_limit if limit is None else limit
-        queue = self._default_queue if queue is None else queue
+        queue = (self._default_queue if not inline else 0) if queue is None else queue
         if limit <= 0 or queue < 0:
             raise ValueError("a processor needs limit > 0 and queue >= 0")
         return ProcessorEntry(
@@ -101,19 +122,22 @@ class ProcessorRegistry:
             inline=inline,
             reject=reject,
             limiter=trio.CapacityLimiter(limit),
+            capacity=limit + queue if bounded else math.inf,
         )
 
     def register(
         self,
-        code: int,
+        codes: int | Iterable[int],
         processor: Processor,
         *,
         limit: int | None = None,
         queue: int | None = None,
         inline: bool = False,
     ) -> ProcessorEntry:
+        """Route ``codes`` (one or several, sharing the registration) to ``processor``."""
         entry = self._entry(processor, limit, queue, inline)
-        self._entries[code] = entry
+        for code in (codes,) if isinstance(codes, int) else codes:
+            self.by_code[int(code)] = entry
         return entry
 
     def register_default(
@@ -128,8 +152,8 @@ class ProcessorRegistry:
         return self.default
 
     def lookup(self, code: int) -> ProcessorEntry | None:
-        entry = self._entries.get(code)
+        entry = self.by_code.get(code)
         return self.default if entry is None else entry
 
     def codes(self) -> list[int]:
-        return sorted(self._entries)
+        return sorted(self.by_code)

@@ -5,10 +5,13 @@
 from __future__ import annotations
 
 import traceback
+from typing import Protocol
 
 from trocket.codecs.command import RPC_RESPONSE, RemotingCommand
 
-__all__ = ["SysResponseCode", "exception_simple_desc", "system_response"]
+from .errors import ResponseCodeError
+
+__all__ = ["PreparedResponse", "SysResponseCode", "error_reply", "exception_simple_desc", "system_response"]
 
 
 class SysResponseCode:
@@ -18,6 +21,24 @@ class SysResponseCode:
     SYSTEM_ERROR = 1
     SYSTEM_BUSY = 2
     REQUEST_CODE_NOT_SUPPORTED = 3
+
+
+class PreparedResponse(Protocol):
+    """An answer that can write its own frame: what a processor returns (or gives to
+    :meth:`Connection.answer <trocket.remoting.connection.Connection.answer>`) instead
+    of a command when it can encode its answer more cheaply than a command can be made
+    and encoded (the broker answers a stored send from a template this way).
+
+    Remoting asks for :meth:`frame_for` when no response hook has to see the answer,
+    else for :meth:`command` (then the answer goes the usual way: opaque, flag and
+    serialization from the request, the hooks, the encoder)."""
+
+    def frame_for(self, request: RemotingCommand) -> bytes | None:
+        """The whole frame answering ``request`` (its opaque and serialization, the
+        response flag, length prefix included); None: use :meth:`command`."""
+
+    def command(self) -> RemotingCommand:
+        """The same answer as a command."""
 
 
 def exception_simple_desc(exc: BaseException) -> str:
@@ -38,3 +59,11 @@ def system_response(request: RemotingCommand, code: int, remark: str, *, ext_fie
         version=request.version, serialize_type=request.serialize_type,
         ext_fields={} if ext_fields else None,
     )
+
+
+def error_reply(error: ResponseCodeError, *, ext_fields: bool = True) -> RemotingCommand:
+    """The answer an error carries: its code, its message as remark, an empty ext-fields
+    object unless ``ext_fields`` is False (RocketMQ's Java clients accept either; the
+    C++ client crashes on a response without one). Remoting ties it to its request
+    (opaque, serialization) when it is sent."""
+    return RemotingCommand(code=error.code, flag=RPC_RESPONSE, remark=str(error), ext_fields={} if ext_fields else None)

@@ -160,15 +160,15 @@ class RemotingServer(RemotingEndpoint, ServiceContextManager):
 
     async def invoke_sync(self, conn: Connection, request, timeout: float):
         """Call a client over the connection it opened (a broker calling its clients)."""
-        return await self._invoke_sync(conn, request, timeout)
+        return await self.invoker.sync(conn, request, timeout)
 
     async def invoke_async(
         self, conn: Connection, request, timeout: float, callback: InvokeCallback | None = None
     ) -> ResponseFuture:
-        return await self._invoke_async(conn, request, timeout, callback)
+        return await self.invoker.call_async(conn, request, timeout, callback)
 
     async def invoke_oneway(self, conn: Connection, request, timeout: float) -> None:
-        await self._invoke_oneway(conn, request, timeout)
+        await self.invoker.oneway(conn, request, timeout)
 
     # -- shutdown ----------------------------------------------------------------------
 
@@ -194,5 +194,5 @@ class RemotingServer(RemotingEndpoint, ServiceContextManager):
 
     def _cm_abort(self) -> None:
         if self._nursery is not None:
-            self._shutting_down = True
+            self._begin_shutdown()
             self._nursery.cancel_scope.cancel()

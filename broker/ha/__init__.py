@@ -27,13 +27,14 @@ import trio
 from ..config import BrokerConfig
 from ..store import MessageStore
 from .master import HAServer
-from .protocol import HAProtocolError, SlaveAheadError
+from .protocol import HAError, HAProtocolError, SlaveAheadError
 from .slave import HAClient
 from .transfer import GroupTransferService
 
 __all__ = [
     "GroupTransferService",
     "HAClient",
+    "HAError",
     "HAProtocolError",
     "HAServer",
     "HAService",

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import struct
 
-from ..store import StoreError
-
 __all__ = [
     "HEADER",
     "HEADER_SIZE",
     "OFFSET",
+    "HAError",
     "HAProtocolError",
     "SlaveAheadError",
 ]
@@ -35,12 +34,16 @@ HEADER = struct.Struct(">qi")
 HEADER_SIZE = HEADER.size  # 12
 
 
-class HAProtocolError(Exception):
+class HAError(Exception):
+    """Base of replication's errors: a failed HA connection, never the broker's."""
+
+
+class HAProtocolError(HAError):
     """The peer broke the HA protocol (junk, an impossible offset): that connection is
     closed, the broker keeps serving."""
 
 
-class SlaveAheadError(StoreError):
+class SlaveAheadError(HAError):
     """A slave's commit log is longer than its master's: it cannot follow that master
     (it would have to drop data), so replication stops."""
 

@@ -6,15 +6,16 @@ built from the typed :class:`~trocket.broker.context.BrokerContext`; every modul
 ``register(ctx)`` registers it on ``ctx.server`` for its codes and returns it. The
 controller calls them all.
 
-Errors: a processor returns Java's answer for what Java checks (codes and remarks). A
-malformed custom header raises :class:`HeaderError` (from :func:`decode_request_header`)
-and :func:`guarded` turns it into Java's SYSTEM_ERROR answer. Anything else a processor
-raises is answered by the remoting endpoint: SYSTEM_ERROR with RocketMQ's
-``exceptionSimpleDesc`` remark (``Type: message, where``; what a Java broker's
-``NettyRemotingAbstract`` answers too), with an ``extFields`` object (the broker's
-server config sets ``system_reply_ext_fields``), the connection kept.
+Errors: a processor refuses a request by raising one of :mod:`trocket.broker.errors`
+(each knows Java's code; its message is Java's remark) -- a malformed custom header is
+a :class:`~trocket.broker.errors.HeaderError` from :func:`decode_request_header` -- and
+remoting answers it (with an ``extFields`` object: the broker's server config sets
+``system_reply_ext_fields``). Anything else a processor raises is answered by the
+remoting endpoint too: SYSTEM_ERROR with RocketMQ's ``exceptionSimpleDesc`` remark
+(``Type: message, where``; what a Java broker's ``NettyRemotingAbstract`` answers),
+logged, the connection kept.
 
-This package holds what processors share: :func:`guarded`, responses that always
+This package holds what processors share: responses that always
 carry an ``extFields`` object (the C++ client crashes on a send or pull response
 without one), RocketMQ's remark helpers, header decoding and the peer address as a
 ``HostAddress``.
@@ -32,10 +33,8 @@ Modules here (owner in parentheses):
 
 from __future__ import annotations
 
-import functools
-import inspect
 from functools import lru_cache
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from trocket.codecs.codes import ResponseCode
 from trocket.codecs.command import RemotingCommand
@@ -43,14 +42,13 @@ from trocket.codecs.errors import CustomHeaderError
 from trocket.codecs.headers import decode_header, encode_header
 from trocket.codecs.message.hosts import HostAddress
 
+from ..errors import HeaderError
 from ..store import TopicConfig
 
 __all__ = [
     "APPLY_TOPIC_URL",
-    "HeaderError",
     "SUBSCRIPTION_GROUP_NOT_EXIST_URL",
     "decode_request_header",
-    "guarded",
     "host_address",
     "perm_to_string",
     "reply",
@@ -94,51 +92,14 @@ def reply(
     return RemotingCommand(code=code, flag=1, remark=remark, ext_fields={} if ext is None else ext, body=body)
 
 
-class HeaderError(Exception):
-    """A request's custom header is malformed; :attr:`response` is Java's answer."""
-
-    def __init__(self, response: RemotingCommand) -> None:
-        super().__init__(response.remark)
-        self.response = response
-
-
 def decode_request_header(cls: type[T], request: RemotingCommand) -> T:
-    """Decode ``cls`` from the request's ext fields, or raise :class:`HeaderError`
-    carrying SYSTEM_ERROR with the remark Java's ``RemotingCommandException`` gives
-    (``the custom field <topic> is null``)."""
+    """Decode ``cls`` from the request's ext fields, or raise
+    :class:`~trocket.broker.errors.HeaderError` (SYSTEM_ERROR) with the remark Java's
+    ``RemotingCommandException`` gives (``the custom field <topic> is null``)."""
     try:
         return decode_header(cls, request.ext_fields)
     except CustomHeaderError as exc:
-        raise HeaderError(
-            reply(ResponseCode.SYSTEM_ERROR, f"RemotingCommandException: {exc.reason} ({exc.header}.{exc.field})")
-        ) from None
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def guarded(fn: F) -> F:
-    """Wrap a ``process_request`` (async or not): a :class:`HeaderError` it raises
-    becomes its response. Everything else propagates to the endpoint's catch-all."""
-    if inspect.iscoroutinefunction(fn):
-
-        @functools.wraps(fn)
-        async def guarded_async(*args: Any) -> Any:
-            try:
-                return await fn(*args)
-            except HeaderError as exc:
-                return exc.response
-
-        return guarded_async  # type: ignore[return-value]
-
-    @functools.wraps(fn)
-    def guarded_sync(*args: Any) -> Any:
-        try:
-            return fn(*args)
-        except HeaderError as exc:
-            return exc.response
-
-    return guarded_sync  # type: ignore[return-value]
+        raise HeaderError(f"RemotingCommandException: {exc.reason} ({exc.header}.{exc.field})") from None
 
 
 @lru_cache(maxsize=4096)

@@ -54,7 +54,7 @@ from trocket.codecs.names import is_system_topic, validate_topic
 from trocket.remoting import Connection
 
 from ..store import TopicConfig
-from . import decode_request_header, guarded, reply
+from . import decode_request_header, reply
 
 if TYPE_CHECKING:
     from ..context import BrokerContext
@@ -97,7 +97,6 @@ class AdminProcessor:
     def codes(self) -> list[int]:
         return list(self._handlers)
 
-    @guarded
     async def process_request(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         return await self._handlers[request.code](conn, request)
 

@@ -66,7 +66,7 @@ from trocket.remoting import Connection, exception_simple_desc, next_opaque
 from trocket.remoting.errors import RemotingError
 
 from ..store import TopicConfig
-from . import decode_request_header, guarded, reply
+from . import decode_request_header, reply
 
 if TYPE_CHECKING:
     from ..context import BrokerContext
@@ -251,7 +251,6 @@ class ClientManageProcessor:
     def codes(self) -> list[int]:
         return list(self._handlers)
 
-    @guarded
     async def process_request(self, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
         return await self._handlers[request.code](conn, request)
 

@@ -31,7 +31,7 @@ from trocket.codecs.headers import (
 )
 from trocket.remoting import Connection
 
-from . import decode_request_header, guarded, reply
+from . import decode_request_header, reply
 
 if TYPE_CHECKING:
     from ..context import BrokerContext
@@ -59,7 +59,6 @@ class ConsumerOffsetProcessor:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
 
-    @guarded
     def process_request(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         if request.code == RequestCode.QUERY_CONSUMER_OFFSET:
             return self.query_consumer_offset(request)

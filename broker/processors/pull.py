@@ -59,7 +59,6 @@ from . import (
     SAME_GROUP_DIFFERENT_TOPIC_URL,
     SUBSCRIPTION_GROUP_NOT_EXIST_URL,
     decode_request_header,
-    guarded,
     reply,
     suggest_todo,
 )
@@ -161,7 +160,6 @@ class PullProcessor:
         if self.hold is not None:
             self.hold.rerun = self.rerun
 
-    @guarded
     def process_request(self, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
         """Runs inline on the connection's reader: a pull never blocks (the store reads
         from memory maps), so it needs neither a task nor a thread."""

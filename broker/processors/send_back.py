@@ -28,8 +28,12 @@ a schedule service -- bare test setups -- stores the retry copy at once.)
 
 Answers: SUCCESS once stored; SYSTEM_ERROR ``look message by offset failed, <offset>``
 when no message starts there; NO_PERMISSION when the broker or the retry topic is not
-writable; SYSTEM_ERROR with the store's status when the put fails; SYSTEM_ERROR naming
-the field for a malformed header. Always with an ``extFields`` object.
+writable; SYSTEM_ERROR with the store's status when the put fails (a shut-down store
+too: Java's ``SERVICE_NOT_AVAILABLE`` status); SYSTEM_ERROR naming the field for a
+malformed header. Refusals are raised (:mod:`trocket.broker.errors`) and answered by
+remoting, always with an ``extFields`` object. The retry copy goes through the send
+path's pre-put step (:mod:`trocket.broker.pre_put`) for its delay, as Java's
+``putMessage`` delays it.
 """
 
 from __future__ import annotations
@@ -55,9 +59,11 @@ from trocket.codecs.message.record import decode_record
 from trocket.codecs.names import DLQ_GROUP_TOPIC_PREFIX, is_valid_topic
 from trocket.remoting import Connection
 
-from ..store import MessageInner, MessageStore, PutMessageError, StoreClosedError, TopicConfig
+from ..errors import BrokerError, NoPermissionError
+from ..pre_put import PrePut, pre_put
+from ..store import MessageInner, MessageStore, PutMessageError, TopicConfig
 from ..store.topic_config import PERM_WRITE
-from . import decode_request_header, guarded, reply
+from . import decode_request_header, reply
 from .client import PERM_RW, ensure_retry_topic, retry_topic
 
 if TYPE_CHECKING:
@@ -115,23 +121,24 @@ async def _ensure_dlq_topic(ctx: BrokerContext, group: str) -> TopicConfig | Non
     return tc
 
 
-async def send_back(ctx: BrokerContext, header: ConsumerSendMsgBackRequestHeader) -> RemotingCommand:
-    """Store the retry (or dead-letter) copy of the message at ``header.offset``."""
+async def send_back(ctx: BrokerContext, pre_put: PrePut, header: ConsumerSendMsgBackRequestHeader) -> RemotingCommand:
+    """Store the retry (or dead-letter) copy of the message at ``header.offset``
+    (through ``pre_put``, the send path's step: the delay)."""
     group = header.group
     if not ctx.config.broker_permission & PERM_WRITE:
         broker_ip = ctx.broker_addr().rpartition(":")[0]
-        return reply(ResponseCode.NO_PERMISSION, f"the broker[{broker_ip}] sending message is forbidden")
+        raise NoPermissionError(f"the broker[{broker_ip}] sending message is forbidden")
 
     new_topic = retry_topic(group)
     tc = await ensure_retry_topic(ctx, group, header.unitMode)
     if tc is None:
-        return reply(ResponseCode.SYSTEM_ERROR, f"topic[{new_topic}] not exist")
+        raise BrokerError(f"topic[{new_topic}] not exist")
     if not tc.perm & PERM_WRITE:
-        return reply(ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden")
+        raise NoPermissionError(f"the topic[{new_topic}] sending message is forbidden")
 
     msg = look_message(ctx.store, header.offset)
     if msg is None:
-        return reply(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}")
+        raise BrokerError(f"look message by offset failed, {header.offset}")
 
     props = dict(msg.properties)
     if props.get(PROPERTY_RETRY_TOPIC) is None:
@@ -147,7 +154,7 @@ async def send_back(ctx: BrokerContext, header: ConsumerSendMsgBackRequestHeader
         new_topic = dlq_topic(group)
         tc = await _ensure_dlq_topic(ctx, group)
         if tc is None:
-            return reply(ResponseCode.SYSTEM_ERROR, f"topic[{new_topic}] not exist")
+            raise BrokerError(f"topic[{new_topic}] not exist")
         props[PROPERTY_DELAY_TIME_LEVEL] = "0"
     else:
         if delay_level == 0:
@@ -170,16 +177,15 @@ async def send_back(ctx: BrokerContext, header: ConsumerSendMsgBackRequestHeader
         born_host=msg.born_host,
         reconsume_times=msg.reconsume_times + 1,
     )
-    if schedule is not None and new_topic != dlq_topic(group):
-        inner = schedule.rewrite(inner)  # onto SCHEDULE_TOPIC_XXXX until the level's delay passed
+    # the retry copy onto SCHEDULE_TOPIC_XXXX until its level's delay passed (a DLQ
+    # copy's level is 0: stored as it is)
+    inner = pre_put.rewrite(inner, header)
     try:
         result = await ctx.store.async_put_message(inner, wait=False)
-    except StoreClosedError:
-        return reply(ResponseCode.SERVICE_NOT_AVAILABLE, "SERVICE_NOT_AVAILABLE")
-    except PutMessageError as exc:
-        return reply(ResponseCode.SYSTEM_ERROR, exc.status)
+    except PutMessageError as exc:  # Java: SYSTEM_ERROR with the put's status
+        raise BrokerError(exc.status.value) from None
     if not result.ok:
-        return reply(ResponseCode.SYSTEM_ERROR, result.status.value)
+        raise BrokerError(result.status.value)
     log.debug(
         "sent back %s of %s for group %s to %s via %s (reconsume %d)",
         msg.msg_id, props[PROPERTY_RETRY_TOPIC], group, new_topic, inner.topic, inner.reconsume_times,
@@ -193,11 +199,11 @@ class SendBackProcessor:
 
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
+        self.pre_put = pre_put(ctx)
 
-    @guarded
     async def process_request(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         header = decode_request_header(ConsumerSendMsgBackRequestHeader, request)
-        return await send_back(self.ctx, header)
+        return await send_back(self.ctx, self.pre_put, header)
 
 
 def register(ctx: BrokerContext) -> SendBackProcessor:

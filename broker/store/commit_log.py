@@ -94,7 +94,7 @@ _PUT_OK = PutStatus.PUT_OK
 class CreateSegmentError(PutMessageError):
     """A new commit-log segment could not be created (disk full, permissions)."""
 
-    status = "CREATE_MAPEDFILE_FAILED"
+    status = PutStatus.CREATE_MAPEDFILE_FAILED
 
 
 class DispatchRequest(NamedTuple):
@@ -200,7 +200,7 @@ class ReplicaDataError(PutMessageError):
     """Replicated commit-log bytes that cannot be appended here (wrong offset, not
     whole valid records, across a segment end)."""
 
-    status = "MESSAGE_ILLEGAL"
+    status = PutStatus.MESSAGE_ILLEGAL
 
 
 def _whole_records(data: memoryview, physical: int, room: int) -> int:

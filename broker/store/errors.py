@@ -1,6 +1,11 @@
-"""Typed errors of the message store."""
+"""Typed errors of the message store: one tree under :class:`StoreError`; every
+refused put is a :class:`PutMessageError` carrying the
+:class:`~trocket.broker.store.results.PutStatus` Java's store would return (the broker
+maps that status to its answer in one place, :func:`trocket.broker.errors.put_refused`)."""
 
 from __future__ import annotations
+
+from .results import PutStatus
 
 __all__ = [
     "ConfigLoadError",
@@ -32,13 +37,13 @@ class PutMessageError(StoreError):
     its response code (Java returns these as ``PutMessageResult`` statuses).
     """
 
-    status: str = "UNKNOWN_ERROR"
+    status: PutStatus = PutStatus.UNKNOWN_ERROR
 
 
 class MessageIllegalError(PutMessageError):
     """Topic too long, an illegal batch, a field out of its Java range (MESSAGE_ILLEGAL)."""
 
-    status = "MESSAGE_ILLEGAL"
+    status = PutStatus.MESSAGE_ILLEGAL
 
 
 class MessageTooLargeError(MessageIllegalError):
@@ -54,4 +59,4 @@ class MessageTooLargeError(MessageIllegalError):
 class PropertiesTooLargeError(PutMessageError):
     """Properties longer than 32767 bytes (PROPERTIES_SIZE_EXCEEDED)."""
 
-    status = "PROPERTIES_SIZE_EXCEEDED"
+    status = PutStatus.PROPERTIES_SIZE_EXCEEDED

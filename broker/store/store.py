@@ -39,7 +39,7 @@ from .commit_log import CommitLog
 from .config import FlushMode, StoreConfig
 from .consume_queue import BLANK_ENTRY, CQ_STORE_UNIT_SIZE, ConsumeQueue
 from .dispatcher import Dispatcher, MessageArrivingListener
-from .errors import StoreError, StoreLoadError
+from .errors import PutMessageError, StoreError, StoreLoadError
 from .flush import FlushService
 from .messages import BatchInner, MessageInner
 from .queue_table import ConsumeQueueTable, DetachedTopic
@@ -57,10 +57,10 @@ _ENTRY = __import__("struct").Struct(">qiq")
 _NEVER_CLEANED = frozenset({RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC})
 
 
-class StoreClosedError(StoreError):
+class StoreClosedError(PutMessageError):
     """The store has been shut down (Java: SERVICE_NOT_AVAILABLE)."""
 
-    status = "SERVICE_NOT_AVAILABLE"
+    status = PutStatus.SERVICE_NOT_AVAILABLE
 
 
 class SlaveModeError(StoreClosedError):

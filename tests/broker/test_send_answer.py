@@ -1,6 +1,6 @@
-"""A stored message's SUCCESS answer, written by the send processor itself from the
-template's bytes (``SendProcessor._answer_now``, ``codecs.send_response.encode_send_ok``)
-when no RPC hook has to see it, and the usual way (a command through
+"""A stored message's SUCCESS answer, a prepared response whose frame comes from the
+template's bytes (``send._SendOk``, ``codecs.send_response.encode_send_ok``) when no
+response hook has to see it, and the usual way (a command through
 ``Connection.answer``) when one does: the same answer either way, both serializations."""
 
 from __future__ import annotations
@@ -55,8 +55,9 @@ async def test_answers_written_by_the_processor(tmp_path, wire, monkeypatch):
             answers = await _send_each(c, addr, wire, stype, 6, topic)
             _check(answers, stype)
             assert broker.store.get_max_offset(topic, 0) == 3
-        # all but each topic's first send (answered once the name server knows the topic)
-        assert len(written) == 10 and None not in written
+        # every answer, each topic's first send too (answered once the name server knows
+        # the topic, from a handler task, the same way)
+        assert len(written) == 12 and None not in written
         assert broker.send_processor.put_messages >= 12
 
 

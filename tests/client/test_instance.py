@@ -121,11 +121,10 @@ async def test_broker_requests_reach_the_consumer_or_get_java_answers():
             inst.register_consumer(handle)
             await inst.send_heartbeat()
             server_conn = conns[-1]
-            endpoint = server_conn.endpoint
 
             async def ask(code: int, group: str, key: str = "consumerGroup") -> RemotingCommand:
                 req = RemotingCommand.request(code, ext_fields={key: group, "clientId": inst.client_id})
-                return await endpoint._invoke_sync(server_conn, req, 3)
+                return await server_conn.invoke_sync(req, 3)
 
             ok = await ask(307, "G")
             assert ok.code == 0 and ok.body == b'{"properties":{}}'
@@ -137,7 +136,7 @@ async def test_broker_requests_reach_the_consumer_or_get_java_answers():
             reset = await ask(220, "G", key="group")
             assert reset.code == 1 and "RESET_CONSUMER_CLIENT_OFFSET is not supported" in reset.remark
             notice = RemotingCommand.request(40, ext_fields={"consumerGroup": "G"}, oneway=True)
-            await endpoint._invoke_oneway(server_conn, notice, 3)
+            await server_conn.invoke_oneway(notice, 3)
             with trio.fail_after(5):
                 await handle.changed.wait()
 

@@ -272,34 +272,64 @@ async def test_callers_woken_by_one_read_send_their_next_requests_in_one_write(m
     assert marks[1] - marks[0] == 1  # the second round's 4 requests: one write
 
 
-async def test_a_processors_own_frame_goes_out_only_where_no_hook_must_see_a_command():
-    """``Connection.answer_frame_nowait``: a frame the processor encoded itself is the
-    answer when no RPC hook is registered; with one (it must see a command), or for a
-    oneway request, remoting takes nothing and the processor answers the usual way."""
-    taken: list[bool] = []
+class OwnFrame:
+    """A PreparedResponse: its own frame (body ``own:...``) or, when a response hook must
+    see a command, the same answer as one (body ``usual:...``)."""
+
+    def __init__(self, body: bytes, frames: list[bytes]) -> None:
+        self.body = body
+        self.frames = frames
+
+    def frame_for(self, req: RemotingCommand) -> bytes:
+        answer = RemotingCommand.response(0, body=b"own:" + self.body)
+        answer.opaque, answer.flag, answer.serialize_type = req.opaque, answer.flag | RPC_RESPONSE, req.serialize_type
+        self.frames.append(self.body)
+        return encode_command(answer)
+
+    def command(self) -> RemotingCommand:
+        return RemotingCommand.response(0, body=b"usual:" + self.body)
+
+
+class BeforeOnly:
+    """A request-only hook (access control's kind): it must not cost the fast path."""
+
+    def __init__(self) -> None:
+        self.seen: list[bytes] = []
+
+    def do_before_request(self, remote_addr, req) -> None:
+        self.seen.append(req.body)
+
+
+async def test_a_prepared_response_writes_its_own_frame_unless_a_response_hook_must_see_a_command():
+    """A processor's :class:`~trocket.remoting.PreparedResponse` goes out as the frame it
+    encodes itself when no response hook is registered -- a request-only hook does not
+    count -- and as its command when one is (the hook sees that command), for the
+    answers given at once and later alike."""
+    frames: list[bytes] = []
 
     def own_frame(conn, req):
-        answer = RemotingCommand.response(0, body=b"own:" + req.body)
-        answer.opaque, answer.flag, answer.serialize_type = req.opaque, answer.flag | RPC_RESPONSE, req.serialize_type
-        ok = conn.answer_frame_nowait(req, encode_command(answer))
-        taken.append(ok)
-        if ok or req.is_oneway:
+        if req.is_oneway:
             return None
-        return RemotingCommand.response(0, body=b"usual:" + req.body)
+        if req.body.startswith(b"later"):
+            conn.start_handler(conn.answer, req, OwnFrame(req.body, frames))
+            return None
+        return OwnFrame(req.body, frames)
 
-    hook = Recorder()
-    for hooks in ([], [hook]):
-        taken.clear()
+    for hooks, kind in (([], b"own:"), ([BeforeOnly()], b"own:"), ([Recorder()], b"usual:")):
+        frames.clear()
         async with serving(hooks=hooks) as server, client_of() as client:
             server.register_processor(INLINE, own_frame, inline=True)
-            answers = [await client.invoke_sync(server.address, request(INLINE, body=b"%d" % i)) for i in range(3)]
+            bodies = [b"0", b"1", b"later2"]
+            answers = [await client.invoke_sync(server.address, request(INLINE, body=b)) for b in bodies]
             await client.invoke_oneway(server.address, request(INLINE, body=b"one"))
             last = await client.invoke_sync(server.address, request(INLINE, body=b"last"))
-        kind = b"usual:" if hooks else b"own:"
-        assert [a.body for a in answers + [last]] == [kind + b for b in (b"0", b"1", b"2", b"last")]
-        assert taken == [not hooks] * 3 + [False, not hooks]
-    # the hook saw every answer the usual way, and the oneway request's None
-    assert [e[2] for e in hook.events[1::2]] == [0, 0, 0, None, 0]
+        assert [a.body for a in answers + [last]] == [kind + b for b in (*bodies, b"last")]
+        assert frames == ([] if kind == b"usual:" else [*bodies, b"last"])
+        if hooks and isinstance(hooks[0], BeforeOnly):
+            assert hooks[0].seen == [*bodies, b"one", b"last"]
+        if hooks and isinstance(hooks[0], Recorder):
+            # the hook saw every answer as a command, and the oneway request's None
+            assert [e[2] for e in hooks[0].events[1::2]] == [0, 0, 0, None, 0]
 
 
 async def test_call_after_read_runs_once_per_read_after_its_answers_are_written(monkeypatch):

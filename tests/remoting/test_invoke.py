@@ -96,13 +96,13 @@ async def test_too_many_oneway_requests():
         addr = server.address
         await client.invoke_sync(addr, request())
         # a oneway send in progress holds the only permit (as one stuck on a full socket would)
-        client._oneway_permits.acquire_nowait()
+        client.invoker.oneway_permits.acquire_nowait()
         with pytest.raises(RemotingTooManyRequestsError) as info:
             await client.invoke_oneway(addr, request(), 0.05)
         assert info.value.kind == "oneway" and info.value.permits == 1
-        client._oneway_permits.release()
+        client.invoker.oneway_permits.release()
         await client.invoke_oneway(addr, request(), 0.05)
-        assert client._oneway_permits.value == 1
+        assert client.invoker.oneway_permits.value == 1
 
 
 async def test_cancelling_a_caller_frees_its_opaque_and_permit():
@@ -152,7 +152,7 @@ async def test_closed_connection_fails_all_pending_calls_at_once():
 
 
 def test_opaque_is_process_wide_and_wraps_as_int32():
-    import trocket.remoting.endpoint as ep
+    import trocket.remoting.invoker as ep
 
     a, b = next_opaque(), next_opaque()
     assert b == a + 1

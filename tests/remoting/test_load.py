@@ -32,7 +32,7 @@ async def test_ten_thousand_concurrent_async_calls_on_one_connection():
         assert all(f.exception is None for f in results)
         assert sorted(int(f.response.body) for f in results) == list(range(n))
         assert len(client.connections) == 1 and len(client.connection_for(server.address).responses) == 0
-        assert client._async_permits.value == client.config.async_permits
+        assert client.invoker.async_permits.value == client.config.async_permits
 
 
 async def test_a_thousand_connections_from_one_process():

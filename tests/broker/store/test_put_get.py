@@ -11,6 +11,7 @@ from trocket.broker.store import (
     MessageTooLargeError,
     MessageIllegalError,
     PropertiesTooLargeError,
+    PutStatus,
     tags_hash,
 )
 from trocket.codecs.message.batch import encode_batch
@@ -148,7 +149,7 @@ def test_rollover_writes_blank_filler(tmp_path):
 def test_max_message_size(store, config):
     with pytest.raises(MessageTooLargeError) as info:
         store.put_message(msg(body=b"x" * config.max_message_size))
-    assert info.value.status == "MESSAGE_ILLEGAL"
+    assert info.value.status is PutStatus.MESSAGE_ILLEGAL
     with pytest.raises(MessageIllegalError):
         store.put_message(msg(topic="t" * 128))
     with pytest.raises(PropertiesTooLargeError):

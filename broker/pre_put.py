@@ -1,0 +1,126 @@
+"""The pre-put step: rewrites of a message between the send's checks and the store.
+
+Java spreads these over three places -- the send processor's ``handleRetryAndDLQ``
+(a retried message past its reconsume limit goes to ``%DLQ%<group>``),
+``CommitLog.putMessage`` (a ``DELAY`` level above 0 stores the message on
+``SCHEDULE_TOPIC_XXXX`` until it is due) and the transaction bridge (a prepared
+message is stored on the half topic). Here they are one ordered tuple of steps
+(:class:`PrePut`, made by :func:`pre_put`), each a function ``rewrite(msg, header)``
+that returns the message to store instead, or ``None`` to leave it to the next step,
+with the topic prefixes and property names that can trigger it (so the send path skips
+the step for a message none of them matches, without a call). The first step that
+rewrites a message ends the step, which is Java's rule too: a dead-lettered message is
+not delayed (Java sets its level to 0), a prepared message is not delayed before its
+commit.
+
+Two kinds of step, as in Java: one that changes where the message is addressed
+(dead letter) changes it in place and returns it -- the answer names its new queue, as
+Java's ``queueIdInt``; one that stores a different record (delay, half message) returns
+a new message -- the answer names the queue the message was addressed to. A new
+rewrite (the transaction half topic next) is a step added to the tuple, in the order
+Java applies it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, NamedTuple, Protocol
+
+from trocket.codecs.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+
+from .store import MessageInner
+from .store.topic_config import PERM_READ, PERM_WRITE
+
+if TYPE_CHECKING:
+    from .context import BrokerContext
+    from .schedule import ScheduleMessageService
+
+__all__ = ["DEFAULT_MAX_RECONSUME_TIMES", "PrePut", "PrePutStep", "dead_letter_step", "delay_step", "pre_put"]
+
+#: ``MixAll.DEFAULT_MAX_RECONSUME_TIMES`` / SubscriptionGroupConfig.retryMaxTimes.
+DEFAULT_MAX_RECONSUME_TIMES = 16
+
+
+class Request(Protocol):
+    """What a step reads of the request that brought the message (the send header's
+    fields, a send-back header)."""
+
+    maxReconsumeTimes: int | None
+
+
+class PrePutStep(NamedTuple):
+    """One rewrite, and when it can apply at all: only to a message whose topic starts
+    with one of ``topic_prefixes`` or whose properties string holds one of
+    ``property_names`` (the send path tests those before it calls any step: most
+    messages are never looked at again)."""
+
+    #: the message to store instead, or None (unchanged; the next step sees it)
+    rewrite: Callable[[MessageInner, Request], MessageInner | None]
+    topic_prefixes: tuple[str, ...] = ()
+    property_names: tuple[str, ...] = ()
+
+
+class PrePut:
+    """The ordered steps, and the union of their triggers."""
+
+    __slots__ = ("steps", "topic_prefixes", "property_names")
+
+    def __init__(self, steps: tuple[PrePutStep, ...]) -> None:
+        self.steps = steps
+        self.topic_prefixes = tuple(p for step in steps for p in step.topic_prefixes)
+        self.property_names = tuple(n for step in steps for n in step.property_names)
+
+    def may_rewrite(self, topic: str, properties: str) -> bool:
+        """Whether any step can apply (the send path inlines this test)."""
+        return topic.startswith(self.topic_prefixes) or any(name in properties for name in self.property_names)
+
+    def rewrite(self, msg: MessageInner, header: Request) -> MessageInner:
+        """``msg`` as the first step that rewrites it leaves it (itself when none does)."""
+        for step in self.steps:
+            stored = step.rewrite(msg, header)
+            if stored is not None:
+                return stored
+        return msg
+
+
+def dead_letter_step(ctx: BrokerContext) -> PrePutStep:
+    """``handleRetryAndDLQ``: a message sent to ``%RETRY%<group>`` with more reconsume
+    times than the header's ``maxReconsumeTimes`` (default 16) goes to
+    ``%DLQ%<group>``, queue 0; the topic is made (1 queue, perm 6) if it is new."""
+    topics = ctx.topics
+
+    def dead_letter(msg: MessageInner, header: Request) -> MessageInner | None:
+        topic = msg.topic
+        if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return None
+        max_times = header.maxReconsumeTimes if header.maxReconsumeTimes is not None else DEFAULT_MAX_RECONSUME_TIMES
+        if msg.reconsume_times <= max_times:
+            return None
+        dlq = DLQ_GROUP_TOPIC_PREFIX + topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+        if topics.select(dlq) is None:
+            topics.create_in_send_back(dlq, 1, PERM_READ | PERM_WRITE, 0)
+            ctx.topic_created(dlq)
+        msg.topic = dlq
+        msg.queue_id = 0
+        return msg
+
+    return PrePutStep(dead_letter, topic_prefixes=(RETRY_GROUP_TOPIC_PREFIX,))
+
+
+def delay_step(schedule: ScheduleMessageService) -> PrePutStep:
+    """A ``DELAY`` level above 0: stored on ``SCHEDULE_TOPIC_XXXX`` until due
+    (:meth:`~trocket.broker.schedule.ScheduleMessageService.rewrite`)."""
+
+    def delay(msg: MessageInner, header: Request) -> MessageInner | None:
+        stored = schedule.rewrite(msg)
+        return None if stored is msg else stored
+
+    return PrePutStep(delay, property_names=("DELAY",))
+
+
+def pre_put(ctx: BrokerContext) -> PrePut:
+    """The broker's steps, in Java's order (a context without a schedule service --
+    bare test setups -- does not delay)."""
+    steps = [dead_letter_step(ctx)]
+    if ctx.schedule is not None:
+        steps.append(delay_step(ctx.schedule))
+    return PrePut(tuple(steps))
