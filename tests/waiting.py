@@ -24,7 +24,9 @@ import trio
 T = TypeVar("T")
 
 
-def _what(predicate: Callable, what: str) -> str:
+def _what(predicate: Callable, what: str | Callable[[], str]) -> str:
+    if callable(what):
+        return what()
     if what:
         return what
     code = getattr(predicate, "__code__", None)
@@ -34,10 +36,15 @@ def _what(predicate: Callable, what: str) -> str:
 
 
 async def wait_until(
-    predicate: Callable[[], T | Awaitable[T]], timeout: float = 10.0, *, interval: float = 0.01, what: str = ""
+    predicate: Callable[[], T | Awaitable[T]],
+    timeout: float = 10.0,
+    *,
+    interval: float = 0.01,
+    what: str | Callable[[], str] = "",
 ) -> T:
     """Call ``predicate`` (sync, or async: awaited) until it returns something true, and
-    return that; fail after ``timeout`` seconds of trio's clock, naming ``what``."""
+    return that; fail after ``timeout`` seconds of trio's clock, saying ``what`` (a text,
+    or a function making it then: a log's tail, say) never came true."""
     with trio.move_on_after(timeout):
         while True:
             value = predicate()
@@ -49,7 +56,9 @@ async def wait_until(
     raise AssertionError(f"not so within {timeout} s: {_what(predicate, what)}")
 
 
-def wait_until_sync(predicate: Callable[[], T], timeout: float = 10.0, *, interval: float = 0.01, what: str = "") -> T:
+def wait_until_sync(
+    predicate: Callable[[], T], timeout: float = 10.0, *, interval: float = 0.01, what: str | Callable[[], str] = ""
+) -> T:
     """As :func:`wait_until`, blocking, on the real clock (outside trio, or in a thread)."""
     deadline = time.monotonic() + timeout
     while True:
