@@ -128,7 +128,7 @@ class BrokerProcess:
             if self.proc.poll() is not None:
                 raise AssertionError(
                     f"trocket broker exited with {self.proc.returncode} before booting:\n{self.log_tail()}")
-            time.sleep(0.05)
+            time.sleep(0.05)  # its output goes to the log file a report shows: polled for the boot line
         self.kill()
         raise AssertionError(f"no {self.BOOT_LINE!r} from trocket broker within {timeout} s:\n{self.log_tail()}")
 

@@ -26,12 +26,15 @@ _HEX_ID = re.compile(r"[0-9A-F]{32}")
 
 
 class LineReader:
-    """Reads a process's stdout lines in a thread, each with its arrival time."""
+    """Reads a process's stdout lines in a thread, each with its arrival time; ``enough``
+    is set at the ``acks_wanted``-th ACK line, or when the output ends."""
 
-    def __init__(self, proc: subprocess.Popen) -> None:
+    def __init__(self, proc: subprocess.Popen, acks_wanted: int) -> None:
         self.proc = proc
         self.lines: list[tuple[float, str]] = []
         self.acks = 0
+        self.acks_wanted = acks_wanted
+        self.enough = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -41,16 +44,18 @@ class LineReader:
             self.lines.append((time.monotonic(), line))
             if line.startswith("ACK "):
                 self.acks += 1
+                if self.acks >= self.acks_wanted:
+                    self.enough.set()
+        self.enough.set()
 
 
 def test_sigkill_during_sync_sends(rocketmq_wheel, broker_factory, tmp_path, figures):
     broker = broker_factory(flush="sync", extra=["--segment-size", "1m"], name="crash")
     proc = start_client_script("crash_produce.py", ["--namesrv", broker.namesrv, "--threads", "4"],
                                tmp_path / "client-crash-produce")
-    reader = LineReader(proc)
+    reader = LineReader(proc, KILL_AFTER_ACKS)
     t0 = time.monotonic()
-    while reader.acks < KILL_AFTER_ACKS and time.monotonic() - t0 < KILL_AFTER_SECONDS and proc.poll() is None:
-        time.sleep(0.01)
+    reader.enough.wait(KILL_AFTER_SECONDS)  # a load of at most that long
     assert proc.poll() is None, f"producer ended early: {proc.stderr.read()[-2000:]}"
     t_kill = time.monotonic()
     broker.kill()

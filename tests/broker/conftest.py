@@ -31,6 +31,8 @@ from trocket.codecs.message.properties import encode_properties
 from trocket.codecs.serialize import decode_command
 from trocket.remoting import ClientConfig, RemotingClient
 
+from ..waiting import wait_until
+
 
 def broker_config(tmp_path, **kw) -> BrokerConfig:
     opts = dict(
@@ -57,6 +59,11 @@ async def running_broker(tmp_path, **kw):
             yield controller
         finally:
             nursery.cancel_scope.cancel()
+
+
+async def held_count_reaches(broker, n: int) -> None:
+    """Until the broker's long-polling service holds ``n`` pulls."""
+    await wait_until(lambda: broker.pull_hold.held_count >= n, 5, interval=0.001, what=f"{n} pulls held")
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import trio
 
@@ -19,6 +20,9 @@ from trocket.codecs.headers import (
 )
 from trocket.codecs.message.msgid import decode_offset_msg_id
 from trocket.codecs.message.record import decode_record
+
+from ..waiting import wait_until
+from .conftest import held_count_reaches
 
 
 def create_topic(topic: str, queues: int = 8, perm: int = 6, filter_type: str = "SINGLE_TAG") -> RemotingCommand:
@@ -42,9 +46,11 @@ async def test_update_and_create_topic_and_route(tmp_path, wire):
         tc = broker.topics.select("AdminT")
         assert (tc.read_queue_nums, tc.write_queue_nums, tc.perm) == (8, 8, 6)
         # registered again right after creation: the route shows it at once
-        with trio.fail_after(3):
-            while (rr := await route(c, ns, "AdminT")).code != 0:
-                await trio.sleep(0.05)
+        async def routed() -> RemotingCommand | None:
+            rr = await route(c, ns, "AdminT")
+            return rr if rr.code == 0 else None
+
+        rr = await wait_until(routed, 3, interval=0.05)
         data = loads(rr.body)
         assert data["queueDatas"][0]["writeQueueNums"] == 8
         assert data["brokerDatas"][0]["brokerAddrs"][0] == addr
@@ -92,7 +98,8 @@ async def test_offsets_min_max_search(tmp_path, wire):
         for i in range(5):
             await c.invoke_sync(addr, wire.send_v1("OF", f"{i}".encode(), queue_id=1, properties=wire.props()))
             stamps.append(broker.store.get_message_store_timestamp("OF", 1, i))
-            await trio.sleep(0.003)
+            # the store's millisecond clock moves on: the next message has a later stamp
+            await wait_until(lambda: time.time_ns() // 1_000_000 > stamps[-1], 1, interval=0.001)
         r = await c.invoke_sync(addr, RemotingCommand.request(30, GetMaxOffsetRequestHeader(topic="OF", queueId=1)))
         assert r.code == 0 and r.ext_fields == {"offset": "5"}
         r = await c.invoke_sync(addr, RemotingCommand.request(31, GetMinOffsetRequestHeader(topic="OF", queueId=1)))
@@ -145,7 +152,7 @@ async def test_delete_topic_in_broker(tmp_path, wire):
                 held.append(await c.invoke_sync(addr, wire.pull("DelT", 0, 3, suspend_ms=1000), 5))
 
             nursery.start_soon(hold)
-            await trio.sleep(0.1)
+            await held_count_reaches(broker, 1)
             r = await c.invoke_sync(addr, delete_topic("DelT"))
             assert r.code == 0 and r.remark is None, r.remark
         # the held pull, resumed when it times out, finds no topic (as Java re-runs it)
@@ -162,9 +169,7 @@ async def test_delete_topic_in_broker(tmp_path, wire):
         # consumer offsets stay, as in 4.9
         assert broker.offsets.query_offset("CG", "DelT", 0) == 3
         # registered again with the name server
-        with trio.fail_after(3):
-            while broker.registrations == registrations:
-                await trio.sleep(0.02)
+        await wait_until(lambda: broker.registrations != registrations, 3, interval=0.02)
 
         # a send right after: auto-created again, queues start at 0
         r = await c.invoke_sync(addr, wire.send_v1("DelT", b"new", queue_id=0))

@@ -10,6 +10,7 @@ import zlib
 from contextlib import asynccontextmanager
 
 import trio
+import trio.testing
 
 from trocket.broker.client_manager import ConsumerManager, ProducerManager, RebalanceLockManager
 from trocket.broker.config import BrokerConfig
@@ -36,6 +37,8 @@ from trocket.codecs.command import LanguageCode, RemotingCommand
 from trocket.codecs.message.properties import encode_properties_bytes
 from trocket.codecs.message.record import decode_record
 from trocket.remoting import ChannelEventListener, ClientConfig, RemotingClient, RemotingServer, ServerConfig
+
+from ..waiting import wait_until
 
 CPP_SIGN = {"AccessKey": "", "OnsChannel": "ALIYUN", "Signature": "HiDgZ3K2u2yGZ0w8kLr5q1Yk3vU="}
 
@@ -148,6 +151,15 @@ class Peer:
                 await self.notice_arrived.wait()
 
 
+async def settle(*peers: Peer) -> None:
+    """Every notice the broker queued for ``peers`` so far has been handled: a round trip
+    on each one's connection comes back behind them (a connection's outbox is FIFO), and
+    their notice processors have run once every task waits."""
+    for peer in peers:
+        await peer.call(38, {"consumerGroup": "G"})
+    await trio.testing.wait_all_tasks_blocked()
+
+
 @asynccontextmanager
 async def peers(ctx, n: int, languages=None):
     languages = languages or [LanguageCode.CPP] * n
@@ -212,7 +224,7 @@ async def test_notify_reaches_the_other_members_when_a_third_joins(tmp_path):
         # a heartbeat that changes nothing notifies nobody
         await a.call(34, body=cpp_heartbeat("A"))
         assert consumer_ids(await c.call(38, {"consumerGroup": "G"})) == ["A", "B", "C"]
-        await trio.sleep(0.05)
+        await settle(a, b, c)
         assert (len(a.notices), len(b.notices), len(c.notices)) == (2, 1, 0)
         # a new subscription is a change too
         await c.call(34, body=cpp_heartbeat("C", topics=("PeerTopic", "Other")))
@@ -225,7 +237,7 @@ async def test_notify_can_be_disabled(tmp_path):
         await a.call(34, body=cpp_heartbeat("A"))
         await b.call(34, body=cpp_heartbeat("B"))
         await b.call(35, {"clientID": "B", "producerGroup": "", "consumerGroup": "G"})
-        await trio.sleep(0.05)
+        await settle(a)
         assert a.notices == []
 
 
@@ -275,9 +287,7 @@ async def test_connection_close_removes_its_clients_and_notifies(tmp_path):
         )
         await a.wait_notices(1)
         await b.client.aclose()
-        with trio.fail_after(5):
-            while ctx.consumers.consumer_ids("G") != ["A"] or "PB" in ctx.producers:
-                await trio.sleep(0.01)
+        await wait_until(lambda: ctx.consumers.consumer_ids("G") == ["A"] and "PB" not in ctx.producers, 5)
         await a.wait_notices(2)
 
 
@@ -292,9 +302,7 @@ async def test_expired_clients_are_dropped_and_their_connections_closed(tmp_path
         clock.t += 61  # B silent for 121 s
         assert client_proc.scan_expired_clients(ctx) == 2  # its consumer and its producer
         assert ctx.consumers.consumer_ids("G") == ["A"] and "PB" not in ctx.producers
-        with trio.fail_after(5):
-            while b.conn is not None and b.conn.is_active:
-                await trio.sleep(0.01)
+        await wait_until(lambda: b.conn is None or not b.conn.is_active, 5)
         assert a.conn.is_active
         assert client_proc.scan_expired_clients(ctx) == 0
 
@@ -307,9 +315,7 @@ async def test_housekeeping_task_runs_the_scan(tmp_path):
         clock.t += 500
         async with trio.open_nursery() as nursery:
             await nursery.start(lambda task_status: client_proc.run_housekeeping(ctx, interval=0.01, task_status=task_status))
-            with trio.fail_after(5):
-                while "G" in ctx.consumers:
-                    await trio.sleep(0.01)
+            await wait_until(lambda: "G" not in ctx.consumers, 5)
             nursery.cancel_scope.cancel()
 
 
@@ -668,9 +674,7 @@ async def test_channel_listener_fans_out_and_topic_hook(tmp_path):
         await b.call(34, body=cpp_heartbeat("B", group="H"))
         assert created == ["%RETRY%H"]
         await b.client.aclose()
-        with trio.fail_after(5):
-            while ctx.consumers.consumer_ids("H") != ["A"] or not seen:
-                await trio.sleep(0.01)
+        await wait_until(lambda: ctx.consumers.consumer_ids("H") == ["A"] and seen, 5)
         assert len(seen) == 1
         m = put(ctx)
         assert (await a.call(36, {"group": "H", "delayLevel": -1, "offset": str(m.physical_offset)})).code == 0
@@ -704,10 +708,12 @@ async def test_a_blocked_name_server_does_not_stall_the_connection(tmp_path):
     wait runs off the connection's reader: a request behind it on the same connection is
     answered at once, and sees the heartbeat's members."""
     release = trio.Event()
+    registering = trio.Event()
     calls = []
 
     async def slow_register():
         calls.append(trio.current_time())
+        registering.set()
         await release.wait()
 
     async with broker(tmp_path) as ctx, peers(ctx, 1) as (a,):
@@ -720,8 +726,7 @@ async def test_a_blocked_name_server_does_not_stall_the_connection(tmp_path):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(call, "heartbeat", 34, None, cpp_heartbeat("A", group="SLOW"))
             with trio.fail_after(5):
-                while not calls:
-                    await trio.sleep(0.01)
+                await registering.wait()
             # the heartbeat now waits for the name server; the same connection still serves
             with trio.fail_after(2):
                 await call("list", 38, {"consumerGroup": "SLOW"})

@@ -14,6 +14,8 @@ from trocket.codecs.message.message import Message
 from trocket.codecs.message.record import decode_records
 from trocket.codecs.serialize import wire_ext_fields
 
+from ..waiting import wait_until
+
 
 def _cpp_batch(wire, topic: str, body: bytes, *, sys_flag: int, queue_id: int = 0):
     """Code 10 with ``batch:"1"`` and header properties ``WAIT=true``, as CPP sends it."""
@@ -135,17 +137,18 @@ async def test_sync_flush_sends_waiting_at_shutdown_are_answered(tmp_path, wire,
         stream = await trio.open_tcp_stream(host, int(port))
         await stream.send_all(b"".join(_cpp_send_frame(raw, "SHUT", seq, 0) for seq in range(n)))
         try:
-            with trio.fail_after(5):  # read and put; now waiting for the flush
-                while broker.send_processor.pending < n:
-                    await trio.sleep(0.001)
+            # read and put; now waiting for the flush
+            await wait_until(lambda: broker.send_processor.pending >= n, 5, interval=0.001)
             broker.request_shutdown()
-            with trio.fail_after(5):  # under way: the listener is closed, they still wait
-                while True:
-                    try:
-                        await (await trio.open_tcp_stream(host, int(port))).aclose()
-                    except OSError:
-                        break
-                    await trio.sleep(0.001)
+
+            async def refused() -> bool:
+                try:
+                    await (await trio.open_tcp_stream(host, int(port))).aclose()
+                except OSError:
+                    return True
+                return False
+
+            await wait_until(refused, 5, interval=0.001)  # under way: the listener is closed, they still wait
             assert broker.send_processor.pending == n
         finally:
             disk.set()  # the disk comes back

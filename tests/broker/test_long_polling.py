@@ -17,11 +17,8 @@ from trocket.broker.store import MessageInner
 from trocket.codecs.message.record import decode_records
 from trocket.remoting import ServerConfig
 
-
-async def held_count_reaches(broker, n: int) -> None:
-    with trio.fail_after(5):
-        while broker.pull_hold.held_count < n:
-            await trio.sleep(0.001)
+from ..waiting import wait_until
+from .conftest import held_count_reaches
 
 
 async def test_put_from_a_worker_thread_wakes_a_held_pull(tmp_path, wire):
@@ -109,8 +106,7 @@ async def test_held_pull_answered_while_the_outbox_is_full(tmp_path, wire, raw):
                 r = await c.invoke_sync(addr, wire.send_v1("FO", b"for the held pull", queue_id=1,
                                                            properties=wire.props()))
                 assert r.code == 0
-                while broker.pull_hold.held_count:
-                    await trio.sleep(0.01)
+            await wait_until(lambda: not broker.pull_hold.held_count, 5)
             # handed to one of the connection's handlers, which waits for room
             assert broker.pull_hold.woken_by_arrival == 1
             # the hold service is not stuck behind it: another held pull is answered

@@ -33,6 +33,8 @@ from trocket.codecs.message.msgid import decode_offset_msg_id
 from trocket.codecs.message.properties import encode_properties_bytes
 from trocket.codecs.message.record import decode_record, decode_records
 
+from ..waiting import wait_until
+
 SCHEDULE = "SCHEDULE_TOPIC_XXXX"
 TABLE = "200ms 500ms 1s"
 DELAYS = (200, 500, 1000)
@@ -209,9 +211,7 @@ async def test_v2_send_and_compressed_body(tmp_path, wire, logical_clock):
         body = zlib.compress(b"z" * 9000, 5)
         r = await c.invoke_sync(addr, wire.send_v1("DV2", body, sys_flag=1, properties=wire.props(DELAY="1")))
         assert r.code == 0, r.remark
-        with trio.fail_after(5):
-            while broker.store.get_max_offset("DV2", 0) < 2:
-                await trio.sleep(0.05)
+        await wait_until(lambda: broker.store.get_max_offset("DV2", 0) >= 2, 5, interval=0.05)
         _, msgs = await pull_now(c, addr, wire, "DV2")
         assert [m.body for m in msgs] == [b"v2", b"z" * 9000]
         assert msgs[0].properties == {"TAGS": "a"} and msgs[1].sys_flag & 1
@@ -247,7 +247,7 @@ async def test_order_within_a_level_and_levels_independent(tmp_path, wire, logic
         # no polling: an idle level read its queue once at start and once per wake-up
         levels = broker.schedule.levels
         passes = {n: st.passes for n, st in levels.items()}
-        await trio.sleep(5)
+        await trio.sleep(5)  # logical time: five idle seconds are what this checks
         assert {n: st.passes for n, st in levels.items()} == passes
         assert passes[2] == 1 and passes[1] <= 4 and passes[3] <= 12, passes
 
@@ -379,9 +379,7 @@ async def test_crash_redelivers_at_least_once_and_recovery_recomputes_deliver_ti
         store.put_message(held)
     async with trio.open_nursery() as nursery:
         await nursery.start(svc.run)
-        with trio.fail_after(5):
-            while store.get_max_offset("CR", 0) < 3:
-                await trio.sleep(0.02)
+        await wait_until(lambda: store.get_max_offset("CR", 0) >= 3, 5, interval=0.02)
         nursery.cancel_scope.cancel()
     assert svc.offset_table() == {1: 3, 2: 0, 3: 0}
     # nothing flushed, nothing written: a crash now must deliver them again
@@ -399,9 +397,7 @@ async def test_crash_redelivers_at_least_once_and_recovery_recomputes_deliver_ti
         assert svc.offset_table() == {1: 0, 2: 0, 3: 0}
         async with trio.open_nursery() as nursery:
             await nursery.start(svc.run)
-            with trio.fail_after(5):
-                while store.get_max_offset("CR", 0) < 6:
-                    await trio.sleep(0.02)
+            await wait_until(lambda: store.get_max_offset("CR", 0) >= 6, 5, interval=0.02)
             nursery.cancel_scope.cancel()
         got = store.get_message("G", "CR", 0, 0, 32)
         assert [decode_record(b)[0].body for b in got.buffers] == [b"0", b"1", b"2"] * 2  # at least once

@@ -14,6 +14,9 @@ from trocket.codecs.message.message import Message
 from trocket.codecs.message.msgid import decode_offset_msg_id
 from trocket.codecs.message.record import decode_record, decode_records
 
+from ..waiting import wait_until
+from .conftest import held_count_reaches
+
 
 def _records(body: bytes):
     return decode_records(body)
@@ -149,12 +152,6 @@ async def test_pull_without_suspend_answers_19_at_once(tmp_path, wire, logical_c
         assert resp.code == 19 and resp.remark == "NO_MESSAGE_IN_QUEUE"
 
 
-async def held_count_reaches(broker, n: int) -> None:
-    with trio.fail_after(3):
-        while broker.pull_hold.held_count < n:
-            await trio.sleep(0.001)
-
-
 async def test_long_polling_woken_by_arrival(tmp_path, wire, logical_clock):
     async with wire.running_broker(tmp_path) as broker, wire.client() as c, wire.client() as producer:
         addr = broker.broker_addr
@@ -171,7 +168,7 @@ async def test_long_polling_woken_by_arrival(tmp_path, wire, logical_clock):
             # the held pull does not block other requests on the same connection
             r = await c.invoke_sync(addr, wire.pull("LP", offset=0, sys_flag=4), 2)
             assert r.code == 0
-            await trio.sleep(9.9)
+            await trio.sleep(9.9)  # logical time: short of the 10 s suspend
             assert "resp" not in got
             sent_at = trio.current_time()
             r = await producer.invoke_sync(addr, wire.send_v1("LP", b"second", properties=wire.props()))
@@ -211,7 +208,7 @@ async def test_long_polling_other_tag_does_not_wake(tmp_path, wire, logical_cloc
             n.start_soon(held)
             await held_count_reaches(broker, 1)
             await c.invoke_sync(addr, wire.send_v1("LG", b"other", properties=wire.props(tags="other")))
-            await trio.sleep(4.9)  # less than the periodic check's 5 s
+            await trio.sleep(4.9)  # logical time, less than the periodic check's 5 s
             assert "r" not in got  # still held
             t0 = trio.current_time()
             await c.invoke_sync(addr, wire.send_v1("LG", b"mine", properties=wire.props(tags="want")))
@@ -308,9 +305,7 @@ async def test_send_busy_answers_system_busy_with_extfields(tmp_path, wire):
         try:
             async with trio.open_nursery() as n:
                 n.start_soon(one)
-                with trio.fail_after(5):
-                    while broker.send_processor.pending < 1:
-                        await trio.sleep(0.001)
+                await wait_until(lambda: broker.send_processor.pending >= 1, 5, interval=0.001)
                 for _ in range(3):
                     r = await c.invoke_sync(addr, wire.send_v1("BZ", b"y", properties=wire.props()))
                     assert r.code == 2 and r.ext_fields == {}
@@ -438,9 +433,7 @@ async def test_held_pulls_dropped_when_connection_closes_and_bounded(tmp_path, w
                 r = await c.invoke_sync(addr, wire.pull("HD", offset=1, suspend_ms=30000))
                 assert r.code == 2 and "[PULL_HOLD_FULL]" in r.remark
                 c.close_connection(addr)
-                with trio.fail_after(3):
-                    while broker.pull_hold.held_count:
-                        await trio.sleep(0.01)
+                await wait_until(lambda: not broker.pull_hold.held_count, 3)
 
 
 async def test_auto_created_topic_routed_before_the_send_is_answered(tmp_path, wire):

@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from ..broker.conftest import running_broker  # noqa: F401  (the one in-process broker of the tests)
+from ..waiting import wait_until
 
 ACCEPTANCE = Path(__file__).resolve().parent.parent / "acceptance"
 
@@ -114,9 +115,8 @@ async def pull_all(instance, topic: str, *, group: str = "CHECK") -> list:
     from trocket.codecs.headers import PullMessageRequestHeader
     from trocket.client.message import PullStatus
 
-    with trio.fail_after(10):  # a topic created by a send is registered soon after
-        while await instance.update_route(topic) is None:
-            await trio.sleep(0.02)
+    # a topic created by a send is registered soon after
+    await wait_until(lambda: instance.update_route(topic), 10, interval=0.02)
     out = []
     for mq in await instance.subscribe_queues(topic):
         addr = instance.master_addr(mq.broker_name)

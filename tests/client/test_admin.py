@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-import trio
 
+from ..waiting import wait_until
 from .test_cli_send import run
 
 
@@ -61,9 +61,11 @@ async def test_topic_delete_end_to_end(broker_process):
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["queueOffset"] == 0
     assert (cq_dir / "DelTopic").is_dir()
-    with trio.fail_after(10):  # routed again once the broker has registered
-        while (route := await run("admin", "topic", "route", "-n", ns, "-t", "DelTopic", "--json")).returncode:
-            await trio.sleep(0.2)
+    async def routed():
+        route = await run("admin", "topic", "route", "-n", ns, "-t", "DelTopic", "--json")
+        return route if route.returncode == 0 else None
+
+    route = await wait_until(routed, 10, interval=0.2)  # routed again once the broker has registered
     assert json.loads(route.stdout)["queueDatas"][0]["writeQueueNums"] == 4
 
     refused = await run("admin", "topic", "delete", "-n", ns, "-t", "TBW102", "--json")

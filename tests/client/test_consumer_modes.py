@@ -18,6 +18,7 @@ from trocket.client.message import new_message
 from trocket.client.producer import Producer
 from trocket.codecs.bodies.client import LockBatchRequestBody
 
+from ..waiting import wait_until
 from .conftest import running_broker
 
 
@@ -64,10 +65,12 @@ async def test_broadcasting_every_consumer_gets_everything_and_resumes_from_its_
         # a restarts with the same client id: it resumes after what it consumed
         await send_all(ns, "BT", 25)  # m0..m24 again: 25 more messages
         again = Collector(25)
-        async with PushConsumer("BCG", subscriptions={"BT": "*"}, listener=again, client_config=ClientConfig(namesrv=ns, instance_name="bcast-a"), **opts):
+        async with PushConsumer("BCG", subscriptions={"BT": "*"}, listener=again, client_config=ClientConfig(namesrv=ns, instance_name="bcast-a"), **opts) as c:
             with trio.fail_after(10):
                 await again.done.wait()
-            await trio.sleep(0.3)
+            # caught up: a pull held at the end of each of its queues, all it pulled consumed
+            await wait_until(lambda: broker.pull_hold.held_count >= len(c.assignment())
+                             and not any(n for n, _ in c.cached().values()), 10)
         assert len(again.msgs) == 25  # none of the first 20 again
 
 
@@ -164,24 +167,28 @@ async def test_flow_control_bounds_what_a_queue_caches(tmp_path, limit, count_li
                 await producer.send_orderly(new_message("FT", b"x" * 100), key="one-queue")
         release = trio.Event()
         seen = []
+        all_seen = trio.Event()
         peak = 0
 
         async def slow(msg):
             seen.append(msg.queue_offset)
+            if len(seen) == 60:
+                all_seen.set()
             await release.wait()
 
         async with PushConsumer("FCG", ns, {"FT": "*"}, slow, consume_from="first",
                                 pull_threshold_for_queue=count_limit, pull_threshold_size_mib=size_mib,
                                 pull_batch_size=4) as consumer:
-            with trio.fail_after(10):
-                while consumer.stats.flow_controlled < 5:
-                    peak = max([peak] + [n for n, _ in consumer.cached().values()])
-                    await trio.sleep(0.01)
+            def flow_controlled() -> bool:
+                nonlocal peak
+                peak = max([peak] + [n for n, _ in consumer.cached().values()])
+                return consumer.stats.flow_controlled >= 5
+
+            await wait_until(flow_controlled, 10)  # noting the most it held meanwhile
             peak = max([peak] + [n for n, _ in consumer.cached().values()])
             assert limit < peak <= limit + 4  # stops pulling past the threshold (one pull may cross it)
             assert consumer.stats.pulled == peak
             release.set()
             with trio.fail_after(10):
-                while len(seen) < 60:
-                    await trio.sleep(0.01)
+                await all_seen.wait()
         assert seen == list(range(60))

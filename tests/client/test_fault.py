@@ -23,7 +23,7 @@ async def test_a_failed_broker_is_avoided_then_forgiven(autojump_clock):
     assert {select_queue(info, faults, None).broker_name for _ in range(8)} == {"b"}
     faults.update("b", 1.2)  # slow: 60 s out; both out -> still a queue, never an error
     assert select_queue(info, faults, None).broker_name in ("a", "b")
-    await trio.sleep(61)
+    await trio.sleep(61)  # logical time: past the 60 s the slow broker was out for
     assert faults.is_available("b") and not faults.is_available("a")
     faults.update("a", 0.002)  # a quick answer clears it at once
     assert faults.is_available("a")

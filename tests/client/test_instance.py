@@ -18,6 +18,7 @@ from trocket.codecs.bodies.client import (
 )
 from trocket.codecs.command import RemotingCommand
 
+from ..waiting import wait_until
 from .conftest import fake_server, route_body
 
 
@@ -74,13 +75,10 @@ async def test_producer_heartbeat_and_unregister_as_the_broker_sees_them(broker,
     producers = broker.ctx.producers
     async with Producer("HbPG", namesrv) as producer:
         await producer.send(new_message("HbT", b"x"))  # learns the broker
-        with trio.fail_after(5):
-            while "HbPG" not in producers:
-                await trio.sleep(0.01)
+        await wait_until(lambda: "HbPG" in producers, 5)
         assert producers.client_ids("HbPG") == [producer.instance.client_id]
-    with trio.fail_after(5):  # UNREGISTER_CLIENT on close
-        while "HbPG" in producers and producers.client_ids("HbPG"):
-            await trio.sleep(0.01)
+    # UNREGISTER_CLIENT on close
+    await wait_until(lambda: "HbPG" not in producers or not producers.client_ids("HbPG"), 5)
 
 
 async def test_consumers_registered_notified_and_unregistered(broker, namesrv):
@@ -90,9 +88,9 @@ async def test_consumers_registered_notified_and_unregistered(broker, namesrv):
     async with ClientInstance(ClientConfig(namesrv=namesrv)) as one, ClientInstance(ClientConfig(namesrv=namesrv)) as two:
         c1 = FakeConsumer("CG", "CT")
         one.register_consumer(c1)
-        with trio.fail_after(5):  # the broker registers the topic its first send created soon after
-            while await one.update_route("CT") is None:  # the broker table, and c1 gets the queues
-                await trio.sleep(0.02)
+        # the broker registers the topic its first send created soon after; then the
+        # instance has the broker table, and c1 gets the queues
+        await wait_until(lambda: one.update_route("CT"), 5, interval=0.02)
         assert c1.routes and len(c1.routes[-1][1]) == 4
         assert await one.send_heartbeat() == 1
         assert await one.api.get_consumer_list(addr, "CG") == [one.client_id]
@@ -152,9 +150,7 @@ async def test_route_poll_refreshes_interesting_topics():
         cfg = ClientConfig(namesrv=ns, poll_namesrv_interval=0.05)
         async with ClientInstance(cfg) as inst:
             inst.register_consumer(FakeConsumer("G", "Polled"))
-            with trio.fail_after(5):
-                while asked.count("Polled") < 3:
-                    await trio.sleep(0.01)
+            await wait_until(lambda: asked.count("Polled") >= 3, 5)
             assert inst.master_addr("b") == "127.0.0.1:1"
 
 
@@ -163,9 +159,7 @@ async def test_consumer_calls_against_the_broker(broker, namesrv):
         for i in range(5):
             await producer.send_orderly(new_message("ApiT", b"m%d" % i), key="k")
         inst = producer.instance
-        with trio.fail_after(5):
-            while await inst.update_route("ApiT") is None:
-                await trio.sleep(0.02)
+        await wait_until(lambda: inst.update_route("ApiT"), 5, interval=0.02)
         addr = inst.master_addr("broker-a")
         maxes = {mq: await inst.api.get_max_offset(addr, mq) for mq in await inst.subscribe_queues("ApiT")}
         assert sorted(maxes.values()) == [0, 0, 0, 5]  # one key, one queue
@@ -195,9 +189,7 @@ async def test_brokers_gone_from_every_route_are_forgotten():
             await inst.update_route("T")
             assert set(inst.brokers) == {"a", "b"}
             del brokers["a"]  # broker a left the cluster
-            with trio.fail_after(5):
-                while "a" in inst.brokers:
-                    await trio.sleep(0.01)
+            await wait_until(lambda: "a" not in inst.brokers, 5)
             assert set(inst.brokers) == {"b"} and inst.master_addr("a") is None
 
 

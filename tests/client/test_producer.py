@@ -23,6 +23,7 @@ from trocket.client import (
 from trocket.client.producer import Producer, select_by_hash
 from trocket.codecs.message.sysflag import COMPRESSED_FLAG
 
+from ..waiting import wait_until
 from .conftest import closed_port, fake_namesrv, fake_server, pull_all, tcp_sink
 
 
@@ -49,9 +50,8 @@ async def test_new_topic_goes_through_tbw102_and_gets_its_own_route(namesrv):
         assert "Fresh" not in producer.instance.routes
         await producer.send(new_message("Fresh", b"x"))
         assert producer.instance.publish["Fresh"].from_default
-        with trio.fail_after(10):  # the broker registers the new topic soon after
-            while (route := await producer.instance.update_route("Fresh")) is None:
-                await trio.sleep(0.02)
+        # the broker registers the new topic soon after
+        route = await wait_until(lambda: producer.instance.update_route("Fresh"), 10, interval=0.02)
         assert route.queue_datas[0].write_queue_nums == 4
         assert not producer.instance.publish["Fresh"].from_default  # the real route replaced it
 
@@ -215,9 +215,10 @@ async def test_async_oneway_and_callback(namesrv):
         results = [await f for f in futs]
         for i in range(10):
             await producer.send_oneway(new_message("A", b"oneway%d" % i))
-        with trio.fail_after(5):
-            while len(await pull_all(producer.instance, "A")) < 110:
-                await trio.sleep(0.05)
+        async def all_stored() -> bool:
+            return len(await pull_all(producer.instance, "A")) >= 110
+
+        await wait_until(all_stored, 5, interval=0.05)
     assert len(got) == 100 and all(e is None for _, e in got)
     assert sorted(r.msg_id for r in results) == sorted(r.msg_id for r, _ in got)
 
@@ -284,9 +285,7 @@ async def test_batch_refuses_what_java_refuses(namesrv):
 async def test_delay_level_is_sent(namesrv):
     async with Producer("PG", namesrv) as producer:
         await producer.send(new_message("D", b"later", delay_level=1))
-        with trio.fail_after(10):
-            while not (stored := await pull_all(producer.instance, "D")):
-                await trio.sleep(0.1)
+        stored = await wait_until(lambda: pull_all(producer.instance, "D"), 10, interval=0.1)
     # level 1 is 1 s: stored again in D by the schedule service a second after its birth
     assert stored[0].body == b"later" and stored[0].store_timestamp - stored[0].born_timestamp >= 900
 
@@ -310,7 +309,7 @@ async def test_a_loop_of_oneway_and_async_sends_lets_other_tasks_run(namesrv):
             ticked = trio.Event()
 
             async def timer():
-                await trio.sleep(0.05)
+                await trio.sleep(0.05)  # the point: a timer must fire while the loop sends
                 ticked.set()
 
             async with trio.open_nursery() as nursery:

@@ -9,6 +9,7 @@ import trio
 from trocket.client import ClientConnectError, ClientError, SendTimeoutError, new_message
 from trocket.client.producer import Producer
 
+from ..waiting import wait_until
 from .conftest import pull_all
 
 TOPIC = "CrashTopic"
@@ -22,6 +23,7 @@ async def test_kill_9_and_restart_during_sends(broker_process):
     acked: dict[str, object] = {}
     failures: list[ClientError] = []
     phase = {"restarted": False, "after": 0}
+    enough_to_kill = trio.Event()
     enough = trio.Event()
 
     async with Producer("CrashPG", broker.namesrv, send_timeout=2) as producer:
@@ -35,9 +37,11 @@ async def test_kill_9_and_restart_during_sends(broker_process):
                     result = await producer.send(msg)
                 except ClientError as exc:
                     failures.append(exc)
-                    await trio.sleep(0.05)
+                    await trio.sleep(0.05)  # a sender's pause after a failure (pacing, not waiting for anything)
                     continue
                 acked[result.msg_id] = result
+                if len(acked) >= ACKS_BEFORE_KILL:
+                    enough_to_kill.set()
                 if phase["restarted"]:
                     phase["after"] += 1
                     if phase["after"] >= ACKS_AFTER_RESTART:
@@ -47,11 +51,13 @@ async def test_kill_9_and_restart_during_sends(broker_process):
             async with trio.open_nursery() as nursery:
                 for s in range(SENDERS):
                     nursery.start_soon(sender, s)
-                while len(acked) < ACKS_BEFORE_KILL:
-                    await trio.sleep(0.01)
+                await enough_to_kill.wait()
                 await trio.to_thread.run_sync(broker.kill)
                 killed_at = len(acked)
-                await trio.sleep(0.5)  # sends fail meanwhile
+                failed_before = len(failures)
+                # sends fail meanwhile
+                await wait_until(lambda: len(failures) > failed_before, 30,
+                                 what="a send fails while the broker is down")
                 await trio.to_thread.run_sync(broker.start)
                 phase["restarted"] = True
         assert failures, "sends while the broker was down must fail"

@@ -8,50 +8,69 @@ functions keep their own tests.
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
 import os
+import pkgutil
 import struct
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given, is_hypothesis_test, settings
 from hypothesis import strategies as st
 
+import trocket.codecs
 from trocket.codecs import accel
 from trocket.codecs.command import LanguageCode, RemotingCommand, SerializeType
 from trocket.codecs.header_binary import encode_binary_header
 from trocket.codecs.header_json import encode_json_header
-from trocket.codecs import frame  # noqa: F401  (registers the FrameDecoder twin)
-from trocket.codecs.headers import fast  # noqa: F401  (registers the send header twins)
+from trocket.codecs.headers import fast
 from trocket.codecs.headers._spec import header_fields
-from trocket.codecs.message import properties, record  # noqa: F401  (registers theirs)
-from trocket.codecs import send_response  # noqa: F401  (registers encode_send_ok)
-from trocket.codecs.message import msgid  # noqa: F401  (registers offset_msg_id)
+from trocket.codecs.message import msgid, properties, record
 from trocket.codecs.errors import CustomHeaderError, MessageDecodeError
 from trocket.codecs.serialize import encode_command
 
 from .strategies import commands, text
 
-NAMES = (
-    "FrameDecoder",
-    "decode_command",
-    "decode_binary_header",
-    "decode_json_header",
-    "decode_send_message",
-    "decode_send_message_v2",
-    "decode_send_fields",
-    "encode_record_into",
-    "place_record",
-    "dispatch_fields",
-    "encode_send_ok",
-    "offset_msg_id",
-    "get_property",
-    "decode_properties",
-    "encode_binary_header",
-    "encode_send_message_v2",
-    "encode_pull_message",
-)
+
+def _declared_twins() -> dict[str, object]:
+    """Every twin the code declares (``name = accelerated(name)``, which records the pure
+    function in ``accel._PURE``): every codecs module imported, name -> pure reference."""
+    for info in pkgutil.walk_packages(trocket.codecs.__path__, trocket.codecs.__name__ + "."):
+        if not info.name.endswith("._accel"):
+            importlib.import_module(info.name)
+    return dict(accel._PURE)
+
+
+TWINS = _declared_twins()
+NAMES = tuple(sorted(TWINS))
+
+#: Each twin -> its differential test: generated input through both paths, the same
+#: outcome (``test_every_twin_has_a_differential_test`` holds this to the twins the code
+#: declares and the compiled module exports, so a new twin fails until it has one).
+#: ``module::test`` for a test in another module of this directory.
+DIFFERENTIAL = {
+    "FrameDecoder": "test_frame_decoder_differential",
+    "decode_binary_header": "test_binary_header_differential",
+    "decode_command": "test_decode_command_differential",
+    "decode_json_header": "test_json_header_differential",
+    "decode_properties": "test_get_property_differential",
+    "decode_send_fields": "test_send_fields_differential",
+    "decode_send_message": "test_send_header_v1_differential",
+    "decode_send_message_v2": "test_send_header_v2_differential",
+    "dispatch_fields": "test_dispatch_fields_differential",
+    "encode_binary_header": "test_binary_header_encode_differential",
+    "encode_pull_message": "test_pull_header_encode_differential",
+    "encode_record_batch": "test_capture_batch::test_record_batch_differential",
+    "encode_record_into": "test_record_encode_differential",
+    "encode_send_message_v2": "test_send_header_v2_encode_differential",
+    "encode_send_ok": "test_send_response::test_encode_send_ok_is_the_commands_frame",
+    "get_property": "test_get_property_differential",
+    "offset_msg_id": "test_offset_msg_id_differential",
+    "place_record": "test_place_record_differential",
+}
 GOLDEN = Path(__file__).resolve().parents[2] / "conformance" / "golden"
 PURE_FORCED = os.environ.get("TROCKET_PURE", "") not in ("", "0")
 
@@ -74,32 +93,41 @@ def test_accelerator_is_active_unless_forced_off():
     )
 
 
+def _compiled_twins() -> set[str]:
+    """What the compiled module defines and exports, but its own registration hook."""
+    return {
+        name for name, value in vars(_accel).items()
+        if not name.startswith("_") and callable(value) and getattr(value, "__module__", None) == _accel.__name__
+    } - {"set_pure"}
+
+
+def test_every_twin_has_a_differential_test():
+    """The twins the code declares, the compiled module's and DIFFERENTIAL's are one set;
+    each one's test is a hypothesis test that names it."""
+    assert set(DIFFERENTIAL) == set(TWINS), "DIFFERENTIAL must map exactly the twins the code declares"
+    if accel.ACTIVE:
+        assert _compiled_twins() == set(TWINS), "every compiled twin declared with accelerated(), and back"
+    here = importlib.import_module(__name__)
+    for name, where in DIFFERENTIAL.items():
+        module, _, test = where.rpartition("::")
+        owner = importlib.import_module(f"{__package__}.{module}") if module else here
+        fn = getattr(owner, test, None)
+        assert fn is not None, f"{name}: no {where}"
+        assert is_hypothesis_test(fn), f"{name}: {where} is no hypothesis test"
+        assert name in inspect.getsource(fn), f"{name}: {where} does not run it"
+
+
 def test_the_switch_is_wired():
-    """The public names are the twins when active, the references when not."""
-    from trocket.codecs import header_binary, header_json, serialize
-
-    from trocket.codecs import frame
-
-    public = {
-        "FrameDecoder": frame.FrameDecoder,
-        "decode_command": serialize.decode_command,
-        "decode_binary_header": header_binary.decode_binary_header,
-        "decode_json_header": header_json.decode_json_header,
-        "decode_send_message": fast.FAST_CODECS[fast._V1].decode,
-        "decode_send_message_v2": fast.FAST_CODECS[fast._V2].decode,
-        "decode_send_fields": fast.decode_send_fields,
-        "encode_record_into": record.encode_record_into,
-        "place_record": record.place_record,
-        "dispatch_fields": record.dispatch_fields,
-        "encode_send_ok": send_response.encode_send_ok,
-        "offset_msg_id": msgid.offset_msg_id,
-        "get_property": properties.get_property,
-        "decode_properties": properties.decode_properties,
-        "encode_binary_header": header_binary.encode_binary_header,
-        "encode_send_message_v2": fast.FAST_CODECS[fast._V2].encode,
-        "encode_pull_message": fast.FAST_CODECS[fast._PQ].encode,
-    }
-    for name, fn in public.items():
+    """The public names are the twins when active, the references when not: each where
+    ``name = accelerated(name)`` put it, and the send and pull codecs' table."""
+    public = {name: getattr(importlib.import_module(pure.__module__), name) for name, pure in TWINS.items()}
+    aliases = [
+        ("decode_send_message", fast.FAST_CODECS[fast._V1].decode),
+        ("decode_send_message_v2", fast.FAST_CODECS[fast._V2].decode),
+        ("encode_send_message_v2", fast.FAST_CODECS[fast._V2].encode),
+        ("encode_pull_message", fast.FAST_CODECS[fast._PQ].encode),
+    ]
+    for name, fn in [*public.items(), *aliases]:
         expected = getattr(_accel, name) if accel.ACTIVE else accel.pure(name)
         assert fn is expected, name
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import struct
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from trocket.codecs import accel, capture
 from trocket.codecs.capture import (
@@ -114,3 +116,42 @@ def test_bad_input_comes_out_as_the_references(path):
 def test_the_public_name_is_the_active_path():
     expected = _fn("accel") if accel.ACTIVE else accel.pure("encode_record_batch")
     assert capture.encode_record_batch is expected
+
+
+def _batch_args(odd: bool):
+    """Arguments as a connection passes them (the twin's own path), or, with ``odd``,
+    each one now and then what only the reference takes, or refuses."""
+
+    def field(common, other):
+        return st.one_of(common, common, common, other) if odd else common
+
+    tail = field(
+        st.builds(lambda conn, local, remote: connection_head(conn, local, remote)[1],
+                  st.integers(0, 2**64 - 1), st.text(max_size=30), st.text(max_size=30)),
+        st.binary(max_size=40) | st.binary(max_size=40).map(bytearray) | st.none(),
+    )
+    stamp = field(
+        st.integers(0, 2**63 - 1),
+        st.integers(-(2**65), -1) | st.integers(2**63, 2**65) | st.booleans() | st.floats(allow_nan=False),
+    )
+    role = field(st.integers(0, 255), st.integers(256, 2**70) | st.integers(-(2**70), -1) | st.booleans() | st.text(max_size=2))
+    kind = field(st.integers(0, 3), st.integers(-(2**70), 2**70) | st.booleans() | st.text(max_size=2) | st.none())
+    data = field(
+        st.binary(max_size=64),
+        st.binary(max_size=64).map(bytearray) | st.binary(max_size=64).map(memoryview) | st.integers(0, 8)
+        | st.text(max_size=4) | st.none(),
+    )
+    items = st.tuples(
+        st.lists(st.tuples(kind, data), max_size=6).map(lambda pairs: [x for pair in pairs for x in pair]),
+        st.lists(kind, max_size=1 if odd else 0),  # now and then an odd item left over
+    ).map(lambda t: t[0] + t[1])
+    return st.tuples(tail, stamp, stamp, role, items)
+
+
+@pytest.mark.skipif(not accel.ACTIVE, reason=f"accelerator off: {accel.REASON}")
+@given(st.booleans().flatmap(_batch_args))
+def test_record_batch_differential(args):
+    """The same records, total and parts (heads, and the frames by reference), or the same
+    error with what was appended before it, from encode_record_batch's pure reference and
+    its compiled twin."""
+    assert _outcome(_fn("accel"), *args) == _outcome(accel.pure("encode_record_batch"), *args)

@@ -71,7 +71,9 @@ def tcpdump(path: Path, ports: list[int], iface: str = "lo"):
     try:
         yield lines
     finally:
-        time.sleep(0.5)  # the last packets through the kernel's buffer (immediate mode: no block timeout)
+        # the last packets through the kernel's buffer (immediate mode: no block timeout);
+        # tcpdump says nothing per packet written, so there is no event to wait on
+        time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
         try:
             proc.wait(15)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -14,6 +13,7 @@ from trocket.cli import main
 from trocket.conformance.replay import load_session
 from trocket.conformance.sources import read_frames
 
+from ..waiting import listening, wait_until_sync
 from .conftest import CAPTURES, NAMESRV_CODES, free_port
 
 CPP = CAPTURES / "cpp-produce-pull.trkcap"
@@ -34,16 +34,12 @@ def broker(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "trocket", "broker", "--listen", f"127.0.0.1:{port}",
                              "--namesrv-listen", f"127.0.0.1:{ns}", "--store", str(tmp_path / "store"), "--segment-size", "32m",
                              "--log-level", "WARNING"], stderr=subprocess.PIPE, text=True)
-    import socket
 
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert proc.poll() is None and time.monotonic() < deadline, "broker did not start"
-            time.sleep(0.05)
+    def started() -> bool:
+        assert proc.poll() is None, "the broker exited"
+        return listening(port)
+
+    wait_until_sync(started, 30, interval=0.05, what="the broker listens")
     yield f"127.0.0.1:{port}", f"127.0.0.1:{ns}"
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=30)

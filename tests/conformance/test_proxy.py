@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from trocket.conformance.proxy import CaptureProxy, FrameRecorder
 from trocket.conformance.sources import read_frames
 from trocket.remoting import MemoryTap
 
+from ..waiting import listening, wait_until, wait_until_sync
 from .conftest import REPO, running_broker, free_port
 
 ACC = REPO / "tests" / "acceptance"
@@ -62,8 +62,7 @@ async def test_many_connections_at_once_pass_unchanged_and_are_recorded_frame_by
             async with trio.open_nursery() as clients:
                 for i in range(10):
                     clients.start_soon(client, i)
-            while proxy.active:
-                await trio.sleep(0.01)
+            await wait_until(lambda: not proxy.active, 20)
         nursery.cancel_scope.cancel()
     assert proxy.connections == 10 and proxy.raw_records == 0
     assert len(tap.records) == 10 * 40
@@ -99,15 +98,11 @@ def test_bytes_that_are_no_frames_are_recorded_raw_and_the_stream_stays_raw():
 
 
 def _wait_listening(port: int, proc: subprocess.Popen, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            assert proc.poll() is None, proc.stderr.read()
-            assert time.monotonic() < deadline, "proxy did not start"
-            time.sleep(0.05)
+    def started() -> bool:
+        assert proc.poll() is None, proc.stderr.read()
+        return listening(port)
+
+    wait_until_sync(started, timeout, interval=0.05, what="the proxy listens")
 
 
 def _proxy_cmd(listen: int, upstream: int, out: Path) -> list[str]:
@@ -127,11 +122,7 @@ async def test_cli_proxy_flushes_within_a_second_and_exits_cleanly_on_sigterm(tm
             with trio.fail_after(5):
                 assert await sock.receive_some(4)
             # the connection stays open: the records must reach the file within ~1 s anyway
-            with trio.fail_after(5):
-                while True:
-                    if out.exists() and len(read_frames(str(out)).frames) >= 2:
-                        break
-                    await trio.sleep(0.1)
+            await wait_until(lambda: out.exists() and len(read_frames(str(out)).frames) >= 2, 5, interval=0.1)
             proc.send_signal(signal.SIGTERM)
             _, err = await trio.to_thread.run_sync(lambda: proc.communicate(timeout=20))
             await sock.aclose()

@@ -7,19 +7,23 @@ import threading
 
 import pytest
 import trio
+import trio.testing
 
 from trocket.codecs.command import RPC_RESPONSE, RemotingCommand, SerializeType
 from trocket.remoting import SysResponseCode
 
+from ..waiting import wait_until
 from .conftest import FAIL, Gate, client_of, request, server_config, serving
 
 
 @pytest.mark.parametrize("stype", [SerializeType.JSON, SerializeType.ROCKETMQ])
 async def test_sync_async_oneway_echo(stype):
     seen = []
+    arrived = trio.Event()
 
     async def record(conn, req):
         seen.append(req)
+        arrived.set()
 
     async with serving() as server, client_of() as client:
         server.register_processor(7, record)
@@ -35,8 +39,7 @@ async def test_sync_async_oneway_echo(stype):
 
         await client.invoke_oneway(addr, request(7, body=b"one", serialize_type=stype))
         with trio.fail_after(5):
-            while not seen:
-                await trio.sleep(0.01)
+            await arrived.wait()
         assert seen[0].is_oneway and seen[0].body == b"one"
         assert len(client.connections) == 1  # one connection, reused
         assert server.stats.dropped_responses == client.stats.dropped_responses == 0
@@ -112,22 +115,27 @@ async def test_blocking_processor_runs_in_threads_under_its_limit():
     main = threading.get_ident()
     lock = threading.Lock()
     running = [0, 0]  # now, max
+    release = threading.Event()
 
     def blocking(conn, req):
         assert threading.get_ident() != main
         with lock:
             running[0] += 1
             running[1] = max(running[1], running[0])
-        import time
-
-        time.sleep(0.05)
+        release.wait(10)  # a slow processor: busy until the test has seen the limit reached
         with lock:
             running[0] -= 1
         return RemotingCommand.response(0, body=req.body)
 
     async with serving() as server, client_of() as client:
-        server.register_processor(8, blocking, limit=2, queue=100)
+        entry = server.register_processor(8, blocking, limit=2, queue=100)
         futs = [await client.invoke_async(server.address, request(8, body=b"%d" % i)) for i in range(6)]
+        try:
+            await wait_until(lambda: entry.pending == 6 and running[0] >= 2, 5)  # all admitted, two running
+            await trio.testing.wait_all_tasks_blocked()  # the other four wait for the limit, not a thread
+            assert running[0] == 2
+        finally:
+            release.set()
         assert [(await f).body for f in futs] == [b"%d" % i for i in range(6)]
         assert running[1] == 2
 
@@ -162,17 +170,18 @@ async def test_requests_on_one_connection_are_processed_concurrently():
 
 async def test_processor_answers_later_with_answer():
     later = []
+    arrived = trio.Event()
 
     async def deferred(conn, req):
         later.append((conn, req))
+        arrived.set()
         return None
 
     async with serving() as server, client_of() as client:
         server.register_processor(11, deferred)
         fut = await client.invoke_async(server.address, request(11, body=b"q"))
         with trio.fail_after(5):
-            while not later:
-                await trio.sleep(0.01)
+            await arrived.wait()
         conn, req = later[0]
         assert await conn.answer(req, RemotingCommand.response(0, body=b"later"))
         assert (await fut).body == b"later"

@@ -15,6 +15,7 @@ from trocket.remoting import (
 )
 from trocket.remoting.hooks import request_signature, sign_request
 
+from ..waiting import wait_until
 from .conftest import client_of, request, server_config, serving
 from .test_bad_input import Recorder
 
@@ -88,9 +89,7 @@ async def test_connect_and_close_events_on_both_sides():
         async with client_of(listener=crec) as client:
             await client.invoke_sync(server.address, request())
             caddr = client.connection_for(server.address).local_address
-        with trio.fail_after(2):
-            while ("close", caddr) not in srec.events:
-                await trio.sleep(0.01)
+        await wait_until(lambda: ("close", caddr) in srec.events, 2)
     assert crec.events == [("connect", server.address), ("close", server.address)]
     assert srec.events == [("connect", caddr), ("close", caddr)]
 

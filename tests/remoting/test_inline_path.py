@@ -12,11 +12,13 @@ import socket
 import struct
 
 import trio
+import trio.testing
 
 from trocket.codecs.command import RPC_RESPONSE, RemotingCommand
 from trocket.codecs.serialize import decode_command, encode_command
 from trocket.remoting import CloseReason, SysResponseCode
 
+from ..waiting import wait_until
 from .conftest import client_of, request, server_config, serving
 
 INLINE = 40
@@ -118,7 +120,9 @@ async def test_inline_answers_wait_for_room_when_the_outbox_is_full(monkeypatch)
         n = 12
         frames = b"".join(encode_command(request(INLINE, body=bytes([65 + i]), opaque=i)) for i in range(n))
         await sock.send(frames)
-        await trio.sleep(0.2)  # the server fills the socket and its outbox, then waits
+        # the server fills the socket and its outbox, then waits for room
+        await wait_until(lambda: waited, 20)
+        await trio.testing.wait_all_tasks_blocked()
         got = bytearray()
         answers = []
         with trio.fail_after(20):
@@ -153,9 +157,8 @@ async def test_a_peer_that_resets_while_the_writer_waits_for_room_fails_that_con
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
         await sock.connect((host, int(port)))
         await sock.send(b"".join(encode_command(request(INLINE, body=b"x", opaque=i)) for i in range(8)))
-        with trio.fail_after(10):  # 8 MiB of answers: the socket is full, the writer waits
-            while not (conns := server.connections) or not any(c._sending for c in conns):
-                await trio.sleep(0.01)
+        # 8 MiB of answers: the socket is full, the writer waits
+        await wait_until(lambda: any(c._sending for c in server.connections), 10)
         (conn,) = server.connections
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         sock.close()  # a reset, with the answers unread
@@ -391,7 +394,7 @@ async def test_call_after_read_runs_once_per_read_after_its_answers_are_written(
                     while len(got) >= 4 and len(got) >= 4 + struct.unpack(">I", got[:4])[0]:
                         del got[: 4 + struct.unpack(">I", got[:4])[0]]
                         answers += 1
-            await wait_for(lambda: events and events[-1] == "after")
+            await wait_until(lambda: events and events[-1] == "after", 5)
 
         await exchange([b"x"] * 5)  # one segment: one read
         assert events == ["request"] * 5 + ["write", "after"]
@@ -405,12 +408,6 @@ async def test_call_after_read_runs_once_per_read_after_its_answers_are_written(
         assert events == ["request", "after", "waits", "request", "write", "after"]
         assert (await client_call(server, b"still serving")) == b"still serving"
         sock.close()
-
-
-async def wait_for(pred, timeout: float = 5.0) -> None:
-    with trio.fail_after(timeout):
-        while not pred():
-            await trio.sleep(0.001)
 
 
 async def client_call(server, body: bytes) -> bytes:

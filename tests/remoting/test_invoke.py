@@ -17,6 +17,7 @@ from trocket.remoting import (
 
 from trocket.remoting.deadlines import RESOLUTION
 
+from ..waiting import wait_until
 from .conftest import Gate, client_of, request, serving
 
 
@@ -33,9 +34,7 @@ async def test_timeout_carries_address_and_elapsed_and_late_response_is_dropped(
         assert len(conn.responses) == 0  # the opaque is free
         gate.release.set()
         # the late answer arrives, matches nothing, is counted and dropped
-        with trio.fail_after(5):
-            while client.stats.dropped_responses == 0:
-                await trio.sleep(0.01)
+        await wait_until(lambda: client.stats.dropped_responses, 5)
         assert (await client.invoke_sync(addr, request(body=b"after"))).body == b"after"
 
 
@@ -49,9 +48,7 @@ async def test_async_callback_runs_once_and_late_response_is_not_delivered(idle_
             await fut
         assert 0.2 <= fut.elapsed <= 0.2 + RESOLUTION
         gate.release.set()
-        with trio.fail_after(5):
-            while client.stats.dropped_responses == 0:
-                await trio.sleep(0.01)
+        await wait_until(lambda: client.stats.dropped_responses, 5)
         assert outcomes == [fut] and isinstance(fut.exception, RemotingTimeoutError)
         assert fut.response is None
 
@@ -59,12 +56,17 @@ async def test_async_callback_runs_once_and_late_response_is_not_delivered(idle_
 async def test_scan_expires_calls_nobody_awaits(idle_jump_clock):
     gate = Gate()
     outcomes = []
+    called = trio.Event()
+
+    def callback(fut):
+        outcomes.append(fut)
+        called.set()
+
     async with serving() as server, client_of(ClientConfig(scan_interval=0.05, async_permits=1)) as client:
         server.register_processor(5, gate)
-        await client.invoke_async(server.address, request(5), timeout=0.1, callback=outcomes.append)
+        await client.invoke_async(server.address, request(5), timeout=0.1, callback=callback)
         with trio.fail_after(3):
-            while not outcomes:
-                await trio.sleep(0.02)
+            await called.wait()
         assert isinstance(outcomes[0].exception, RemotingTimeoutError)
         assert client.stats.expired_by_scan == 1
         # expired by the first scan at or after its deadline (scans every 0.05 s)

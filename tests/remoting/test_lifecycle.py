@@ -24,6 +24,7 @@ from trocket.remoting import (
 from trocket.remoting.response import ResponseFuture, ResponseTable
 from trocket.remoting.state import CloseReason, ConnectionStateError, ConnState, check_transition
 
+from ..waiting import wait_until
 from .conftest import client_of, request, server_config, serving
 from .test_bad_input import Recorder
 from .test_hooks_events import Tracing
@@ -227,18 +228,19 @@ async def test_answer_turns_a_raising_hook_or_an_unencodable_response_into_syste
 
 async def test_answer_to_a_oneway_request_sends_nothing_and_closed_connections_drop():
     answers = []
+    done = trio.Event()
 
     async def record(conn, req):
         answers.append(await conn.answer(req, RemotingCommand.response(0)))
         conn.close()
         answers.append(await conn.answer(RemotingCommand.request(1), RemotingCommand.response(0)))
+        done.set()
 
     async with serving() as server, client_of() as client:
         server.register_processor(14, record)
         await client.invoke_oneway(server.address, request(14))
         with trio.fail_after(5):
-            while len(answers) < 2:
-                await trio.sleep(0.01)
+            await done.wait()
     assert answers == [False, False]
 
 
@@ -278,9 +280,7 @@ async def test_a_flood_of_resets_logs_addresses_a_few_lines_and_a_summary(mock_c
             await sock.connect((host, port))
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_0)
             sock.close()
-        with trio.fail_after(30):
-            while server.stats.connections_closed < n:
-                await trio.sleep(0.01)
+        await wait_until(lambda: server.stats.connections_closed >= n, 30)
         failures = [e for e in recorder.events if e[0] == "exception"]
         assert len(failures) == n  # every one of them a reset seen by the reader
         lines = [r.getMessage() for r in caplog.records if "receive failed" in r.getMessage()]
@@ -289,9 +289,7 @@ async def test_a_flood_of_resets_logs_addresses_a_few_lines_and_a_summary(mock_c
             assert "? -> ?" not in line and f"127.0.0.1:{port} -> 127.0.0.1:" in line, line
         assert server.io_log.suppressed == n - burst
         mock_clock.jump(server.io_log.interval)  # the interval ends: the scan summarises
-        with trio.fail_after(10):
-            while server.io_log.suppressed:
-                await trio.sleep(0.01)
+        await wait_until(lambda: not server.io_log.suppressed, 10)
         summaries = [r.getMessage() for r in caplog.records if "suppressed" in r.getMessage()]
         assert summaries == [f"{n - burst} more connection failure messages suppressed in the last 10 s"]
 

@@ -11,6 +11,7 @@ import trio
 from trocket.codecs.command import RemotingCommand
 from trocket.remoting import ClientConfig, RemotingClient, SysResponseCode
 
+from ..waiting import wait_until
 from .conftest import ECHO, client_of, request, server_config, serving
 
 
@@ -63,9 +64,7 @@ async def test_a_thousand_connections_from_one_process():
                 assert ok == n and len(server.connections) == n
                 for c in clients:
                     await c.aclose(0)
-        with trio.fail_after(10):
-            while server.connections:
-                await trio.sleep(0.02)
+        await wait_until(lambda: not server.connections, 10)
 
 
 async def test_flooding_a_slow_processor_keeps_memory_bounded():
@@ -84,13 +83,20 @@ async def test_flooding_a_slow_processor_keeps_memory_bounded():
         entry = server.register_processor(5, slow, limit=4, queue=16)
         n = 3000
         codes = []
+        refused, answered = trio.Event(), trio.Event()
+
+        def callback(f):
+            codes.append(f.response.code)
+            if len(codes) == n - 20:
+                refused.set()
+            if len(codes) == n:
+                answered.set()
+
         body = b"p" * 1024
         for _ in range(n):
-            fut = await client.invoke_async(server.address, request(5, body=body), timeout=30,
-                                             callback=lambda f: codes.append(f.response.code))
+            fut = await client.invoke_async(server.address, request(5, body=body), timeout=30, callback=callback)
         with trio.fail_after(30):
-            while len(codes) < n - 20:
-                await trio.sleep(0.01)
+            await refused.wait()
         # at most limit + queue admitted at any time; everything else was told SYSTEM_BUSY at once
         assert entry.pending == 20 and active == 4
         assert codes.count(SysResponseCode.SYSTEM_BUSY) == n - 20
@@ -98,8 +104,7 @@ async def test_flooding_a_slow_processor_keeps_memory_bounded():
         assert len(sconn._outbox.frames) <= 64
         release.set()
         with trio.fail_after(10):
-            while len(codes) < n:
-                await trio.sleep(0.01)
+            await answered.wait()
         assert codes.count(0) == 20
         assert fut.done()
 
@@ -142,10 +147,21 @@ async def test_shutdown_is_prompt_while_a_peer_floods_without_pause():
         "    while True: s.sendall(burst)\n"
         "except OSError: pass\n"
     )
+    flooding = trio.Event()
+    handled = 0
+
+    async def count(conn, req):
+        nonlocal handled
+        handled += 1
+        if handled == 4 * 512:  # four bursts read and dispatched: the flood is on
+            flooding.set()
+
     async with serving() as server:
+        server.register_processor(ECHO, count)
         flooder = subprocess.Popen([sys.executable, "-c", code, str(server.port)])
         try:
-            await trio.sleep(0.5)
+            with trio.fail_after(30):
+                await flooding.wait()
             with trio.fail_after(5):
                 await server.shutdown(deadline=1.0)
         finally:

@@ -5,9 +5,9 @@ after are never dispatched (as when it waited for them, a cancellation point).""
 
 from __future__ import annotations
 
+import select
 import socket
 import threading
-import time
 
 import pytest
 import trio
@@ -29,16 +29,19 @@ def _frame(code: int, opaque: int) -> bytes:
 
 @pytest.mark.parametrize("how", ["close", "stop_reading"])
 async def test_requests_after_a_close_by_the_processor_are_not_dispatched(how):
-    """The processor of request 1 holds the reader (a synchronous 0.2 s) while request 2
+    """The processor of request 1 holds the reader (synchronously) while request 2
     arrives, then closes the connection: request 2 is in the socket when the reader
     looks, and must not run."""
     seen: list[int] = []
-    arrived = threading.Event()
+    entered = threading.Event()
+    sent = threading.Event()
 
     def stop(conn, req):
         seen.append(req.opaque)
-        arrived.wait(5)  # request 2 is in the socket now
-        time.sleep(0.05)
+        entered.set()
+        assert sent.wait(5)
+        # request 2 is in the socket now: readable while the reader is in here
+        assert select.select([conn.stream.socket.fileno()], [], [], 5)[0]
         conn.close() if how == "close" else conn.stop_reading()
         return RemotingCommand.response(0)
 
@@ -54,9 +57,9 @@ async def test_requests_after_a_close_by_the_processor_are_not_dispatched(how):
         def peer() -> None:
             with socket.create_connection((host, int(port)), timeout=5) as s:
                 s.sendall(_frame(STOP, 1))
-                time.sleep(0.1)  # the reader is inside request 1's processor
+                assert entered.wait(5)  # the reader is inside request 1's processor
                 s.sendall(_frame(AFTER, 2))
-                arrived.set()
+                sent.set()
                 s.settimeout(5)
                 try:
                     while s.recv(65536):
@@ -72,12 +75,14 @@ async def test_requests_after_a_close_by_the_processor_are_not_dispatched(how):
 async def test_data_already_there_is_read_at_once():
     """Pipelined requests that arrive while the reader is busy are all answered, in order."""
     seen: list[int] = []
+    entered = threading.Event()
     arrived = threading.Event()
 
     def slow(conn, req):
         seen.append(req.opaque)
         if req.opaque == 1:
-            arrived.wait(5)
+            entered.set()
+            assert arrived.wait(5)
         return RemotingCommand.response(0)
 
     async with serving() as server:
@@ -87,7 +92,7 @@ async def test_data_already_there_is_read_at_once():
         def peer() -> int:
             with socket.create_connection((host, int(port)), timeout=5) as s:
                 s.sendall(_frame(STOP, 1))
-                time.sleep(0.05)
+                assert entered.wait(5)  # the reader is busy with request 1: the rest wait in the socket
                 for i in range(2, 12):
                     s.sendall(_frame(STOP, i))
                 arrived.set()

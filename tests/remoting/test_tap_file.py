@@ -18,6 +18,7 @@ from trocket.codecs.serialize import decode_command
 from trocket.remoting import FileTap
 from trocket.remoting.tap import PAYLOAD, rotated_paths
 
+from ..waiting import wait_until, wait_until_sync
 from .conftest import client_of, request, serving
 
 
@@ -45,10 +46,7 @@ def test_records_reach_the_disk_within_the_flush_interval_without_close(tmp_path
     tap = FileTap(path, flush_interval=0.05)
     try:
         tap.record(1, 7, "a:1", "b:2", Direction.RECEIVED, 1, _frame(b"hello"))
-        deadline = time.monotonic() + 5
-        while tap.written < 1:
-            assert time.monotonic() < deadline, "the writer thread never wrote"
-            time.sleep(0.01)
+        wait_until_sync(lambda: tap.written >= 1, 5, what="the writer thread writes")
         (rec,) = _read(path)
         assert decode_command(rec.payload).body == b"hello"
         assert (rec.connection_id, rec.local_address, rec.remote_address) == (7, "a:1", "b:2")
@@ -160,14 +158,14 @@ def test_cli_tap_records_and_reports_on_exit(tmp_path, command):
     try:
         import socket
 
-        deadline = time.monotonic() + 30
-        while True:
+        def connected() -> socket.socket | None:
+            assert proc.poll() is None, "the server exited"
             try:
-                sock = socket.create_connection(("127.0.0.1", port), timeout=1)
-                break
+                return socket.create_connection(("127.0.0.1", port), timeout=1)
             except OSError:
-                assert time.monotonic() < deadline, "server did not start"
-                time.sleep(0.1)
+                return None
+
+        sock = wait_until_sync(connected, 30, interval=0.05, what="the server listens")
         from trocket.codecs.serialize import encode_command
 
         with sock:
@@ -206,21 +204,13 @@ def test_cached_address_fields_follow_a_connection_whose_addresses_change(tmp_pa
 # -- recording from a trio loop: records gather in the loop, the writer gets chunks ----------
 
 
-async def _wait_written(tap: FileTap, n: int) -> None:
-    import trio
-
-    with trio.fail_after(5):  # real time: the writer thread runs on the real clock
-        while tap.written < n:
-            await trio.sleep(0.01)
-
-
 async def test_records_from_a_loop_reach_the_disk_within_the_flush_interval_without_flush(tmp_path):
     path = tmp_path / "loop.trkcap"
     tap = FileTap(path, flush_interval=0.05)
     try:
         tap.record(1, 7, "a:1", "b:2", Direction.RECEIVED, 1, _frame(b"quiet"))
         assert tap.written == 0  # held in the loop until the writer asks for it
-        await _wait_written(tap, 1)  # the writer asked the loop (run_sync_soon) for it
+        await wait_until(lambda: tap.written >= 1, 5)  # the writer asked the loop (run_sync_soon) for it
         (rec,) = _read(path)
         assert decode_command(rec.payload).body == b"quiet"
     finally:
@@ -235,9 +225,9 @@ async def test_a_loop_hands_over_whole_chunks_in_order(tmp_path):
         for i, frame in enumerate(frames):
             tap.record(i, 1 + i % 3, "a:1", f"b:{i % 3}", Direction.SENT, 1, frame)
         assert tap.records == 500
-        await _wait_written(tap, 450)  # every full chunk reaches the disk without flush()
+        await wait_until(lambda: tap.written >= 450, 5)  # every full chunk reaches the disk without flush()
         tap.flush()
-        await _wait_written(tap, 500)
+        await wait_until(lambda: tap.written >= 500, 5)
     finally:
         tap.close()
     records = _read(path)

@@ -14,9 +14,10 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
+
+from ..waiting import wait_until_sync
 
 pytestmark = pytest.mark.slow
 
@@ -28,15 +29,20 @@ def _free_port() -> int:
 
 
 def _wait_for(path, text: str, proc: subprocess.Popen, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        content = path.read_text(errors="replace") if path.exists() else ""
-        if text in content:
-            return
+    """Until the process's log says ``text`` (it is up)."""
+
+    def content() -> str:
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def said() -> bool:
+        log = content()
+        if text in log:
+            return True
         if proc.poll() is not None:
-            raise AssertionError(f"{proc.args[1]} exited with {proc.returncode}:\n{content[-3000:]}")
-        time.sleep(0.3)
-    raise AssertionError(f"no {text!r} within {timeout} s:\n{path.read_text(errors='replace')[-3000:]}")
+            raise AssertionError(f"{proc.args[1]} exited with {proc.returncode}:\n{log[-3000:]}")
+        return False
+
+    wait_until_sync(said, timeout, interval=0.3, what=lambda: f"{text!r} in the log:\n{content()[-3000:]}")
 
 
 @pytest.fixture(scope="module")

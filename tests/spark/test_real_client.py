@@ -19,6 +19,8 @@ import pytest
 
 from trocket.spark.job import analyze
 
+from ..waiting import wait_until_sync
+
 pytestmark = pytest.mark.slow
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "acceptance" / "scripts"
@@ -32,20 +34,20 @@ def _free_port() -> int:
 
 
 def _wait_text(path: Path, text: str, proc: subprocess.Popen, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if text in path.read_text(errors="replace"):
-            return True
-        if proc.poll() is not None:
-            return False
-        time.sleep(0.1)
-    return False
+    """Whether the process's log says ``text`` within ``timeout`` s (False once it exits)."""
+    try:
+        wait_until_sync(lambda: text in path.read_text(errors="replace") or proc.poll() is not None,
+                        timeout, interval=0.1)
+    except AssertionError:
+        return False
+    return text in path.read_text(errors="replace")
 
 
 def _wait_written(pcap: Path, steady: float = 1.0, timeout: float = 20.0) -> None:
     """Until tcpdump has written what it received: the file stops growing for ``steady``
     seconds. On a loaded machine tcpdump lags, and SIGINT drops what it has not yet
-    written (seen: 172 packets received by the filter, 32 written)."""
+    written (seen: 172 packets received by the filter, 32 written). tcpdump signals
+    nothing per packet written, so a quiet spell is the only sign (the sleep stays)."""
     deadline = time.monotonic() + timeout
     size, since = -1, time.monotonic()
     while time.monotonic() < deadline:

@@ -110,7 +110,7 @@ def main() -> int:
                 break
         completed = complete.is_set()
         t_done = time.time()
-        time.sleep(args.idle)
+        time.sleep(args.idle)  # the idle window is the measurement: what arrives during it
         t_idle_end = time.time()
         with lock:
             count_at_idle_end = len(received)
@@ -135,7 +135,7 @@ def main() -> int:
             if not complete.is_set():
                 if received and time.monotonic() - last_new[0] > args.quiet:
                     break
-                time.sleep(0.2)
+                time.sleep(0.2)  # between pull rounds: the C++ PullConsumer's pull does not wait
         t_done = time.time()
         # one more round: nothing may come twice
         for topic in topics:

@@ -60,7 +60,7 @@ def main() -> int:
             except Exception as exc:  # noqa: BLE001
                 failures += 1
                 emit("ERR " + json.dumps({"uid": spec["uid"], "error": f"{type(exc).__name__}: {exc}"[:300]}))
-                time.sleep(0.2)
+                time.sleep(0.2)  # a sender's pause after a failure (pacing, not waiting for anything)
                 continue
             failures = 0
             emit("ACK " + json.dumps({"uid": spec["uid"], "msg_id": r.msg_id, "offset": r.offset,

@@ -124,7 +124,8 @@ def main() -> int:
         if not done.wait(60):
             errors.append(f"async: {pending[0]} callbacks never came")
     elapsed = time.monotonic() - t0
-    # oneway sends are fire-and-forget: give the client a moment to write them out
+    # oneway sends are fire-and-forget: give the client a moment to write them out (the C++
+    # client has no flush and says nothing when they are written: nothing to wait on)
     if mode in ("oneway", "oneway_orderly"):
         time.sleep(0.5)
     t1 = time.monotonic()

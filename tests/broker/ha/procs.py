@@ -23,6 +23,8 @@ from trocket.codecs.headers import SendMessageRequestHeaderV2, SendMessageRespon
 from trocket.codecs.message.properties import encode_properties
 from trocket.remoting import ClientConfig, RemotingClient
 
+from ...waiting import listening, wait_until_sync
+
 ACC = Path(__file__).resolve().parents[2] / "acceptance"
 if str(ACC) not in sys.path:
     sys.path.insert(0, str(ACC))
@@ -32,7 +34,7 @@ from acc_tools import BrokerProcess, free_port, trocket_command  # noqa: E402
 SEGMENT = 64 << 20
 __all__ = [
     "ACC", "BrokerProcess", "DroppingProxy", "Namesrv", "SEGMENT", "compare_stores", "free_port",
-    "open_store", "runtime_info", "send_many", "wait_for",
+    "open_store", "runtime_info", "send_many",
 ]
 
 
@@ -45,14 +47,7 @@ class Namesrv:
             [*trocket_command(), "namesrv", "--listen", self.addr], stdout=self._log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, env=dict(os.environ, PYTHONUNBUFFERED="1"),
         )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("name server did not start")
+        wait_until_sync(lambda: listening(self.port), 20, interval=0.05, what="the name server listens")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -89,18 +84,6 @@ def topic_synced(slave: BrokerProcess, topic: str) -> bool:
     with RawClient(slave.addr) as c:
         _ext, body = c.call(21, {})
     return topic in json.loads(body).get("topicConfigTable", {})
-
-
-async def wait_for(pred, timeout: float = 20.0, interval: float = 0.05):
-    """Poll ``pred`` (sync or async) until it is truthy; returns its value."""
-    with trio.fail_after(timeout):
-        while True:
-            value = pred()
-            if hasattr(value, "__await__"):
-                value = await value
-            if value:
-                return value
-            await trio.sleep(interval)
 
 
 async def send_many(addr: tuple[str, int], topic: str, count: int, senders: int, *, prefix: str = "ha",
@@ -173,7 +156,7 @@ def compare_stores(master_dir: Path, slave_dir: Path, acked: dict[int, tuple] | 
 class DroppingProxy:
     """Relays 127.0.0.1:<port> to ``target``; :meth:`drop` cuts every relayed
     connection at once (both ways, mid-frame), and while ``refusing`` new ones are
-    accepted and closed at once."""
+    accepted and closed at once (counted in ``refused``)."""
 
     def __init__(self, target: tuple[str, int]) -> None:
         self.target = target
@@ -183,6 +166,7 @@ class DroppingProxy:
         self.sock.listen(16)
         self.port = self.sock.getsockname()[1]
         self.refusing = False
+        self.refused = 0
         self.down_bytes = 0  # master -> slave
         self.connections = 0
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
@@ -198,6 +182,7 @@ class DroppingProxy:
                 return
             if self.refusing:
                 c.close()
+                self.refused += 1
                 continue
             try:
                 u = socket.create_connection(self.target)

@@ -14,6 +14,7 @@ import trio
 
 from trocket.codecs.codes import ResponseCode
 
+from ...waiting import wait_until
 from .procs import (
     DroppingProxy,
     broker,
@@ -22,7 +23,6 @@ from .procs import (
     runtime_info,
     send_many,
     topic_synced,
-    wait_for,
 )
 
 
@@ -51,8 +51,8 @@ async def test_sync_master_5000_then_master_killed_cpp_consumes_from_slave(tmp_p
     procs.append(master)
     slave = broker(tmp_path, "slave", namesrv, "--role", "SLAVE")  # the master's HA address from the name server
     procs.append(slave)
-    await wait_for(lambda: runtime_info(master.addr), 10)
-    await wait_for(lambda: _ha_connected(master), 15)
+    await wait_until(lambda: runtime_info(master.addr), 10, interval=0.05)
+    await wait_until(lambda: _ha_connected(master), 15, interval=0.05)
 
     t0 = time.monotonic()
     acked = await send_many(master.addr, "HaSync", 5000, senders=8)
@@ -61,7 +61,7 @@ async def test_sync_master_5000_then_master_killed_cpp_consumes_from_slave(tmp_p
     print(f"5000 SYNC_MASTER sends from 8 senders: {took:.2f} s")
 
     # the slave serves the topic once SlaveSynchronize copied its config (Java's too)
-    await wait_for(lambda: trio.to_thread.run_sync(topic_synced, slave, "HaSync"), 10)
+    await wait_until(lambda: trio.to_thread.run_sync(topic_synced, slave, "HaSync"), 10, interval=0.05)
     master.kill()  # kill -9
     # the real C++ client, from the route (the slave only, once the name server dropped the master)
     home = tmp_path / "cpp"
@@ -95,13 +95,13 @@ async def test_ha_connection_cut_mid_stream_catches_up_exactly(tmp_path, namesrv
     try:
         slave = broker(tmp_path, "slave", namesrv, "--role", "SLAVE", "--master-ha", f"127.0.0.1:{proxy.port}")
         procs.append(slave)
-        await wait_for(lambda: _ha_connected(master), 15)
+        await wait_until(lambda: _ha_connected(master), 15, interval=0.05)
 
         async def cutter():
             # cut while bytes flow, twice; the second time keep it down for a while
-            await wait_for(lambda: proxy.down_bytes > 200_000, 30, 0.001)
+            await wait_until(lambda: proxy.down_bytes > 200_000, 30, interval=0.001)
             proxy.drop()
-            await wait_for(lambda: proxy.down_bytes > 600_000, 30, 0.001)
+            await wait_until(lambda: proxy.down_bytes > 600_000, 30, interval=0.001)
             proxy.refusing = True
             proxy.drop()
 
@@ -111,9 +111,10 @@ async def test_ha_connection_cut_mid_stream_catches_up_exactly(tmp_path, namesrv
         # Still down: more messages, which only a new connection can bring (what the
         # second cut left in the slave's socket may already hold everything sent before)
         await send_many(master.addr, "HaCut", 500, senders=8, prefix="cut", start=3000)
-        await trio.sleep(1.5)
+        # the slave reconnects, and is refused, twice (it retries every second)
+        await wait_until(lambda: proxy.refused >= 2, 30, interval=0.05)
         proxy.refusing = False
-        await wait_for(_caught_up(master, slave), 30)
+        await wait_until(_caught_up(master, slave), 30, interval=0.05)
         assert proxy.connections >= 3
         assert master.stop() == 0 and slave.stop() == 0
         report = compare_stores(master.store, slave.store)
@@ -129,23 +130,36 @@ async def _pair(tmp_path, namesrv, procs):
     procs.append(master)
     slave = broker(tmp_path, "slave", namesrv, "--role", "SLAVE", "--master-ha", f"127.0.0.1:{ha_port}")
     procs.append(slave)
-    await wait_for(lambda: _ha_connected(master), 15)
+    await wait_until(lambda: _ha_connected(master), 15, interval=0.05)
     return master, slave
 
 
 async def test_slave_kill_9_resumes(tmp_path, namesrv, procs):
     master, slave = await _pair(tmp_path, namesrv, procs)
+    sent = trio.Event()
+
+    async def log_end(b) -> int:
+        return int((await runtime_info(b.addr))["commitLogMaxOffset"])
 
     async def killer():
-        await trio.sleep(0.4)
+        async def slave_has_some() -> bool:
+            return await log_end(slave) > 0
+
+        await wait_until(slave_has_some, 30, interval=0.01)  # killed mid-stream
         slave.kill()
-        await trio.sleep(0.3)
+        at_kill = await log_end(master)
+
+        async def master_moved_on() -> bool:  # down while the master takes more
+            return sent.is_set() or await log_end(master) > at_kill
+
+        await wait_until(master_moved_on, 30, interval=0.01)
         await trio.to_thread.run_sync(slave.start)
 
     async with trio.open_nursery() as n:
         n.start_soon(killer)
         await send_many(master.addr, "HaKill", 3000, senders=8, prefix="kill")
-    await wait_for(_caught_up(master, slave), 30)
+        sent.set()
+    await wait_until(_caught_up(master, slave), 30, interval=0.05)
     assert slave.starts == 2
     assert master.stop() == 0 and slave.stop() == 0
     report = compare_stores(master.store, slave.store)
@@ -155,7 +169,7 @@ async def test_slave_kill_9_resumes(tmp_path, namesrv, procs):
 async def test_slave_ahead_of_master_stops_naming_both_offsets(tmp_path, namesrv, procs):
     master, slave = await _pair(tmp_path, namesrv, procs)
     await send_many(master.addr, "HaAhead", 200, senders=4)
-    await wait_for(_caught_up(master, slave), 20)
+    await wait_until(_caught_up(master, slave), 20, interval=0.05)
     slave_end = int((await runtime_info(slave.addr))["commitLogMaxOffset"])
     assert master.stop() == 0 and slave.stop() == 0
     # a new, shorter master log at the same address

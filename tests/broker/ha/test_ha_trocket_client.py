@@ -15,7 +15,8 @@ from trocket.client import PullConsumer, PushConsumer
 from trocket.client.message import new_message
 from trocket.client.producer import Producer
 
-from .procs import broker, free_port, runtime_info, topic_synced, wait_for
+from ...waiting import wait_until
+from .procs import broker, free_port, runtime_info, topic_synced
 
 TOPIC = "HaClient"
 COUNT = 2000
@@ -49,7 +50,7 @@ async def _pair(tmp_path, namesrv, procs):
     procs.append(master)
     slave = broker(tmp_path, "slave", namesrv, "--role", "SLAVE")
     procs.append(slave)
-    await wait_for(lambda: _ha_connected(master), 15)
+    await wait_until(lambda: _ha_connected(master), 15, interval=0.05)
     return master, slave
 
 
@@ -59,7 +60,7 @@ async def _master_killed_after(tmp_path, namesrv, procs) -> tuple[dict[str, byte
     acked = await _produce(namesrv.addr)
     print(f"{COUNT} trocket Producer sends to a SYNC_MASTER: {len(acked)} acknowledged in {time.monotonic() - t0:.2f} s")
     assert len(acked) == COUNT  # a SYNC_MASTER with its slave connected acknowledges every one
-    await wait_for(lambda: trio.to_thread.run_sync(topic_synced, slave, TOPIC), 10)
+    await wait_until(lambda: trio.to_thread.run_sync(topic_synced, slave, TOPIC), 10, interval=0.05)
     master.kill()  # kill -9
     return acked, slave
 
@@ -128,8 +129,8 @@ async def test_push_consumer_running_across_the_kill_moves_to_the_slave(tmp_path
                             pull_threshold_for_queue=20, pull_batch_size=8) as consumer:
         acked.update(await _produce(namesrv.addr))
         assert len(acked) == COUNT
-        await wait_for(lambda: len(got) >= 300, 10)
-        await wait_for(lambda: trio.to_thread.run_sync(topic_synced, slave, TOPIC), 10)
+        await wait_until(lambda: len(got) >= 300, 10)
+        await wait_until(lambda: trio.to_thread.run_sync(topic_synced, slave, TOPIC), 10, interval=0.05)
         assert len(got) < COUNT // 2  # most are still on the broker
         master.kill()  # kill -9
         pulled_at_kill = consumer.stats.pulled

@@ -21,15 +21,10 @@ from trocket.codecs.headers import (
     decode_header,
 )
 
+from ...waiting import wait_until
 from ..conftest import Wire, broker_config, client, running_broker
 
 TOPIC = "HaTopic"
-
-
-async def wait_until(pred, timeout: float = 10.0) -> None:
-    with trio.fail_after(timeout):
-        while not pred():
-            await trio.sleep(0.01)
 
 
 def cq_entries(store, topic, queue_id):
@@ -74,15 +69,15 @@ async def test_sync_master_replicates_and_slave_refuses(tmp_path):
                 await wait_until(lambda: slave.topics.select(TOPIC) is not None)
                 await slave.register_broker_all()
                 want = [{0: master.broker_addr, 1: slave.broker_addr}]
-                with trio.fail_after(10):  # the master registers a new topic within ~50 ms
-                    while True:
-                        route = await c.invoke_sync(ns, RemotingCommand.request(
-                            RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=TOPIC)))
-                        if route.code == ResponseCode.SUCCESS and [
-                            bd.broker_addrs for bd in TopicRouteData.from_body(route.body).broker_datas
-                        ] == want:
-                            break
-                        await trio.sleep(0.02)
+
+                async def routed_to_both() -> bool:
+                    route = await c.invoke_sync(ns, RemotingCommand.request(
+                        RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=TOPIC)))
+                    return route.code == ResponseCode.SUCCESS and [
+                        bd.broker_addrs for bd in TopicRouteData.from_body(route.body).broker_datas
+                    ] == want
+
+                await wait_until(routed_to_both, 10, interval=0.02)  # the master registers a new topic within ~50 ms
                 # topic config and offsets synced
                 r = await c.invoke_sync(master.broker_addr, Wire.pull(TOPIC, 1, 0, group="G1", commit_offset=3, sys_flag=5, suspend_ms=0))
                 master.offsets.commit_offset("G1", TOPIC, 1, 7)
@@ -501,8 +496,7 @@ async def test_slave_drops_a_master_that_sends_junk_and_reconnects(tmp_path):
     async with slave_following(tmp_path, fake_master, reconnect_delay=0.1) as slave:
         with trio.fail_after(10):
             await closed.wait()
-            while len(accepted) < 2:
-                await trio.sleep(0.01)
+        await wait_until(lambda: len(accepted) >= 2, 10)
         assert accepted[0] == accepted[1] == OFFSET.pack(0)  # nothing was written
         assert slave.store.max_phy_offset == 0
 
@@ -526,9 +520,7 @@ async def test_a_master_that_sends_the_same_junk_on_every_connection_is_logged_o
 
     caplog.set_level(logging.DEBUG, logger="trocket.broker.ha")
     async with slave_following(tmp_path, fake_master, reconnect_delay=0.05):
-        with trio.fail_after(10):
-            while connections < 4:
-                await trio.sleep(0.01)
+        await wait_until(lambda: connections >= 4, 10)
     refusals = [r for r in caplog.records if "closing the connection to master" in r.getMessage()]
     assert len(refusals) >= 3
     assert [r.levelno for r in refusals[:3]] == [logging.WARNING, logging.DEBUG, logging.DEBUG]

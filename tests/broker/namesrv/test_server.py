@@ -23,6 +23,8 @@ from trocket.codecs.command import LanguageCode, RemotingCommand
 from trocket.codecs.serialize import encode_command
 from trocket.remoting import ClientConfig, RemotingClient
 
+from ...waiting import wait_until
+
 BROKER = "127.0.0.1:10911"
 HA = "127.0.0.1:10912"
 
@@ -59,12 +61,6 @@ async def register(api: BrokerOuterAPI, counter: int = 1, **kw):
         "DefaultCluster", kw.pop("broker_addr"), kw.pop("broker_name"), kw.pop("broker_id"), HA,
         kw.pop("wrapper", None) or topics(counter), **kw,
     )
-
-
-async def wait_for(predicate, timeout: float = 5.0) -> None:
-    with trio.fail_after(timeout):
-        while not predicate():
-            await trio.sleep(0.01)
 
 
 @pytest.fixture
@@ -192,13 +188,13 @@ async def test_broker_silent_past_the_expiry_is_dropped(client, broker_client, a
         assert (await route(client, ns, "PeerTopic")).code == 0
         # re-registering keeps it alive past one expiry period
         for _ in range(4):
-            await trio.sleep(0.1)
+            await trio.sleep(0.1)  # logical time (autojump): the expiry is what this checks
             await register(api)
         assert (await route(client, ns, "PeerTopic")).code == 0
-        await wait_for(lambda: not ns.route_info.broker_live_table)
+        await wait_until(lambda: not ns.route_info.broker_live_table, 5)
         assert (await route(client, ns, "PeerTopic")).code == 17
         # the name server closed the broker's connection, as Java's scan does
-        await wait_for(lambda: broker_client.connection_for(ns.address) is None)
+        await wait_until(lambda: broker_client.connection_for(ns.address) is None, 5)
         # and the broker comes back with its next registration
         await register(api)
         assert (await route(client, ns, "PeerTopic")).code == 0
@@ -216,12 +212,13 @@ async def test_broker_connection_closing_drops_its_routes(ns, api, broker_client
     await register(api)
     assert (await route(client, ns, "PeerTopic")).code == 0
     broker_client.close_connection(ns.address)
-    await wait_for(lambda: not ns.route_info.broker_live_table)
+    await wait_until(lambda: not ns.route_info.broker_live_table, 5)
     assert (await route(client, ns, "PeerTopic")).code == 17
     # a client's connection closing does not
     await register(api)
+    closed = ns.remoting.stats.connections_closed
     client.close_connection(ns.address)
-    await trio.sleep(0.1)
+    await wait_until(lambda: ns.remoting.stats.connections_closed > closed, 5)  # the name server saw it close
     assert BROKER in ns.route_info.broker_live_table
 
 
@@ -307,7 +304,7 @@ async def test_register_with_several_name_servers_one_dead(broker_client, client
 
 async def test_oneway_registration(ns, api, client):
     assert await register(api, oneway=True) == []
-    await wait_for(lambda: BROKER in ns.route_info.broker_live_table)
+    await wait_until(lambda: BROKER in ns.route_info.broker_live_table, 5)
     assert (await route(client, ns, "PeerTopic")).body == ROUTE_PEER
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import pytest
 
 from trocket.broker.store import MessageStore
 from trocket.broker.store.results import GetStatus
 
+from ...waiting import wait_until_sync
 from .conftest import msg
 
 
@@ -67,10 +67,8 @@ def test_deletion_while_threads_put_keeps_queues_consistent(store, config):
         t.start()
     try:
         for _ in range(3):
-            deadline = time.monotonic() + 10
-            while store.get_max_offset("Busy", 0) < 20:
-                assert time.monotonic() < deadline and not errors
-                time.sleep(0.001)
+            wait_until_sync(lambda: store.get_max_offset("Busy", 0) >= 20 or errors, 10, interval=0.001)
+            assert not errors
             detached = store.clean_unused_topics(set())
             store.destroy_detached(detached)
             for d in detached:

@@ -1,34 +1,43 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import trio
+import trio.testing
 
 from trocket.broker.store import MessageStore, PutStatus
 
+from ...waiting import wait_until
 from .conftest import msg, small_config
 
 
 async def test_sync_put_returns_after_flush(tmp_path):
     store = MessageStore.open(small_config(tmp_path, flush_mode="SYNC"))
     gate = threading.Event()
-    store.flush_service.flush_hook = lambda: gate.wait(5)
+    fsyncing = threading.Event()
+
+    def held_fsync():
+        fsyncing.set()
+        gate.wait(5)
+
+    store.flush_service.flush_hook = held_fsync
     async with trio.open_nursery() as nursery:
         await nursery.start(store.run)
         done = []
+        sent = trio.Event()
 
         async def send():
             done.append(await store.async_put_message(msg(body=b"d" * 100)))
+            sent.set()
 
         nursery.start_soon(send)
-        await trio.sleep(0.1)
+        await wait_until(fsyncing.is_set, 5)  # the message is written, its fsync under way
+        await trio.testing.wait_all_tasks_blocked()
         assert not done  # the fsync is held back: the send must still be waiting
         assert store.flushed_offset == 0 and store.max_phy_offset > 0
         gate.set()
         with trio.fail_after(5):
-            while not done:
-                await trio.sleep(0.005)
+            await sent.wait()
         result = done[0]
         assert result.status is PutStatus.PUT_OK
         assert store.flushed_offset >= result.end_offset
@@ -38,11 +47,9 @@ async def test_sync_put_returns_after_flush(tmp_path):
 
 async def test_group_commit_shares_fsyncs(tmp_path):
     store = MessageStore.open(small_config(tmp_path, flush_mode="SYNC", commit_log_segment_size=1 << 20))
-
-    def slow_fsync():
-        time.sleep(0.02)  # a disk that takes 20 ms per fsync
-
-    store.flush_service.flush_hook = slow_fsync
+    disk = threading.Event()
+    # a slow disk: it answers once every sender waits on it
+    store.flush_service.flush_hook = lambda: disk.wait(10)
     results = []
     async with trio.open_nursery() as nursery:
         await nursery.start(store.run)
@@ -54,6 +61,8 @@ async def test_group_commit_shares_fsyncs(tmp_path):
         async with trio.open_nursery() as senders:
             for i in range(200):
                 senders.start_soon(send, i)
+            await trio.testing.wait_all_tasks_blocked()
+            disk.set()
         fsyncs = store.flush_service.flush_count - before
         nursery.cancel_scope.cancel()
     assert len(results) == 200 and all(r.status is PutStatus.PUT_OK for r in results)
@@ -87,8 +96,7 @@ async def test_async_flush_is_timed_and_writes_checkpoint(tmp_path):
         assert r.status is PutStatus.PUT_OK
         with trio.fail_after(2):
             assert await store.flush_service.wait_flushed(r.end_offset, timeout=2)
-            while store.checkpoint.logics_msg_timestamp == 0:
-                await trio.sleep(0.01)
+        await wait_until(lambda: store.checkpoint.logics_msg_timestamp, 2)
         assert store.checkpoint.physic_msg_timestamp == r.store_timestamp
         assert store.checkpoint.logics_msg_timestamp == r.store_timestamp
         nursery.cancel_scope.cancel()
