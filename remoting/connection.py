@@ -1,23 +1,34 @@
-"""One connection: a reader task feeding the frame decoder, a writer task draining
-a bounded outbound queue with one write for many frames, the table of the
-calls pending on it, and the request-handler tasks it spawned.
+"""One connection: a reader task feeding the frame decoder and dispatching what it
+decodes, an outbox and its writer task, the table of the calls pending on it, and the
+request-handler tasks it spawned.
 
 Netty's counterpart is the channel with its pipeline (``NettyRemotingAbstract``'s
 ``processMessageReceived`` on the read side, ``writeAndFlush`` on the write side).
+The parts, each its own module:
+
+* the protocol is codecs' and sans-I/O: :class:`~trocket.codecs.frame.FrameDecoder`
+  (bytes in, whole frames out, a typed error for what is not RocketMQ framing),
+  :func:`~trocket.codecs.serialize.decode_command` / ``encode_command``;
+* the lifecycle is one state machine with the reason it closed
+  (:class:`~.state.Lifecycle`: OPEN, DRAINING, CLOSING, CLOSED), also without I/O;
+* the write side is the :class:`~.outbox.Outbox`: the bounded queue, direct writes,
+  corking, the writer task; raw fd reads and writes are :mod:`.fdio`'s;
+* the tap's records go through a :class:`~.tap.TapRecorder`;
+* what the connection uses of its endpoint is :class:`ConnectionOwner`.
+
+What is left here is the reader, the answers, the handlers and the lifecycle's effects.
 
 Tasks (all inside :meth:`Connection.run`, which the endpoint runs in its nursery)::
 
     run ── work nursery (request handlers; outlive the socket, their answers are dropped)
          └─ io nursery: reader (this task), writer, idle watcher
 
-The lifecycle is one state (:class:`~.state.ConnState`: OPEN, DRAINING, CLOSING,
-CLOSED) with the reason it closed (:class:`~.state.CloseReason`). The reader ends on
-EOF (PEER), on an I/O error (IO_ERROR), on undecodable bytes (BAD_INPUT, with a
-logged diagnosis), on :meth:`close` (LOCAL, or IDLE from the idle watcher), or on
-:meth:`stop_reading` (DRAINING: wait for the handlers, flush their answers, then
-close as GRACEFUL). Whatever ends it, pending calls fail at once with an error whose
-``__cause__`` is the exception that closed the connection, if one did, and the
-socket is closed. Per-connection failure logs go through the endpoint's
+The reader ends on EOF (PEER), on an I/O error (IO_ERROR), on undecodable bytes
+(BAD_INPUT, with a logged diagnosis), on :meth:`close` (LOCAL, or IDLE from the idle
+watcher), or on :meth:`stop_reading` (DRAINING: wait for the handlers, flush their
+answers, then close as GRACEFUL). Whatever ends it, pending calls fail at once with an
+error whose ``__cause__`` is the exception that closed the connection, if one did, and
+the socket is closed. Per-connection failure logs go through the endpoint's
 :class:`~.ratelog.RateLimitedLog`, so a flood of resets is a few lines and a count.
 
 Every answer goes out through :meth:`Connection.answer` (or its synchronous first
@@ -42,13 +53,8 @@ from __future__ import annotations
 
 import array
 import contextvars
-import fcntl
 import itertools
 import logging
-import os
-import termios
-import threading
-import time
 from typing import TYPE_CHECKING, Awaitable, Callable, Protocol
 
 import trio
@@ -66,9 +72,12 @@ from .errors import (
     RemotingShutdownError,
 )
 from .events import notify
+from .fdio import bytes_waiting, read_into, receive_buffer
+from .outbox import Outbox
 from .replies import PreparedResponse, SysResponseCode, exception_simple_desc, system_response
 from .response import ResponseTable
-from .state import CloseReason, ConnState, check_transition
+from .state import CloseReason, ConnState, Lifecycle
+from .tap import RECEIVED_PAYLOAD, TapRecorder
 
 if TYPE_CHECKING:
     from .config import EndpointConfig
@@ -86,20 +95,16 @@ __all__ = ["Connection", "ConnectionOwner", "call_after_read", "format_address"]
 log = logging.getLogger(__name__)
 
 _connection_ids = itertools.count(1)
-_write = os.write
-_readv = os.readv
 _wait_readable = trio.lowlevel.wait_readable
-_wait_writable = trio.lowlevel.wait_writable
 _checkpoint = trio.lowlevel.checkpoint
 _checkpoint_if_cancelled = trio.lowlevel.checkpoint_if_cancelled
-_ioctl = fcntl.ioctl
-_FIONREAD = termios.FIONREAD
 #: reads in a row a reader makes without passing through trio's run loop (data that
 #: arrived while it handled the previous read); then it checkpoints
 _MAX_READS_WITHOUT_YIELD = 8
 
 _IO_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 _CLOSING = ConnState.CLOSING
+
 
 class ConnectionOwner(Protocol):
     """What a connection uses of the endpoint that runs it (the endpoint satisfies it
@@ -148,34 +153,6 @@ def call_after_read(fn: Callable[[], object]) -> bool:
     return True
 
 
-#: capture directions (see :mod:`trocket.codecs.capture`); a read's received frames go to
-#: the tap as payloads (:data:`~.tap.PAYLOAD`: the sink writes their length field)
-_RECEIVED = 0
-_SENT = 1
-_RECEIVED_PAYLOAD = 2  # _RECEIVED | tap.PAYLOAD
-#: items (two per frame) a reader's tap batch holds before it is recorded mid-stretch
-_TAP_BATCH_ITEMS = 1024
-
-
-_receive_buffers = threading.local()
-
-
-def _receive_buffer(size: int) -> tuple[bytearray, memoryview]:
-    """This thread's receive buffer of ``size`` bytes (made once per thread and size).
-
-    ``os.read(fd, size)`` allocates ``size`` bytes and shrinks them to what arrived:
-    with the 256 KiB default, that allocation cost more than the rest of a send's
-    receive path. Reading into one reused buffer instead is safe because a reader
-    hands what it read to its frame decoder (which copies) before it next awaits,
-    and a trio run is one thread."""
-    buffers = _receive_buffers.__dict__
-    pair = buffers.get(size)
-    if pair is None:
-        buf = bytearray(size)
-        pair = buffers[size] = (buf, memoryview(buf))
-    return pair
-
-
 def format_address(sockaddr) -> str:
     """``host:port`` (``[host]:port`` for IPv6), computed once per connection."""
     if isinstance(sockaddr, tuple) and len(sockaddr) >= 2:
@@ -209,75 +186,13 @@ class _Unanswerable(Exception):
         self.remark = remark
 
 
-class _Outbox:
-    """Bounded queue of encoded frames for the writer; bounded by frames and bytes
-    (a single frame larger than the byte bound still goes through when the queue is
-    empty). ``put_nowait`` is the hot path: no checkpoint, no task switch."""
-
-    __slots__ = ("frames", "nbytes", "max_frames", "max_bytes", "closed", "corked", "_writer", "_space")
-
-    def __init__(self, max_frames: int, max_bytes: int) -> None:
-        self.frames: list[bytes] = []
-        self.nbytes = 0
-        self.max_frames = max_frames
-        self.max_bytes = max_bytes
-        self.closed = False
-        self.corked = False  # the reader is producing a batch; it flushes it itself
-        self._writer = trio.lowlevel.ParkingLot()
-        self._space = trio.lowlevel.ParkingLot()
-
-    def put_nowait(self, frame: bytes) -> bool:
-        frames = self.frames
-        if frames and (len(frames) >= self.max_frames or self.nbytes >= self.max_bytes):
-            return False
-        frames.append(frame)
-        self.nbytes += len(frame)
-        if len(frames) == 1 and not self.corked and self._writer:
-            self._writer.unpark()
-        return True
-
-    def wake_writer(self) -> None:
-        if self._writer:
-            self._writer.unpark()
-
-    def wake_space(self) -> None:
-        if self._space:
-            self._space.unpark_all()
-
-    async def put(self, frame: bytes) -> bool:
-        """Wait for room; ``False`` if the outbox closed meanwhile."""
-        while not self.closed:
-            if self.put_nowait(frame):
-                return True
-            self.wake_writer()  # the queue may have been filled while corked
-            await self._space.park()
-        return False
-
-    async def take(self) -> list[bytes]:
-        """Every queued frame; ``[]`` once closed and empty."""
-        while not self.frames:
-            if self.closed:
-                return []
-            await self._writer.park()
-        frames = self.frames
-        self.frames = []
-        self.nbytes = 0
-        if self._space:
-            self._space.unpark_all()
-        return frames
-
-    def close(self, *, discard: bool) -> None:
-        self.closed = True
-        if discard:
-            self.frames = []
-            self.nbytes = 0
-        self._writer.unpark_all()
-        self._space.unpark_all()
-
-
 class Connection:
     """One transport connection, either side. Don't make these yourself: servers
-    accept them, clients open them. Processors receive the one a request came on."""
+    accept them, clients open them. Processors receive the one a request came on.
+
+    ``outbox`` is its write side (:class:`~.outbox.Outbox`): :meth:`send_frame_nowait`
+    and :meth:`send_frame` send through it; code on the hot path (the answer path, the
+    invoker) calls ``outbox.send_nowait`` directly."""
 
     __slots__ = (
         "id",
@@ -288,27 +203,19 @@ class Connection:
         "peer",
         "tls",
         "responses",
-        "last_io",
-        "close_reason",
-        "close_detail",
-        "close_cause",
+        "outbox",
+        "life",
         "inflight",
-        "_state",
-        "_outbox",
+        "_last_read",
         "_fd",
         "_drained",
-        "_sending",
-        "_direct_ok",
-        "_hold_direct",
-        "_flush_frames",
         "_read_scope",
         "_io_scope",
         "_work",
         "_writer_done",
         "_idle_waiter",
         "_closed_event",
-        "_tap_batch",
-        "_tap_read_ns",
+        "_tap",
         "_after_read",
         "_held",
         "__weakref__",
@@ -325,7 +232,6 @@ class Connection:
     ) -> None:
         """``remote_address``: the peer's address as the accept already knows it (a
         peer that reset the connection meanwhile makes ``getpeername`` fail)."""
-        cfg = endpoint.config
         self.id = next(_connection_ids)
         self.stream = stream
         self.endpoint = endpoint
@@ -338,24 +244,13 @@ class Connection:
         self.peer = peer
         self.tls = tls
         self.responses = ResponseTable()
-        self.last_io = trio.current_time()
-        self._state = ConnState.OPEN
-        #: why it closed (None while open or draining); ``close_detail`` is the text a
-        #: caller gave, ``close_cause`` the exception that closed it, if one did
-        self.close_reason: CloseReason | None = None
-        self.close_detail: str | None = None
-        self.close_cause: BaseException | None = None
-        self.inflight = 0  # request handlers running or queued for this connection
-        self._outbox = _Outbox(cfg.outbound_max_frames, cfg.outbound_max_bytes)
-        # direct writes only on plain TCP (TLS needs the SSLStream's state machine)
+        # direct reads and writes only on plain TCP (TLS needs the SSLStream's state machine)
         self._fd = sock.fileno() if sock is not None and isinstance(stream, trio.SocketStream) else -1
-        self._sending = False  # the writer is writing (or waiting for room to)
-        self._direct_ok = self._fd >= 0
-        # a read completed several calls while the writer was mid-write: the writer must
-        # not re-allow direct writes when it finishes (the woken callers' requests are its)
-        self._hold_direct = False
+        self.outbox = Outbox(stream, self._fd, endpoint.config, remote_address)
+        self.life = Lifecycle()
+        self.inflight = 0  # request handlers running or queued for this connection
+        self._last_read = self.outbox.last_io
         self._drained = False  # the last direct read left the socket empty
-        self._flush_frames = cfg.flush_frames if self._fd >= 0 else 1 << 62
         self._read_scope = trio.CancelScope()
         #: while the reader handles a read: what :func:`call_after_read` queued for its end
         self._after_read: list[Callable[[], object]] | None = None
@@ -364,146 +259,47 @@ class Connection:
         self._writer_done = trio.Event()
         self._idle_waiter: trio.Event | None = None
         self._closed_event = trio.Event()
-        # the tap's records of the reader's current synchronous stretch (see _read_loop);
-        # None outside one: sends record themselves
-        self._tap_batch: list | None = None
-        self._tap_read_ns = 0  # when the stretch's data was read: its received frames' timestamp
+        #: the tap's recorder of this connection's frames (None: the endpoint has no tap)
+        self._tap: TapRecorder | None = None
+        if endpoint.tap is not None:
+            self._tap = self.outbox.tap = TapRecorder(
+                endpoint.tap, self.id, self.local_address, self.remote_address, endpoint.role
+            )
         #: requests an inline processor answers later: id(request) -> its registration
         self._held: dict[int, ProcessorEntry] = {}
 
     def __repr__(self) -> str:
-        return f"<Connection #{self.id} {self.local_address} -> {self.remote_address} {self._state.name}>"
+        return f"<Connection #{self.id} {self.local_address} -> {self.remote_address} {self.life.state.name}>"
+
+    @property
+    def last_io(self) -> float:
+        """When it last read or wrote (trio time): what the idle timeout counts from."""
+        return max(self._last_read, self.outbox.last_io)
 
     # -- sending -------------------------------------------------------------------------
 
     def send_frame_nowait(self, frame: bytes) -> bool:
-        """Send or queue an encoded frame without waiting; ``False`` when the queue is full.
-
-        When nothing is queued and the writer is not mid-write, a plain-TCP frame is
-        written straight to the socket (non-blocking): no task switch for the common
-        request/response case. What the socket does not take goes to the writer.
-        Only the first frame of a burst goes direct (a write to a socket a peer
-        process is waiting on costs a wake-up); the rest queue up for the writer's
-        single write. The reader (new data) and the writer (queue drained)
-        allow the next direct write; a read that completed several calls does not
-        (their callers' next requests go out together, in the writer's one write).
-        """
-        if self._state >= _CLOSING:
-            raise RemotingSendRequestError(f"connection to {self.remote_address} is closed", self.remote_address)
-        outbox = self._outbox
-        if outbox.frames or outbox.corked or not self._direct_ok:
-            if not outbox.put_nowait(frame):
-                return False
-            if len(outbox.frames) >= self._flush_frames and not self._sending:
-                # a long burst: hand the peer a first part now so it works while we
-                # produce the rest, instead of both sides taking turns
-                self._flush_direct()
-        else:
-            self._direct_ok = False  # one direct write per burst; the rest batch up
-            try:
-                n = _write(self._fd, frame)
-            except OSError:  # BlockingIOError, or a broken socket the writer will report
-                n = 0
-            if n < len(frame):
-                outbox.put_nowait(memoryview(frame)[n:] if n else frame)
-            else:
-                self.last_io = trio.current_time()
-        tap = self.endpoint.tap
-        if tap is not None:
-            batch = self._tap_batch
-            if batch is not None and len(batch) < _TAP_BATCH_ITEMS:
-                batch.append(_SENT)  # the reader records it with what it received
-                batch.append(frame)
-            else:
-                self._tap_sent(frame)
-        return True
-
-    def _tap_sent(self, frame: bytes) -> None:
-        """Record a sent frame: alone, or (the reader's batch is full) record the batch
-        and start the next one with it."""
-        batch = self._tap_batch
-        if batch is None:
-            endpoint = self.endpoint
-            endpoint.tap.record(time.time_ns(), self.id, self.local_address, self.remote_address, _SENT, endpoint.role, frame)
-        else:
-            self._tap_record_batch(batch)
-            batch.append(_SENT)
-            batch.append(frame)
-
-    def _tap_record_batch(self, batch: list) -> None:
-        """Record the frames the reader's stretch has received and sent so far, in order,
-        with one call (stamped: received at the read, sent now), and empty ``batch``
-        for what comes next."""
-        if batch:
-            endpoint = self.endpoint
-            tap = endpoint.tap
-            if tap is not None:  # (None: taken off meanwhile)
-                tap.record_batch(
-                    self._tap_read_ns, time.time_ns(), self.id, self.local_address, self.remote_address,
-                    endpoint.role, batch,
-                )
-            batch.clear()
+        """Send or queue an encoded frame without waiting; ``False`` when the outbox is
+        full; :class:`~.errors.RemotingSendRequestError` when the connection is closed
+        (see :class:`~.outbox.Outbox`)."""
+        return self.outbox.send_nowait(frame)
 
     async def send_frame(self, frame: bytes) -> None:
         """Send or queue an encoded frame, waiting for room (backpressure)."""
-        if not self.send_frame_nowait(frame):
-            if not await self._outbox.put(frame):
-                raise RemotingSendRequestError(f"connection to {self.remote_address} closed", self.remote_address)
-            if self.endpoint.tap is not None:
-                self._tap_sent(frame)
-
-    def cork(self) -> bool:
-        """Hold what is sent from now on until :meth:`uncork`, which writes it with one
-        write: for answers completed together outside the reader (e.g. many sends one
-        replication acknowledgement covers). Returns whether it was corked already
-        (pass that to :meth:`uncork`). No await may come between the two."""
-        outbox = self._outbox
-        was = outbox.corked
-        outbox.corked = True
-        return was
-
-    def uncork(self, was_corked: bool = False) -> None:
-        """End a :meth:`cork` (a no-op when it was corked already: its owner flushes)."""
-        if not was_corked:
-            if self._state < _CLOSING:
-                self._flush_corked()
-            else:
-                self._outbox.corked = False
-
-    def _flush_corked(self) -> None:
-        """End of a reader batch: write what it queued with one direct write (the
-        batch's read set :attr:`last_io` a moment ago: no second clock read)."""
-        self._outbox.corked = False
-        self._flush_direct(False)
-
-    def _flush_direct(self, stamp: bool = True) -> None:
-        """Write the queued frames now, from this task, with one non-blocking write;
-        the writer task gets whatever the socket does not take."""
-        outbox = self._outbox
-        frames = outbox.frames
-        if not frames:
-            return
-        if self._sending or self._fd < 0:
-            outbox.wake_writer()
-            return
-        data = frames[0] if len(frames) == 1 else b"".join(frames)
-        try:
-            n = _write(self._fd, data)
-        except OSError:
-            n = 0
-        if n == len(data):
-            outbox.frames = []
-            outbox.nbytes = 0
-            if stamp:
-                self.last_io = trio.current_time()
-        else:
-            outbox.frames = [memoryview(data)[n:]]
-            outbox.nbytes = len(data) - n
-            outbox.wake_writer()
-        outbox.wake_space()
+        await self.outbox.send(frame)
 
     async def send_command(self, cmd: RemotingCommand) -> None:
-        await self.send_frame(encode_command(cmd))
+        await self.outbox.send(encode_command(cmd))
+
+    def cork(self) -> bool:
+        """:meth:`Outbox.cork <trocket.remoting.outbox.Outbox.cork>`: hold what is sent
+        until :meth:`uncork`, for answers completed together outside the reader."""
+        return self.outbox.cork()
+
+    def uncork(self, was_corked: bool = False) -> None:
+        self.outbox.uncork(was_corked)
+
+    # -- answers ---------------------------------------------------------------------------
 
     async def answer(self, request: RemotingCommand, response: RemotingCommand | PreparedResponse | None) -> bool:
         """Finish and send the response to ``request``: the one way every answer goes
@@ -550,7 +346,7 @@ class Connection:
             except _Unanswerable as exc:
                 return self.reply_system(request, SysResponseCode.SYSTEM_ERROR, exc.remark)
         try:
-            if self.send_frame_nowait(frame):
+            if self.outbox.send_nowait(frame):
                 return True
         except RemotingSendRequestError:
             return False
@@ -573,7 +369,7 @@ class Connection:
 
     async def _send_answer(self, frame: bytes) -> bool:
         try:
-            await self.send_frame(frame)
+            await self.outbox.send(frame)
         except RemotingSendRequestError:
             return False
         return True
@@ -621,7 +417,7 @@ class Connection:
         the connection is gone."""
         response = system_response(request, code, remark, ext_fields=self.endpoint.config.system_reply_ext_fields)
         try:
-            await self.send_frame(encode_command(response))
+            await self.outbox.send(encode_command(response))
         except RemotingSendRequestError:
             return False
         return True
@@ -646,52 +442,53 @@ class Connection:
 
     @property
     def state(self) -> ConnState:
-        return self._state
+        return self.life.state
 
-    def _to(self, new: ConnState) -> None:
-        self._state = check_transition(self._state, new)
+    @property
+    def close_reason(self) -> CloseReason | None:
+        """Why it closed (None while open or draining)."""
+        return self.life.reason
+
+    @property
+    def close_detail(self) -> str | None:
+        """The text a caller gave :meth:`close`, if any."""
+        return self.life.detail
+
+    @property
+    def close_cause(self) -> BaseException | None:
+        """The exception that closed it, if one did."""
+        return self.life.cause
 
     @property
     def is_active(self) -> bool:
         """Open or draining: it still sends."""
-        return self._state < _CLOSING
+        return self.life.state < _CLOSING
 
     @property
     def closed(self) -> bool:
         """Finished: pending calls failed, socket closed."""
-        return self._state is ConnState.CLOSED
+        return self.life.state is ConnState.CLOSED
 
     @property
     def close_description(self) -> str:
         """How errors and logs say why it closed, e.g. ``failed: [Errno 104] ...``."""
-        reason = self.close_reason
-        if reason is None:
-            return "open" if self._state is ConnState.OPEN else self._state.name.lower()
-        extra = self.close_detail or (str(self.close_cause) if self.close_cause is not None else "")
-        return f"{reason.value}: {extra}" if extra else reason.value
+        return self.life.description
 
     def close(self, reason: CloseReason | str = CloseReason.LOCAL, cause: BaseException | None = None) -> None:
         """Close now: stop reading and writing (queued frames are dropped), fail
         pending calls (their errors chain ``cause``). Request handlers still running
         finish; their answers are dropped. A ``str`` reason is a LOCAL close with that
         text. Closing a closing or closed connection does nothing."""
-        if self._state >= _CLOSING:
+        if not self.life.close(reason, cause):
             return
-        if isinstance(reason, str):
-            self.close_detail = reason
-            reason = CloseReason.LOCAL
-        self._to(_CLOSING)
-        self.close_reason = reason
-        self.close_cause = cause
-        self._outbox.close(discard=True)
+        self.outbox.close(discard=True)
         if self._io_scope is not None:
             self._io_scope.cancel()
 
     def stop_reading(self) -> None:
         """Graceful close: read no more requests; once the handlers running now
         have finished and their answers are written, close."""
-        if self._state is ConnState.OPEN:
-            self._to(ConnState.DRAINING)
+        self.life.drain()
         self._read_scope.cancel()
 
     async def wait_closed(self) -> None:
@@ -739,14 +536,14 @@ class Connection:
                 try:
                     async with trio.open_nursery() as io:
                         self._io_scope = io.cancel_scope
-                        if self._state >= _CLOSING:
+                        if self.life.state >= _CLOSING:
                             io.cancel_scope.cancel()
                         io.start_soon(self._write_loop)
                         idle = endpoint.config.idle_timeout
                         if idle is not None:
                             io.start_soon(self._idle_loop, idle)
                         await self._read_loop()
-                        if self._state is ConnState.DRAINING:
+                        if self.life.state is ConnState.DRAINING:
                             await self._drain()
                         self.close(CloseReason.PEER)  # the reader saw EOF (else: closing already)
                         io.cancel_scope.cancel()
@@ -758,7 +555,7 @@ class Connection:
                         notify(endpoint.listener.on_channel_close, self)
         finally:
             self._teardown()  # cancelled before the io nursery started
-            self._to(ConnState.CLOSED)
+            self.life.to(ConnState.CLOSED)
             self._release_held()
             endpoint.connection_closed(self)
             self._closed_event.set()
@@ -767,7 +564,7 @@ class Connection:
         """Be CLOSING (a run cancelled from outside closes as SHUTDOWN or LOCAL) and
         fail every pending call, chaining what closed the connection."""
         shutting_down = self.endpoint.shutting_down
-        if self._state < _CLOSING:
+        if self.life.state < _CLOSING:
             self.close(CloseReason.SHUTDOWN if shutting_down else CloseReason.LOCAL)
         if not self.responses:
             return
@@ -795,12 +592,12 @@ class Connection:
         while self.inflight:
             self._idle_waiter = trio.Event()
             await self._idle_waiter.wait()
-        self._outbox.close(discard=False)  # the writer flushes what is queued, then ends
+        self.outbox.close(discard=False)  # the writer flushes what is queued, then ends
         await self._writer_done.wait()
         self.close(CloseReason.GRACEFUL)
 
     def _fail(self, error: BaseException, what: str) -> None:
-        if self._state >= _CLOSING:
+        if self.life.state >= _CLOSING:
             return
         self.endpoint.io_log.log(
             logging.INFO, "connection #%d %s -> %s: %s failed: %r",
@@ -818,16 +615,16 @@ class Connection:
         decoder = FrameDecoder(cfg.max_frame_length)
         size = cfg.receive_size
         receive = self.stream.receive_some
-        buf, view = _receive_buffer(size)  # plain TCP: see _receive_buffer
+        buf, view = receive_buffer(size)  # plain TCP: see fdio.receive_buffer
         bufs = (buf,)
         pop_pending = self.responses.pop
         stats = endpoint.stats
         dispatch = endpoint.dispatch
-        tap = endpoint.tap
         # tapped: the frames of one synchronous stretch (a read's frames and the answers
         # sent while handling them) are recorded together, in order, when it ends
-        taps: list = []
-        outbox = self._outbox
+        tap = self._tap
+        outbox = self.outbox
+        life = self.life
         fd = self._fd
         # the run's clock, asked directly: trio.current_time() is three Python calls to it
         current_time = trio.lowlevel.current_clock().current_time
@@ -848,25 +645,17 @@ class Connection:
                         if not self._drained or unyielded >= _MAX_READS_WITHOUT_YIELD:
                             await _checkpoint()  # a busy peer must not starve the other tasks
                             unyielded = 0
+                        elif bytes_waiting(fd, inq):
+                            # More arrived while we handled the last read: read it now (a
+                            # wait would cost a pass through trio's run loop for data
+                            # already there). Still a cancellation point: a processor that
+                            # closed the connection (or stop_reading) ends the reader here.
+                            await _checkpoint_if_cancelled()
+                            unyielded += 1
                         else:
-                            # Did more arrive while we handled the last read? Then read it
-                            # now: a wait would cost a pass through trio's run loop for data
-                            # already there (FIONREAD: no EAGAIN exception when it is not).
-                            _ioctl(fd, _FIONREAD, inq)
-                            if inq[0]:
-                                # still a cancellation point: a processor that closed the
-                                # connection (or stop_reading) ends the reader here, unread
-                                await _checkpoint_if_cancelled()
-                                unyielded += 1
-                            else:
-                                await _wait_readable(fd)
-                                unyielded = 0
-                        while True:
-                            try:
-                                n = _readv(fd, bufs)
-                                break
-                            except BlockingIOError:
-                                await _wait_readable(fd)
+                            await _wait_readable(fd)
+                            unyielded = 0
+                        n = await read_into(fd, bufs)
                         self._drained = n < size
                         data = view[:n]
                     else:
@@ -881,18 +670,16 @@ class Connection:
                             self.id, self.remote_address, decoder.buffered,
                         )
                     return
-                self.last_io = current_time()
+                self._last_read = current_time()
                 outbox.corked = True
                 self._after_read = after_read
                 completed = 0
-                if tap is not None:
-                    self._tap_batch = taps
-                    self._tap_read_ns = time.time_ns()
+                taps = tap.begin() if tap is not None else None
                 try:
                     decoder.feed(data)
                     while (payload := decoder.next_frame()) is not None:
-                        if tap is not None:
-                            taps.append(_RECEIVED_PAYLOAD)
+                        if taps is not None:
+                            taps.append(RECEIVED_PAYLOAD)
                             taps.append(payload)
                         try:
                             cmd = decode_command(payload)
@@ -910,8 +697,7 @@ class Connection:
                             pending = dispatch(self, cmd)
                             if pending is not None:
                                 if tap is not None:  # the stretch ends: what others send now records itself
-                                    self._tap_batch = None
-                                    self._tap_record_batch(taps)
+                                    tap.end()
                                 # ... and what was queued to run after it runs now: other
                                 # tasks run while this one waits
                                 self._after_read = None
@@ -920,32 +706,22 @@ class Connection:
                                 await pending
                                 self._after_read = after_read
                                 if tap is not None:
-                                    self._tap_batch = taps
+                                    taps = tap.resume()
                 except FrameError as exc:
                     self._bad_input(RemotingFrameError, exc)
                     return
                 finally:
                     try:
                         if tap is not None:
-                            self._tap_batch = None
-                            self._tap_record_batch(taps)
-                        if self._state < _CLOSING:
-                            self._flush_corked()
+                            tap.end()
+                        if life.state < _CLOSING:
+                            # write what the read's answers queued, with one write; decide
+                            # whether the next frame may go straight to the socket
+                            outbox.end_read(completed)
                     finally:  # what was queued runs whatever happened above
                         self._after_read = None
                         if after_read:
                             _run_after_read(after_read)
-                    # New data allows the next direct write -- unless this read completed
-                    # several calls: their callers wake together and each sends next, so
-                    # the writer sends all of those with one write rather than the first
-                    # going alone (which also hands the peer one request, then the rest).
-                    if fd >= 0:
-                        if completed >= 2:
-                            self._direct_ok = False
-                            self._hold_direct = True
-                        elif not self._sending:
-                            self._direct_ok = True
-                            self._hold_direct = False
 
     def _bad_input(self, kind: type, exc: CodecError) -> None:
         error = kind(f"bad input from {self.remote_address}: {exc}", self.remote_address)
@@ -959,37 +735,17 @@ class Connection:
         self.close(CloseReason.BAD_INPUT, error)
 
     async def _write_loop(self) -> None:
-        outbox = self._outbox
-        fd = self._fd
-        send_all = self.stream.send_all if fd < 0 else None
-        current_time = trio.lowlevel.current_clock().current_time
         try:
-            while True:
-                frames = await outbox.take()
-                if not frames:
-                    return
-                self._sending = True
-                self._direct_ok = False
-                self._hold_direct = False  # what a read's woken callers queued is in hand
-                data = frames[0] if len(frames) == 1 else b"".join(frames)
-                if send_all is None:
-                    await _write_all(fd, data)
-                else:
-                    await send_all(data)
-                self._sending = False
-                self.last_io = current_time()
-                if not outbox.frames and fd >= 0 and not self._hold_direct:
-                    self._direct_ok = True
+            await self.outbox.run()
         except _IO_ERRORS as exc:
             self._fail(exc, "send")
         finally:
-            self._sending = True  # no direct writes past this point
-            self._direct_ok = False
             self._writer_done.set()
 
     async def _idle_loop(self, idle: float) -> None:
         while True:
-            await trio.sleep_until(self.last_io + idle)
+            last_io = self.last_io
+            await trio.sleep_until(last_io + idle)
             if trio.current_time() >= self.last_io + idle:
                 self.endpoint.io_log.log(
                     logging.INFO, "connection #%d from %s idle for %.1f s: closing", self.id, self.remote_address, idle
@@ -998,22 +754,6 @@ class Connection:
                     notify(self.endpoint.listener.on_channel_idle, self)
                 self.close(CloseReason.IDLE)
                 return
-
-
-async def _write_all(fd: int, data: bytes | memoryview) -> None:
-    """``send_all`` on a plain TCP fd, as the reader reads: write what the socket takes
-    now, and wait for room only when it is full. No pass through trio's run loop when
-    the socket takes it all (the writer's next ``take`` waits, a checkpoint);
-    ``SocketStream.send_all`` makes two per call, whatever happens."""
-    while True:
-        try:
-            n = _write(fd, data)
-        except BlockingIOError:
-            n = 0
-        if n == len(data):
-            return
-        data = memoryview(data)[n:]
-        await _wait_writable(fd)
 
 
 def _run_after_read(after_read: list[Callable[[], object]]) -> None:

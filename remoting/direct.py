@@ -1,20 +1,18 @@
-"""Reads and writes on a plain-TCP socket without trio's per-call checkpoints (the HA
-connections of broker/ha use it; :class:`~.connection.Connection` does the same inline).
+"""A plain-TCP socket read and written without trio's per-call checkpoints (the HA
+connections of broker/ha use it), with :mod:`.fdio`'s primitives as a connection's
+reader and outbox use them.
 
-``SocketStream.send_all`` / ``receive_some`` yield to the scheduler on every call, even
-when the socket takes or has the bytes at once; an HA connection makes a few such calls
-per replicated batch (a frame down, an 8-byte report up), and on a SYNC_MASTER each is
-on a send's critical path. As remoting's connections do, these try the non-blocking
-syscall first and wait for readiness only when it would block: a write that the socket
-takes whole costs one ``writev``; a read waits for readability only after a read that
-did not fill the buffer (the socket is then almost surely drained).
+An HA connection makes a few such calls per replicated batch (a frame down, an 8-byte
+report up), and on a SYNC_MASTER each is on a send's critical path: a write that the
+socket takes whole costs one ``writev``; a read waits for readability only after a read
+that did not fill the buffer (the socket is then almost surely drained).
 """
 
 from __future__ import annotations
 
-import os
-
 import trio
+
+from .fdio import read_into, writev_nowait
 
 __all__ = ["DirectSocket"]
 
@@ -23,13 +21,14 @@ _checkpoint = trio.lowlevel.checkpoint
 
 
 class DirectSocket:
-    __slots__ = ("stream", "fd", "_buf", "_view", "_drained")
+    __slots__ = ("stream", "fd", "_bufs", "_view", "_drained")
 
     def __init__(self, stream: trio.SocketStream, receive_size: int) -> None:
         self.stream = stream
         self.fd = stream.socket.fileno()
-        self._buf = bytearray(receive_size)
-        self._view = memoryview(self._buf)
+        buf = bytearray(receive_size)
+        self._bufs = (buf,)
+        self._view = memoryview(buf)
         self._drained = True
 
     async def receive(self) -> memoryview:
@@ -40,26 +39,19 @@ class DirectSocket:
             await _wait_readable(fd)
         else:
             await _checkpoint()  # a busy peer must not starve the other tasks
-        buf = self._buf
-        while True:
-            try:
-                n = os.readv(fd, (buf,))
-            except BlockingIOError:
-                await _wait_readable(fd)
-                continue
-            except OSError as exc:
-                raise trio.BrokenResourceError(str(exc)) from exc
-            self._drained = n < len(buf)
-            return self._view[:n]
+        try:
+            n = await read_into(fd, self._bufs)
+        except OSError as exc:
+            raise trio.BrokenResourceError(str(exc)) from exc
+        self._drained = n < len(self._bufs[0])
+        return self._view[:n]
 
     def send_nowait(self, *parts: bytes | memoryview) -> bytes | memoryview:
         """Write what the socket takes of ``parts`` now (one ``writev``, no checkpoint);
         returns the rest, empty when it took everything (the usual case): give it to
         :meth:`send_rest`."""
         try:
-            n = os.writev(self.fd, parts)
-        except BlockingIOError:
-            n = 0
+            n = writev_nowait(self.fd, parts)
         except OSError as exc:
             raise trio.BrokenResourceError(str(exc)) from exc
         total = sum(len(p) for p in parts) if len(parts) > 1 else len(parts[0])

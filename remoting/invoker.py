@@ -24,6 +24,7 @@ from trocket.codecs.serialize import encode_command
 from .config import EndpointConfig
 from .errors import RemotingSendRequestError, RemotingShutdownError, RemotingTooManyRequestsError
 from .hooks import HookSet
+from .outbox import Outbox
 from .response import InvokeCallback, ResponseFuture, ResponseTable
 
 __all__ = ["CallTarget", "Invoker", "next_opaque"]
@@ -43,10 +44,7 @@ class CallTarget(Protocol):
 
     remote_address: str
     responses: ResponseTable
-
-    def send_frame_nowait(self, frame: bytes) -> bool: ...
-
-    async def send_frame(self, frame: bytes) -> None: ...
+    outbox: Outbox
 
 
 class Invoker:
@@ -84,10 +82,11 @@ class Invoker:
 
     async def _send(self, conn: CallTarget, frame: bytes, fut: ResponseFuture) -> None:
         """Queue the frame, within the call's deadline; the outcome goes to ``fut``."""
+        outbox = conn.outbox
         try:
-            if not conn.send_frame_nowait(frame):
+            if not outbox.send_nowait(frame):
                 with trio.move_on_at(fut.deadline):
-                    await conn.send_frame(frame)
+                    await outbox.send(frame)
                     return
                 fut.expire()
         except RemotingSendRequestError as exc:
@@ -144,9 +143,10 @@ class Invoker:
         try:
             request.flag = (request.flag | RPC_ONEWAY) & ~RPC_RESPONSE
             frame = self._prepare(conn, request)
-            if not conn.send_frame_nowait(frame):
+            outbox = conn.outbox
+            if not outbox.send_nowait(frame):
                 with trio.move_on_after(timeout):
-                    await conn.send_frame(frame)
+                    await outbox.send(frame)
                     return
                 raise RemotingTooManyRequestsError("oneway", self.config.oneway_permits, timeout, conn.remote_address)
         finally:

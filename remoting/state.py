@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["ConnState", "CloseReason", "ConnectionStateError", "check_transition"]
+__all__ = ["ConnState", "CloseReason", "ConnectionStateError", "Lifecycle", "check_transition"]
 
 
 class ConnState(enum.IntEnum):
@@ -61,3 +61,50 @@ def check_transition(old: ConnState, new: ConnState) -> ConnState:
     if new not in _TRANSITIONS[old]:
         raise ConnectionStateError(f"a connection cannot go from {old.name} to {new.name}")
     return new
+
+
+class Lifecycle:
+    """A connection's state and why it closed, as one object with no I/O (what the
+    connection does on each transition -- cancel its reader, close its outbox, fail its
+    calls -- is the connection's). ``reason`` is None while open or draining;
+    ``detail`` the text a caller gave, ``cause`` the exception that closed it, if one did."""
+
+    __slots__ = ("state", "reason", "detail", "cause")
+
+    def __init__(self) -> None:
+        self.state = ConnState.OPEN
+        self.reason: CloseReason | None = None
+        self.detail: str | None = None
+        self.cause: BaseException | None = None
+
+    def to(self, new: ConnState) -> None:
+        self.state = check_transition(self.state, new)
+
+    def drain(self) -> bool:
+        """OPEN -> DRAINING (a graceful close); False when it was not open."""
+        if self.state is not ConnState.OPEN:
+            return False
+        self.to(ConnState.DRAINING)
+        return True
+
+    def close(self, reason: CloseReason | str, cause: BaseException | None = None) -> bool:
+        """-> CLOSING with ``reason`` (a ``str``: LOCAL with that text); False, and
+        nothing changed, when it is closing or closed already (the first reason wins)."""
+        if self.state >= ConnState.CLOSING:
+            return False
+        if isinstance(reason, str):
+            self.detail = reason
+            reason = CloseReason.LOCAL
+        self.to(ConnState.CLOSING)
+        self.reason = reason
+        self.cause = cause
+        return True
+
+    @property
+    def description(self) -> str:
+        """How errors and logs say why it closed, e.g. ``failed: [Errno 104] ...``."""
+        reason = self.reason
+        if reason is None:
+            return "open" if self.state is ConnState.OPEN else self.state.name.lower()
+        extra = self.detail or (str(self.cause) if self.cause is not None else "")
+        return f"{reason.value}: {extra}" if extra else reason.value

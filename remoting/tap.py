@@ -69,7 +69,9 @@ from trocket.codecs.capture import (
     encode_record_batch,
 )
 
-__all__ = ["TapSink", "FileTap", "MemoryTap", "RecordEachFrame", "rotated_paths", "PAYLOAD", "check_sink"]
+__all__ = [
+    "TapSink", "TapRecorder", "FileTap", "MemoryTap", "RecordEachFrame", "rotated_paths", "PAYLOAD", "check_sink",
+]
 
 log = logging.getLogger("trocket.remoting.tap")
 
@@ -116,6 +118,76 @@ class TapSink(Protocol):
         (the caller reuses it)."""
 
     def flush(self) -> None: ...
+
+
+#: capture directions (see :mod:`trocket.codecs.capture`); a read's received frames go to
+#: the sink as payloads (:data:`PAYLOAD`: the sink writes their length field)
+SENT = 1
+RECEIVED_PAYLOAD = 0 | PAYLOAD
+#: items (two per frame) a reader's batch holds before it is recorded mid-stretch
+BATCH_ITEMS = 1024
+
+
+class TapRecorder:
+    """One connection's frames on their way to the endpoint's sink (see the module
+    docstring): the reader's stretch -- what it received in a read and what was sent
+    while it handled it -- as one ``record_batch``; anything sent outside a stretch alone.
+
+    The reader calls :meth:`begin` when a read arrives, appends each received payload to
+    :attr:`batch` as ``RECEIVED_PAYLOAD, payload`` (two appends, no call per frame), and
+    calls :meth:`end` when it has handled the read or before it awaits; the outbox calls
+    :meth:`sent` for every frame it takes."""
+
+    __slots__ = ("sink", "connection_id", "local_address", "remote_address", "role", "batch", "read_ns", "_items")
+
+    def __init__(self, sink: TapSink, connection_id: int, local_address: str, remote_address: str, role: int) -> None:
+        self.sink = sink
+        self.connection_id = connection_id
+        self.local_address = local_address
+        self.remote_address = remote_address
+        self.role = role
+        #: the reader's current stretch (``[kind, data, ...]``), None outside one
+        self.batch: list | None = None
+        self.read_ns = 0  # when the stretch's data was read: its received frames' timestamp
+        self._items: list = []
+
+    def begin(self) -> list:
+        """A read arrived: a stretch starts; returns its list."""
+        self.read_ns = time.time_ns()
+        self.batch = items = self._items
+        return items
+
+    def resume(self) -> list:
+        """The reader goes on with its read after an await: the stretch's list again
+        (its received frames keep the read's timestamp)."""
+        self.batch = items = self._items
+        return items
+
+    def end(self) -> None:
+        """The stretch ends (handled, or the reader awaits): record it, in order, with
+        one call (received at the read, sent now); sends record themselves from now on."""
+        self.batch = None
+        self._record(self._items)
+
+    def sent(self, frame: bytes) -> None:
+        batch = self.batch
+        if batch is not None and len(batch) < BATCH_ITEMS:
+            batch.append(SENT)  # recorded with what the reader received
+            batch.append(frame)
+        elif batch is None:
+            self.sink.record(time.time_ns(), self.connection_id, self.local_address, self.remote_address, SENT, self.role, frame)
+        else:  # a full stretch: record it so far, and go on with this frame
+            self._record(batch)
+            batch.append(SENT)
+            batch.append(frame)
+
+    def _record(self, items: list) -> None:
+        if items:
+            self.sink.record_batch(
+                self.read_ns, time.time_ns(), self.connection_id, self.local_address, self.remote_address,
+                self.role, items,
+            )
+            items.clear()
 
 
 def check_sink(tap: object) -> None:

@@ -158,7 +158,7 @@ async def test_a_peer_that_resets_while_the_writer_waits_for_room_fails_that_con
         await sock.connect((host, int(port)))
         await sock.send(b"".join(encode_command(request(INLINE, body=b"x", opaque=i)) for i in range(8)))
         # 8 MiB of answers: the socket is full, the writer waits
-        await wait_until(lambda: any(c._sending for c in server.connections), 10)
+        await wait_until(lambda: any(c.outbox.writing for c in server.connections), 10)
         (conn,) = server.connections
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         sock.close()  # a reset, with the answers unread
@@ -174,16 +174,16 @@ async def test_a_peer_that_resets_while_the_writer_waits_for_room_fails_that_con
 
 async def test_answers_of_one_read_batch_go_out_in_one_write(monkeypatch):
     """Frames that arrive in one read are answered with one write (flush consolidation)."""
-    import trocket.remoting.connection as connection
+    import trocket.remoting.fdio as fdio
 
     writes: list[int] = []
-    real_write = connection._write
+    real_write = fdio._write
 
     def counting_write(fd, data):
         writes.append(len(data))
         return real_write(fd, data)
 
-    monkeypatch.setattr(connection, "_write", counting_write)
+    monkeypatch.setattr(fdio, "_write", counting_write)
 
     def inline(conn, req):
         return RemotingCommand.response(0, body=req.body)
@@ -213,10 +213,10 @@ async def test_answers_of_one_read_batch_go_out_in_one_write(monkeypatch):
 async def test_callers_woken_by_one_read_send_their_next_requests_in_one_write(monkeypatch):
     """A read that completes several calls leaves the next writes to the writer: the
     callers' follow-up requests leave in one write, not the first alone then the rest."""
-    import trocket.remoting.connection as connection
+    import trocket.remoting.fdio as fdio
 
     writes: list[int] = []
-    real_write = connection._write
+    real_write = fdio._write
     real_send_all = trio.SocketStream.send_all
 
     def counting_write(fd, data):
@@ -227,7 +227,7 @@ async def test_callers_woken_by_one_read_send_their_next_requests_in_one_write(m
         writes.append(len(data))
         return await real_send_all(self, data)
 
-    monkeypatch.setattr(connection, "_write", counting_write)
+    monkeypatch.setattr(fdio, "_write", counting_write)
     monkeypatch.setattr(trio.SocketStream, "send_all", counting_send_all)
 
     callers = 4
@@ -339,17 +339,17 @@ async def test_call_after_read_runs_once_per_read_after_its_answers_are_written(
     """``call_after_read`` (Netty's channelReadComplete): what the inline processor of
     every request of one read queues runs once that read's frames are handled and their
     answers written, in the reader's task; outside a reader it schedules nothing."""
-    import trocket.remoting.connection as connection
+    import trocket.remoting.fdio as fdio
     from trocket.remoting import call_after_read
 
     events: list[str] = []
-    real_write = connection._write
+    real_write = fdio._write
 
     def recording_write(fd, data):
         events.append("write")
         return real_write(fd, data)
 
-    monkeypatch.setattr(connection, "_write", recording_write)
+    monkeypatch.setattr(fdio, "_write", recording_write)
     queued = [False]
 
     def after() -> None:

@@ -52,13 +52,35 @@ def test_the_transition_table(old, new):
             check_transition(old, new)
 
 
+def test_the_lifecycle_alone_without_io():
+    """The connection's state machine as a plain object (no socket, no trio): a graceful
+    close drains, the first close reason wins, the description says why."""
+    from trocket.remoting.state import Lifecycle
+
+    life = Lifecycle()
+    assert (life.state, life.reason, life.description) == (ConnState.OPEN, None, "open")
+    assert life.drain() and life.state is ConnState.DRAINING and not life.drain()
+    assert life.description == "draining"
+    error = ConnectionResetError(104, "reset")
+    assert life.close(CloseReason.IO_ERROR, error)
+    assert not life.close("too late")  # the first reason wins
+    assert (life.state, life.reason, life.cause, life.detail) == (ConnState.CLOSING, CloseReason.IO_ERROR, error, None)
+    assert life.description == "failed: [Errno 104] reset"
+    life.to(ConnState.CLOSED)
+    with pytest.raises(ConnectionStateError):
+        life.to(ConnState.OPEN)
+    other = Lifecycle()
+    assert other.close("enough") and (other.reason, other.detail) == (CloseReason.LOCAL, "enough")
+    assert other.description == "closed locally: enough"
+
+
 async def test_close_goes_open_closing_closed_and_illegal_moves_raise():
     async with serving() as server, client_of() as client:
         await client.invoke_sync(server.address, request())
         conn = client.connection_for(server.address)
         assert conn.state is ConnState.OPEN and conn.is_active and not conn.closed
         with pytest.raises(ConnectionStateError):
-            conn._to(ConnState.CLOSED)  # not without CLOSING
+            conn.life.to(ConnState.CLOSED)  # not without CLOSING
         conn.close("enough")
         assert conn.state is ConnState.CLOSING and not conn.is_active
         assert (conn.close_reason, conn.close_detail) == (CloseReason.LOCAL, "enough")
@@ -70,7 +92,7 @@ async def test_close_goes_open_closing_closed_and_illegal_moves_raise():
         assert conn.close_description == "closed locally: enough"
         for state in ConnState:
             with pytest.raises(ConnectionStateError):
-                conn._to(state)  # CLOSED is final
+                conn.life.to(state)  # CLOSED is final
         conn.stop_reading()  # too late to drain: nothing happens
         assert conn.state is ConnState.CLOSED
 

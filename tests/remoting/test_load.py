@@ -101,7 +101,7 @@ async def test_flooding_a_slow_processor_keeps_memory_bounded():
         assert entry.pending == 20 and active == 4
         assert codes.count(SysResponseCode.SYSTEM_BUSY) == n - 20
         (sconn,) = server.connections
-        assert len(sconn._outbox.frames) <= 64
+        assert len(sconn.outbox.frames) <= 64
         release.set()
         with trio.fail_after(10):
             await answered.wait()
@@ -124,7 +124,7 @@ async def test_a_peer_that_never_reads_is_pushed_back_not_buffered():
         (sconn,) = server.connections
         # the server stopped reading once its answers could not be written:
         # what it holds is bounded by its outbound queue, not by what we sent
-        assert sconn._outbox.nbytes <= 32 * 1024 + len(frame)
+        assert sconn.outbox.nbytes <= 32 * 1024 + len(frame)
         assert sent < 200_000
         await stream.aclose()
 

@@ -657,10 +657,10 @@ async def _sync_pair(tmp_path, **master_kw):
 async def test_answers_one_acknowledgement_completes_leave_in_one_write(tmp_path, monkeypatch):
     """A SYNC_MASTER writes the answers an acknowledgement completed at the end of that
     pass, corked: one write per client connection, not one per answer."""
-    import trocket.remoting.connection as connection
+    import trocket.remoting.fdio as fdio
 
     frames_per_write: list[int] = []
-    real_write = connection._write
+    real_write = fdio._write
 
     def counting_write(fd, data):
         n, pos, view = 0, 0, memoryview(data)
@@ -672,10 +672,10 @@ async def test_answers_one_acknowledgement_completes_leave_in_one_write(tmp_path
 
     async with _sync_pair(tmp_path) as master:
         acks_before = master.ha.transfer.acks_used
-        monkeypatch.setattr(connection, "_write", counting_write)
+        monkeypatch.setattr(fdio, "_write", counting_write)
         n = 8
         answers = await _pipelined_sends(master, n)
-        monkeypatch.setattr(connection, "_write", real_write)
+        monkeypatch.setattr(fdio, "_write", real_write)
         assert [a.opaque for a in answers] == [1000 + i for i in range(n)]  # in order
         assert all(a.code == ResponseCode.SUCCESS for a in answers)
         assert master.ha.transfer.acks_used - acks_before == 1  # one acknowledgement covered all
