@@ -26,7 +26,7 @@ each processor module's ``register(ctx)``; tests build one around a bare server.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 import attrs
 
@@ -34,6 +34,7 @@ from trocket.broker.client_manager import ConsumerManager, ProducerManager, Reba
 from trocket.broker.config import BrokerConfig
 from trocket.broker.store import ConsumerOffsetManager, MessageStore, TopicConfigManager
 from trocket.remoting import ChannelEventListener, Connection, RemotingServer
+from trocket.remoting.events import notify
 
 if TYPE_CHECKING:
     from trocket.broker.ha import HAService
@@ -49,25 +50,19 @@ log = logging.getLogger(__name__)
 class BrokerChannelListener(ChannelEventListener):
     """The broker's channel listener: ``on_close`` callbacks, then every event fanned
     out to the listeners given to :meth:`add`. A callback or listener that raises is
-    logged; the others still run."""
+    logged (remoting's :func:`~trocket.remoting.events.notify`); the others still run."""
 
     def __init__(self) -> None:
-        self.on_close: list[Callable[[Connection], Any]] = []
+        self.on_close: list[Callable[[Connection], object]] = []
         self.listeners: list[ChannelEventListener] = []
 
     def add(self, listener: ChannelEventListener) -> None:
         if listener is not self and listener not in self.listeners:
             self.listeners.append(listener)
 
-    def _each(self, event: str, *args: Any) -> None:
-        for listener in self.listeners:
-            try:
-                getattr(listener, event)(*args)
-            except Exception:
-                log.exception("channel listener %r failed on %s", listener, event)
-
     def on_channel_connect(self, remote_addr: str, conn: Connection) -> None:
-        self._each("on_channel_connect", remote_addr, conn)
+        for listener in self.listeners:
+            notify(listener.on_channel_connect, conn)
 
     def on_channel_close(self, remote_addr: str, conn: Connection) -> None:
         for callback in self.on_close:
@@ -75,13 +70,16 @@ class BrokerChannelListener(ChannelEventListener):
                 callback(conn)
             except Exception:
                 log.exception("close callback %r failed", callback)
-        self._each("on_channel_close", remote_addr, conn)
+        for listener in self.listeners:
+            notify(listener.on_channel_close, conn)
 
     def on_channel_exception(self, remote_addr: str, conn: Connection, error: BaseException) -> None:
-        self._each("on_channel_exception", remote_addr, conn, error)
+        for listener in self.listeners:
+            notify(listener.on_channel_exception, conn, error)
 
     def on_channel_idle(self, remote_addr: str, conn: Connection) -> None:
-        self._each("on_channel_idle", remote_addr, conn)
+        for listener in self.listeners:
+            notify(listener.on_channel_idle, conn)
 
 
 def _ignore_topic(topic: str) -> None:
@@ -134,7 +132,7 @@ class BrokerContext:
     #: name-server registration (broker/outer_api.py); set by the controller
     outer_api: BrokerOuterAPI | None = None
     on_topic_created: Callable[[str], None] = _ignore_topic
-    register_now: Callable[[], Awaitable[Any]] | None = None
+    register_now: Callable[[], Awaitable[object]] | None = None
 
     def __attrs_post_init__(self) -> None:
         current = self.server.listener

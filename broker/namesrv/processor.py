@@ -25,7 +25,6 @@ connection.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from trocket.codecs.bodies.fastjson import BodyDecodeError
 from trocket.codecs.bodies.namesrv import DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper
@@ -41,6 +40,8 @@ from trocket.codecs.headers.namesrv import (
     UnregisterBrokerRequestHeader,
 )
 from trocket.codecs.message.crc import body_crc
+
+from trocket.remoting import Connection, RemotingEndpoint
 
 from .route_info import RouteInfoManager
 
@@ -73,7 +74,7 @@ def topic_not_exist_remark(topic: str) -> str:
     return f"{NO_TOPIC_ROUTE_REMARK}{topic}\nSee {FAQ_APPLY_TOPIC_URL} for further details."
 
 
-def _response(code: int, remark: str | None = None, header: Any = None, body: bytes = b"") -> RemotingCommand:
+def _response(code: int, remark: str | None = None, header: object = None, body: bytes = b"") -> RemotingCommand:
     return RemotingCommand.response(code, remark, header, body=body, ext_fields={}, version=NAMESRV_VERSION)
 
 
@@ -90,7 +91,7 @@ class NamesrvProcessor:
         self.route_info = route_info
         self.enable_all_topic_list = enable_all_topic_list
 
-    def register_on(self, endpoint: Any) -> None:
+    def register_on(self, endpoint: RemotingEndpoint) -> None:
         endpoint.register_processor(RequestCode.REGISTER_BROKER, self.register_broker)
         endpoint.register_processor(RequestCode.UNREGISTER_BROKER, self.unregister_broker)
         endpoint.register_processor(RequestCode.GET_ROUTEINFO_BY_TOPIC, self.get_route_info_by_topic)
@@ -103,7 +104,7 @@ class NamesrvProcessor:
 
     # -- 216 ---------------------------------------------------------------------------
 
-    async def delete_topic_in_namesrv(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    async def delete_topic_in_namesrv(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         """``deleteTopicInNamesrv``: drop the topic's queue datas (a broker registering
         it again brings it back, as with Java)."""
         try:
@@ -115,7 +116,7 @@ class NamesrvProcessor:
 
     # -- 103 ---------------------------------------------------------------------------
 
-    async def register_broker(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    async def register_broker(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         try:
             header = decode_header(RegisterBrokerRequestHeader, request.ext_fields)
         except CodecError as exc:
@@ -158,7 +159,7 @@ class NamesrvProcessor:
 
     # -- 104 ---------------------------------------------------------------------------
 
-    async def unregister_broker(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    async def unregister_broker(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         try:
             header = decode_header(UnregisterBrokerRequestHeader, request.ext_fields)
         except CodecError as exc:
@@ -168,7 +169,7 @@ class NamesrvProcessor:
 
     # -- 105 ---------------------------------------------------------------------------
 
-    async def get_route_info_by_topic(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    async def get_route_info_by_topic(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         try:
             header = decode_header(GetRouteInfoRequestHeader, request.ext_fields)
         except CodecError as exc:
@@ -180,17 +181,17 @@ class NamesrvProcessor:
 
     # -- 106, 206 ----------------------------------------------------------------------
 
-    async def get_broker_cluster_info(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    async def get_broker_cluster_info(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         return _response(ResponseCode.SUCCESS, body=self.route_info.get_all_cluster_info().to_body())
 
-    async def get_all_topic_list_from_nameserver(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    async def get_all_topic_list_from_nameserver(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         if not self.enable_all_topic_list:
             return _response(ResponseCode.SYSTEM_ERROR, "disable")
         return _response(ResponseCode.SUCCESS, body=self.route_info.get_all_topic_list().to_body())
 
     # -- 322 ---------------------------------------------------------------------------
 
-    async def query_broker_topic_config(self, conn: Any, request: RemotingCommand) -> RemotingCommand:
+    async def query_broker_topic_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         """``queryBrokerTopicConfig``: has the broker's topic-config version changed
         since it last registered? An unchanged answer also counts as a heartbeat."""
         ext = request.ext_fields or {}

@@ -1,6 +1,7 @@
 """PULL_MESSAGE (11): RocketMQ 4.9's ``PullMessageProcessor`` with long polling.
 
-Checks, each with Java's code and remark: broker read permission (NO_PERMISSION),
+Checks, each with Java's code and remark (refusals are raised as
+:mod:`trocket.broker.errors` and answered by remoting): broker read permission (NO_PERMISSION),
 consumer group name (SUBSCRIPTION_GROUP_NOT_EXIST: an illegal name is a group that
 cannot exist), topic (TOPIC_NOT_EXIST; ``%RETRY%<group>`` is created on demand with
 1 queue, perm 6), topic read permission, queue id (SYSTEM_ERROR), subscription
@@ -49,8 +50,16 @@ from trocket.codecs.headers import PullMessageRequestHeader, PullMessageResponse
 from trocket.codecs.message.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 from trocket.codecs.message.properties import PROPERTY_TAGS, get_property
 from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX, validate_group
-from trocket.remoting import Connection
+from trocket.remoting import Connection, ResponseCodeError, error_reply
 
+from ..errors import (
+    BrokerError,
+    NoPermissionError,
+    SubscriptionGroupNotExistError,
+    SubscriptionNotExistError,
+    SystemBusyError,
+    TopicNotExistError,
+)
 from ..long_polling import HeldPull
 from ..store import GetStatus, tags_hash
 from ..store.topic_config import PERM_READ, PERM_WRITE
@@ -167,26 +176,26 @@ class PullProcessor:
         return self.pull(conn, request, header, True)
 
     def rerun(self, held: HeldPull) -> RemotingCommand | None:
-        """Re-run a held pull (woken or timed out); never suspends again."""
-        return self.pull(held.conn, held.request, held.state, False)
+        """Re-run a held pull (woken or timed out); never suspends again. A refusal now
+        (the topic deleted meanwhile, ...) is its answer."""
+        try:
+            return self.pull(held.conn, held.request, held.state, False)
+        except ResponseCodeError as exc:
+            return error_reply(exc)
 
     # -- the pull ----------------------------------------------------------------------------
 
     def pull(self, conn: Connection, request: RemotingCommand, header: PullMessageRequestHeader, allow_suspend: bool) -> RemotingCommand | None:
         config = self.config
         if not config.broker_permission & PERM_READ:
-            return reply(
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{config.advertised_addr().rpartition(':')[0]}] pulling message is forbidden",
-            )
+            raise NoPermissionError(f"the broker[{config.advertised_addr().rpartition(':')[0]}] pulling message is forbidden")
         group = header.consumerGroup
         try:
             validate_group(group)
         except InvalidNameError as exc:
-            return reply(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group [{group}] does not exist, {exc}{suggest_todo(SUBSCRIPTION_GROUP_NOT_EXIST_URL)}",
-            )
+            raise SubscriptionGroupNotExistError(
+                f"subscription group [{group}] does not exist, {exc}{suggest_todo(SUBSCRIPTION_GROUP_NOT_EXIST_URL)}"
+            ) from None
         topic = header.topic
         sys_flag = header.sysFlag
         tc = self.topics.select(topic)
@@ -195,33 +204,25 @@ class PullProcessor:
             self.ctx.topic_created(topic)
         if tc is None:
             log.warning("the topic %s not exist, consumer: %s", topic, conn.remote_address)
-            return reply(
-                ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please! {suggest_todo(APPLY_TOPIC_URL)}",
-            )
+            raise TopicNotExistError(f"topic[{topic}] not exist, apply first please! {suggest_todo(APPLY_TOPIC_URL)}")
         if not tc.perm & PERM_READ:
-            return reply(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
+            raise NoPermissionError(f"the topic[{topic}] pulling message is forbidden")
         queue_id = header.queueId
         if queue_id < 0 or queue_id >= tc.read_queue_nums:
-            return reply(
-                ResponseCode.SYSTEM_ERROR,
+            raise BrokerError(
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
-                f"[{tc.read_queue_nums}] consumer:[{conn.remote_address}]",
+                f"[{tc.read_queue_nums}] consumer:[{conn.remote_address}]"
             )
         if sys_flag & FLAG_SUBSCRIPTION:
             expression_type = header.expressionType
             if expression_type and expression_type.upper() != "TAG":
-                return reply(
-                    ResponseCode.SYSTEM_ERROR,
-                    f"The broker does not support consumer to filter message by {expression_type}",
-                )
+                raise BrokerError(f"The broker does not support consumer to filter message by {expression_type}")
             sub = parse_subscription(header.subscription)
         else:
             sub = self._registered_subscription(group, topic)
             if sub is None:
-                return reply(
-                    ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                    "the consumer's subscription not exist" + suggest_todo(SAME_GROUP_DIFFERENT_TOPIC_URL),
+                raise SubscriptionNotExistError(
+                    "the consumer's subscription not exist" + suggest_todo(SAME_GROUP_DIFFERENT_TOPIC_URL)
                 )
 
         offset = header.queueOffset
@@ -254,10 +255,9 @@ class PullProcessor:
             if self.hold.suspend(held):
                 self.held += 1
                 return None
-            return reply(
-                ResponseCode.SYSTEM_BUSY,
+            raise SystemBusyError(
                 f"[PULL_HOLD_FULL]broker busy: {self.hold.max_held} pull requests are held already, "
-                "start flow control for a while",
+                "start flow control for a while"
             )
         if code == ResponseCode.PULL_NOT_FOUND:
             self.not_found += 1
