@@ -23,12 +23,15 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import attrs
 
 from trocket.broker.store import FlushMode, StoreConfig
 from trocket.codecs.message.hosts import HostAddress
+
+if TYPE_CHECKING:
+    from trocket.remoting import RemotingServer
 
 __all__ = [
     "BrokerConfig",
@@ -384,14 +387,14 @@ class BrokerConfig:
             host = "127.0.0.1"
         return [f"{host}:{port}"]
 
-    def advertised_addr(self, server: Any = None) -> str:
+    def advertised_addr(self, server: RemotingServer | None = None) -> str:
         """``host:port`` the broker gives out. With no :attr:`advertise`: the listen host
         (127.0.0.1 for a wildcard) and the server's real port once it is listening."""
         if self.advertise is not None:
             host, port = self.advertise
             return f"{host}:{port}"
         host, port = self.listen
-        if server is not None and getattr(server, "port", 0):
+        if server is not None and server.port:
             port = server.port
         if host in ("0.0.0.0", "::", ""):
             host = "127.0.0.1"

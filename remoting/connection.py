@@ -84,7 +84,6 @@ if TYPE_CHECKING:
     from .events import ChannelEventListener
     from .hooks import HookSet
     from .invoker import Invoker
-    from .processor import ProcessorEntry
     from .ratelog import RateLimitedLog
     from .response import InvokeCallback, ResponseFuture
     from .stats import RemotingStats
@@ -104,6 +103,12 @@ _MAX_READS_WITHOUT_YIELD = 8
 
 _IO_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 _CLOSING = ConnState.CLOSING
+
+
+class Admission(Protocol):
+    """What a held answer counts against (a processor registration's admission)."""
+
+    pending: int
 
 
 class ConnectionOwner(Protocol):
@@ -266,7 +271,7 @@ class Connection:
                 endpoint.tap, self.id, self.local_address, self.remote_address, endpoint.role
             )
         #: requests an inline processor answers later: id(request) -> its registration
-        self._held: dict[int, ProcessorEntry] = {}
+        self._held: dict[int, Admission] = {}
 
     def __repr__(self) -> str:
         return f"<Connection #{self.id} {self.local_address} -> {self.remote_address} {self.life.state.name}>"
@@ -352,7 +357,7 @@ class Connection:
             return False
         return self._send_answer(frame)
 
-    def hold_answer(self, request: RemotingCommand, entry: ProcessorEntry) -> None:
+    def hold_answer(self, request: RemotingCommand, entry: Admission) -> None:
         """``request``'s inline processor answers it later: count it pending against
         ``entry`` until :meth:`answer` (or :meth:`answer_soon`) gives its answer or
         the connection ends. The endpoint calls this when such a processor returns

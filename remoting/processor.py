@@ -38,26 +38,33 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Iterable
-from typing import Any, Awaitable, Callable, Protocol, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Union
 
 import attrs
 import trio
 
 from trocket.codecs.command import RemotingCommand
 
+if TYPE_CHECKING:
+    from .connection import Connection
+    from .replies import PreparedResponse
+
+#: what a processor may return: the answer, or None (oneway, or answered later)
+Answer = Union[RemotingCommand, "PreparedResponse", None]
+
 __all__ = ["RequestProcessor", "ProcessorEntry", "ProcessorRegistry", "Processor"]
 
 
 class RequestProcessor(Protocol):
-    async def process_request(self, conn: Any, request: RemotingCommand) -> RemotingCommand | None: ...
+    async def process_request(self, conn: Connection, request: RemotingCommand) -> Answer: ...
 
     def reject_request(self) -> bool: ...
 
 
 Processor = Union[
     RequestProcessor,
-    Callable[[Any, RemotingCommand], Awaitable[RemotingCommand | None]],
-    Callable[[Any, RemotingCommand], RemotingCommand | None],
+    Callable[["Connection", RemotingCommand], Awaitable[Answer]],
+    Callable[["Connection", RemotingCommand], Answer],
 ]
 
 
