@@ -43,6 +43,13 @@ class EndpointConfig:
     - ``flush_frames``: frames queued in one burst before they are written without
       waiting for the burst to end (16 measured best for pipelined calls here).
     - ``shutdown_deadline``: seconds in-flight processors get to finish on shutdown.
+    - ``max_partial_bytes``: bytes all of the endpoint's connections may hold in frames
+      they have begun and not finished (256 MiB); a read past it closes the connections
+      holding the most, largest first, until the rest fits (no peer can make the
+      endpoint buffer without bound by starting frames it never ends).
+    - ``frame_timeout``: seconds a frame may take from its first byte to its last (30;
+      ``None`` disables): a peer trickling a frame a byte at a time (slowloris) is
+      closed, where the idle timeout alone would let one byte a second keep it open.
     - ``system_reply_ext_fields``: give the layer's own replies (SYSTEM_BUSY,
       SYSTEM_ERROR, REQUEST_CODE_NOT_SUPPORTED) an empty ext-fields object. RocketMQ's
       Java layer writes none, but the C++ client crashes on a response without one,
@@ -65,17 +72,25 @@ class EndpointConfig:
     shutdown_deadline: float = attrs.field(default=5.0, validator=attrs.validators.ge(0))
     #: TLS handshake (and, in permissive mode, first-byte) deadline, seconds.
     handshake_timeout: float = attrs.field(default=10.0, validator=_positive)
+    max_partial_bytes: int = attrs.field(default=256 * 1024 * 1024, validator=_positive)
+    frame_timeout: float | None = attrs.field(default=30.0, validator=_positive)
     system_reply_ext_fields: bool = False
 
 
 @attrs.define(slots=True, frozen=True, kw_only=True)
 class ServerConfig(EndpointConfig):
     """Server side: RocketMQ's ``serverAsyncSemaphoreValue`` 64 and
-    ``serverOnewaySemaphoreValue`` 256 bound its calls to clients."""
+    ``serverOnewaySemaphoreValue`` 256 bound its calls to clients.
+
+    ``listen_host`` is loopback unless you say otherwise: a server reachable from
+    other machines is a choice (see ``docs/security.md``), not a default.
+    ``max_connections``: connections served at once; one more is accepted and closed at
+    once (logged at most once a second)."""
 
     async_permits: int = attrs.field(default=64, validator=_positive)
     oneway_permits: int = attrs.field(default=256, validator=_positive)
-    listen_host: str = "0.0.0.0"
+    listen_host: str = "127.0.0.1"
+    max_connections: int = attrs.field(default=10_000, validator=_positive)
     listen_port: int = 8888
     tls_mode: TlsMode = TlsMode.DISABLED
     #: listen(2) backlog (RocketMQ's ``serverSocketBacklog`` is 1024).

@@ -129,6 +129,8 @@ class ConnectionOwner(Protocol):
 
     def dispatch(self, conn: Connection, request: RemotingCommand) -> Awaitable[object] | None: ...
 
+    def partial_changed(self, conn: Connection, held: int) -> None: ...
+
     def connection_opened(self, conn: Connection) -> None: ...
 
     def connection_closed(self, conn: Connection) -> None: ...
@@ -223,6 +225,8 @@ class Connection:
         "_tap",
         "_after_read",
         "_held",
+        "partial_bytes",
+        "partial_since",
         "__weakref__",
     )
 
@@ -272,6 +276,10 @@ class Connection:
             )
         #: requests an inline processor answers later: id(request) -> its registration
         self._held: dict[int, Admission] = {}
+        #: bytes of a frame begun and not finished, and since when (trio time; None when
+        #: none is): the endpoint bounds the first across connections, the second per frame
+        self.partial_bytes = 0
+        self.partial_since: float | None = None
 
     def __repr__(self) -> str:
         return f"<Connection #{self.id} {self.local_address} -> {self.remote_address} {self.life.state.name}>"
@@ -562,6 +570,8 @@ class Connection:
             self._teardown()  # cancelled before the io nursery started
             self.life.to(ConnState.CLOSED)
             self._release_held()
+            if self.partial_bytes:
+                endpoint.partial_changed(self, 0)
             endpoint.connection_closed(self)
             self._closed_event.set()
 
@@ -719,6 +729,8 @@ class Connection:
                     try:
                         if tap is not None:
                             tap.end()
+                        if decoder.buffered != self.partial_bytes:  # a frame begun, finished or grown
+                            endpoint.partial_changed(self, decoder.buffered)
                         if life.state < _CLOSING:
                             # write what the read's answers queued, with one write; decide
                             # whether the next frame may go straight to the socket

@@ -19,13 +19,14 @@ import trio
 from trocket.codecs.command import RPC_ONEWAY, RemotingCommand
 
 from .config import EndpointConfig
-from .errors import RemotingShutdownError, ResponseCodeError
+from .errors import RemotingFrameError, RemotingShutdownError, ResponseCodeError
 from .events import ChannelEventListener, notify
 from .hooks import HookSet, RequestHook
 from .invoker import Invoker, next_opaque
 from .processor import Processor, ProcessorEntry, ProcessorRegistry
 from .ratelog import RateLimitedLog
 from .replies import SysResponseCode, error_reply, exception_simple_desc
+from .state import CloseReason
 from .stats import RemotingStats
 from .tap import check_sink
 
@@ -67,6 +68,9 @@ class RemotingEndpoint:
         self.stats = RemotingStats()
         self.invoker = Invoker(config, self.hooks)
         self._connections: set[Connection] = set()
+        #: bytes every connection holds in frames begun and not finished (bounded by
+        #: ``config.max_partial_bytes``)
+        self.partial_bytes = 0
         #: per-connection failure logs (resets, bad input, idle): a flood is a few lines and a count
         self.io_log = RateLimitedLog(
             logging.getLogger("trocket.remoting.connection"), what="connection failure messages"
@@ -218,6 +222,35 @@ class RemotingEndpoint:
         if self.listener is not None:
             notify(self.listener.on_channel_connect, conn)
 
+    def partial_changed(self, conn: Connection, held: int) -> None:
+        """A connection's reader now holds ``held`` bytes of an unfinished frame. Past
+        the endpoint's budget, the connections holding the most are closed (largest
+        first) until the rest fits: a peer cannot make the endpoint buffer without bound."""
+        if held and not conn.partial_bytes:
+            conn.partial_since = trio.current_time()
+        elif not held:
+            conn.partial_since = None
+        self.partial_bytes += held - conn.partial_bytes
+        conn.partial_bytes = held
+        budget = self.config.max_partial_bytes
+        if self.partial_bytes <= budget:
+            return
+        for victim in sorted(self._connections, key=lambda c: c.partial_bytes, reverse=True):
+            if self.partial_bytes <= budget or not victim.partial_bytes:
+                break
+            log.warning(
+                "closing connection #%d from %s: it holds %d bytes of an unfinished frame, and all "
+                "connections together %d, past the budget of %d (max_partial_bytes)",
+                victim.id, victim.remote_address, victim.partial_bytes, self.partial_bytes, budget,
+            )
+            self.partial_bytes -= victim.partial_bytes
+            victim.partial_bytes = 0
+            victim.partial_since = None
+            victim.close(CloseReason.BAD_INPUT, RemotingFrameError(
+                f"{victim.remote_address} held an unfinished frame past the endpoint's partial-frame budget",
+                victim.remote_address,
+            ))
+
     def connection_closed(self, conn: Connection) -> None:
         """A connection of this endpoint finished (its ``run`` calls this last)."""
         self._connections.discard(conn)
@@ -235,11 +268,24 @@ class RemotingEndpoint:
                 self.tap.flush()
 
     def scan_responses(self) -> int:
+        """Expire the calls past their deadline; close connections whose unfinished
+        frame is older than ``frame_timeout`` (a peer trickling bytes). Returns how
+        many calls expired."""
         now = trio.current_time()
         expired = 0
+        frame_timeout = self.config.frame_timeout
         for conn in list(self._connections):
             if conn.responses:
                 expired += conn.responses.expire(now)
+            since = conn.partial_since
+            if since is not None and frame_timeout is not None and now - since > frame_timeout:
+                self.io_log.log(
+                    logging.INFO, "closing connection #%d from %s: a frame unfinished for %.1f s (frame_timeout)",
+                    conn.id, conn.remote_address, now - since,
+                )
+                conn.close(CloseReason.BAD_INPUT, RemotingFrameError(
+                    f"{conn.remote_address} did not finish a frame within {frame_timeout} s", conn.remote_address
+                ))
         self.stats.expired_by_scan += expired
         return expired
 

@@ -26,6 +26,7 @@ from .config import ServerConfig
 from .connection import Connection, format_address
 from .endpoint import RemotingEndpoint
 from .events import ChannelEventListener
+from .ratelog import RateLimitedLog
 from .response import InvokeCallback, ResponseFuture
 from .tls import TlsMode, starts_with_tls
 
@@ -72,6 +73,12 @@ class RemotingServer(RemotingEndpoint, ServiceContextManager):
         self._serve_done = trio.Event()
         self._cm_nursery = None
         self.tls_handshake_failures = 0
+        #: connections accepted and not yet ended (TLS handshakes included), and those
+        #: refused past ``max_connections``
+        self._serving = 0
+        self.refused_connections = 0
+        #: accept-side trouble (refusals, EMFILE) is logged at most once a second
+        self._accept_log = RateLimitedLog(log, burst=1, interval=1.0, what="accept messages")
 
     # -- addresses ---------------------------------------------------------------------
 
@@ -124,6 +131,7 @@ class RemotingServer(RemotingEndpoint, ServiceContextManager):
         returns: ``getpeername`` fails on a connection the peer reset meanwhile."""
         nursery = self._nursery
         accept = listener.socket.accept
+        limit = self.config.max_connections
         while True:
             try:
                 sock, sockaddr = await accept()
@@ -131,13 +139,28 @@ class RemotingServer(RemotingEndpoint, ServiceContextManager):
                 if exc.errno in _ACCEPT_RETRY_ERRNOS:
                     continue
                 if exc.errno in _ACCEPT_CAPACITY_ERRNOS:
-                    log.error("accept() failed (%s); sleeping 0.1 s", exc)
+                    self._accept_log.log(logging.ERROR, "accept() failed (%s); sleeping 0.1 s", exc)
                     await trio.sleep(0.1)
                     continue
                 raise
+            if self._serving >= limit:
+                self.refused_connections += 1
+                self._accept_log.log(
+                    logging.WARNING, "refused a connection from %s: %d connections served already (max_connections)",
+                    format_address(sockaddr), self._serving,
+                )
+                sock.close()
+                continue
+            self._serving += 1
             nursery.start_soon(self._serve_connection, trio.SocketStream(sock), format_address(sockaddr))
 
     async def _serve_connection(self, stream: trio.SocketStream, peer: str) -> None:
+        try:
+            await self._handshake_and_serve(stream, peer)
+        finally:
+            self._serving -= 1
+
+    async def _handshake_and_serve(self, stream: trio.SocketStream, peer: str) -> None:
         mode = self.config.tls_mode
         tls = mode is TlsMode.ENFORCING
         transport: trio.abc.Stream = stream
