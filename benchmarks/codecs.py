@@ -130,14 +130,14 @@ def _golden_ext(file: str, fallback: dict[str, str]) -> dict[str, str]:
 
 @section("custom header: FastCodes vs generic")
 def bench_custom_headers(timer: Timer) -> list[Row]:
-    from trocket.codecs.headers import (
-        PullMessageRequestHeader,
-        SendMessageRequestHeaderV2,
+    from trocket.codecs.custom_header import (
+        compile_codec,
         decode_header,
         encode_header,
         generic_decode,
         generic_encode,
     )
+    from trocket.codecs.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
 
     rows: list[Row] = []
     cases = [
@@ -147,16 +147,22 @@ def bench_custom_headers(timer: Timer) -> list[Row]:
     for name, cls, ext in cases:
         obj = decode_header(cls, ext)
         assert obj == generic_decode(cls, ext) and encode_header(obj) == generic_encode(obj) == ext
+        generated = compile_codec(cls)  # what the class would have without its hand-written codec
+        assert generated.decode(ext) == obj and generated.encode(obj) == ext
         fast_dec = timer.best(lambda: decode_header(cls, ext))
         gen_dec = timer.best(lambda: generic_decode(cls, ext))
+        cmp_dec = timer.best(lambda: generated.decode(ext))
         fast_enc = timer.best(lambda: encode_header(obj))
         gen_enc = timer.best(lambda: generic_encode(obj))
+        cmp_enc = timer.best(lambda: generated.encode(obj))
         n = len(ext)
         rows += [
             Row(f"{name} decode", "fast", fast_dec, "decode_header (FastCodes)"),
+            Row(f"{name} decode", "generated", cmp_dec, "compile_codec(cls).decode"),
             Row(f"{name} decode", "generic", gen_dec, "generic_decode (cattrs)"),
             ratio_row(f"{name} decode", gen_dec, fast_dec, goal=5),
             Row(f"{name} encode", "fast", fast_enc, "encode_header (FastCodes)"),
+            Row(f"{name} encode", "generated", cmp_enc, "compile_codec(cls).encode"),
             Row(f"{name} encode", "generic", gen_enc, "generic_encode (cattrs)"),
             ratio_row(f"{name} encode", gen_enc, fast_enc, goal=5),
             ratio_row(f"{name} decode+encode", gen_dec + gen_enc, fast_dec + fast_enc, goal=5),
@@ -170,6 +176,47 @@ def bench_custom_headers(timer: Timer) -> list[Row]:
         rows.append(
             Row(f"{name} encode", "floor", timer.best(lambda: floor_fn(values)), f"dict display of the {n} ext entries")
         )
+    return rows
+
+
+@section("custom header: generated vs generic")
+def bench_generated_headers(timer: Timer) -> list[Row]:
+    """The headers without a hand-written codec: the codec generated from the declaration
+    (what decode_header / encode_header use for them) against the generic cattrs path."""
+    from trocket.codecs.custom_header import codec_of, generic_decode, generic_encode, has_fast_codec
+    from trocket.codecs.headers import (
+        QueryConsumerOffsetResponseHeader,
+        RegisterBrokerRequestHeader,
+        UpdateConsumerOffsetRequestHeader,
+    )
+
+    cases = [
+        (UpdateConsumerOffsetRequestHeader, {"consumerGroup": "cg1", "topic": "TopicTest", "queueId": "3",
+                                             "commitOffset": "12345678901", "bname": "broker-a"}),
+        (QueryConsumerOffsetResponseHeader, {"offset": "12345678901"}),
+        (RegisterBrokerRequestHeader, {"brokerName": "broker-a", "brokerAddr": "127.0.0.1:10911",
+                                       "clusterName": "DefaultCluster", "haServerAddr": "127.0.0.1:10912",
+                                       "brokerId": "0", "compressed": "false", "bodyCrc32": "1234567"}),
+    ]
+    rows: list[Row] = []
+    for cls, ext in cases:
+        assert not has_fast_codec(cls)
+        codec = codec_of(cls)
+        obj = codec.decode(ext)
+        assert obj == generic_decode(cls, ext) and codec.encode(obj) == generic_encode(obj)
+        name = cls.__name__
+        cmp_dec = timer.best(lambda: codec.decode(ext))
+        gen_dec = timer.best(lambda: generic_decode(cls, ext))
+        cmp_enc = timer.best(lambda: codec.encode(obj))
+        gen_enc = timer.best(lambda: generic_encode(obj))
+        rows += [
+            Row(f"{name} decode", "generated", cmp_dec, f"{len(ext)} fields"),
+            Row(f"{name} decode", "generic", gen_dec),
+            ratio_row(f"{name} decode", gen_dec, cmp_dec),
+            Row(f"{name} encode", "generated", cmp_enc),
+            Row(f"{name} encode", "generic", gen_enc),
+            ratio_row(f"{name} encode", gen_enc, cmp_enc),
+        ]
     return rows
 
 
@@ -251,7 +298,8 @@ def bench_send_v2_decode(timer: Timer) -> list[Row]:
     """What the broker does with each send request: frame, command, custom header."""
     from trocket.codecs import header_binary
     from trocket.codecs.frame import FrameDecoder
-    from trocket.codecs.headers import SendMessageRequestHeaderV2, decode_header
+    from trocket.codecs.custom_header import decode_header
+    from trocket.codecs.headers import SendMessageRequestHeaderV2
     from trocket.codecs.serialize import decode_command
 
     def decode_frame(raw: bytes):
@@ -304,7 +352,8 @@ def _accel_cases() -> dict[str, Callable[[], Any]]:
     from trocket.codecs.frame import FrameDecoder
     from trocket.codecs.header_binary import decode_binary_header
     from trocket.codecs.header_json import decode_json_header
-    from trocket.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2, decode_header
+    from trocket.codecs.custom_header import decode_header
+    from trocket.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
     from trocket.codecs.message.properties import decode_properties_bytes, get_property
     from trocket.codecs.message.record import encode_record_into
     from trocket.codecs.serialize import decode_command

@@ -33,7 +33,7 @@ from trocket.codecs.bodies.namesrv import (
 )
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
-from trocket.codecs.headers import decode_header
+from trocket.codecs.custom_header import decode_header
 from trocket.codecs.headers.namesrv import (
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,

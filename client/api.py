@@ -42,6 +42,7 @@ from trocket.codecs.bodies.namesrv import ClusterInfo, KVTable, TopicList
 from trocket.codecs.bodies.route import TopicRouteData
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
+from trocket.codecs.custom_header import decode_header
 from trocket.codecs.errors import CodecError
 from trocket.codecs.headers import (
     ConsumerSendMsgBackRequestHeader,
@@ -60,7 +61,6 @@ from trocket.codecs.headers import (
     SearchOffsetResponseHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
-    decode_header,
 )
 from trocket.codecs.message import iter_records
 from trocket.remoting import (

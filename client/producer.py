@@ -49,8 +49,9 @@ import trio
 from trocket.codecs.bodies.client import MessageQueue
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
+from trocket.codecs.custom_header import decode_header
 from trocket.codecs.errors import CodecError, InvalidNameError
-from trocket.codecs.headers import SendMessageRequestHeaderV2, SendMessageResponseHeader, decode_header
+from trocket.codecs.headers import SendMessageRequestHeaderV2, SendMessageResponseHeader
 from trocket.codecs.java_hashmap import java_string_hash
 from trocket.codecs.message import UniqueIdGenerator, encode_batch_message, encode_properties
 from trocket.codecs.message.properties import (

@@ -38,7 +38,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 8
+ABI = 9
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -1086,21 +1086,9 @@ cdef extern from *:
     object _as_tuple_of "trocket_as_tuple_of" (object cls, tuple items)
 
 
-cdef _load_send_headers():
-    global _V1, _V2, _BN, _SF, _PQ
-    from trocket.codecs.headers import fast
-    _V1 = fast._V1
-    _V2 = fast._V2
-    _BN = fast._BN
-    _SF = fast.SendFields
-    _PQ = fast._PQ
-
-
 def decode_send_message_v2(ext):
     """Twin of :func:`trocket.codecs.headers.fast.decode_send_message_v2`."""
-    if type(ext) is dict:
-        if _V2 is None:
-            _load_send_headers()
+    if type(ext) is dict and _V2 is not None:
         o = _send_header(ext, _V2_KEYS, _V2)
         if o is not _FAIL:
             return o
@@ -1109,9 +1097,7 @@ def decode_send_message_v2(ext):
 
 def decode_send_message(ext):
     """Twin of :func:`trocket.codecs.headers.fast.decode_send_message` (V1: the C++ client)."""
-    if type(ext) is dict:
-        if _V1 is None:
-            _load_send_headers()
+    if type(ext) is dict and _V1 is not None:
         o = _send_header(ext, _V1_KEYS, _V1)
         if o is not _FAIL:
             return o
@@ -1120,9 +1106,7 @@ def decode_send_message(ext):
 
 def decode_send_fields(ext, v2):
     """Twin of :func:`trocket.codecs.headers.fast.decode_send_fields`."""
-    if type(ext) is dict and (v2 is True or v2 is False):
-        if _SF is None:
-            _load_send_headers()
+    if type(ext) is dict and (v2 is True or v2 is False) and _SF is not None:
         o = _send_fields(ext, _V2_KEYS if v2 else _V1_KEYS)
         if o is not _FAIL:
             return o
@@ -1156,7 +1140,7 @@ cdef enum:
 cdef tuple _SMALL_TEXT = tuple([str(i) for i in range(-1, 1024)])
 
 cdef enum:
-    # what a header field holds, from its declaration (headers._spec.field)
+    # what a header field holds, from its declaration (custom_header.field)
     _K_STR = 0
     _K_INT = 1  # int and long
     _K_BOOL = 2
@@ -1203,7 +1187,7 @@ cdef class _SlotEncoder:
 cdef _SlotEncoder _slot_encoder(cls):
     """The :class:`_SlotEncoder` of header class ``cls``, or None when its instances
     are not plain slotted objects (then the pure encoder serves every call)."""
-    from trocket.codecs.headers._spec import header_fields
+    from trocket.codecs.custom_header import header_fields
 
     cdef PyMemberDef* m
     cdef _SlotEncoder enc = _SlotEncoder()
@@ -1242,9 +1226,10 @@ cdef bint _ENCODERS_LOADED = False
 
 
 cdef _load_encoders():
+    """The slot encoders of the classes :func:`provide` gave (none before it did)."""
     global _V2_ENC, _PQ_ENC, _ENCODERS_LOADED
     if _V2 is None:
-        _load_send_headers()
+        return
     _V2_ENC = _slot_encoder(_V2)
     _PQ_ENC = _slot_encoder(_PQ)
     _ENCODERS_LOADED = True
@@ -1385,14 +1370,10 @@ def encode_record_into(
     """Twin of :func:`trocket.codecs.message.record.encode_record_into` for the store's
     common case: a bytearray, bytes topic/body/properties (or str topic/properties),
     IPv4 hosts. Everything else, and every error, goes to the pure function."""
-    global _ip_to_bytes
     cdef long long off = 0, qid = 0, flg = 0, qoff = 0, poff = 0, sflag = 0, bts = 0, sts = 0
     cdef long long rtimes = 0, ptoff = 0, crc = 0, bport = 0, sport = 0
     cdef Py_ssize_t body_len, topic_len, props_len, size
     cdef unsigned char* w
-    if _ip_to_bytes is None:
-        from trocket.codecs.message.hosts import ip_to_bytes
-        _ip_to_bytes = ip_to_bytes
     topic_b = props_b = born_ip = store_ip = None
     fast = type(buf) is bytearray and type(body) is bytes
     if fast:
@@ -1884,3 +1865,19 @@ def encode_record_batch(tail, received_ns, sent_ns, role, items, out):
         (<list>out).append(d)
         total += n + 4
     return total
+
+
+# -- objects of the modules above the wire part ------------------------------------------
+
+
+def provide(str name, value):
+    """Take an object the twins use from a module above the wire part, handed down by
+    that module when it is imported (:func:`trocket.codecs.accel.provide`), so this
+    module imports none of them."""
+    global _V1, _V2, _BN, _SF, _PQ, _ip_to_bytes
+    if name == "send_headers":
+        _V1, _V2, _BN, _SF, _PQ = value
+    elif name == "ip_to_bytes":
+        _ip_to_bytes = value
+    else:
+        raise KeyError(name)

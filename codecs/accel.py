@@ -8,7 +8,9 @@ to the pure function, so both return the same thing for the same input
 (``tests/codecs/test_accel.py`` checks it, and CI runs the codec tests on both).
 
 Each module that owns an accelerated function ends with
-``name = accelerated(name)``; that is the only switch. ``TROCKET_PURE=1`` in the
+``name = accelerated(name)``; that is the only switch. A twin that needs objects of a
+module above the wire part (a header class) gets them from that module
+(:func:`provide`): the compiled module imports only the wire part, as this one does. ``TROCKET_PURE=1`` in the
 environment when trocket is imported forces the pure path; so does a missing or
 stale build (a ``.so`` older than this file's :data:`ABI`), with :data:`REASON`
 saying why. ``trocket --version`` prints which path is active.
@@ -20,10 +22,10 @@ import os
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["ABI", "ACTIVE", "REASON", "accelerated", "pure", "describe"]
+__all__ = ["ABI", "ACTIVE", "REASON", "accelerated", "provide", "pure", "describe"]
 
 #: The twins' contract version; must equal ``_accel.ABI``.
-ABI = 8
+ABI = 9
 
 F = TypeVar("F", bound=Callable)
 
@@ -55,6 +57,15 @@ def accelerated(fn: F) -> F:
         return fn
     _accel.set_pure(fn.__name__, fn)
     return getattr(_accel, fn.__name__)
+
+
+def provide(name: str, value: object) -> None:
+    """Hand the compiled twins ``value``, an object they use of a module above the wire
+    part (header classes, a helper): that module calls this when imported, before its
+    ``accelerated`` lines, so the compiled module imports none of them. Until it has,
+    those twins hand every call to the pure function."""
+    if _accel is not None:
+        _accel.provide(name, value)
 
 
 def pure(name: str) -> Callable:

@@ -9,9 +9,10 @@ import attrs
 
 from .codes import request_code_name, response_code_name
 from .command import RemotingCommand
+from .custom_header import decode_header
 from .errors import CodecError
 from .frame import split_frames
-from .headers import REQUEST_HEADERS, RESPONSE_HEADERS, decode_header
+from .headers import REQUEST_HEADERS, RESPONSE_HEADERS
 from .serialize import decode_command
 
 __all__ = ["describe_frame", "describe_command", "frame_payload"]

@@ -11,16 +11,10 @@ from __future__ import annotations
 import struct
 
 from .command import RemotingCommand, SerializeType
+from .custom_header import JAVA_FAST_CODES_HEADERS, encode_header
 from .errors import HeaderDecodeError, HeaderEncodeError
 from .header_binary import decode_binary_header, encode_binary_header
 from .header_json import decode_json_header, encode_json_header
-from .headers import (
-    PullMessageRequestHeader,
-    PullMessageResponseHeader,
-    SendMessageRequestHeaderV2,
-    SendMessageResponseHeader,
-    encode_header,
-)
 from .java_hashmap import hashmap_order, hashmap_ordered
 
 __all__ = ["encode_command", "decode_command", "encode_header_bytes", "wire_ext_fields"]
@@ -28,13 +22,6 @@ __all__ = ["encode_command", "decode_command", "encode_header_bytes", "wire_ext_
 _PREFIX = struct.Struct(">iI")  # total length, protocol word
 _WORD = struct.Struct(">I")
 _MAX_HEADER = 0xFFFFFF
-
-#: The header classes that implement Java's ``FastCodesHeader`` in RocketMQ 4.9.8. Not
-#: the same set as trocket's hand-written codecs (``headers.has_fast_codec``): trocket
-#: also decodes SendMessageRequestHeader (V1) by hand, which Java encodes through the map.
-_JAVA_FAST_CODES_HEADERS = frozenset(
-    {SendMessageRequestHeaderV2, SendMessageResponseHeader, PullMessageRequestHeader, PullMessageResponseHeader}
-)
 
 
 def wire_ext_fields(cmd: RemotingCommand) -> dict[str, str] | None:
@@ -45,14 +32,17 @@ def wire_ext_fields(cmd: RemotingCommand) -> dict[str, str] | None:
     JSON, and binary headers that are not a Java ``FastCodesHeader``, put every field
     into the extFields ``HashMap`` (``makeCustomHeaderToNet``), so all are written in
     HashMap order; a binary ``FastCodesHeader`` writes its own fields first, in
-    declaration order, then the remaining map in HashMap order.
+    declaration order, then the remaining map in HashMap order. Which classes are
+    ``FastCodesHeader`` their declaration says (``@header(java_fast_codes=True)``); that is
+    not the set of hand-written codecs: trocket also decodes SendMessageRequestHeader (V1)
+    by hand, which Java encodes through the map.
     """
     header = cmd.custom_header
     ext = cmd.ext_fields
     if header is None:
         return ext
     fields = encode_header(header)
-    if cmd.serialize_type == SerializeType.ROCKETMQ and type(header) in _JAVA_FAST_CODES_HEADERS:
+    if cmd.serialize_type == SerializeType.ROCKETMQ and type(header) in JAVA_FAST_CODES_HEADERS:
         if not ext:
             return fields
         merged = dict(fields)

@@ -30,8 +30,8 @@ from trocket.codecs.bodies.fastjson import BodyDecodeError
 from trocket.codecs.bodies.namesrv import DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
+from trocket.codecs.custom_header import decode_header
 from trocket.codecs.errors import CodecError
-from trocket.codecs.headers import decode_header
 from trocket.codecs.headers.namesrv import (
     DeleteTopicFromNamesrvRequestHeader,
     GetRouteInfoRequestHeader,

@@ -38,8 +38,8 @@ from typing import Any, TypeVar
 
 from trocket.codecs.codes import ResponseCode
 from trocket.codecs.command import RemotingCommand
+from trocket.codecs.custom_header import decode_header, encode_header
 from trocket.codecs.errors import CustomHeaderError
-from trocket.codecs.headers import decode_header, encode_header
 from trocket.codecs.message.hosts import HostAddress
 
 from ..errors import HeaderError

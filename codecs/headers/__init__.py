@@ -1,16 +1,15 @@
-"""Custom command headers: typed views of a command's ext fields (RocketMQ 4.9.8).
+"""RocketMQ's custom command headers (4.9.8), their hand-written codecs and the
+code -> class tables.
 
-A header class is an attrs class declared with :func:`header` / :func:`field`
-(:mod:`._spec`); its attribute names are the wire ext-field names (the Java field
-names) in Java declaration order. Two paths convert between ext dicts and objects:
-
-* generic (:mod:`.generic`, cattrs): any header class, like Java's reflection path;
-* fast (:mod:`.fast`): hand-written, field by field, for the hot headers (send V1/V2,
-  send response, pull request/response), like Java's ``FastCodesHeader``.
-
-Both follow the same strict rules and give identical objects, dicts and errors
-(``CustomHeaderError(header, field, reason)``); :func:`encode_header` and
-:func:`decode_header` pick the fast one when the class has it.
+Each class is declared with :func:`~trocket.codecs.custom_header.header` /
+:func:`~trocket.codecs.custom_header.field` (:mod:`trocket.codecs.custom_header`, the
+wire-level machinery, which knows none of these classes); its attribute names are the
+wire ext-field names (the Java field names) in Java declaration order. Decode and
+encode them with :func:`~trocket.codecs.custom_header.decode_header` /
+:func:`~trocket.codecs.custom_header.encode_header`: the hot ones (send V1/V2, send
+response, pull request/response) have hand-written codecs (:mod:`.fast`, Java's
+``FastCodesHeader`` idea), registered when this package is imported; the others use
+the codec generated from their declaration.
 
 :data:`REQUEST_HEADERS` / :data:`RESPONSE_HEADERS` map request codes (plain ints) to the
 header classes of the request and of its response.
@@ -19,9 +18,7 @@ header classes of the request and of its response.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
 
-from ._spec import FieldSpec, field, header, header_fields, is_header_class
 from .admin import CreateTopicRequestHeader, DeleteTopicRequestHeader, ViewMessageRequestHeader
 from .consumer import (
     ConsumerSendMsgBackRequestHeader,
@@ -29,8 +26,6 @@ from .consumer import (
     NotifyConsumerIdsChangedRequestHeader,
     UnregisterClientRequestHeader,
 )
-from .fast import FAST_CODECS
-from .generic import generic_decode, generic_encode
 from .namesrv import (
     DeleteTopicFromNamesrvRequestHeader,
     GetRouteInfoRequestHeader,
@@ -52,18 +47,10 @@ from .offset import (
 from .pull import PullMessageRequestHeader, PullMessageResponseHeader
 from .send import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
 
+from . import fast as _fast  # noqa: E402, F401  (registers the hand-written codecs)
+
 __all__ = [
-    # API
-    "encode_header",
-    "decode_header",
-    "has_fast_codec",
-    "generic_encode",
-    "generic_decode",
-    "header",
-    "field",
-    "header_fields",
-    "is_header_class",
-    "FieldSpec",
+    # code -> class tables
     "REQUEST_HEADERS",
     "RESPONSE_HEADERS",
     "request_header_class",
@@ -96,39 +83,6 @@ __all__ = [
     "DeleteTopicRequestHeader",
     "DeleteTopicFromNamesrvRequestHeader",
 ]
-
-T = TypeVar("T")
-
-_FAST_DECODE = {cls: codec.decode for cls, codec in FAST_CODECS.items()}
-_FAST_ENCODE = {cls: codec.encode for cls, codec in FAST_CODECS.items()}
-
-
-def decode_header(cls: type[T], ext: Mapping[str, str] | None) -> T:
-    """Decode ext fields into header ``cls``: the fast codec if it has one, else generic.
-
-    Raises :class:`~trocket.codecs.errors.CustomHeaderError` for a missing required field
-    or a value that does not parse.
-    """
-    try:
-        decode = _FAST_DECODE[cls]
-    except KeyError:
-        return generic_decode(cls, ext)
-    return decode(ext)
-
-
-def encode_header(obj: Any) -> dict[str, str]:
-    """Encode header ``obj`` into ext fields (declaration order, ``None`` omitted)."""
-    try:
-        encode = _FAST_ENCODE[obj.__class__]
-    except KeyError:
-        return generic_encode(obj)
-    return encode(obj)
-
-
-def has_fast_codec(cls: type) -> bool:
-    """Whether ``cls`` has a hand-written codec (else the generic path serves it)."""
-    return cls in _FAST_DECODE
-
 
 # -- registry: request code -> header classes --------------------------------------------
 # Codes are RocketMQ's RequestCode values as plain ints (codecs/codes.py has the enums).

@@ -3,7 +3,7 @@ DELETE_TOPIC_IN_BROKER (215)."""
 
 from __future__ import annotations
 
-from ._spec import field, header
+from ..custom_header import field, header
 
 __all__ = ["CreateTopicRequestHeader", "DeleteTopicRequestHeader", "ViewMessageRequestHeader"]
 

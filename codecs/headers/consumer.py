@@ -6,7 +6,7 @@ NOTIFY_CONSUMER_IDS_CHANGED 40 (broker -> client).
 
 from __future__ import annotations
 
-from ._spec import field, header
+from ..custom_header import field, header
 
 __all__ = [
     "UnregisterClientRequestHeader",

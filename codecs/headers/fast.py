@@ -9,13 +9,13 @@ ext lookups, the usual values converted inline, no per-field dispatch.
   (``"0"``..``"1023"``, ``"-1"``): a hit is valid by construction;
 * other non-negative ints by a precompiled check, ``isdigit() and isascii()`` and
   fewer than 10 (int32) / 19 (int64) digits, which is always in range, then ``int``;
-* bools by lookup of the accepted spellings (:data:`._java.BOOLS`);
+* bools by lookup of the accepted spellings (``custom_header._java.BOOLS``);
 * a pull request's poll timeout and subscription version, the same from one pull to
   the next, by lookup of the int64 spellings already validated (bounded).
 
 Anything else (a missing or null required field, a sign, leading zeros, a long digit
 run, garbage, a non-string value) makes it hand the *whole* ext map to
-:func:`.generic.generic_decode`, the single authority on errors. So the fast path
+:func:`~trocket.codecs.custom_header.generic_decode`, the single authority on errors. So the fast path
 returns only for input the generic path accepts, returns an equal object, and every
 error is the generic path's error: equivalence by construction, which
 ``tests/codecs/test_headers_equivalence.py`` also checks.
@@ -32,6 +32,10 @@ fields that are ``None``. A required field that is ``None`` (an object Java woul
 send either) makes it use the generic encoder, so the output is always the generic
 path's. Encoders trust the object's types (as the generic path does).
 
+Each codec is registered with :func:`~trocket.codecs.custom_header.register_codec`
+(:data:`FAST_CODECS`); headers without one use the codec generated from their
+declaration (:mod:`trocket.codecs.custom_header.compiled`), MEASURE.
+
 Measured on SendMessageRequestHeaderV2 (``benchmarks/codecs.py``): a tuple build and
 unpack of the 14 attributes, a per-field ``int()``/``str()`` and an ``__init__`` call
 each cost more than the table lookups, direct subscripts and slot stores used here.
@@ -39,16 +43,16 @@ each cost more than the table lookups, direct subscripts and slot stores used he
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Mapping
+from typing import NamedTuple
 
-from ..accel import accelerated
-from ._java import BOOLS as _BOOLS
-from .generic import generic_decode, generic_encode
+from ..accel import accelerated, provide
+from ..custom_header import HeaderCodec, generic_decode, generic_encode, register_codec
+from ..custom_header._java import BOOLS as _BOOLS
 from .pull import PullMessageRequestHeader, PullMessageResponseHeader
 from .send import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
 
-__all__ = ["FastCodec", "FAST_CODECS", "SendFields", "decode_send_fields"]
+__all__ = ["FAST_CODECS", "SendFields", "decode_send_fields"]
 
 _new = object.__new__
 
@@ -108,11 +112,6 @@ def _learn_i64(v: str) -> int:
         _KNOWN_I64.clear()
     _KNOWN_I64[v] = x
     return x
-
-
-class FastCodec(NamedTuple):
-    decode: Callable[[Mapping[str, str] | None], Any]
-    encode: Callable[[Any], dict[str, str]]
 
 
 # -- SendMessageRequestHeaderV2 ---------------------------------------------------------
@@ -516,17 +515,20 @@ def decode_send_fields(ext: Mapping[str, str] | None, v2: bool) -> SendFields:
 
 
 # The compiled twin when built (codecs/accel.py); the function above stays the reference.
+provide("send_headers", (_V1, _V2, _BN, SendFields, _PQ))
 decode_send_message = accelerated(decode_send_message)
 decode_send_message_v2 = accelerated(decode_send_message_v2)
 decode_send_fields = accelerated(decode_send_fields)
 encode_send_message_v2 = accelerated(encode_send_message_v2)
 encode_pull_message = accelerated(encode_pull_message)
 
-#: Header class -> its hand-written codec.
-FAST_CODECS: dict[type, FastCodec] = {
-    SendMessageRequestHeader: FastCodec(decode_send_message, encode_send_message),
-    SendMessageRequestHeaderV2: FastCodec(decode_send_message_v2, encode_send_message_v2),
-    SendMessageResponseHeader: FastCodec(decode_send_message_response, encode_send_message_response),
-    PullMessageRequestHeader: FastCodec(decode_pull_message, encode_pull_message),
-    PullMessageResponseHeader: FastCodec(decode_pull_message_response, encode_pull_message_response),
+#: Header class -> its hand-written codec, registered as the class's codec.
+FAST_CODECS: dict[type, HeaderCodec] = {
+    SendMessageRequestHeader: HeaderCodec(decode_send_message, encode_send_message),
+    SendMessageRequestHeaderV2: HeaderCodec(decode_send_message_v2, encode_send_message_v2),
+    SendMessageResponseHeader: HeaderCodec(decode_send_message_response, encode_send_message_response),
+    PullMessageRequestHeader: HeaderCodec(decode_pull_message, encode_pull_message),
+    PullMessageResponseHeader: HeaderCodec(decode_pull_message_response, encode_pull_message_response),
 }
+for _cls, _codec in FAST_CODECS.items():
+    register_codec(_cls, *_codec)

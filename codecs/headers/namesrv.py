@@ -8,7 +8,7 @@ DELETE_TOPIC_IN_NAMESRV 216.
 
 from __future__ import annotations
 
-from ._spec import field, header
+from ..custom_header import field, header
 
 __all__ = [
     "DeleteTopicFromNamesrvRequestHeader",

@@ -9,7 +9,7 @@ line added to them (apache/rocketmq#4615 for these six codes, backported to 4.9.
 
 from __future__ import annotations
 
-from ._spec import field, header
+from ..custom_header import field, header
 
 __all__ = [
     "QueryConsumerOffsetRequestHeader",

@@ -9,12 +9,12 @@ they are not 4.9.8 fields and are ignored like any unknown ext field.
 
 from __future__ import annotations
 
-from ._spec import field, header
+from ..custom_header import field, header
 
 __all__ = ["PullMessageRequestHeader", "PullMessageResponseHeader"]
 
 
-@header
+@header(java_fast_codes=True)
 class PullMessageRequestHeader:
     consumerGroup: str = field("str", required=True)
     topic: str = field("str", required=True)
@@ -30,7 +30,7 @@ class PullMessageRequestHeader:
     bname: str | None = field("str")
 
 
-@header
+@header(java_fast_codes=True)
 class PullMessageResponseHeader:
     suggestWhichBrokerId: int = field("long", required=True)
     nextBeginOffset: int = field("long", required=True)

@@ -7,11 +7,14 @@ declared after the class's own fields as the fast encoders write it.
 
 ``unitMode``/``batch`` (V1) and ``k``/``m`` (V2) are primitive ``boolean`` in 4.9.8:
 never null, ``false`` by default and therefore always sent.
+
+V2 and the response are Java ``FastCodesHeader`` classes (their fields lead a binary
+frame's ext fields); V1 is not (Java writes it through the ext map).
 """
 
 from __future__ import annotations
 
-from ._spec import field, header
+from ..custom_header import field, header
 
 __all__ = ["SendMessageRequestHeader", "SendMessageRequestHeaderV2", "SendMessageResponseHeader"]
 
@@ -36,7 +39,7 @@ class SendMessageRequestHeader:
     bname: str | None = field("str")
 
 
-@header
+@header(java_fast_codes=True)
 class SendMessageRequestHeaderV2:
     """SEND_MESSAGE_V2 (310) / SEND_BATCH_MESSAGE (320) request: V1 with one-letter names.
 
@@ -103,7 +106,7 @@ class SendMessageRequestHeaderV2:
         )
 
 
-@header
+@header(java_fast_codes=True)
 class SendMessageResponseHeader:
     """Response to 10 / 310 / 320: where the message went."""
 

@@ -593,7 +593,9 @@ def decode_records(buf: Buffer, **options: bool) -> list[MessageExt]:
 
 
 # The compiled twin when built (codecs/accel.py); the function above stays the reference.
-from ..accel import accelerated  # noqa: E402
+from ..accel import accelerated, provide  # noqa: E402
+
+provide("ip_to_bytes", ip_to_bytes)
 
 encode_record_into = accelerated(encode_record_into)
 place_record = accelerated(place_record)

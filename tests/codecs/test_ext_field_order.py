@@ -25,6 +25,7 @@ import pytest
 
 from trocket.codecs import headers as H
 from trocket.codecs.command import RemotingCommand, SerializeType
+from trocket.codecs.custom_header import decode_header, encode_header
 from trocket.codecs.frame import split_frames
 from trocket.codecs.java_hashmap import java_string_hash
 from trocket.codecs.serialize import decode_command, encode_command, encode_header_bytes, wire_ext_fields
@@ -96,7 +97,7 @@ def test_pull_request_fields_sharing_buckets_are_byte_exact():
 
 def test_send_v2_from_its_header_is_byte_exact():
     cmd = decode_command(split_frames(golden("send_message_v2__ROCKETMQ.bin"))[0])
-    header = H.decode_header(H.SendMessageRequestHeaderV2, cmd.ext_fields)
+    header = decode_header(H.SendMessageRequestHeaderV2, cmd.ext_fields)
     for name in ("send_message_v2__JSON.bin", "send_message_v2__ROCKETMQ.bin"):
         assert encode_command(rebuilt(name, header)) == golden(name), name
 
@@ -157,7 +158,7 @@ def test_send_v1_is_no_fast_codes_header_in_java():
     for stype in (JSON, ROCKETMQ):
         cmd = RemotingCommand(code=10, opaque=7, custom_header=header, serialize_type=stype)
         assert list(wire_ext_fields(cmd)) == java_order, stype
-    fields = H.encode_header(header)
+    fields = encode_header(header)
     assert encode_header_bytes(cmd) == binary_header(cmd, [(k, fields[k]) for k in java_order])
 
 

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from trocket.codecs.command import LanguageCode, RemotingCommand, SerializeType
 from trocket.codecs.errors import CustomHeaderError, HeaderDecodeError
 from trocket.codecs.header_json import decode_json_header, encode_json_header
-from trocket.codecs.headers import SendMessageRequestHeaderV2, decode_header
-from trocket.codecs.headers.generic import generic_decode
+from trocket.codecs.custom_header import decode_header, generic_decode
+from trocket.codecs.headers import SendMessageRequestHeaderV2
 
 from .strategies import text
 

@@ -9,21 +9,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trocket.codecs import headers as H
-from trocket.codecs.errors import CustomHeaderError
-from trocket.codecs.headers import (
-    SendMessageRequestHeader,
-    SendMessageRequestHeaderV2,
+from trocket.codecs.custom_header import (
     decode_header,
     encode_header,
     generic_decode,
     generic_encode,
     has_fast_codec,
     header_fields,
+    is_header_class,
 )
-from trocket.codecs.headers._java import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
+from trocket.codecs.custom_header._java import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
+from trocket.codecs.errors import CustomHeaderError
+from trocket.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
 
 ALL_HEADERS = sorted(
-    {getattr(H, name) for name in H.__all__ if H.is_header_class(getattr(H, name))}, key=lambda c: c.__name__
+    {getattr(H, name) for name in H.__all__ if is_header_class(getattr(H, name))}, key=lambda c: c.__name__
 )
 FAST_HEADERS = [cls for cls in ALL_HEADERS if has_fast_codec(cls)]
 
@@ -168,7 +168,7 @@ def test_pull_constants_cache_agrees_with_generic_every_time(spelling: str) -> N
            "sysFlag": "0", "commitOffset": "4", "suspendTimeoutMillis": spelling, "subVersion": spelling}
     for _ in range(3):
         assert outcome(decode_header, PullMessageRequestHeader, ext) == outcome(generic_decode, PullMessageRequestHeader, ext)
-    from trocket.codecs.headers._java import parse_int64
+    from trocket.codecs.custom_header._java import parse_int64
 
     assert all(parse_int64(k) == x for k, x in fast._KNOWN_I64.items())  # only what Java reads alike
 

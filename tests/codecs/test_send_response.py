@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trocket.codecs.command import LanguageCode, RemotingCommand, SerializeType
-from trocket.codecs.headers import SendMessageResponseHeader, encode_header
+from trocket.codecs.custom_header import encode_header
+from trocket.codecs.headers import SendMessageResponseHeader
 from trocket.codecs.message.msgid import encode_offset_msg_id
 from trocket.codecs.send_response import SendResponseCommand, SendResponseTemplate
 from trocket.codecs.serialize import decode_command, encode_command

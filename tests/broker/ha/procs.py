@@ -19,7 +19,8 @@ import trio
 from trocket.broker.store import MessageStore, StoreConfig
 from trocket.codecs.codes import ResponseCode
 from trocket.codecs.command import RemotingCommand
-from trocket.codecs.headers import SendMessageRequestHeaderV2, SendMessageResponseHeader, decode_header
+from trocket.codecs.custom_header import decode_header
+from trocket.codecs.headers import SendMessageRequestHeaderV2, SendMessageResponseHeader
 from trocket.codecs.message.properties import encode_properties
 from trocket.remoting import ClientConfig, RemotingClient
 

@@ -14,11 +14,11 @@ from trocket.broker.ha.protocol import HEADER, OFFSET
 from trocket.codecs.bodies.route import TopicRouteData
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
+from trocket.codecs.custom_header import decode_header
 from trocket.codecs.headers import (
     DeleteTopicRequestHeader,
     GetRouteInfoRequestHeader,
     SendMessageResponseHeader,
-    decode_header,
 )
 
 from ...waiting import wait_until

@@ -21,22 +21,32 @@ Example::
         topic: str = field("str", required=True)
         queueId: int = field("int", required=True)
         bname: str | None = field("str")
+
+``@header(java_fast_codes=True)`` marks a class that Java implements as a
+``FastCodesHeader``: in a ROCKETMQ binary frame its fields go first, in declaration
+order, ahead of the other ext fields (:func:`~trocket.codecs.serialize.wire_ext_fields`).
+The class's codec (hand-written if one is registered, else generated from the
+declaration) is the package's business (:mod:`trocket.codecs.custom_header`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeVar
+from collections.abc import Callable
+from typing import Any, Final, TypeVar, overload
 
 import attrs
 
 from ._java import KINDS
 
-__all__ = ["FieldSpec", "field", "header", "header_fields", "is_header_class"]
+__all__ = ["FieldSpec", "JAVA_FAST_CODES_HEADERS", "field", "header", "header_fields", "is_header_class"]
 
 _META: Final = "trocket.header"
 _SPECS: Final = "__trocket_header_fields__"
 
 T = TypeVar("T")
+
+#: The header classes declared ``java_fast_codes=True`` (Java's ``FastCodesHeader``).
+JAVA_FAST_CODES_HEADERS: set[type] = set()
 
 
 @attrs.frozen
@@ -69,16 +79,37 @@ def field(kind: str, *, required: bool = False, default: Any = attrs.NOTHING) ->
     return attrs.field(default=default, metadata={_META: _Meta(kind, required)})
 
 
-def header(cls: type[T]) -> type[T]:
-    """Make ``cls`` a custom header: ``attrs.define(slots=True, kw_only=True)`` + specs."""
+@overload
+def header(cls: type[T], /) -> type[T]: ...
+
+
+@overload
+def header(*, java_fast_codes: bool = False) -> Callable[[type[T]], type[T]]: ...
+
+
+def header(cls: type[T] | None = None, /, *, java_fast_codes: bool = False) -> Any:
+    """Make ``cls`` a custom header: ``attrs.define(slots=True, kw_only=True)`` + specs.
+
+    ``@header`` or ``@header(java_fast_codes=True)`` (see the module docstring)."""
+    if cls is None:
+        return lambda c: _declare(c, java_fast_codes)
+    return _declare(cls, java_fast_codes)
+
+
+def _declare(cls: type[T], java_fast_codes: bool) -> type[T]:
     cls = attrs.define(cls, slots=True, kw_only=True)  # type: ignore[assignment]
     specs = []
     for a in attrs.fields(cls):  # type: ignore[arg-type]
         meta = a.metadata.get(_META)
         if meta is None:
             raise TypeError(f"{cls.__name__}.{a.name}: declare header fields with field()")
+        if a.name.startswith("_"):
+            # attrs would take it as `name.lstrip("_")` in __init__: not the wire name
+            raise TypeError(f"{cls.__name__}.{a.name}: a header field's name is its wire name; no leading '_'")
         specs.append(FieldSpec(a.name, meta.kind, meta.required, a.default))
     setattr(cls, _SPECS, tuple(specs))
+    if java_fast_codes:
+        JAVA_FAST_CODES_HEADERS.add(cls)
     return cls
 
 
