@@ -25,7 +25,7 @@ from .errors import (
     ResponseCodeError,
 )
 from .events import ChannelEventListener
-from .hooks import HmacSigningHook, HmacVerifyingHook, HookSet, RequestHook, RPCHook, SignatureError
+from .hooks import HookSet, RequestHook, RPCHook
 from .invoker import Invoker, next_opaque
 from .processor import ProcessorEntry, RequestProcessor
 from .replies import PreparedResponse, SysResponseCode, error_reply, exception_simple_desc
@@ -65,9 +65,6 @@ __all__ = [
     "RPCHook",
     "RequestHook",
     "HookSet",
-    "HmacSigningHook",
-    "HmacVerifyingHook",
-    "SignatureError",
     "TapSink",
     "FileTap",
     "MemoryTap",

@@ -1,19 +1,11 @@
-"""RPC hooks (both sides, HMAC sign/verify) and channel events (connect, close, idle, exception)."""
+"""RPC hooks (both sides) and channel events (connect, close, idle, exception)."""
 
 from __future__ import annotations
 
 import pytest
 import trio
 
-from trocket.codecs.command import RemotingCommand, SerializeType
-from trocket.remoting import (
-    ClientConfig,
-    HmacSigningHook,
-    HmacVerifyingHook,
-    SignatureError,
-    SysResponseCode,
-)
-from trocket.remoting.hooks import request_signature, sign_request
+from trocket.remoting import ClientConfig
 
 from ..waiting import wait_until
 from .conftest import client_of, request, server_config, serving
@@ -38,36 +30,6 @@ async def test_hooks_run_before_and_after_on_both_sides():
         await (await client.invoke_async(server.address, request()))
         assert client_hook.calls == [("before", 100), ("after", 100, 0)] * 2
         assert server_hook.calls == [("before", 100), ("after", 100, 0)] * 2
-
-
-@pytest.mark.parametrize("stype", [SerializeType.JSON, SerializeType.ROCKETMQ])
-async def test_hmac_signed_requests_verify(stype):
-    verify = HmacVerifyingHook({"ak": "secret"})
-    async with serving(hooks=[verify]) as server:
-        async with client_of(hooks=[HmacSigningHook("ak", "secret")]) as good:
-            resp = await good.invoke_sync(
-                server.address, request(body=b"payload", ext_fields={"b": "2", "a": "1"}, serialize_type=stype)
-            )
-            assert resp.code == 0 and resp.body == b"payload"
-            assert set(resp.ext_fields) == {"a", "b", "AccessKey", "Signature"}
-        async with client_of(hooks=[HmacSigningHook("ak", "wrong")]) as bad, client_of() as unsigned:
-            resp = await bad.invoke_sync(server.address, request(body=b"payload"))
-            assert resp.code == SysResponseCode.SYSTEM_ERROR and "signature mismatch" in resp.remark
-            resp = await unsigned.invoke_sync(server.address, request())
-            assert resp.code == SysResponseCode.SYSTEM_ERROR and "not signed" in resp.remark
-
-
-def test_signature_covers_sorted_values_and_body():
-    req = RemotingCommand.request(1, body=b"B", ext_fields={"z": "1", "a": "2"})
-    sign_request(req, "ak", "sk")
-    import base64, hashlib, hmac
-
-    expected = base64.b64encode(hmac.new(b"sk", b"ak21" + b"B", hashlib.sha1).digest()).decode()
-    # sorted keys: AccessKey, a, z -> values "ak", "2", "1"
-    assert req.ext_fields["Signature"] == expected == request_signature(req, "sk")
-    req.body = b"tampered"
-    with pytest.raises(SignatureError):
-        HmacVerifyingHook({"ak": "sk"}).do_before_request("x", req)
 
 
 async def test_failing_client_hook_fails_the_call():
