@@ -14,7 +14,6 @@ the snaplen, a malformed header. Ethernet padding is dropped by the IP lengths.
 from __future__ import annotations
 
 import ipaddress
-import socket
 import struct
 
 import attrs
@@ -41,6 +40,7 @@ __all__ = [
     "PacketProblem",
     "decode_packet",
     "format_endpoint",
+    "ipv6_text",
     "ETHERTYPE_IPV4",
     "ETHERTYPE_IPV6",
     "RAW_LINKTYPES",
@@ -95,6 +95,23 @@ class PacketProblem:
     what: str
 
 
+def ipv6_text(ip: bytes) -> str:
+    """A 16-byte IPv6 address as ``socket.inet_ntop`` (glibc) writes it, as remoting sees
+    peers: RFC 5952's compressed form (what ``ipaddress`` writes), except that an
+    IPv4-mapped (``::ffff:a.b.c.d``) or IPv4-compatible address (six zero words, then a
+    non-zero one: ``::a.b.c.d``) keeps its dotted tail."""
+    if ip[:10] == _ZERO10:
+        tail = ip[10:12]
+        if tail == b"\xff\xff":
+            return f"::ffff:{ip[12]}.{ip[13]}.{ip[14]}.{ip[15]}"
+        if tail == b"\0\0" and ip[12:14] != b"\0\0":
+            return f"::{ip[12]}.{ip[13]}.{ip[14]}.{ip[15]}"
+    return str(ipaddress.IPv6Address(ip))
+
+
+_ZERO10 = bytes(10)
+
+
 def format_endpoint(ip: bytes, port: int) -> str:
     """``host:port`` as remoting writes it (``[v6]:port`` for IPv6)."""
     key = (ip, port)
@@ -103,7 +120,7 @@ def format_endpoint(ip: bytes, port: int) -> str:
         if len(ip) == 4:
             text = f"{ip[0]}.{ip[1]}.{ip[2]}.{ip[3]}:{port}"
         else:
-            text = f"[{socket.inet_ntop(socket.AF_INET6, ip)}]:{port}"
+            text = f"[{ipv6_text(ip)}]:{port}"
         if len(_ENDPOINTS) >= 65536:
             _ENDPOINTS.clear()
         _ENDPOINTS[key] = text

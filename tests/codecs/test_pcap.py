@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import io
+import socket
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trocket.codecs.errors import CaptureFormatError
 from trocket.codecs.pcap import (
@@ -21,7 +24,7 @@ from trocket.codecs.pcap import (
     RawPacket,
     split_ranges,
 )
-from trocket.codecs.pcap_decode import ACK, PSH, SYN, PacketProblem, TcpSegment, decode_packet
+from trocket.codecs.pcap_decode import ACK, PSH, SYN, PacketProblem, TcpSegment, decode_packet, ipv6_text
 from trocket.codecs.pcap_write import PcapngWriter, PcapWriter, build_tcp_packet
 
 C4, S4 = "10.1.2.3:40001", "10.9.8.7:10911"
@@ -328,3 +331,22 @@ def test_pcapng_impossible_tsresol_is_a_problem_not_an_exception():
     data += ng.block(1, struct.pack("<HHI", LINKTYPE_ETHERNET, 0, 0) + struct.pack("<HH", 9, 1) + b"\x19\x00\x00\x00" + struct.pack("<HH", 0, 0))
     packets, reader = packets_of(data)
     assert len(packets) == 1 and "if_tsresol" in reader.problem
+
+
+# The words IPv6 addresses are made of, zero most often: runs of zeros and the mapped and
+# compatible IPv4 forms are what inet_ntop writes in its own way.
+_WORD = st.one_of(st.just(0), st.just(0), st.just(0xFFFF), st.just(1), st.integers(0, 0xFFFF))
+
+
+@settings(max_examples=2000)
+@given(st.lists(_WORD, min_size=8, max_size=8).map(lambda w: struct.pack(">8H", *w)))
+def test_ipv6_text_is_inet_ntop(ip: bytes) -> None:
+    """codecs writes IPv6 endpoints without the socket module, as remoting's peers read."""
+    assert ipv6_text(ip) == socket.inet_ntop(socket.AF_INET6, ip)
+
+
+@pytest.mark.parametrize("text", ["::", "::1", "::2", "::100", "::1:2", "::1.2.3.4", "::ffff:1.2.3.4", "::ffff:0.0.0.0",
+                                  "1::ffff:1:2", "fe80::1:2", "2001:db8::", "1:0:0:2:0:0:0:3", "1:0:2:0:3:0:4:0"])
+def test_ipv6_text_of_the_special_forms(text: str) -> None:
+    ip = socket.inet_pton(socket.AF_INET6, text)
+    assert ipv6_text(ip) == socket.inet_ntop(socket.AF_INET6, ip)
