@@ -45,13 +45,37 @@ def hashmap_capacity(size: int) -> int:
 
 def hashmap_order(keys: Iterable[str]) -> list[str]:
     """Return ``keys`` (given in insertion order, no duplicates) in HashMap iteration order."""
-    keys = list(keys)
-    mask = hashmap_capacity(len(keys)) - 1
-    # sorted() is stable, so keys sharing a bucket keep their insertion order.
-    return sorted(keys, key=lambda k: _spread(k) & mask)
+    return list(_order(tuple(keys)))
+
+
+#: Key sequence -> its HashMap order: a header class writes the same few key sets (its
+#: fields, less those that are ``None``) command after command. Bounded: cleared when full.
+_ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {}
+_MAX_ORDERS = 4096
+
+
+def _order(keys: tuple[str, ...]) -> tuple[str, ...]:
+    order = _ORDERS.get(keys)
+    if order is None:
+        mask = hashmap_capacity(len(keys)) - 1
+        # sorted() is stable, so keys sharing a bucket keep their insertion order.
+        order = tuple(sorted(keys, key=lambda k: _spread(k) & mask))
+        if len(_ORDERS) >= _MAX_ORDERS:
+            _ORDERS.clear()
+        _ORDERS[keys] = order
+    return order
 
 
 def hashmap_ordered(items: Iterable[tuple[str, str]]) -> dict[str, str]:
     """A dict of ``items`` (later duplicates replace earlier ones) in HashMap order."""
     merged = dict(items)
-    return {k: merged[k] for k in hashmap_order(merged)}
+    return hashmap_reordered(merged)
+
+
+def hashmap_reordered(d: dict[str, str]) -> dict[str, str]:
+    """``d`` in HashMap order: ``d`` itself when it is in that order already."""
+    keys = tuple(d)
+    order = _ORDERS.get(keys)
+    if order is None:
+        order = _order(keys)
+    return d if order == keys else {k: d[k] for k in order}

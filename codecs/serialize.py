@@ -15,7 +15,7 @@ from .custom_header import JAVA_FAST_CODES_HEADERS, encode_header
 from .errors import HeaderDecodeError, HeaderEncodeError
 from .header_binary import decode_binary_header, encode_binary_header
 from .header_json import decode_json_header, encode_json_header
-from .java_hashmap import hashmap_order, hashmap_ordered
+from .java_hashmap import hashmap_order, hashmap_ordered, hashmap_reordered
 
 __all__ = ["encode_command", "decode_command", "encode_header_bytes", "wire_ext_fields"]
 
@@ -52,7 +52,7 @@ def wire_ext_fields(cmd: RemotingCommand) -> dict[str, str] | None:
         return merged
     if ext:
         return hashmap_ordered([*ext.items(), *fields.items()])
-    return hashmap_ordered(fields.items())
+    return hashmap_reordered(fields)
 
 
 def encode_header_bytes(cmd: RemotingCommand) -> bytes:
