@@ -196,10 +196,14 @@ class RemotingClient(RemotingEndpoint, ServiceContextManager):
         return await self.invoker.call_async(conn, request, timeout, callback)
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand, timeout: float | None = None) -> None:
-        """Send ``request`` with the oneway flag; no response is expected."""
+        """Send ``request`` with the oneway flag; no response is expected. Connecting,
+        waiting for a permit and for room to send count toward one ``timeout``."""
         if timeout is None:
             timeout = self.config.default_timeout
         conn = self._table.get(addr)
         if conn is None or not conn.is_active:
+            begin = trio.current_time()
             conn = await self.get_connection(addr, timeout)
+            await self.invoker.oneway(conn, request, timeout, begin)
+            return
         await self.invoker.oneway(conn, request, timeout)

@@ -136,16 +136,24 @@ class Invoker:
         await self._send(conn, frame, fut)
         return fut
 
-    async def oneway(self, conn: CallTarget, request: RemotingCommand, timeout: float) -> None:
-        """Send ``request`` with the oneway flag; no response is expected."""
+    async def oneway(
+        self, conn: CallTarget, request: RemotingCommand, timeout: float, begin: float | None = None
+    ) -> None:
+        """Send ``request`` with the oneway flag; no response is expected. One budget,
+        until ``begin + timeout`` (``begin`` defaults to now), for the permit and the
+        send; the clock is read only when one of them has to wait."""
         sem = self.oneway_permits
-        await self._acquire(sem, "oneway", self.config.oneway_permits, timeout, conn.remote_address)
+        if begin is not None or sem.value == 0:
+            begin = trio.current_time() if begin is None else begin
+            await self._acquire(sem, "oneway", self.config.oneway_permits, begin + timeout - trio.current_time(), conn.remote_address)
+        else:
+            sem.acquire_nowait()
         try:
             request.flag = (request.flag | RPC_ONEWAY) & ~RPC_RESPONSE
             frame = self._prepare(conn, request)
             outbox = conn.outbox
             if not outbox.send_nowait(frame):
-                with trio.move_on_after(timeout):
+                with trio.move_on_after(timeout) if begin is None else trio.move_on_at(begin + timeout):
                     await outbox.send(frame)
                     return
                 raise RemotingTooManyRequestsError("oneway", self.config.oneway_permits, timeout, conn.remote_address)
