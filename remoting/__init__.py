@@ -1,8 +1,10 @@
 """RPC framework on trio mirroring RocketMQ's Netty remoting (see DESIGN.md).
 
 Build a service: make a :class:`RemotingServer`, register processors for your own
-request codes, serve; call it with a :class:`RemotingClient`. Nothing here knows
-about topics or messages.
+request codes, serve; call it with a :class:`RemotingClient`. Or typed: declare each
+call as a :class:`Method` of custom-header classes, serve it with a :class:`Service`'s
+handlers, call it through a :class:`Stub`, with errors that are :class:`ServiceError`
+classes (docs/remoting.md). Nothing here knows about topics or messages.
 """
 
 from ._nursery import ServiceContextManager
@@ -24,15 +26,25 @@ from .errors import (
     RemotingTooManyRequestsError,
     ResponseCodeError,
 )
-from .events import ChannelEventListener
+from .events import Channel, ChannelEventListener
 from .hooks import HookSet, RequestHook, RPCHook
 from .invoker import Invoker, next_opaque
 from .processor import ProcessorEntry, RequestProcessor
 from .replies import PreparedResponse, SysResponseCode, error_reply, exception_simple_desc
 from .response import ResponseFuture
+from .rpc import (
+    Method,
+    RemoteBusyError,
+    RemoteSystemError,
+    Reply,
+    RequestCodeNotSupportedError,
+    ServiceError,
+)
 from .server import RemotingServer
+from .service import Service
 from .stats import RemotingStats
 from .state import CloseReason, ConnectionStateError, ConnState
+from .stub import Call, ReplyFuture, Stub
 from .tap import FileTap, MemoryTap, TapSink
 from .tls import TlsMode, client_ssl_context, server_ssl_context
 
@@ -62,6 +74,7 @@ __all__ = [
     "next_opaque",
     "parse_address",
     "ChannelEventListener",
+    "Channel",
     "RPCHook",
     "RequestHook",
     "HookSet",
@@ -83,4 +96,15 @@ __all__ = [
     "RemotingDecodeError",
     "RemotingFrameError",
     "RemotingCommandDecodeError",
+    # typed services
+    "Method",
+    "Reply",
+    "Service",
+    "Stub",
+    "Call",
+    "ReplyFuture",
+    "ServiceError",
+    "RemoteSystemError",
+    "RemoteBusyError",
+    "RequestCodeNotSupportedError",
 ]

@@ -1,0 +1,175 @@
+"""The server side of a typed service: handlers for :class:`~.rpc.Method` s, registered
+on any endpoint as remoting processors.
+
+::
+
+    service = Service()
+
+    @service.handler(PUT, inline=True)
+    def put(header: PutRequestHeader, body: bytes) -> PutResponseHeader:
+        ...
+        return PutResponseHeader(version=3)
+
+    service.register(server)          # a RemotingServer (or a RemotingClient: both answer)
+
+A handler takes the decoded request header (``None`` for a method without one) and
+the body, plus the connection's :class:`~.events.Channel` when registered with
+``channel=True``, and returns one of: the response header, a :class:`~.rpc.Reply`
+(header and body), or ``None`` for a method whose response has no header. A
+:class:`~.rpc.ServiceError` it raises is answered with its code and remark
+(:meth:`~.rpc.ServiceError.reply`); anything else it raises, and a request header that
+does not decode, is answered as remoting answers a failed processor (SYSTEM_ERROR,
+with the error's description).
+
+Handlers are processors (:mod:`.processor`), with the same kinds and limits: an
+``async def`` runs in its own task under ``limit``/``queue`` (past both: SYSTEM_BUSY);
+a plain function runs in a worker thread under the same limits, or, with
+``inline=True`` (it never blocks), on the connection's reader. A oneway method's
+handler is called the same way; what it returns is not sent.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from trocket.codecs.command import RPC_RESPONSE, RemotingCommand
+
+from .processor import Processor
+from .rpc import Method, Reply, ServiceError
+
+__all__ = ["Service", "Handler"]
+
+Handler = Callable[..., Any]
+
+
+class Service:
+    """A table of handlers, one per :class:`~.rpc.Method` (request code)."""
+
+    def __init__(self) -> None:
+        #: code -> (method, processor, limit, queue, inline)
+        self._entries: dict[int, tuple[Method, Processor, int | None, int | None, bool]] = {}
+
+    def handler(
+        self,
+        method: Method,
+        *,
+        inline: bool = False,
+        limit: int | None = None,
+        queue: int | None = None,
+        channel: bool = False,
+    ) -> Callable[[Handler], Handler]:
+        """Decorator: serve ``method`` with the decorated function (see the module docs).
+        ``inline``, ``limit``, ``queue``: as :meth:`RemotingEndpoint.register_processor
+        <trocket.remoting.endpoint.RemotingEndpoint.register_processor>`."""
+
+        def register(fn: Handler) -> Handler:
+            self.add(method, fn, inline=inline, limit=limit, queue=queue, channel=channel)
+            return fn
+
+        return register
+
+    def add(
+        self,
+        method: Method,
+        fn: Handler,
+        *,
+        inline: bool = False,
+        limit: int | None = None,
+        queue: int | None = None,
+        channel: bool = False,
+    ) -> None:
+        """:meth:`handler` without the decorator (a table of handlers, built in a loop)."""
+        if not isinstance(method, Method):
+            raise TypeError(f"handler() takes a Method, not {method!r}")
+        if method.code in self._entries:
+            raise ValueError(f"request code {method.code} already has a handler ({self._entries[method.code][0]!r})")
+        processor = _processor(method, fn, channel)
+        if inline and inspect.iscoroutinefunction(fn):
+            raise ValueError("inline handlers are plain functions that never block, not async ones")
+        self._entries[method.code] = (method, processor, limit, queue, inline)
+
+    @property
+    def methods(self) -> list[Method]:
+        return [entry[0] for entry in self._entries.values()]
+
+    def register(self, endpoint: Any) -> None:
+        """Register every handler on ``endpoint`` (a RemotingServer or RemotingClient)."""
+        for code, (_, processor, limit, queue, inline) in self._entries.items():
+            endpoint.register_processor(code, processor, limit=limit, queue=queue, inline=inline)
+
+
+def _processor(method: Method, fn: Handler, channel: bool) -> Processor:
+    """The remoting processor serving ``method`` with ``fn``: decode, call, answer.
+
+    Written out per shape (sync or async, with or without the channel) so the hot path
+    is one call with no per-request branching on the shape."""
+    decode = method.decode_request
+    answer = _answerer(method)
+    if inspect.iscoroutinefunction(fn):
+        if channel:
+
+            async def process_async_channel(conn: Any, request: RemotingCommand) -> RemotingCommand:
+                try:
+                    result = await fn(
+                        None if decode is None else decode(request.ext_fields), request.body, conn
+                    )
+                except ServiceError as exc:
+                    return exc.reply()
+                return answer(result)
+
+            return process_async_channel
+
+        async def process_async(conn: Any, request: RemotingCommand) -> RemotingCommand:
+            try:
+                result = await fn(None if decode is None else decode(request.ext_fields), request.body)
+            except ServiceError as exc:
+                return exc.reply()
+            return answer(result)
+
+        return process_async
+    if channel:
+
+        def process_channel(conn: Any, request: RemotingCommand) -> RemotingCommand:
+            try:
+                result = fn(None if decode is None else decode(request.ext_fields), request.body, conn)
+            except ServiceError as exc:
+                return exc.reply()
+            return answer(result)
+
+        return process_channel
+
+    def process(conn: Any, request: RemotingCommand) -> RemotingCommand:
+        try:
+            result = fn(None if decode is None else decode(request.ext_fields), request.body)
+        except ServiceError as exc:
+            return exc.reply()
+        return answer(result)
+
+    return process
+
+
+def _answerer(method: Method) -> Callable[[Any], RemotingCommand]:
+    """What turns a handler's result into the SUCCESS response, checking its type."""
+    cls = method.response
+
+    def answer(result: Any) -> RemotingCommand:
+        if result.__class__ is Reply:
+            header = result.header
+            body = result.body
+        else:
+            header = result
+            body = b""
+        if (header.__class__ is not cls) if cls is not None else (header is not None):
+            raise TypeError(f"the handler of {method!r} answered {result!r}: {_expected(method)}")
+        return RemotingCommand(code=0, flag=RPC_RESPONSE, body=body, custom_header=header)
+
+    return answer
+
+
+def _expected(method: Method) -> str:
+    if method.response is None:
+        return "it takes None, or a Reply with no header"
+    name = method.response.__name__
+    return f"it takes a {name}, or a Reply with a {name}"

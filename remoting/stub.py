@@ -1,0 +1,204 @@
+"""The calling side of a typed service: a :class:`Stub` declares the service's methods
+and errors once; its instances make typed calls.
+
+::
+
+    class KVStub(Stub):
+        errors = (NotFound,)
+        get = GET                      # Method(1, request=GetRequestHeader, response=...)
+        put = PUT
+
+    stub = KVStub(client, "127.0.0.1:9000", timeout=3)
+    reply = await stub.get(GetRequestHeader(key="k"))            # sync: a Reply
+    future = await stub.put.invoke_async(PutRequestHeader(key="k"), b"v")
+    reply = await future                                         # later
+    await stub.put.invoke_oneway(PutRequestHeader(key="k"), b"v")
+
+Calling a method waits for its answer (``invoke_sync``), or sends it oneway when the
+method is declared ``oneway=True``. The answer comes back as a :class:`~.rpc.Reply`
+with the decoded response header; an error answer raises the stub's error class for
+its code (:func:`~.rpc.error_for`), and remoting's errors (timeout, connect, too many
+requests, closed connection) are raised as they are.
+
+``timeout`` is one budget for the whole call: connecting (the first call to an
+address), waiting for a permit, sending and waiting for the answer, as remoting's
+``invoke_*`` count it. A stub calls
+either a server at an address through a :class:`~.client.RemotingClient`, or the
+client at the other end of a connection through the :class:`~.server.RemotingServer`
+that accepted it (``KVNotices(server, conn)``: servers push to their clients).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar, Generic, TypeVar
+
+from trocket.codecs.command import RemotingCommand, SerializeType
+
+from .response import ResponseFuture
+from .rpc import Method, Reply, ServiceError, error_for, error_table
+
+__all__ = ["Stub", "Call", "ReplyFuture"]
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+class Stub:
+    """Typed calls to one peer. Subclass it: class attributes that are
+    :class:`~.rpc.Method` s are its calls; ``errors`` lists the :class:`~.rpc.ServiceError`
+    classes its answers may carry."""
+
+    errors: ClassVar[tuple[type[ServiceError], ...]] = ()
+    _methods: ClassVar[dict[str, Method]] = {}
+    _error_table: ClassVar[dict[int, type[ServiceError]]] = error_table(())
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        methods: dict[str, Method] = {}
+        for klass in reversed(cls.__mro__):
+            methods.update((name, value) for name, value in vars(klass).items() if isinstance(value, Method))
+        cls._methods = methods
+        cls._error_table = error_table(cls.errors)
+
+    def __init__(
+        self,
+        endpoint: Any,
+        target: Any,
+        *,
+        timeout: float = 3.0,
+        serialize_type: SerializeType = SerializeType.JSON,
+    ) -> None:
+        """``endpoint``: a RemotingClient (``target``: the server's ``host:port``) or a
+        RemotingServer (``target``: one of its connections). ``timeout``: the default
+        budget of a call, in seconds. ``serialize_type``: the requests' header
+        serialization (answers come in the same). All four are fixed for the stub's
+        life (its calls read them once); make another stub for other settings."""
+        self.endpoint = endpoint
+        self.target = target
+        self.address: str = target if isinstance(target, str) else target.remote_address
+        self.timeout = timeout
+        self.serialize_type = serialize_type
+        for name, method in self._methods.items():
+            self.__dict__[name] = Call(self, method)  # instance attributes: no descriptor call per use
+
+    def _bind(self, method: Method) -> Call:
+        return Call(self, method)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} to {self.address}>"
+
+
+class Call(Generic[Req, Resp]):
+    """A :class:`~.rpc.Method` bound to a :class:`Stub`: call it, or
+    :meth:`invoke_async` / :meth:`invoke_oneway` it."""
+
+    __slots__ = (
+        "stub", "method", "_code", "_request_cls", "_decode", "_target", "_timeout", "_stype",
+        "_sync", "_async", "_oneway",
+    )
+
+    def __init__(self, stub: Stub, method: Method[Req, Resp]) -> None:
+        self.stub = stub
+        self.method = method
+        self._code = method.code
+        self._request_cls = method.request
+        self._decode = method.decode_response
+        # what every call reads, read once (a stub's endpoint, target and defaults are fixed)
+        self._target = stub.target
+        self._timeout = stub.timeout
+        self._stype = stub.serialize_type
+        endpoint = stub.endpoint
+        self._sync = endpoint.invoke_sync
+        self._async = endpoint.invoke_async
+        self._oneway = endpoint.invoke_oneway
+
+    async def __call__(self, header: Req, body: bytes = b"", *, timeout: float | None = None) -> Reply[Resp]:
+        """The answer to the request (``header``, ``body``); ``None`` for a oneway method."""
+        if self.method.oneway:
+            await self.invoke_oneway(header, body, timeout=timeout)
+            return None  # type: ignore[return-value]
+        response = await self._sync(self._target, self._make(header, body), self._timeout if timeout is None else timeout)
+        if response.code == 0:
+            decode = self._decode
+            return Reply(None if decode is None else decode(response.ext_fields), response.body)  # type: ignore[arg-type]
+        raise error_for(response, self.stub._error_table)
+
+    async def invoke_async(
+        self,
+        header: Req,
+        body: bytes = b"",
+        *,
+        timeout: float | None = None,
+        callback: Callable[[ReplyFuture[Resp]], None] | None = None,
+    ) -> ReplyFuture[Resp]:
+        """Send the request; returns once it is on its way, with a future of the
+        answer (``await`` it, or ``callback(future)`` runs when it is known)."""
+        reply = ReplyFuture(self, callback)
+        reply._future = await self._async(
+            self._target, self._make(header, body), self._timeout if timeout is None else timeout,
+            None if callback is None else reply._done,
+        )
+        return reply
+
+    async def invoke_oneway(self, header: Req, body: bytes = b"", *, timeout: float | None = None) -> None:
+        """Send the request with the oneway flag: no answer comes."""
+        await self._oneway(self._target, self._make(header, body), self._timeout if timeout is None else timeout)
+
+    def _make(self, header: Req, body: bytes) -> RemotingCommand:
+        cls = self._request_cls
+        if (header.__class__ is not cls) if cls is not None else (header is not None):
+            expected = "None" if cls is None else f"a {cls.__name__}"
+            raise TypeError(f"{self.method!r} takes {expected} as its request header, not {header!r}")
+        return RemotingCommand(code=self._code, body=body, custom_header=header, serialize_type=self._stype)
+
+    def reply(self, response: RemotingCommand) -> Reply[Resp]:
+        """The :class:`~.rpc.Reply` of a SUCCESS ``response``; else raise its error."""
+        if response.code == 0:
+            decode = self._decode
+            return Reply(None if decode is None else decode(response.ext_fields), response.body)  # type: ignore[arg-type]
+        raise error_for(response, self.stub._error_table)
+
+    def __repr__(self) -> str:
+        return f"<Call {self.method.name} {self.method!r} of {self.stub!r}>"
+
+
+class ReplyFuture(Generic[Resp]):
+    """The pending answer of :meth:`Call.invoke_async`: ``await`` it for the
+    :class:`~.rpc.Reply` (or the error), or read :meth:`result` once :meth:`done`."""
+
+    __slots__ = ("_call", "_callback", "_future")
+
+    def __init__(self, call: Call[Any, Resp], callback: Callable[[ReplyFuture[Resp]], None] | None = None) -> None:
+        self._call = call
+        self._callback = callback
+        self._future: ResponseFuture | None = None
+
+    def _done(self, future: ResponseFuture) -> None:
+        """remoting's callback: may come before ``invoke_async`` returned the future."""
+        self._future = future
+        self._callback(self)  # type: ignore[misc]
+
+    def done(self) -> bool:
+        return self._future is not None and self._future.done()
+
+    def result(self) -> Reply[Resp]:
+        """The reply, or raise the call's error; only once :meth:`done`."""
+        future = self._future
+        if future is None:
+            raise RuntimeError("the call has not been sent yet")
+        response = future.result()
+        call = self._call
+        if response.code == 0:
+            decode = call._decode
+            return Reply(None if decode is None else decode(response.ext_fields), response.body)  # type: ignore[arg-type]
+        return call.reply(response)  # raises its error
+
+    async def wait(self) -> Reply[Resp]:
+        assert self._future is not None
+        return self._call.reply(await self._future.wait())
+
+    def __await__(self):
+        return self.wait().__await__()
+
+    def __repr__(self) -> str:
+        return f"<ReplyFuture of {self._call.method!r}: {self._future!r}>"
