@@ -174,8 +174,11 @@ class ReplyFuture(Generic[Resp]):
         self._future: ResponseFuture | None = None
 
     def _done(self, future: ResponseFuture) -> None:
-        """remoting's callback: may come before ``invoke_async`` returned the future."""
+        """remoting's callback: may come before ``invoke_async`` returned the future.
+        Drops the future's reference to this method (a cycle with ``_future``, which
+        would keep both alive until the garbage collector runs), as it is called once."""
         self._future = future
+        future.callback = None
         self._callback(self)  # type: ignore[misc]
 
     def done(self) -> bool:
