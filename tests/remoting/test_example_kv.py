@@ -15,6 +15,8 @@ import trio
 from trocket.codecs.command import SerializeType
 from trocket.remoting import ClientConfig, RemotingClient, ServerConfig
 
+from .test_example import _read_line
+
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "kv_service.py"
 _spec = importlib.util.spec_from_file_location("kv_service", EXAMPLE)
 kv_service = importlib.util.module_from_spec(_spec)
@@ -100,16 +102,6 @@ async def test_a_full_notice_queue_drops_and_counts():
 # -- the command line ------------------------------------------------------------------------
 
 
-async def _line(stream: trio.abc.ReceiveStream) -> str:
-    line = b""
-    with trio.fail_after(20):
-        while not line.endswith(b"\n"):
-            chunk = await stream.receive_some(1)
-            assert chunk, f"the example closed its output after {line!r}"
-            line += chunk
-    return line.decode()
-
-
 async def _cli(*args: str) -> subprocess.CompletedProcess:
     return await trio.run_process(
         [sys.executable, str(EXAMPLE), *args], capture_stdout=True, capture_stderr=True, check=False
@@ -122,14 +114,14 @@ async def test_the_command_line():
     )
     watcher = None
     try:
-        line = await _line(server.stdout)
+        line = await _read_line(server.stdout)
         assert line.startswith("kv service listening on 127.0.0.1:"), line
         addr = line.rsplit(" ", 1)[-1].strip()
         watcher = await trio.lowlevel.open_process(
             [sys.executable, str(EXAMPLE), "watch", addr, "--serialize", "ROCKETMQ"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
-        assert await _line(watcher.stdout) == f"watching {addr}\n"
+        assert await _read_line(watcher.stdout) == f"watching {addr}\n"
         done = await _cli("put", addr, "greeting", "hello", "--expect", "0")
         assert (done.returncode, done.stdout) == (0, b"greeting = 'hello' (version 1)\n")
         done = await _cli("get", addr, "greeting", "--serialize", "ROCKETMQ")
@@ -142,15 +134,15 @@ async def test_the_command_line():
         assert (done.returncode, done.stdout) == (0, b"greeting deleted (version 2)\n")
         done = await _cli("get", addr, "greeting")
         assert (done.returncode, done.stderr) == (1, b"error: NotFound: no key 'greeting'\n")
-        assert await _line(watcher.stdout) == "greeting changed (version 1)\n"
-        assert await _line(watcher.stdout) == "greeting deleted (version 2)\n"
+        assert await _read_line(watcher.stdout) == "greeting changed (version 1)\n"
+        assert await _read_line(watcher.stdout) == "greeting deleted (version 2)\n"
         watcher.send_signal(signal.SIGINT)
         with trio.fail_after(20):
             assert await watcher.wait() == 0
         server.send_signal(signal.SIGTERM)
         with trio.fail_after(20):
             assert await server.wait() == 0
-        assert await _line(server.stdout) == "kv service stopped (SIGTERM)\n"
+        assert await _read_line(server.stdout) == "kv service stopped (SIGTERM)\n"
     finally:
         for proc in (server, watcher):
             if proc is not None and proc.returncode is None:
