@@ -4,10 +4,11 @@ A :class:`Method` names one call: its request code, the custom-header classes of
 request and of its response (declared with :func:`~trocket.codecs.custom_header.header`;
 each carries its codec), and whether it is oneway. A :class:`Reply` is what a call
 answers: a response header and a body. Errors are exceptions that know their answer:
-a :class:`ServiceError` subclass declares its response ``code``; a handler raises it,
-:meth:`ServiceError.reply` is the one place it becomes a response, and a caller gets
-the same class back from :func:`error_for` (through its stub's ``errors``), or a
-:class:`ServiceError` carrying the code when it does not know it. The codes of
+a :class:`ServiceError` subclass declares its response ``code``; a handler raises it and
+remoting answers it as it answers every :class:`~.errors.ResponseCodeError` (one place:
+:func:`~.replies.error_reply`); a caller gets the same class back from :func:`error_for`
+(through its stub's ``errors``), or a :class:`ServiceError` carrying the code when it
+does not know it. The codes of
 remoting's own replies map to :class:`RemoteSystemError`, :class:`RemoteBusyError` and
 :class:`RequestCodeNotSupportedError`.
 
@@ -25,6 +26,7 @@ import attrs
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.custom_header import codec_of
 
+from .errors import ResponseCodeError
 from .replies import SysResponseCode
 
 __all__ = [
@@ -99,28 +101,26 @@ class Method(Generic[Req, Resp]):
         return f"Method({self.code}, request={request}, response={response}{', oneway=True' if self.oneway else ''})"
 
 
-class ServiceError(Exception):
-    """An error a service answers with: its response ``code`` and ``remark``.
+class ServiceError(ResponseCodeError):
+    """An error a service answers with: its response ``code``, its text the remark.
 
     Subclass it and declare ``code`` (any int but 0, SUCCESS, and remoting's own 1-3)::
 
         class NotFound(ServiceError):
             code = 404
 
-    A handler raises ``NotFound("no such key")``; the caller's stub raises
-    ``NotFound("no such key")`` when it lists the class in its ``errors``. A class is
-    rebuilt on the calling side from its remark alone: ``cls(remark)``."""
+    A handler raises ``NotFound("no such key")``; remoting answers it, as every
+    :class:`~.errors.ResponseCodeError`; the caller's stub raises ``NotFound("no such
+    key")`` when it lists the class in its ``errors``. A class is rebuilt on the calling
+    side from its remark alone: ``cls(remark)``."""
 
-    code: ClassVar[int] = SysResponseCode.SYSTEM_ERROR
+    code: ClassVar[int] = SysResponseCode.SYSTEM_ERROR  # type: ignore[misc]
     _SYSTEM: ClassVar[frozenset[int]] = frozenset(
         {SysResponseCode.SYSTEM_ERROR, SysResponseCode.SYSTEM_BUSY, SysResponseCode.REQUEST_CODE_NOT_SUPPORTED}
     )
 
     def __init__(self, remark: str | None = None, *, code: int | None = None) -> None:
-        super().__init__(*(() if remark is None else (remark,)))
-        self.remark = remark
-        if code is not None:
-            self.code = code  # type: ignore[misc]  (an instance's own code: an undeclared one)
+        super().__init__("" if remark is None else remark, code=code)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -131,10 +131,6 @@ class ServiceError(Exception):
                     f"{cls.__name__}.code = {code!r}: a service error's code is an int other than 0 (SUCCESS) "
                     "and 1-3 (remoting's own replies)"
                 )
-
-    def reply(self) -> RemotingCommand:
-        """The response that says this error: its code, its remark."""
-        return RemotingCommand.response(self.code, self.remark)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(code={self.code}, remark={self.remark!r})"

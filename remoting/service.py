@@ -16,10 +16,10 @@ A handler takes the decoded request header (``None`` for a method without one) a
 the body, plus the connection's :class:`~.events.Channel` when registered with
 ``channel=True``, and returns one of: the response header, a :class:`~.rpc.Reply`
 (header and body), or ``None`` for a method whose response has no header. A
-:class:`~.rpc.ServiceError` it raises is answered with its code and remark
-(:meth:`~.rpc.ServiceError.reply`); anything else it raises, and a request header that
-does not decode, is answered as remoting answers a failed processor (SYSTEM_ERROR,
-with the error's description).
+:class:`~.rpc.ServiceError` it raises is answered with its code and remark, as remoting
+answers every :class:`~.errors.ResponseCodeError`; anything else it raises, and a
+request header that does not decode, is answered as remoting answers a failed processor
+(SYSTEM_ERROR, with the error's description).
 
 Handlers are processors (:mod:`.processor`), with the same kinds and limits: an
 ``async def`` runs in its own task under ``limit``/``queue`` (past both: SYSTEM_BUSY);
@@ -37,7 +37,7 @@ from typing import Any
 from trocket.codecs.command import RPC_RESPONSE, RemotingCommand
 
 from .processor import Processor
-from .rpc import Method, Reply, ServiceError
+from .rpc import Method, Reply
 
 __all__ = ["Service", "Handler"]
 
@@ -104,48 +104,31 @@ def _processor(method: Method, fn: Handler, channel: bool) -> Processor:
     """The remoting processor serving ``method`` with ``fn``: decode, call, answer.
 
     Written out per shape (sync or async, with or without the channel) so the hot path
-    is one call with no per-request branching on the shape."""
+    is one call with no per-request branching on the shape. What ``fn`` raises goes to
+    remoting, which answers it (a ServiceError with its code)."""
     decode = method.decode_request
     answer = _answerer(method)
     if inspect.iscoroutinefunction(fn):
         if channel:
 
             async def process_async_channel(conn: Any, request: RemotingCommand) -> RemotingCommand:
-                try:
-                    result = await fn(
-                        None if decode is None else decode(request.ext_fields), request.body, conn
-                    )
-                except ServiceError as exc:
-                    return exc.reply()
-                return answer(result)
+                return answer(await fn(None if decode is None else decode(request.ext_fields), request.body, conn))
 
             return process_async_channel
 
         async def process_async(conn: Any, request: RemotingCommand) -> RemotingCommand:
-            try:
-                result = await fn(None if decode is None else decode(request.ext_fields), request.body)
-            except ServiceError as exc:
-                return exc.reply()
-            return answer(result)
+            return answer(await fn(None if decode is None else decode(request.ext_fields), request.body))
 
         return process_async
     if channel:
 
         def process_channel(conn: Any, request: RemotingCommand) -> RemotingCommand:
-            try:
-                result = fn(None if decode is None else decode(request.ext_fields), request.body, conn)
-            except ServiceError as exc:
-                return exc.reply()
-            return answer(result)
+            return answer(fn(None if decode is None else decode(request.ext_fields), request.body, conn))
 
         return process_channel
 
     def process(conn: Any, request: RemotingCommand) -> RemotingCommand:
-        try:
-            result = fn(None if decode is None else decode(request.ext_fields), request.body)
-        except ServiceError as exc:
-            return exc.reply()
-        return answer(result)
+        return answer(fn(None if decode is None else decode(request.ext_fields), request.body))
 
     return process
 

@@ -18,9 +18,11 @@ from trocket.remoting import (
     RemotingTooManyRequestsError,
     Reply,
     RequestCodeNotSupportedError,
+    ResponseCodeError,
     Service,
     ServiceError,
     Stub,
+    error_reply,
 )
 
 from .conftest import Gate, client_of, serving
@@ -305,4 +307,6 @@ def test_declarations_are_checked():
     assert service.methods == [SUM]
     assert Calc._methods["sum"] is SUM and SUM.name == "sum"
     assert repr(SUM) == "Method(1000, request=SumRequest, response=SumResponse)"
-    assert Negative("x").reply().code == 400 and Negative("x").reply().remark == "x"
+    answer = error_reply(Negative("x"))
+    assert (answer.code, answer.remark) == (400, "x")
+    assert isinstance(Negative("x"), ResponseCodeError) and ServiceError().remark == ""
