@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/instructions.py --part broker --serialize json --broker-pythonpath /tmp/base/pkg
     .venv/bin/python benchmarks/instructions.py --part broker --codecs both --serialize json
     .venv/bin/python benchmarks/instructions.py --part echo --callers 8
+    .venv/bin/python benchmarks/instructions.py --part echo --callers 8 --typed
 
 Wall-clock figures (TPS, CPU seconds per message) move by 30% or more from run to run
 on a small shared machine; user-space instruction counts move by about 1%. They leave
@@ -26,7 +27,9 @@ and with the compiled accelerator (``codecs/_accel.pyx``), and prints the ratio.
 ROCKETMQ headers, 128-byte bodies, ``--callers`` synchronous callers on one connection);
 runs 500 and 500 + ``--messages`` requests and prints the difference per request (both
 sides together, start-up cancelled out). Run it with ``PYTHONPATH=<tree>/pkg`` to measure
-another tree.
+another tree. ``--typed`` measures the same exchange through a typed service
+(``remoting.Service`` handler, ``EchoHeader``, ``EchoStub``: ``remoting_echo.py``'s) and the
+plain processor with the same bytes on the wire, and prints their ratio.
 
 Needs ``valgrind`` (apt) and callgrind_control.
 """
@@ -47,6 +50,7 @@ from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, Serve
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import broker_produce as bp  # noqa: E402
+import remoting_echo as echo_bench  # noqa: E402
 
 
 def callgrind_total(out: str) -> int:
@@ -119,19 +123,29 @@ def echo_processor(conn, req: RemotingCommand) -> RemotingCommand:
     return RemotingCommand.response(0, body=req.body, ext_fields=req.ext_fields)
 
 
-async def echo_workload(callers: int, n: int) -> None:
+#: What an echo workload sends: the plain request this figure has always used, the plain
+#: request with the typed one's bytes, or the typed call (remoting_echo.py's EchoHeader,
+#: Service handler and EchoStub).
+PLAIN, PLAIN_AS_TYPED, TYPED = 0, 1, 2
+
+
+async def echo_workload(callers: int, n: int, mode: int = PLAIN) -> None:
     server = RemotingServer(ServerConfig(listen_host="127.0.0.1", listen_port=0))
     server.register_processor(100, echo_processor, inline=True)
+    echo_bench.typed_service(True).register(server)
     async with server, RemotingClient(ClientConfig()) as client:
         addr = server.address
         left = [n]
+        echo = echo_bench.EchoStub(client, addr, timeout=30, serialize_type=SerializeType.ROCKETMQ).echo
+        ext = {"k": "v"} if mode == PLAIN else {"key": "benchmark", "n": "1"}
 
         async def caller() -> None:
             while left[0] > 0:
                 left[0] -= 1
-                req = RemotingCommand.request(
-                    100, body=b"b" * 128, ext_fields={"k": "v"}, serialize_type=SerializeType.ROCKETMQ
-                )
+                if mode == TYPED:
+                    await echo(echo_bench.ECHO_HEADER, b"b" * 128)
+                    continue
+                req = RemotingCommand.request(100, body=b"b" * 128, ext_fields=dict(ext), serialize_type=SerializeType.ROCKETMQ)
                 await client.invoke_sync(addr, req, 30)
 
         async with trio.open_nursery() as nursery:
@@ -139,19 +153,31 @@ async def echo_workload(callers: int, n: int) -> None:
                 nursery.start_soon(caller)
 
 
-def echo_run(args: argparse.Namespace) -> None:
+def echo_instructions(args: argparse.Namespace, mode: int) -> float:
+    """Instructions per request of ``args.messages`` requests (two runs, the difference)."""
     totals = []
     with tempfile.TemporaryDirectory(prefix="trocket-instr-") as tmp:
         for n in (500, 500 + args.messages):
             out = os.path.join(tmp, f"echo-{n}.out")
             subprocess.run(
                 ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
-                 os.path.abspath(__file__), "--echo-workload", str(args.callers), str(n)],
+                 os.path.abspath(__file__), "--echo-workload", str(args.callers), str(n), str(mode)],
                 check=True, capture_output=True, cwd=tempfile.gettempdir(),
             )
             totals.append(callgrind_total(out))
-    per = (totals[1] - totals[0]) / args.messages
-    print(f"echo    ROCKETMQ callers={args.callers:3d}  {per:10,.0f} instructions/request (client and server)", flush=True)
+    return (totals[1] - totals[0]) / args.messages
+
+
+def echo_run(args: argparse.Namespace) -> None:
+    head = f"echo    ROCKETMQ callers={args.callers:3d}"
+    if not args.typed:
+        per = echo_instructions(args, PLAIN)
+        print(f"{head}  {per:10,.0f} instructions/request (client and server)", flush=True)
+        return
+    plain = echo_instructions(args, PLAIN_AS_TYPED)
+    typed = echo_instructions(args, TYPED)
+    print(f"{head}  plain {plain:10,.0f}  typed {typed:10,.0f} instructions/request (client and server), "
+          f"typed/plain = {typed / plain:.3f}", flush=True)
 
 
 if __name__ == "__main__":
@@ -169,7 +195,10 @@ if __name__ == "__main__":
                              "both: one run each, then the ratio (default: as this environment has it)")
     parser.add_argument("--keep", metavar="DIR", default="",
                         help="broker: keep the callgrind output in DIR (for callgrind_annotate)")
-    parser.add_argument("--echo-workload", nargs=2, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--typed", action="store_true",
+                        help="echo: the plain processor and a typed service and stub (remoting.Service / Stub), "
+                             "the same bytes on the wire, and their ratio")
+    parser.add_argument("--echo-workload", nargs=3, type=int, help=argparse.SUPPRESS)
     parsed = parser.parse_args()
     if parsed.echo_workload:
         trio.run(echo_workload, *parsed.echo_workload)
