@@ -11,11 +11,11 @@ from __future__ import annotations
 import struct
 
 from .command import RemotingCommand, SerializeType
-from .custom_header import JAVA_FAST_CODES_HEADERS, encode_header
+from .custom_header import JAVA_FAST_CODES_HEADERS, encode_header, encode_header_wire
 from .errors import HeaderDecodeError, HeaderEncodeError
 from .header_binary import decode_binary_header, encode_binary_header
 from .header_json import decode_json_header, encode_json_header
-from .java_hashmap import hashmap_order, hashmap_ordered, hashmap_reordered
+from .java_hashmap import hashmap_order, hashmap_ordered
 
 __all__ = ["encode_command", "decode_command", "encode_header_bytes", "wire_ext_fields"]
 
@@ -41,8 +41,8 @@ def wire_ext_fields(cmd: RemotingCommand) -> dict[str, str] | None:
     ext = cmd.ext_fields
     if header is None:
         return ext
-    fields = encode_header(header)
     if cmd.serialize_type == SerializeType.ROCKETMQ and type(header) in JAVA_FAST_CODES_HEADERS:
+        fields = encode_header(header)
         if not ext:
             return fields
         merged = dict(fields)
@@ -51,8 +51,8 @@ def wire_ext_fields(cmd: RemotingCommand) -> dict[str, str] | None:
                 merged[key] = ext[key]
         return merged
     if ext:
-        return hashmap_ordered([*ext.items(), *fields.items()])
-    return hashmap_reordered(fields)
+        return hashmap_ordered([*ext.items(), *encode_header(header).items()])
+    return encode_header_wire(header)
 
 
 def encode_header_bytes(cmd: RemotingCommand) -> bytes:

@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from ._spec import JAVA_FAST_CODES_HEADERS, FieldSpec, field, header, header_fields, is_header_class
+from ..java_hashmap import hashmap_reordered
 from .compiled import HeaderCodec, compile_codec
 from .generic import generic_decode, generic_encode
 
@@ -46,6 +47,7 @@ __all__ = [
     "HeaderCodec",
     "decode_header",
     "encode_header",
+    "encode_header_wire",
     "register_codec",
     "codec_of",
     "has_fast_codec",
@@ -59,6 +61,7 @@ T = TypeVar("T")
 #: Header class -> its codec's functions (filled by register_codec, or on first use).
 _DECODE: dict[type, Callable[[Mapping[str, str] | None], Any]] = {}
 _ENCODE: dict[type, Callable[[Any], dict[str, str]]] = {}
+_ENCODE_WIRE: dict[type, Callable[[Any], dict[str, str]]] = {}
 #: The classes with a hand-written codec.
 _HAND_WRITTEN: set[type] = set()
 
@@ -71,6 +74,7 @@ def register_codec(
     header_fields(cls)  # TypeError for a class that is not a header
     _DECODE[cls] = decode
     _ENCODE[cls] = encode
+    _ENCODE_WIRE[cls] = lambda obj: hashmap_reordered(encode(obj))
     _HAND_WRITTEN.add(cls)
 
 
@@ -82,8 +86,9 @@ def codec_of(cls: type) -> HeaderCodec:
         codec = compile_codec(cls)
         _DECODE[cls] = codec.decode
         _ENCODE[cls] = codec.encode
+        _ENCODE_WIRE[cls] = codec.encode_wire
         return codec
-    return HeaderCodec(decode, _ENCODE[cls])
+    return HeaderCodec(decode, _ENCODE[cls], _ENCODE_WIRE[cls])
 
 
 def has_fast_codec(cls: type) -> bool:
@@ -110,4 +115,14 @@ def encode_header(obj: Any) -> dict[str, str]:
         encode = _ENCODE[obj.__class__]
     except KeyError:
         encode = codec_of(obj.__class__).encode
+    return encode(obj)
+
+
+def encode_header_wire(obj: Any) -> dict[str, str]:
+    """:func:`encode_header` in the order Java writes a non-FastCodes header's fields on
+    the wire (its extFields ``HashMap``'s)."""
+    try:
+        encode = _ENCODE_WIRE[obj.__class__]
+    except KeyError:
+        encode = codec_of(obj.__class__).encode_wire
     return encode(obj)

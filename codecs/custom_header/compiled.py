@@ -18,6 +18,11 @@ The rules are the generic path's (:mod:`.generic`), and so are the errors:
   ``ValueError`` becomes the same :func:`._java.value_error`. ``ext=None`` decodes like ``{}``; unknown keys are ignored.
 * encode: declaration order, ``None`` left out, each value as the generic hook writes it
   (an exact ``int`` by table or ``str``, anything else by :func:`._java.format_int`).
+* encode_wire: the same fields in the order Java writes them on the wire for a header
+  that is not a ``FastCodesHeader`` -- the extFields ``HashMap``'s
+  (:mod:`~trocket.codecs.java_hashmap`) --, the order of the whole field set computed
+  once when the codec is made: a header whose fields are all set is one dict display
+  (the serializer's merge would otherwise reorder every command's fields).
 
 ``tests/codecs/test_custom_header_compiled.py`` holds both paths to that by hypothesis.
 
@@ -35,6 +40,7 @@ from typing import Any, NamedTuple
 
 import attrs
 
+from ..java_hashmap import hashmap_order, hashmap_reordered
 from ._java import (
     BOOLS,
     format_double,
@@ -52,10 +58,13 @@ __all__ = ["HeaderCodec", "compile_codec", "codec_source"]
 
 
 class HeaderCodec(NamedTuple):
-    """A header class's two conversions: ext fields -> object, object -> ext fields."""
+    """A header class's conversions: ext fields -> object, object -> ext fields (in
+    declaration order, and in Java's wire order for a non-FastCodes header)."""
 
     decode: Callable[[Mapping[str, str] | None], Any]
     encode: Callable[[Any], dict[str, str]]
+    #: None in a hand-written pair: registering it makes one from ``encode``
+    encode_wire: Callable[[Any], dict[str, str]] | None = None
 
 
 #: Canonical spellings of the ints most fields carry, and back.
@@ -142,6 +151,7 @@ def codec_source(cls: type) -> tuple[str, dict[str, Any]]:
         "_parse_double": parse_double,
         "_format_int": format_int,
         "_format_double": format_double,
+        "_reordered": hashmap_reordered,
     }
     lines = ["def decode(ext):", "    if ext is None:", "        ext = _EMPTY", "    get = ext.get"]
     lines.append("    o = _new(_cls)" if direct else "    kw = {}")
@@ -174,6 +184,23 @@ def codec_source(cls: type) -> tuple[str, dict[str, Any]]:
         for i, spec in enumerate(specs):
             lines += [f"    if v{i} is None:", f"        del out[{spec.name!r}]"]
         lines.append("    return out")
+
+    lines.append("def encode_wire(o):")
+    if not specs:
+        lines.append("    return {}")
+    else:
+        index = {spec.name: i for i, spec in enumerate(specs)}
+        for i, spec in enumerate(specs):
+            lines.append(f"    v{i} = o.{spec.name}")
+        every = " and ".join(f"v{i} is not None" for i in range(len(specs)))
+        lines.append(f"    if {every}:")
+        lines.append("        return {")
+        for name in hashmap_order(spec.name for spec in specs):
+            i = index[name]
+            spec = specs[i]
+            lines.append(f"            {name!r}: {f'v{i}' if spec.kind == 'str' else _encode_value(spec, f'v{i}')},")
+        lines.append("        }")
+        lines.append("    return _reordered(encode(o))")
     return "\n".join(lines) + "\n", namespace
 
 
@@ -183,7 +210,8 @@ def compile_codec(cls: type) -> HeaderCodec:
     source, namespace = codec_source(cls)
     filename = f"<trocket generated header codec {cls.__module__}.{cls.__qualname__}>"
     exec(compile(source, filename, "exec"), namespace)
-    decode, encode = namespace["decode"], namespace["encode"]
+    decode, encode, encode_wire = namespace["decode"], namespace["encode"], namespace["encode_wire"]
     decode.__qualname__ = f"{cls.__qualname__}.<generated decode>"
     encode.__qualname__ = f"{cls.__qualname__}.<generated encode>"
-    return HeaderCodec(decode, encode)
+    encode_wire.__qualname__ = f"{cls.__qualname__}.<generated encode_wire>"
+    return HeaderCodec(decode, encode, encode_wire)

@@ -533,4 +533,4 @@ FAST_CODECS: dict[type, HeaderCodec] = {
     PullMessageResponseHeader: HeaderCodec(decode_pull_message_response, encode_pull_message_response),
 }
 for _cls, _codec in FAST_CODECS.items():
-    register_codec(_cls, *_codec)
+    register_codec(_cls, _codec.decode, _codec.encode)
