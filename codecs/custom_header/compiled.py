@@ -194,11 +194,12 @@ def codec_source(cls: type) -> tuple[str, dict[str, Any]]:
             lines.append(f"    v{i} = o.{spec.name}")
         every = " and ".join(f"v{i} is not None" for i in range(len(specs)))
         lines.append(f"    if {every}:")
+        for i, spec in enumerate(specs):  # converted in declaration order: the same error first
+            if spec.kind != "str":
+                lines.append(f"        v{i} = {_encode_value(spec, f'v{i}')}")
         lines.append("        return {")
         for name in hashmap_order(spec.name for spec in specs):
-            i = index[name]
-            spec = specs[i]
-            lines.append(f"            {name!r}: {f'v{i}' if spec.kind == 'str' else _encode_value(spec, f'v{i}')},")
+            lines.append(f"            {name!r}: v{index[name]},")
         lines.append("        }")
         lines.append("    return _reordered(encode(o))")
     return "\n".join(lines) + "\n", namespace
