@@ -2,12 +2,14 @@
 
 ::
 
-    controller = BrokerController(BrokerConfig(listen=("127.0.0.1", 0), store_dir=tmp))
-    async with trio.open_nursery() as nursery:
-        await nursery.start(controller.run)     # recovered, listening, registered
-        print(controller.broker_addr)           # "127.0.0.1:40123"
+    async with BrokerController(BrokerConfig(listen=("127.0.0.1", 0), store_dir=tmp)) as controller:
+        print(controller.broker_addr)           # recovered, listening, registered: "127.0.0.1:40123"
         ...
-        nursery.cancel_scope.cancel()           # clean shutdown (or controller.request_shutdown())
+    # left: shut down cleanly (an exit by exception shuts down cleanly too)
+
+or in a nursery of the caller's: ``await nursery.start(controller.run)``, stopped by
+cancelling it or by :meth:`~BrokerController.request_shutdown` (``await
+controller.aclose()`` asks and waits; ``controller.stopped`` is set once it is done).
 
 Start-up (``run``); settings that are accepted but have no effect
 (:meth:`~.config.BrokerConfig.ineffective_settings`) are logged as warnings first:
@@ -60,7 +62,7 @@ from typing import Any, Callable
 import trio
 
 from trocket.codecs.message.hosts import HostAddress
-from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig
+from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig, ServiceContextManager
 
 from .config import BrokerConfig
 from .context import BrokerContext
@@ -84,7 +86,7 @@ log = logging.getLogger(__name__)
 SHUTDOWN_NETWORK_DEADLINE = 10.0
 
 
-class BrokerController:
+class BrokerController(ServiceContextManager):
     """A broker: store, processors, long polling, name-server registration."""
 
     def __init__(
@@ -134,6 +136,7 @@ class BrokerController:
         self._services: trio.Nursery | None = None
         self._services_done = trio.Event()
         self._started = False
+        self._running = False  # run() was called (it sets ``stopped`` however it ends)
         self.stopped = trio.Event()
 
     # -- addresses ----------------------------------------------------------------------
@@ -156,6 +159,7 @@ class BrokerController:
     async def run(self, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
         """Start everything (see the module docstring), report started with the
         controller, serve until cancelled or :meth:`request_shutdown`, shut down cleanly."""
+        self._running = True
         async with trio.open_nursery() as outer:
             await outer.start(self._services_host)
             try:
@@ -183,6 +187,12 @@ class BrokerController:
         self._shutdown_requested = True
         if self._wait_scope is not None:
             self._wait_scope.cancel()
+
+    async def aclose(self) -> None:
+        """:meth:`request_shutdown` and wait until the shutdown is done."""
+        self.request_shutdown()
+        if self._running:
+            await self.stopped.wait()
 
     async def _services_host(self, *, task_status) -> None:
         # Services live under a shield: cancelling ``run`` must not tear them down

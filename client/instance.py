@@ -138,7 +138,6 @@ class ClientInstance(ServiceContextManager):
         self._heartbeat_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
         self._running = False
-        self._cm_nursery = None
         self._register_processors()
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -168,15 +167,8 @@ class ClientInstance(ServiceContextManager):
         if self._nursery is not None:
             self._nursery.cancel_scope.cancel()
 
-    _cm_run = run
-
-    async def _cm_close(self) -> None:
-        await self.aclose()
-
-    def _cm_abort(self) -> None:
+    def _abort(self) -> None:
         self._running = False
-        if self._nursery is not None:
-            self._nursery.cancel_scope.cancel()
 
     @property
     def running(self) -> bool:

@@ -274,7 +274,6 @@ class Producer(ServiceContextManager):
         self._drained: trio.Event | None = None  # set by aclose: the last async send ended
         self._nursery: trio.Nursery | None = None
         self._running = False
-        self._cm_nursery = None
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -308,15 +307,8 @@ class Producer(ServiceContextManager):
             if self._nursery is not None:
                 self._nursery.cancel_scope.cancel()
 
-    _cm_run = run
-
-    async def _cm_close(self) -> None:
-        await self.aclose()
-
-    def _cm_abort(self) -> None:
+    def _abort(self) -> None:
         self._running = False
-        if self._nursery is not None:
-            self._nursery.cancel_scope.cancel()
 
     def _check_running(self) -> None:
         if not self._running:

@@ -210,6 +210,34 @@ async def test_a_shutdown_requested_while_starting_is_not_lost(tmp_path, wire):
     assert not os.path.exists(tmp_path / "store" / "abort")  # a clean shutdown
 
 
+async def test_async_with_shuts_down_cleanly_however_the_body_ends(tmp_path, wire):
+    """``async with BrokerController(config)``: started on entry; a clean shutdown on a
+    normal exit and on an exit by exception too (which comes back unwrapped);
+    ``aclose()`` asks for it and waits, also of a broker run in the caller's nursery."""
+    from trocket.broker.controller import BrokerController
+
+    abort_file = tmp_path / "store" / "abort"
+    async with BrokerController(wire.broker_config(tmp_path)) as broker:
+        assert broker.server.port and abort_file.exists()
+    assert broker.stopped.is_set() and not abort_file.exists()
+
+    with pytest.raises(KeyError):
+        async with BrokerController(wire.broker_config(tmp_path)) as broker:
+            assert abort_file.exists()
+            raise KeyError("mine")
+    assert broker.stopped.is_set() and not abort_file.exists()
+
+    with trio.fail_after(5):
+        await BrokerController(wire.broker_config(tmp_path)).aclose()  # never run: nothing to wait for
+    broker = BrokerController(wire.broker_config(tmp_path))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(broker.run)
+        assert abort_file.exists() and not broker.stopped.is_set()
+        with trio.fail_after(20):
+            await broker.aclose()
+        assert broker.stopped.is_set() and not abort_file.exists()
+
+
 def read_lines_until(proc: subprocess.Popen, needle: str, timeout: float) -> list[str]:
     """``proc``'s stdout lines up to the first holding ``needle``; fails after
     ``timeout`` s even if the process writes nothing (a bare readline would block)."""
