@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from trocket.broker.config import BrokerConfig, BrokerConfigError, load_properties_file, parse_properties
-from trocket.broker.main import add_broker_arguments, config_from_args
+from trocket.cli_broker import add_broker_arguments, config_from_args
 from trocket.broker.store import FlushMode
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.message.record import decode_records
@@ -263,7 +263,7 @@ def test_main_broker_sigint_clean_exit(tmp_path):
     store = tmp_path / "st"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "trocket.broker.main", "broker", "--store", str(store),
+        [sys.executable, "-m", "trocket", "broker", "--store", str(store),
          "--listen", "127.0.0.1:0", "--namesrv-listen", "127.0.0.1:0", "--segment-size", "32m"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
     )
