@@ -61,6 +61,7 @@ from typing import Any, Callable
 
 import trio
 
+from trocket._version import version
 from trocket.codecs.message.hosts import HostAddress
 from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig, ServiceContextManager
 
@@ -465,11 +466,9 @@ class BrokerController(ServiceContextManager):
 
     def runtime_info(self) -> dict[str, str]:
         """GET_BROKER_RUNTIME_INFO's table (Java key names where they apply)."""
-        from trocket import __version__
-
         store = self.store
         info: dict[str, str] = {
-            "brokerVersionDesc": f"trocket {__version__} (V4_9_8 protocol)",
+            "brokerVersionDesc": f"trocket {version()} (V4_9_8 protocol)",
             "brokerVersion": "409",
             "bootTimestamp": str(self.boot_timestamp),
         }

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trocket import __version__
+from trocket._version import version
 
 EXIT_OK = 0
 EXIT_FAIL = 1  # the command ran and found a problem (bad frame, nonconforming file)
@@ -53,7 +53,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     from trocket.codecs import accel
 
-    parser.add_argument("--version", action=_VersionAction, version=f"trocket {__version__} ({accel.describe()})")
+    parser.add_argument("--version", action=_VersionAction, version=f"trocket {version()} ({accel.describe()})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     decode = sub.add_parser(
