@@ -57,11 +57,12 @@ import math
 import os
 import shutil
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 import trio
 
 from trocket._version import version
+from trocket.codecs.bodies.namesrv import RegisterBrokerResult
 from trocket.codecs.message.hosts import HostAddress
 from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig, ServiceContextManager
 
@@ -79,6 +80,9 @@ from .processors.send import SendProcessor
 from .schedule import ScheduleMessageService
 from .store import ConsumerOffsetManager, MessageStore, TopicConfigManager
 
+if TYPE_CHECKING:
+    from trocket.remoting.tap import TapSink
+
 __all__ = ["BrokerController"]
 
 log = logging.getLogger(__name__)
@@ -94,10 +98,10 @@ class BrokerController(ServiceContextManager):
         self,
         config: BrokerConfig | None = None,
         *,
-        namesrv_factory: Callable[[BrokerConfig], Any] | None = None,
+        namesrv_factory: Callable[[BrokerConfig], NameServer | None] | None = None,
         client_config: ClientConfig | None = None,
         server_config: ServerConfig | None = None,
-        tap: Any = None,
+        tap: TapSink | None = None,
     ) -> None:
         self.config = config or BrokerConfig()
         #: a capture sink (remoting's TapSink) for the broker's and the embedded name server's servers
@@ -111,7 +115,7 @@ class BrokerController(ServiceContextManager):
         self.offsets: ConsumerOffsetManager | None = None
         self.server: RemotingServer | None = None
         self.client: RemotingClient | None = None
-        self.namesrv: Any = None
+        self.namesrv: NameServer | None = None
         self.outer_api: BrokerOuterAPI | None = None
         self.ctx: BrokerContext | None = None
         self.pull_hold: PullHoldService | None = None
@@ -151,13 +155,13 @@ class BrokerController(ServiceContextManager):
     def namesrv_addrs(self) -> list[str]:
         if self.config.namesrv_addrs:
             return list(self.config.namesrv_addrs)
-        if self.namesrv is not None and getattr(self.namesrv, "address", None):
+        if self.namesrv is not None:
             return [self.namesrv.address]
         return self.config.namesrv_addr_list()
 
     # -- life -----------------------------------------------------------------------------
 
-    async def run(self, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, *, task_status: trio.TaskStatus[BrokerController] = trio.TASK_STATUS_IGNORED) -> None:
         """Start everything (see the module docstring), report started with the
         controller, serve until cancelled or :meth:`request_shutdown`, shut down cleanly."""
         self._running = True
@@ -219,7 +223,7 @@ class BrokerController(ServiceContextManager):
         if cfg.embedded_namesrv:
             self.namesrv = self._make_namesrv()
             if self.namesrv is not None:
-                if self.tap is not None and getattr(self.namesrv, "remoting", None) is not None:
+                if self.tap is not None:
                     self.namesrv.remoting.tap = self.tap
                 await services.start(self.namesrv.serve)
 
@@ -300,7 +304,7 @@ class BrokerController(ServiceContextManager):
     def _advertise_host(host: str) -> str:
         return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
 
-    def _make_namesrv(self) -> Any:
+    def _make_namesrv(self) -> NameServer | None:
         if self.namesrv_factory is not None:
             return self.namesrv_factory(self.config)
         host, port = self.config.namesrv_listen
@@ -321,7 +325,7 @@ class BrokerController(ServiceContextManager):
         """A topic was created or changed: register again soon (Java registers at once)."""
         self._register_soon.set()
 
-    async def register_broker_all(self, *, oneway: bool = False) -> list:
+    async def register_broker_all(self, *, oneway: bool = False) -> list[RegisterBrokerResult]:
         api = self.outer_api
         if api is None or self.topics is None:
             return []
@@ -345,7 +349,7 @@ class BrokerController(ServiceContextManager):
             log.warning("no name server of %s accepted the registration", self.namesrv_addrs)
         return results
 
-    def _learn_master(self, results: list) -> None:
+    def _learn_master(self, results: list[RegisterBrokerResult]) -> None:
         """A slave's registration answer names the master and its HA address (Java's
         ``updateMasterHAServerAddrPeriodically`` / ``SlaveSynchronize.setMasterAddr``)."""
         for result in results:
@@ -396,7 +400,7 @@ class BrokerController(ServiceContextManager):
                 next_at = trio.current_time() + interval
 
     @staticmethod
-    async def _every(interval_ms: int, fn: Callable[[], Any]) -> None:
+    async def _every(interval_ms: int, fn: Callable[[], Awaitable[object]]) -> None:
         interval = interval_ms / 1000.0
         while True:
             await trio.sleep(interval)
