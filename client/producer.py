@@ -68,18 +68,10 @@ from trocket.codecs.names import (
     validate_group,
     validate_topic,
 )
-from trocket.remoting import (
-    RemotingConnectError,
-    ResponseFuture,
-    RemotingSendRequestError,
-    RemotingTimeoutError,
-    RemotingTooManyRequestsError,
-    ServiceContextManager,
-)
-from trocket.remoting.deadlines import schedule
+from trocket.remoting import ServiceContextManager
 
-from .api import remoting_error, response_error
-from .config import MQ_VERSION, ClientConfig
+from .api import response_error
+from .config import ClientConfig
 from .errors import (
     Attempt,
     BrokerResponseError,
@@ -120,7 +112,6 @@ _STATUS = {
 _MESSAGE_ILLEGAL = int(ResponseCode.MESSAGE_ILLEGAL)
 _SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
 _SEND_BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
-_REMOTING_FAILURES = (RemotingConnectError, RemotingSendRequestError, RemotingTimeoutError, RemotingTooManyRequestsError)
 #: the batch request's own properties (``MessageBatch``: WAIT of its first message)
 _BATCH_PROPS = {True: "WAIT\x01true", False: "WAIT\x01false"}
 
@@ -266,6 +257,8 @@ class Producer(ServiceContextManager):
                 client_config = ClientConfig(namesrv=namesrv)
             instance = ClientInstance(client_config)
         self.instance = instance
+        #: every request goes through the instance's typed API (its remoting client's calls)
+        self._api = instance.api
         self.faults = LatencyFaultTolerance(self.config.latency_fault)
         self._ids = UniqueIdGenerator(
             ip=instance.config.client_ip, pid=os.getpid(), class_loader_hash=random.getrandbits(32)
@@ -392,11 +385,7 @@ class Producer(ServiceContextManager):
             f=p.sys_flag, g=int(time.time() * 1000), h=p.flag, i=p.properties, j=p.reconsume_times,
             k=self.instance.config.unit_mode, l=p.max_reconsume_times, m=batch, n=mq.broker_name,
         )
-        icfg = self.instance.config
-        return RemotingCommand(
-            code=code, language=icfg.language, version=MQ_VERSION, custom_header=header, body=p.body,
-            serialize_type=icfg.serialize_type,
-        )
+        return self._api.request(code, header, p.body)
 
     @staticmethod
     def _result(response: RemotingCommand, status: SendStatus, mq: MessageQueue, msg_id: str) -> SendResult:
@@ -415,18 +404,19 @@ class Producer(ServiceContextManager):
 
     def _judge(
         self, p: _Prepared, mq: MessageQueue, target: str, t0: float, response: RemotingCommand | None,
-        exc: BaseException | None, progress: _Progress, begin: float, *, retry: bool = True,
+        failure: ClientError | None, progress: _Progress, begin: float, *, retry: bool = True,
     ) -> SendResult | None:
-        """One attempt's outcome: the result to return, or ``None`` to try again (the
+        """One attempt's outcome (the broker's ``response``, or the ``failure`` of the
+        call, as the API named it): the result to return, or ``None`` to try again (the
         attempt recorded in ``progress``); raises the final error of an answer that is
         not retried. Updates the latency fault table (``updateFaultItem``)."""
         took = trio.current_time() - t0
         broker = mq.broker_name
-        if exc is not None:
+        if failure is not None:
             self.faults.update(broker, took, isolation=True)
-            error = remoting_error(exc, target, took) if isinstance(exc, Exception) else ClientError(str(exc))
-            progress.last_error = error
-            progress.attempts.append(Attempt(target, error.attempts[0].outcome if error.attempts else str(exc), took))
+            progress.last_error = failure
+            outcome = failure.attempts[0].outcome if failure.attempts else failure.summary
+            progress.attempts.append(Attempt(target, outcome, took))
             progress.last_broker = broker
             self.instance.refresh_soon(p.topic)
             return None
@@ -488,7 +478,7 @@ class Producer(ServiceContextManager):
         """``sendDefaultImpl``: attempts until one succeeds, the retries or the budget end
         (``progress`` carries attempts an async send already made)."""
         info = None if queue is not None else await self._publish_info(p.topic, begin, deadline)
-        remoting = self.instance.remoting
+        api = self._api
         if progress is None:
             progress = _Progress()
         attempts = progress.attempts
@@ -517,9 +507,9 @@ class Producer(ServiceContextManager):
                 self.instance.refresh_soon(p.topic)
                 continue
             try:
-                response = await remoting.invoke_sync(addr, self._request(p, mq, code, batch), remaining)
-            except _REMOTING_FAILURES as exc:
-                self._judge(p, mq, target, now, None, exc, progress, begin)
+                response = await api.invoke(addr, self._request(p, mq, code, batch), remaining, target=target, begin=now)
+            except ClientError as failure:
+                self._judge(p, mq, target, now, None, failure, progress, begin)
                 continue
             result = self._judge(p, mq, target, now, response, None, progress, begin, retry=queue is None)
             if result is not None:
@@ -563,13 +553,12 @@ class Producer(ServiceContextManager):
         # the hot path: route and connection at hand -> one remoting async call whose
         # callback judges the answer; anything else (first send, a retry) -> a task
         info = self.instance.publish.get(p.topic)
-        conn = None
+        connected = False
         if info is not None and info.ok:
             mq = select_queue(info, self.faults, None)
             addr = self.instance.master_addr(mq.broker_name)
-            if addr is not None:
-                conn = self.instance.remoting.connection_for(addr)
-        if conn is not None and conn.is_active:
+            connected = addr is not None and self._api.is_connected(addr)
+        if connected:
             await self._attempt_async(p, begin, deadline, fut, mq, addr)
         else:
             assert self._nursery is not None
@@ -582,15 +571,15 @@ class Producer(ServiceContextManager):
     async def _attempt_async(
         self, p: _Prepared, begin: float, deadline: float, fut: SendFuture, mq: MessageQueue, addr: str
     ) -> None:
-        """First attempt of an async send without a task: the remoting callback judges the
+        """First attempt of an async send without a task: the call's callback judges the
         answer (on the connection's reader) and hands a retry to :meth:`_run_async`."""
         progress = _Progress()
         t0 = trio.current_time()
         target = f"{mq.broker_name} {addr} queue {mq.queue_id}"
 
-        def judged(response: RemotingCommand | None, exc: BaseException | None) -> None:
+        def judged(response: RemotingCommand | None, failure: ClientError | None) -> None:
             try:
-                result = self._judge(p, mq, target, t0, response, exc, progress, begin)
+                result = self._judge(p, mq, target, t0, response, failure, progress, begin)
                 if result is None and (
                     len(progress.attempts) > self.config.async_retries or trio.current_time() >= deadline
                 ):
@@ -607,21 +596,13 @@ class Producer(ServiceContextManager):
             except RuntimeError:  # the nursery is closed: the producer is gone
                 self._finish_async(fut, None, ClientStateError(f"producer {self.group} closed before the send ended"))
 
-        def on_response(rf: ResponseFuture) -> None:
-            judged(rf.response, rf.exception)
-
-        try:
-            rf = await self.instance.remoting.invoke_async(
-                addr, self._request(p, mq), deadline - t0, callback=on_response
-            )
-        except _REMOTING_FAILURES as exc:
-            judged(None, exc)
-            return
+        try:  # its deadline kept though nobody awaits it (the deadline wheel's 5 ms)
+            await self._api.invoke_async(addr, self._request(p, mq), deadline - t0, judged, target=target, begin=t0)
+        except ClientError as failure:
+            judged(None, failure)
         except BaseException:  # cancelled while waiting for a permit: free the slot, then go
             self._finish_async(fut, None, ClientStateError("the send was cancelled"))
             raise
-        if not rf.done():
-            schedule(rf)  # its deadline, to the deadline wheel's 5 ms (nobody awaits it)
 
     async def _run_async(
         self, p: _Prepared, begin: float, deadline: float, fut: SendFuture, progress: _Progress | None
@@ -660,10 +641,13 @@ class Producer(ServiceContextManager):
         if addr is None:
             raise NoRouteError(f"no master address for broker {mq.broker_name}")
         try:
-            await self.instance.remoting.invoke_oneway(addr, self._request(p, mq), max(deadline - trio.current_time(), 0.001))
-        except _REMOTING_FAILURES as exc:
+            await self._api.invoke_oneway(
+                addr, self._request(p, mq), max(deadline - trio.current_time(), 0.001),
+                target=f"{mq.broker_name} {addr} queue {mq.queue_id}", begin=begin,
+            )
+        except ClientError:
             self.faults.update(mq.broker_name, 0.0, isolation=True)
-            raise remoting_error(exc, f"{mq.broker_name} {addr} queue {mq.queue_id}", trio.current_time() - begin) from exc
+            raise
         # a oneway send that the socket takes at once never waits: yield here (a trio
         # checkpoint), or a loop of them starves every other task, the writer included
         await trio.lowlevel.checkpoint()
