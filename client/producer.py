@@ -70,7 +70,7 @@ from trocket.codecs.names import (
 )
 from trocket.remoting import ServiceContextManager
 
-from .api import response_error
+from .api import response_error, target_name
 from .config import ClientConfig
 from .errors import (
     Attempt,
@@ -360,6 +360,9 @@ class Producer(ServiceContextManager):
     # -- the send loop ------------------------------------------------------------------
 
     async def _publish_info(self, topic: str, begin: float, deadline: float):
+        """The topic's publish info: the instance's, else looked up within the budget.
+        (The hot paths read ``instance.publish`` themselves first: a coroutine less per
+        message while the route is known.)"""
         info = self.instance.publish.get(topic)
         if info is not None and info.ok:
             return info
@@ -403,20 +406,21 @@ class Producer(ServiceContextManager):
         )
 
     def _judge(
-        self, p: _Prepared, mq: MessageQueue, target: str, t0: float, response: RemotingCommand | None,
+        self, p: _Prepared, mq: MessageQueue, addr: str, t0: float, response: RemotingCommand | None,
         failure: ClientError | None, progress: _Progress, begin: float, *, retry: bool = True,
     ) -> SendResult | None:
         """One attempt's outcome (the broker's ``response``, or the ``failure`` of the
         call, as the API named it): the result to return, or ``None`` to try again (the
-        attempt recorded in ``progress``); raises the final error of an answer that is
-        not retried. Updates the latency fault table (``updateFaultItem``)."""
+        attempt, to ``mq`` at ``addr``, recorded in ``progress``); raises the final error
+        of an answer that is not retried. Updates the latency fault table
+        (``updateFaultItem``)."""
         took = trio.current_time() - t0
         broker = mq.broker_name
         if failure is not None:
             self.faults.update(broker, took, isolation=True)
             progress.last_error = failure
             outcome = failure.attempts[0].outcome if failure.attempts else failure.summary
-            progress.attempts.append(Attempt(target, outcome, took))
+            progress.attempts.append(Attempt(target_name(addr, mq), outcome, took))
             progress.last_broker = broker
             self.instance.refresh_soon(p.topic)
             return None
@@ -427,7 +431,8 @@ class Producer(ServiceContextManager):
             try:
                 result = self._result(response, status, mq, p.msg_id)
             except CodecError as exc:  # stored, says the code; where, the header cannot say
-                progress.attempts.append(Attempt(target, f"{status.value} with a bad header: {exc}", took))
+                outcome = f"{status.value} with a bad header: {exc}"
+                progress.attempts.append(Attempt(target_name(addr, mq), outcome, took))
                 raise BrokerResponseError(
                     f"send to {p.topic}: the broker's {status.value} answer does not decode: {exc}",
                     code=response.code, remark=response.remark, attempts=progress.attempts,
@@ -436,12 +441,12 @@ class Producer(ServiceContextManager):
             if status is SendStatus.SEND_OK or not self.config.retry_another_broker_when_not_store_ok:
                 return result
             progress.kept = result
-            progress.attempts.append(Attempt(target, status.value, took))
+            progress.attempts.append(Attempt(target_name(addr, mq), status.value, took))
             progress.last_broker = broker
             return None
         self.faults.update(broker, took, isolation=True)
         error = response_error(f"send to {p.topic}", response)
-        progress.attempts.append(Attempt(target, error.summary.partition(": ")[2], took))
+        progress.attempts.append(Attempt(target_name(addr, mq), error.summary.partition(": ")[2], took))
         if response.code in RETRY_CODES and retry:
             progress.last_error = error
             progress.last_broker = broker
@@ -477,7 +482,11 @@ class Producer(ServiceContextManager):
     ) -> SendResult:
         """``sendDefaultImpl``: attempts until one succeeds, the retries or the budget end
         (``progress`` carries attempts an async send already made)."""
-        info = None if queue is not None else await self._publish_info(p.topic, begin, deadline)
+        info = None
+        if queue is None:
+            info = self.instance.publish.get(p.topic)
+            if info is None or not info.ok:
+                info = await self._publish_info(p.topic, begin, deadline)
         api = self._api
         if progress is None:
             progress = _Progress()
@@ -499,19 +508,18 @@ class Producer(ServiceContextManager):
                     now = trio.current_time()
                     remaining = deadline - now
             addr = self.instance.master_addr(mq.broker_name)
-            target = f"{mq.broker_name} {addr} queue {mq.queue_id}"
             if addr is None:
-                attempts.append(Attempt(target, "no master address in the route", 0.0))
+                attempts.append(Attempt(target_name(addr, mq), "no master address in the route", 0.0))
                 progress.last_error = NoRouteError(f"no master address for broker {mq.broker_name}")
                 progress.last_broker = mq.broker_name
                 self.instance.refresh_soon(p.topic)
                 continue
             try:
-                response = await api.invoke(addr, self._request(p, mq, code, batch), remaining, target=target, begin=now)
+                response = await api.invoke(addr, self._request(p, mq, code, batch), remaining, queue=mq, begin=now)
             except ClientError as failure:
-                self._judge(p, mq, target, now, None, failure, progress, begin)
+                self._judge(p, mq, addr, now, None, failure, progress, begin)
                 continue
-            result = self._judge(p, mq, target, now, response, None, progress, begin, retry=queue is None)
+            result = self._judge(p, mq, addr, now, response, None, progress, begin, retry=queue is None)
             if result is not None:
                 return result
         return self._exhausted(p, begin, deadline, progress)
@@ -575,11 +583,10 @@ class Producer(ServiceContextManager):
         answer (on the connection's reader) and hands a retry to :meth:`_run_async`."""
         progress = _Progress()
         t0 = trio.current_time()
-        target = f"{mq.broker_name} {addr} queue {mq.queue_id}"
 
         def judged(response: RemotingCommand | None, failure: ClientError | None) -> None:
             try:
-                result = self._judge(p, mq, target, t0, response, failure, progress, begin)
+                result = self._judge(p, mq, addr, t0, response, failure, progress, begin)
                 if result is None and (
                     len(progress.attempts) > self.config.async_retries or trio.current_time() >= deadline
                 ):
@@ -597,7 +604,7 @@ class Producer(ServiceContextManager):
                 self._finish_async(fut, None, ClientStateError(f"producer {self.group} closed before the send ended"))
 
         try:  # its deadline kept though nobody awaits it (the deadline wheel's 5 ms)
-            await self._api.invoke_async(addr, self._request(p, mq), deadline - t0, judged, target=target, begin=t0)
+            await self._api.invoke_async(addr, self._request(p, mq), deadline - t0, judged, queue=mq, begin=t0)
         except ClientError as failure:
             judged(None, failure)
         except BaseException:  # cancelled while waiting for a permit: free the slot, then go
@@ -635,7 +642,9 @@ class Producer(ServiceContextManager):
         begin = trio.current_time()
         deadline = begin + (timeout or self.config.send_timeout)
         p = self._prepare(msg)
-        info = await self._publish_info(p.topic, begin, deadline)
+        info = self.instance.publish.get(p.topic)
+        if info is None or not info.ok:
+            info = await self._publish_info(p.topic, begin, deadline)
         mq = select_queue(info, self.faults, None)
         addr = self.instance.master_addr(mq.broker_name)
         if addr is None:
@@ -643,7 +652,7 @@ class Producer(ServiceContextManager):
         try:
             await self._api.invoke_oneway(
                 addr, self._request(p, mq), max(deadline - trio.current_time(), 0.001),
-                target=f"{mq.broker_name} {addr} queue {mq.queue_id}", begin=begin,
+                queue=mq, begin=begin,
             )
         except ClientError:
             self.faults.update(mq.broker_name, 0.0, isolation=True)
