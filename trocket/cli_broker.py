@@ -24,6 +24,7 @@ import logging
 import re
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -265,27 +266,44 @@ def main_broker(args: argparse.Namespace) -> int:
     except BrokerConfigError as exc:
         print(f"trocket broker: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    from trocket.broker.store import StoreError
+
+    return _serve("broker", args, lambda tap: functools.partial(run_broker, config, tap=tap),
+                  (OSError, StoreError, BrokerConfigError))
+
+
+def main_namesrv(args: argparse.Namespace) -> int:
+    _setup_logging(getattr(args, "log_level", "INFO"))
+    listen = getattr(args, "listen", ("127.0.0.1", 9876))
+    return _serve("namesrv", args, lambda tap: functools.partial(run_namesrv, listen, tap=tap), (OSError,))
+
+
+def _serve(
+    what: str, args: argparse.Namespace, make_main: Callable[[FileTap | None], Callable[[], Awaitable[None]]],
+    reported: tuple[type[BaseException], ...],
+) -> int:
+    """``trio.run`` the command's main with the tap ``--tap`` asks for; the exit status:
+    130 after Ctrl-C, 1 with the message of a ``reported`` error (unwrapped from trio's
+    exception groups), else 0. The tap's summary is printed however it ends."""
     try:
-        tap = open_tap(args, "broker")
+        tap = open_tap(args, what)
     except OSError as exc:
-        print(f"trocket broker: error: cannot open the tap file: {exc}", file=sys.stderr)
+        print(f"trocket {what}: error: cannot open the tap file: {exc}", file=sys.stderr)
         return EXIT_FAIL
     try:
-        trio.run(functools.partial(run_broker, config, tap=tap))
+        trio.run(make_main(tap))
     except KeyboardInterrupt:
         return 130
     except BaseException as exc:  # noqa: BLE001 - unwrap trio's exception groups
         leaf = _leaf(exc)
-        from trocket.broker.store import StoreError
-
         if isinstance(leaf, KeyboardInterrupt):
             return 130
-        if isinstance(leaf, (OSError, StoreError, BrokerConfigError)):
-            print(f"trocket broker: error: {leaf}", file=sys.stderr)
+        if isinstance(leaf, reported):
+            print(f"trocket {what}: error: {leaf}", file=sys.stderr)
             return EXIT_FAIL
         raise
     finally:
-        close_tap(tap, "broker")
+        close_tap(tap, what)
     return EXIT_OK
 
 
@@ -294,30 +312,6 @@ def _leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
-
-
-def main_namesrv(args: argparse.Namespace) -> int:
-    _setup_logging(getattr(args, "log_level", "INFO"))
-    try:
-        tap = open_tap(args, "namesrv")
-    except OSError as exc:
-        print(f"trocket namesrv: error: cannot open the tap file: {exc}", file=sys.stderr)
-        return EXIT_FAIL
-    try:
-        trio.run(functools.partial(run_namesrv, getattr(args, "listen", ("127.0.0.1", 9876)), tap=tap))
-    except KeyboardInterrupt:
-        return 130
-    except BaseException as exc:  # noqa: BLE001
-        leaf = _leaf(exc)
-        if isinstance(leaf, KeyboardInterrupt):
-            return 130
-        if isinstance(leaf, OSError):
-            print(f"trocket namesrv: error: {leaf}", file=sys.stderr)
-            return EXIT_FAIL
-        raise
-    finally:
-        close_tap(tap, "namesrv")
-    return EXIT_OK
 
 
 # -- capture tap (issue 8): --tap FILE, --tap-rotate-mb N ---------------------------------
