@@ -105,7 +105,7 @@ PROPS = "TAGS\x01bench\x02WAIT\x01true\x02"
 def start_broker(
     store: str, flush: str, log_path: str, conf: dict[str, str] | None = None,
     namesrv_listen: str = "127.0.0.1:0", extra_args: tuple[str, ...] = (), listen: str = "127.0.0.1:0",
-    pythonpath: str | None = None, launcher: tuple[str, ...] = ("-m", "trocket.broker.main"),
+    pythonpath: str | None = None, launcher: tuple[str, ...] = ("-m", "trocket"),
 ) -> tuple[subprocess.Popen, str]:
     """Start ``trocket broker`` (with a broker.conf holding ``conf`` when given, and
     ``extra_args`` on its command line; ``pythonpath``: as ``--broker-pythonpath``, for

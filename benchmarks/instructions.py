@@ -81,7 +81,7 @@ def broker_run(args: argparse.Namespace, pure: bool | None = None) -> None:
         with open(log_path, "w") as log:
             proc = subprocess.Popen(
                 ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
-                 sys.executable, "-m", "trocket.broker.main", "broker", "--store", os.path.join(tmp, "store"),
+                 sys.executable, "-m", "trocket", "broker", "--store", os.path.join(tmp, "store"),
                  "--listen", "127.0.0.1:0", "--namesrv-listen", "127.0.0.1:0", "--flush", "async",
                  "--log-level", "INFO", *(("--tap", os.path.join(tmp, "broker.trkcap")) if args.tap else ())],
                 stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tempfile.gettempdir(),

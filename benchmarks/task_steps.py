@@ -53,7 +53,10 @@ class StepCounter(trio.abc.Instrument):
 
 def broker_child(argv: list[str]) -> None:
     """The broker with the counter; SIGUSR1 starts the window, the next one prints it."""
-    from trocket.broker.main import _setup_logging, add_broker_arguments, config_from_args, run_broker
+    try:
+        from trocket.cli_broker import _setup_logging, add_broker_arguments, config_from_args, run_broker
+    except ImportError:  # a --broker-pythonpath tree from before the broker's CLI left broker/main.py
+        from trocket.broker.main import _setup_logging, add_broker_arguments, config_from_args, run_broker  # type: ignore[no-redef]
 
     parser = argparse.ArgumentParser()
     add_broker_arguments(parser)

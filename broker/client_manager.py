@@ -3,7 +3,8 @@
 The broker-side bookkeeping of RocketMQ 4.9.8's ``ConsumerManager`` /
 ``ConsumerGroupInfo``, ``ProducerManager``, ``ClientChannelInfo`` and
 ``RebalanceLockManager``. Pure state: no I/O, no trio. Channels are the remoting
-:class:`~trocket.remoting.Connection` a client's requests came on (any hashable object
+:class:`~trocket.remoting.Connection` a client's requests came on (the managers are
+generic in the channel's type, ``ConsumerManager[Connection]``: any hashable object
 will do; tests use plain objects). Who tells clients about changes, closes expired
 connections and installs the channel-event listener is
 :mod:`trocket.broker.processors.client`.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Collection, Hashable, Iterable
+from typing import Callable, Collection, Generic, Hashable, Iterable, TypeVar
 
 import attrs
 
@@ -31,6 +32,7 @@ from trocket.codecs.bodies.client import (
     MessageQueue,
     SubscriptionData,
 )
+from trocket.codecs.command import LanguageCode
 
 __all__ = [
     "CHANNEL_EXPIRED_TIMEOUT",
@@ -53,17 +55,19 @@ CHANNEL_EXPIRED_TIMEOUT = 120.0
 #: may be taken by another client.
 REBALANCE_LOCK_MAX_LIVE_TIME = 60.0
 
-Channel = Hashable
+#: a client's channel: the remoting Connection in the broker (``ConsumerManager[Connection]``),
+#: any hashable object in tests
+C = TypeVar("C", bound=Hashable)
 Clock = Callable[[], float]
 
 
 @attrs.define(slots=True, eq=False)
-class ClientChannelInfo:
+class ClientChannelInfo(Generic[C]):
     """``ClientChannelInfo``: one client connection (channel, clientID, language, version)."""
 
-    channel: Any
+    channel: C
     client_id: str
-    language: Any = None
+    language: LanguageCode | None = None
     version: int = 0
     last_update: float = 0.0
 
@@ -72,7 +76,7 @@ class ClientChannelInfo:
 
 
 @attrs.define(slots=True, eq=False)
-class ConsumerGroupInfo:
+class ConsumerGroupInfo(Generic[C]):
     """``ConsumerGroupInfo``: a consumer group's members (by channel) and subscriptions.
 
     ``channels`` keeps insertion order; ``subscriptions`` maps topic -> the latest
@@ -82,17 +86,17 @@ class ConsumerGroupInfo:
     consume_type: ConsumeType = ConsumeType.CONSUME_PASSIVELY
     message_model: MessageModel = MessageModel.CLUSTERING
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
-    channels: dict[Any, ClientChannelInfo] = attrs.field(factory=dict)
+    channels: dict[C, ClientChannelInfo[C]] = attrs.field(factory=dict)
     subscriptions: dict[str, SubscriptionData] = attrs.field(factory=dict)
     last_update: float = 0.0
 
-    def find_channel(self, client_id: str) -> ClientChannelInfo | None:
+    def find_channel(self, client_id: str) -> ClientChannelInfo[C] | None:
         for info in list(self.channels.values()):
             if info.client_id == client_id:
                 return info
         return None
 
-    def all_channels(self) -> list[Any]:
+    def all_channels(self) -> list[C]:
         return list(self.channels)
 
     def all_client_ids(self) -> list[str]:
@@ -102,7 +106,7 @@ class ConsumerGroupInfo:
 
     def update_channel(
         self,
-        info: ClientChannelInfo,
+        info: ClientChannelInfo[C],
         consume_type: ConsumeType,
         message_model: MessageModel,
         consume_from_where: ConsumeFromWhere,
@@ -149,21 +153,21 @@ class ConsumerGroupInfo:
         self.last_update = now
         return updated
 
-    def remove_channel(self, channel: Any) -> ClientChannelInfo | None:
+    def remove_channel(self, channel: C) -> ClientChannelInfo[C] | None:
         return self.channels.pop(channel, None)
 
 
-class ConsumerManager:
+class ConsumerManager(Generic[C]):
     """``ConsumerManager``: consumer group name -> :class:`ConsumerGroupInfo`."""
 
     def __init__(self, *, channel_expired_timeout: float = CHANNEL_EXPIRED_TIMEOUT, clock: Clock = time.monotonic) -> None:
         self.channel_expired_timeout = channel_expired_timeout
         self.clock = clock
-        self._groups: dict[str, ConsumerGroupInfo] = {}
+        self._groups: dict[str, ConsumerGroupInfo[C]] = {}
 
     # -- queries -------------------------------------------------------------------------
 
-    def group_info(self, group: str) -> ConsumerGroupInfo | None:
+    def group_info(self, group: str) -> ConsumerGroupInfo[C] | None:
         """``getConsumerGroupInfo``."""
         return self._groups.get(group)
 
@@ -178,11 +182,11 @@ class ConsumerManager:
         info = self._groups.get(group)
         return info.all_client_ids() if info is not None else []
 
-    def channels(self, group: str) -> list[Any]:
+    def channels(self, group: str) -> list[C]:
         info = self._groups.get(group)
         return info.all_channels() if info is not None else []
 
-    def find_channel(self, group: str, client_id: str) -> ClientChannelInfo | None:
+    def find_channel(self, group: str, client_id: str) -> ClientChannelInfo[C] | None:
         info = self._groups.get(group)
         return info.find_channel(client_id) if info is not None else None
 
@@ -200,14 +204,14 @@ class ConsumerManager:
     def register(
         self,
         group: str,
-        channel: Any,
+        channel: C,
         client_id: str,
         consume_type: ConsumeType = ConsumeType.CONSUME_PASSIVELY,
         message_model: MessageModel = MessageModel.CLUSTERING,
         consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
         subscriptions: Collection[SubscriptionData] = (),
         *,
-        language: Any = None,
+        language: LanguageCode | None = None,
         version: int = 0,
         now: float | None = None,
     ) -> bool:
@@ -226,7 +230,7 @@ class ConsumerManager:
         r2 = info.update_subscriptions(subscriptions, now)
         return r1 or r2
 
-    def unregister(self, group: str, channel: Any) -> bool:
+    def unregister(self, group: str, channel: C) -> bool:
         """``unregisterConsumer``: remove ``channel`` from ``group`` (the group goes when
         its last member does). True if the group existed (Java then notifies the rest)."""
         info = self._groups.get(group)
@@ -237,7 +241,7 @@ class ConsumerManager:
             self._groups.pop(group, None)
         return True
 
-    def connection_closed(self, channel: Any) -> list[str]:
+    def connection_closed(self, channel: C) -> list[str]:
         """``doChannelCloseEvent``: drop ``channel`` from every group; the groups it was in."""
         changed = []
         for group, info in list(self._groups.items()):
@@ -247,13 +251,13 @@ class ConsumerManager:
                     self._groups.pop(group, None)
         return changed
 
-    def scan_not_active(self, now: float | None = None) -> list[tuple[str, ClientChannelInfo]]:
+    def scan_not_active(self, now: float | None = None) -> list[tuple[str, ClientChannelInfo[C]]]:
         """``scanNotActiveChannel``: drop members silent for more than
         ``channel_expired_timeout`` seconds; returns ``(group, member)`` for each (the
         caller closes their connections, as Java does)."""
         if now is None:
             now = self.clock()
-        expired: list[tuple[str, ClientChannelInfo]] = []
+        expired: list[tuple[str, ClientChannelInfo[C]]] = []
         limit = self.channel_expired_timeout
         for group, info in list(self._groups.items()):
             for channel, member in list(info.channels.items()):
@@ -268,13 +272,13 @@ class ConsumerManager:
 # -- producers -----------------------------------------------------------------------------
 
 
-class ProducerManager:
+class ProducerManager(Generic[C]):
     """``ProducerManager``: producer group -> channel -> :class:`ClientChannelInfo`."""
 
     def __init__(self, *, channel_expired_timeout: float = CHANNEL_EXPIRED_TIMEOUT, clock: Clock = time.monotonic) -> None:
         self.channel_expired_timeout = channel_expired_timeout
         self.clock = clock
-        self._groups: dict[str, dict[Any, ClientChannelInfo]] = {}
+        self._groups: dict[str, dict[C, ClientChannelInfo[C]]] = {}
 
     def groups(self) -> list[str]:
         return list(self._groups)
@@ -282,16 +286,16 @@ class ProducerManager:
     def __contains__(self, group: str) -> bool:
         return group in self._groups
 
-    def members(self, group: str) -> list[ClientChannelInfo]:
+    def members(self, group: str) -> list[ClientChannelInfo[C]]:
         return list(self._groups.get(group, {}).values())
 
-    def channels(self, group: str) -> list[Any]:
+    def channels(self, group: str) -> list[C]:
         return list(self._groups.get(group, {}))
 
     def client_ids(self, group: str) -> list[str]:
         return sorted({m.client_id for m in self.members(group)})
 
-    def find_channel(self, client_id: str) -> Any | None:
+    def find_channel(self, client_id: str) -> C | None:
         """``findChannel``: a live channel of the producer with ``client_id``, any group."""
         for table in list(self._groups.values()):
             for channel, member in list(table.items()):
@@ -299,12 +303,13 @@ class ProducerManager:
                     return channel
         return None
 
-    def snapshot(self) -> dict[str, list[ClientChannelInfo]]:
+    def snapshot(self) -> dict[str, list[ClientChannelInfo[C]]]:
         """``getGroupChannelTable`` (GET_ALL_PRODUCER_INFO): group -> members."""
         return {g: list(t.values()) for g, t in list(self._groups.items())}
 
     def register(
-        self, group: str, channel: Any, client_id: str, *, language: Any = None, version: int = 0, now: float | None = None
+        self, group: str, channel: C, client_id: str, *, language: LanguageCode | None = None, version: int = 0,
+        now: float | None = None,
     ) -> bool:
         """``registerProducer``; True when the channel is new to the group."""
         if now is None:
@@ -318,7 +323,7 @@ class ProducerManager:
         member.last_update = now
         return False
 
-    def unregister(self, group: str, channel: Any) -> bool:
+    def unregister(self, group: str, channel: C) -> bool:
         """``unregisterProducer``; True if the channel was a member."""
         table = self._groups.get(group)
         if table is None:
@@ -328,7 +333,7 @@ class ProducerManager:
             self._groups.pop(group, None)
         return removed
 
-    def connection_closed(self, channel: Any) -> list[str]:
+    def connection_closed(self, channel: C) -> list[str]:
         """``doChannelCloseEvent``: the groups ``channel`` was removed from."""
         changed = []
         for group, table in list(self._groups.items()):
@@ -338,11 +343,11 @@ class ProducerManager:
                     self._groups.pop(group, None)
         return changed
 
-    def scan_not_active(self, now: float | None = None) -> list[tuple[str, ClientChannelInfo]]:
+    def scan_not_active(self, now: float | None = None) -> list[tuple[str, ClientChannelInfo[C]]]:
         """``scanNotActiveChannel``: drop producers silent for too long."""
         if now is None:
             now = self.clock()
-        expired: list[tuple[str, ClientChannelInfo]] = []
+        expired: list[tuple[str, ClientChannelInfo[C]]] = []
         for group, table in list(self._groups.items()):
             for channel, member in list(table.items()):
                 if now - member.last_update > self.channel_expired_timeout:

@@ -2,12 +2,14 @@
 
 ::
 
-    controller = BrokerController(BrokerConfig(listen=("127.0.0.1", 0), store_dir=tmp))
-    async with trio.open_nursery() as nursery:
-        await nursery.start(controller.run)     # recovered, listening, registered
-        print(controller.broker_addr)           # "127.0.0.1:40123"
+    async with BrokerController(BrokerConfig(listen=("127.0.0.1", 0), store_dir=tmp)) as controller:
+        print(controller.broker_addr)           # recovered, listening, registered: "127.0.0.1:40123"
         ...
-        nursery.cancel_scope.cancel()           # clean shutdown (or controller.request_shutdown())
+    # left: shut down cleanly (an exit by exception shuts down cleanly too)
+
+or in a nursery of the caller's: ``await nursery.start(controller.run)``, stopped by
+cancelling it or by :meth:`~BrokerController.request_shutdown` (``await
+controller.aclose()`` asks and waits; ``controller.stopped`` is set once it is done).
 
 Start-up (``run``); settings that are accepted but have no effect
 (:meth:`~.config.BrokerConfig.ineffective_settings`) are logged as warnings first:
@@ -55,12 +57,14 @@ import math
 import os
 import shutil
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 import trio
 
+from trocket._version import version
+from trocket.codecs.bodies.namesrv import RegisterBrokerResult
 from trocket.codecs.message.hosts import HostAddress
-from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig
+from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig, ServiceContextManager
 
 from .config import BrokerConfig
 from .context import BrokerContext
@@ -76,6 +80,9 @@ from .processors.send import SendProcessor
 from .schedule import ScheduleMessageService
 from .store import ConsumerOffsetManager, MessageStore, TopicConfigManager
 
+if TYPE_CHECKING:
+    from trocket.remoting.tap import TapSink
+
 __all__ = ["BrokerController"]
 
 log = logging.getLogger(__name__)
@@ -84,17 +91,17 @@ log = logging.getLogger(__name__)
 SHUTDOWN_NETWORK_DEADLINE = 10.0
 
 
-class BrokerController:
+class BrokerController(ServiceContextManager):
     """A broker: store, processors, long polling, name-server registration."""
 
     def __init__(
         self,
         config: BrokerConfig | None = None,
         *,
-        namesrv_factory: Callable[[BrokerConfig], Any] | None = None,
+        namesrv_factory: Callable[[BrokerConfig], NameServer | None] | None = None,
         client_config: ClientConfig | None = None,
         server_config: ServerConfig | None = None,
-        tap: Any = None,
+        tap: TapSink | None = None,
     ) -> None:
         self.config = config or BrokerConfig()
         #: a capture sink (remoting's TapSink) for the broker's and the embedded name server's servers
@@ -108,7 +115,7 @@ class BrokerController:
         self.offsets: ConsumerOffsetManager | None = None
         self.server: RemotingServer | None = None
         self.client: RemotingClient | None = None
-        self.namesrv: Any = None
+        self.namesrv: NameServer | None = None
         self.outer_api: BrokerOuterAPI | None = None
         self.ctx: BrokerContext | None = None
         self.pull_hold: PullHoldService | None = None
@@ -134,6 +141,7 @@ class BrokerController:
         self._services: trio.Nursery | None = None
         self._services_done = trio.Event()
         self._started = False
+        self._running = False  # run() was called (it sets ``stopped`` however it ends)
         self.stopped = trio.Event()
 
     # -- addresses ----------------------------------------------------------------------
@@ -147,15 +155,16 @@ class BrokerController:
     def namesrv_addrs(self) -> list[str]:
         if self.config.namesrv_addrs:
             return list(self.config.namesrv_addrs)
-        if self.namesrv is not None and getattr(self.namesrv, "address", None):
+        if self.namesrv is not None:
             return [self.namesrv.address]
         return self.config.namesrv_addr_list()
 
     # -- life -----------------------------------------------------------------------------
 
-    async def run(self, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, *, task_status: trio.TaskStatus[BrokerController] = trio.TASK_STATUS_IGNORED) -> None:
         """Start everything (see the module docstring), report started with the
         controller, serve until cancelled or :meth:`request_shutdown`, shut down cleanly."""
+        self._running = True
         async with trio.open_nursery() as outer:
             await outer.start(self._services_host)
             try:
@@ -184,6 +193,12 @@ class BrokerController:
         if self._wait_scope is not None:
             self._wait_scope.cancel()
 
+    async def aclose(self) -> None:
+        """:meth:`request_shutdown` and wait until the shutdown is done."""
+        self.request_shutdown()
+        if self._running:
+            await self.stopped.wait()
+
     async def _services_host(self, *, task_status) -> None:
         # Services live under a shield: cancelling ``run`` must not tear them down
         # before the orderly shutdown has used them (unregister, drain, flush).
@@ -208,7 +223,7 @@ class BrokerController:
         if cfg.embedded_namesrv:
             self.namesrv = self._make_namesrv()
             if self.namesrv is not None:
-                if self.tap is not None and getattr(self.namesrv, "remoting", None) is not None:
+                if self.tap is not None:
                     self.namesrv.remoting.tap = self.tap
                 await services.start(self.namesrv.serve)
 
@@ -289,7 +304,7 @@ class BrokerController:
     def _advertise_host(host: str) -> str:
         return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
 
-    def _make_namesrv(self) -> Any:
+    def _make_namesrv(self) -> NameServer | None:
         if self.namesrv_factory is not None:
             return self.namesrv_factory(self.config)
         host, port = self.config.namesrv_listen
@@ -310,7 +325,7 @@ class BrokerController:
         """A topic was created or changed: register again soon (Java registers at once)."""
         self._register_soon.set()
 
-    async def register_broker_all(self, *, oneway: bool = False) -> list:
+    async def register_broker_all(self, *, oneway: bool = False) -> list[RegisterBrokerResult]:
         api = self.outer_api
         if api is None or self.topics is None:
             return []
@@ -334,7 +349,7 @@ class BrokerController:
             log.warning("no name server of %s accepted the registration", self.namesrv_addrs)
         return results
 
-    def _learn_master(self, results: list) -> None:
+    def _learn_master(self, results: list[RegisterBrokerResult]) -> None:
         """A slave's registration answer names the master and its HA address (Java's
         ``updateMasterHAServerAddrPeriodically`` / ``SlaveSynchronize.setMasterAddr``)."""
         for result in results:
@@ -385,7 +400,7 @@ class BrokerController:
                 next_at = trio.current_time() + interval
 
     @staticmethod
-    async def _every(interval_ms: int, fn: Callable[[], Any]) -> None:
+    async def _every(interval_ms: int, fn: Callable[[], Awaitable[object]]) -> None:
         interval = interval_ms / 1000.0
         while True:
             await trio.sleep(interval)
@@ -455,11 +470,9 @@ class BrokerController:
 
     def runtime_info(self) -> dict[str, str]:
         """GET_BROKER_RUNTIME_INFO's table (Java key names where they apply)."""
-        from trocket import __version__
-
         store = self.store
         info: dict[str, str] = {
-            "brokerVersionDesc": f"trocket {__version__} (V4_9_8 protocol)",
+            "brokerVersionDesc": f"trocket {version()} (V4_9_8 protocol)",
             "brokerVersion": "409",
             "bootTimestamp": str(self.boot_timestamp),
         }

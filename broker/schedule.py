@@ -58,7 +58,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
 import attrs
 import trio
@@ -79,7 +78,7 @@ from trocket.codecs.message.sysflag import (
 )
 from trocket.codecs.names import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC
 
-from .config import DEFAULT_MESSAGE_DELAY_LEVEL, parse_delay_levels
+from .config import BrokerConfig, parse_delay_levels
 from .store import MessageInner, MessageStore, PutMessageError, StoreClosedError
 from .store.atomic_file import write_json_atomic
 from .store.commit_log import CreateSegmentError
@@ -97,8 +96,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 SCHEDULE_TOPIC = RMQ_SYS_SCHEDULE_TOPIC
-#: ``flushDelayOffsetInterval`` default (ms).
-DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS = 10_000
 #: An idle level re-reads its queue this often even without a wake-up (Java's
 #: ``DELAY_FOR_A_PERIOD``), and a waiting one at least this often: a safety net, not the
 #: way messages are noticed.
@@ -214,22 +211,22 @@ class _Level:
 class ScheduleMessageService:
     """Delayed delivery for one store (see the module docstring).
 
-    ``config`` is the broker's (``message_delay_level``,
-    ``flush_delay_offset_interval_ms``); None means RocketMQ's defaults. ``clock``
+    ``config`` is the broker's (its ``message_delay_level`` and
+    ``flush_delay_offset_interval_ms``); None means the defaults, RocketMQ's. ``clock``
     returns epoch ms (see the module docstring); it is read on every pass, so it may
     be replaced while the service runs.
     """
 
     def __init__(
-        self, store: MessageStore, config: Any = None, *, clock: Callable[[], int] = wall_clock_ms
+        self, store: MessageStore, config: BrokerConfig | None = None, *, clock: Callable[[], int] = wall_clock_ms
     ) -> None:
+        if config is None:
+            config = BrokerConfig()
         self.clock = clock
-        text = getattr(config, "message_delay_level", DEFAULT_MESSAGE_DELAY_LEVEL)
+        text = config.message_delay_level
         self.delays_ms = parse_delay_levels(text)
         self.max_level = len(self.delays_ms)
-        self.flush_interval = (
-            getattr(config, "flush_delay_offset_interval_ms", DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS) / 1000.0
-        )
+        self.flush_interval = config.flush_delay_offset_interval_ms / 1000.0
         self.store = store
         if tuple(store.config.delay_levels_ms) != self.delays_ms:
             # the store computes deliver times with its own copy of the table

@@ -2,8 +2,12 @@
 
 One method per RocketMQ call: it builds the request from the codecs' header class, invokes
 it through the instance's :class:`~trocket.remoting.RemotingClient`, and turns the answer
-into a typed value or a typed :mod:`~trocket.client.errors` error. Remoting failures become
-client errors here, once (:meth:`ClientAPI.invoke`), so callers see one error family:
+into a typed value or a typed :mod:`~trocket.client.errors` error. Every request the client
+makes goes through here, the producer's sends too (:meth:`ClientAPI.invoke`,
+:meth:`ClientAPI.invoke_async`, :meth:`ClientAPI.invoke_oneway` with requests made by
+:meth:`ClientAPI.request`: the producer judges the answers itself, as retries are its
+policy). Remoting failures become client errors here, once, so callers see one error
+family:
 
 - ``RemotingConnectError`` -> :class:`ClientConnectError`;
 - the connection closed under the call -> :class:`ConnectionLostError`;
@@ -69,6 +73,7 @@ from trocket.remoting import (
     RemotingSendRequestError,
     RemotingTimeoutError,
     RemotingTooManyRequestsError,
+    ResponseFuture,
 )
 
 from .config import MQ_VERSION, ClientConfig
@@ -84,9 +89,13 @@ from .errors import (
 )
 from .message import MessageExt, PullResult, PullStatus
 
-__all__ = ["ClientAPI", "response_error", "remoting_error", "decoded", "REFUSED_CODES"]
+__all__ = ["ClientAPI", "response_error", "remoting_error", "decoded", "target_name", "REFUSED_CODES"]
 
 T = TypeVar("T")
+#: what a call's outcome is given to: ``(response, None)`` or ``(None, client error)``
+AnswerCallback = Callable[[RemotingCommand | None, ClientError | None], object]
+
+_REMOTING_FAILURES = (RemotingConnectError, RemotingSendRequestError, RemotingTimeoutError, RemotingTooManyRequestsError)
 
 #: answers that say the message itself is wrong (retrying elsewhere will not help)
 REFUSED_CODES = frozenset(
@@ -136,6 +145,21 @@ def decoded(what: str, response: RemotingCommand, decode: Callable[[], T]) -> T:
         ) from exc
 
 
+def target_name(addr: str | None, queue: MessageQueue | None = None) -> str:
+    """How errors and attempts name a call: ``addr``, or for a call about a queue
+    ``"<broker name> <addr> queue <id>"``."""
+    if queue is None:
+        return str(addr)
+    return f"{queue.broker_name} {addr} queue {queue.queue_id}"
+
+
+def _client_error(exc: BaseException, target: str, elapsed: float) -> ClientError:
+    """The client error for how a call ended, when not with a response."""
+    if isinstance(exc, Exception):
+        return remoting_error(exc, target, elapsed)
+    return ClientError(str(exc))
+
+
 def remoting_error(exc: Exception, target: str, elapsed: float) -> ClientError:
     """The client error for a remoting failure of a call to ``target``."""
     attempt = (Attempt(target, f"{type(exc).__name__}: {exc}", elapsed),)
@@ -160,6 +184,8 @@ class ClientAPI:
     # -- plumbing -----------------------------------------------------------------------
 
     def request(self, code: int, header=None, body: bytes = b"", ext_fields: dict[str, str] | None = None) -> RemotingCommand:
+        """A request as this client sends them: its language and header serialization,
+        MQ_VERSION."""
         return RemotingCommand(
             code=int(code),
             language=self.config.language,
@@ -173,22 +199,68 @@ class ClientAPI:
     def _timeout(self, timeout: float | None) -> float:
         return self.config.call_timeout if timeout is None else timeout
 
-    async def invoke(self, addr: str, request: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
-        """``invoke_sync`` with remoting errors turned into client errors."""
-        timeout = self._timeout(timeout)
-        begin = trio.current_time()
+    def is_connected(self, addr: str) -> bool:
+        """A live connection to ``addr`` is there: a call to it will not wait to connect."""
+        conn = self.remoting.connection_for(addr)
+        return conn is not None and conn.is_active
+
+    async def invoke(
+        self, addr: str, request: RemotingCommand, timeout: float | None = None, *,
+        queue: MessageQueue | None = None, begin: float | None = None,
+    ) -> RemotingCommand:
+        """``invoke_sync`` with remoting errors turned into client errors: named after
+        ``addr`` and the ``queue`` the call is about (:func:`target_name`), their elapsed
+        time counted from ``begin`` (trio time; default now: a caller with a budget
+        passes when it began)."""
+        if timeout is None:
+            timeout = self.config.call_timeout
+        if begin is None:
+            begin = trio.current_time()
         try:
             return await self.remoting.invoke_sync(addr, request, timeout)
-        except (RemotingConnectError, RemotingSendRequestError, RemotingTimeoutError, RemotingTooManyRequestsError) as exc:
-            raise remoting_error(exc, addr, trio.current_time() - begin) from exc
+        except _REMOTING_FAILURES as exc:
+            raise remoting_error(exc, target_name(addr, queue), trio.current_time() - begin) from exc
 
-    async def invoke_oneway(self, addr: str, request: RemotingCommand, timeout: float | None = None) -> None:
-        timeout = self._timeout(timeout)
-        begin = trio.current_time()
+    async def invoke_async(
+        self, addr: str, request: RemotingCommand, timeout: float, on_answer: AnswerCallback, *,
+        queue: MessageQueue | None = None, begin: float | None = None,
+    ) -> None:
+        """``invoke_async``: returns once the request is sent; its outcome goes to
+        ``on_answer(response, error)`` once (on the connection's reader, or where the
+        call timed out: keep it short), the error a client error as :meth:`invoke`'s.
+        Its deadline is kept though nobody awaits the call
+        (:meth:`~trocket.remoting.ResponseFuture.enforce_deadline`). A request that
+        cannot be sent raises its client error here instead (``on_answer`` not called)."""
+        if begin is None:
+            begin = trio.current_time()
+
+        def answered(rf: ResponseFuture) -> None:
+            exc = rf.exception
+            if exc is None:
+                on_answer(rf.response, None)
+            else:
+                on_answer(None, _client_error(exc, target_name(addr, queue), trio.current_time() - begin))
+
+        try:
+            rf = await self.remoting.invoke_async(addr, request, timeout, callback=answered)
+        except _REMOTING_FAILURES as exc:
+            raise remoting_error(exc, target_name(addr, queue), trio.current_time() - begin) from exc
+        rf.enforce_deadline()
+
+    async def invoke_oneway(
+        self, addr: str, request: RemotingCommand, timeout: float | None = None, *,
+        queue: MessageQueue | None = None, begin: float | None = None,
+    ) -> None:
+        """``invoke_oneway`` with remoting errors turned into client errors (``queue``
+        and ``begin`` as :meth:`invoke`'s)."""
+        if timeout is None:
+            timeout = self.config.call_timeout
+        if begin is None:
+            begin = trio.current_time()
         try:
             await self.remoting.invoke_oneway(addr, request, timeout)
-        except (RemotingConnectError, RemotingSendRequestError, RemotingTooManyRequestsError) as exc:
-            raise remoting_error(exc, addr, trio.current_time() - begin) from exc
+        except _REMOTING_FAILURES as exc:
+            raise remoting_error(exc, target_name(addr, queue), trio.current_time() - begin) from exc
 
     async def invoke_namesrv(self, request: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
         """Invoke on the current name server; on a connection failure or timeout, the next

@@ -281,9 +281,9 @@ async def start_offset(
 
 class ConsumerBase(ServiceContextManager):
     """What both consumers share: the instance they run on (their own, or a shared one),
-    the ConsumerHandle methods the instance calls, the offset store, the rebalancer,
-    and the ``async with`` plumbing. Subclasses define ``run``, ``aclose``,
-    ``consumer_data`` and ``subscribed_topics``."""
+    the ConsumerHandle methods the instance calls, the offset store, the rebalancer;
+    ``async with`` comes from :class:`~trocket.remoting.ServiceContextManager`.
+    Subclasses define ``run``, ``aclose``, ``consumer_data`` and ``subscribed_topics``."""
 
     kind = "consumer"
 
@@ -308,7 +308,6 @@ class ConsumerBase(ServiceContextManager):
         self._timestamp_ms = 0
         #: ``pullFromWhichNodeTable``: the broker id each queue's last pull answer suggested
         self._pull_from_which: dict[MessageQueue, int] = {}
-        self._cm_nursery = None
 
     @property
     def instance(self) -> ClientInstance:
@@ -448,16 +447,5 @@ class ConsumerBase(ServiceContextManager):
         stored = await self._store.read_store(mq)
         return await start_offset(mq, stored, consume_from, self._timestamp_ms, InstanceOffsets(self.instance))
 
-    async def aclose(self) -> None:
-        raise NotImplementedError
-
-    async def _cm_run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        await self.run(task_status=task_status)  # type: ignore[attr-defined]
-
-    async def _cm_close(self) -> None:
-        await self.aclose()
-
-    def _cm_abort(self) -> None:
+    def _abort(self) -> None:
         self._closing = True
-        if self._nursery is not None:
-            self._nursery.cancel_scope.cancel()

@@ -50,6 +50,7 @@ from trocket.codecs.message import decode_record
 from trocket.codecs.names import AUTO_CREATE_TOPIC_KEY_TOPIC
 from trocket.remoting import ClientConfig as RemotingConfig
 from trocket.remoting import ChannelEventListener, Connection, RemotingClient, ServiceContextManager
+from trocket.remoting.events import Channel
 
 from .api import ClientAPI
 from .config import ClientConfig
@@ -106,8 +107,9 @@ class _BrokerCloseListener(ChannelEventListener):
     def __init__(self, inst: ClientInstance) -> None:
         self.inst = inst
 
-    def on_channel_close(self, remote_addr: str, conn) -> None:
-        self.inst.on_broker_closed(getattr(conn, "peer", None) or remote_addr)
+    def on_channel_close(self, remote_addr: str, conn: Channel) -> None:
+        # the instance's connections are dialled: ``peer`` is the address the route gave
+        self.inst.on_broker_closed(conn.peer or remote_addr)
 
 
 class ClientInstance(ServiceContextManager):
@@ -138,7 +140,6 @@ class ClientInstance(ServiceContextManager):
         self._heartbeat_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
         self._running = False
-        self._cm_nursery = None
         self._register_processors()
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -168,15 +169,8 @@ class ClientInstance(ServiceContextManager):
         if self._nursery is not None:
             self._nursery.cancel_scope.cancel()
 
-    _cm_run = run
-
-    async def _cm_close(self) -> None:
-        await self.aclose()
-
-    def _cm_abort(self) -> None:
+    def _abort(self) -> None:
         self._running = False
-        if self._nursery is not None:
-            self._nursery.cancel_scope.cancel()
 
     @property
     def running(self) -> bool:

@@ -68,18 +68,10 @@ from trocket.codecs.names import (
     validate_group,
     validate_topic,
 )
-from trocket.remoting import (
-    RemotingConnectError,
-    ResponseFuture,
-    RemotingSendRequestError,
-    RemotingTimeoutError,
-    RemotingTooManyRequestsError,
-    ServiceContextManager,
-)
-from trocket.remoting.deadlines import schedule
+from trocket.remoting import ServiceContextManager
 
-from .api import remoting_error, response_error
-from .config import MQ_VERSION, ClientConfig
+from .api import response_error, target_name
+from .config import ClientConfig
 from .errors import (
     Attempt,
     BrokerResponseError,
@@ -120,7 +112,6 @@ _STATUS = {
 _MESSAGE_ILLEGAL = int(ResponseCode.MESSAGE_ILLEGAL)
 _SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
 _SEND_BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
-_REMOTING_FAILURES = (RemotingConnectError, RemotingSendRequestError, RemotingTimeoutError, RemotingTooManyRequestsError)
 #: the batch request's own properties (``MessageBatch``: WAIT of its first message)
 _BATCH_PROPS = {True: "WAIT\x01true", False: "WAIT\x01false"}
 
@@ -266,6 +257,8 @@ class Producer(ServiceContextManager):
                 client_config = ClientConfig(namesrv=namesrv)
             instance = ClientInstance(client_config)
         self.instance = instance
+        #: every request goes through the instance's typed API (its remoting client's calls)
+        self._api = instance.api
         self.faults = LatencyFaultTolerance(self.config.latency_fault)
         self._ids = UniqueIdGenerator(
             ip=instance.config.client_ip, pid=os.getpid(), class_loader_hash=random.getrandbits(32)
@@ -274,7 +267,6 @@ class Producer(ServiceContextManager):
         self._drained: trio.Event | None = None  # set by aclose: the last async send ended
         self._nursery: trio.Nursery | None = None
         self._running = False
-        self._cm_nursery = None
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -308,15 +300,8 @@ class Producer(ServiceContextManager):
             if self._nursery is not None:
                 self._nursery.cancel_scope.cancel()
 
-    _cm_run = run
-
-    async def _cm_close(self) -> None:
-        await self.aclose()
-
-    def _cm_abort(self) -> None:
+    def _abort(self) -> None:
         self._running = False
-        if self._nursery is not None:
-            self._nursery.cancel_scope.cancel()
 
     def _check_running(self) -> None:
         if not self._running:
@@ -375,6 +360,9 @@ class Producer(ServiceContextManager):
     # -- the send loop ------------------------------------------------------------------
 
     async def _publish_info(self, topic: str, begin: float, deadline: float):
+        """The topic's publish info: the instance's, else looked up within the budget.
+        (The hot paths read ``instance.publish`` themselves first: a coroutine less per
+        message while the route is known.)"""
         info = self.instance.publish.get(topic)
         if info is not None and info.ok:
             return info
@@ -400,11 +388,7 @@ class Producer(ServiceContextManager):
             f=p.sys_flag, g=int(time.time() * 1000), h=p.flag, i=p.properties, j=p.reconsume_times,
             k=self.instance.config.unit_mode, l=p.max_reconsume_times, m=batch, n=mq.broker_name,
         )
-        icfg = self.instance.config
-        return RemotingCommand(
-            code=code, language=icfg.language, version=MQ_VERSION, custom_header=header, body=p.body,
-            serialize_type=icfg.serialize_type,
-        )
+        return self._api.request(code, header, p.body)
 
     @staticmethod
     def _result(response: RemotingCommand, status: SendStatus, mq: MessageQueue, msg_id: str) -> SendResult:
@@ -422,19 +406,21 @@ class Producer(ServiceContextManager):
         )
 
     def _judge(
-        self, p: _Prepared, mq: MessageQueue, target: str, t0: float, response: RemotingCommand | None,
-        exc: BaseException | None, progress: _Progress, begin: float, *, retry: bool = True,
+        self, p: _Prepared, mq: MessageQueue, addr: str, t0: float, response: RemotingCommand | None,
+        failure: ClientError | None, progress: _Progress, begin: float, *, retry: bool = True,
     ) -> SendResult | None:
-        """One attempt's outcome: the result to return, or ``None`` to try again (the
-        attempt recorded in ``progress``); raises the final error of an answer that is
-        not retried. Updates the latency fault table (``updateFaultItem``)."""
+        """One attempt's outcome (the broker's ``response``, or the ``failure`` of the
+        call, as the API named it): the result to return, or ``None`` to try again (the
+        attempt, to ``mq`` at ``addr``, recorded in ``progress``); raises the final error
+        of an answer that is not retried. Updates the latency fault table
+        (``updateFaultItem``)."""
         took = trio.current_time() - t0
         broker = mq.broker_name
-        if exc is not None:
+        if failure is not None:
             self.faults.update(broker, took, isolation=True)
-            error = remoting_error(exc, target, took) if isinstance(exc, Exception) else ClientError(str(exc))
-            progress.last_error = error
-            progress.attempts.append(Attempt(target, error.attempts[0].outcome if error.attempts else str(exc), took))
+            progress.last_error = failure
+            outcome = failure.attempts[0].outcome if failure.attempts else failure.summary
+            progress.attempts.append(Attempt(target_name(addr, mq), outcome, took))
             progress.last_broker = broker
             self.instance.refresh_soon(p.topic)
             return None
@@ -445,7 +431,8 @@ class Producer(ServiceContextManager):
             try:
                 result = self._result(response, status, mq, p.msg_id)
             except CodecError as exc:  # stored, says the code; where, the header cannot say
-                progress.attempts.append(Attempt(target, f"{status.value} with a bad header: {exc}", took))
+                outcome = f"{status.value} with a bad header: {exc}"
+                progress.attempts.append(Attempt(target_name(addr, mq), outcome, took))
                 raise BrokerResponseError(
                     f"send to {p.topic}: the broker's {status.value} answer does not decode: {exc}",
                     code=response.code, remark=response.remark, attempts=progress.attempts,
@@ -454,12 +441,12 @@ class Producer(ServiceContextManager):
             if status is SendStatus.SEND_OK or not self.config.retry_another_broker_when_not_store_ok:
                 return result
             progress.kept = result
-            progress.attempts.append(Attempt(target, status.value, took))
+            progress.attempts.append(Attempt(target_name(addr, mq), status.value, took))
             progress.last_broker = broker
             return None
         self.faults.update(broker, took, isolation=True)
         error = response_error(f"send to {p.topic}", response)
-        progress.attempts.append(Attempt(target, error.summary.partition(": ")[2], took))
+        progress.attempts.append(Attempt(target_name(addr, mq), error.summary.partition(": ")[2], took))
         if response.code in RETRY_CODES and retry:
             progress.last_error = error
             progress.last_broker = broker
@@ -495,8 +482,12 @@ class Producer(ServiceContextManager):
     ) -> SendResult:
         """``sendDefaultImpl``: attempts until one succeeds, the retries or the budget end
         (``progress`` carries attempts an async send already made)."""
-        info = None if queue is not None else await self._publish_info(p.topic, begin, deadline)
-        remoting = self.instance.remoting
+        info = None
+        if queue is None:
+            info = self.instance.publish.get(p.topic)
+            if info is None or not info.ok:
+                info = await self._publish_info(p.topic, begin, deadline)
+        api = self._api
         if progress is None:
             progress = _Progress()
         attempts = progress.attempts
@@ -517,19 +508,18 @@ class Producer(ServiceContextManager):
                     now = trio.current_time()
                     remaining = deadline - now
             addr = self.instance.master_addr(mq.broker_name)
-            target = f"{mq.broker_name} {addr} queue {mq.queue_id}"
             if addr is None:
-                attempts.append(Attempt(target, "no master address in the route", 0.0))
+                attempts.append(Attempt(target_name(addr, mq), "no master address in the route", 0.0))
                 progress.last_error = NoRouteError(f"no master address for broker {mq.broker_name}")
                 progress.last_broker = mq.broker_name
                 self.instance.refresh_soon(p.topic)
                 continue
             try:
-                response = await remoting.invoke_sync(addr, self._request(p, mq, code, batch), remaining)
-            except _REMOTING_FAILURES as exc:
-                self._judge(p, mq, target, now, None, exc, progress, begin)
+                response = await api.invoke(addr, self._request(p, mq, code, batch), remaining, queue=mq, begin=now)
+            except ClientError as failure:
+                self._judge(p, mq, addr, now, None, failure, progress, begin)
                 continue
-            result = self._judge(p, mq, target, now, response, None, progress, begin, retry=queue is None)
+            result = self._judge(p, mq, addr, now, response, None, progress, begin, retry=queue is None)
             if result is not None:
                 return result
         return self._exhausted(p, begin, deadline, progress)
@@ -571,13 +561,12 @@ class Producer(ServiceContextManager):
         # the hot path: route and connection at hand -> one remoting async call whose
         # callback judges the answer; anything else (first send, a retry) -> a task
         info = self.instance.publish.get(p.topic)
-        conn = None
+        connected = False
         if info is not None and info.ok:
             mq = select_queue(info, self.faults, None)
             addr = self.instance.master_addr(mq.broker_name)
-            if addr is not None:
-                conn = self.instance.remoting.connection_for(addr)
-        if conn is not None and conn.is_active:
+            connected = addr is not None and self._api.is_connected(addr)
+        if connected:
             await self._attempt_async(p, begin, deadline, fut, mq, addr)
         else:
             assert self._nursery is not None
@@ -590,15 +579,14 @@ class Producer(ServiceContextManager):
     async def _attempt_async(
         self, p: _Prepared, begin: float, deadline: float, fut: SendFuture, mq: MessageQueue, addr: str
     ) -> None:
-        """First attempt of an async send without a task: the remoting callback judges the
+        """First attempt of an async send without a task: the call's callback judges the
         answer (on the connection's reader) and hands a retry to :meth:`_run_async`."""
         progress = _Progress()
         t0 = trio.current_time()
-        target = f"{mq.broker_name} {addr} queue {mq.queue_id}"
 
-        def judged(response: RemotingCommand | None, exc: BaseException | None) -> None:
+        def judged(response: RemotingCommand | None, failure: ClientError | None) -> None:
             try:
-                result = self._judge(p, mq, target, t0, response, exc, progress, begin)
+                result = self._judge(p, mq, addr, t0, response, failure, progress, begin)
                 if result is None and (
                     len(progress.attempts) > self.config.async_retries or trio.current_time() >= deadline
                 ):
@@ -615,21 +603,13 @@ class Producer(ServiceContextManager):
             except RuntimeError:  # the nursery is closed: the producer is gone
                 self._finish_async(fut, None, ClientStateError(f"producer {self.group} closed before the send ended"))
 
-        def on_response(rf: ResponseFuture) -> None:
-            judged(rf.response, rf.exception)
-
-        try:
-            rf = await self.instance.remoting.invoke_async(
-                addr, self._request(p, mq), deadline - t0, callback=on_response
-            )
-        except _REMOTING_FAILURES as exc:
-            judged(None, exc)
-            return
+        try:  # its deadline kept though nobody awaits it (the deadline wheel's 5 ms)
+            await self._api.invoke_async(addr, self._request(p, mq), deadline - t0, judged, queue=mq, begin=t0)
+        except ClientError as failure:
+            judged(None, failure)
         except BaseException:  # cancelled while waiting for a permit: free the slot, then go
             self._finish_async(fut, None, ClientStateError("the send was cancelled"))
             raise
-        if not rf.done():
-            schedule(rf)  # its deadline, to the deadline wheel's 5 ms (nobody awaits it)
 
     async def _run_async(
         self, p: _Prepared, begin: float, deadline: float, fut: SendFuture, progress: _Progress | None
@@ -662,16 +642,21 @@ class Producer(ServiceContextManager):
         begin = trio.current_time()
         deadline = begin + (timeout or self.config.send_timeout)
         p = self._prepare(msg)
-        info = await self._publish_info(p.topic, begin, deadline)
+        info = self.instance.publish.get(p.topic)
+        if info is None or not info.ok:
+            info = await self._publish_info(p.topic, begin, deadline)
         mq = select_queue(info, self.faults, None)
         addr = self.instance.master_addr(mq.broker_name)
         if addr is None:
             raise NoRouteError(f"no master address for broker {mq.broker_name}")
         try:
-            await self.instance.remoting.invoke_oneway(addr, self._request(p, mq), max(deadline - trio.current_time(), 0.001))
-        except _REMOTING_FAILURES as exc:
+            await self._api.invoke_oneway(
+                addr, self._request(p, mq), max(deadline - trio.current_time(), 0.001),
+                queue=mq, begin=begin,
+            )
+        except ClientError:
             self.faults.update(mq.broker_name, 0.0, isolation=True)
-            raise remoting_error(exc, f"{mq.broker_name} {addr} queue {mq.queue_id}", trio.current_time() - begin) from exc
+            raise
         # a oneway send that the socket takes at once never waits: yield here (a trio
         # checkpoint), or a loop of them starves every other task, the writer included
         await trio.lowlevel.checkpoint()

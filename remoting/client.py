@@ -64,7 +64,6 @@ class RemotingClient(RemotingEndpoint, ServiceContextManager):
         self._locks: dict[str, trio.Lock] = {}
         self._nursery: trio.Nursery | None = None
         self._run_done = trio.Event()
-        self._cm_nursery = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -88,16 +87,9 @@ class RemotingClient(RemotingEndpoint, ServiceContextManager):
         self._nursery.cancel_scope.cancel()
         await self._run_done.wait()
 
-    # ``async with client:`` (ServiceContextManager)
-    _cm_run = run
-
-    async def _cm_close(self) -> None:
-        await self.aclose()
-
-    def _cm_abort(self) -> None:
-        if self._nursery is not None:
-            self._begin_shutdown()
-            self._nursery.cancel_scope.cancel()
+    def _abort(self) -> None:
+        # ``async with client`` left by an exception: pending calls fail as shut down
+        self._begin_shutdown()
 
     # -- the connection table ----------------------------------------------------------
 

@@ -27,6 +27,8 @@ class Channel(Protocol):
     id: int
     local_address: str
     remote_address: str
+    #: the address a client dialled (its connection-table key); None when accepted
+    peer: str | None
 
     def close(self, reason: CloseReason | str = ..., cause: BaseException | None = None) -> None: ...
 

@@ -31,6 +31,8 @@ class ResponseFuture:
 
     Awaiting waits until the outcome or the call's deadline, whichever comes first;
     an awaiter that is cancelled cancels the call (its opaque and permit are freed).
+    A call nobody awaits (its callback is all its caller waits for) is expired by the
+    endpoint's periodic scan, or at its deadline after :meth:`enforce_deadline`.
     ``callback(fut)``, if given, runs once, synchronously, when the outcome is known:
     keep it short and non-blocking (it runs on the connection's reader, or in the
     task that timed out or cancelled the call).
@@ -78,7 +80,7 @@ class ResponseFuture:
         self._permit = permit
         self._hooks = hooks
         self._waiters: list[trio.lowlevel.Task] | None = None
-        self._slot: int | None = None  # deadline wheel slot while awaited
+        self._slot: int | None = None  # deadline wheel slot while awaited or enforced
         self._response: RemotingCommand | None = None
         self._error: BaseException | None = None
         self._done = False
@@ -129,6 +131,13 @@ class ResponseFuture:
             return False
         elapsed = trio.current_time() - self.begin
         return self._finish(None, RemotingTimeoutError(self.address, elapsed, self.timeout))
+
+    def enforce_deadline(self) -> None:
+        """Expire the call at its deadline (at most the deadline wheel's 5 ms late)
+        though nobody awaits it, instead of at the next periodic scan. Awaiting does
+        this by itself."""
+        if not self._done and self._slot is None:
+            schedule(self)
 
     def cancel(self) -> bool:
         """Cancel the call: free its opaque and permit; a later response is dropped."""

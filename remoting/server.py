@@ -71,7 +71,6 @@ class RemotingServer(RemotingEndpoint, ServiceContextManager):
         self._nursery: trio.Nursery | None = None
         self._boss_scope: trio.CancelScope | None = None
         self._serve_done = trio.Event()
-        self._cm_nursery = None
         self.tls_handshake_failures = 0
         #: connections accepted and not yet ended (TLS handshakes included), and those
         #: refused past ``max_connections``
@@ -208,14 +207,11 @@ class RemotingServer(RemotingEndpoint, ServiceContextManager):
         self._nursery.cancel_scope.cancel()
         await self._serve_done.wait()
 
-    # ``async with server:`` (ServiceContextManager)
-    async def _cm_run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        await self.serve(task_status=task_status)
+    # the ServiceContextManager names: ``async with server`` serves on the configured
+    # address and shuts down on exit
+    run = serve
+    aclose = shutdown
 
-    async def _cm_close(self) -> None:
-        await self.shutdown()
-
-    def _cm_abort(self) -> None:
-        if self._nursery is not None:
-            self._begin_shutdown()
-            self._nursery.cancel_scope.cancel()
+    def _abort(self) -> None:
+        # ``async with server`` left by an exception: pending calls fail as shut down
+        self._begin_shutdown()

@@ -3,8 +3,8 @@
     trocket --version                the version, and whether the compiled codec accelerator is on
     trocket decode FILE|HEX|-        one frame as JSON (a file or stdin: raw bytes or hex digits)
     trocket conformance check DIR    golden frames: decode, re-encode, switch serializers
-    trocket broker [options]         a broker (with an embedded name server by default)
-    trocket namesrv [options]        a name server alone
+    trocket broker [options]         a broker (with an embedded name server by default; trocket/cli_broker.py)
+    trocket namesrv [options]        a name server alone (trocket/cli_broker.py)
     trocket capture show FILE...     frames of captures (trocket, pcap, pcapng), one a line or JSON
     trocket capture stats FILE...    counts by code, unanswered requests, per connection
     trocket capture proxy ...        a transparent proxy recording every frame
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trocket import __version__
+from trocket._version import version
 
 EXIT_OK = 0
 EXIT_FAIL = 1  # the command ran and found a problem (bad frame, nonconforming file)
@@ -53,7 +53,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     from trocket.codecs import accel
 
-    parser.add_argument("--version", action=_VersionAction, version=f"trocket {__version__} ({accel.describe()})")
+    parser.add_argument("--version", action=_VersionAction, version=f"trocket {version()} ({accel.describe()})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     decode = sub.add_parser(
@@ -87,21 +87,9 @@ def _build_parser() -> argparse.ArgumentParser:
     check.add_argument("-v", "--verbose", action="store_true", help="list conforming frames too")
     check.set_defaults(run=_run_conformance_check)
 
-    from trocket.broker.main import add_broker_arguments, add_namesrv_arguments
+    from trocket.cli_broker import add_broker_commands
 
-    broker = sub.add_parser(
-        "broker",
-        help="run a broker (with an embedded name server unless --namesrv is given)",
-        description="Run a RocketMQ broker. With no arguments: an embedded name server on "
-        "127.0.0.1:9876 and a broker on 127.0.0.1:10911 storing under ./trocket-store. "
-        "Ctrl-C shuts down cleanly.",
-    )
-    add_broker_arguments(broker)
-    broker.set_defaults(run=_run_broker)
-
-    namesrv = sub.add_parser("namesrv", help="run a name server alone", description="Run a RocketMQ name server.")
-    add_namesrv_arguments(namesrv)
-    namesrv.set_defaults(run=_run_namesrv)
+    add_broker_commands(sub)
 
     from trocket.cli_analyze import add_analyze_command, add_synth_command
     from trocket.cli_capture import add_capture_parser
@@ -213,21 +201,6 @@ def _run_decode(args: argparse.Namespace) -> int:
         return _error(f"not a valid frame: {exc}")
     print(_json_text(described))
     return EXIT_OK
-
-
-# -- broker and name server ------------------------------------------------------------
-
-
-def _run_broker(args: argparse.Namespace) -> int:
-    from trocket.broker.main import main_broker
-
-    return main_broker(args)
-
-
-def _run_namesrv(args: argparse.Namespace) -> int:
-    from trocket.broker.main import main_namesrv
-
-    return main_namesrv(args)
 
 
 # -- conformance ----------------------------------------------------------------------

@@ -9,7 +9,7 @@
         await ns.shutdown()
 
 or ``async with NameServer(cfg) as ns: ...``. ``trocket namesrv`` runs one until a
-signal with :func:`trocket.broker.main.run_namesrv`.
+signal with :func:`trocket.cli_broker.run_namesrv`.
 
 Brokers register every 30 s; one silent for ``broker_expiry`` (120 s) is dropped by the
 scan that runs every ``scan_interval`` (10 s), as ``NamesrvController``'s
@@ -90,7 +90,6 @@ class NameServer(ServiceContextManager):
         self.processor.register_on(self.remoting)
         self._nursery: trio.Nursery | None = None
         self._done = trio.Event()
-        self._cm_nursery: Any = None
 
     @property
     def port(self) -> int:
@@ -129,13 +128,6 @@ class NameServer(ServiceContextManager):
         self._nursery.cancel_scope.cancel()
         await self._done.wait()
 
-    # ``async with name_server:`` (ServiceContextManager)
-    async def _cm_run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        await self.serve(task_status=task_status)
-
-    async def _cm_close(self) -> None:
-        await self.shutdown()
-
-    def _cm_abort(self) -> None:
-        if self._nursery is not None:
-            self._nursery.cancel_scope.cancel()
+    # the ServiceContextManager names (``async with name_server``)
+    run = serve
+    aclose = shutdown

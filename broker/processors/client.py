@@ -65,6 +65,7 @@ from trocket.codecs.serialize import encode_command
 from trocket.remoting import Connection, exception_simple_desc, next_opaque
 from trocket.remoting.errors import RemotingError
 
+from ..client_manager import ClientChannelInfo
 from ..store import TopicConfig
 from . import decode_request_header, reply
 
@@ -155,19 +156,17 @@ def scan_expired_clients(ctx: BrokerContext, now: float | None = None) -> int:
     channel too) and notify the groups' remaining members. Returns how many went."""
     consumer_expired = ctx.consumers.scan_not_active(now)
     producer_expired = ctx.producers.scan_not_active(now)
-    expired = consumer_expired + producer_expired
+    expired: list[tuple[str, ClientChannelInfo[Connection]]] = consumer_expired + producer_expired
     closed: set[int] = set()
     for group, member in expired:
-        channel = member.channel
+        conn = member.channel
         log.warning(
-            "SCAN: remove expired channel %s (client %s) of group %s",
-            getattr(channel, "remote_address", channel), member.client_id, group,
+            "SCAN: remove expired channel %s (client %s) of group %s", conn.remote_address, member.client_id, group
         )
-        close = getattr(channel, "close", None)
-        if close is not None and id(channel) not in closed:
-            closed.add(id(channel))
+        if id(conn) not in closed:
+            closed.add(id(conn))
             try:
-                close("client channel expired")
+                conn.close("client channel expired")
             except Exception:
                 log.debug("closing expired channel failed", exc_info=True)
     for group in {group for group, _ in consumer_expired}:

@@ -49,16 +49,11 @@ def broker_config(tmp_path, **kw) -> BrokerConfig:
 @asynccontextmanager
 async def running_broker(tmp_path, **kw):
     """A started BrokerController (embedded name server unless ``namesrv_addrs``);
-    cancelled -- a clean shutdown -- on exit."""
-    controller = BrokerController(broker_config(tmp_path, **kw))
-    async with trio.open_nursery() as nursery:
-        await nursery.start(controller.run)
+    shut down cleanly on exit."""
+    async with BrokerController(broker_config(tmp_path, **kw)) as controller:
         if on_mock_clock():
             controller.schedule.clock = TrioEpochClock()
-        try:
-            yield controller
-        finally:
-            nursery.cancel_scope.cancel()
+        yield controller
 
 
 async def held_count_reaches(broker, n: int) -> None:

@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from trocket.broker.config import BrokerConfig, BrokerConfigError, load_properties_file, parse_properties
-from trocket.broker.main import add_broker_arguments, config_from_args
+from trocket.cli_broker import add_broker_arguments, config_from_args
 from trocket.broker.store import FlushMode
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.message.record import decode_records
@@ -210,6 +210,34 @@ async def test_a_shutdown_requested_while_starting_is_not_lost(tmp_path, wire):
     assert not os.path.exists(tmp_path / "store" / "abort")  # a clean shutdown
 
 
+async def test_async_with_shuts_down_cleanly_however_the_body_ends(tmp_path, wire):
+    """``async with BrokerController(config)``: started on entry; a clean shutdown on a
+    normal exit and on an exit by exception too (which comes back unwrapped);
+    ``aclose()`` asks for it and waits, also of a broker run in the caller's nursery."""
+    from trocket.broker.controller import BrokerController
+
+    abort_file = tmp_path / "store" / "abort"
+    async with BrokerController(wire.broker_config(tmp_path)) as broker:
+        assert broker.server.port and abort_file.exists()
+    assert broker.stopped.is_set() and not abort_file.exists()
+
+    with pytest.raises(KeyError):
+        async with BrokerController(wire.broker_config(tmp_path)) as broker:
+            assert abort_file.exists()
+            raise KeyError("mine")
+    assert broker.stopped.is_set() and not abort_file.exists()
+
+    with trio.fail_after(5):
+        await BrokerController(wire.broker_config(tmp_path)).aclose()  # never run: nothing to wait for
+    broker = BrokerController(wire.broker_config(tmp_path))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(broker.run)
+        assert abort_file.exists() and not broker.stopped.is_set()
+        with trio.fail_after(20):
+            await broker.aclose()
+        assert broker.stopped.is_set() and not abort_file.exists()
+
+
 def read_lines_until(proc: subprocess.Popen, needle: str, timeout: float) -> list[str]:
     """``proc``'s stdout lines up to the first holding ``needle``; fails after
     ``timeout`` s even if the process writes nothing (a bare readline would block)."""
@@ -235,7 +263,7 @@ def test_main_broker_sigint_clean_exit(tmp_path):
     store = tmp_path / "st"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "trocket.broker.main", "broker", "--store", str(store),
+        [sys.executable, "-m", "trocket", "broker", "--store", str(store),
          "--listen", "127.0.0.1:0", "--namesrv-listen", "127.0.0.1:0", "--segment-size", "32m"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
     )

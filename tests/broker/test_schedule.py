@@ -15,7 +15,7 @@ import os
 import pytest
 import trio
 
-from trocket.broker.config import BrokerConfigError, load_properties_file
+from trocket.broker.config import BrokerConfig, BrokerConfigError, load_properties_file
 from trocket.broker.config import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevelError, parse_delay_levels
 from trocket.broker.schedule import (
     ScheduleMessageService,
@@ -367,11 +367,8 @@ async def test_crash_redelivers_at_least_once_and_recovery_recomputes_deliver_ti
     cfg = StoreConfig(store_dir=tmp_path / "s", commit_log_segment_size=1 << 20, delay_levels_ms=DELAYS)
     store = MessageStore.open(cfg)
 
-    class Conf:
-        message_delay_level = TABLE
-        flush_delay_offset_interval_ms = 60_000
-
-    svc = ScheduleMessageService(store, Conf, clock=TrioEpochClock())
+    conf = BrokerConfig(message_delay_level=TABLE, flush_delay_offset_interval_ms=60_000)
+    svc = ScheduleMessageService(store, conf, clock=TrioEpochClock())
     props = {"TAGS": "t", "DELAY": "1"}
     for i in range(3):
         held = svc.rewrite(MessageInner(topic="CR", body=b"%d" % i, properties=props,
@@ -393,7 +390,7 @@ async def test_crash_redelivers_at_least_once_and_recovery_recomputes_deliver_ti
     try:
         entries, msgs = schedule_queue(store, 1)
         assert [e[2] for e in entries] == [m.store_timestamp + 200 for m in msgs]
-        svc = ScheduleMessageService(store, Conf, clock=TrioEpochClock())
+        svc = ScheduleMessageService(store, conf, clock=TrioEpochClock())
         assert svc.offset_table() == {1: 0, 2: 0, 3: 0}
         async with trio.open_nursery() as nursery:
             await nursery.start(svc.run)

@@ -63,3 +63,28 @@ async def test_many_items_in_one_slot(autojump_clock):
         unschedule(item)
     await trio.sleep(0.15)
     assert {id(i) for i, _ in log} == {id(i) for i in items[1::2]}
+
+
+async def test_an_enforced_call_nobody_awaits_expires_at_its_deadline(autojump_clock):
+    """``ResponseFuture.enforce_deadline``: an async call whose callback is all its caller
+    waits for times out on the wheel; one not enforced waits for the periodic scan."""
+    from trocket.codecs.command import RemotingCommand
+    from trocket.remoting import RemotingTimeoutError, ResponseFuture
+
+    outcomes: list = []
+
+    def callback(fut: ResponseFuture) -> None:
+        outcomes.append((fut, fut.exception, trio.current_time()))
+
+    enforced = ResponseFuture(1, RemotingCommand.request(100), "a:1", 0.2, callback=callback)
+    left = ResponseFuture(2, RemotingCommand.request(100), "a:1", 0.2, callback=callback)
+    enforced.enforce_deadline()
+    enforced.enforce_deadline()  # twice is harmless
+    await trio.sleep(0.5)
+    assert [(f, type(e)) for f, e, _ in outcomes] == [(enforced, RemotingTimeoutError)]
+    assert enforced.deadline <= outcomes[0][2] <= enforced.deadline + RESOLUTION
+    assert not left.done()
+    left.set_response(RemotingCommand.response(0))
+    left.enforce_deadline()  # done: nothing to enforce
+    await trio.sleep(0.5)
+    assert [f for f, _, _ in outcomes] == [enforced, left] and left._slot is None

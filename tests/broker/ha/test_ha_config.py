@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from trocket.broker.config import BrokerConfig, BrokerConfigError, load_properties_file
-from trocket.broker.main import add_broker_arguments, config_from_args
+from trocket.cli_broker import add_broker_arguments, config_from_args
 
 
 def parse(*argv: str) -> BrokerConfig:

@@ -8,7 +8,7 @@ import struct
 import pytest
 import trio
 
-from trocket.broker.main import run_namesrv
+from trocket.cli_broker import run_namesrv
 from trocket.broker.namesrv import NameServer, NamesrvConfig
 from trocket.broker.outer_api import BROKER_VERSION, BrokerOuterAPI, BrokerOuterAPIError, topic_config_wrapper_of
 from trocket.codecs.bodies.namesrv import (

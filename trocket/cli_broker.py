@@ -1,14 +1,5 @@
-"""Entry points for ``trocket broker`` and ``trocket namesrv``.
-
-The CLI stays thin::
-
-    broker = sub.add_parser("broker", help="run a broker (and an embedded name server)")
-    add_broker_arguments(broker)
-    broker.set_defaults(run=main_broker)
-
-    namesrv = sub.add_parser("namesrv", help="run a name server")
-    add_namesrv_arguments(namesrv)
-    namesrv.set_defaults(run=main_namesrv)
+"""``trocket broker`` and ``trocket namesrv``: the two server commands
+(:func:`add_broker_commands`, called by ``trocket/cli.py``).
 
 ``trocket broker`` with no arguments: an embedded name server on 127.0.0.1:9876 and a
 broker on 127.0.0.1:10911 storing under ./trocket-store, topics auto-created with 4
@@ -18,6 +9,11 @@ offsets); a second signal aborts the wait for in-flight requests. ``--tap FILE``
 (both commands) records every frame the servers receive and send
 (:class:`~trocket.remoting.tap.FileTap`; its summary, dropped frames included, is
 printed on exit).
+
+What is not the command line lives in the library: a program that runs a broker uses
+``async with BrokerController(config)`` (:mod:`trocket.broker.controller`), a name
+server ``async with NameServer(config)``; :func:`run_broker` and :func:`run_namesrv`
+add the process's signal handling to them.
 """
 
 from __future__ import annotations
@@ -28,13 +24,18 @@ import logging
 import re
 import signal
 import sys
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .config import BrokerConfig, BrokerConfigError, load_properties_file, parse_hostport
+from trocket.broker.config import BrokerConfig, BrokerConfigError, load_properties_file, parse_hostport
+
+if TYPE_CHECKING:
+    from trocket.remoting.tap import FileTap, TapSink
 
 __all__ = [
+    "add_broker_commands",
     "add_broker_arguments",
     "add_namesrv_arguments",
     "config_from_args",
@@ -68,6 +69,23 @@ def _hostport(text: str) -> tuple[str, int]:
         return parse_hostport(text)
     except BrokerConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_broker_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``broker`` and ``namesrv`` to the ``trocket`` command's subparsers."""
+    broker = sub.add_parser(
+        "broker",
+        help="run a broker (with an embedded name server unless --namesrv is given)",
+        description="Run a RocketMQ broker. With no arguments: an embedded name server on "
+        "127.0.0.1:9876 and a broker on 127.0.0.1:10911 storing under ./trocket-store. "
+        "Ctrl-C shuts down cleanly.",
+    )
+    add_broker_arguments(broker)
+    broker.set_defaults(run=main_broker)
+
+    namesrv = sub.add_parser("namesrv", help="run a name server alone", description="Run a RocketMQ name server.")
+    add_namesrv_arguments(namesrv)
+    namesrv.set_defaults(run=main_namesrv)
 
 
 def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
@@ -199,26 +217,27 @@ async def _until_signal(on_first, on_second, *, task_status=trio.TASK_STATUS_IGN
                 return
 
 
-async def run_broker(config: BrokerConfig, *, tap: Any = None, task_status=trio.TASK_STATUS_IGNORED) -> None:
+async def run_broker(config: BrokerConfig, *, tap: TapSink | None = None, task_status=trio.TASK_STATUS_IGNORED) -> None:
     """Run a broker until SIGINT/SIGTERM (or cancellation), then shut it down cleanly."""
-    from .controller import BrokerController
+    from trocket.broker.controller import BrokerController
 
     controller = BrokerController(config, tap=tap)
     async with trio.open_nursery() as nursery:
+        # the signals first: one while the broker starts asks it to stop once started
         await nursery.start(_until_signal, controller.request_shutdown, nursery.cancel_scope.cancel)
-        await nursery.start(controller.run)
-        task_status.started(controller)
-        await controller.stopped.wait()
+        async with controller:
+            task_status.started(controller)
+            await controller.stopped.wait()
         nursery.cancel_scope.cancel()
     if controller.fatal is not None:
         raise controller.fatal
 
 
 async def run_namesrv(
-    listen: tuple[str, int] = ("127.0.0.1", 9876), *, tap: Any = None, task_status=trio.TASK_STATUS_IGNORED
+    listen: tuple[str, int] = ("127.0.0.1", 9876), *, tap: TapSink | None = None, task_status=trio.TASK_STATUS_IGNORED
 ) -> None:
     """Run a name server alone until SIGINT/SIGTERM (or cancellation)."""
-    from .namesrv.server import NamesrvConfig, NameServer
+    from trocket.broker.namesrv.server import NamesrvConfig, NameServer
 
     ns = NameServer(NamesrvConfig(listen_host=listen[0], listen_port=listen[1]))
     ns.remoting.tap = tap
@@ -247,27 +266,44 @@ def main_broker(args: argparse.Namespace) -> int:
     except BrokerConfigError as exc:
         print(f"trocket broker: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    from trocket.broker.store import StoreError
+
+    return _serve("broker", args, lambda tap: functools.partial(run_broker, config, tap=tap),
+                  (OSError, StoreError, BrokerConfigError))
+
+
+def main_namesrv(args: argparse.Namespace) -> int:
+    _setup_logging(getattr(args, "log_level", "INFO"))
+    listen = getattr(args, "listen", ("127.0.0.1", 9876))
+    return _serve("namesrv", args, lambda tap: functools.partial(run_namesrv, listen, tap=tap), (OSError,))
+
+
+def _serve(
+    what: str, args: argparse.Namespace, make_main: Callable[[FileTap | None], Callable[[], Awaitable[None]]],
+    reported: tuple[type[BaseException], ...],
+) -> int:
+    """``trio.run`` the command's main with the tap ``--tap`` asks for; the exit status:
+    130 after Ctrl-C, 1 with the message of a ``reported`` error (unwrapped from trio's
+    exception groups), else 0. The tap's summary is printed however it ends."""
     try:
-        tap = open_tap(args, "broker")
+        tap = open_tap(args, what)
     except OSError as exc:
-        print(f"trocket broker: error: cannot open the tap file: {exc}", file=sys.stderr)
+        print(f"trocket {what}: error: cannot open the tap file: {exc}", file=sys.stderr)
         return EXIT_FAIL
     try:
-        trio.run(functools.partial(run_broker, config, tap=tap))
+        trio.run(make_main(tap))
     except KeyboardInterrupt:
         return 130
     except BaseException as exc:  # noqa: BLE001 - unwrap trio's exception groups
         leaf = _leaf(exc)
-        from .store import StoreError
-
         if isinstance(leaf, KeyboardInterrupt):
             return 130
-        if isinstance(leaf, (OSError, StoreError, BrokerConfigError)):
-            print(f"trocket broker: error: {leaf}", file=sys.stderr)
+        if isinstance(leaf, reported):
+            print(f"trocket {what}: error: {leaf}", file=sys.stderr)
             return EXIT_FAIL
         raise
     finally:
-        close_tap(tap, "broker")
+        close_tap(tap, what)
     return EXIT_OK
 
 
@@ -276,30 +312,6 @@ def _leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
-
-
-def main_namesrv(args: argparse.Namespace) -> int:
-    _setup_logging(getattr(args, "log_level", "INFO"))
-    try:
-        tap = open_tap(args, "namesrv")
-    except OSError as exc:
-        print(f"trocket namesrv: error: cannot open the tap file: {exc}", file=sys.stderr)
-        return EXIT_FAIL
-    try:
-        trio.run(functools.partial(run_namesrv, getattr(args, "listen", ("127.0.0.1", 9876)), tap=tap))
-    except KeyboardInterrupt:
-        return 130
-    except BaseException as exc:  # noqa: BLE001
-        leaf = _leaf(exc)
-        if isinstance(leaf, KeyboardInterrupt):
-            return 130
-        if isinstance(leaf, OSError):
-            print(f"trocket namesrv: error: {leaf}", file=sys.stderr)
-            return EXIT_FAIL
-        raise
-    finally:
-        close_tap(tap, "namesrv")
-    return EXIT_OK
 
 
 # -- capture tap (issue 8): --tap FILE, --tap-rotate-mb N ---------------------------------
@@ -318,7 +330,7 @@ def add_tap_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_tap(args: argparse.Namespace, what: str) -> Any:
+def open_tap(args: argparse.Namespace, what: str) -> FileTap | None:
     """The FileTap ``--tap`` asks for, or None. Raises OSError for a bad path."""
     path = getattr(args, "tap", None)
     if not path:
@@ -332,29 +344,9 @@ def open_tap(args: argparse.Namespace, what: str) -> Any:
     return tap
 
 
-def close_tap(tap: Any, what: str) -> None:
+def close_tap(tap: FileTap | None, what: str) -> None:
     """Write what the tap holds and report on stderr (dropped frames included)."""
     if tap is None:
         return
     tap.close()
     print(f"trocket {what}: {tap.summary()}", file=sys.stderr)
-
-
-def _standalone(argv: list[str] | None = None) -> int:
-    """``.venv/bin/python -m trocket.broker.main [broker|namesrv] ...``: the two
-    commands without the ``trocket`` console script (the tests and benchmarks start
-    the broker this way, with ``sys.executable``)."""
-    parser = argparse.ArgumentParser(prog="trocket")
-    sub = parser.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("broker")
-    add_broker_arguments(b)
-    b.set_defaults(run=main_broker)
-    n = sub.add_parser("namesrv")
-    add_namesrv_arguments(n)
-    n.set_defaults(run=main_namesrv)
-    args = parser.parse_args(argv)
-    return args.run(args)
-
-
-if __name__ == "__main__":
-    sys.exit(_standalone())
