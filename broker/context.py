@@ -103,13 +103,13 @@ class BrokerContext:
     topics: TopicConfigManager
     offsets: ConsumerOffsetManager
     server: RemotingServer
-    consumers: ConsumerManager = attrs.field(
+    consumers: ConsumerManager[Connection] = attrs.field(
         default=attrs.Factory(
             lambda self: ConsumerManager(channel_expired_timeout=_seconds(self.config.channel_expired_timeout_ms)),
             takes_self=True,
         )
     )
-    producers: ProducerManager = attrs.field(
+    producers: ProducerManager[Connection] = attrs.field(
         default=attrs.Factory(
             lambda self: ProducerManager(channel_expired_timeout=_seconds(self.config.channel_expired_timeout_ms)),
             takes_self=True,

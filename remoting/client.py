@@ -87,9 +87,6 @@ class RemotingClient(RemotingEndpoint, ServiceContextManager):
         self._nursery.cancel_scope.cancel()
         await self._run_done.wait()
 
-    def _abort(self) -> None:
-        # ``async with client`` left by an exception: pending calls fail as shut down
-        self._begin_shutdown()
 
     # -- the connection table ----------------------------------------------------------
 

@@ -293,6 +293,11 @@ class RemotingEndpoint:
         """No new calls from now on; connections that close now close as SHUTDOWN."""
         self.invoker.closed = True
 
+    def _abort(self) -> None:
+        """``async with`` server or client left by an exception (ServiceContextManager's
+        hook): pending calls fail as shut down."""
+        self._begin_shutdown()
+
     async def _shutdown_connections(self, deadline: float) -> None:
         """Stop reading, let handlers finish up to ``deadline`` seconds, then close all."""
         self._begin_shutdown()

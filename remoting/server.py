@@ -212,6 +212,3 @@ class RemotingServer(RemotingEndpoint, ServiceContextManager):
     run = serve
     aclose = shutdown
 
-    def _abort(self) -> None:
-        # ``async with server`` left by an exception: pending calls fail as shut down
-        self._begin_shutdown()
