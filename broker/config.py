@@ -118,6 +118,14 @@ def parse_hostport(text: str, *, default_host: str = "127.0.0.1", what: str = "a
     return host, port_num
 
 
+def _split_hosts(value: Any) -> tuple[str, ...]:
+    """``haAllowedSlaves``: hosts separated by ``,``, ``;`` or spaces (empty: any)."""
+    if value is None:
+        return ()
+    parts = re.split(r"[;,\s]+", value) if isinstance(value, str) else list(value)
+    return tuple(str(p).strip().strip("[]") for p in parts if str(p).strip())
+
+
 def _split_addrs(value: Any) -> list[str]:
     """``namesrvAddr`` is ``"a:9876;b:9876"`` (RocketMQ separates with ``;``)."""
     if value is None:
@@ -267,6 +275,9 @@ class BrokerConfig:
     #: ``haSlaveFallbehindMax``: a SYNC send gets SLAVE_NOT_AVAILABLE at once when the
     #: slave lags more than this many bytes, 256 MiB.
     ha_slave_fallbehind_max: int = attrs.field(default=256 * MiB, validator=_pos)
+    #: trocket's ``haAllowedSlaves``: the hosts (IP addresses) a master's HA port serves;
+    #: empty (the default), any host. A connection from elsewhere is closed at once.
+    ha_allowed_slaves: tuple[str, ...] = attrs.field(default=(), converter=_split_hosts)
     #: how often a slave pulls topics, consumer offsets, delay offsets and subscription
     #: groups from its master (``SlaveSynchronize``; Java: 10 s), ms.
     slave_sync_interval_ms: int = attrs.field(default=10_000, validator=_pos)
@@ -536,6 +547,7 @@ PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "haHousekeepingInterval": ("ha_housekeeping_interval_ms", _int),
     "haTransferBatchSize": ("ha_transfer_batch_size", _int),
     "haSlaveFallbehindMax": ("ha_slave_fallbehind_max", _int),
+    "haAllowedSlaves": ("ha_allowed_slaves", _str),  # trocket's own
     "slaveSyncInterval": ("slave_sync_interval_ms", _int),  # trocket's own
     "slaveReadEnable": ("slave_read_enable", _bool),
     "accessMessageInMemoryMaxRatio": ("access_message_in_memory_max_ratio", _int),

@@ -2,8 +2,9 @@
 
 * :mod:`.protocol` -- the HA wire format (8-byte offsets up, 12-byte headers + commit-log
   bytes down), so a trocket slave can follow a Java master and the other way round;
-* :mod:`.master` -- ``AcceptSocketService`` / ``HAConnection``: one slave, streamed from
-  its reported offset;
+* :mod:`.master` -- ``AcceptSocketService`` / ``HAConnection``: every slave, each streamed
+  from its reported offset; a connection counts as a slave only once its first report
+  is plausible;
 * :mod:`.slave` -- ``HAClient``: appends at the same physical offsets, reconnects from
   its real end, stops when it is ahead of its master;
 * :mod:`.transfer` -- ``GroupTransferService``: SYNC_MASTER sends handed over, never
@@ -66,6 +67,7 @@ class HAService:
             self.server = HAServer(
                 store, self.transfer, listen,
                 batch_size=config.ha_transfer_batch_size, heartbeat=heartbeat, housekeeping=housekeeping,
+                allowed=config.ha_allowed_slaves,
                 # an ASYNC_MASTER serves without replication when its implicit port is taken
                 required=config.ha_listen is not None or config.is_sync_master,
             )
@@ -99,10 +101,11 @@ class HAService:
         out: dict[str, str] = {"brokerRole": self.config.broker_role}
         store = self.store
         if self.server is not None and not store.closed:
-            slave = self.server.slave
             out["haConnections"] = str(self.transfer.connections)
             out["haPush2SlaveMaxOffset"] = str(self.transfer.acked)
-            out["haSlaveFallBehind"] = str(max(0, store.max_phy_offset - self.transfer.acked) if slave else 0)
+            out["haSlaveFallBehind"] = str(
+                max(0, store.max_phy_offset - self.transfer.acked) if self.server.slaves else 0
+            )
             out["haTransferWaiting"] = str(self.transfer.waiting)
             # sends completed / acknowledgements that completed some: the batching
             out["haTransferCompleted"] = str(self.transfer.completed)

@@ -1,8 +1,15 @@
 """The master side of replication: ``HAService.AcceptSocketService`` + ``HAConnection``.
 
-:class:`HAServer` listens on the HA port and takes one slave at a time (a second
-connection is logged and closed). Per slave, one reader (``ReadSocketService``) and
-one writer (``WriteSocketService``):
+:class:`HAServer` listens on the HA port and serves every slave that connects, as Java's
+``AcceptSocketService`` does: a new connection never evicts a live slave nor blocks a
+real one. A connection counts as a slave -- in ``transfer.connections``, so that
+SYNC_MASTER sends wait for it -- only once its first report is plausible: 8-byte
+offsets within the master's commit log, non-decreasing. A TLS or HTTP preface, junk, a
+negative offset, or silence until ``haHousekeepingInterval`` close it without it ever
+being waited for; ``haAllowedSlaves`` (trocket's; empty: any) limits the hosts served.
+SYNC sends wait for the slave that is ahead (Java's ``push2SlaveMaxOffset``: the most
+any slave acknowledged). Per slave, one reader (``ReadSocketService``) and one writer
+(``WriteSocketService``):
 
 * the reader takes the slave's 8-byte offsets; the first says where to start (0: the
   start of the master's last segment, as Java's), each later one is an
@@ -38,9 +45,11 @@ import threading
 
 import trio
 
-from ..store import MessageStore
+from trocket.codecs.frame import sniff_foreign_protocol
 from trocket.remoting import call_after_read
 from trocket.remoting.direct import DirectSocket
+
+from ..store import MessageStore
 from .protocol import HEADER, OFFSET, HAProtocolError
 from .transfer import GroupTransferService
 
@@ -71,6 +80,7 @@ class HAServer:
         heartbeat: float = 5.0,
         housekeeping: float = 20.0,
         required: bool = True,
+        allowed: tuple[str, ...] = (),
     ) -> None:
         self.store = store
         #: False: a listen address that cannot be bound is logged, and there is no server
@@ -81,14 +91,17 @@ class HAServer:
         self.heartbeat = heartbeat
         self.housekeeping = housekeeping
         self.port = 0
-        self.slave: HAConnection | None = None
+        #: the hosts served (empty: any): trocket's ``haAllowedSlaves``
+        self.allowed = frozenset(allowed)
+        #: the slaves served now (connections whose first report was plausible)
+        self.slaves: set[HAConnection] = set()
         #: connections refused or dropped for bad input (tests read it)
         self.rejected = 0
-        #: the writer parks here when it has sent everything stored
+        #: the writers park here when they have sent everything stored
         self._idle_lot = trio.lowlevel.ParkingLot()
-        #: the writer is parked and no wake-up is on its way: the store's listener, called
-        #: per message, reads this attribute (``bool(ParkingLot)`` is a Python call)
-        self._writer_parked = False
+        #: writers parked with no wake-up on its way: the store's listener, called per
+        #: message, reads this attribute (``bool(ParkingLot)`` is a Python call)
+        self._writer_parked = 0
         #: a push is queued for the end of the current read (see _on_message_arriving)
         self._push_queued = False
         self._trio_thread = -1
@@ -134,14 +147,12 @@ class HAServer:
                 pass
 
     def _wake_writer(self) -> None:
-        self._writer_parked = False
         self._idle_lot.unpark_all()
 
     def _push(self) -> None:
-        """At the end of a read that stored messages: send them to the slave now."""
+        """At the end of a read that stored messages: send them to every slave now."""
         self._push_queued = False
-        conn = self.slave
-        if conn is not None:
+        for conn in self.slaves:
             conn.push_nowait()
 
     async def _idle_ticker(self) -> None:
@@ -153,26 +164,39 @@ class HAServer:
     async def _handle(self, stream: trio.SocketStream) -> None:
         peer = _peer(stream)
         async with stream:
-            if self.slave is not None:
+            host = peer.rpartition(":")[0].strip("[]")
+            if self.allowed and host not in self.allowed:
                 self.rejected += 1
-                log.warning("HA: refusing %s: slave %s already follows this master", peer, self.slave.peer)
+                log.warning("HA: refusing %s: not among haAllowedSlaves", peer)
                 return
             conn = HAConnection(self, stream, peer)
-            self.slave = conn
-            self.transfer.connections += 1
-            # the writer wakes on appends only while a slave follows (no cost per put otherwise)
-            self.store.add_listener(self._on_message_arriving)
             try:
                 await conn.run()
             except HAProtocolError as exc:
                 self.rejected += 1
-                log.warning("HA: closing slave %s: %s", peer, exc)
+                log.warning("HA: closing %s %s: %s", "slave" if conn.joined else "connection from", peer, exc)
+            except trio.TooSlowError:
+                self.rejected += 1
+                log.warning("HA: closing connection from %s: no offset report within %.0f s", peer, self.housekeeping)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 log.info("HA: slave %s disconnected: %s", peer, exc)
-            finally:
-                self.store.remove_listener(self._on_message_arriving)
-                self.transfer.connections -= 1
-                self.slave = None
+
+    def _joined(self, conn: HAConnection) -> None:
+        """``conn``'s first report was plausible: it is a slave now, waited for."""
+        if not self.slaves:
+            # the writers wake on appends only while a slave follows (no cost per put otherwise)
+            self.store.add_listener(self._on_message_arriving)
+        self.slaves.add(conn)
+        self.transfer.connections = len(self.slaves)
+        self.transfer.reset_acked(max(c.ack_offset for c in self.slaves))
+
+    def _left(self, conn: HAConnection) -> None:
+        self.slaves.discard(conn)
+        self.transfer.connections = len(self.slaves)
+        if self.slaves:
+            self.transfer.reset_acked(max(c.ack_offset for c in self.slaves))
+        else:
+            self.store.remove_listener(self._on_message_arriving)
 
 
 class HAConnection:
@@ -195,20 +219,17 @@ class HAConnection:
         self._unsent: bytes | memoryview = b""
         #: trio time of the last write (the writer's heartbeat is due a heartbeat after it)
         self.last_write = 0.0
+        #: its first report was plausible: it is one of the server's slaves
+        self.joined = False
         #: chunks sent by a push at the end of a read, and by the writer task
         self.pushed_chunks = 0
         self.written_chunks = 0
         self._scope: trio.CancelScope | None = None
 
     async def run(self) -> None:
-        first = await self._read_first()
         store = self.store
+        first = await self._read_first()
         end = store.max_phy_offset
-        if first < 0 or first > end:
-            # tell a trocket slave where the master ends (a Java slave logs a mismatch)
-            with trio.move_on_after(1):
-                await self.sock.send(HEADER.pack(end, 0))
-            raise HAProtocolError(f"slave reports offset {first}, beyond this master's commit log end {end}")
         if first == 0:
             start = end - end % store.config.commit_log_segment_size
             start = max(start, store.min_phy_offset)
@@ -221,22 +242,32 @@ class HAConnection:
             start = first
         self.request_offset = self.ack_offset = first
         self.next = start
-        self.server.transfer.reset_acked(first)
         log.info("HA: slave %s follows from offset %d (reported %d)", self.peer, start, first)
         error: BaseException | None = None
-        async with trio.open_nursery() as nursery:
-            self._scope = nursery.cancel_scope
-            nursery.start_soon(self._writer)
-            nursery.start_soon(self.server._idle_ticker)
-            try:
-                await self._reader()
-            except (HAProtocolError, trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                error = exc  # raised outside the nursery: not wrapped in an exception group
-            nursery.cancel_scope.cancel()
+        self.server._joined(self)
+        self.joined = True
+        try:
+            async with trio.open_nursery() as nursery:
+                self._scope = nursery.cancel_scope
+                nursery.start_soon(self._writer)
+                nursery.start_soon(self.server._idle_ticker)
+                try:
+                    await self._reader()
+                except (HAProtocolError, trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                    error = exc  # raised outside the nursery: not wrapped in an exception group
+                nursery.cancel_scope.cancel()
+        finally:
+            self.server._left(self)
         if error is not None:
             raise error
 
     async def _read_first(self) -> int:
+        """The slave's first report (``slaveRequestOffset``), checked before the
+        connection counts as a slave: what came is 8-byte offsets (a TLS or HTTP preface
+        is not), each within ``[0, end]`` (the master's commit log), non-decreasing; the
+        last is the report. One offset beyond ``end`` alone is a slave ahead of this
+        master: it is told the master's end (a trocket slave then stops following), and
+        the connection closes."""
         buf = bytearray()
         with trio.fail_after(self.server.housekeeping):
             while len(buf) < 8:
@@ -244,10 +275,25 @@ class HAConnection:
                 if not data:
                     raise HAProtocolError("closed before reporting an offset")
                 buf += data
+                protocol = sniff_foreign_protocol(bytes(buf[:4]))
+                if protocol is not None:
+                    raise HAProtocolError(f"not a slave: it speaks {protocol}")
+        end = self.store.max_phy_offset
         usable = len(buf) - len(buf) % 8
-        (offset,) = OFFSET.unpack_from(buf, usable - 8)
+        offsets = [OFFSET.unpack_from(buf, at)[0] for at in range(0, usable, 8)]
         self._rest = buf[usable:]
-        return offset
+        first = offsets[-1]
+        if len(offsets) == 1 and first > end:
+            # tell a trocket slave where the master ends (a Java slave logs a mismatch)
+            with trio.move_on_after(1):
+                await self.sock.send(HEADER.pack(end, 0))
+            raise HAProtocolError(f"slave reports offset {first}, beyond this master's commit log end {end}")
+        if any(o < 0 or o > end for o in offsets) or offsets != sorted(offsets):
+            raise HAProtocolError(
+                f"not a slave: its first {usable} bytes are not offsets within this master's commit log "
+                f"[0, {end}] ({', '.join(map(str, offsets[:4]))}{', ...' if len(offsets) > 4 else ''})"
+            )
+        return first
 
     async def _reader(self) -> None:
         buf = bytearray(self._rest)
@@ -361,10 +407,10 @@ class HAConnection:
                         continue
                 finally:
                     self._sending = False
-                server._writer_parked = True
+                server._writer_parked += 1
                 try:
                     await idle_lot.park()  # an append, or the idle ticker
                 finally:
-                    server._writer_parked = False
+                    server._writer_parked -= 1
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             self._write_failed(exc)

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager, contextmanager
 
 import pytest
 import trio
+import trio.testing
 
 from trocket.broker.ha.protocol import HEADER, OFFSET
 from trocket.codecs.bodies.route import TopicRouteData
@@ -99,7 +100,7 @@ async def test_the_sends_of_a_read_go_to_the_slave_when_the_read_is_handled(tmp_
     async with running_broker(tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0)) as master:
         async with running_broker(tmp_path / "s", broker_role="SLAVE", namesrv_addrs=master.namesrv.address) as slave:
             await wait_until(lambda: master.ha.transfer.connections == 1)
-            conn = master.ha.server.slave
+            (conn,) = master.ha.server.slaves
             async with client() as c:
                 props = Wire.props(tags="A")
                 for i in range(20):
@@ -124,7 +125,7 @@ async def test_a_push_whose_write_fails_ends_that_connection_and_the_send_still_
         async with running_broker(tmp_path / "s", broker_role="SLAVE", namesrv_addrs=master.namesrv.address) as slave:
             slave.ha.client.reconnect_delay = 0.1
             await wait_until(lambda: master.ha.transfer.connections == 1)
-            conn = master.ha.server.slave
+            (conn,) = master.ha.server.slaves
 
             class BrokenOnce(type(conn.sock)):  # its next write fails, as on a reset
                 __slots__ = ()
@@ -140,7 +141,7 @@ async def test_a_push_whose_write_fails_ends_that_connection_and_the_send_still_
                                                                          properties=Wire.props(tags="A")))
                 assert r.code == ResponseCode.SUCCESS, r
             assert slave.store.max_phy_offset == master.store.max_phy_offset
-            assert slave.ha.client.connects == 2 and master.ha.server.slave is not conn
+            assert slave.ha.client.connects == 2 and conn not in master.ha.server.slaves
             assert "writing to slave" in caplog.text and "connection reset by peer" in caplog.text
 
 
@@ -179,53 +180,98 @@ async def test_sync_master_without_slave_fails_fast(tmp_path):
             assert r.code == ResponseCode.SUCCESS
 
 
+async def _closed(s: trio.SocketStream) -> bytes:
+    """What the master sent before it closed the connection."""
+    data = b""
+    with trio.fail_after(5):
+        while chunk := await s.receive_some(65536):
+            data += chunk
+    await s.aclose()
+    return data
+
+
 async def test_bad_input_on_ha_port(tmp_path):
+    """What is not a slave is closed at once and never waited for: an HTTP request or
+    a TLS ClientHello (whose last 8 bytes could read as offset 0), junk that is not
+    offsets within the log, an offset beyond the log (the one case told the master's
+    end: a slave ahead of this master), an acknowledgement of bytes never sent."""
     async with running_broker(tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0)) as master:
         port = master.ha.server.port
         async with client() as c:
             await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"x", properties=Wire.props()))
         end = master.store.max_phy_offset
-        # junk
-        s = await trio.open_tcp_stream("127.0.0.1", port)
-        await s.send_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        with trio.fail_after(5):
-            data = b""
-            while True:
-                chunk = await s.receive_some(100)
-                if not chunk:
-                    break
-                data += chunk
-        assert data[:12] == HEADER.pack(end, 0)
-        await s.aclose()
-        # an offset beyond the log
+        for preface in (
+            b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 501,  # a ClientHello, zeros at its end
+            OFFSET.pack(end) + OFFSET.pack(3),  # offsets going backwards
+            OFFSET.pack(-1),
+        ):
+            s = await trio.open_tcp_stream("127.0.0.1", port)
+            await s.send_all(preface)
+            assert await _closed(s) == b""
+            assert master.ha.transfer.connections == 0
+        # an offset beyond the log: told where the master ends
         s = await trio.open_tcp_stream("127.0.0.1", port)
         await s.send_all(OFFSET.pack(end + 1))
-        with trio.fail_after(5):
-            assert (await s.receive_some(100)) == HEADER.pack(end, 0)
-            assert (await s.receive_some(100)) == b""
-        await s.aclose()
-        # a good slave, then a second one
+        assert await _closed(s) == HEADER.pack(end, 0)
+        # a good slave; an ack of bytes never sent closes it
         s1 = await trio.open_tcp_stream("127.0.0.1", port)
         await s1.send_all(OFFSET.pack(0))
         with trio.fail_after(5):
             got = await s1.receive_some(65536)
         off, size = HEADER.unpack_from(got)
         assert off == 0 and size == end
-        s2 = await trio.open_tcp_stream("127.0.0.1", port)
-        await s2.send_all(OFFSET.pack(0))
-        with trio.fail_after(5):
-            assert (await s2.receive_some(100)) == b""
-        await s2.aclose()
-        # an ack of bytes never sent
         await s1.send_all(OFFSET.pack(end + 100))
-        with trio.fail_after(5):
-            while await s1.receive_some(100):
-                pass
-        await s1.aclose()
-        assert master.ha.server.rejected == 4
+        await _closed(s1)
+        assert master.ha.server.rejected == 6
         async with client() as c:  # still serving
             r = await c.invoke_sync(master.broker_addr, Wire.pull(TOPIC, 0, 0, suspend_ms=0, sys_flag=4))
             assert r.code in (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND)
+
+
+async def test_an_impostor_never_evicts_the_slave_nor_is_waited_for(tmp_path):
+    """A real slave follows a SYNC_MASTER; a connection that says nothing (or only
+    junk) while it is there is not counted as a slave -- SYNC sends are answered once
+    the real slave has their bytes, not after FLUSH_SLAVE_TIMEOUT -- and a second real
+    slave is served beside the first (Java's master serves every slave), SYNC waiting
+    for the one ahead."""
+    async with running_broker(
+        tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0), sync_flush_timeout_ms=60_000,
+    ) as master:
+        async with running_broker(
+            tmp_path / "s", broker_role="SLAVE", ha_master_address=("127.0.0.1", master.ha.server.port),
+            namesrv_addrs=[master.namesrv.address],
+        ):
+            await wait_until(lambda: master.ha.transfer.connections == 1)
+            silent = await trio.open_tcp_stream("127.0.0.1", master.ha.server.port)
+            await trio.testing.wait_all_tasks_blocked()
+            assert master.ha.transfer.connections == 1  # the silent one is no slave
+            async with client() as c:
+                with trio.fail_after(10):  # well within the 60 s FLUSH_SLAVE_TIMEOUT
+                    r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"after", properties=Wire.props()))
+                assert r.code == ResponseCode.SUCCESS
+            async with running_broker(
+                tmp_path / "s2", broker_role="SLAVE", ha_master_address=("127.0.0.1", master.ha.server.port),
+                namesrv_addrs=[master.namesrv.address],
+            ) as second:
+                await wait_until(lambda: master.ha.transfer.connections == 2)
+                async with client() as c:
+                    r = await c.invoke_sync(master.broker_addr, Wire.send_v2(TOPIC, b"two", properties=Wire.props()))
+                    assert r.code == ResponseCode.SUCCESS
+                await wait_until(lambda: second.store.max_phy_offset == master.store.max_phy_offset)
+            await wait_until(lambda: master.ha.transfer.connections == 1)
+            await silent.aclose()
+
+
+async def test_ha_allowed_slaves_refuses_other_hosts(tmp_path):
+    """``haAllowedSlaves`` (trocket's): a connection from another host is closed at once."""
+    async with running_broker(
+        tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0), ha_allowed_slaves="10.9.9.9",
+    ) as master:
+        s = await trio.open_tcp_stream("127.0.0.1", master.ha.server.port)
+        await s.send_all(OFFSET.pack(0))
+        assert await _closed(s) == b""
+        assert master.ha.server.rejected == 1 and master.ha.transfer.connections == 0
 
 
 async def _fake_slave(port: int, offset: int = 0) -> trio.SocketStream:
