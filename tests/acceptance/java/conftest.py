@@ -131,6 +131,27 @@ def scenario_runs(java_bundle, java_classes, tmp_path_factory, figures):
         run.stop()
 
 
+@pytest.fixture(scope="session")
+def runs_in_background(request, scenario_runs) -> None:
+    """Start the Runner against both brokers now, so they work while other tests run
+    (test_trocket_client.py, collected first: see pytest_collection_modifyitems)."""
+    for kind in ("trocket", "java"):
+        scenario_runs(request.getfixturevalue(f"{kind}_peer"))
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """This folder's trocket-client tests first: the Runner JVMs they start in the
+    background (runs_in_background) have the Java-client results ready when those tests
+    come, which then wait for nothing."""
+    mine = [i for i, item in enumerate(items) if Path(str(item.path)).resolve().parent == HERE]
+    if not mine:
+        return
+    block = [items[i] for i in mine]
+    block.sort(key=lambda item: Path(str(item.path)).name != "test_trocket_client.py")  # stable
+    for i, item in zip(mine, block):
+        items[i] = item
+
+
 @pytest.fixture
 def scenario(peer, scenario_runs):
     """``scenario(name) -> data``: the Java scenario's facts against the test's broker
