@@ -61,7 +61,10 @@ async def test_oversized_properties_are_message_illegal(tmp_path, wire):
         r = await c.invoke_sync(addr, wire.send_v1("PS", b"x", properties=props))
         assert r.code == MESSAGE_ILLEGAL
         assert r.remark.startswith("the message is illegal, maybe msg body or properties length not matched.")
-        assert f"properties are {len(props.encode())} bytes, more than 32767" in r.remark
+        # the stored string's length: CLUSTER=DefaultCluster added, WAIT=true and the
+        # trailing separator gone (Java checks what it would store)
+        stored = len(props.encode()) + len("\x02CLUSTER\x01DefaultCluster") - len("\x02WAIT\x01true\x02")
+        assert f"properties are {stored} bytes, more than 32767" in r.remark
         assert r.ext_fields == {}
         assert broker.store.get_max_offset("PS", 0) == 0
         r = await c.invoke_sync(addr, wire.send_v1("PS", b"x", properties=wire.props(big="x" * 32_000)))

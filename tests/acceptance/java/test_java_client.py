@@ -18,11 +18,10 @@ CLIENT_ADDED = {"MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME"}
 DELIBERATE_DELIVERY_DROPS = {"DELAY", "REAL_TOPIC", "REAL_QID"}
 
 
-def delivered_keys(props: dict, broker: str) -> set[str]:
-    """The properties a delivered message carries, minus the client's own and, for
-    trocket's broker, minus its deliberate drops."""
-    keys = set(props) - CLIENT_ADDED
-    return keys - DELIBERATE_DELIVERY_DROPS if broker == "trocket" else keys
+def delivered_keys(props: dict) -> set[str]:
+    """The properties a delivered message carries but the client's own and trocket's
+    deliberate drops: what trocket's delivery is compared with Java's on."""
+    return set(props) - CLIENT_ADDED - DELIBERATE_DELIVERY_DROPS
 
 
 @on_both()
@@ -40,7 +39,7 @@ def test_send_modes_keep_body_tags_keys_and_properties(scenario):
     assert r["routeQueues"] == 4
 
 
-@on_both(trocket_xfail="issue 28: stored properties: CLUSTER not added, WAIT not dropped (fix in broker/processors/send.py)")
+@on_both()
 def test_stored_properties_are_javas(scenario, peer):
     """The properties string each record stores, byte for byte, as Java's broker writes
     it: CLUSTER=<cluster> added and WAIT dropped (4.9.1+), in Java's HashMap order; a
@@ -102,7 +101,7 @@ def test_reconsume_later_retries_after_10s_then_dead_letters(scenario, broker, j
     if broker == "trocket":
         ref = java_reference("reconsume_later")["deliveries"]
         for got, want in zip(d, ref):
-            assert delivered_keys(got["properties"], broker) == delivered_keys(want["properties"], "java")
+            assert delivered_keys(got["properties"]) == delivered_keys(want["properties"])
         assert second["properties"]["WAIT"] == "false"
 
 
@@ -123,7 +122,7 @@ def test_delay_levels(scenario, broker, java_reference):
     else:
         ref = java_reference("delay_levels")["got"]
         for level in r:
-            assert delivered_keys(r[level]["properties"], broker) == delivered_keys(ref[level]["properties"], "java")
+            assert delivered_keys(r[level]["properties"]) == delivered_keys(ref[level]["properties"])
             assert r[level]["properties"]["WAIT"] == "true"
 
 
