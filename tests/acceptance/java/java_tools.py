@@ -223,6 +223,13 @@ class JavaProcess:
             self._log.close()
             self._log = None
 
+    def kill(self) -> None:
+        """SIGKILL (a crash)."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
@@ -299,7 +306,8 @@ class ScenarioRun:
     ``RESULT`` lines collected by a reader thread as they come."""
 
     def __init__(self, bundle: Bundle, classes: Path, *, namesrv: str, broker: str, prefix: str, home: Path,
-                 scenarios: list[str] | None = None, threads: int = 16, deadline_s: int = 240) -> None:
+                 scenarios: list[str] | None = None, threads: int = 16, deadline_s: int = 240,
+                 params: dict[str, object] | None = None) -> None:
         self.results: dict[str, dict] = {}
         self.cond = threading.Condition()
         self.done = False
@@ -310,7 +318,9 @@ class ScenarioRun:
                f"-Drocketmq.client.logRoot={home / 'client-logs'}", f"-Duser.home={home}",
                "-cp", f"{bundle.classpath}:{classes}", "Runner",
                "--namesrv", namesrv, "--broker", broker, "--prefix", prefix,
-               "--threads", str(threads), "--deadline", str(deadline_s), *(scenarios or ["all"])]
+               "--threads", str(threads), "--deadline", str(deadline_s),
+               *(arg for k, v in (params or {}).items() for arg in ("--param", f"{k}={v}")),
+               *(scenarios or ["all"])]
         self._err = open(self.stderr_path, "wb")
         self.started = time.monotonic()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._err, stdin=subprocess.DEVNULL,
@@ -366,6 +376,20 @@ class ScenarioRun:
 
 
 # -- parametrization ------------------------------------------------------------------------
+
+
+def run_step(bundle: Bundle, classes: Path, home: Path, scenario: str, *, namesrv: str, broker: str,
+             timeout: float = 180.0, **params: object) -> dict:
+    """One parametrized Runner scenario (src/StepScenarios.java) to its end; its data
+    (AssertionError with the Java exception when it threw)."""
+    run = ScenarioRun(bundle, classes, namesrv=namesrv, broker=broker, prefix=f"st{os.getpid() % 10000}",
+                      home=home, scenarios=[scenario], threads=1, deadline_s=int(timeout), params=params)
+    try:
+        doc = run.result(scenario, timeout=timeout + 30)
+    finally:
+        run.stop()
+    assert doc.get("ok"), f"Java step {scenario} {params} failed:\n{doc.get('error')}"
+    return doc["data"]
 
 
 def on_both(trocket_xfail: str | None = None):

@@ -30,6 +30,8 @@ final class Ctx {
     final String brokerName;
     final String cluster;
     final String prefix;
+    /** --param K=V values, for the parametrized scenarios. */
+    final Map<String, String> params = new java.util.concurrent.ConcurrentHashMap<>();
     private final AtomicInteger seq = new AtomicInteger();
     private final List<Runnable> closers = new CopyOnWriteArrayList<>();
     private DefaultMQAdminExt admin;

@@ -25,7 +25,8 @@ import java.util.concurrent.TimeUnit;
  * <pre>RESULT {"scenario": NAME, "ok": true|false, "seconds": S, "data": {...}, "error": "..."}</pre>
  *
  * Usage: {@code Runner --namesrv H:P --broker H:P --broker-name N --cluster C --prefix P
- * [--threads N] SCENARIO...} ({@code all} = every scenario). A scenario's facts are in
+ * [--threads N] [--param K=V]... SCENARIO...} ({@code all} = every scenario but the
+ * parametrized ones, which read their --param values). A scenario's facts are in
  * "data"; the pytest side asserts on them, the same assertions for every broker.
  *
  * mqadmin's sub-commands print to System.out: stdout is routed per thread (a command's
@@ -52,21 +53,33 @@ public final class Runner {
     public static void main(String[] args) throws Exception {
         System.setOut(new PrintStream(new RoutingOut(), true, StandardCharsets.UTF_8));
         Map<String, String> opts = new LinkedHashMap<>();
+        Map<String, String> params = new LinkedHashMap<>();
         List<String> names = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
-            if (args[i].startsWith("--")) opts.put(args[i].substring(2), args[++i]);
-            else names.add(args[i]);
+            if (args[i].equals("--param")) {
+                String[] kv = args[++i].split("=", 2);
+                params.put(kv[0], kv[1]);
+            } else if (args[i].startsWith("--")) {
+                opts.put(args[i].substring(2), args[++i]);
+            } else {
+                names.add(args[i]);
+            }
         }
         Ctx ctx = new Ctx(opts.get("namesrv"), opts.get("broker"), opts.getOrDefault("broker-name", "broker-a"),
             opts.getOrDefault("cluster", "DefaultCluster"), opts.get("prefix"));
+        ctx.params.putAll(params);
         Map<String, Scenario> all = Scenarios.all();
-        if (names.isEmpty() || names.contains("all")) names = new ArrayList<>(all.keySet());
-        for (String n : names) {
-            if (!all.containsKey(n)) {
-                emit(n, false, 0, null, "no such scenario: " + n);
-                names.remove(n);
-            }
+        if (names.isEmpty() || names.contains("all")) {
+            names = new ArrayList<>(all.keySet());
+            names.removeAll(Scenarios.parametrized().keySet());
         }
+        all.putAll(Scenarios.parametrized());
+        List<String> known = new ArrayList<>();
+        for (String n : names) {
+            if (all.containsKey(n)) known.add(n);
+            else emit(n, false, 0, null, "no such scenario: " + n);
+        }
+        names = known;
         int threads = Integer.parseInt(opts.getOrDefault("threads", "8"));
         ExecutorService pool = Executors.newFixedThreadPool(threads);
         ExecutorService serial = Executors.newSingleThreadExecutor();

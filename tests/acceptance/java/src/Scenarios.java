@@ -47,4 +47,12 @@ final class Scenarios {
         m.put("trace", FeatureScenarios::trace);
         return m;
     }
+
+    /** Scenarios that need --param values (not in "all"): the HA and cluster tests' steps. */
+    static Map<String, Scenario> parametrized() {
+        Map<String, Scenario> m = new LinkedHashMap<>();
+        m.put("produce", StepScenarios::produce);
+        m.put("consume", StepScenarios::consume);
+        return m;
+    }
 }
