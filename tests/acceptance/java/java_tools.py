@@ -5,7 +5,8 @@
 * :func:`compile_programs`: ``src/*.java`` compiled against the bundle's classpath into
   a cache keyed by the sources' hash (a second run does not recompile);
 * :class:`JavaNameServer` / :class:`JavaBroker`: the Java name server and broker as
-  subprocesses on free loopback ports, small JVMs;
+  subprocesses on free loopback ports, small JVMs; :class:`TrocketNamesrv` (``trocket
+  namesrv``) beside them;
 * :class:`ScenarioRun`: one ``Runner`` JVM running every scenario against one broker,
   its ``RESULT`` lines collected as they come (a test waits only for its own).
 """
@@ -24,6 +25,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from acc_tools import trocket_command
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE / "src"
@@ -296,6 +299,31 @@ class JavaBroker(JavaProcess):
         return [b.java, "-server", *SERVER_JVM, *b.jdk17_opts, f"-Duser.home={self.store}",
                 f"-Drocketmq.home.dir={b.home}", "-cp", b.classpath,
                 "org.apache.rocketmq.broker.BrokerStartup", "-c", str(self.store / "broker.conf")]
+
+
+class TrocketNamesrv:
+    """``trocket namesrv`` on a free loopback port."""
+
+    def __init__(self, log_path: Path) -> None:
+        self.port = free_port()
+        self.addr = f"127.0.0.1:{self.port}"
+        self._log = open(log_path, "w")
+        self.proc = subprocess.Popen([*trocket_command(), "namesrv", "--listen", self.addr], stdout=self._log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                assert self.proc.poll() is None and time.monotonic() < deadline, "trocket namesrv did not start"
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+        self._log.close()
 
 
 # -- the scenario runner ----------------------------------------------------------------------

@@ -14,14 +14,13 @@ facts asserted by several tests, so one missing piece does not hide the others."
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from acc_tools import BrokerProcess, RawClient, free_port, scan_commit_log, trocket_command
-from java_tools import JavaBroker, run_step
+from acc_tools import BrokerProcess, RawClient, scan_commit_log
+from java_tools import JavaBroker, TrocketNamesrv, run_step
 
 pytestmark = pytest.mark.usefixtures("java_bundle")
 
@@ -32,31 +31,6 @@ VIP_PENDING = ("issue 28: trocket has no VIP channel (listen port - 2), where a 
                "topics and offsets (fix pending in broker/controller.py / broker/main.py)")
 SLAVE_TOPICS_PENDING = ("issue 28: a trocket slave knows a topic only from SlaveSynchronize (every "
                         "slaveSyncInterval), not from the records it replicated (fix pending in broker/ha/)")
-
-
-class TrocketNamesrv:
-    """``trocket namesrv`` on a free loopback port."""
-
-    def __init__(self, log_path: Path) -> None:
-        self.port = free_port()
-        self.addr = f"127.0.0.1:{self.port}"
-        self._log = open(log_path, "w")
-        self.proc = subprocess.Popen([*trocket_command(), "namesrv", "--listen", self.addr], stdout=self._log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                RawClient(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                assert self.proc.poll() is None and time.monotonic() < deadline, "trocket namesrv did not start"
-                time.sleep(0.1)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
-        self._log.close()
 
 
 def _hostport(addr: str) -> tuple[str, int]:

@@ -23,8 +23,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Steps of the replication and cluster tests, one Runner call each, given by --param:
- * {@code produce} (topic, count, threads) and {@code consume} (topic, group, expect,
- * timeout_s). Messages carry a "uid" property, the producer's index.
+ * {@code produce} (topic, count, threads, interval_ms, first_uid, retries) and {@code consume}
+ * (topic, group, expect, timeout_s). Messages carry a "uid" property, the producer's index.
  */
 final class StepScenarios {
     private StepScenarios() {
@@ -35,6 +35,8 @@ final class StepScenarios {
         String topic = c.params.get("topic");
         int count = Integer.parseInt(c.params.getOrDefault("count", "100"));
         int threads = Integer.parseInt(c.params.getOrDefault("threads", "4"));
+        long intervalMs = Long.parseLong(c.params.getOrDefault("interval_ms", "0"));
+        int base = Integer.parseInt(c.params.getOrDefault("first_uid", "0"));
         DefaultMQProducer p = c.producer(c.params.getOrDefault("group", c.name("stepP")));
         p.setRetryTimesWhenSendFailed(Integer.parseInt(c.params.getOrDefault("retries", "2")));
         Map<String, Integer> statuses = new ConcurrentHashMap<>();
@@ -47,6 +49,14 @@ final class StepScenarios {
             pool.submit(() -> {
                 int i;
                 while ((i = next.getAndIncrement()) < count) {
+                    if (intervalMs > 0) {
+                        try {
+                            Thread.sleep(intervalMs);
+                        } catch (InterruptedException e) {
+                            return;
+                        }
+                    }
+                    i += base;
                     Message m = new Message(topic, "TagS", ("step-" + i).getBytes(StandardCharsets.UTF_8));
                     m.putUserProperty("uid", Integer.toString(i));
                     try {
