@@ -1794,16 +1794,23 @@ def decode_properties(text):
     n = PyUnicode_GET_LENGTH(text)
     result = {}
     while start < n:
-        end = start
-        sep = -1
-        while end < n and s[end] != 2:
-            if sep < 0 and s[end] == 1:
-                sep = end
-            end += 1
+        end = _item_end(s, n, start, &sep)
         if sep > start and end > sep + 1:
             PyDict_SetItem(result, _text(s + start, sep - start), _text(s + sep + 1, end - sep - 1))
         start = end + 1
     return result
+
+
+cdef inline Py_ssize_t _item_end(const unsigned char* s, Py_ssize_t n, Py_ssize_t start, Py_ssize_t* sep) noexcept:
+    """The end of the properties item at ``start`` (its \\x02, or ``n``); ``sep[0]``: its
+    first \\x01 (-1: none)."""
+    cdef Py_ssize_t end = start
+    sep[0] = -1
+    while end < n and s[end] != 2:
+        if sep[0] < 0 and s[end] == 1:
+            sep[0] = end
+        end += 1
+    return end
 
 
 #: send_properties: at most this many distinct keys (more: the pure function)
@@ -1849,12 +1856,7 @@ def send_properties(props, cluster):
     c = PyUnicode_1BYTE_DATA(cluster)
     clen = PyUnicode_GET_LENGTH(cluster)
     while start < n:
-        end = start
-        sep = -1
-        while end < n and s[end] != 2:
-            if sep < 0 and s[end] == 1:
-                sep = end
-            end += 1
+        end = _item_end(s, n, start, &sep)
         if sep > start and end > sep + 1:
             h = _java_hash(s + start, sep - start)
             for i in range(count):

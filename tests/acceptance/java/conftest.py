@@ -13,8 +13,10 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -22,7 +24,15 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from acc_tools import BrokerProcess  # noqa: E402
-from java_tools import Bundle, JavaBroker, JavaNameServer, ScenarioRun, compile_programs, find_bundle  # noqa: E402
+from java_tools import (  # noqa: E402
+    Bundle,
+    JavaBroker,
+    JavaNameServer,
+    ScenarioRun,
+    compile_programs,
+    find_bundle,
+    hostport,
+)
 
 _bundle: tuple[Bundle | None, str] | None = None
 
@@ -34,23 +44,19 @@ def bundle_status() -> tuple[Bundle | None, str]:
     return _bundle
 
 
+@attrs.define(slots=True, frozen=True)
 class Peer:
     """A broker under test: its kind, name server, address and store."""
 
-    def __init__(self, kind: str, namesrv: str, addr: str, store: Path, log_tail) -> None:
-        self.kind = kind
-        self.namesrv = namesrv
-        self.addr = addr
-        self.store = store
-        self.log_tail = log_tail
+    kind: str
+    namesrv: str
+    addr: str
+    store: Path
+    log_tail: Callable[..., str] = attrs.field(repr=False)
 
     @property
     def hostport(self) -> tuple[str, int]:
-        host, _, port = self.addr.rpartition(":")
-        return host, int(port)
-
-    def __repr__(self) -> str:
-        return f"Peer({self.kind}, {self.addr})"
+        return hostport(self.addr)
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,9 @@ import threading
 import time
 from pathlib import Path
 
-from acc_tools import trocket_command
+import attrs
+
+from acc_tools import RawClient, trocket_command
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE / "src"
@@ -40,17 +42,17 @@ SMALL_JVM = ["-Xms128m", "-Xmx512m", "-XX:-AlwaysPreTouch", "-XX:+UseSerialGC", 
 SERVER_JVM = ["-Xms256m", "-Xmx512m", "-XX:-AlwaysPreTouch", "-XX:MaxDirectMemorySize=512m"]
 
 
+@attrs.define(slots=True, frozen=True)
 class Bundle:
     """The Java bundle as ``env.sh`` describes it: ``java``, ``javac``, the classpath and
     the ``--add-opens`` flags 4.9.8 needs on Java 17."""
 
-    def __init__(self, home: Path, java: str, javac: str, classpath: str, jdk17_opts: list[str], version: str) -> None:
-        self.home = home
-        self.java = java
-        self.javac = javac
-        self.classpath = classpath
-        self.jdk17_opts = jdk17_opts
-        self.version = version
+    home: Path
+    java: str
+    javac: str
+    classpath: str
+    jdk17_opts: list[str]
+    version: str
 
     @property
     def quiet_log(self) -> str:
@@ -401,6 +403,41 @@ class ScenarioRun:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+# -- small helpers the tests share ------------------------------------------------------------
+
+
+def hostport(addr: str) -> tuple[str, int]:
+    """``"host:port"`` -> ``(host, port)``."""
+    host, _, port = addr.rpartition(":")
+    return host, int(port)
+
+
+def wait_for(cond, timeout: float, interval: float = 0.2) -> bool:
+    """Poll ``cond()`` (an OSError counts as not yet) until true or ``timeout`` s; whether it came."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if cond():
+                return True
+        except OSError:
+            pass
+        time.sleep(interval)
+    return False
+
+
+def route_queue_datas(namesrv: str, topic: str) -> list[dict]:
+    """The ``queueDatas`` of ``namesrv``'s route of ``topic`` (GET_ROUTEINFO_BY_TOPIC, 105);
+    [] when it has none. (Only that array is parsed: a Java name server writes the
+    ``brokerAddrs`` keys unquoted, as fastjson does.)"""
+    with RawClient(hostport(namesrv)) as ns:
+        resp, body = ns.call(105, {"topic": topic})
+    if resp["code"] != 0 or not body:
+        return []
+    text = body.decode()
+    start = text.index('"queueDatas"')
+    return json.loads(text[text.index("[", start): text.index("]", start) + 1])
 
 
 # -- parametrization ------------------------------------------------------------------------

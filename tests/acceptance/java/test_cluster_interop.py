@@ -20,7 +20,16 @@ import time
 import pytest
 
 from acc_tools import BrokerProcess, RawClient
-from java_tools import JavaBroker, JavaNameServer, ScenarioRun, TrocketNamesrv, run_step
+from java_tools import (
+    JavaBroker,
+    JavaNameServer,
+    ScenarioRun,
+    TrocketNamesrv,
+    hostport,
+    route_queue_datas,
+    run_step,
+    wait_for,
+)
 
 pytestmark = pytest.mark.usefixtures("java_bundle")
 
@@ -28,28 +37,20 @@ CLUSTER = "MixCluster"
 TOPIC = "MixTopic"
 QUEUES = 4
 PHASE = 400
-GET_ROUTEINFO_BY_TOPIC = 105
 GET_BROKER_CLUSTER_INFO = 106
 
 
-def _hostport(addr: str) -> tuple[str, int]:
-    host, _, port = addr.rpartition(":")
-    return host, int(port)
+
+
 
 
 def route_brokers(namesrv: str, topic: str) -> dict[str, int]:
     """broker name -> write queues in ``namesrv``'s route of ``topic``."""
-    with RawClient(_hostport(namesrv)) as c:
-        resp, body = c.call(GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
-    if resp["code"] != 0:
-        return {}
-    text = body.decode()
-    start = text.index('"queueDatas"')  # brokerAddrs' keys may be unquoted (fastjson): read only this
-    return {q["brokerName"]: q["writeQueueNums"] for q in json.loads(text[text.index("[", start): text.index("]", start) + 1])}
+    return {q["brokerName"]: q["writeQueueNums"] for q in route_queue_datas(namesrv, topic)}
 
 
 def cluster_brokers(namesrv: str) -> list[str]:
-    with RawClient(_hostport(namesrv)) as c:
+    with RawClient(hostport(namesrv)) as c:
         resp, body = c.call(GET_BROKER_CLUSTER_INFO, {})
     assert resp["code"] == 0, resp
     text = body.decode()
@@ -58,16 +59,6 @@ def cluster_brokers(namesrv: str) -> list[str]:
     return sorted(json.loads(table).get(CLUSTER, []))
 
 
-def wait_for(cond, timeout: float, interval: float = 0.2) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if cond():
-                return True
-        except OSError:
-            pass
-        time.sleep(interval)
-    return False
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +82,7 @@ def mixed_cluster(java_bundle, java_classes, tmp_path_factory):
         java_broker.wait_ready()
         t_addr = f"127.0.0.1:{trocket_broker.port}"
         for addr in (java_broker.addr, t_addr):
-            with RawClient(_hostport(addr)) as c:
+            with RawClient(hostport(addr)) as c:
                 c.create_topic(TOPIC, QUEUES)
         want = {"broker-j": QUEUES, "broker-t": QUEUES}
         facts["routes"] = {

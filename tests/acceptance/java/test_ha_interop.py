@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from acc_tools import BrokerProcess, RawClient, scan_commit_log
-from java_tools import JavaBroker, TrocketNamesrv, run_step
+from java_tools import JavaBroker, TrocketNamesrv, hostport, run_step, wait_for
 
 pytestmark = pytest.mark.usefixtures("java_bundle")
 
@@ -33,9 +33,6 @@ SLAVE_TOPICS_PENDING = ("issue 28: a trocket slave knows a topic only from Slave
                         "slaveSyncInterval), not from the records it replicated (fix pending in broker/ha/)")
 
 
-def _hostport(addr: str) -> tuple[str, int]:
-    host, _, port = addr.rpartition(":")
-    return host, int(port)
 
 
 def probe_until_replicated(master: str, timeout: float = 30.0) -> float:
@@ -45,7 +42,7 @@ def probe_until_replicated(master: str, timeout: float = 30.0) -> float:
     last = None
     while time.monotonic() - t0 < timeout:
         try:
-            with RawClient(_hostport(master), timeout=5) as c:
+            with RawClient(hostport(master), timeout=5) as c:
                 resp, _ = c.call(10, {
                     "producerGroup": "probe", "topic": "HaProbe", "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
                     "queueId": "0", "sysFlag": "0", "bornTimestamp": str(int(time.time() * 1000)), "flag": "0",
@@ -64,7 +61,7 @@ def group_offsets(broker: str, group: str, topic: str) -> int | None:
     """Sum of the group's committed offsets (QUERY_CONSUMER_OFFSET) on ``broker``; None if
     a queue has none."""
     total = 0
-    with RawClient(_hostport(broker)) as c:
+    with RawClient(hostport(broker)) as c:
         for q in range(QUEUES):
             off = c.consumer_offset(group, topic, q)
             if off is None:
@@ -75,21 +72,11 @@ def group_offsets(broker: str, group: str, topic: str) -> int | None:
 
 def knows_topic(broker: str, topic: str) -> bool:
     """The broker's own GET_ALL_TOPIC_CONFIG (21) lists ``topic``."""
-    with RawClient(_hostport(broker)) as c:
+    with RawClient(hostport(broker)) as c:
         resp, body = c.call(21, {})
     return resp["code"] == 0 and f'"{topic}"' in body.decode("utf-8", "replace")
 
 
-def wait_for(cond, timeout: float, interval: float = 0.2) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if cond():
-                return True
-        except OSError:
-            pass
-        time.sleep(interval)
-    return False
 
 
 def compare_logs(master_store: Path, slave_store: Path) -> dict:

@@ -16,13 +16,12 @@ import pytest
 import trio
 
 from acc_tools import RawClient, trocket_command
-from java_tools import on_both
+from java_tools import on_both, route_queue_datas, wait_for
 from trocket.client import (
     BlockingProducer,
     BlockingPullConsumer,
     ConsumeResult,
     MessageModel,
-    MessageQueue,
     Producer,
     PullConsumer,
     PushConsumer,
@@ -32,7 +31,6 @@ from trocket.client import (
 
 pytestmark = pytest.mark.usefixtures("java_bundle", "runs_in_background")
 
-GET_ROUTEINFO_BY_TOPIC = 105
 #: short client timers: a test should not wait for a 20 s rebalance
 FAST = {"rebalance_interval_s": 2.0}
 
@@ -43,26 +41,15 @@ def unique(broker: str, what: str) -> str:
 
 def route_queues(peer, topic: str) -> int:
     """Write queues of ``topic`` in the name server's route (-1: no route)."""
-    host, _, port = peer.namesrv.rpartition(":")
-    with RawClient((host, int(port))) as ns:
-        resp, body = ns.call(GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
-    if resp["code"] != 0 or not body:
-        return -1
-    text = body.decode()
-    # fastjson may write brokerAddrs' keys unquoted ({0:"..."}): only queueDatas is read here
-    start = text.index('"queueDatas"')
-    queue_datas = json.loads(text[text.index("[", start): text.index("]", start) + 1])
-    return queue_datas[0]["writeQueueNums"] if queue_datas else -1
+    datas = route_queue_datas(peer.namesrv, topic)
+    return datas[0]["writeQueueNums"] if datas else -1
 
 
 def create_topic(peer, topic: str, queues: int = 4) -> None:
     """UPDATE_AND_CREATE_TOPIC at the broker, then wait for the name server's route."""
     with RawClient(peer.hostport) as broker:
         broker.create_topic(topic, queues)
-    deadline = time.monotonic() + 15
-    while route_queues(peer, topic) != queues:
-        assert time.monotonic() < deadline, f"no route of {topic} with {queues} queues"
-        time.sleep(0.1)
+    assert wait_for(lambda: route_queues(peer, topic) == queues, 15, 0.1), f"no route of {topic} with {queues} queues"
 
 
 async def read_topic(peer, topic: str, want: int, timeout: float = 15.0) -> list:
@@ -323,10 +310,7 @@ def test_cli_send_consume_admin(peer, broker):
     r = trocket("admin", "topic", "create", "-n", ns, "-t", topic, "--queues", "4", "--cluster", "DefaultCluster",
                 "--json")
     assert r.returncode == 0, r.stderr + r.stdout
-    deadline = time.monotonic() + 15
-    while route_queues(peer, topic) != 4:
-        assert time.monotonic() < deadline, "the created topic has no route"
-        time.sleep(0.1)
+    assert wait_for(lambda: route_queues(peer, topic) == 4, 15, 0.1), "the created topic has no route"
 
     r = trocket("send", "-n", ns, "-t", topic, "--body", "hello", "--tag", "TagC", "--keys", "k1", "-p", "color=red",
                 "--json")
