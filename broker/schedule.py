@@ -11,9 +11,10 @@ RocketMQ 4.9.8's ``CommitLog.asyncPutMessage`` delay branch plus
 * **the put path** -- :meth:`ScheduleMessageService.rewrite`: a message whose ``DELAY``
   property is a level above 0, and that is not a prepared or rolled-back transactional
   message, is stored on ``SCHEDULE_TOPIC_XXXX``, queue ``level - 1``, with the level
-  clamped to the max (``DELAY`` rewritten in place) and ``REAL_TOPIC`` / ``REAL_QID``
-  appended (any earlier ones dropped); the rest of the properties string is kept byte
-  for byte (Java re-serializes its HashMap). The store gives such a record its deliver
+  clamped to the max (``DELAY`` put again) and ``REAL_TOPIC`` / ``REAL_QID`` put, in the
+  message's properties map (a :class:`~trocket.codecs.java_hashmap.JavaHashMap`: the
+  send processor's, with ``CLUSTER`` and ``WAIT``, or the send-back's), written in
+  Java's HashMap order, as Java's delay branch writes it. The store gives such a record its deliver
   time, store time + the level's delay (``computeDeliverTimestamp``), as its
   consume-queue tags code, on put and on recovery alike (:mod:`.store.commit_log`).
   The send processor rewrites single sends (10/310) that carry ``DELAY`` (a batch with
@@ -22,8 +23,9 @@ RocketMQ 4.9.8's ``CommitLog.asyncPutMessage`` delay branch plus
 * **delivery** -- :meth:`ScheduleMessageService.run`: one task per level reads its
   queue from the level's offset; an entry whose deliver time has come is looked up in
   the commit log and put on its real topic and queue (``messageTimeup``): body, flag,
-  sysFlag, born time and host, reconsume times as stored, the properties string minus
-  ``DELAY``, ``REAL_TOPIC`` and ``REAL_QID``, a new commit-log record (new offset
+  sysFlag, born time and host, reconsume times as stored, the properties string read
+  into a fresh map and written back (Java's order) minus ``DELAY``, ``REAL_TOPIC`` and
+  ``REAL_QID``, a new commit-log record (new offset
   message id and queue offset on the real topic, TAGS hash as tags code, no flush wait).
   Then the task sleeps until the next entry is due -- or, with nothing left, until a
   message arrives on its queue (the store's arrival listener wakes it; a new entry is
@@ -62,13 +64,14 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from trocket.codecs.errors import MessageDecodeError
+from trocket.codecs.errors import MessageDecodeError, MessageEncodeError
+from trocket.codecs.java_hashmap import JavaHashMap
 from trocket.codecs.message.properties import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
     decode_properties_bytes,
-    encode_properties_bytes,
+    utf8,
 )
 from trocket.codecs.message.record import decode_record, record_size
 from trocket.codecs.message.sysflag import (
@@ -106,9 +109,9 @@ RETRY_AFTER_FAILURE = 1.0
 DELIVER_BATCH = 256
 
 _UNQUOTED_INT_KEY = re.compile(r"([{,]\s*)(-?\d+)(\s*:)")
-_DELAY_B = PROPERTY_DELAY_TIME_LEVEL.encode()
-_REAL_KEYS = frozenset((PROPERTY_REAL_TOPIC.encode(), PROPERTY_REAL_QUEUE_ID.encode()))
-_STRIP_ON_DELIVERY = _REAL_KEYS | {_DELAY_B}
+#: what a delivered message loses (on purpose: see "Differences from Java")
+_STRIP_ON_DELIVERY = frozenset((PROPERTY_DELAY_TIME_LEVEL, PROPERTY_REAL_TOPIC, PROPERTY_REAL_QUEUE_ID))
+_STRIP_ON_DELIVERY_B = frozenset(k.encode() for k in _STRIP_ON_DELIVERY)
 _INF = float("inf")
 
 
@@ -152,38 +155,33 @@ def _delay_level(value: str | None) -> int:
         return 0
 
 
-def schedule_properties(props: bytes, level: int, real_topic: str, real_queue_id: int) -> bytes:
-    """The stored properties of a delayed message: ``props`` with every ``DELAY`` set to
-    ``level`` and any ``REAL_TOPIC``/``REAL_QID`` dropped, then those two appended --
-    before a trailing separator when ``props`` has one, so :func:`delivered_properties`
-    gives back ``props`` minus ``DELAY`` byte for byte."""
-    parts = props.split(b"\x02") if props else []
-    trailing = bool(parts) and parts[-1] == b""
-    if trailing:
-        parts.pop()
-    kept = []
-    for part in parts:
-        key = part.partition(b"\x01")[0]
-        if key == _DELAY_B:
-            part = b"%s\x01%d" % (_DELAY_B, level)
-        elif key in _REAL_KEYS:
-            continue
-        kept.append(part)
-    kept.append(b"%s\x01%s" % (PROPERTY_REAL_TOPIC.encode(), real_topic.encode("utf-8")))
-    kept.append(b"%s\x01%d" % (PROPERTY_REAL_QUEUE_ID.encode(), real_queue_id))
-    if trailing:
-        kept.append(b"")
-    return b"\x02".join(kept)
+def schedule_properties(props: JavaHashMap, level: int | None, real_topic: str, real_queue_id: int) -> JavaHashMap:
+    """The properties of a delayed message's schedule record: a copy of ``props`` with
+    ``DELAY`` put again when clamped (``level``; None: as it is), ``REAL_TOPIC`` and
+    ``REAL_QID`` put -- Java's delay branch on the message's map (a present key keeps its
+    place, as a HashMap's put)."""
+    m = props.copy()
+    if level is not None:
+        m[PROPERTY_DELAY_TIME_LEVEL] = str(level)
+    m[PROPERTY_REAL_TOPIC] = real_topic
+    m[PROPERTY_REAL_QUEUE_ID] = str(real_queue_id)
+    return m
 
 
 def delivered_properties(props: bytes) -> bytes:
-    """The stored properties without ``DELAY``, ``REAL_TOPIC`` and ``REAL_QID``; every
-    other byte (order, separators, a trailing one) as it was."""
+    """The re-put's properties: the schedule record's string read into a fresh map and
+    written back, as ``messageTimeup`` does, without ``DELAY``, ``REAL_TOPIC`` and
+    ``REAL_QID``. A string that is not UTF-8 (Java would have replaced its bytes) keeps
+    its bytes, those three items left out."""
     if not props:
         return b""
-    return b"\x02".join(
-        part for part in props.split(b"\x02") if part.partition(b"\x01")[0] not in _STRIP_ON_DELIVERY
-    )
+    try:
+        text = props.decode("utf-8")
+    except UnicodeDecodeError:
+        return b"\x02".join(
+            part for part in props.split(b"\x02") if part.partition(b"\x01")[0] not in _STRIP_ON_DELIVERY_B
+        )
+    return JavaHashMap.from_properties(text).to_properties(without=_STRIP_ON_DELIVERY).encode("utf-8")
 
 
 @attrs.define(slots=True, eq=False)
@@ -249,33 +247,33 @@ class ScheduleMessageService:
         ``DELAY`` level is above 0 and it is not a prepared/rolled-back transactional
         message; otherwise ``msg`` itself."""
         props = msg.properties
-        level_text = props.get(PROPERTY_DELAY_TIME_LEVEL) if props else None
-        raw = msg.properties_bytes
-        if level_text is None and raw:
-            try:
-                props = decode_properties_bytes(raw)
-            except MessageDecodeError:
-                return msg  # the store refuses it as it would have
-            level_text = props.get(PROPERTY_DELAY_TIME_LEVEL)
-        level = _delay_level(level_text)
+        if not isinstance(props, JavaHashMap):
+            raw = msg.properties_bytes
+            if raw is None or props:  # a mapping given as such (its insertion order)
+                props = JavaHashMap(props.items())
+            else:
+                try:
+                    props = JavaHashMap.from_properties(str(raw, "utf-8"))
+                except UnicodeDecodeError:
+                    return msg  # the store refuses it as it would have
+        level = _delay_level(props.get(PROPERTY_DELAY_TIME_LEVEL))
         if level <= 0:
             return msg
         tran = msg.sys_flag & TRANSACTION_ROLLBACK_TYPE
         if tran != TRANSACTION_NOT_TYPE and tran != TRANSACTION_COMMIT_TYPE:
             return msg
+        clamped = level > self.max_level
         level = min(level, self.max_level)
-        if raw is None:
-            raw = encode_properties_bytes(msg.properties)
-        stored = schedule_properties(bytes(raw), level, msg.topic, msg.queue_id)
+        held = schedule_properties(props, level if clamped else None, msg.topic, msg.queue_id)
         try:
-            stored_props = decode_properties_bytes(stored)
-        except MessageDecodeError:
+            stored = utf8(held.to_properties(), "properties")
+        except MessageEncodeError:
             return msg
         return attrs.evolve(
             msg,
             topic=SCHEDULE_TOPIC,
             queue_id=level - 1,
-            properties=stored_props,
+            properties=held,
             properties_bytes=stored,
             tags_code=None,  # the store makes it the deliver time
         )

@@ -38,7 +38,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 9
+ABI = 10
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -50,6 +50,7 @@ cdef object _py_decode_send_message_v2 = None
 cdef object _py_encode_record_into = None
 cdef object _py_get_property = None
 cdef object _py_decode_properties = None
+cdef object _py_send_properties = None
 cdef object _py_encode_record_batch = None
 cdef object _py_decode_send_fields = None
 cdef object _py_place_record = None
@@ -67,6 +68,7 @@ def set_pure(str name, fn):
     global _py_FrameDecoder, _sniff_foreign_protocol
     global _py_decode_send_message, _py_decode_send_message_v2, _py_encode_record_into, _py_get_property
     global _py_decode_properties, _py_encode_record_batch, _py_decode_send_fields, _py_place_record
+    global _py_send_properties
     global _py_dispatch_fields
     global _py_encode_send_ok, _py_offset_msg_id, _py_encode_binary_header
     global _py_encode_send_message_v2, _py_encode_pull_message
@@ -90,6 +92,8 @@ def set_pure(str name, fn):
         _py_get_property = fn
     elif name == "decode_properties":
         _py_decode_properties = fn
+    elif name == "send_properties":
+        _py_send_properties = fn
     elif name == "encode_record_batch":
         _py_encode_record_batch = fn
     elif name == "decode_send_fields":
@@ -1790,16 +1794,143 @@ def decode_properties(text):
     n = PyUnicode_GET_LENGTH(text)
     result = {}
     while start < n:
-        end = start
-        sep = -1
-        while end < n and s[end] != 2:
-            if sep < 0 and s[end] == 1:
-                sep = end
-            end += 1
+        end = _item_end(s, n, start, &sep)
         if sep > start and end > sep + 1:
             PyDict_SetItem(result, _text(s + start, sep - start), _text(s + sep + 1, end - sep - 1))
         start = end + 1
     return result
+
+
+cdef inline Py_ssize_t _item_end(const unsigned char* s, Py_ssize_t n, Py_ssize_t start, Py_ssize_t* sep) noexcept:
+    """The end of the properties item at ``start`` (its \\x02, or ``n``); ``sep[0]``: its
+    first \\x01 (-1: none)."""
+    cdef Py_ssize_t end = start
+    sep[0] = -1
+    while end < n and s[end] != 2:
+        if sep[0] < 0 and s[end] == 1:
+            sep[0] = end
+        end += 1
+    return end
+
+
+#: send_properties: at most this many distinct keys (more: the pure function)
+DEF _SP_MAX = 48
+#: "CLUSTER", "WAIT", "TAGS" and their String.hashCode()
+cdef bytes _K_CLUSTER = b"CLUSTER"
+cdef bytes _K_WAIT = b"WAIT"
+cdef bytes _K_TAGS = b"TAGS"
+
+
+cdef inline unsigned int _java_hash(const unsigned char* p, Py_ssize_t n) noexcept:
+    cdef unsigned int h = 0
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = 31 * h + p[i]
+    return h
+
+
+def send_properties(props, cluster):
+    """Twin of :func:`trocket.codecs.message.properties.send_properties` for an ASCII str
+    and an ASCII cluster name, at most 48 keys: the items parsed as
+    ``string2messageProperties`` (a repeated key keeps its first place, its last value),
+    CLUSTER put, WAIT removed, written in HashMap order (bucket of the spread
+    ``String.hashCode``, insertion order within one; the capacity of the largest size)."""
+    cdef const unsigned char* s
+    cdef const unsigned char* c
+    cdef Py_ssize_t n, clen, start = 0, end, sep, total, w
+    cdef Py_ssize_t ks[_SP_MAX]
+    cdef Py_ssize_t kl[_SP_MAX]
+    cdef const unsigned char* vp[_SP_MAX]
+    cdef Py_ssize_t vl[_SP_MAX]
+    cdef unsigned int hs[_SP_MAX]
+    cdef unsigned int bucket[_SP_MAX]
+    cdef int order[_SP_MAX]
+    cdef int count = 0, i, j, k, live, wait_at = -1, tags_at = -1
+    cdef unsigned int h, cap, mask
+    cdef unsigned char* out
+    if type(props) is not str or not PyUnicode_IS_ASCII(props) or type(cluster) is not str \
+            or not PyUnicode_IS_ASCII(cluster):
+        return _py_send_properties(props, cluster)
+    s = PyUnicode_1BYTE_DATA(props)
+    n = PyUnicode_GET_LENGTH(props)
+    c = PyUnicode_1BYTE_DATA(cluster)
+    clen = PyUnicode_GET_LENGTH(cluster)
+    while start < n:
+        end = _item_end(s, n, start, &sep)
+        if sep > start and end > sep + 1:
+            h = _java_hash(s + start, sep - start)
+            for i in range(count):
+                if hs[i] == h and kl[i] == sep - start and memcmp(s + ks[i], s + start, sep - start) == 0:
+                    break
+            else:
+                if count == _SP_MAX - 1:  # (room for CLUSTER)
+                    return _py_send_properties(props, cluster)
+                i = count
+                count += 1
+                ks[i] = start
+                kl[i] = sep - start
+                hs[i] = h
+            vp[i] = s + sep + 1
+            vl[i] = end - sep - 1
+        start = end + 1
+    # CLUSTER: its value replaced in place, or a new last key
+    h = _java_hash(<const unsigned char*>_K_CLUSTER, 7)
+    for i in range(count):
+        if hs[i] == h and kl[i] == 7 and memcmp(s + ks[i], <const char*>_K_CLUSTER, 7) == 0:
+            break
+    else:
+        i = count
+        count += 1
+        ks[i] = -1  # the key is _K_CLUSTER
+        kl[i] = 7
+        hs[i] = h
+    vp[i] = c
+    vl[i] = clen
+    # the table grew to fit every key before WAIT goes
+    cap = 16
+    while <unsigned int>count > cap * 3 // 4:
+        cap *= 2
+    mask = cap - 1
+    live = 0
+    total = 0
+    for i in range(count):
+        if ks[i] >= 0 and kl[i] == 4 and memcmp(s + ks[i], <const char*>_K_WAIT, 4) == 0:
+            wait_at = i
+            continue
+        if ks[i] >= 0 and kl[i] == 4 and memcmp(s + ks[i], <const char*>_K_TAGS, 4) == 0:
+            tags_at = i
+        h = hs[i]
+        bucket[i] = (h ^ (h >> 16)) & mask
+        # insertion sort by bucket, stable: after every key of a bucket <= its own
+        j = live
+        while j > 0 and bucket[order[j - 1]] > bucket[i]:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = i
+        live += 1
+        total += kl[i] + 1 + vl[i]
+    if live > 1:
+        total += live - 1
+    result = PyBytes_FromStringAndSize(NULL, total)
+    out = <unsigned char*>PyBytes_AS_STRING(result)
+    w = 0
+    for j in range(live):
+        k = order[j]
+        if j:
+            out[w] = 2
+            w += 1
+        if ks[k] < 0:
+            memcpy(out + w, <const char*>_K_CLUSTER, 7)
+        else:
+            memcpy(out + w, s + ks[k], kl[k])
+        w += kl[k]
+        out[w] = 1
+        w += 1
+        memcpy(out + w, vp[k], vl[k])
+        w += vl[k]
+    if tags_at < 0:
+        return result, None
+    return result, _text(vp[tags_at], vl[tags_at])
 
 
 # -- capture records ------------------------------------------------------------------

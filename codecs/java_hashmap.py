@@ -12,7 +12,7 @@ headers never come near that.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable, Iterator, MutableMapping
 from functools import lru_cache
 
 
@@ -79,3 +79,72 @@ def hashmap_reordered(d: dict[str, str]) -> dict[str, str]:
     if order is None:
         order = _order(keys)
     return d if order == keys else {k: d[k] for k in order}
+
+
+class JavaHashMap(MutableMapping[str, str]):
+    """A ``java.util.HashMap<String, String>`` as RocketMQ's broker uses one for a
+    message's properties: iteration (and :meth:`to_properties`) in HashMap order.
+
+    The model: keys in insertion order (a put of a present key keeps its place; a key
+    removed and put again goes to the end, as to the tail of its bucket), and the table's
+    capacity, which doubles while the size passes 3/4 of it and never shrinks. The order
+    is then by bucket, insertion order within one (treeified buckets, 8 keys in one
+    bucket of a 64-wide table, are not modelled). :meth:`from_properties` parses as
+    ``MessageDecoder.string2messageProperties``; :meth:`to_properties` writes as
+    ``messageProperties2String`` (4.9.8: no trailing separator)."""
+
+    __slots__ = ("_items", "_capacity")
+
+    def __init__(self, items: Iterable[tuple[str, str]] = ()) -> None:
+        self._items: dict[str, str] = {}
+        self._capacity = 16
+        for k, v in items:
+            self[k] = v
+
+    @classmethod
+    def from_properties(cls, text: str) -> JavaHashMap:
+        """``string2messageProperties``: ``k\\x01v`` items split on ``\\x02``; an item
+        with an empty key or value (or no ``\\x01``) is skipped; a repeated key keeps its
+        first place and its last value."""
+        m = cls()
+        if text:
+            for item in text.split("\x02"):
+                key, _, value = item.partition("\x01")
+                if key and value:
+                    m[key] = value
+        return m
+
+    def copy(self) -> JavaHashMap:
+        m = JavaHashMap.__new__(JavaHashMap)
+        m._items = dict(self._items)
+        m._capacity = self._capacity
+        return m
+
+    def __getitem__(self, key: str) -> str:
+        return self._items[key]
+
+    def __setitem__(self, key: str, value: str) -> None:
+        items = self._items
+        items[key] = value
+        if len(items) > self._capacity * 3 // 4:
+            self._capacity *= 2
+
+    def __delitem__(self, key: str) -> None:
+        del self._items[key]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[str]:
+        mask = self._capacity - 1
+        # sorted() is stable: keys sharing a bucket keep their insertion order
+        return iter(sorted(self._items, key=lambda k: _spread(k) & mask))
+
+    def to_properties(self, *, without: Container[str] = ()) -> str:
+        """``messageProperties2String`` (``without``: keys left out, the others' order
+        unchanged)."""
+        items = self._items
+        return "\x02".join([f"{k}\x01{items[k]}" for k in self if k not in without])
+
+    def __repr__(self) -> str:
+        return f"JavaHashMap({{{', '.join(f'{k!r}: {v!r}' for k, v in self.items())}}}, capacity={self._capacity})"

@@ -11,7 +11,10 @@ A replayed response is compared with the captured one field by field: ``code``,
 * PULL_MESSAGE (11): ext ``nextBeginOffset``, ``minOffset``, ``maxOffset``; the body is
   compared message by message (topic, queue id, flag, sys flag, body, born timestamp,
   reconsume times, properties but ``MIN_OFFSET``/``MAX_OFFSET``), leaving out the queue
-  and commit-log offsets, the store timestamp and the store and born hosts.
+  and commit-log offsets, the store timestamp and the store and born hosts; and the two
+  properties a broker adds or drops as it stores a message, which depend on the broker
+  and not the session: ``CLUSTER`` (its cluster name) and ``WAIT`` (dropped by 4.9.1+
+  brokers, trocket's since issue 28; kept by older ones).
 * QUERY_CONSUMER_OFFSET (14), SEARCH_OFFSET_BY_TIMESTAMP (29), GET_MAX_OFFSET (30),
   GET_MIN_OFFSET (31): ext ``offset``. GET_EARLIEST_MSG_STORETIME (32): ext ``timestamp``.
 * GET_ROUTEINFO_BY_TOPIC (105), GET_BROKER_CLUSTER_INFO (106): the ``brokerAddrs``
@@ -49,6 +52,11 @@ from trocket.codecs.errors import CodecError
 __all__ = ["SKIPPED_CODES", "Rule", "RULES", "DEFAULT_RULE", "Difference", "Rewriter", "rule_for", "compare_responses"]
 
 
+#: stored properties a replay does not compare: the client's pull adds the first two;
+#: the broker adds CLUSTER and (4.9.1+) drops WAIT as it stores a message
+_BROKER_DEPENDENT_PROPERTIES = ("MIN_OFFSET", "MAX_OFFSET", "CLUSTER", "WAIT")
+
+
 def _msgs_key(body: bytes) -> Any:
     """A pull body's messages without their state-dependent fields."""
     from trocket.codecs.message.record import decode_records
@@ -57,8 +65,8 @@ def _msgs_key(body: bytes) -> Any:
     for m in decode_records(body):
         props = dict(m.properties or {}) if not isinstance(m.properties, str) else m.properties
         if isinstance(props, dict):
-            props.pop("MIN_OFFSET", None)
-            props.pop("MAX_OFFSET", None)
+            for key in _BROKER_DEPENDENT_PROPERTIES:
+                props.pop(key, None)
         out.append(
             {
                 "topic": m.topic,

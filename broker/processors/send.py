@@ -12,8 +12,12 @@ RocketMQ 4.9's ``SendMessageProcessor`` + ``AbstractSendMessageProcessor.msgChec
    (``TBW102``, the header's ``defaultTopic``/``defaultTopicQueueNums``) or, for
    ``%RETRY%<group>``, with 1 queue perm 6; otherwise TOPIC_NOT_EXIST -- then the queue
    id (SYSTEM_ERROR);
-3. the properties string is stored verbatim (only TAGS and WAIT are looked up in it);
-   a body larger than ``max_message_size`` is MESSAGE_ILLEGAL before any work;
+3. the properties string is stored as Java's broker stores it
+   (:func:`~trocket.codecs.message.properties.send_properties`, compiled): the
+   client's string parsed, ``CLUSTER=<cluster>`` put, ``WAIT`` dropped (4.9.1+), written
+   in Java's ``HashMap`` order; a batch's header properties, appended to every entry's
+   own, get ``CLUSTER`` and keep ``WAIT``, as 4.9.8's batch encoder. A body larger than
+   ``max_message_size`` is MESSAGE_ILLEGAL before any work;
 4. the pre-put step (:mod:`trocket.broker.pre_put`: dead letter, delay), then the put
    (the store prepares the record outside its append lock; a slave's store refuses:
    SERVICE_NOT_AVAILABLE with Java's remark);
@@ -83,6 +87,7 @@ answered by the endpoint (SYSTEM_ERROR, see :mod:`trocket.broker.processors`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import zlib
@@ -96,7 +101,14 @@ from trocket.codecs.command import RemotingCommand
 from trocket.codecs.errors import CustomHeaderError, InvalidNameError
 from trocket.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from trocket.codecs.headers.fast import SendFields, decode_send_fields
-from trocket.codecs.message.properties import get_property
+from trocket.codecs.errors import MessageEncodeError
+from trocket.codecs.java_hashmap import JavaHashMap
+from trocket.codecs.message.properties import (
+    PROPERTY_CLUSTER,
+    PROPERTY_WAIT_STORE_MSG_OK,
+    get_property,
+    send_properties,
+)
 from trocket.codecs.message.sysflag import (
     COMPRESSED_FLAG,
     MULTI_TAGS_FLAG,
@@ -155,6 +167,28 @@ def _positive_int(text: str) -> bool:
         return int(text) > 0
     except ValueError:
         return False
+
+
+@functools.lru_cache(maxsize=64)
+def batch_properties(props: str, cluster: str) -> bytes:
+    """A batch's header properties as 4.9.8 appends them to every entry's: parsed,
+    ``CLUSTER`` put (``WAIT`` kept), written in HashMap order (nearly always the same
+    few strings: cached)."""
+    m = JavaHashMap.from_properties(props)
+    m[PROPERTY_CLUSTER] = cluster
+    return m.to_properties().encode("utf-8")
+
+
+def pre_put_map(props: str, cluster: str) -> JavaHashMap:
+    """A single send's properties as 4.9.8's send processor hands them on to the store
+    when the store rewrites the message (the delay branch): ``CLUSTER`` put and ``WAIT``,
+    removed for the stored string, put back (now at its bucket's tail)."""
+    m = JavaHashMap.from_properties(props)
+    m[PROPERTY_CLUSTER] = cluster
+    wait = m.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
+    if wait is not None:
+        m[PROPERTY_WAIT_STORE_MSG_OK] = wait
+    return m
 
 
 def _waits(props: str) -> bool:
@@ -217,6 +251,8 @@ class SendProcessor:
         self.store = ctx.store
         self.topics = ctx.topics
         self.max_message_size = ctx.config.max_message_size
+        #: the CLUSTER property every stored message gets
+        self.cluster = ctx.config.cluster
         #: the pre-put step (broker/pre_put.py): dead letter, delay
         self.pre_put = pre_put(ctx)
         #: the store's flush mode is fixed when it opens
@@ -478,21 +514,23 @@ class SendProcessor:
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
         try:
-            props_bytes = props.encode("utf-8")
-        except UnicodeEncodeError:
+            props_bytes, tags = send_properties(props, self.cluster)
+        except MessageEncodeError:
             raise self._illegal(_PROPS_NOT_UTF8) from None
         msg = message_inner(
             header.topic, body, queue_id, header.flag, props_bytes, sys_flag, header.bornTimestamp,
-            host_address(conn.remote_address), header.reconsumeTimes or 0, tags_hash(get_property(props, "TAGS")),
+            host_address(conn.remote_address), header.reconsumeTimes or 0, tags_hash(tags),
         )
         stored = msg
         pre_put = self.pre_put
         # PrePut.may_rewrite, inline: most sends skip the step without a call
         if header.topic.startswith(pre_put.topic_prefixes):
+            msg.properties = pre_put_map(props, self.cluster)
             stored = pre_put.rewrite(msg, header)
         else:
             for name in pre_put.property_names:
                 if name in props:
+                    msg.properties = pre_put_map(props, self.cluster)
                     stored = pre_put.rewrite(msg, header)
                     break
         try:
@@ -534,7 +572,7 @@ class SendProcessor:
         if level is not None and _positive_int(level):
             raise self._illegal(f"a batch cannot be delayed (DELAY={level})")
         try:
-            props_bytes = props.encode("utf-8")
+            props_bytes = batch_properties(props, self.cluster)
         except UnicodeEncodeError:
             raise self._illegal(_PROPS_NOT_UTF8) from None
         batch = BatchInner(

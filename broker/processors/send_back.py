@@ -47,13 +47,14 @@ from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.errors import MessageDecodeError
 from trocket.codecs.headers import ConsumerSendMsgBackRequestHeader
+from trocket.codecs.java_hashmap import JavaHashMap
 from trocket.codecs.message.message import MessageExt
 from trocket.codecs.message.properties import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_ORIGIN_MESSAGE_ID,
     PROPERTY_RETRY_TOPIC,
     PROPERTY_WAIT_STORE_MSG_OK,
-    encode_properties_bytes,
+    utf8,
 )
 from trocket.codecs.message.record import decode_record
 from trocket.codecs.names import DLQ_GROUP_TOPIC_PREFIX, is_valid_topic
@@ -140,7 +141,8 @@ async def send_back(ctx: BrokerContext, pre_put: PrePut, header: ConsumerSendMsg
     if msg is None:
         raise BrokerError(f"look message by offset failed, {header.offset}")
 
-    props = dict(msg.properties)
+    # lookMessageByOffset's map (the stored string's order) and what Java puts in it
+    props = JavaHashMap(msg.properties.items())
     if props.get(PROPERTY_RETRY_TOPIC) is None:
         props[PROPERTY_RETRY_TOPIC] = msg.topic
     props[PROPERTY_WAIT_STORE_MSG_OK] = "false"
@@ -171,7 +173,7 @@ async def send_back(ctx: BrokerContext, pre_put: PrePut, header: ConsumerSendMsg
         queue_id=0,  # one retry queue (retryQueueNums 1) / one DLQ queue
         flag=msg.flag,
         properties=props,
-        properties_bytes=encode_properties_bytes(props, java_order=True),
+        properties_bytes=utf8(props.to_properties(), "properties"),
         sys_flag=msg.sys_flag,
         born_timestamp=msg.born_timestamp,
         born_host=msg.born_host,

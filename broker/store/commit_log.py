@@ -86,6 +86,9 @@ _I32 = struct.Struct(">i")
 #: the shortest record that holds PHYSICALOFFSET
 _MIN_RECORD = OFFSET_PHYSICAL_OFFSET + 8
 _PROP_SEP = 2  # "\x02"
+#: what a record may exceed ``max_message_size`` by: 4.9.8's encode buffer holds the
+#: largest body plus 64 KiB (``MessageExtEncoder``)
+RECORD_SLACK = 64 * 1024
 _perf_ns = time.perf_counter_ns
 _new = object.__new__
 _PUT_OK = PutStatus.PUT_OK
@@ -315,10 +318,14 @@ class CommitLog:
 
     # -- preparation (outside the lock) ------------------------------------------------
 
-    def _check_size(self, size: int) -> None:
+    def _check_size(self, size: int, body_len: int) -> None:
+        """4.9.8's ``MessageExtEncoder``: ``maxMessageSize`` limits the body, the record
+        may be 64 KiB more (its encode buffer); and a record must fit in a segment."""
         limit = self.config.max_message_size
-        if size > limit:
-            raise MessageTooLargeError(size, limit)
+        if body_len > limit:
+            raise MessageTooLargeError(body_len, limit, "body")
+        if size > limit + RECORD_SLACK:
+            raise MessageTooLargeError(size, limit + RECORD_SLACK)
         room = self.config.commit_log_segment_size - END_FILE_MIN_BLANK_LENGTH
         if size > room:
             raise MessageTooLargeError(size, room)
@@ -365,8 +372,9 @@ class CommitLog:
             size = RECORD_FIXED_SIZE + len(topic_b) + len(body) + len(props)
             ts_at = OFFSET_STORE_TIMESTAMP
         config = self.config
+        # (a record within max_message_size passes every limit; past it, the checks)
         if size > config.max_message_size or size > config.commit_log_segment_size - END_FILE_MIN_BLANK_LENGTH:
-            self._check_size(size)  # raises the error that says which limit
+            self._check_size(size, len(body))
         buf = bytearray(size)
         try:
             encode_record_into(
@@ -473,7 +481,7 @@ class CommitLog:
             if len(props) > MAX_PROPERTIES_LENGTH:
                 raise PropertiesTooLargeError(f"batch entry properties are {len(props)} bytes")
             size = record_size(len(entry.body), len(topic_b), len(props), sys_flag)
-            self._check_size(size)
+            self._check_size(size, len(entry.body))
             parts.append((props, size))
             sizes.append(size)
             if extra_tags is not None:
@@ -485,7 +493,7 @@ class CommitLog:
                     raise MessageIllegalError(f"batch entry properties: {exc}") from None
                 tags.append(tags_hash(entry_tags))
         total = sum(sizes)
-        self._check_size(total)
+        self._check_size(total, 0)
         buf = bytearray(total)
         at = 0
         try:

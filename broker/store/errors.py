@@ -47,11 +47,11 @@ class MessageIllegalError(PutMessageError):
 
 
 class MessageTooLargeError(MessageIllegalError):
-    """The record is larger than ``max_message_size`` (Java: MESSAGE_SIZE_EXCEEDED ->
-    MESSAGE_ILLEGAL) or than a commit-log segment can hold."""
+    """The body is larger than ``max_message_size``, or the record than that plus 64 KiB
+    (Java 4.9.8: MESSAGE_ILLEGAL either way) or than a commit-log segment can hold."""
 
-    def __init__(self, size: int, limit: int) -> None:
-        super().__init__(f"message record of {size} bytes exceeds the maximum of {limit}")
+    def __init__(self, size: int, limit: int, what: str = "record") -> None:
+        super().__init__(f"message {what} of {size} bytes exceeds the maximum of {limit}")
         self.size = size
         self.limit = limit
 

@@ -309,8 +309,9 @@ class MessageStore:
         if offset == max_offset:
             return GetResult(GetStatus.OFFSET_OVERFLOW_ONE, offset, min_offset, max_offset)
         if offset > max_offset:
-            next_begin = min_offset if min_offset == 0 else max_offset
-            return GetResult(GetStatus.OFFSET_OVERFLOW_BADLY, next_begin, min_offset, max_offset)
+            # 4.9.8: the max offset (apache/rocketmq#4215; before it, 0 when the queue
+            # still starts at 0, which sent a consumer back over everything)
+            return GetResult(GetStatus.OFFSET_OVERFLOW_BADLY, max_offset, min_offset, max_offset)
         entries = cq.entries_from(offset)
         if entries is None:
             return GetResult(

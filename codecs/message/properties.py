@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..errors import MessageDecodeError
-from ..java_hashmap import hashmap_order
+from ..java_hashmap import JavaHashMap, hashmap_order
 from ..errors import MessageEncodeError
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "encode_properties",
     "encode_properties_bytes",
     "get_property",
+    "send_properties",
 ]
 
 NAME_VALUE_SEPARATOR = "\x01"
@@ -218,6 +219,19 @@ def append_properties(base: bytes, extra: bytes) -> bytes:
     return base + extra
 
 
+def send_properties(props: str, cluster: str) -> tuple[bytes, str | None]:
+    """What 4.9.8's ``SendMessageProcessor`` stores for a single message's properties
+    string, as UTF-8, and its ``TAGS`` (for the consume queue's tag hash): the client's
+    string parsed (``string2messageProperties``), ``CLUSTER=<cluster>`` put, ``WAIT``
+    removed (4.9.1+: nine bytes a message), written back in ``HashMap`` order
+    (``messageProperties2String``, no trailing separator). A string that is not UTF-8
+    (lone surrogates): :class:`MessageEncodeError`."""
+    m = JavaHashMap.from_properties(props)
+    m[PROPERTY_CLUSTER] = cluster
+    m.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
+    return utf8(m.to_properties(), "properties"), m.get(PROPERTY_TAGS)
+
+
 def utf8(text: str, what: str) -> bytes:
     """``text`` as UTF-8, or :class:`MessageEncodeError` (lone surrogates) naming ``what``."""
     try:
@@ -231,3 +245,4 @@ from ..accel import accelerated  # noqa: E402
 
 get_property = accelerated(get_property)
 decode_properties = accelerated(decode_properties)
+send_properties = accelerated(send_properties)

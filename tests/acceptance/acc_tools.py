@@ -445,7 +445,7 @@ def decode_record(buf: bytes, at: int = 0) -> tuple[dict, int]:
     return {
         "total": total, "queue_id": qid, "flag": flag, "queue_offset": qoff, "phy": phy, "sysflag": sysflag,
         "born_ts": born_ts, "store_ts": store_ts, "store_port": store_port, "reconsume": reconsume,
-        "topic": topic, "props": props, "body": body, "plain": plain,
+        "topic": topic, "props": props, "props_raw": props_raw, "body": body, "plain": plain,
     }, p
 
 

@@ -36,7 +36,7 @@ def pytest_collection_modifyitems(config, items):
 FIGURES: list[str] = []
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def figures():
     return FIGURES
 

@@ -17,6 +17,7 @@ import trio
 
 from trocket.broker.config import BrokerConfig, BrokerConfigError, load_properties_file
 from trocket.broker.config import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevelError, parse_delay_levels
+from trocket.broker.processors.send import pre_put_map
 from trocket.broker.schedule import (
     ScheduleMessageService,
     TrioEpochClock,
@@ -27,6 +28,7 @@ from trocket.broker.store import ConfigLoadError, MessageInner, MessageStore, St
 from trocket.broker.store.config import DEFAULT_DELAY_LEVELS_MS
 from trocket.codecs.bodies.fastjson import loads
 from trocket.codecs.command import RemotingCommand
+from trocket.codecs.java_hashmap import JavaHashMap
 from trocket.codecs.message.batch import encode_batch
 from trocket.codecs.message.message import Message
 from trocket.codecs.message.msgid import decode_offset_msg_id
@@ -142,25 +144,28 @@ def test_broker_conf_message_delay_level(tmp_path):
         load_properties_file(conf)
 
 
-def test_schedule_properties_round_trip():
-    # the C++ client's trailing separator, the JS client's none, empty, DELAY only
-    for original in (
-        b"KEYS\x01k\x02TAGS\x01t\x02DELAY\x013\x02WAIT\x01true\x02",
-        b"TAGS\x01t\x02DELAY\x0199\x02x\x01y",
-        b"DELAY\x011",
-        b"DELAY\x011\x02",
-        b"",
-    ):
-        stored = schedule_properties(original, 2, "T\u00e9", 3)
-        assert b"REAL_TOPIC\x01T\xc3\xa9\x02REAL_QID\x013" in stored
-        assert stored.endswith(b"\x02") == original.endswith(b"\x02")
-        if b"DELAY" in original:
-            assert b"DELAY\x012" in stored and b"DELAY\x0199" not in stored
-        want = b"\x02".join(p for p in original.split(b"\x02") if not p.startswith(b"DELAY\x01"))
-        assert delivered_properties(stored) == want
-    # REAL_* already there (a message delayed before) are replaced, not duplicated
-    stored = schedule_properties(b"REAL_TOPIC\x01old\x02DELAY\x011\x02REAL_QID\x019\x02a\x01b", 1, "new", 0)
-    assert stored == b"DELAY\x011\x02a\x01b\x02REAL_TOPIC\x01new\x02REAL_QID\x010"
+def test_schedule_properties_as_javas_delay_branch():
+    """A delayed single send's properties at each step, as Java 4.9.8 made them of the
+    same string (a Java program: string2messageProperties, CLUSTER put, WAIT removed and
+    put back, REAL_TOPIC and REAL_QID put, messageProperties2String; on delivery read
+    and written again): the schedule record keeps WAIT, the delivered copy loses DELAY,
+    REAL_TOPIC and REAL_QID (trocket's deliberate difference)."""
+    sent = "KEYS\x01k1\x02TAGS\x01TagA\x02UNIQ_KEY\x01" + "0A0B0C0D" * 4 + "\x02DELAY\x012\x02custom\x01v\u00e9\x02WAIT\x01true\x02"
+    held = schedule_properties(pre_put_map(sent, "DefaultCluster"), None, "DT", 1)
+    java_held = ("REAL_TOPIC\x01DT\x02KEYS\x01k1\x02custom\x01v\u00e9\x02UNIQ_KEY\x01" + "0A0B0C0D" * 4
+                 + "\x02CLUSTER\x01DefaultCluster\x02DELAY\x012\x02WAIT\x01true\x02TAGS\x01TagA\x02REAL_QID\x011")
+    assert held.to_properties() == java_held
+    assert delivered_properties(java_held.encode()) == (
+        "KEYS\x01k1\x02custom\x01v\u00e9\x02UNIQ_KEY\x01" + "0A0B0C0D" * 4
+        + "\x02CLUSTER\x01DefaultCluster\x02WAIT\x01true\x02TAGS\x01TagA").encode()
+    # a clamped level is put again; REAL_* already there (delayed before) keep their place
+    again = schedule_properties(JavaHashMap.from_properties("REAL_TOPIC\x01old\x02DELAY\x0199\x02REAL_QID\x019\x02a\x01b"),
+                                18, "new", 0)
+    assert dict(again) == {"REAL_TOPIC": "new", "DELAY": "18", "REAL_QID": "0", "a": "b"}
+    assert delivered_properties(again.to_properties().encode()) == b"a\x01b"
+    assert delivered_properties(b"") == b""
+    # bytes that are not UTF-8 keep their bytes, the three left out
+    assert delivered_properties(b"x\x01\xff\x02DELAY\x011\x02REAL_QID\x010") == b"x\x01\xff"
 
 
 # -- the put path and delivery -------------------------------------------------------------
@@ -190,9 +195,11 @@ async def test_delayed_send_is_held_then_delivered_unchanged(tmp_path, wire, log
         assert (m.born_timestamp, m.flag, m.reconsume_times, m.sys_flag) == (
             held.born_timestamp, held.flag, held.reconsume_times, held.sys_flag)
         assert "DELAY" not in m.properties and "REAL_TOPIC" not in m.properties and "REAL_QID" not in m.properties
-        # the properties string is the sent one minus DELAY, byte for byte
-        sent = props.encode()
-        want = b"\x02".join(p for p in sent.split(b"\x02") if not p.startswith(b"DELAY\x01"))
+        # the properties string as Java 4.9.8 delivers it (CLUSTER put, WAIT kept, HashMap
+        # order; test_schedule_properties_as_javas_delay_branch) minus DELAY, REAL_TOPIC, REAL_QID
+        want = ("KEYS\x01k1\x02custom\x01v\u00e9\x02UNIQ_KEY\x01" + "0A0B0C0D" * 4
+                + "\x02CLUSTER\x01DefaultCluster\x02WAIT\x01true\x02TAGS\x01TagA").encode()
+        assert props == wire.props(tags="TagA", keys="k1", UNIQ_KEY="0A0B0C0D" * 4, DELAY="2", custom="v\u00e9")
         (record,) = _raw_records(resp.body)
         assert record.endswith(len(want).to_bytes(2, "big") + want)
         assert m.tags == "TagA" and m.properties["custom"] == "v\u00e9"
@@ -214,7 +221,7 @@ async def test_v2_send_and_compressed_body(tmp_path, wire, logical_clock):
         await wait_until(lambda: broker.store.get_max_offset("DV2", 0) >= 2, 5, interval=0.05)
         _, msgs = await pull_now(c, addr, wire, "DV2")
         assert [m.body for m in msgs] == [b"v2", b"z" * 9000]
-        assert msgs[0].properties == {"TAGS": "a"} and msgs[1].sys_flag & 1
+        assert msgs[0].properties == {"TAGS": "a", "CLUSTER": "DefaultCluster"} and msgs[1].sys_flag & 1
 
 
 async def test_order_within_a_level_and_levels_independent(tmp_path, wire, logical_clock):

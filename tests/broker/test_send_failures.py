@@ -61,24 +61,29 @@ async def test_oversized_properties_are_message_illegal(tmp_path, wire):
         r = await c.invoke_sync(addr, wire.send_v1("PS", b"x", properties=props))
         assert r.code == MESSAGE_ILLEGAL
         assert r.remark.startswith("the message is illegal, maybe msg body or properties length not matched.")
-        assert f"properties are {len(props.encode())} bytes, more than 32767" in r.remark
+        # the stored string's length: CLUSTER=DefaultCluster added, WAIT=true and the
+        # trailing separator gone (Java checks what it would store)
+        stored = len(props.encode()) + len("\x02CLUSTER\x01DefaultCluster") - len("\x02WAIT\x01true\x02")
+        assert f"properties are {stored} bytes, more than 32767" in r.remark
         assert r.ext_fields == {}
         assert broker.store.get_max_offset("PS", 0) == 0
         r = await c.invoke_sync(addr, wire.send_v1("PS", b"x", properties=wire.props(big="x" * 32_000)))
         assert r.code == 0
 
 
-async def test_record_past_the_store_limit_is_message_illegal(tmp_path, wire):
-    """A body the processor lets through (at the size limit) whose record, with topic and
-    properties, is larger than the store's limit: the store refuses it (MESSAGE_ILLEGAL)."""
+async def test_body_at_the_limit_is_stored_one_byte_more_is_message_illegal(tmp_path, wire):
+    """4.9.8 limits the body: one of exactly ``maxMessageSize`` bytes is stored although
+    its record, with topic and properties, is larger (the Java reference suite's
+    test_biggest_message_and_one_byte_more); one byte more is MESSAGE_ILLEGAL."""
     limit = 64 * 1024
     async with wire.running_broker(tmp_path, max_message_size=limit) as broker, wire.client() as c:
         addr = broker.broker_addr
-        r = await c.invoke_sync(addr, wire.send_v1("SL", b"x" * limit, properties=wire.props()))
+        r = await c.invoke_sync(addr, wire.send_v1("SL", b"x" * limit, properties=wire.props(big="p" * 20_000)))
+        assert r.code == 0, r.remark
+        r = await c.invoke_sync(addr, wire.send_v1("SL", b"x" * (limit + 1), properties=wire.props()))
         assert r.code == MESSAGE_ILLEGAL
-        assert f"exceeds the maximum of {limit}" in r.remark and r.remark.startswith("the message is illegal")
-        r = await c.invoke_sync(addr, wire.send_v1("SL", b"x" * (limit - 1024), properties=wire.props()))
-        assert r.code == 0
+        assert f"above the maximum of {limit}" in r.remark and r.remark.startswith("the message is illegal")
+        assert broker.store.get_max_offset("SL", 0) == 1
 
 
 async def test_segment_that_cannot_be_created_is_system_error(tmp_path, wire):

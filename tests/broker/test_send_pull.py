@@ -40,12 +40,19 @@ async def test_send_v1_v2_then_pull_byte_exact(tmp_path, wire):
         assert ext == {"suggestWhichBrokerId": "0", "nextBeginOffset": "2", "minOffset": "0", "maxOffset": "2"}
         msgs = _records(resp.body)
         assert [m.body for m in msgs] == [b"body-one", b"body-two"]
-        # properties stored verbatim, byte for byte: each record ends PROPLEN + PROPERTIES
+        # properties stored as 4.9.8's broker stores them: CLUSTER put, WAIT dropped, in
+        # Java's HashMap order (these two strings are what a Java 4.9.8 broker made of
+        # p1 and p2); each record ends PROPLEN + PROPERTIES
+        stored = [
+            "KEYS\x01k1\x02custom\x01v\u00e9\x02UNIQ_KEY\x01" + "0A0B0C0D" * 4
+            + "\x02CLUSTER\x01DefaultCluster\x02TAGS\x01TagA",
+            "KEYS\x01k2\x02CLUSTER\x01DefaultCluster\x02TAGS\x01TagB",
+        ]
         pos = 0
-        for m, sent in zip(msgs, (p1, p2)):
+        for m, want in zip(msgs, stored):
             _, end = decode_record(resp.body, pos)
             rec = resp.body[pos:end]
-            props = sent.encode()
+            props = want.encode()
             assert rec.endswith(len(props).to_bytes(2, "big") + props)
             pos = end
         assert msgs[0].properties["custom"] == "v\u00e9" and msgs[0].tags == "TagA"
@@ -400,7 +407,7 @@ async def test_bad_pull_inputs(tmp_path, wire):
         # illegal offsets: PULL_OFFSET_MOVED with where to go
         r = await c.invoke_sync(addr, wire.pull("PB", offset=100))
         assert r.code == 21 and r.remark == "OFFSET_OVERFLOW_BADLY"
-        assert r.ext_fields["nextBeginOffset"] == "0" and r.ext_fields["maxOffset"] == "3"
+        assert r.ext_fields["nextBeginOffset"] == "3" and r.ext_fields["maxOffset"] == "3"  # 4.9.8: the max
         r = await c.invoke_sync(addr, wire.pull("PB", offset=-5))
         assert r.code == 21 and r.remark == "OFFSET_TOO_SMALL" and r.ext_fields["nextBeginOffset"] == "0"
         r = await c.invoke_sync(addr, wire.pull("PB", queue_id=3, offset=7, sys_flag=4))

@@ -25,10 +25,11 @@ import trocket.codecs
 from trocket.codecs import accel
 from trocket.codecs.command import LanguageCode, RemotingCommand, SerializeType
 from trocket.codecs.custom_header import header_fields
-from trocket.codecs.errors import CustomHeaderError, MessageDecodeError
+from trocket.codecs.errors import CustomHeaderError, MessageDecodeError, MessageEncodeError
 from trocket.codecs.header_binary import encode_binary_header
 from trocket.codecs.header_json import encode_json_header
 from trocket.codecs.headers import fast
+from trocket.codecs.java_hashmap import JavaHashMap
 from trocket.codecs.message import msgid, properties, record
 from trocket.codecs.serialize import encode_command
 
@@ -70,6 +71,7 @@ DIFFERENTIAL = {
     "get_property": "test_get_property_differential",
     "offset_msg_id": "test_offset_msg_id_differential",
     "place_record": "test_place_record_differential",
+    "send_properties": "test_send_properties_differential",
 }
 GOLDEN = Path(__file__).resolve().parents[2] / "conformance" / "golden"
 PURE_FORCED = os.environ.get("TROCKET_PURE", "") not in ("", "0")
@@ -568,6 +570,44 @@ def test_get_property_differential(items, key, kind, trailing):
     if kind == "str":
         same("decode_properties", data)
         same("decode_properties", data.encode("ascii", "replace").decode())
+
+
+@needs_accel
+@given(
+    st.lists(st.tuples(st.sampled_from(["TAGS", "WAIT", "CLUSTER", "UNIQ_KEY", "KEYS", "Aa", "BB", "", "é"]) | text,
+                       st.sampled_from(["", "v", "true", "a\x01b"]) | text), max_size=40),
+    st.sampled_from(["DefaultCluster", "c", "", "é"]),
+    st.booleans(),
+)
+def test_send_properties_differential(items, cluster, trailing):
+    props = "\x02".join(f"{k}\x01{v}" for k, v in items) + ("\x02" if trailing else "")
+    got = same("send_properties", props, cluster)
+    if got[0] == "ok":
+        stored, tags = got[1]
+        m = JavaHashMap.from_properties(props)
+        assert tags == m.get("TAGS") and ("WAIT" not in stored.decode().split("\x02"))
+
+
+def test_send_properties_as_javas_broker(impl):
+    """The string Java 4.9.8's broker stored for a Java 4.9.8 producer's single send (the
+    Java reference suite, test_stored_properties_are_javas): CLUSTER put in its bucket's
+    place, WAIT gone, TAGS kept for the tag hash."""
+    sent = ("mode\x01single\x02zeta\x01z\x02uni\x01\u00fc\u20ac\u00df\x02KEYS\x01k_single_0 kk_single\x02idx\x010"
+            "\x02UNIQ_KEY\x01FD000000000000000000000000000002041C5FFD2B27847F5CB70001\x02WAIT\x01true\x02TAGS\x01Tag_single")
+    stored = ("mode\x01single\x02zeta\x01z\x02uni\x01\u00fc\u20ac\u00df\x02KEYS\x01k_single_0 kk_single\x02idx\x010"
+              "\x02UNIQ_KEY\x01FD000000000000000000000000000002041C5FFD2B27847F5CB70001\x02CLUSTER\x01DefaultCluster"
+              "\x02TAGS\x01Tag_single")
+    assert impl.send_properties(sent, "DefaultCluster") == (stored.encode(), "Tag_single")
+    ascii_sent = sent.replace("\u00fc\u20ac\u00df", "u")
+    assert impl.send_properties(ascii_sent, "DefaultCluster") == (stored.replace("\u00fc\u20ac\u00df", "u").encode(),
+                                                                   "Tag_single")
+    # the C++ client's: sorted keys, a trailing separator; CLUSTER already there keeps its place
+    assert impl.send_properties("KEYS\x01k\x02TAGS\x01t\x02UNIQ_KEY\x01U\x02WAIT\x01true\x02", "C") == (
+        b"KEYS\x01k\x02UNIQ_KEY\x01U\x02CLUSTER\x01C\x02TAGS\x01t", "t")
+    assert impl.send_properties("CLUSTER\x01old\x02a\x01b", "new") == (b"a\x01b\x02CLUSTER\x01new", None)
+    assert impl.send_properties("", "DefaultCluster") == (b"CLUSTER\x01DefaultCluster", None)
+    with pytest.raises(MessageEncodeError):
+        impl.send_properties("k\x01\udfff", "C")
 
 
 def test_properties_through_the_bytes_reader(impl):

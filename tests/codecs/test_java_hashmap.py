@@ -1,7 +1,9 @@
 import json
 from pathlib import Path
 
-from trocket.codecs.java_hashmap import hashmap_capacity, hashmap_order, java_string_hash
+import pytest
+
+from trocket.codecs.java_hashmap import JavaHashMap, hashmap_capacity, hashmap_order, java_string_hash
 
 GOLDEN = Path(__file__).parents[2] / "conformance" / "golden" / "java-4.9.8" / "manifest.json"
 
@@ -35,3 +37,39 @@ def test_order_matches_java_golden_frames():
 def test_collisions_keep_insertion_order():
     assert hashmap_order(["Aa", "BB"]) == ["Aa", "BB"]
     assert hashmap_order(["BB", "Aa"]) == ["BB", "Aa"]
+
+
+# Key orders a real java.util.HashMap<String, String> (Java 17) gave for these puts
+# ("k=v") and removes ("-k"), in order: a removed key put again goes to its bucket's
+# tail; the capacity a map reached stays when it shrinks.
+JAVA_ORDERS = [
+    (["mode=1", "zeta=1", "uni=1", "KEYS=1", "idx=1", "UNIQ_KEY=1", "WAIT=1", "TAGS=1", "CLUSTER=1", "-WAIT", "WAIT=2",
+      "REAL_TOPIC=1", "REAL_QID=1"],
+     "mode,zeta,uni,REAL_TOPIC,KEYS,idx,UNIQ_KEY,CLUSTER,WAIT,TAGS,REAL_QID"),
+    (["BB=1", "Aa=1", "C=1", "-BB", "BB=2"], "Aa,BB,C"),
+    ([f"k{i}=1" for i in range(13)] + ["-k12", "-k11"], "k0,k1,k2,k3,k4,k5,k6,k10,k7,k8,k9"),
+    (["TAGS=1", "KEYS=1", "UNIQ_KEY=1", "WAIT=1", "DELAY=3", "RETRY_TOPIC=1", "ORIGIN_MESSAGE_ID=1", "CLUSTER=1"],
+     "ORIGIN_MESSAGE_ID,RETRY_TOPIC,KEYS,UNIQ_KEY,CLUSTER,WAIT,DELAY,TAGS"),
+]
+
+
+@pytest.mark.parametrize(("ops", "order"), JAVA_ORDERS)
+def test_java_hashmap_iterates_as_java(ops, order):
+    m = JavaHashMap()
+    for op in ops:
+        if op.startswith("-"):
+            del m[op[1:]]
+        else:
+            key, _, value = op.partition("=")
+            m[key] = value
+    assert ",".join(m) == order
+    assert m.to_properties() == "\x02".join(f"{k}\x01{m[k]}" for k in order.split(","))
+
+
+def test_java_hashmap_parses_as_string2message_properties():
+    m = JavaHashMap.from_properties("a\x011\x02\x02b\x01\x02\x01x\x02c\x012\x013\x02a\x019\x02nosep\x02")
+    assert dict(m) == {"a": "9", "c": "2\x013"}  # empty key/value and separator-less items skipped
+    assert list(JavaHashMap.from_properties("")) == []
+    copy = m.copy()
+    copy["z"] = "1"
+    assert "z" not in m and m.to_properties(without={"a"}) == "c\x012\x013"

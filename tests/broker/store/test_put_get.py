@@ -147,14 +147,38 @@ def test_rollover_writes_blank_filler(tmp_path):
 
 
 def test_max_message_size(store, config):
+    """4.9.8's MessageExtEncoder: ``maxMessageSize`` limits the body; the whole record may
+    be 64 KiB more (topic, properties, the fixed fields)."""
     with pytest.raises(MessageTooLargeError) as info:
-        store.put_message(msg(body=b"x" * config.max_message_size))
+        store.put_message(msg(body=b"x" * (config.max_message_size + 1)))
     assert info.value.status is PutStatus.MESSAGE_ILLEGAL
+    assert str(info.value) == f"message body of {config.max_message_size + 1} bytes exceeds the maximum of {config.max_message_size}"
+    assert store.max_phy_offset == 0
+    r = store.put_message(msg(body=b"x" * config.max_message_size, properties={"k": "v" * 30000}))
+    assert r.status is PutStatus.PUT_OK and r.wrote_bytes > config.max_message_size + 30000
+    assert records(store.get_message("G", "T", 0, 0))[0].body == b"x" * config.max_message_size
     with pytest.raises(MessageIllegalError):
         store.put_message(msg(topic="t" * 128))
     with pytest.raises(PropertiesTooLargeError):
         store.put_message(msg(properties={"k": "v" * 40000}))
-    assert store.max_phy_offset == 0  # nothing half-written
+    assert store.max_phy_offset == r.wrote_bytes  # nothing half-written
+
+
+def test_batch_records_past_the_limit_and_64k(tmp_path):
+    """A batch body within the limit whose records (each with topic, properties and the
+    fixed fields) come to more than ``maxMessageSize`` + 64 KiB: MESSAGE_ILLEGAL, nothing
+    written (Java's batch encoder has that much room)."""
+    config = small_config(tmp_path / "store", commit_log_segment_size=1 << 20)
+    store = MessageStore.open(config)
+    count = config.max_message_size // 24  # batch entries of 22 bytes + a 2-byte body
+    body = encode_batch([Message("ignored", b"bb", 0, {}) for _ in range(count)])
+    assert len(body) <= config.max_message_size
+    extra = b"CLUSTER\x01DefaultCluster\x02WAIT\x01true"
+    with pytest.raises(MessageTooLargeError) as info:
+        store.put_messages(BatchInner(topic="T" * 100, body=body, queue_id=0, properties_bytes=extra))
+    assert f"exceeds the maximum of {config.max_message_size + 64 * 1024}" in str(info.value)
+    assert store.max_phy_offset == 0
+    store.shutdown()
 
 
 def test_batch_put(store):
@@ -213,7 +237,8 @@ def test_get_message_statuses(tmp_path):
     r = store.get_message("G", "T", 0, 10)
     assert (r.status, r.next_begin_offset) == (GetStatus.OFFSET_OVERFLOW_ONE, 10)
     r = store.get_message("G", "T", 0, 15)
-    assert (r.status, r.next_begin_offset) == (GetStatus.OFFSET_OVERFLOW_BADLY, 0)  # min is 0
+    # 4.9.8 (apache/rocketmq#4215): the max offset, also while the queue starts at 0
+    assert (r.status, r.next_begin_offset) == (GetStatus.OFFSET_OVERFLOW_BADLY, 10)
     # a pull stays within one consume-queue file (getIndexBuffer)
     r = store.get_message("G", "T", 0, 1, 32)
     assert r.status is GetStatus.FOUND and r.next_begin_offset == 4 and len(r.buffers) == 3

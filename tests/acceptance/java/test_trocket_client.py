@@ -1,0 +1,350 @@
+"""trocket's own client against the Java 4.9.8 name server and broker (issue 28, item 2),
+and against ``trocket broker`` in the same test: the producer (every mode, TBW102
+auto-create), the push consumer (clustering, broadcasting, orderly with the broker's
+locks, RECONSUME_LATER), the lite pull consumer, the blocking facade, and
+``trocket send / consume / admin``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+from collections import Counter, defaultdict
+
+import pytest
+import trio
+
+from acc_tools import RawClient, trocket_command
+from java_tools import on_both, route_queue_datas, wait_for
+from trocket.client import (
+    BlockingProducer,
+    BlockingPullConsumer,
+    ConsumeResult,
+    MessageModel,
+    Producer,
+    PullConsumer,
+    PushConsumer,
+    SendStatus,
+    new_message,
+)
+
+pytestmark = pytest.mark.usefixtures("java_bundle", "runs_in_background")
+
+#: short client timers: a test should not wait for a 20 s rebalance
+FAST = {"rebalance_interval_s": 2.0}
+
+
+def unique(broker: str, what: str) -> str:
+    return f"tc{broker[0]}_{what}_{uuid.uuid4().hex[:8]}"
+
+
+def route_queues(peer, topic: str) -> int:
+    """Write queues of ``topic`` in the name server's route (-1: no route)."""
+    datas = route_queue_datas(peer.namesrv, topic)
+    return datas[0]["writeQueueNums"] if datas else -1
+
+
+def create_topic(peer, topic: str, queues: int = 4) -> None:
+    """UPDATE_AND_CREATE_TOPIC at the broker, then wait for the name server's route."""
+    with RawClient(peer.hostport) as broker:
+        broker.create_topic(topic, queues)
+    assert wait_for(lambda: route_queues(peer, topic) == queues, 15, 0.1), f"no route of {topic} with {queues} queues"
+
+
+async def read_topic(peer, topic: str, want: int, timeout: float = 15.0) -> list:
+    """Every message of ``topic`` from offset 0 (a lite pull consumer, assigned)."""
+    got = []
+    async with PullConsumer(unique("x", "reader"), peer.namesrv, auto_commit=False) as reader:
+        queues = await reader.fetch_queues(topic)
+        await reader.assign(queues)
+        for mq in queues:
+            await reader.seek(mq, 0)
+        with trio.move_on_after(timeout):
+            while len(got) < want:
+                got += await reader.poll(timeout=0.5)
+    return got
+
+
+# -- the producer -----------------------------------------------------------------------------
+
+
+@on_both()
+async def test_producer_every_mode_auto_creates_and_round_trips(peer, broker):
+    """sync, async, oneway, orderly, batch to a topic nobody made: TBW102's route, the
+    broker creates it with the producer's 4 queues; every message read back intact, the
+    results' ids and positions naming the stored records."""
+    topic = unique(broker, "send")
+    sent: dict[str, tuple[str, str]] = {}  # msg id -> (mode, body)
+    results = []
+
+    def msg(mode: str, i: int):
+        return new_message(topic, f"{mode}-{i}-\u00fc", tags=f"Tag_{mode}", keys=[f"k_{mode}_{i}", "kk"],
+                           properties={"mode": mode, "uni": "\u00fc\u20ac"})
+
+    async with Producer(unique(broker, "P"), peer.namesrv) as producer:
+        for i in range(3):
+            r = await producer.send(msg("sync", i))
+            results.append(r)
+            sent[r.msg_id] = ("sync", f"sync-{i}-\u00fc")
+        futures = []
+        for i in range(3):
+            futures.append(await producer.send_async(msg("async", i)))
+        for i, fut in enumerate(futures):
+            r = await fut
+            results.append(r)
+            sent[r.msg_id] = ("async", f"async-{i}-\u00fc")
+        for i in range(3):
+            m = msg("oneway", i)
+            await producer.send_oneway(m)
+        for i in range(3):
+            r = await producer.send_orderly(msg("orderly", i), key="one-key")
+            results.append(r)
+            sent[r.msg_id] = ("orderly", f"orderly-{i}-\u00fc")
+        batch = await producer.send_batch([msg("batch", i) for i in range(3)])
+    assert all(r.status is SendStatus.SEND_OK for r in results + batch)
+    assert len({r.queue.queue_id for r in results if sent[r.msg_id][0] == "orderly"}) == 1
+    assert route_queues(peer, topic) == 4
+
+    got = await read_topic(peer, topic, 15)
+    assert len(got) == 15
+    by_id = {m.client_msg_id: m for m in got}  # UNIQ_KEY (msg_id is the offset message id)
+    assert Counter(m.properties["mode"] for m in got) == {"sync": 3, "async": 3, "oneway": 3, "orderly": 3,
+                                                           "batch": 3}
+    for m in got:
+        mode = m.properties["mode"]
+        assert m.tags == f"Tag_{mode}" and m.properties["uni"] == "\u00fc\u20ac"
+        assert list(m.keys)[1:] == ["kk"], m.keys
+    for r in results:
+        m = by_id[r.msg_id]
+        assert m.body.decode() == sent[r.msg_id][1]
+        assert (m.queue_id, m.queue_offset) == (r.queue.queue_id, r.queue_offset)
+        assert m.msg_id == r.offset_msg_id
+
+
+# -- the push consumer ----------------------------------------------------------------------------
+
+
+async def _wait_balanced(consumers, topic: str, queues: int, timeout: float = 20.0) -> None:
+    with trio.fail_after(timeout):
+        while True:
+            owned = [{mq for mq in c.assignment() if mq.topic == topic} for c in consumers]
+            if all(owned) and sum(map(len, owned)) == queues and len(set().union(*owned)) == queues:
+                return
+            await trio.sleep(0.1)
+
+
+@on_both()
+async def test_push_clustering_two_consumers_share_the_queues(peer, broker):
+    topic, group = unique(broker, "clu"), unique(broker, "cluG")
+    create_topic(peer, topic)
+    got: dict[int, list[str]] = defaultdict(list)
+
+    def listener(k):
+        def on(msg):
+            got[k].append(msg.body.decode())
+        return on
+
+    async with PushConsumer(group, peer.namesrv, {topic: "*"}, listener(0), consume_from="first", **FAST) as c0, \
+            PushConsumer(group, peer.namesrv, {topic: "*"}, listener(1), consume_from="first", **FAST) as c1:
+        await _wait_balanced([c0, c1], topic, 4)
+        async with Producer(unique(broker, "cluP"), peer.namesrv) as producer:
+            for i in range(40):
+                await producer.send(new_message(topic, f"m{i}"))
+        with trio.move_on_after(15):
+            while len(got[0]) + len(got[1]) < 40:
+                await trio.sleep(0.1)
+        await trio.sleep(0.3)
+    everything = got[0] + got[1]
+    assert sorted(everything) == sorted(f"m{i}" for i in range(40)), Counter(everything).most_common(3)
+    assert got[0] and got[1]
+
+
+@on_both()
+async def test_push_broadcasting_every_consumer_gets_everything(peer, broker, tmp_path):
+    topic, group = unique(broker, "bc"), unique(broker, "bcG")
+    create_topic(peer, topic)
+    got: dict[int, set[str]] = defaultdict(set)
+    kw = dict(consume_from="first", message_model=MessageModel.BROADCASTING, offset_dir=str(tmp_path), **FAST)
+    async with PushConsumer(group, peer.namesrv, {topic: "*"}, lambda m: got[0].add(m.body), **kw), \
+            PushConsumer(group, peer.namesrv, {topic: "*"}, lambda m: got[1].add(m.body), **kw):
+        async with Producer(unique(broker, "bcP"), peer.namesrv) as producer:
+            for i in range(20):
+                await producer.send(new_message(topic, f"m{i}"))
+        with trio.move_on_after(15):
+            while len(got[0]) < 20 or len(got[1]) < 20:
+                await trio.sleep(0.1)
+    assert len(got[0]) == len(got[1]) == 20
+
+
+@on_both()
+async def test_push_orderly_with_broker_locks(peer, broker):
+    """Two orderly consumers: each queue locked at the broker by one of them, every key's
+    messages consumed in the order sent."""
+    topic, group = unique(broker, "ord"), unique(broker, "ordG")
+    create_topic(peer, topic)
+    seen: list[tuple[str, int]] = []
+
+    def on(msg):
+        seen.append((msg.properties["key"], int(msg.properties["seq"])))
+
+    kw = dict(consume_from="first", orderly=True, lock_interval_s=2.0, **FAST)
+    async with PushConsumer(group, peer.namesrv, {topic: "*"}, on, **kw) as c0, \
+            PushConsumer(group, peer.namesrv, {topic: "*"}, on, **kw) as c1:
+        await _wait_balanced([c0, c1], topic, 4, timeout=30)
+        async with Producer(unique(broker, "ordP"), peer.namesrv) as producer:
+            for seq in range(8):
+                for key in ("a", "b", "c", "d", "e", "f"):
+                    await producer.send_orderly(new_message(topic, f"{key}{seq}", properties={"key": key, "seq": str(seq)}),
+                                                key=key)
+        with trio.move_on_after(20):
+            while len(seen) < 48:
+                await trio.sleep(0.1)
+    per_key: dict[str, list[int]] = defaultdict(list)
+    for key, seq in seen:
+        per_key[key].append(seq)
+    assert {k: v for k, v in per_key.items() if v != list(range(8))} == {}
+    assert len(per_key) == 6
+
+
+@on_both()
+async def test_push_reconsume_later_comes_back_from_retry(peer, broker):
+    """RECONSUME_LATER once: back from %RETRY%<group> after delay level 3 (10 s) with
+    reconsume_times 1, the same msg id, topic and properties."""
+    topic, group = unique(broker, "rl"), unique(broker, "rlG")
+    create_topic(peer, topic)
+    create_topic(peer, f"%RETRY%{group}", 1)  # its route known at start: the delay is the broker's
+    deliveries = []
+
+    def on(msg):
+        deliveries.append((trio.current_time(), msg))
+        return ConsumeResult.RECONSUME_LATER if len(deliveries) == 1 else ConsumeResult.SUCCESS
+
+    async def on_async(msg):
+        return on(msg)
+
+    async with PushConsumer(group, peer.namesrv, {topic: "*"}, on_async, consume_from="first", **FAST) as consumer:
+        with trio.fail_after(20):
+            while not any(mq.topic.startswith("%RETRY%") for mq in consumer.assignment()):
+                await trio.sleep(0.1)
+        async with Producer(unique(broker, "rlP"), peer.namesrv) as producer:
+            r = await producer.send(new_message(topic, "again", tags="TagR", properties={"color": "red"}))
+        with trio.move_on_after(30):
+            while len(deliveries) < 2:
+                await trio.sleep(0.1)
+    assert len(deliveries) == 2
+    (t0, first), (t1, second) = deliveries
+    assert 9.0 <= t1 - t0 <= 13.0, t1 - t0
+    assert (first.reconsume_times, second.reconsume_times) == (0, 1)
+    assert first.client_msg_id == second.client_msg_id == r.msg_id
+    assert (second.topic, second.body, second.tags, second.properties["color"]) == (topic, b"again", "TagR", "red")
+
+
+# -- the lite pull consumer and the blocking facade --------------------------------------------
+
+
+@on_both()
+async def test_pull_consumer_subscribe_assign_seek_commit(peer, broker):
+    topic, group = unique(broker, "lp"), unique(broker, "lpG")
+    create_topic(peer, topic, 2)
+    async with Producer(unique(broker, "lpP"), peer.namesrv) as producer:
+        for q in range(2):
+            for i in range(5):
+                await producer.send_orderly(new_message(topic, f"q{q}-{i}"), selector=lambda mqs, m, arg: mqs[arg], arg=q)
+    # subscribe: the group's rebalance gives it both queues
+    got = []
+    async with PullConsumer(group + "s", peer.namesrv, consume_from="first", **FAST) as sub:
+        sub.subscribe(topic)
+        with trio.move_on_after(15):
+            while len(got) < 10:
+                got += await sub.poll(timeout=0.5)
+    assert sorted(m.body.decode() for m in got) == sorted(f"q{q}-{i}" for q in range(2) for i in range(5))
+    # assign + seek + commit; the committed offsets read back from the broker by a new consumer
+    async with PullConsumer(group, peer.namesrv, auto_commit=False) as consumer:
+        queues = sorted(await consumer.fetch_queues(topic), key=lambda mq: mq.queue_id)
+        await consumer.assign(queues)
+        await consumer.seek(queues[0], 2)
+        await consumer.seek(queues[1], 0)
+        seen = []
+        with trio.move_on_after(15):
+            while len(seen) < 8:
+                seen += [(m.queue_id, m.queue_offset) for m in await consumer.poll(timeout=0.5)]
+        await consumer.commit()
+    assert sorted(seen) == [(0, 2), (0, 3), (0, 4)] + [(1, i) for i in range(5)]
+    async with PullConsumer(group, peer.namesrv, auto_commit=False) as again:
+        assert [await again.committed(mq) for mq in queues] == [5, 5]
+
+
+@on_both()
+def test_blocking_facade(peer, broker):
+    topic = unique(broker, "blk")
+    create_topic(peer, topic)
+    with BlockingProducer(unique(broker, "blkP"), peer.namesrv) as producer:
+        results = [producer.send(new_message(topic, f"b{i}", tags="TagB")) for i in range(5)]
+    assert all(r.status is SendStatus.SEND_OK for r in results)
+    with BlockingPullConsumer(unique(broker, "blkG"), peer.namesrv, consume_from="first", **FAST) as consumer:
+        consumer.subscribe(topic, "TagB")
+        got = []
+        deadline = time.monotonic() + 15
+        while len(got) < 5 and time.monotonic() < deadline:
+            got += consumer.poll(timeout=0.5)
+    assert sorted(m.body for m in got) == [f"b{i}".encode() for i in range(5)]
+    assert {m.client_msg_id for m in got} == {r.msg_id for r in results}
+
+
+# -- trocket send / consume / admin --------------------------------------------------------------
+
+
+def trocket(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """``trocket ARGS`` (a 10 s budget per call or send: the suite runs four JVMs on a
+    loaded machine, and this test is about what the commands do, not their speed)."""
+    budget = ["--timeout", "10"] if args[0] in ("send", "admin") else []
+    return subprocess.run([*trocket_command(), *args, *budget], capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+@on_both()
+def test_cli_send_consume_admin(peer, broker):
+    ns = peer.namesrv
+    topic, group = unique(broker, "cli"), unique(broker, "cliG")
+    r = trocket("admin", "topic", "create", "-n", ns, "-t", topic, "--queues", "4", "--cluster", "DefaultCluster",
+                "--json")
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert wait_for(lambda: route_queues(peer, topic) == 4, 15, 0.1), "the created topic has no route"
+
+    r = trocket("send", "-n", ns, "-t", topic, "--body", "hello", "--tag", "TagC", "--keys", "k1", "-p", "color=red",
+                "--json")
+    assert r.returncode == 0, r.stderr + r.stdout
+    one = json.loads(r.stdout)
+    r = trocket("send", "-n", ns, "-t", topic, "--count", "20", "--size", "64", "--json")
+    assert r.returncode == 0, r.stderr + r.stdout
+    summary = json.loads(r.stdout)
+    assert summary.get("sent") == 20 and not summary.get("failed"), summary
+
+    r = trocket("consume", "-n", ns, "-t", topic, "-g", group, "--count", "21", "--from", "first", "--json")
+    assert r.returncode == 0, r.stderr + r.stdout
+    lines = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    assert len(lines) == 21
+    hello = [m for m in lines if m.get("tags") == "TagC"]
+    assert len(hello) == 1 and hello[0]["msgId"] == one["msgId"], (hello, one)
+
+    r = trocket("admin", "topic", "list", "-n", ns, "--json")
+    assert r.returncode == 0 and topic in r.stdout, r.stderr + r.stdout
+    r = trocket("admin", "topic", "route", "-n", ns, "-t", topic, "--json")
+    assert r.returncode == 0 and peer.addr in r.stdout, r.stderr + r.stdout
+    r = trocket("admin", "group", "offsets", "-n", ns, "-g", group, "-t", topic, "--json")
+    assert r.returncode == 0, r.stderr + r.stdout
+    rows = json.loads(r.stdout)
+    assert sorted((row["queue"], row["consumerOffset"], row["lag"]) for row in rows if row["topic"] == topic) == \
+        sorted((q, sum(1 for m in lines if m["queue"] == q), 0) for q in range(4)), rows
+    r = trocket("admin", "group", "lag", "-n", ns, "-g", group, "-t", topic, "--json")
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert json.loads(r.stdout)["lag"] == 0, r.stdout
+    r = trocket("admin", "cluster", "-n", ns, "--json")
+    assert r.returncode == 0, r.stderr + r.stdout
+    brokers = json.loads(r.stdout)
+    assert [(b["cluster"], b["broker"], b["addr"], b["error"]) for b in brokers] == \
+        [("DefaultCluster", "broker-a", peer.addr, None)], brokers
+    r = trocket("admin", "topic", "delete", "-n", ns, "-t", topic, "--cluster", "DefaultCluster", "--json")
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert route_queues(peer, topic) == -1
