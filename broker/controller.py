@@ -31,7 +31,11 @@ Start-up (``run``); settings that are accepted but have no effect
    back here (``on_topic_created`` = :meth:`BrokerController.topic_created`,
    ``register_now`` = :meth:`BrokerController.register_broker_all`);
 4. every processor on the server (:mod:`.processors`): send, pull, admin, client
-   management, offsets, locks, send-back;
+   management, offsets, locks, send-back; then the server listens, and so does its
+   VIP channel on the listen port - 2 (Java's ``fastRemotingServer``: the same
+   processors but PULL_MESSAGE, where a Java client with ``vipChannelEnabled`` sends and
+   a Java slave copies its master's topics and offsets; a port that cannot be bound is
+   logged and the broker serves without it);
 5. registration with the name servers right away, then every
    ``register_interval_ms`` (30 s) and soon after a topic is created (at once, before
    answering, when a heartbeat or send-back creates a group's retry topic), with the
@@ -59,9 +63,11 @@ import shutil
 import time
 from typing import TYPE_CHECKING, Awaitable, Callable
 
+import attrs
 import trio
 
 from trocket._version import version
+from trocket.codecs.codes import RequestCode
 from trocket.codecs.bodies.namesrv import RegisterBrokerResult
 from trocket.codecs.message.hosts import HostAddress
 from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig, ServiceContextManager
@@ -114,6 +120,8 @@ class BrokerController(ServiceContextManager):
         self.topics: TopicConfigManager | None = None
         self.offsets: ConsumerOffsetManager | None = None
         self.server: RemotingServer | None = None
+        #: the VIP channel (listen port - 2), None when it could not listen
+        self.vip_server: RemotingServer | None = None
         self.client: RemotingClient | None = None
         self.namesrv: NameServer | None = None
         self.outer_api: BrokerOuterAPI | None = None
@@ -284,16 +292,20 @@ class BrokerController(ServiceContextManager):
         # 4. processors
         self._register_processors(ctx)
 
-        # listen (the real port is known now: patch STOREHOST for port 0)
+        # listen (the real port is known now: patch STOREHOST for port 0), then the VIP channel
         await services.start(server.serve)
         if adv is None and port == 0:
             store.config.store_host = HostAddress(store_host.ip, server.port)
+        await self._serve_vip_channel(services, server_cfg, ctx)
         self.boot_timestamp = int(time.time() * 1000)
 
         # 5./6. registration and periodic tasks
-        await self.register_broker_all()
         if cfg.is_slave:
             self.slave_sync = SlaveSynchronize(ctx, self.client, lambda: self.master_addr)
+            # a topic is readable on the slave as soon as its records are: learnt from them,
+            # not only from the master's table every slave_sync_interval_ms
+            store.add_listener(self.slave_sync.learn_topic)
+        await self.register_broker_all()
         services.start_soon(self._periodic_tasks)
         log.info(
             "The broker[%s, %s] boot success. serializeType=JSON and name server is %s",
@@ -309,6 +321,25 @@ class BrokerController(ServiceContextManager):
             return self.namesrv_factory(self.config)
         host, port = self.config.namesrv_listen
         return NameServer(NamesrvConfig(listen_host=host, listen_port=port))
+
+    async def _serve_vip_channel(self, services: trio.Nursery, server_cfg: ServerConfig, ctx: BrokerContext) -> None:
+        """Java's ``fastRemotingServer`` on the listen port - 2: the main server's
+        processors but PULL_MESSAGE (the same registrations: their limits are shared),
+        its hooks, channel listener and tap."""
+        server = self.server
+        assert server is not None
+        vip_port = server.port - 2
+        if vip_port <= 0:
+            return
+        vip = RemotingServer(attrs.evolve(server_cfg, listen_port=vip_port), hooks=server.hooks, tap=self.tap)
+        vip.processors = server.processors.view(exclude=(RequestCode.PULL_MESSAGE,))
+        vip.listener = ctx.channels
+        try:
+            await services.start(vip.serve)
+        except OSError as exc:
+            log.warning("no VIP channel: cannot listen on %s:%d (%s)", server_cfg.listen_host, vip_port, exc)
+            return
+        self.vip_server = vip
 
     def _register_processors(self, ctx: BrokerContext) -> None:
         self.send_processor = send.register(ctx)
@@ -435,6 +466,8 @@ class BrokerController(ServiceContextManager):
             with trio.move_on_after(SHUTDOWN_NETWORK_DEADLINE):
                 if self._started:
                     await self._unregister()
+                if self.vip_server is not None:
+                    await self.vip_server.shutdown()
                 if self.server is not None:
                     await self.server.shutdown()
         finally:

@@ -52,14 +52,15 @@ class RemotingEndpoint:
         self,
         config: EndpointConfig,
         *,
-        hooks: Iterable[RequestHook] = (),
+        hooks: Iterable[RequestHook] | HookSet = (),
         listener: ChannelEventListener | None = None,
         tap: TapSink | None = None,
     ) -> None:
         self.config = config
         self.processors = ProcessorRegistry(config.processor_limit, config.processor_queue)
-        #: the RPC hooks by kind (:class:`~.hooks.HookSet`), shared with the invoker
-        self.hooks = HookSet.of(hooks)
+        #: the RPC hooks by kind (:class:`~.hooks.HookSet`), shared with the invoker (a
+        #: HookSet given is shared as it is: hooks added to it later apply here too)
+        self.hooks = hooks if isinstance(hooks, HookSet) else HookSet.of(hooks)
         #: the channel-event listener (None: nobody listens)
         self.listener = listener
         if tap is not None:

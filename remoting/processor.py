@@ -158,6 +158,17 @@ class ProcessorRegistry:
         self.default = self._entry(processor, limit, queue, inline)
         return self.default
 
+    def view(self, exclude: Iterable[int] = ()) -> ProcessorRegistry:
+        """A registry serving the same registrations (the same entries: their limits and
+        counts are shared) but for the codes in ``exclude``: what a second listener of
+        one service serves (RocketMQ's VIP channel, all but PULL_MESSAGE). A snapshot:
+        codes registered here later do not reach it."""
+        other = ProcessorRegistry(self._default_limit, self._default_queue)
+        excluded = {int(code) for code in exclude}
+        other.by_code = {code: entry for code, entry in self.by_code.items() if code not in excluded}
+        other.default = self.default
+        return other
+
     def lookup(self, code: int) -> ProcessorEntry | None:
         entry = self.by_code.get(code)
         return self.default if entry is None else entry

@@ -20,6 +20,7 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any, Callable
 
+import attrs
 import trio
 
 from trocket.codecs.bodies.fastjson import loads
@@ -37,6 +38,10 @@ __all__ = ["SlaveSynchronize"]
 log = logging.getLogger(__name__)
 
 
+#: Java's ``defaultTopicQueueNums``: the queues a topic learnt from replicated records has at least
+DEFAULT_TOPIC_QUEUE_NUMS = 4
+
+
 class SlaveSynchronize:
     def __init__(self, ctx: BrokerContext, client: Any, master_addr: Callable[[], str | None], *, timeout: float = 3.0) -> None:
         self.ctx = ctx
@@ -45,6 +50,25 @@ class SlaveSynchronize:
         self.timeout = timeout
         self.rounds = 0
         self.failures = 0
+        #: topics learnt from replicated records since the master's table was last taken
+        self.learnt: set[str] = set()
+
+    def learn_topic(self, topic: str, queue_id: int, queue_offset: int, tag: int, store_ts: int) -> None:
+        """The slave's store listener: a replicated record of a topic the slave has no
+        config for (or of a queue beyond its config) gives it one -- read and write queues
+        enough for what arrived, at least Java's default 4, perm 6 -- registered soon, so
+        every acknowledged message is readable from the slave after a failover whatever
+        the timing (Java's slave waits for its next copy of the master's table). The next
+        copy replaces it; one taken before the master had the topic keeps it (``learnt``)."""
+        topics = self.ctx.topics
+        tc = topics.select(topic)
+        if tc is not None and queue_id < tc.read_queue_nums:
+            return
+        nums = max(queue_id + 1, DEFAULT_TOPIC_QUEUE_NUMS, tc.read_queue_nums if tc is not None else 0)
+        topics.update(TopicConfig(topic, nums, nums) if tc is None else attrs.evolve(tc, read_queue_nums=nums, write_queue_nums=nums))
+        self.learnt.add(topic)
+        log.info("slave: learnt topic %s (%d queues) from the records it replicated", topic, nums)
+        self.ctx.topic_created(topic)
 
     async def run(self, interval: float, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -82,6 +106,13 @@ class SlaveSynchronize:
         if (counter, timestamp) == (topics.data_version_counter, topics.data_version_timestamp):
             return
         table = {str(name): TopicConfig.from_json(raw) for name, raw in (data.get("topicConfigTable") or {}).items()}
+        # a topic learnt from its records while this table was on its way may be newer
+        # than the table: it stays (the next copy has it), and its queues are not dropped
+        learnt, self.learnt = self.learnt, set()
+        for name in learnt - table.keys():
+            kept = topics.select(name)
+            if kept is not None:
+                table[name] = kept
         gone = topics.all().keys() - table.keys()
         await trio.to_thread.run_sync(topics.replace_all, table, counter, timestamp)
         log.info("slave sync: %d topics from master %s (data version %d)", len(table), addr, counter)

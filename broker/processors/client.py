@@ -13,9 +13,10 @@ RocketMQ 4.9.8's ``ClientManageProcessor``, ``ConsumerManageProcessor.getConsume
   its member registered; each producer group its member. SUCCESS. An undecodable body
   -> SYSTEM_ERROR (Java: the fastjson exception); the connection stays up.
   When a consumer group changed (new member, topic added/removed) and
-  ``notify_consumer_ids_changed`` is on, every *other* member gets a oneway
-  NOTIFY_CONSUMER_IDS_CHANGED (Java also tells the member that just joined; it has
-  just rebalanced anyway, so that one is skipped here).
+  ``notify_consumer_ids_changed`` is on, every member gets a oneway
+  NOTIFY_CONSUMER_IDS_CHANGED, the one that just joined too, as Java's
+  ``ConsumerManager.registerConsumer``: a lite-pull consumer that subscribed rebalances
+  on it at once, where it would otherwise wait for its 20 s periodic rebalance.
 * 35 UNREGISTER_CLIENT: ``clientID`` + ``producerGroup`` and/or ``consumerGroup``
   (absent, empty or unknown are all fine) -> SUCCESS; the remaining members of the
   consumer group are notified.
@@ -288,7 +289,7 @@ class ClientManageProcessor:
                     "consumer group %s changed: client %s from %s",
                     consumer.group_name, data.client_id, conn.remote_address,
                 )
-                notify_group_changed(ctx, consumer.group_name, exclude=conn)
+                notify_group_changed(ctx, consumer.group_name)
         for producer in data.producers:
             ctx.producers.register(
                 producer.group_name, conn, data.client_id, language=request.language, version=request.version

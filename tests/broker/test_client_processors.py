@@ -205,31 +205,35 @@ async def test_cpp_and_js_heartbeats_register_one_group(tmp_path):
         assert info.subscriptions["PeerTopic"].sub_version == 1795258953515  # JS's is newer
         assert ctx.consumers.find_channel("G", "11238-127.0.0.1@DEFAULT").language is LanguageCode.CPP
         assert ctx.producers.client_ids("PJ") == ["192.0.2.2@11847"]
-        # no notices: the first member had nobody to tell, the second told the first
-        await cpp.wait_notices(1)
-        assert js.notices == []
+        # every member is told, the one that joined too (Java's registerConsumer): the
+        # first once for itself, then both when the second joined
+        await cpp.wait_notices(2)
+        await js.wait_notices(1)
 
 
 async def test_notify_reaches_the_other_members_when_a_third_joins(tmp_path):
     async with broker(tmp_path) as ctx, peers(ctx, 3) as (a, b, c):
         await a.call(34, body=cpp_heartbeat("A"))
         await b.call(34, body=cpp_heartbeat("B"))
-        await a.wait_notices(1)
-        await c.call(34, body=cpp_heartbeat("C"))
         await a.wait_notices(2)
         await b.wait_notices(1)
-        for notice in a.notices + b.notices:
+        await c.call(34, body=cpp_heartbeat("C"))
+        await a.wait_notices(3)
+        await b.wait_notices(2)
+        await c.wait_notices(1)  # the member that joined is told too, as Java's
+        for notice in a.notices + b.notices + c.notices:
             assert notice.code == 40 and notice.ext_fields == {"consumerGroup": "G"}
             assert notice.is_oneway
         # a heartbeat that changes nothing notifies nobody
         await a.call(34, body=cpp_heartbeat("A"))
         assert consumer_ids(await c.call(38, {"consumerGroup": "G"})) == ["A", "B", "C"]
         await settle(a, b, c)
-        assert (len(a.notices), len(b.notices), len(c.notices)) == (2, 1, 0)
+        assert (len(a.notices), len(b.notices), len(c.notices)) == (3, 2, 1)
         # a new subscription is a change too
         await c.call(34, body=cpp_heartbeat("C", topics=("PeerTopic", "Other")))
-        await a.wait_notices(3)
-        await b.wait_notices(2)
+        await a.wait_notices(4)
+        await b.wait_notices(3)
+        await c.wait_notices(2)
 
 
 async def test_notify_can_be_disabled(tmp_path):

@@ -139,6 +139,23 @@ async def test_clean_shutdown_persists_and_restart_recovers(tmp_path, wire):
         assert r.ext_fields["queueOffset"] == "5"
 
 
+async def test_the_vip_channel_serves_all_but_pull_on_the_listen_port_minus_2(tmp_path, wire):
+    """Java's fastRemotingServer: a send on the listen port - 2 is stored as any other (a
+    Java client with vipChannelEnabled sends there, a Java slave copies its master's
+    topics from there); PULL_MESSAGE is not served there (REQUEST_CODE_NOT_SUPPORTED)."""
+    async with wire.running_broker(tmp_path) as broker, wire.client() as c:
+        assert broker.vip_server is not None and broker.vip_server.port == broker.server.port - 2
+        vip = f"127.0.0.1:{broker.vip_server.port}"
+        r = await c.invoke_sync(vip, wire.send_v1("Vip", b"over vip", queue_id=0, properties=wire.props()))
+        assert r.code == 0, r.remark
+        r = await c.invoke_sync(vip, wire.pull("Vip", 0, sys_flag=4))
+        assert r.code == 3 and "not supported" in r.remark
+        r = await c.invoke_sync(broker.broker_addr, wire.pull("Vip", 0, sys_flag=4))
+        assert [m.body for m in decode_records(r.body)] == [b"over vip"]
+        r = await c.invoke_sync(vip, RemotingCommand.request(21))  # GET_ALL_TOPIC_CONFIG: what a Java slave asks
+        assert r.code == 0 and b"Vip" in r.body
+
+
 async def test_crash_recovery(tmp_path, wire):
     from trocket.broker.controller import BrokerController
 

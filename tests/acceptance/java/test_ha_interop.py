@@ -27,11 +27,6 @@ pytestmark = pytest.mark.usefixtures("java_bundle")
 COUNT = 1000
 SEGMENT = "64m"  # the Java brokers' mappedFileSizeCommitLog (java_tools.JavaBroker): the same segment files
 QUEUES = 4
-VIP_PENDING = ("issue 28: trocket has no VIP channel (listen port - 2), where a Java slave copies its master's "
-               "topics and offsets (fix pending in broker/controller.py / broker/main.py)")
-SLAVE_TOPICS_PENDING = ("issue 28: a trocket slave knows a topic only from SlaveSynchronize (every "
-                        "slaveSyncInterval), not from the records it replicated (fix pending in broker/ha/)")
-
 
 
 
@@ -226,14 +221,12 @@ def test_trocket_master_java_slave_commit_logs_identical(trocket_master_java_sla
     assert logs["slave_end"] > trocket_master_java_slave["acked_last_offset"], logs
 
 
-@pytest.mark.xfail(strict=True, reason=VIP_PENDING)
 def test_trocket_master_java_slave_copies_topics_and_offsets(trocket_master_java_slave):
     f = trocket_master_java_slave
     assert f["slave_knows_topic"]
     assert f["slave_g1_offsets"] == COUNT
 
 
-@pytest.mark.xfail(strict=True, reason=VIP_PENDING)
 def test_trocket_master_java_slave_serves_everything_after_kill_9(trocket_master_java_slave):
     f = trocket_master_java_slave
     missing = f["acked_uids"] - f["g2_uids"]
@@ -277,7 +270,6 @@ def test_trocket_pair_sends_replicated_and_logs_identical(trocket_pair_killed_at
     assert f["logs"]["identical"] and f["logs"]["slave_end"] > f["acked_last_offset"], f["logs"]
 
 
-@pytest.mark.xfail(strict=True, reason=SLAVE_TOPICS_PENDING)
 def test_trocket_pair_every_acknowledged_message_readable_after_kill_9(trocket_pair_killed_at_once):
     f = trocket_pair_killed_at_once
     missing = f["acked_uids"] - f["g2_uids"]

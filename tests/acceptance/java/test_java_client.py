@@ -126,8 +126,7 @@ def test_delay_levels(scenario, broker, java_reference):
             assert r[level]["properties"]["WAIT"] == "true"
 
 
-@on_both(trocket_xfail="issue 28: no NOTIFY_CONSUMER_IDS_CHANGED to the joining consumer "
-                       "(fix pending in broker/processors/client.py)")
+@on_both()
 def test_lite_pull_subscribe_first_message_quickly(scenario):
     """DefaultLitePullConsumer.subscribe: Java's broker notifies the consumer that just
     joined (NOTIFY_CONSUMER_IDS_CHANGED), so it rebalances at once (about 1 s) instead of
@@ -171,8 +170,7 @@ def test_biggest_message_and_one_byte_more(scenario):
     assert r["maxOffset"] == 1
 
 
-@on_both(trocket_xfail="issue 28: no VIP channel on listen port - 2 (Java's fastListenPort; "
-                       "fix pending in broker/controller.py and broker/main.py)")
+@on_both()
 def test_vip_channel(scenario):
     """A producer with vipChannelEnabled sends to the broker's listen port - 2."""
     r = scenario("vip_channel")
