@@ -51,30 +51,34 @@ def baseline(path: str, out: str) -> tuple[float, dict]:
     """Seconds and summary of the single-process analysis: the job's own work, same
     outputs, without Spark (one process, the whole file one stretch)."""
     import shutil
+    from collections import Counter
 
-    import struct
-    from trocket.spark.native import read_native_range
+    from trocket.spark.inputs import resolve_inputs
+    from trocket.spark.job import finish_tables, summarize
+    from trocket.spark.native import plan_native, read_native_range
     from trocket.spark.stretch import decode_stretch, resolve_records, sorted_records
-    from trocket.spark.summary import build_summary, select_latencies
+    from trocket.spark.summary import select_latencies
 
     frames_dir, calls_dir = os.path.join(out, "frames"), os.path.join(out, "calls")
     for d in (frames_dir, calls_dir):
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
     t = time.monotonic()
-    name = os.path.basename(path)
-    problems: list[str] = []
+    inputs = resolve_inputs([path])
+    problems: list = list(inputs.problems)
+    (capture,) = inputs.captures
     # one range: the whole file (no planning hop over the record lengths: the range
-    # reader checks each record itself)
-    with open(path, "rb") as f:
-        (header_len,) = struct.unpack_from(">H", f.read(12), 10)
-    rng = (path, name, header_len, os.path.getsize(path))
-    records = decode_stretch(read_native_range(rng, problems.append), frames_dir, calls_dir, "part-0")
-    tally = resolve_records(sorted_records(records), calls_dir, "part-r")
+    # reader checks each record itself); the span from its first and last records
+    plan = plan_native(capture.path, capture.name, 1 << 62, problems.append)
+    account: Counter = Counter()
+    rows = read_native_range(plan.ranges[0], problems.append, account=account)
+    records = decode_stretch(rows, frames_dir, calls_dir, "part-0", account=account)
+    tally = resolve_records(sorted_records(records), calls_dir, "part-r", {capture.name: (plan.first_ts, plan.last_ts)})
+    finish_tables(frames_dir, calls_dir)
     targets = tally.latency_targets()
     files = sorted(os.path.join(calls_dir, f) for f in os.listdir(calls_dir) if f.endswith(".parquet"))
     selected = select_latencies(files, {code: {b for _, b, _ in found} for code, found in targets.items()})
-    summary = build_summary(tally, selected, [name], sorted(problems))
+    summary = summarize(tally, selected, inputs, problems)
     return time.monotonic() - t, summary
 
 

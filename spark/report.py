@@ -191,6 +191,10 @@ def _time(ts_ns: int | None) -> str:
     return dt.datetime.fromtimestamp(ts_ns / 1e9, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
+class _Empty:
+    """Stands for a table when nothing was readable (no Spark session was started)."""
+
+
 def build_report(frames, calls, summary: dict) -> str:
     """The whole HTML page."""
     import matplotlib
@@ -200,6 +204,8 @@ def build_report(frames, calls, summary: dict) -> str:
     from pyspark.sql import functions as F
 
     s = summary
+    if frames is None:  # nothing was readable: the summary alone
+        frames = calls = _Empty()
     overview = _table(
         ["", "count"],
         [
@@ -230,6 +236,8 @@ def build_report(frames, calls, summary: dict) -> str:
         [[_code_label(p["request_code"]), _code_label(p["response_code"], True), p["count"]] for p in s["pairs"]],
         left=2,
     )
+    if isinstance(frames, _Empty):
+        return _page([("Overview", overview), ("Stream problems", _problems(s))])
     slow = (
         calls.where(F.col("status") == "answered")
         .orderBy(F.desc("latency_ms"))
@@ -262,11 +270,7 @@ def build_report(frames, calls, summary: dict) -> str:
     errors_t = _table(
         ["time (UTC)", "capture", "connection", "direction", "bytes", "error"], [[_time(r[0]), *r[1:]] for r in errors], left=4
     )
-    problems = (
-        "<ul>" + "".join(f'<li class="bad">{html.escape(p)}</li>' for p in s["stream_problems"]) + "</ul>"
-        if s["stream_problems"]
-        else "<p>none</p>"
-    )
+    problems = _problems(s)
     sections = [
         ("Overview", overview),
         ("Requests per second by code", _rate_picture(frames, s, plt)),
@@ -279,6 +283,18 @@ def build_report(frames, calls, summary: dict) -> str:
         ("Stream problems", problems),
         ("Frames whose header did not decode (first 20)", errors_t),
     ]
+    return _page(sections)
+
+
+def _problems(s: dict) -> str:
+    return (
+        "<ul>" + "".join(f'<li class="bad">{html.escape(p)}</li>' for p in s["stream_problems"]) + "</ul>"
+        if s["stream_problems"]
+        else "<p>none</p>"
+    )
+
+
+def _page(sections) -> str:
     body = "".join(f"<h2>{html.escape(t)}</h2>{c}" for t, c in sections)
     return (
         '<!DOCTYPE html><html><head><meta charset="utf-8"><title>trocket analysis</title>'
@@ -296,6 +312,8 @@ def console_summary(summary: dict, out: str) -> str:
         f"unanswered {sum(s['unanswered_by_code'].values())}  orphan responses {s['unmatched_responses']}"
         f"  stream problems {len(s['stream_problems'])}",
     ]
+    if not s["complete"]:
+        lines.append("INCOMPLETE: the captures could not be read completely (see the problems)")
     top = sorted(s["requests_by_code"].items(), key=lambda kv: -kv[1])[:5]
     if top:
         parts = []

@@ -15,6 +15,7 @@ from trocket.codecs.serialize import decode_command
 
 __all__ = [
     "FRAME_FIELDS",
+    "F",
     "TO_SERVER",
     "TO_CLIENT",
     "frame_row",
@@ -27,7 +28,12 @@ TO_CLIENT = "to_client"
 #: (name, Spark SQL type) of every column of ``frames``, in row order.
 FRAME_FIELDS: tuple[tuple[str, str], ...] = (
     ("capture", "string"),  # the capture file's name
-    ("seq", "long"),  # position in the capture: file offset (native) or frame index (pcap)
+    # the connection within the capture: the recorder's connection id (native), the file
+    # offset of the connection's first packet in this capture (pcap)
+    ("connection_id", "long"),
+    # position in the connection: file offset (native) or frame index (pcap); with the
+    # two above the key of a frame
+    ("seq", "long"),
     ("ts_ns", "long"),  # Unix time in nanoseconds
     ("connection", "string"),  # "client->server"
     ("client", "string"),
@@ -54,6 +60,15 @@ FRAME_FIELDS: tuple[tuple[str, str], ...] = (
     ("ext", "map<string,string>"),
     ("decode_error", "string"),  # why the header did not decode (the frame is still counted)
 )
+
+
+class F:
+    """Indices of the ``frames`` row fields (:data:`FRAME_FIELDS`)."""
+
+    CAPTURE, CONN_ID, SEQ, TS, CONNECTION, CLIENT, SERVER, DIRECTION, KIND, SERIALIZE, CODE, CODE_NAME, OPAQUE = range(13)
+    FLAG, LANGUAGE, VERSION, FRAME_LEN, HEADER_LEN, BODY_LEN, REMARK, TOPIC, GROUP, QUEUE_ID = range(13, 23)
+    BROKER_NAME, QUEUE_OFFSET, MSG_ID, EXT, DECODE_ERROR = range(23, 28)
+
 
 _LANGUAGES = {m: m.name for m in LanguageCode}  # keyed by the enum (an IntEnum: ints find it too)
 _SERIALIZE = ("JSON", "ROCKETMQ")
@@ -95,6 +110,7 @@ def _int(value: str | None, bits: int = 64) -> int | None:
 
 def frame_row(
     capture: str,
+    connection_id: int,
     seq: int,
     ts_ns: int,
     client: str,
@@ -111,7 +127,7 @@ def frame_row(
         cmd = decode_command(frame[4:])
     except CodecError as exc:
         return (
-            capture, seq, ts_ns, connection, client, server, direction,
+            capture, connection_id, seq, ts_ns, connection, client, server, direction,
             None, None, None, None, None, None, None, None, flen, None, None,
             None, None, None, None, None, None, None, None, str(exc) or type(exc).__name__,
         )  # fmt: skip
@@ -130,7 +146,7 @@ def frame_row(
     ext = cmd.ext_fields
     if not ext:
         return (
-            capture, seq, ts_ns, connection, client, server, direction,
+            capture, connection_id, seq, ts_ns, connection, client, server, direction,
             kind, _SERIALIZE[cmd.serialize_type], code, code_name, cmd.opaque, flag, language, cmd.version,
             flen, flen - 8 - body_len, body_len, cmd.remark,
             None, None, None, None, None, None, None, None,
@@ -150,7 +166,7 @@ def frame_row(
             queue = get("e")
     offset = _first(ext, _OFFSET_KEYS)
     return (
-        capture, seq, ts_ns, connection, client, server, direction,
+        capture, connection_id, seq, ts_ns, connection, client, server, direction,
         kind, _SERIALIZE[cmd.serialize_type], code, code_name, cmd.opaque, flag, language, cmd.version,
         flen, flen - 8 - body_len, body_len, cmd.remark,
         topic, group, None if queue is None else _small_int(queue, 32),

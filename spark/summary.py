@@ -35,6 +35,8 @@ __all__ = [
 
 SUMMARY_KEYS = (
     "captures",
+    "complete",
+    "incomplete_captures",
     "frames",
     "requests",
     "oneway_requests",
@@ -49,7 +51,15 @@ SUMMARY_KEYS = (
     "unmatched_responses",
     "stream_problems",
     "latency_ms_by_code",
+    "bytes_by_capture",
 )
+#: a capture's bytes in ``bytes_by_capture``: ``stream`` (a native capture's record
+#: bytes, a pcap's TCP payload) = ``frame`` (in frames) + ``duplicate`` (retransmitted
+#: or overlapping copies) + ``problem`` (lost with a reported problem) + ``filtered``
+#: (outside --since/--until) + ``carried`` (of a frame completed in the next file of a
+#: stitched connection, less what this file completed of the previous one's) +
+#: ``unaccounted`` (0 unless something was dropped silently: reported as a problem)
+BYTE_KINDS = ("stream", "frame", "duplicate", "problem", "filtered", "carried")
 PERCENTILES = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
 SUB_BITS = 10  # 2**SUB_BITS buckets per power of two
 
@@ -90,6 +100,7 @@ class Tally:
     #: request code -> [(bucket keys, counts)] (numpy int64, keys sorted), merged lazily
     latency: dict = attrs.Factory(dict)
     latency_max: dict = attrs.Factory(dict)  # request code -> max latency (ns)
+    bytes: Counter = attrs.Factory(Counter)  # (capture, BYTE_KINDS or "frames") -> n
 
     def count_frames(self, kinds, codes, serializes) -> None:
         self.frames.update(zip(kinds, codes, serializes))
@@ -125,6 +136,7 @@ class Tally:
         self.frames.update(other.frames)
         self.calls.update(other.calls)
         self.connections += other.connections
+        self.bytes.update(other.bytes)
         for code, parts in other.latency.items():
             self.latency.setdefault(code, []).extend(parts)
         for code, top in other.latency_max.items():
@@ -206,9 +218,22 @@ def _by_code(counter: Counter) -> dict[str, int]:
     return {str(code): int(counter[code]) for code in sorted(counter) if counter[code]}
 
 
-def build_summary(tally: Tally, selected: dict, captures: Sequence[str], problems: Sequence[str]) -> dict:
+def bytes_by_capture(tally: Tally, captures: Sequence[str]) -> dict[str, dict[str, int]]:
+    """Per capture read: frames, and where its bytes went (:data:`BYTE_KINDS`)."""
+    out: dict[str, dict[str, int]] = {}
+    seen = {c for c, _ in tally.bytes}
+    for name in [c for c in captures if c in seen] + sorted(seen - set(captures)):
+        b = {"frames": int(tally.bytes[(name, "frames")])}
+        b.update({k: int(tally.bytes[(name, k)]) for k in BYTE_KINDS})
+        b["unaccounted"] = b["stream"] - sum(b[k] for k in BYTE_KINDS[1:])
+        out[name] = b
+    return out
+
+
+def build_summary(tally: Tally, selected: dict, captures: Sequence[str], problems: Sequence, incomplete: Sequence[str] = ()) -> dict:
     """The summary dict (:data:`SUMMARY_KEYS`) of a merged tally; ``selected``: the
-    latencies :func:`select_latencies` found for ``tally.latency_targets()``."""
+    latencies :func:`select_latencies` found for ``tally.latency_targets()``;
+    ``problems``: their texts; ``incomplete``: the captures not read completely."""
     kinds: Counter = Counter()
     serialize = {"JSON": 0, "ROCKETMQ": 0}
     requests: Counter = Counter()
@@ -233,6 +258,8 @@ def build_summary(tally: Tally, selected: dict, captures: Sequence[str], problem
             orphans += n
     return {
         "captures": list(captures),
+        "complete": not incomplete,
+        "incomplete_captures": sorted(incomplete),
         "frames": int(sum(kinds.values())),
         "requests": int(kinds["request"] + kinds["oneway"]),
         "oneway_requests": int(kinds["oneway"]),
@@ -247,6 +274,7 @@ def build_summary(tally: Tally, selected: dict, captures: Sequence[str], problem
         "unmatched_responses": int(orphans),
         "stream_problems": list(problems),
         "latency_ms_by_code": _percentiles(tally, selected),
+        "bytes_by_capture": bytes_by_capture(tally, captures),
     }
 
 

@@ -19,7 +19,9 @@ from .conftest import summary_without
 def test_native_summary_is_the_ground_truth(native_result, captures):
     truth = captures["native_truth"]
     assert list(native_result.summary) == list(SUMMARY_KEYS)
-    assert native_result.summary == summary_without(truth, "torn_connections")
+    assert summary_without(native_result.summary, "bytes_by_capture") == {**summary_without(truth, "torn_connections"), "complete": True, "incomplete_captures": []}
+    b = native_result.summary["bytes_by_capture"]["synth.cap"]
+    assert b["frames"] == truth["frames"] and b["stream"] == b["frame"] > 0 and b["unaccounted"] == 0
 
 
 def test_summary_json_shape(native_result):
@@ -36,10 +38,17 @@ def test_summary_json_shape(native_result):
 def test_pcap_summary_is_the_same_traffic_with_torn_streams_reported(spark, captures, tmp_path):
     result = analyze(spark, [captures["pcap"]], str(tmp_path), split_bytes=64 * 1024)
     truth = captures["pcap_truth"]
-    assert summary_without(result.summary, "stream_problems") == summary_without(truth, "stream_problems", "torn_connections")
+    assert summary_without(result.summary, "stream_problems", "complete", "incomplete_captures", "bytes_by_capture") == summary_without(
+        truth, "stream_problems", "torn_connections"
+    )
     reported = sorted({p.split(": ", 1)[0] for p in result.summary["stream_problems"]})
     assert reported == truth["stream_problems"]
     assert all("ends inside a frame" in p for p in result.summary["stream_problems"])
+    assert result.summary["incomplete_captures"] == ["synth.pcap"]  # partial frames: as `trocket capture show` says
+    b = result.summary["bytes_by_capture"]["synth.pcap"]
+    # the torn frames' captured halves are problem bytes; every byte is accounted for
+    assert b["problem"] == 48 * len(truth["torn_connections"]) and b["unaccounted"] == 0
+    assert b["stream"] == b["frame"] + b["duplicate"] + b["problem"]
 
 
 def test_frames_and_calls_tables(spark, native_result, captures):
@@ -116,13 +125,15 @@ def test_bad_input_is_reported_and_the_rest_analyzed(spark, captures, tmp_path, 
         return any(p.startswith(prefix) and text in p for p in problems)
 
     assert has("missing.cap:", "no such file")
-    assert has("empty.pcap:", "empty capture")
+    assert has("empty.pcap:", "empty file")
     assert has("random.bin:", "not a capture")
     assert has("truncated.cap:", "capture ends inside a record")
     assert has("truncated.pcap:", "")
     assert has("10.9.9.9:50000->10.9.9.1:80:", "HTTP")  # the non-RocketMQ stream, by connection
     truth = captures["native_truth"]
     assert summary["frames"] > truth["frames"] + 500  # good.cap whole, plus the readable halves
+    assert summary["complete"] is False
+    assert (out / "_SUCCESS").exists() and (out / "frames" / "_SUCCESS").exists()
     report = (out / "report.html").read_text()
     assert "data:image/png;base64," in report and "src=\"http" not in report
     assert "missing.cap: no such file" in report
@@ -144,9 +155,10 @@ def test_report_is_self_contained(spark, native_result, captures):
 def test_nothing_readable_gives_an_empty_summary_and_report(spark, tmp_path):
     from trocket.spark.report import build_report
 
-    result = analyze(spark, [str(tmp_path / "missing.cap")], str(tmp_path / "out"))
+    result = analyze(None, [str(tmp_path / "missing.cap")], str(tmp_path / "out"))  # no Spark needed
     s = result.summary
     assert (s["frames"], s["requests"], s["connections"], s["pairs"], s["latency_ms_by_code"]) == (0, 0, 0, [], {})
-    assert s["stream_problems"] == ["missing.cap: no such file"]
-    page = build_report(spark.read.parquet(result.frames_path), spark.read.parquet(result.calls_path), s)
+    assert s["stream_problems"] == ["missing.cap: no such file"] and s["complete"] is False
+    assert spark.read.parquet(result.frames_path).count() == 0 and spark.read.parquet(result.calls_path).count() == 0
+    page = build_report(None, None, s)
     assert "missing.cap: no such file" in page
