@@ -34,6 +34,7 @@ def _schema(fields: tuple[tuple[str, str], ...]):
         "long": pa.int64(),
         "int": pa.int32(),
         "double": pa.float64(),
+        "boolean": pa.bool_(),
         "map<string,string>": pa.map_(pa.string(), pa.string()),
     }
     return pa.schema([pa.field(name, types[t]) for name, t in fields])

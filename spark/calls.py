@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator
 
 from .rows import TO_CLIENT, TO_SERVER, F
 
-__all__ = ["CALL_FIELDS", "C", "Pairer", "pair_leftovers", "LEFTOVER_FIELDS", "ANSWERED", "UNANSWERED", "ORPHAN"]
+__all__ = ["CALL_FIELDS", "C", "ARRIVAL", "EXPIRED", "hold_outcome", "Pairer", "pair_leftovers", "LEFTOVER_FIELDS", "ANSWERED", "UNANSWERED", "ORPHAN"]
 
 ANSWERED = "answered"
 UNANSWERED = "unanswered"
@@ -69,6 +69,12 @@ CALL_FIELDS: tuple[tuple[str, str], ...] = (
     ("response_capture", "string"),
     ("response_connection_id", "long"),
     ("response_seq", "long"),
+    # long polling: a PULL_MESSAGE the broker may hold (its suspend flag) is a held poll:
+    # its latency is the time held, kept out of the latency figures of the other calls;
+    # answered by a message's arrival (FOUND) or expired (PULL_NOT_FOUND / RETRY)
+    ("long_poll", "boolean"),
+    ("suspend_ms", "long"),
+    ("hold_outcome", "string"),  # arrival / expired / other; null when not a held poll or unanswered
 )
 
 
@@ -78,11 +84,22 @@ class C:
     CONNECTION, CLIENT, SERVER, DIRECTION, OPAQUE, STATUS, REQ_CODE, REQ_NAME, RESP_CODE, RESP_NAME = range(10)
     REQ_TS, RESP_TS, LATENCY, SERIALIZE, LANGUAGE, TOPIC, GROUP, QUEUE_ID, REQ_BODY, RESP_BODY, REMARK = range(10, 21)
     REQ_CAPTURE, REQ_CONN_ID, REQ_SEQ, RESP_CAPTURE, RESP_CONN_ID, RESP_SEQ = range(21, 27)
+    LONG_POLL, SUSPEND_MS, HOLD_OUTCOME = range(27, 30)
+
+
+#: a held poll's outcome by its response code
+ARRIVAL = "arrival"
+EXPIRED = "expired"
+_OUTCOMES = {0: ARRIVAL, 19: EXPIRED, 20: EXPIRED}  # SUCCESS (FOUND), PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY
+
+
+def hold_outcome(response_code: int | None) -> str:
+    return _OUTCOMES.get(response_code, "other")
 
 
 #: a leftover is its ``frames`` row cut to these leading fields (no ext map: leftovers
 #: cross a shuffle, and the calls table needs none of what follows)
-LEFTOVER_FIELDS = F.QUEUE_ID + 1
+LEFTOVER_FIELDS = F.SUSPEND_MS + 1
 
 _OTHER = {TO_SERVER: TO_CLIENT, TO_CLIENT: TO_SERVER}
 
@@ -92,6 +109,7 @@ def answered(q: tuple, s: tuple) -> tuple:
     return (
         q[4], q[5], q[6], q[7], q[12], ANSWERED, q[10], q[11], s[10], s[11], q[3], s[3], (s[3] - q[3]) / 1e6,
         q[9], q[14], q[20], q[21], q[22], q[18], s[18], s[19], q[0], q[1], q[2], s[0], s[1], s[2],
+        q[23] is not None, q[23], None if q[23] is None else _OUTCOMES.get(s[10], "other"),
     )  # fmt: skip
 
 
@@ -99,6 +117,7 @@ def unanswered(q: tuple) -> tuple:
     return (
         q[4], q[5], q[6], q[7], q[12], UNANSWERED, q[10], q[11], None, None, q[3], None, None,
         q[9], q[14], q[20], q[21], q[22], q[18], None, None, q[0], q[1], q[2], None, None, None,
+        q[23] is not None, q[23], None,
     )  # fmt: skip
 
 
@@ -106,6 +125,7 @@ def orphan(s: tuple) -> tuple:
     return (
         s[4], s[5], s[6], _OTHER[s[7]], s[12], ORPHAN, None, None, s[10], s[11], None, s[3], None,
         None, None, s[20], s[21], s[22], None, s[18], s[19], None, None, None, s[0], s[1], s[2],
+        None, None, None,
     )  # fmt: skip
 
 

@@ -161,7 +161,7 @@ def _tops(frames, calls) -> str:
         "frames",
     )
     lat = top(
-        stacked(calls.where(F.col("status") == "answered"), ["latency_ms"]).groupBy("dim", "value").agg(
+        stacked(calls.where((F.col("status") == "answered") & ~F.col("long_poll")), ["latency_ms"]).groupBy("dim", "value").agg(
             F.count(F.lit(1)).alias("calls"),
             F.avg("latency_ms").alias("mean"),
             F.percentile_approx("latency_ms", 0.95).alias("p95"),
@@ -239,7 +239,7 @@ def build_report(frames, calls, summary: dict) -> str:
     if isinstance(frames, _Empty):
         return _page([("Overview", overview), ("Stream problems", _problems(s))])
     slow = (
-        calls.where(F.col("status") == "answered")
+        calls.where((F.col("status") == "answered") & ~F.col("long_poll"))
         .orderBy(F.desc("latency_ms"))
         .limit(20)
         .select("request_ts_ns", "connection", "request_code_name", "opaque", "topic", "response_code_name", "latency_ms")
@@ -278,12 +278,23 @@ def build_report(frames, calls, summary: dict) -> str:
         ("Response codes", _responses_picture(s, plt) + pairs),
         ("Frame sizes", _size_picture(frames, plt)),
         ("Top topics, groups and clients", _tops(frames, calls)),
-        ("Slowest calls", slow_t),
+        ("Slowest calls (held polls apart)", slow_t),
+        ("Held polls (long polling)", _held(s)),
         ("Unanswered requests (first 50)", unanswered_t),
         ("Stream problems", problems),
         ("Frames whose header did not decode (first 20)", errors_t),
     ]
     return _page(sections)
+
+
+def _held(s: dict) -> str:
+    rows = []
+    for code, h in s["held_polls"].items():
+        ms = h["held_ms"] or {}
+        rows.append([_code_label(code), h["calls"], h["arrival"], h["expired"], h["other"], h["unanswered"],
+                     ms.get("p50"), ms.get("p95"), ms.get("max")])  # fmt: skip
+    return _table(["request code", "held polls", "answered by arrival", "expired", "other", "unanswered",
+                   "held p50 ms", "held p95 ms", "held max ms"], rows)  # fmt: skip
 
 
 def _problems(s: dict) -> str:

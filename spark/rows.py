@@ -54,6 +54,9 @@ FRAME_FIELDS: tuple[tuple[str, str], ...] = (
     ("topic", "string"),
     ("group", "string"),
     ("queue_id", "int"),
+    # a PULL_MESSAGE that lets the broker hold it (sysFlag's suspend bit): how long, in
+    # ms (suspendTimeoutMillis); null for every other frame
+    ("suspend_ms", "long"),
     ("broker_name", "string"),
     ("queue_offset", "long"),
     ("msg_id", "string"),
@@ -67,7 +70,7 @@ class F:
 
     CAPTURE, CONN_ID, SEQ, TS, CONNECTION, CLIENT, SERVER, DIRECTION, KIND, SERIALIZE, CODE, CODE_NAME, OPAQUE = range(13)
     FLAG, LANGUAGE, VERSION, FRAME_LEN, HEADER_LEN, BODY_LEN, REMARK, TOPIC, GROUP, QUEUE_ID = range(13, 23)
-    BROKER_NAME, QUEUE_OFFSET, MSG_ID, EXT, DECODE_ERROR = range(23, 28)
+    SUSPEND_MS, BROKER_NAME, QUEUE_OFFSET, MSG_ID, EXT, DECODE_ERROR = range(23, 29)
 
 
 _LANGUAGES = {m: m.name for m in LanguageCode}  # keyed by the enum (an IntEnum: ints find it too)
@@ -79,6 +82,8 @@ _QUEUE_KEYS = ("queueId", "e")
 _BROKER_KEYS = ("brokerName", "bname", "n")
 _OFFSET_KEYS = ("queueOffset", "commitOffset", "offset")
 _V2_CODES = frozenset({310, 320})
+_PULL = 11  # PULL_MESSAGE
+_FLAG_SUSPEND = 0x2  # PullSysFlag.FLAG_SUSPEND: the broker may hold the pull (long polling)
 
 
 def endpoints(local: str, remote: str, sent: bool, recorder_is_client: bool) -> tuple[str, str, str]:
@@ -129,7 +134,7 @@ def frame_row(
         return (
             capture, connection_id, seq, ts_ns, connection, client, server, direction,
             None, None, None, None, None, None, None, None, flen, None, None,
-            None, None, None, None, None, None, None, None, str(exc) or type(exc).__name__,
+            None, None, None, None, None, None, None, None, None, str(exc) or type(exc).__name__,
         )  # fmt: skip
     flag = cmd.flag
     code = cmd.code
@@ -149,7 +154,7 @@ def frame_row(
             capture, connection_id, seq, ts_ns, connection, client, server, direction,
             kind, _SERIALIZE[cmd.serialize_type], code, code_name, cmd.opaque, flag, language, cmd.version,
             flen, flen - 8 - body_len, body_len, cmd.remark,
-            None, None, None, None, None, None, None, None,
+            None, None, None, None, None, None, None, None, None,
         )  # fmt: skip
     get = ext.get
     if code in _V2_CODES and not (flag & RPC_RESPONSE):
@@ -165,11 +170,16 @@ def frame_row(
         if queue is None:
             queue = get("e")
     offset = _first(ext, _OFFSET_KEYS)
+    suspend = None
+    if code == _PULL and not (flag & RPC_RESPONSE):
+        sys_flag = _int(get("sysFlag"), 32)
+        if sys_flag is not None and sys_flag & _FLAG_SUSPEND:
+            suspend = _int(get("suspendTimeoutMillis")) or 0
     return (
         capture, connection_id, seq, ts_ns, connection, client, server, direction,
         kind, _SERIALIZE[cmd.serialize_type], code, code_name, cmd.opaque, flag, language, cmd.version,
         flen, flen - 8 - body_len, body_len, cmd.remark,
-        topic, group, None if queue is None else _small_int(queue, 32),
+        topic, group, None if queue is None else _small_int(queue, 32), suspend,
         _first(ext, _BROKER_KEYS), None if offset is None else _int(offset), get("msgId"),
         ext, None,
     )  # fmt: skip

@@ -80,7 +80,8 @@ class _Calls:
         cols = list(zip(*rows))
         batch = record_batch(cols, calls_schema())
         self._writer.write(calls_file_batch(batch))
-        self._tally.count_calls(cols[C.STATUS], cols[C.REQ_CODE], cols[C.RESP_CODE], cols[C.REQ_TS], cols[C.RESP_TS])
+        self._tally.count_calls(cols[C.STATUS], cols[C.REQ_CODE], cols[C.RESP_CODE], cols[C.REQ_TS], cols[C.RESP_TS],
+                                cols[C.LONG_POLL], cols[C.HOLD_OUTCOME])  # fmt: skip
 
     def close(self) -> None:
         if self._writer is not None:
