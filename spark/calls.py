@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator
 
 from .rows import TO_CLIENT, TO_SERVER, F
 
-__all__ = ["CALL_FIELDS", "C", "ARRIVAL", "EXPIRED", "hold_outcome", "Pairer", "pair_leftovers", "LEFTOVER_FIELDS", "ANSWERED", "UNANSWERED", "ORPHAN"]
+__all__ = ["CALL_FIELDS", "C", "ARRIVAL", "EXPIRED", "hold_outcome", "Pairer", "pair_leftovers", "leftover", "ANSWERED", "UNANSWERED", "ORPHAN"]
 
 ANSWERED = "answered"
 UNANSWERED = "unanswered"
@@ -75,6 +75,11 @@ CALL_FIELDS: tuple[tuple[str, str], ...] = (
     ("long_poll", "boolean"),
     ("suspend_ms", "long"),
     ("hold_outcome", "string"),  # arrival / expired / other; null when not a held poll or unanswered
+    # the messages each frame carried (frames' ``messages`` / ``message_bytes``)
+    ("request_messages", "int"),
+    ("request_message_bytes", "long"),
+    ("response_messages", "int"),
+    ("response_message_bytes", "long"),
 )
 
 
@@ -84,7 +89,7 @@ class C:
     CONNECTION, CLIENT, SERVER, DIRECTION, OPAQUE, STATUS, REQ_CODE, REQ_NAME, RESP_CODE, RESP_NAME = range(10)
     REQ_TS, RESP_TS, LATENCY, SERIALIZE, LANGUAGE, TOPIC, GROUP, QUEUE_ID, REQ_BODY, RESP_BODY, REMARK = range(10, 21)
     REQ_CAPTURE, REQ_CONN_ID, REQ_SEQ, RESP_CAPTURE, RESP_CONN_ID, RESP_SEQ = range(21, 27)
-    LONG_POLL, SUSPEND_MS, HOLD_OUTCOME = range(27, 30)
+    LONG_POLL, SUSPEND_MS, HOLD_OUTCOME, REQ_MESSAGES, REQ_MESSAGE_BYTES, RESP_MESSAGES, RESP_MESSAGE_BYTES = range(27, 34)
 
 
 #: a held poll's outcome by its response code
@@ -97,9 +102,10 @@ def hold_outcome(response_code: int | None) -> str:
     return _OUTCOMES.get(response_code, "other")
 
 
-#: a leftover is its ``frames`` row cut to these leading fields (no ext map: leftovers
-#: cross a shuffle, and the calls table needs none of what follows)
-LEFTOVER_FIELDS = F.SUSPEND_MS + 1
+def leftover(row: tuple) -> tuple:
+    """A leftover is its ``frames`` row without the ext map (leftovers cross a shuffle,
+    and the calls table needs no ext field)."""
+    return (*row[: F.EXT], None, *row[F.EXT + 1 :])
 
 _OTHER = {TO_SERVER: TO_CLIENT, TO_CLIENT: TO_SERVER}
 
@@ -109,7 +115,7 @@ def answered(q: tuple, s: tuple) -> tuple:
     return (
         q[4], q[5], q[6], q[7], q[12], ANSWERED, q[10], q[11], s[10], s[11], q[3], s[3], (s[3] - q[3]) / 1e6,
         q[9], q[14], q[20], q[21], q[22], q[18], s[18], s[19], q[0], q[1], q[2], s[0], s[1], s[2],
-        q[23] is not None, q[23], None if q[23] is None else _OUTCOMES.get(s[10], "other"),
+        q[23] is not None, q[23], None if q[23] is None else _OUTCOMES.get(s[10], "other"), q[32], q[33], s[32], s[33],
     )  # fmt: skip
 
 
@@ -117,7 +123,7 @@ def unanswered(q: tuple) -> tuple:
     return (
         q[4], q[5], q[6], q[7], q[12], UNANSWERED, q[10], q[11], None, None, q[3], None, None,
         q[9], q[14], q[20], q[21], q[22], q[18], None, None, q[0], q[1], q[2], None, None, None,
-        q[23] is not None, q[23], None,
+        q[23] is not None, q[23], None, q[32], q[33], None, None,
     )  # fmt: skip
 
 
@@ -125,7 +131,7 @@ def orphan(s: tuple) -> tuple:
     return (
         s[4], s[5], s[6], _OTHER[s[7]], s[12], ORPHAN, None, None, s[10], s[11], None, s[3], None,
         None, None, s[20], s[21], s[22], None, s[18], s[19], None, None, None, s[0], s[1], s[2],
-        None, None, None,
+        None, None, None, None, None, s[32], s[33],
     )  # fmt: skip
 
 
@@ -170,14 +176,13 @@ class Pairer:
         return q
 
     def leftovers(self) -> list[tuple]:
-        """Responses without a request, then the requests still pending (rows cut to
-        :data:`LEFTOVER_FIELDS`)."""
-        out = [r[:LEFTOVER_FIELDS] for r in self.early]
+        """Responses without a request, then the requests still pending (:func:`leftover`)."""
+        out = [leftover(r) for r in self.early]
         for q in self.pending.values():
             if type(q) is list:
-                out.extend(r[:LEFTOVER_FIELDS] for r in q)
+                out.extend(map(leftover, q))
             else:
-                out.append(q[:LEFTOVER_FIELDS])
+                out.append(leftover(q))
         return out
 
 

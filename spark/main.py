@@ -3,8 +3,8 @@
     trocket analyze CAPTURE... --out DIR [--master URL] [--since T --until T]
     spark-submit "$(python -c 'import trocket.spark.submit as m; print(m.__file__)')" CAPTURE... --out DIR
 
-Writes DIR/frames and DIR/calls (Parquet), DIR/summary.json, DIR/report.html and
-DIR/_SUCCESS, and prints a short summary. Exit status 0, or 1 when any capture could not
+Writes DIR/frames and DIR/calls (Parquet), DIR/views/ (the report's views, Parquet),
+DIR/summary.json, DIR/report.html and DIR/_SUCCESS, and prints a short summary. Exit status 0, or 1 when any capture could not
 be read completely (missing, not a capture, cut off, garbled, a stream with lost bytes:
 the rule of ``trocket capture show`` and ``stats``); every problem is listed in the
 summary, and everything readable is analyzed.
@@ -18,7 +18,7 @@ import os
 import sys
 import time
 
-__all__ = ["add_arguments", "run", "parse_time", "main_args", "main"]
+__all__ = ["add_arguments", "run", "parse_time", "main_args", "main", "write_report"]
 
 
 def parse_time(text: str) -> int:
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, spark=None) -> int:
         return 1
     from .inputs import resolve_inputs
     from .job import analyze
-    from .report import build_report, console_summary
+    from .report import console_summary
     from .session import Progress, build_session
     from .summary import write_summary
 
@@ -87,14 +87,8 @@ def run(args: argparse.Namespace, spark=None) -> int:
         write_summary(result.summary, os.path.join(out, "summary.json"))
         if not args.no_report:
             if progress is not None:
-                progress.phase = "writing the report"
-            frames = calls = None
-            if inputs.captures:
-                frames = spark.read.parquet(result.frames_path)
-                calls = spark.read.parquet(result.calls_path)
-            page = build_report(frames, calls, result.summary)
-            with open(os.path.join(out, "report.html"), "w", encoding="utf-8") as f:
-                f.write(page)
+                progress.phase = "writing the views and the report"
+            write_report(out, result.summary, bool(inputs.captures))
         open(os.path.join(out, "_SUCCESS"), "w").close()
     finally:
         if progress is not None:
@@ -102,6 +96,17 @@ def run(args: argparse.Namespace, spark=None) -> int:
     print(console_summary(result.summary, out))
     print(f"done in {time.monotonic() - started:.1f} s")
     return 0 if result.summary["complete"] else 1
+def write_report(out: str, summary: dict, tables: bool = True) -> None:
+    """``out/views/`` (when there are tables) and ``out/report.html``."""
+    from .report import build_report
+    from .views import build_views
+
+    views = build_views(out, summary) if tables else None
+    page = build_report(views, summary)
+    with open(os.path.join(out, "report.html"), "w", encoding="utf-8") as f:
+        f.write(page)
+
+
 def main_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The arguments of ``trocket analyze`` (or the ``spark-submit`` entry point) parsed."""
     parser = argparse.ArgumentParser(prog="trocket-analyze", description="Analyze captured RocketMQ traffic with Spark.")

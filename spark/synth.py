@@ -178,7 +178,8 @@ def _frames(n_frames: int, seed: int, truth: dict) -> Iterator[SynthFrame]:
         if code in (310, 320):
             ext = {"a": f"P{group}", "b": topic, "c": "TBW102", "d": "4", "e": str(c.conn_id % 4), "f": "0",
                    "g": "1767225600000", "h": "0", "i": "KEYS\x01k\x02WAIT\x01true\x02", "j": "0", "k": "false", "m": "false"}  # fmt: skip
-            body = b"m" * (200 if code == 310 else 2000)
+            # a batch is entries led by their TOTALSIZE (MessageDecoder.encodeMessages)
+            body = b"m" * 200 if code == 310 else b"".join(struct.pack(">II", 500, 0) + b"m" * 492 for _ in range(4))
         elif code == 11:
             ext = {"consumerGroup": f"C{group}", "topic": topic, "queueId": str(c.conn_id % 4), "queueOffset": "1024",
                    "maxMsgNums": "32", "sysFlag": "6" if c.suspend else "4", "commitOffset": "1000",
@@ -200,7 +201,8 @@ def _frames(n_frames: int, seed: int, truth: dict) -> Iterator[SynthFrame]:
             body = b"{}" * 600
         else:
             ext = {}
-            body = b'{"clientID":"x","heartbeatFingerprint":0}' * 4 if code == 34 else b""
+            client_id = f"{c.client.split(':')[0]}@{c.conn_id % 2}"
+            body = f'{{"clientID":"{client_id}","heartbeatFingerprint":0,"producerDataSet":[],"consumerDataSet":[]}}'.encode() if code == 34 else b""
         key = ("req", c.conn_id, code, oneway, to_server)
         return tpl.frame(
             key,
@@ -217,7 +219,8 @@ def _frames(n_frames: int, seed: int, truth: dict) -> Iterator[SynthFrame]:
             ext = {"msgId": "0A00000B00002A9F00000000000A0B0C", "queueId": "1", "queueOffset": "4242"}
         elif req_code == 11 and code == 0:
             ext = {"suggestWhichBrokerId": "0", "nextBeginOffset": "1056", "minOffset": "0", "maxOffset": "9000"}
-            body = b"x" * 3000
+            # stored messages (TOTALSIZE, MAGICCODE, ...), three of them
+            body = b"".join(struct.pack(">II", 1000, 0xDAA320A7) + b"x" * 992 for _ in range(3))
         elif req_code == 105 and code == 0:
             body = b'{"brokerDatas":[],"queueDatas":[]}' * 5
         elif req_code == 14 and code == 0:

@@ -61,7 +61,7 @@ def test_stretches_give_the_ground_truth_whole_or_in_many_ranges(tmp_path, split
 def _row(kind: str, direction: str, opaque: int, ts: int, code: int = 11, conn: str = "c->s") -> tuple:
     client, server = conn.split("->")
     return ("cap", 1, ts, ts, conn, client, server, direction, kind, "JSON", code, "X", opaque, 0, "JAVA", 1,
-            30, 20, 2, None, None, None, None, None)  # fmt: skip
+            30, 20, 2, None, None, None, None, None, None, None, None, None, None, None, None, None, None, None, None)  # fmt: skip
 
 
 def test_fifo_pairing_per_key_and_what_is_left():
