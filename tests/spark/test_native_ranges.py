@@ -87,3 +87,17 @@ def test_a_header_only_native_file_is_a_complete_capture_of_no_frames(tmp_path):
     problems: list = []
     assert plan_native(str(p), "h.cap", 1 << 20, problems.append).ranges == []
     assert problems == []
+
+
+def test_ranges_are_read_through_a_small_window(tmp_path, monkeypatch):
+    """Records straddling the reader's chunks come out whole (the reader never maps a file)."""
+    from trocket.spark import native
+
+    path = str(tmp_path / "a.cap")
+    synth.write_native(path, 400, seed=4)
+    whole = native.plan_native(path, "a.cap", 1 << 20, print)
+    rows = [r[F.SEQ] for rng in whole.ranges for r in native.read_native_range(rng, print)]
+    monkeypatch.setattr(native, "CHUNK_BYTES", 777)
+    small = native.plan_native(path, "a.cap", 16 * 1024, print)
+    assert (small.first_ts, small.last_ts) == (whole.first_ts, whole.last_ts)
+    assert [r[F.SEQ] for rng in small.ranges for r in native.read_native_range(rng, print)] == rows
