@@ -60,7 +60,7 @@ def _span(frames) -> tuple[int, int] | None:
     import pyarrow.compute as pc
 
     lo = hi = None
-    for b in frames.to_batches(columns=["ts_ns"]):
+    for b in frames.to_batches(columns=["ts_ns"], batch_readahead=1, fragment_readahead=1):
         if b.num_rows:
             mm = pc.min_max(b.column(0))
             lo = mm["min"].as_py() if lo is None else min(lo, mm["min"].as_py())
@@ -138,7 +138,7 @@ def build_views(out: str, summary: dict) -> dict:
     lag = _Agg(["minute", "group", "topic", "queue_id"], [("commit_offset", "max"), ("max_offset", "max")])
     cols = ["capture", "connection_id", "connection", "client", "server", "direction", "kind", "code", "frame_len", "ts_ns",
             "language", "version", "client_id", "topic", "group", "queue_id", "commit_offset", "max_offset"]  # fmt: skip
-    for b in frames.to_batches(columns=cols, batch_size=1 << 17):
+    for b in frames.to_batches(columns=cols, batch_size=1 << 16, batch_readahead=1, fragment_readahead=1):
         if not b.num_rows:
             continue
         t = pa.Table.from_batches([b])
@@ -170,7 +170,7 @@ def build_views(out: str, summary: dict) -> dict:
              "group", "client", "server", "connection", "request_ts_ns", "response_ts_ns", "latency_ms", "long_poll",
              "request_capture", "request_connection_id", "response_capture", "request_messages", "request_message_bytes",
              "response_messages", "response_message_bytes", "opaque"]  # fmt: skip
-    for b in calls.to_batches(columns=ccols, batch_size=1 << 17):
+    for b in calls.to_batches(columns=ccols, batch_size=1 << 16, batch_readahead=1, fragment_readahead=1):
         if not b.num_rows:
             continue
         t = pa.Table.from_batches([b])
