@@ -16,7 +16,7 @@ each, alternating, and each one's best run counts (on a shared machine, load tha
 comes and goes then hits both alike). A "decoding alone" figure (rows built and
 dropped, what an earlier baseline measured) is printed for reference. Each Spark run
 is a fresh driver process (one SparkContext per process) running the whole job
-(frames and calls Parquet, summary; no report); its peak driver memory is the driver
+(frames and calls Parquet, summary, the views and report.html); its peak driver memory is the driver
 JVM's resident set (in local mode the executors' JVM side lives in it too; the Python
 workers are separate processes, not counted) and the Python driver's, sampled every
 0.2 s. "Flat in the capture's size": the same figures for the smaller captures of
@@ -51,30 +51,36 @@ def baseline(path: str, out: str) -> tuple[float, dict]:
     """Seconds and summary of the single-process analysis: the job's own work, same
     outputs, without Spark (one process, the whole file one stretch)."""
     import shutil
+    from collections import Counter
 
-    import struct
-    from trocket.spark.native import read_native_range
+    from trocket.spark.inputs import resolve_inputs
+    from trocket.spark.job import finish_tables, summarize
+    from trocket.spark.main import write_report
+    from trocket.spark.native import plan_native, read_native_range
     from trocket.spark.stretch import decode_stretch, resolve_records, sorted_records
-    from trocket.spark.summary import build_summary, select_latencies
+    from trocket.spark.summary import select_latencies
 
     frames_dir, calls_dir = os.path.join(out, "frames"), os.path.join(out, "calls")
     for d in (frames_dir, calls_dir):
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
     t = time.monotonic()
-    name = os.path.basename(path)
-    problems: list[str] = []
+    inputs = resolve_inputs([path])
+    problems: list = list(inputs.problems)
+    (capture,) = inputs.captures
     # one range: the whole file (no planning hop over the record lengths: the range
-    # reader checks each record itself)
-    with open(path, "rb") as f:
-        (header_len,) = struct.unpack_from(">H", f.read(12), 10)
-    rng = (path, name, header_len, os.path.getsize(path))
-    records = decode_stretch(read_native_range(rng, problems.append), frames_dir, calls_dir, "part-0")
-    tally = resolve_records(sorted_records(records), calls_dir, "part-r")
+    # reader checks each record itself); the span from its first and last records
+    plan = plan_native(capture.path, capture.name, 1 << 62, problems.append)
+    account: Counter = Counter()
+    rows = read_native_range(plan.ranges[0], problems.append, account=account)
+    records = decode_stretch(rows, frames_dir, calls_dir, "part-0", account=account)
+    tally = resolve_records(sorted_records(records), calls_dir, "part-r", {capture.name: (plan.first_ts, plan.last_ts)})
+    finish_tables(frames_dir, calls_dir)
     targets = tally.latency_targets()
     files = sorted(os.path.join(calls_dir, f) for f in os.listdir(calls_dir) if f.endswith(".parquet"))
     selected = select_latencies(files, {code: {b for _, b, _ in found} for code, found in targets.items()})
-    summary = build_summary(tally, selected, [name], sorted(problems))
+    summary = summarize(tally, selected, inputs, problems)
+    write_report(out, summary)  # the views and report.html, as the job writes them
     return time.monotonic() - t, summary
 
 
@@ -136,8 +142,13 @@ def run_one(master: str, path: str, out: str) -> dict:
 
     threading.Thread(target=sample, daemon=True).start()
     startup = time.monotonic() - t0
+    from trocket.spark.main import write_report
+
     t = time.monotonic()
     result = analyze(spark, [path], out)
+    t_report = time.monotonic()
+    write_report(out, result.summary)
+    result.timings["report"] = time.monotonic() - t_report
     elapsed = time.monotonic() - t
     stop.set()
     spark.stop()
@@ -177,7 +188,7 @@ def main() -> None:
     def run_baseline() -> float:
         secs, summary = baseline(path, os.path.join(args.dir, "out-baseline"))
         rate = summary["frames"] / secs
-        print(f"single-process Python baseline (same outputs: frames and calls Parquet, summary): {summary['frames']} "
+        print(f"single-process Python baseline (same outputs: frames and calls Parquet, summary, views, report): {summary['frames']} "
               f"frames in {secs:.1f} s = {rate:,.0f} frames/s; load average {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
         base_summaries.append(summary)
         return rate
@@ -203,7 +214,8 @@ def main() -> None:
             f"spark {master}: {r['frames']} frames in {r['seconds']:.1f} s (+{r['startup']:.1f} s session start) = "
             f"{rates[master][-1]:,.0f} frames/s; load average {os.getloadavg()[0]:.2f}; peak driver memory: "
             f"JVM {r['jvm_rss_mb']:.0f} MB RSS, Python {r['python_rss_mb']:.0f} MB RSS; phases: "
-            + ", ".join(f"{k} {v:.1f} s" for k, v in r["phases"].items()),
+            + ", ".join(f"{k} {v:.1f} s" for k, v in r["phases"].items())
+            + f" (report {100 * r['phases']['report'] / r['seconds']:.0f}% of the run)",
             flush=True,
         )
     base_rate = max(base_rates)

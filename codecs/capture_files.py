@@ -28,10 +28,13 @@ from .pcap import PacketRange, PacketReader, RawPacket, sniff_packet_format
 from .pcap_decode import PacketProblem, TcpSegment, decode_packet
 from .tcp_connection import ConnectionTracker, Item
 
-__all__ = ["detect_format", "CaptureFile", "read_capture", "segments_of", "records_from_packets", "packet_range_items", "MAX_PROBLEMS"]
+__all__ = ["detect_format", "CaptureFile", "read_capture", "segments_of", "records_from_packets", "packet_range_items", "MAX_PROBLEMS", "INCOMPLETE_KINDS"]
 
 #: problems kept in :attr:`CaptureFile.problems` (all are still yielded and counted)
 MAX_PROBLEMS = 10_000
+#: problem kinds that make a capture incomplete (``capture show``/``stats`` and ``analyze``
+#: exit 1): something in the file could not be read, or stream bytes were lost
+INCOMPLETE_KINDS = frozenset({"gap", "truncated-file", "bad-file", "partial-frame", "resync", "not-rocketmq", "bad-frame", "truncated-packet"})
 _CHUNK = 1 << 20
 
 
@@ -99,7 +102,7 @@ class CaptureFile:
 
     def _note(self, problem: CaptureProblem) -> CaptureProblem:
         self.problem_count += 1
-        if problem.kind in ("gap", "truncated-file", "bad-file", "partial-frame", "resync", "not-rocketmq", "bad-frame", "truncated-packet"):
+        if problem.kind in INCOMPLETE_KINDS:
             self.complete = False
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(problem)

@@ -28,21 +28,48 @@ from __future__ import annotations
 
 from typing import Callable, Union
 
+import attrs
+
 from .capture import CaptureProblem, CaptureRecord, Direction, Role
 from .errors import CodecError
 from .header_binary import decode_binary_header
 from .header_json import decode_json_header
 from .pcap_decode import ACK, RST, SYN, TcpSegment
 from .tcp_frames import FRAME, FrameSplitter
-from .tcp_reassembly import CONFLICT, DATA, GAP, StreamReassembler
+from .tcp_reassembly import CONFLICT, DATA, GAP, StreamReassembler, seq_diff
 
-__all__ = ["ConnectionKey", "connection_key", "TcpConnection", "ConnectionTracker", "Item", "WELL_KNOWN_PORTS"]
+__all__ = ["ConnectionKey", "connection_key", "TcpConnection", "ConnectionTracker", "Item", "WELL_KNOWN_PORTS", "ByteCounts"]
 
 ConnectionKey = tuple[str, str]
 Item = Union[CaptureRecord, CaptureProblem]
 
 #: name server, broker VIP channel, broker, HA
 WELL_KNOWN_PORTS = frozenset({9876, 10909, 10911, 10912})
+
+
+@attrs.frozen(slots=True)
+class ByteCounts:
+    """Where a connection's captured payload bytes went: ``payload`` = ``frames`` (in
+    frames) + ``duplicates`` (retransmitted or overlapping copies) + ``problems`` (lost
+    with a reported problem: a frame a gap cut, skipped bytes, a partial frame, a stream
+    that is not RocketMQ, segments after the connection ended) + ``buffered`` (not yet
+    decided: 0 once the connection is finished)."""
+
+    payload: int = 0
+    frames: int = 0
+    duplicates: int = 0
+    problems: int = 0
+    buffered: int = 0
+
+    @property
+    def unaccounted(self) -> int:
+        return self.payload - self.frames - self.duplicates - self.problems - self.buffered
+
+    def __add__(self, other: ByteCounts) -> ByteCounts:
+        return ByteCounts(*(a + b for a, b in zip(attrs.astuple(self), attrs.astuple(other))))
+
+    def __sub__(self, other: ByteCounts) -> ByteCounts:
+        return ByteCounts(*(a - b for a, b in zip(attrs.astuple(self), attrs.astuple(other))))
 
 
 def connection_key(src: str, dst: str) -> ConnectionKey:
@@ -92,7 +119,8 @@ class _Half:
 class TcpConnection:
     """One TCP connection: feed its segments in capture order, then :meth:`finish`."""
 
-    __slots__ = ("connection_id", "key", "server", "client", "_halves", "_last_ts", "closed", "_rst", "_max_buffer")
+    __slots__ = ("connection_id", "key", "server", "client", "_halves", "_last_ts", "closed", "_rst", "_max_buffer",
+                 "payload_bytes", "late_bytes")
 
     def __init__(self, connection_id: int, key: ConnectionKey, *, max_buffer_bytes: int = 4 << 20) -> None:
         self.connection_id = connection_id
@@ -104,6 +132,8 @@ class TcpConnection:
         self.closed = False
         self._rst = False
         self._max_buffer = max_buffer_bytes
+        self.payload_bytes = 0  # captured payload fed
+        self.late_bytes = 0  # of it, what came after the connection was finished (dropped)
 
     @property
     def label(self) -> str:
@@ -125,10 +155,44 @@ class TcpConnection:
         self.server = server
         self.client = self.key[1] if server == self.key[0] else self.key[0]
 
+    def byte_counts(self) -> ByteCounts:
+        """Where the captured payload fed so far went (see :class:`ByteCounts`)."""
+        dup = frames = dropped = buffered = 0
+        for half in self._halves.values():
+            dup += half.reasm.duplicate_bytes
+            buffered += half.reasm.buffered_data_bytes
+            if half.splitter is not None:
+                frames += half.splitter.frame_bytes
+                dropped += half.splitter.dropped_bytes
+                buffered += half.splitter.buffered
+        return ByteCounts(self.payload_bytes, frames, dup, dropped + self.late_bytes, buffered)
+
+    def continues(self, seg: TcpSegment, window: int = 1 << 20) -> bool:
+        """Whether ``seg`` (from another file of the same address pair) carries on this
+        connection's bytes: not a SYN, not earlier than what was seen, and its sequence
+        (and acknowledgement) numbers within ``window`` of where each direction stands."""
+        if self.closed or seg.flags & SYN or seg.timestamp_ns < self._last_ts:
+            return False
+        checked = False
+        half = self._halves.get(seg.src)
+        if half is not None and half.reasm.started:
+            if abs(seq_diff(seg.seq, half.reasm.next_seq)) > window:
+                return False
+            checked = True
+        other = self._halves.get(seg.dst)
+        if seg.flags & ACK and other is not None and other.reasm.started:
+            if abs(seq_diff(seg.ack, other.reasm.next_seq)) > window:
+                return False
+            checked = True
+        return checked
+
     def feed(self, seg: TcpSegment) -> list[Item]:
         out: list[Item] = []
         if self.closed:
+            self.payload_bytes += len(seg.payload)
+            self.late_bytes += len(seg.payload)
             return out
+        self.payload_bytes += len(seg.payload)
         self._last_ts = seg.timestamp_ns
         flags = seg.flags
         if flags & SYN and self.server is None:
@@ -168,8 +232,7 @@ class TcpConnection:
                 self._splitter_out(half, half.splitter.finish(ts), out)
             if half.truncated > 1:
                 self._problem(out, "truncated-packet", f"{half.truncated} segments in all were cut by the snaplen", half.src, None, ts)
-            half.reasm.release()
-            half.splitter = None
+            half.reasm.release()  # (the splitter stays: its byte counts; finish emptied it)
         return out
 
     # -- internals -----------------------------------------------------------------
@@ -241,6 +304,8 @@ class ConnectionTracker:
         self._id_factory = id_factory
         self._next_id = 1
         self._max_buffer = max_buffer_bytes
+        self._ended = ByteCounts()  # the byte counts of connections no longer tracked
+        self.late_bytes = 0  # payload of segments of finished connections (dropped)
 
     @property
     def connections(self) -> int:
@@ -254,6 +319,9 @@ class ConnectionTracker:
             self._next_id += 1
         else:
             cid = self._id_factory(key, n)
+        old = self._conns.get(key)
+        if old is not None:
+            self._ended += old.byte_counts()
         conn = self._conns[key] = TcpConnection(cid, key, max_buffer_bytes=self._max_buffer)
         return conn
 
@@ -266,6 +334,7 @@ class ConnectionTracker:
         if conn is None:
             if key in self._closed:
                 if not (flags & SYN and not flags & ACK):
+                    self.late_bytes += len(seg.payload)
                     return out  # a late segment of a finished connection
                 del self._closed[key]
             conn = self._new(key)
@@ -284,7 +353,31 @@ class ConnectionTracker:
             self._retire(key)
         return out
 
+    def byte_counts(self) -> ByteCounts:
+        """Where the payload of every segment fed went, over all its connections."""
+        total = self._ended + ByteCounts(problems=self.late_bytes, payload=self.late_bytes)
+        for conn in self._conns.values():
+            total += conn.byte_counts()
+        return total
+
+    def open_connection(self, key: ConnectionKey) -> TcpConnection | None:
+        """The connection of ``key`` still being tracked, if any."""
+        return self._conns.get(key)
+
+    def end(self, key: ConnectionKey) -> list[Item]:
+        """Finish the connection of ``key`` now and forget the key: its next segment
+        starts a new connection even without a SYN (another capture's piece of traffic
+        on the same address pair that does not carry on these bytes)."""
+        out: list[Item] = []
+        conn = self._conns.pop(key, None)
+        if conn is not None:
+            out.extend(conn.finish())
+            self._ended += conn.byte_counts()
+        self._closed.pop(key, None)
+        return out
+
     def _retire(self, key: ConnectionKey) -> None:
+        self._ended += self._conns[key].byte_counts()
         del self._conns[key]
         closed = self._closed
         closed[key] = None

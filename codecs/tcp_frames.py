@@ -69,7 +69,8 @@ class FrameSplitter:
     captured); if not, the first frame is found by scanning, like after a gap.
     """
 
-    __slots__ = ("_buf", "_off", "_synced", "_max", "_dead", "_skip_from", "_scan", "_frames", "_first", "_skip_to")
+    __slots__ = ("_buf", "_off", "_synced", "_max", "_dead", "_skip_from", "_scan", "_frames", "_first", "_skip_to",
+                 "fed_bytes", "frame_bytes")
 
     def __init__(self, *, synced: bool, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> None:
         self._buf = bytearray()
@@ -82,6 +83,11 @@ class FrameSplitter:
         self._frames = 0
         self._first = True
         self._skip_to: int | None = None  # the end of a frame a gap cut: its rest is dropped
+        #: bytes given to :meth:`data`, and those of them that left in frames: the rest
+        #: (:attr:`dropped_bytes`) were reported (lost to a gap, skipped, a partial frame,
+        #: not RocketMQ) or are still buffered
+        self.fed_bytes = 0
+        self.frame_bytes = 0
 
     @property
     def frames(self) -> int:
@@ -91,7 +97,15 @@ class FrameSplitter:
     def buffered(self) -> int:
         return len(self._buf)
 
+    @property
+    def dropped_bytes(self) -> int:
+        """Bytes fed that became no frame and are no longer buffered (each drop is one of
+        the problems reported: a frame lost to a gap, skipped bytes, a partial frame, a
+        stream that is not RocketMQ)."""
+        return self.fed_bytes - self.frame_bytes - len(self._buf)
+
     def data(self, offset: int, data: bytes, ts: int) -> list[tuple]:
+        self.fed_bytes += len(data)
         if self._dead:
             return []
         out: list[tuple] = []
@@ -137,6 +151,7 @@ class FrameSplitter:
                 break
             out.append((FRAME, offset + pos, data[pos:end] if pos or end != n else data, ts))
             self._frames += 1
+            self.frame_bytes += end - pos
             pos = end
         return pos
 
@@ -240,6 +255,7 @@ class FrameSplitter:
                 break
             out.append((FRAME, self._off + pos, bytes(buf[pos:end]), ts))
             self._frames += 1
+            self.frame_bytes += end - pos
             pos = end
         if pos:
             self._drop_before(pos)

@@ -59,7 +59,7 @@ class StreamReassembler:
     __slots__ = (
         "started", "syn_seen", "isn", "next_seq", "next_abs", "fin_abs", "max_ack_abs",
         "_buf", "_starts", "_buffered", "max_buffer_bytes", "max_segments", "_recent", "_recent_bytes",
-        "ack_grace_ns", "_pending_ack", "_last_ack",
+        "ack_grace_ns", "_pending_ack", "_last_ack", "duplicate_bytes", "delivered_bytes",
     )
 
     def __init__(self, *, max_buffer_bytes: int = 4 << 20, max_segments: int = 4096, ack_grace_ns: int = 100_000_000) -> None:
@@ -80,6 +80,11 @@ class StreamReassembler:
         self.ack_grace_ns = ack_grace_ns
         self._pending_ack: tuple[int, int] | None = None  # (acked offset, capture time)
         self._last_ack = -1
+        #: captured bytes dropped as copies of bytes already delivered or buffered
+        #: (retransmissions, overlaps): with ``delivered_bytes`` and
+        #: :attr:`buffered_data_bytes`, every captured payload byte fed is accounted for
+        self.duplicate_bytes = 0
+        self.delivered_bytes = 0
 
     def release(self) -> None:
         """Forget buffered and recent bytes (the connection is over)."""
@@ -92,6 +97,11 @@ class StreamReassembler:
     @property
     def buffered_bytes(self) -> int:
         return self._buffered
+
+    @property
+    def buffered_data_bytes(self) -> int:
+        """Captured bytes waiting in the out-of-order buffer (holes not counted)."""
+        return sum(end - start for start, end, data in self._buf if data is not None)
 
     def _start(self, seq: int, syn: bool) -> None:
         self.started = True
@@ -127,16 +137,20 @@ class StreamReassembler:
         next_abs = self.next_abs
         if end <= next_abs:
             self._compare_recent(start, payload, events, seg.timestamp_ns)
+            self.duplicate_bytes += len(payload)
             return events
         if start < next_abs:
             cut = next_abs - start
             self._compare_recent(start, payload[:cut], events, seg.timestamp_ns)
+            captured = len(payload)
             payload = payload[cut:]
+            self.duplicate_bytes += captured - len(payload)
             start = next_abs
         if start == next_abs and not self._buf:
             # the fast path: the next bytes, nothing waiting
             if payload:
                 events.append((DATA, start, payload, seg.timestamp_ns))
+                self.delivered_bytes += len(payload)
                 self._remember(start, payload)
             got = start + len(payload)
             if got < end:
@@ -246,6 +260,8 @@ class StreamReassembler:
                 if data is not None and bdata is not None and data[pos - start : hi - start] != bdata[pos - bstart : hi - bstart]:
                     at = pos + _first_difference(data[pos - start : hi - start], bdata[pos - bstart : hi - bstart])
                     events.append((CONFLICT, at, hi - at, ts))
+                if data is not None:
+                    self.duplicate_bytes += hi - pos  # a copy of bytes already buffered
                 pos = hi
                 i += 1
                 continue
@@ -285,11 +301,15 @@ class StreamReassembler:
             starts.pop(0)
             self._buffered -= end - start
             if end <= self.next_abs:
+                if data is not None:
+                    self.duplicate_bytes += end - start
                 continue
             if data is None:
                 events.append((GAP, self.next_abs, end - self.next_abs, ts))
             else:
                 chunk = data[self.next_abs - start :]
+                self.duplicate_bytes += len(data) - len(chunk)
+                self.delivered_bytes += len(chunk)
                 events.append((DATA, self.next_abs, chunk, ts))
                 self._remember(self.next_abs, chunk)
             self._advance(end)

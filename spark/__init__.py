@@ -2,12 +2,15 @@
 
 Modules, in the order the job uses them:
 
-- :mod:`.job` the job: inputs, the frames DataFrame, the calls DataFrame, Parquet;
+- :mod:`.inputs` the captures named (folders walked, formats sniffed) and
+  :mod:`.problems` what could not be read, and the exit-status rule;
+- :mod:`.job` the job: the stretches, the resolve stage, the summary;
 - :mod:`.native` native captures cut into ranges on record boundaries and read;
 - :mod:`.pcap` pcap/pcapng: packets read in ranges, grouped by connection, reassembled;
 - :mod:`.rows` one frame -> one ``frames`` row (decoded with ``trocket.codecs``);
 - :mod:`.stretch` one pass over a task's frames: both tables' parts, the pairing, the tally;
 - :mod:`.calls` requests paired with responses (in the stretch, then the leftovers);
+- :mod:`.streams` pieces of a connection in several captures stitched into one stream;
 - :mod:`.arrow` rows -> Arrow batches -> Parquet parts (how rows leave the Python executors);
 - :mod:`.summary` tallies merged into ``summary.json`` (exact latency percentiles);
   :mod:`.report` ``report.html`` and the console summary;

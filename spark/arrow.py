@@ -16,7 +16,10 @@ import os
 from .calls import CALL_FIELDS
 from .rows import FRAME_FIELDS
 
-__all__ = ["BATCH_ROWS", "frames_schema", "calls_schema", "record_batch", "PartWriter", "write_parquet"]
+__all__ = [
+    "BATCH_ROWS", "frames_schema", "calls_schema", "frames_file_schema", "calls_file_schema", "record_batch",
+    "frames_file_batch", "calls_file_batch", "PartWriter", "write_parquet", "partition_dir",
+]
 
 BATCH_ROWS = 16384
 
@@ -31,6 +34,7 @@ def _schema(fields: tuple[tuple[str, str], ...]):
         "long": pa.int64(),
         "int": pa.int32(),
         "double": pa.float64(),
+        "boolean": pa.bool_(),
         "map<string,string>": pa.map_(pa.string(), pa.string()),
     }
     return pa.schema([pa.field(name, types[t]) for name, t in fields])
@@ -49,6 +53,93 @@ def calls_schema():
         _SCHEMAS["calls"] = _schema(CALL_FIELDS)
     return _SCHEMAS["calls"]
 
+
+
+def frames_file_schema():
+    """The schema of a ``frames`` part file: the rows' columns but ``capture`` (the
+    table is partitioned by it: ``frames/capture=NAME/``), a ``ts`` TIMESTAMP beside
+    ``ts_ns``, and the client's and server's ip and port apart."""
+    if "frames_file" not in _SCHEMAS:
+        import pyarrow as pa
+
+        fields = [f for f in frames_schema() if f.name != "capture"]
+        names = [f.name for f in fields]
+        fields.insert(names.index("ts_ns") + 1, pa.field("ts", pa.timestamp("us", tz="UTC")))
+        for side in ("server", "client"):  # each after its address column
+            at = [f.name for f in fields].index(side) + 1
+            fields[at:at] = [pa.field(f"{side}_ip", pa.string()), pa.field(f"{side}_port", pa.int32())]
+        _SCHEMAS["frames_file"] = pa.schema(fields)
+    return _SCHEMAS["frames_file"]
+
+
+def calls_file_schema():
+    """The schema of a ``calls`` part file: the rows' columns and a ``request_ts``
+    TIMESTAMP (the response's time for an orphan response)."""
+    if "calls_file" not in _SCHEMAS:
+        import pyarrow as pa
+
+        fields = list(calls_schema())
+        at = [f.name for f in fields].index("response_ts_ns") + 1
+        fields.insert(at, pa.field("ts", pa.timestamp("us", tz="UTC")))
+        _SCHEMAS["calls_file"] = pa.schema(fields)
+    return _SCHEMAS["calls_file"]
+
+
+def _timestamps(ts_ns):
+    import numpy as np
+    import pyarrow as pa
+
+    ns = ts_ns.to_numpy(zero_copy_only=False) if ts_ns.null_count == 0 else ts_ns.fill_null(0).to_numpy()
+    return pa.array(np.asarray(ns, dtype=np.int64) // 1000, type=pa.timestamp("us", tz="UTC"), mask=ts_ns.is_null().to_numpy(zero_copy_only=False) if ts_ns.null_count else None)
+
+
+def _host_port(addresses):
+    """(ip, port) columns of ``host:port`` / ``[v6]:port`` strings, split once per
+    distinct address (a batch holds few)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    enc = pc.dictionary_encode(addresses)
+    hosts, ports = [], []
+    for text in enc.dictionary.to_pylist():
+        host, _, port = (text or "").rpartition(":")
+        hosts.append(host[1:-1] if host.startswith("[") else host)
+        ports.append(int(port) if port.isdigit() else None)
+    idx = enc.indices
+    return pa.array(hosts, pa.string()).take(idx), pa.array(ports, pa.int32()).take(idx)
+
+
+def frames_file_batch(batch):
+    """A ``frames`` row batch (:func:`frames_schema`) as its part file holds it."""
+    import pyarrow as pa
+
+    cols = {name: batch.column(i) for i, name in enumerate(batch.schema.names)}
+    cols["ts"] = _timestamps(cols["ts_ns"])
+    for side in ("client", "server"):
+        cols[f"{side}_ip"], cols[f"{side}_port"] = _host_port(cols[side])
+    schema = frames_file_schema()
+    return pa.RecordBatch.from_arrays([cols[f.name] for f in schema], schema=schema)
+
+
+def calls_file_batch(batch):
+    """A ``calls`` row batch as its part file holds it."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cols = {name: batch.column(i) for i, name in enumerate(batch.schema.names)}
+    cols["ts"] = _timestamps(pc.coalesce(cols["request_ts_ns"], cols["response_ts_ns"]))
+    schema = calls_file_schema()
+    return pa.RecordBatch.from_arrays([cols[f.name] for f in schema], schema=schema)
+
+
+#: characters Hive (and Spark, ``ExternalCatalogUtils.escapePathName``) escape in a
+#: partition directory's value
+_ESCAPED = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(chr(c) for c in range(1, 32))
+
+
+def partition_dir(column: str, value: str) -> str:
+    """``column=value`` with the value escaped as Spark writes partition directories."""
+    return column + "=" + "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in value)
 
 
 def _map_array(col, type_):

@@ -1,7 +1,8 @@
 """Requests paired with their responses: the ``calls`` table, built where the frames are.
 
-The key of a call is (connection, requesting side, opaque): a response goes the other
-way. A response pairs with the oldest still-unanswered request of its key sent before
+The key of a call is (stream, requesting side, opaque): a response goes the other way.
+A stream is one connection as captured: a (capture, connection id) piece, or several
+pieces of one connection in consecutive captures stitched together (:mod:`.streams`). A response pairs with the oldest still-unanswered request of its key sent before
 it (what a RocketMQ client's table of response futures does, in capture order); a
 response with none is an orphan, a request never answered by the end of the capture is
 unanswered (a oneway request is neither: it expects no answer).
@@ -12,9 +13,9 @@ Pairing runs in two steps, neither of them a join:
    connections) while the frames are decoded (:class:`Pairer`): most calls are
    answered within the stretch; what is left (requests still pending at its end,
    responses that found no request in it) are *leftovers*, a few per connection;
-2. the leftovers of every stretch, grouped by connection and sorted into capture
-   order (ts, capture, seq), are paired the same way (:func:`pair_leftovers`); what
-   still has no partner is unanswered or an orphan.
+2. the leftovers of every stretch, grouped by address pair and sorted into capture
+   order (ts, capture, connection id, seq), are paired the same way by stream
+   (:func:`pair_leftovers`); what still has no partner is unanswered or an orphan.
 
 In a stretch, a leftover response precedes every leftover request of its key (a
 request pending when the response came would have been taken), so step 2 gives the
@@ -28,9 +29,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from .rows import TO_CLIENT, TO_SERVER
+from .rows import TO_CLIENT, TO_SERVER, F
 
-__all__ = ["CALL_FIELDS", "Pairer", "pair_leftovers", "LEFTOVER_FIELDS", "ANSWERED", "UNANSWERED", "ORPHAN"]
+__all__ = ["CALL_FIELDS", "C", "ARRIVAL", "EXPIRED", "hold_outcome", "Pairer", "pair_leftovers", "leftover", "ANSWERED", "UNANSWERED", "ORPHAN"]
 
 ANSWERED = "answered"
 UNANSWERED = "unanswered"
@@ -59,40 +60,78 @@ CALL_FIELDS: tuple[tuple[str, str], ...] = (
     ("request_body_len", "int"),
     ("response_body_len", "int"),
     ("response_remark", "string"),
+    # the two frames' keys in ``frames`` (capture, connection_id, seq): a join on them
+    # finds exactly one frame each (a response may be in another capture than its
+    # request when a connection is stitched across files)
     ("request_capture", "string"),
+    ("request_connection_id", "long"),
     ("request_seq", "long"),
+    ("response_capture", "string"),
+    ("response_connection_id", "long"),
     ("response_seq", "long"),
+    # long polling: a PULL_MESSAGE the broker may hold (its suspend flag) is a held poll:
+    # its latency is the time held, kept out of the latency figures of the other calls;
+    # answered by a message's arrival (FOUND) or expired (PULL_NOT_FOUND / RETRY)
+    ("long_poll", "boolean"),
+    ("suspend_ms", "long"),
+    ("hold_outcome", "string"),  # arrival / expired / other; null when not a held poll or unanswered
+    # the messages each frame carried (frames' ``messages`` / ``message_bytes``)
+    ("request_messages", "int"),
+    ("request_message_bytes", "long"),
+    ("response_messages", "int"),
+    ("response_message_bytes", "long"),
 )
 
-#: a leftover is its ``frames`` row cut to these leading fields (no ext map: leftovers
-#: cross a shuffle, and the calls table needs none of what follows)
-LEFTOVER_FIELDS = 22
+
+class C:
+    """Indices of the ``calls`` row fields (:data:`CALL_FIELDS`)."""
+
+    CONNECTION, CLIENT, SERVER, DIRECTION, OPAQUE, STATUS, REQ_CODE, REQ_NAME, RESP_CODE, RESP_NAME = range(10)
+    REQ_TS, RESP_TS, LATENCY, SERIALIZE, LANGUAGE, TOPIC, GROUP, QUEUE_ID, REQ_BODY, RESP_BODY, REMARK = range(10, 21)
+    REQ_CAPTURE, REQ_CONN_ID, REQ_SEQ, RESP_CAPTURE, RESP_CONN_ID, RESP_SEQ = range(21, 27)
+    LONG_POLL, SUSPEND_MS, HOLD_OUTCOME, REQ_MESSAGES, REQ_MESSAGE_BYTES, RESP_MESSAGES, RESP_MESSAGE_BYTES = range(27, 34)
+
+
+#: a held poll's outcome by its response code
+ARRIVAL = "arrival"
+EXPIRED = "expired"
+_OUTCOMES = {0: ARRIVAL, 19: EXPIRED, 20: EXPIRED}  # SUCCESS (FOUND), PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY
+
+
+def hold_outcome(response_code: int | None) -> str:
+    return _OUTCOMES.get(response_code, "other")
+
+
+def leftover(row: tuple) -> tuple:
+    """A leftover is its ``frames`` row without the ext map (leftovers cross a shuffle,
+    and the calls table needs no ext field)."""
+    return (*row[: F.EXT], None, *row[F.EXT + 1 :])
 
 _OTHER = {TO_SERVER: TO_CLIENT, TO_CLIENT: TO_SERVER}
-# frames row indices (rows.FRAME_FIELDS)
-_CAPTURE, _SEQ, _TS, _CONN, _CLIENT, _SERVER, _DIR, _KIND, _SER, _CODE, _NAME, _OPAQUE = range(12)
-_LANG, _BODY, _REMARK, _TOPIC, _GROUP, _QUEUE = 13, 17, 18, 19, 20, 21
 
 
 def answered(q: tuple, s: tuple) -> tuple:
     """The calls row of request row ``q`` answered by response row ``s``."""
     return (
-        q[3], q[4], q[5], q[6], q[11], ANSWERED, q[9], q[10], s[9], s[10], q[2], s[2], (s[2] - q[2]) / 1e6,
-        q[8], q[13], q[19], q[20], q[21], q[17], s[17], s[18], q[0], q[1], s[1],
+        q[4], q[5], q[6], q[7], q[12], ANSWERED, q[10], q[11], s[10], s[11], q[3], s[3], (s[3] - q[3]) / 1e6,
+        q[9], q[14], q[20], q[21], q[22], q[18], s[18], s[19], q[0], q[1], q[2], s[0], s[1], s[2],
+        q[23] is not None, q[23], None if q[23] is None else _OUTCOMES.get(s[10], "other"), q[32], q[33], s[32], s[33],
     )  # fmt: skip
 
 
 def unanswered(q: tuple) -> tuple:
     return (
-        q[3], q[4], q[5], q[6], q[11], UNANSWERED, q[9], q[10], None, None, q[2], None, None,
-        q[8], q[13], q[19], q[20], q[21], q[17], None, None, q[0], q[1], None,
+        q[4], q[5], q[6], q[7], q[12], UNANSWERED, q[10], q[11], None, None, q[3], None, None,
+        q[9], q[14], q[20], q[21], q[22], q[18], None, None, q[0], q[1], q[2], None, None, None,
+        q[23] is not None, q[23], None, q[32], q[33], None, None,
     )  # fmt: skip
 
 
 def orphan(s: tuple) -> tuple:
     return (
-        s[3], s[4], s[5], _OTHER[s[6]], s[11], ORPHAN, None, None, s[9], s[10], None, s[2], None,
-        None, None, None, None, None, None, s[17], s[18], None, None, s[1],
+        s[4], s[5], s[6], _OTHER[s[7]], s[12], ORPHAN, None, None, s[10], s[11], None, s[3], None,
+        None, None, s[20], s[21], s[22], None, s[18], s[19], None, None, None, s[0], s[1], s[2],
+        None, None, None, None, None, s[32], s[33],
     )  # fmt: skip
 
 
@@ -112,7 +151,7 @@ class Pairer:
         self.calls: list[tuple] = []
 
     def request(self, row: tuple) -> None:
-        key = (row[3], row[6], row[11])
+        key = (row[0], row[1], row[7], row[12])
         old = self.pending.get(key)
         if old is None:
             self.pending[key] = row
@@ -121,42 +160,81 @@ class Pairer:
         else:
             self.pending[key] = [old, row]
 
-    def response(self, row: tuple) -> None:
-        key = (row[3], _OTHER[row[6]], row[11])
+    def response(self, row: tuple) -> tuple | None:
+        """Pair a response; returns its request row (None: no request for it yet)."""
+        key = (row[0], row[1], _OTHER[row[7]], row[12])
         q = self.pending.pop(key, None)
         if q is None:
             self.early.append(row)
-            return
+            return None
         if type(q) is list:
             first = q.pop(0)
             if q:
                 self.pending[key] = q if len(q) > 1 else q[0]
             q = first
         self.calls.append(answered(q, row))
+        return q
 
     def leftovers(self) -> list[tuple]:
-        """Responses without a request, then the requests still pending (rows cut to
-        :data:`LEFTOVER_FIELDS`)."""
-        out = [r[:LEFTOVER_FIELDS] for r in self.early]
+        """Responses without a request, then the requests still pending (:func:`leftover`)."""
+        out = [leftover(r) for r in self.early]
         for q in self.pending.values():
             if type(q) is list:
-                out.extend(r[:LEFTOVER_FIELDS] for r in q)
+                out.extend(map(leftover, q))
             else:
-                out.append(q[:LEFTOVER_FIELDS])
+                out.append(leftover(q))
         return out
 
 
+class _StreamPairer(Pairer):
+    """A :class:`Pairer` keyed by stream (pieces of a connection in several captures)
+    instead of by (capture, connection id)."""
+
+    __slots__ = ("stream_of",)
+
+    def __init__(self, stream_of) -> None:
+        super().__init__()
+        self.stream_of = stream_of
+
+    def request(self, row: tuple) -> None:
+        key = (self.stream_of(row[0], row[1]), row[7], row[12])
+        old = self.pending.get(key)
+        if old is None:
+            self.pending[key] = row
+        elif type(old) is list:
+            old.append(row)
+        else:
+            self.pending[key] = [old, row]
+
+    def response(self, row: tuple) -> tuple | None:
+        key = (self.stream_of(row[0], row[1]), _OTHER[row[7]], row[12])
+        q = self.pending.pop(key, None)
+        if q is None:
+            self.early.append(row)
+            return None
+        if type(q) is list:
+            first = q.pop(0)
+            if q:
+                self.pending[key] = q if len(q) > 1 else q[0]
+            q = first
+        self.calls.append(answered(q, row))
+        return q
+
+
 def leftover_order(row: tuple) -> tuple:
-    """Where a leftover sits in the capture: (ts, capture, seq)."""
-    return (row[_TS], row[_CAPTURE], row[_SEQ])
+    """Where a leftover sits in the capture: (ts, capture, connection id, seq)."""
+    return (row[F.TS], row[F.CAPTURE], row[F.CONN_ID], row[F.SEQ])
 
 
-def pair_leftovers(rows: Iterable[tuple]) -> Iterator[tuple]:
+def pair_leftovers(rows: Iterable[tuple], stream_of=None) -> Iterator[tuple]:
     """Calls rows of one connection's leftovers, given in capture order: pairs first
-    come as they are found, then the unanswered requests, then the orphans."""
-    pairer = Pairer()
+    come as they are found, then the unanswered requests, then the orphans.
+    ``stream_of(capture, connection_id)`` names the stream a piece of connection belongs
+    to (pieces of one connection in several captures, stitched); by default each
+    (capture, connection id) is its own."""
+    pairer = Pairer() if stream_of is None else _StreamPairer(stream_of)
     for row in rows:
-        if row[_KIND] == "request":
+        if row[F.KIND] == "request":
             pairer.request(row)
         else:
             pairer.response(row)

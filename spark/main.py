@@ -3,9 +3,11 @@
     trocket analyze CAPTURE... --out DIR [--master URL] [--since T --until T]
     spark-submit "$(python -c 'import trocket.spark.submit as m; print(m.__file__)')" CAPTURE... --out DIR
 
-Writes DIR/frames and DIR/calls (Parquet), DIR/summary.json and DIR/report.html, and
-prints a short summary. Exit status 0, or 1 when a named capture could not be read at
-all (missing, empty, not a capture); every problem is listed in the summary.
+Writes DIR/frames and DIR/calls (Parquet), DIR/views/ (the report's views, Parquet),
+DIR/summary.json, DIR/report.html and DIR/_SUCCESS, and prints a short summary. Exit status 0, or 1 when any capture could not
+be read completely (missing, not a capture, cut off, garbled, a stream with lost bytes:
+the rule of ``trocket capture show`` and ``stats``); every problem is listed in the
+summary, and everything readable is analyzed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import os
 import sys
 import time
 
-__all__ = ["add_arguments", "run", "parse_time"]
+__all__ = ["add_arguments", "run", "parse_time", "main_args", "main", "write_report"]
 
 
 def parse_time(text: str) -> int:
@@ -40,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", metavar="URL", help="Spark master (default: local[*]; spark://HOST:PORT for a standalone cluster)")
     p.add_argument("--since", type=parse_time, metavar="T", help="only frames at or after T (Unix seconds or ISO 8601)")
     p.add_argument("--until", type=parse_time, metavar="T", help="only frames before T")
-    p.add_argument("--split-mb", type=int, default=32, metavar="N", help="read large files in ranges of about N MiB (default 32)")
+    p.add_argument("--split-mb", type=float, default=32, metavar="N", help="read large files in ranges of about N MiB (default 32)")
     p.add_argument("--driver-memory", default="1g", metavar="SIZE", help="Spark driver memory (default 1g)")
     p.add_argument("--no-report", action="store_true", help="skip report.html")
     p.add_argument("--quiet", action="store_true", help="no progress line")
@@ -53,8 +55,9 @@ def run(args: argparse.Namespace, spark=None) -> int:
     except ImportError:
         print("trocket: error: analyze needs PySpark: pip install 'trocket[spark]'", file=sys.stderr)
         return 1
+    from .inputs import resolve_inputs
     from .job import analyze
-    from .report import build_report, console_summary
+    from .report import console_summary
     from .session import Progress, build_session
     from .summary import write_summary
 
@@ -62,40 +65,54 @@ def run(args: argparse.Namespace, spark=None) -> int:
         print("trocket: error: --until must be after --since", file=sys.stderr)
         return 1
     started = time.monotonic()
-    if spark is None:
+    # absolute before anything runs: executors resolve a relative path in their own
+    # working directory (a standalone worker's is not the driver's)
+    out = os.path.abspath(os.path.expanduser(args.out))
+    inputs = resolve_inputs(args.captures)
+    for warning in inputs.skipped:
+        print(f"trocket: warning: {warning}", file=sys.stderr)
+    progress = None
+    if inputs.captures and spark is None:
         # under spark-submit (a gateway already given) its --master stands; else local[*]
         submitted = "PYSPARK_GATEWAY_PORT" in os.environ
         spark = build_session(args.master or (None if submitted else "local[*]"), driver_memory=args.driver_memory)
-    progress = Progress(spark.sparkContext) if not args.quiet else None
-    if progress is not None:
+    if inputs.captures and not args.quiet:
+        progress = Progress(spark.sparkContext)
         progress.__enter__()
     try:
         result = analyze(
-            spark, args.captures, args.out, since_ns=args.since, until_ns=args.until,
-            split_bytes=args.split_mb * 1024 * 1024, progress=progress,
+            spark, inputs, out, since_ns=args.since, until_ns=args.until,
+            split_bytes=max(4096, int(args.split_mb * 1024 * 1024)), progress=progress,
         )  # fmt: skip
-        write_summary(result.summary, os.path.join(args.out, "summary.json"))
+        write_summary(result.summary, os.path.join(out, "summary.json"))
         if not args.no_report:
             if progress is not None:
-                progress.phase = "writing the report"
-            frames = spark.read.parquet(result.frames_path)
-            calls = spark.read.parquet(result.calls_path)
-            page = build_report(frames, calls, result.summary)
-            with open(os.path.join(args.out, "report.html"), "w", encoding="utf-8") as f:
-                f.write(page)
+                progress.phase = "writing the views and the report"
+            write_report(out, result.summary, bool(inputs.captures))
+        open(os.path.join(out, "_SUCCESS"), "w").close()
     finally:
         if progress is not None:
             progress.__exit__(None, None, None)
-    print(console_summary(result.summary, args.out))
+    print(console_summary(result.summary, out))
     print(f"done in {time.monotonic() - started:.1f} s")
-    unreadable = any(
-        p.endswith(("no such file", "(no records)")) or ": not a capture" in p or ": cannot read" in p
-        for p in result.summary["stream_problems"]
-    )
-    return 1 if unreadable else 0
+    return 0 if result.summary["complete"] else 1
+def write_report(out: str, summary: dict, tables: bool = True) -> None:
+    """``out/views/`` (when there are tables) and ``out/report.html``."""
+    from .report import build_report
+    from .views import build_views
+
+    views = build_views(out, summary) if tables else None
+    page = build_report(views, summary)
+    with open(os.path.join(out, "report.html"), "w", encoding="utf-8") as f:
+        f.write(page)
+
+
+def main_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The arguments of ``trocket analyze`` (or the ``spark-submit`` entry point) parsed."""
+    parser = argparse.ArgumentParser(prog="trocket-analyze", description="Analyze captured RocketMQ traffic with Spark.")
+    add_arguments(parser)
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="trocket-analyze", description="Analyze captured RocketMQ traffic with Spark.")
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    return run(main_args(argv))

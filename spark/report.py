@@ -1,48 +1,32 @@
-"""``report.html``: one self-contained page (matplotlib PNGs embedded as data URIs).
+"""``report.html``: one self-contained interactive page (plotly, its JavaScript inlined
+once: it works offline), drawn from the views (:mod:`trocket.spark.views`) and the
+summary: no Spark job, no pass over the tables.
 
-Every table and picture is a bounded aggregate computed in Spark (time buckets, top
-tens, size buckets, the slowest twenty calls); the driver never sees the rows.
+Charts zoom and pan, say their values on hover, and the IO graph and the message
+charts have a capture / topic filter (plotly's own dropdowns: no code of ours runs in
+the page). Axes are linear and in clock time (UTC); long names are cut in tables, the
+whole name on hover.
 """
 
 from __future__ import annotations
 
-import base64
+import datetime as dt
 import html
-import io
-import math
 
-from trocket.codecs.codes import response_code_name, request_code_name
+from trocket.codecs.codes import request_code_name, response_code_name
 
 __all__ = ["build_report", "console_summary"]
 
-_TOP = 10
 _CSS = """
-body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
-th{background:#f4f4f4}td.l,th.l{text-align:left}h2{margin-top:1.6em;border-bottom:1px solid #ddd}
-img{max-width:100%}.bad{color:#a00}
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
+section{max-width:1300px}
+table{border-collapse:collapse;margin:.5em 0 1.2em;font-size:13px}td,th{border:1px solid #ccc;padding:2px 7px;text-align:right}
+th{background:#f4f4f4}td.l,th.l{text-align:left}h2{margin-top:1.4em;border-bottom:1px solid #ddd}
+td.l span{display:inline-block;max-width:26em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;vertical-align:bottom}
+.bad{color:#a00}.note{color:#555;font-size:13px}
 """
-
-
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return f'<img alt="" src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}">'
-
-
-def _table(headers: list[str], rows: list[list], left: int = 1) -> str:
-    def cell(i: int, v, tag: str) -> str:
-        cls = ' class="l"' if i < left else ""
-        if isinstance(v, float):
-            v = f"{v:.3f}"
-        return f"<{tag}{cls}>{html.escape('' if v is None else str(v))}</{tag}>"
-
-    head = "".join(cell(i, h, "th") for i, h in enumerate(headers))
-    body = "".join("<tr>" + "".join(cell(i, v, "td") for i, v in enumerate(r)) + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>" if rows else "<p>none</p>"
+_MAX_ROWS = 200
+_PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 
 
 def _code_label(code: int | str, response: bool = False) -> str:
@@ -50,236 +34,313 @@ def _code_label(code: int | str, response: bool = False) -> str:
     return f"{code} {response_code_name(code) if response else request_code_name(code)}"
 
 
-def _rate_picture(frames, summary: dict, plt) -> str:
-    from pyspark.sql import functions as F
-
-    req = frames.where(F.col("kind").isin("request", "oneway"))
-    span = req.agg(F.min("ts_ns"), F.max("ts_ns")).first()
-    if span[0] is None:
-        return "<p>no requests</p>"
-    width_s = max(1, math.ceil((span[1] - span[0]) / 1e9 / 300))
-    top = [int(c) for c, _ in sorted(summary["requests_by_code"].items(), key=lambda kv: -kv[1])[:8]]
-    series = (
-        req.withColumn("bucket", F.floor((F.col("ts_ns") - F.lit(span[0])) / F.lit(width_s * 10**9)))
-        .withColumn("c", F.when(F.col("code").isin(top), F.col("code")).otherwise(F.lit(-1)))
-        .groupBy("bucket", "c")
-        .count()
-        .collect()
-    )
-    by_code: dict[int, dict[int, int]] = {}
-    for r in series:
-        by_code.setdefault(r["c"], {})[r["bucket"]] = r["count"]
-    n_buckets = int((span[1] - span[0]) // (width_s * 10**9)) + 1
-    fig, ax = plt.subplots(figsize=(10, 4))
-    for code, points in sorted(by_code.items()):
-        xs = list(range(n_buckets))
-        ax.plot([x * width_s for x in xs], [points.get(x, 0) / width_s for x in xs],
-                label="other" if code == -1 else _code_label(code))  # fmt: skip
-    ax.set_xlabel("seconds since the first request")
-    ax.set_ylabel("requests per second")
-    ax.legend(fontsize=7, ncol=2)
-    return _png(fig)
-
-
-def _latency_picture(summary: dict, plt) -> str:
-    lat = summary["latency_ms_by_code"]
-    if not lat:
-        return "<p>no answered calls</p>"
-    codes = list(lat)
-    fig, ax = plt.subplots(figsize=(10, 4))
-    xs = range(len(codes))
-    for i, p in enumerate(("p50", "p95", "p99")):
-        ax.bar([x + (i - 1) * 0.27 for x in xs], [max(lat[c][p], 1e-3) for c in codes], width=0.27, label=p)
-    ax.set_xticks(list(xs), [_code_label(c) for c in codes], rotation=30, ha="right", fontsize=7)
-    ax.set_yscale("log")
-    ax.set_ylabel("latency (ms, log scale)")
-    ax.legend()
-    return _png(fig)
-
-
-def _responses_picture(summary: dict, plt) -> str:
-    codes = summary["responses_by_code"]
-    if not codes:
-        return "<p>no responses</p>"
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    labels = [_code_label(c, response=True) for c in codes]
-    ax.barh(labels, list(codes.values()), color="#4a7")
-    ax.set_xscale("log")
-    ax.set_xlabel("responses (log scale)")
-    return _png(fig)
-
-
-def _size_picture(frames, plt) -> str:
-    from pyspark.sql import functions as F
-
-    rows = (
-        frames.where(F.col("kind").isNotNull())
-        .withColumn("b", F.floor(F.log2(F.greatest(F.col("frame_len"), F.lit(1)))).cast("int"))
-        .withColumn("k", F.when(F.col("kind") == "response", F.lit("responses")).otherwise(F.lit("requests")))
-        .groupBy("k", "b")
-        .count()
-        .collect()
-    )
-    if not rows:
-        return "<p>no frames</p>"
-    lo = min(r["b"] for r in rows)
-    hi = max(r["b"] for r in rows)
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    for i, k in enumerate(("requests", "responses")):
-        counts = {r["b"]: r["count"] for r in rows if r["k"] == k}
-        xs = list(range(lo, hi + 1))
-        ax.bar([x + (i - 0.5) * 0.4 for x in xs], [counts.get(x, 0) for x in xs], width=0.4, label=k)
-    ax.set_xticks(list(range(lo, hi + 1)), [f"{2**x}" for x in range(lo, hi + 1)], rotation=45, fontsize=7)
-    ax.set_xlabel("frame size, bytes (power-of-two buckets, lower bound)")
-    ax.set_yscale("log")
-    ax.legend()
-    return _png(fig)
-
-
-def _tops(frames, calls) -> str:
-    """Top ten topics, groups and clients by volume and by p95 latency: two jobs, each
-    one group-by over (dimension, value) with a rank per dimension."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    dims = ("topic", "group", "client")
-
-    def stacked(df, extra):
-        return df.select(
-            F.explode(F.array(*[F.struct(F.lit(d).alias("dim"), F.col(d).cast("string").alias("value")) for d in dims])).alias("s"),
-            *extra,
-        ).select("s.dim", "s.value", *extra).where(F.col("value").isNotNull())
-
-    def top(df, order):
-        w = Window.partitionBy("dim").orderBy(F.desc(order))
-        return df.withColumn("rank", F.row_number().over(w)).where(F.col("rank") <= _TOP).orderBy("dim", "rank").collect()
-
-    vol = top(
-        stacked(frames, ["frame_len"]).groupBy("dim", "value").agg(
-            F.count(F.lit(1)).alias("frames"), F.sum("frame_len").alias("bytes")
-        ),
-        "frames",
-    )
-    lat = top(
-        stacked(calls.where(F.col("status") == "answered"), ["latency_ms"]).groupBy("dim", "value").agg(
-            F.count(F.lit(1)).alias("calls"),
-            F.avg("latency_ms").alias("mean"),
-            F.percentile_approx("latency_ms", 0.95).alias("p95"),
-            F.max("latency_ms").alias("max"),
-        ),
-        "p95",
-    )
-    out = []
-    for d, title in zip(dims, ("topics", "groups", "clients")):
-        out.append(f"<h3>Top {title} by volume</h3>")
-        out.append(_table([d, "frames", "bytes"], [[r["value"], r["frames"], r["bytes"]] for r in vol if r["dim"] == d]))
-        out.append(f"<h3>Top {title} by latency (p95)</h3>")
-        out.append(
-            _table(
-                [d, "calls", "mean ms", "p95 ms", "max ms"],
-                [[r["value"], r["calls"], r["mean"], r["p95"], r["max"]] for r in lat if r["dim"] == d],
-            )
-        )
-    return "".join(out)
-
-
 def _time(ts_ns: int | None) -> str:
     if ts_ns is None:
         return ""
-    import datetime as dt
-
-    return dt.datetime.fromtimestamp(ts_ns / 1e9, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return dt.datetime.fromtimestamp(ts_ns / 1e9, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-def build_report(frames, calls, summary: dict) -> str:
-    """The whole HTML page."""
-    import matplotlib
+def _dt(ts_ns: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ts_ns / 1e9, dt.timezone.utc)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from pyspark.sql import functions as F
 
-    s = summary
-    overview = _table(
-        ["", "count"],
-        [
-            ["captures", ", ".join(s["captures"])],
-            ["frames", s["frames"]],
-            ["requests (oneway included)", s["requests"]],
-            ["oneway requests", s["oneway_requests"]],
-            ["responses", s["responses"]],
-            ["connections", s["connections"]],
-            ["header decode errors", s["header_decode_errors"]],
-            ["JSON / ROCKETMQ frames", f"{s['frames_by_serialize'].get('JSON', 0)} / {s['frames_by_serialize'].get('ROCKETMQ', 0)}"],
-            ["unanswered requests", sum(s["unanswered_by_code"].values())],
-            ["orphan responses (no request seen)", s["unmatched_responses"]],
-            ["stream problems", len(s["stream_problems"])],
-        ],
-    )
-    codes = sorted(set(s["requests_by_code"]) | set(s["unanswered_by_code"]) | set(s["latency_ms_by_code"]), key=int)
-    per_code = _table(
-        ["request code", "requests", "unanswered", "p50 ms", "p95 ms", "p99 ms", "max ms"],
-        [
-            [_code_label(c), s["requests_by_code"].get(c, 0), s["unanswered_by_code"].get(c, 0)]
-            + [s["latency_ms_by_code"].get(c, {}).get(p) for p in ("p50", "p95", "p99", "max")]
-            for c in codes
-        ],
-    )
-    pairs = _table(
+def _short(text: str, n: int = 28) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _table(headers: list[str], rows: list[list], left: int = 1) -> str:
+    """A table; the first ``left`` columns are text, cut with the whole text on hover."""
+
+    def cell(i: int, v, tag: str) -> str:
+        if isinstance(v, float):
+            v = f"{v:,.3f}"
+        elif isinstance(v, int) and not isinstance(v, bool):
+            v = f"{v:,}"
+        text = html.escape("" if v is None else str(v))
+        if i < left:
+            return f'<{tag} class="l"><span title="{text}">{text}</span></{tag}>'
+        return f"<{tag}>{text}</{tag}>"
+
+    head = "".join(cell(i, h, "th") for i, h in enumerate(headers))
+    body = "".join("<tr>" + "".join(cell(i, v, "td") for i, v in enumerate(r)) + "</tr>" for r in rows[:_MAX_ROWS])
+    more = f'<p class="note">{len(rows) - _MAX_ROWS:,} more rows in the Parquet view</p>' if len(rows) > _MAX_ROWS else ""
+    return (f"<table><tr>{head}</tr>{body}</table>" + more) if rows else "<p>none</p>"
+
+
+class _Figures:
+    """plotly figures as HTML fragments; the first one carries plotly.js inline."""
+
+    def __init__(self) -> None:
+        self._first = True
+
+    def html(self, fig) -> str:
+        import plotly.io as pio
+
+        fig.update_layout(margin={"l": 60, "r": 20, "t": 40, "b": 50}, template="plotly_white", hovermode="x unified")
+        out = pio.to_html(fig, full_html=False, include_plotlyjs=self._first, config=_PLOT_CONFIG)
+        self._first = False
+        return out
+
+
+def _filter_menu(names: list[str], traces_per_name: int, label: str) -> list[dict]:
+    """A dropdown showing every trace, or one name's traces (the same number each)."""
+    n = len(names) * traces_per_name
+    buttons = [{"label": f"all {label}s", "method": "restyle", "args": [{"visible": [True] * n}]}]
+    for i, name in enumerate(names):
+        vis = [j // traces_per_name == i for j in range(n)]
+        buttons.append({"label": _short(name, 40), "method": "restyle", "args": [{"visible": vis}]})
+    return [{"buttons": buttons, "direction": "down", "x": 1.0, "xanchor": "right", "y": 1.15, "yanchor": "top"}]
+
+
+def _io_graph(figs: _Figures, io) -> str:
+    """Frames/s, bytes/s, errors/s and the calls' p50/p99 over clock time, per capture."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    if io is None or not io.num_rows:
+        return "<p>no frames</p>"
+    rows = io.to_pylist()
+    width = rows[0]["width_s"]
+    captures = sorted({r["capture"] for r in rows})
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                        subplot_titles=("frames/s and errors/s", "bytes/s", "latency of the calls made (ms; held polls apart)"))  # fmt: skip
+    for cap in captures:
+        mine = [r for r in rows if r["capture"] == cap]
+        x = [r["ts"] for r in mine]
+        name = _short(cap, 30)
+        fig.add_trace(go.Scatter(x=x, y=[r["frames"] / width for r in mine], name=f"{name} frames/s", legendgroup=cap, hovertext=cap), 1, 1)
+        fig.add_trace(go.Scatter(x=x, y=[r["errors"] / width for r in mine], name=f"{name} errors/s", legendgroup=cap,
+                                 line={"dash": "dot"}, hovertext=cap), 1, 1)  # fmt: skip
+        fig.add_trace(go.Scatter(x=x, y=[r["bytes"] / width for r in mine], name=f"{name} bytes/s", legendgroup=cap, hovertext=cap), 2, 1)
+        fig.add_trace(go.Scatter(x=x, y=[r["p50_ms"] for r in mine], name=f"{name} p50", legendgroup=cap, hovertext=cap), 3, 1)
+        fig.add_trace(go.Scatter(x=x, y=[r["p99_ms"] for r in mine], name=f"{name} p99", legendgroup=cap, line={"dash": "dash"},
+                                 hovertext=cap), 3, 1)  # fmt: skip
+    fig.update_layout(height=720, updatemenus=_filter_menu(captures, 5, "capture"), hovermode="x")
+    fig.update_xaxes(title_text="time (UTC)", row=3, col=1)
+    note = f'<p class="note">Buckets of {width:g} s; percentiles from 1/8-power-of-two bins (within 5 %).</p>'
+    return figs.html(fig) + note
+
+
+def _latency(figs: _Figures, s: dict) -> str:
+    import plotly.graph_objects as go
+
+    lat = s["latency_ms_by_code"]
+    rows = []
+    codes = sorted(set(s["requests_by_code"]) | set(s["unanswered_by_code"]) | set(lat), key=int)
+    for c in codes:
+        f = lat.get(c, {})
+        rows.append([_code_label(c), s["requests_by_code"].get(c, 0), s["unanswered_by_code"].get(c, 0),
+                     f.get("p50"), f.get("p95"), f.get("p99"), f.get("max")])  # fmt: skip
+    table = _table(["request code", "requests", "unanswered", "p50 ms", "p95 ms", "p99 ms", "max ms"], rows)
+    if not lat:
+        return table
+    labels = [_code_label(c) for c in lat]
+    fig = go.Figure()
+    for p in ("p50", "p95", "p99"):
+        fig.add_trace(go.Bar(y=[_short(x) for x in labels], x=[lat[c][p] for c in lat], name=p, orientation="h", hovertext=labels))
+    fig.update_layout(barmode="group", height=120 + 60 * len(labels), xaxis_title="latency (ms, linear)", hovermode="closest")
+    return figs.html(fig) + table
+
+
+def _held(s: dict) -> str:
+    rows = []
+    for code, h in s["held_polls"].items():
+        ms = h["held_ms"] or {}
+        rows.append([_code_label(code), h["calls"], h["arrival"], h["expired"], h["other"], h["unanswered"],
+                     ms.get("p50"), ms.get("p95"), ms.get("max")])  # fmt: skip
+    return '<p class="note">Pulls the broker may hold (suspend flag): their latency is the time held.</p>' + _table(
+        ["request code", "held polls", "answered by arrival", "expired", "other", "still held at the end", "held p50 ms",
+         "held p95 ms", "held max ms"], rows)  # fmt: skip
+
+
+def _responses(s: dict) -> str:
+    return _table(
         ["request", "response", "count"],
         [[_code_label(p["request_code"]), _code_label(p["response_code"], True), p["count"]] for p in s["pairs"]],
         left=2,
     )
-    slow = (
-        calls.where(F.col("status") == "answered")
-        .orderBy(F.desc("latency_ms"))
-        .limit(20)
-        .select("request_ts_ns", "connection", "request_code_name", "opaque", "topic", "response_code_name", "latency_ms")
-        .collect()
-    )
-    slow_t = _table(
-        ["time (UTC)", "connection", "request", "opaque", "topic", "response", "latency ms"],
-        [[_time(r[0]), *r[1:]] for r in slow],
-        left=3,
-    )
-    unanswered = (
-        calls.where(F.col("status") == "unanswered")
-        .orderBy("request_ts_ns")
-        .limit(50)
-        .select("request_ts_ns", "connection", "request_code_name", "opaque", "topic", "group")
-        .collect()
-    )
-    unanswered_t = _table(
-        ["time (UTC)", "connection", "request", "opaque", "topic", "group"], [[_time(r[0]), *r[1:]] for r in unanswered], left=3
-    )
-    errors = (
-        frames.where(F.col("kind").isNull())
-        .orderBy("ts_ns")
-        .limit(20)
-        .select("ts_ns", "capture", "connection", "direction", "frame_len", "decode_error")
-        .collect()
-    )
-    errors_t = _table(
-        ["time (UTC)", "capture", "connection", "direction", "bytes", "error"], [[_time(r[0]), *r[1:]] for r in errors], left=4
-    )
-    problems = (
-        "<ul>" + "".join(f'<li class="bad">{html.escape(p)}</li>' for p in s["stream_problems"]) + "</ul>"
-        if s["stream_problems"]
-        else "<p>none</p>"
+
+
+def _conversations(conv) -> str:
+    if conv is None:
+        return "<p>none</p>"
+    rows = [[r["connection"], r["role"], r["client_id"], r["language"], r["version"], r["capture"], _time(r["first_ns"]),
+             _time(r["last_ns"]), r["frames_to_server"], r["bytes_to_server"], r["errors_to_server"], r["frames_to_client"],
+             r["bytes_to_client"], r["errors_to_client"], r["unanswered"]] for r in conv.to_pylist()]  # fmt: skip
+    return _table(["connection", "role", "client id", "language", "version", "capture", "first (UTC)", "last (UTC)", "frames →",
+                   "bytes →", "errors →", "frames ←", "bytes ←", "errors ←", "unanswered"], rows, left=8)  # fmt: skip
+
+
+def _endpoints(ep) -> str:
+    if ep is None:
+        return "<p>none</p>"
+    rows = [[r["kind"], r["endpoint"], r["detail"], r["connections"], r["frames"], r["bytes"], r["errors"], r["unanswered"],
+             _time(r["first_ns"]), _time(r["last_ns"])] for r in ep.to_pylist()]  # fmt: skip
+    return _table(["kind", "client instance / server", "language / role", "connections", "frames", "bytes", "errors", "unanswered",
+                   "first (UTC)", "last (UTC)"], rows, left=3)  # fmt: skip
+
+
+def _errors(figs: _Figures, err) -> str:
+    import plotly.graph_objects as go
+
+    if err is None or not err.num_rows:
+        return "<p>no error answers</p>"
+    rows = err.to_pylist()
+    by: dict = {}
+    for r in rows:
+        key = f"{r['response_code']} {r['response_code_name']}"
+        by.setdefault(key, {}).setdefault(r["minute"], 0)
+        by[key][r["minute"]] += r["count"]
+    fig = go.Figure()
+    for key, points in sorted(by.items()):
+        xs = sorted(points)
+        fig.add_trace(go.Bar(x=[_dt(x) for x in xs], y=[points[x] for x in xs], name=_short(key, 30), hovertext=key))
+    fig.update_layout(barmode="stack", height=320, yaxis_title="error answers per minute", xaxis_title="time (UTC)")
+    table_rows = [[_time(r["minute"])[:16], r["capture"], r["request_code_name"], f"{r['response_code']} {r['response_code_name']}",
+                   r["response_remark"], r["topic"], r["group"], r["client"], r["server"], r["count"]] for r in rows]  # fmt: skip
+    table_rows.sort(key=lambda r: -r[-1])
+    table_rows = table_rows[:50]
+    return figs.html(fig) + '<p class="note">The 50 most frequent; all in views/errors.</p>' + _table(["minute", "capture", "request", "answer", "remark", "topic", "group", "client", "server", "count"],
+                                   table_rows, left=9)  # fmt: skip
+
+
+def _messages(figs: _Figures, msgs, lag) -> str:
+    import plotly.graph_objects as go
+
+    if msgs is None or not msgs.num_rows:
+        return "<p>no messages</p>"
+    rows = msgs.to_pylist()
+    topics = sorted({r["topic"] or "(none)" for r in rows})
+    fig = go.Figure()
+    for topic in topics:
+        per: dict = {}
+        for r in rows:
+            if (r["topic"] or "(none)") == topic:
+                p = per.setdefault(r["minute"], [0, 0])
+                p[0] += r["put_messages"]
+                p[1] += r["got_messages"]
+        xs = sorted(per)
+        fig.add_trace(go.Bar(x=[_dt(x) for x in xs], y=[per[x][0] for x in xs], name=f"{_short(topic)} put", hovertext=topic))
+        fig.add_trace(go.Bar(x=[_dt(x) for x in xs], y=[per[x][1] for x in xs], name=f"{_short(topic)} got", hovertext=topic))
+    fig.update_layout(barmode="group", height=340, yaxis_title="messages per minute", xaxis_title="time (UTC)",
+                      updatemenus=_filter_menu(topics, 2, "topic"))  # fmt: skip
+    totals: dict = {}
+    for r in rows:
+        t = totals.setdefault((r["topic"], r["group"]), [0, 0, 0, 0, 0])
+        for i, k in enumerate(("put_messages", "put_bytes", "got_messages", "got_bytes", "send_backs")):
+            t[i] += r[k]
+    table = _table(["topic", "group", "put", "put bytes (bodies)", "got", "got bytes (stored)", "send-backs"],
+                   [[t, g, *v] for (t, g), v in sorted(totals.items(), key=lambda kv: -kv[1][0] - kv[1][2])], left=2)  # fmt: skip
+    out = figs.html(fig) + table
+    if lag is not None and lag.num_rows:
+        lrows = lag.to_pylist()
+        per_group: dict = {}
+        for r in lrows:
+            per_group.setdefault((r["group"], r["topic"]), {}).setdefault(r["minute"], 0)
+            per_group[(r["group"], r["topic"])][r["minute"]] += r["lag"] or 0
+        lf = go.Figure()
+        for (g, t), points in sorted(per_group.items()):
+            xs = sorted(points)
+            label = f"{g} / {t}"
+            lf.add_trace(go.Scatter(x=[_dt(x) for x in xs], y=[points[x] for x in xs], name=_short(label, 36), hovertext=label, mode="lines+markers"))
+        lf.update_layout(height=300, yaxis_title="consumer lag (messages, linear)", xaxis_title="time (UTC)")
+        out += "<h3>Consumer lag (max offset seen in pull answers less the committed offset)</h3>" + figs.html(lf)
+    return out
+
+
+def _slowest(figs: _Figures, slow, ladder) -> str:
+    import plotly.graph_objects as go
+
+    if slow is None or not slow.num_rows:
+        return "<p>no answered calls</p>"
+    rows = slow.to_pylist()
+    table = _table(["time (UTC)", "connection", "request", "answer", "topic", "opaque", "latency ms"],
+                   [[_time(r["request_ts_ns"]), r["connection"], r["request_code_name"], r["response_code_name"], r["topic"],
+                     r["opaque"], r["latency_ms"]] for r in rows], left=5)  # fmt: skip
+    if ladder is None or not ladder.num_rows:
+        return table
+    steps = ladder.to_pylist()
+    out = [table]
+    for call in rows[:3]:
+        mine = [f for f in steps if f["call"] == call["call"]]
+        if not mine:
+            continue
+        t0 = mine[0]["ts_ns"]
+        fig = go.Figure()
+        for x in (0, 1):
+            fig.add_trace(go.Scatter(x=[x, x], y=[0, (mine[-1]["ts_ns"] - t0) / 1e6], mode="lines", line={"color": "#999"}, showlegend=False,
+                                     hoverinfo="skip"))  # fmt: skip
+        for f in mine:
+            y = (f["ts_ns"] - t0) / 1e6
+            a, b = (0, 1) if f["direction"] == "to_server" else (1, 0)
+            hit = f["opaque"] == call["opaque"] and f["code_name"] in (call["request_code_name"], call["response_code_name"])
+            text = f"{f['kind'] or '?'} {f['code_name'] or ''} #{f['opaque']} ({f['frame_len']} B)"
+            fig.add_annotation(x=b, y=y, ax=a, ay=y, xref="x", yref="y", axref="x", ayref="y", showarrow=True, arrowhead=2,
+                               arrowcolor="#c00" if hit else "#357")  # fmt: skip
+            fig.add_trace(go.Scatter(x=[0.5], y=[y], mode="text", text=[text], textposition="top center", showlegend=False,
+                                     hovertext=f"{_time(f['ts_ns'])} {text}", hoverinfo="text"))  # fmt: skip
+        fig.update_layout(height=min(700, 160 + 26 * len(mine)), hovermode="closest",
+                          title=f"{call['connection']}: {call['request_code_name']} #{call['opaque']}, {call['latency_ms']:.1f} ms",
+                          xaxis={"tickvals": [0, 1], "ticktext": [_short(call["client"], 24), _short(call["server"], 24)], "range": [-0.2, 1.2]},
+                          yaxis={"autorange": "reversed", "title": "ms after the first frame shown"})  # fmt: skip
+        out.append(figs.html(fig))
+    return "".join(out)
+
+
+def _captures(cap) -> str:
+    if cap is None:
+        return "<p>none</p>"
+    rows = [[r["capture"], "yes" if r["complete"] else "NO", r["connections"], r.get("frames"), _time(r["first_ns"]), _time(r["last_ns"]),
+             r.get("stream_bytes"), r.get("frame_bytes"), r.get("duplicate_bytes"), r.get("problem_bytes"), r.get("filtered_bytes"),
+             r.get("carried_bytes"), r.get("unaccounted_bytes")] for r in cap.to_pylist()]  # fmt: skip
+    return _table(["capture", "complete", "connections", "frames", "first (UTC)", "last (UTC)", "stream bytes", "in frames",
+                   "retransmitted", "in problems", "filtered", "carried on", "unaccounted"], rows)  # fmt: skip
+
+
+def _problems(s: dict) -> str:
+    if not s["stream_problems"]:
+        return "<p>none</p>"
+    return "<ul>" + "".join(f'<li class="bad">{html.escape(p)}</li>' for p in s["stream_problems"]) + "</ul>"
+
+
+def build_report(views: dict | None, summary: dict) -> str:
+    """The whole HTML page from the views and the summary."""
+    s = summary
+    views = views or {}
+    figs = _Figures()
+    span = views.get("span")
+    overview = _table(
+        ["", "count"],
+        [
+            ["captures", ", ".join(s["captures"])],
+            ["read completely", "yes" if s["complete"] else "NO: " + ", ".join(s["incomplete_captures"])],
+            ["time (UTC)", f"{_time(span[0])} to {_time(span[1])}" if span else ""],
+            ["frames", s["frames"]],
+            ["requests (oneway included)", s["requests"]],
+            ["responses", s["responses"]],
+            ["connections", s["connections"]],
+            ["header decode errors", s["header_decode_errors"]],
+            ["unanswered requests", sum(s["unanswered_by_code"].values())],
+            ["orphan responses (no request seen)", s["unmatched_responses"]],
+            ["held polls", sum(h["calls"] for h in s["held_polls"].values())],
+            ["stream problems", len(s["stream_problems"])],
+        ],
     )
     sections = [
         ("Overview", overview),
-        ("Requests per second by code", _rate_picture(frames, s, plt)),
-        ("Latency percentiles by request code", _latency_picture(s, plt) + per_code),
-        ("Response codes", _responses_picture(s, plt) + pairs),
-        ("Frame sizes", _size_picture(frames, plt)),
-        ("Top topics, groups and clients", _tops(frames, calls)),
-        ("Slowest calls", slow_t),
-        ("Unanswered requests (first 50)", unanswered_t),
-        ("Stream problems", problems),
-        ("Frames whose header did not decode (first 20)", errors_t),
+        ("IO graph", _io_graph(figs, views.get("io"))),
+        ("Latency by request code (held polls apart)", _latency(figs, s)),
+        ("Held polls (long polling)", _held(s)),
+        ("Slowest calls, and the flow of the slowest three", _slowest(figs, views.get("slowest"), views.get("ladder"))),
+        ("Errors", _errors(figs, views.get("errors"))),
+        ("Messages by topic and group", _messages(figs, views.get("messages"), views.get("lag"))),
+        ("Conversations", _conversations(views.get("conversations"))),
+        ("Client instances and servers", _endpoints(views.get("endpoints"))),
+        ("Request and response codes", _responses(s)),
+        ("Captures", _captures(views.get("captures"))),
+        ("Stream problems", _problems(s)),
     ]
-    body = "".join(f"<h2>{html.escape(t)}</h2>{c}" for t, c in sections)
+    body = "".join(f"<section><h2>{html.escape(t)}</h2>{c}</section>" for t, c in sections)
     return (
         '<!DOCTYPE html><html><head><meta charset="utf-8"><title>trocket analysis</title>'
         f"<style>{_CSS}</style></head><body><h1>RocketMQ traffic analysis</h1>{body}</body></html>\n"
@@ -294,8 +355,10 @@ def console_summary(summary: dict, out: str) -> str:
         f"frames {s['frames']}  requests {s['requests']} (oneway {s['oneway_requests']})  responses {s['responses']}"
         f"  connections {s['connections']}  header decode errors {s['header_decode_errors']}",
         f"unanswered {sum(s['unanswered_by_code'].values())}  orphan responses {s['unmatched_responses']}"
-        f"  stream problems {len(s['stream_problems'])}",
+        f"  held polls {sum(h['calls'] for h in s['held_polls'].values())}  stream problems {len(s['stream_problems'])}",
     ]
+    if not s["complete"]:
+        lines.append("INCOMPLETE: the captures could not be read completely (see the problems): " + ", ".join(s["incomplete_captures"]))
     top = sorted(s["requests_by_code"].items(), key=lambda kv: -kv[1])[:5]
     if top:
         parts = []
@@ -307,5 +370,5 @@ def console_summary(summary: dict, out: str) -> str:
         lines.append(f"problem: {p}")
     if len(s["stream_problems"]) > 5:
         lines.append(f"... and {len(s['stream_problems']) - 5} more problems (see the report)")
-    lines.append(f"tables and report in {out} (frames/, calls/, summary.json, report.html)")
+    lines.append(f"tables and report in {out} (frames/, calls/, views/, summary.json, report.html)")
     return "\n".join(lines)

@@ -6,9 +6,10 @@ pass: written as a Parquet part of ``frames``; paired into calls
 (:class:`trocket.spark.calls.Pairer`) written as a Parquet part of ``calls``; counted
 into a :class:`trocket.spark.summary.Tally`. What leaves the task is the tally and the
 stretch's *records* for the second step: the leftovers (calls not closed in the
-stretch) and one marker per connection seen, keyed by (connection, capture order), so
-that one sorted shuffle brings each connection's leftovers together
-(:func:`resolve_records`).
+stretch) and markers of the connection pieces seen, keyed by (address pair, capture
+order), so that one sorted shuffle brings each address pair's pieces and leftovers
+together (:func:`resolve_records`): the pieces are resolved into streams
+(:mod:`trocket.spark.streams`), the leftovers paired by stream.
 
 The single-process baseline of ``benchmarks/spark_analyze.py`` runs these same
 functions over the whole capture as one stretch.
@@ -18,17 +19,32 @@ from __future__ import annotations
 
 import gc
 import itertools
+import os
+from collections import Counter
 from collections.abc import Iterable, Iterator
 
-from .arrow import BATCH_ROWS, PartWriter, calls_schema, frames_schema, record_batch
-from .calls import Pairer, leftover_order, pair_leftovers
+from .arrow import (
+    BATCH_ROWS,
+    PartWriter,
+    calls_file_batch,
+    calls_file_schema,
+    calls_schema,
+    frames_file_batch,
+    frames_file_schema,
+    frames_schema,
+    partition_dir,
+    record_batch,
+)
+from .calls import C, Pairer, leftover_order, pair_leftovers
+from .rows import F
+from .streams import Streams
 from .summary import Tally
 
 __all__ = ["decode_stretch", "resolve_records", "TALLY_KEY", "record_partition"]
 
 #: key prefix of the records that carry a tally (no connection starts with NUL)
 TALLY_KEY = "\x00tally "
-_FIRST = (-1, "", -1)  # sorts before every leftover of a connection
+_FIRST = (-1, "", -1, -1)  # sorts before every leftover of an address pair: the markers
 
 
 class _NoGc:
@@ -60,10 +76,12 @@ class _Calls:
         if not rows:
             return
         if self._writer is None:
-            self._writer = PartWriter(self._dir, self._part, calls_schema())
+            self._writer = PartWriter(self._dir, self._part, calls_file_schema())
         cols = list(zip(*rows))
-        self._writer.write(record_batch(cols, calls_schema()))
-        self._tally.count_calls(cols[5], cols[6], cols[8], cols[10], cols[11])
+        batch = record_batch(cols, calls_schema())
+        self._writer.write(calls_file_batch(batch))
+        self._tally.count_calls(cols[C.STATUS], cols[C.REQ_CODE], cols[C.RESP_CODE], cols[C.REQ_TS], cols[C.RESP_TS],
+                                cols[C.LONG_POLL], cols[C.HOLD_OUTCOME])  # fmt: skip
 
     def close(self) -> None:
         if self._writer is not None:
@@ -74,63 +92,122 @@ class _Calls:
             self._writer.abort()
 
 
+class _Frames:
+    """The frames parts of a task: one per capture (the table is partitioned by it),
+    each opened at its first row; per (capture, connection id) piece, the first and
+    last times and the frames seen (the stream markers)."""
+
+    def __init__(self, directory: str, part: str, tally: Tally) -> None:
+        self._dir = directory
+        self._part = part
+        self._tally = tally
+        self._writers: dict[str, PartWriter] = {}
+        self.pieces: dict[tuple, list] = {}  # (capture, cid, connection) -> [first, last, n]
+
+    def write(self, chunk: list[tuple]) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        cols = list(zip(*chunk))
+        batch = record_batch(cols, frames_schema())
+        captures = set(cols[F.CAPTURE])
+        if len(captures) == 1:
+            parts = [(cols[F.CAPTURE][0], batch)]
+        else:
+            table = pa.Table.from_batches([batch])
+            parts = [(c, table.filter(pc.equal(table["capture"], c)).combine_chunks().to_batches()[0]) for c in sorted(captures)]
+        for capture, b in parts:
+            writer = self._writers.get(capture)
+            if writer is None:
+                d = os.path.join(self._dir, partition_dir("capture", capture))
+                os.makedirs(d, exist_ok=True)
+                writer = self._writers[capture] = PartWriter(d, self._part, frames_file_schema())
+            writer.write(frames_file_batch(b))
+        self._tally.count_frames(cols[F.KIND], cols[F.CODE], cols[F.SERIALIZE])
+        agg = pa.Table.from_batches([batch.select(["capture", "connection_id", "connection", "ts_ns", "frame_len"])]).group_by(
+            ["capture", "connection_id", "connection"]
+        ).aggregate([("ts_ns", "min"), ("ts_ns", "max"), ("frame_len", "sum"), ("frame_len", "count")])
+        count = self._tally.bytes
+        for capture, cid, conn, lo, hi, nbytes, n in zip(*(agg.column(i).to_pylist() for i in range(7))):
+            got = self.pieces.get((capture, cid, conn))
+            if got is None:
+                self.pieces[(capture, cid, conn)] = [lo, hi, n]
+            else:
+                got[0] = min(got[0], lo)
+                got[1] = max(got[1], hi)
+                got[2] += n
+            count[(capture, "frames")] += n
+            count[(capture, "frame")] += nbytes
+
+    def close(self) -> None:
+        for w in self._writers.values():
+            w.close()
+
+    def abort(self) -> None:
+        for w in self._writers.values():
+            w.abort()
+
+
 def decode_stretch(
-    rows: Iterable[tuple], frames_dir: str, calls_dir: str, part: str, batch_rows: int = BATCH_ROWS
-) -> list[tuple]:
-    """Write ``frames_dir/part.parquet`` and ``calls_dir/part.parquet`` from ``rows``;
-    returns the records for :func:`resolve_records`: (key, value) pairs, the tally's
-    among them."""
+    rows: Iterable[tuple], frames_dir: str, calls_dir: str, part: str, fmt: str = "native", *,
+    pieces: list | None = None, account: Counter | None = None, batch_rows: int = BATCH_ROWS,
+) -> list[tuple]:  # fmt: skip
+    """Write ``frames_dir/capture=NAME/part.parquet`` (one per capture met) and
+    ``calls_dir/part.parquet`` from ``rows``; returns the records for
+    :func:`resolve_records`: (key, value) pairs, the tally's among them. ``fmt``: the
+    captures' format (``native`` or ``pcap``: how their pieces are stitched); ``pieces``:
+    the pcap reassembly's piece markers (filled while ``rows`` is read); ``account``:
+    the readers' byte counts by (capture, what), merged into the tally."""
     tally = Tally()
     pairer = Pairer()
-    schema = frames_schema()
-    connections: set[str] = set()
     with _NoGc():
-        frames = PartWriter(frames_dir, f"{part}.parquet", schema)
+        frames = _Frames(frames_dir, f"{part}.parquet", tally)
         calls = _Calls(calls_dir, f"{part}.parquet", tally)
         try:
             chunk: list[tuple] = []
             for row in rows:
-                chunk.append(row)
-                kind = row[7]
+                kind = row[F.KIND]
                 if kind == "request":
                     pairer.request(row)
                 elif kind == "response":
-                    pairer.response(row)
+                    q = pairer.response(row)
+                    if q is not None and row[F.TOPIC] is None:
+                        # the response carries its request's topic, group and queue
+                        row = (*row[: F.TOPIC], q[F.TOPIC], q[F.GROUP], q[F.QUEUE_ID], *row[F.QUEUE_ID + 1 :])
+                chunk.append(row)
                 if len(chunk) >= batch_rows:
-                    _frames_batch(chunk, frames, schema, tally, connections)
+                    frames.write(chunk)
                     chunk = []
                     calls.write(pairer.calls)
                     pairer.calls = []
             if chunk:
-                _frames_batch(chunk, frames, schema, tally, connections)
+                frames.write(chunk)
             calls.write(pairer.calls)
             pairer.calls = []
         except BaseException:
             frames.abort()
             calls.abort()
             raise
-        if frames.rows:
-            frames.close()
-        else:
-            frames.abort()
+        frames.close()
         calls.close()
-        records: list[tuple] = [((c, _FIRST), None) for c in connections]
-        records.extend(((r[3], leftover_order(r)), r) for r in pairer.leftovers())
+        if account:
+            tally.bytes.update(account)
+        records: list[tuple] = [
+            ((conn, _FIRST), ("frames", capture, cid, fmt, lo, hi, n)) for (capture, cid, conn), (lo, hi, n) in frames.pieces.items()
+        ]
+        records.extend(((m[1], _FIRST), m) for m in pieces or ())
+        records.extend(((r[F.CONNECTION], leftover_order(r)), r) for r in pairer.leftovers())
         records.append(((TALLY_KEY + part, _FIRST), tally.compact()))
     return records
 
 
-def _frames_batch(chunk: list[tuple], writer: PartWriter, schema, tally: Tally, connections: set[str]) -> None:
-    cols = list(zip(*chunk))
-    writer.write(record_batch(cols, schema))
-    tally.count_frames(cols[7], cols[9], cols[8])
-    connections.update(cols[3])
-
-
-def resolve_records(records: Iterable[tuple], calls_dir: str, part: str) -> Tally:
-    """The second step over records sorted by key: each connection's leftovers paired
+def resolve_records(records: Iterable[tuple], calls_dir: str, part: str, spans: dict | None = None) -> Tally:
+    """The second step over records sorted by key, one address pair at a time: its
+    pieces resolved into streams (:class:`trocket.spark.streams.Streams`; ``spans``:
+    the native captures' (first, last) times), its leftovers paired by stream
     (:func:`trocket.spark.calls.pair_leftovers`) and written as ``calls_dir/part.parquet``,
-    connections counted, and the tallies merged into the one returned."""
+    streams with frames counted as connections, and the tallies merged into the one
+    returned."""
     tally = Tally()
     with _NoGc():
         calls = _Calls(calls_dir, f"{part}.parquet", tally)
@@ -141,8 +218,16 @@ def resolve_records(records: Iterable[tuple], calls_dir: str, part: str) -> Tall
                     for _, t in group:
                         tally.merge(t)
                     continue
-                tally.connections += 1
-                for call in pair_leftovers(r for _, r in group if r is not None):
+                streams = Streams(spans)
+                leftovers = []
+                for (_, order), value in group:
+                    if order == _FIRST:
+                        streams.add(value)
+                    else:
+                        leftovers.append(value)
+                with_frames = {streams.stream_of(c, cid) for c, cid in streams.frames}
+                tally.connections += len(with_frames)
+                for call in pair_leftovers(leftovers, streams.stream_of):
                     batch.append(call)
                     if len(batch) >= BATCH_ROWS:
                         calls.write(batch)
@@ -156,7 +241,7 @@ def resolve_records(records: Iterable[tuple], calls_dir: str, part: str) -> Tall
 
 
 def record_partition(n: int):
-    """The partition of a record: by connection (tallies spread by their part name)."""
+    """The partition of a record: by address pair (tallies spread by their part name)."""
     import zlib
 
     def part(key) -> int:

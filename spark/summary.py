@@ -35,6 +35,8 @@ __all__ = [
 
 SUMMARY_KEYS = (
     "captures",
+    "complete",
+    "incomplete_captures",
     "frames",
     "requests",
     "oneway_requests",
@@ -49,7 +51,19 @@ SUMMARY_KEYS = (
     "unmatched_responses",
     "stream_problems",
     "latency_ms_by_code",
+    "held_polls",
+    "bytes_by_capture",
 )
+#: held polls' latencies are tallied under their code plus this (kept apart from the
+#: latency of every other call)
+HELD = 1 << 20
+#: a capture's bytes in ``bytes_by_capture``: ``stream`` (a native capture's record
+#: bytes, a pcap's TCP payload) = ``frame`` (in frames) + ``duplicate`` (retransmitted
+#: or overlapping copies) + ``problem`` (lost with a reported problem) + ``filtered``
+#: (outside --since/--until) + ``carried`` (of a frame completed in the next file of a
+#: stitched connection, less what this file completed of the previous one's) +
+#: ``unaccounted`` (0 unless something was dropped silently: reported as a problem)
+BYTE_KINDS = ("stream", "frame", "duplicate", "problem", "filtered", "carried")
 PERCENTILES = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
 SUB_BITS = 10  # 2**SUB_BITS buckets per power of two
 
@@ -90,28 +104,36 @@ class Tally:
     #: request code -> [(bucket keys, counts)] (numpy int64, keys sorted), merged lazily
     latency: dict = attrs.Factory(dict)
     latency_max: dict = attrs.Factory(dict)  # request code -> max latency (ns)
+    bytes: Counter = attrs.Factory(Counter)  # (capture, BYTE_KINDS or "frames") -> n
+    held: Counter = attrs.Factory(Counter)  # (request code, hold outcome or "unanswered") -> held polls
 
     def count_frames(self, kinds, codes, serializes) -> None:
         self.frames.update(zip(kinds, codes, serializes))
 
-    def count_calls(self, statuses, req_codes, resp_codes, req_ts, resp_ts) -> None:
-        """A batch of calls rows, by column; latencies of the answered ones."""
+    def count_calls(self, statuses, req_codes, resp_codes, req_ts, resp_ts, long_polls=None, outcomes=None) -> None:
+        """A batch of calls rows, by column; latencies of the answered ones (a held
+        poll's under its code + :data:`HELD`)."""
         import numpy as np
 
         self.calls.update(zip(statuses, req_codes, resp_codes))
+        if long_polls is not None and any(long_polls):
+            for status, code, held, outcome in zip(statuses, req_codes, long_polls, outcomes):
+                if held:
+                    self.held[(code, outcome if status == "answered" else "unanswered")] += 1
         answered = [i for i, s in enumerate(statuses) if s == "answered"]
         if not answered:
             return
+        keys = req_codes if long_polls is None else [c + HELD if h else c for c, h in zip(req_codes, long_polls)]
         if len(answered) == len(statuses):
-            codes = np.asarray(req_codes, dtype=np.int64)
+            codes = np.asarray(keys, dtype=np.int64)
             lat = np.asarray(resp_ts, dtype=np.int64) - np.asarray(req_ts, dtype=np.int64)
         else:
-            codes = np.asarray([req_codes[i] for i in answered], dtype=np.int64)
+            codes = np.asarray([keys[i] for i in answered], dtype=np.int64)
             lat = np.asarray([resp_ts[i] for i in answered], dtype=np.int64) - np.asarray([req_ts[i] for i in answered], dtype=np.int64)
         for code in np.unique(codes).tolist():
             values = lat[codes == code]
-            keys, counts = np.unique(buckets(values), return_counts=True)
-            self.latency.setdefault(code, []).append((keys, counts.astype(np.int64)))
+            keys_, counts = np.unique(buckets(values), return_counts=True)
+            self.latency.setdefault(code, []).append((keys_, counts.astype(np.int64)))
             top = int(values.max())
             self.latency_max[code] = max(top, self.latency_max.get(code, top))
 
@@ -125,6 +147,8 @@ class Tally:
         self.frames.update(other.frames)
         self.calls.update(other.calls)
         self.connections += other.connections
+        self.bytes.update(other.bytes)
+        self.held.update(other.held)
         for code, parts in other.latency.items():
             self.latency.setdefault(code, []).extend(parts)
         for code, top in other.latency_max.items():
@@ -165,11 +189,11 @@ def select_latencies(calls_files: Iterable[str], wanted: dict[int, set[int]]) ->
 
     out: dict[tuple[int, int], list[int]] = {}
     for path in calls_files:
-        t = pq.read_table(path, columns=["status", "request_code", "request_ts_ns", "response_ts_ns"])
+        t = pq.read_table(path, columns=["status", "request_code", "request_ts_ns", "response_ts_ns", "long_poll"])
         t = t.filter(pc.equal(t["status"], "answered"))
         if not t.num_rows:
             continue
-        codes = t["request_code"].to_numpy()
+        codes = t["request_code"].to_numpy() + HELD * t["long_poll"].fill_null(False).to_numpy(zero_copy_only=False).astype("int64")
         lat = t["response_ts_ns"].to_numpy() - t["request_ts_ns"].to_numpy()
         for code, bucket_set in wanted.items():
             values = lat[codes == code]
@@ -198,7 +222,16 @@ def _percentiles(tally: Tally, selected: dict[tuple[int, int], list[int]]) -> di
             hi = min(lo + 1, n - 1)
             fig[name] = round(value[lo] + (value[hi] - value[lo]) * (pos - lo), 6)
         fig["max"] = round(tally.latency_max[code] / 1e6, 6)
-        out[str(code)] = fig
+        out[code] = fig
+    return out
+
+
+def _held_polls(tally: Tally, latency: dict) -> dict[str, dict]:
+    """Per request code, the held polls: how many, how they ended, the time held."""
+    out: dict[str, dict] = {}
+    for code in sorted({c for c, _ in tally.held}):
+        counts = {o: int(tally.held[(code, o)]) for o in ("arrival", "expired", "other", "unanswered")}
+        out[str(code)] = {"calls": sum(counts.values()), **counts, "held_ms": latency.get(code + HELD)}
     return out
 
 
@@ -206,9 +239,22 @@ def _by_code(counter: Counter) -> dict[str, int]:
     return {str(code): int(counter[code]) for code in sorted(counter) if counter[code]}
 
 
-def build_summary(tally: Tally, selected: dict, captures: Sequence[str], problems: Sequence[str]) -> dict:
+def bytes_by_capture(tally: Tally, captures: Sequence[str]) -> dict[str, dict[str, int]]:
+    """Per capture read: frames, and where its bytes went (:data:`BYTE_KINDS`)."""
+    out: dict[str, dict[str, int]] = {}
+    seen = {c for c, _ in tally.bytes}
+    for name in [c for c in captures if c in seen] + sorted(seen - set(captures)):
+        b = {"frames": int(tally.bytes[(name, "frames")])}
+        b.update({k: int(tally.bytes[(name, k)]) for k in BYTE_KINDS})
+        b["unaccounted"] = b["stream"] - sum(b[k] for k in BYTE_KINDS[1:])
+        out[name] = b
+    return out
+
+
+def build_summary(tally: Tally, selected: dict, captures: Sequence[str], problems: Sequence, incomplete: Sequence[str] = ()) -> dict:
     """The summary dict (:data:`SUMMARY_KEYS`) of a merged tally; ``selected``: the
-    latencies :func:`select_latencies` found for ``tally.latency_targets()``."""
+    latencies :func:`select_latencies` found for ``tally.latency_targets()``;
+    ``problems``: their texts; ``incomplete``: the captures not read completely."""
     kinds: Counter = Counter()
     serialize = {"JSON": 0, "ROCKETMQ": 0}
     requests: Counter = Counter()
@@ -221,6 +267,7 @@ def build_summary(tally: Tally, selected: dict, captures: Sequence[str], problem
             requests[code] += n
         elif kind == "response":
             responses[code] += n
+    latency = _percentiles(tally, selected)
     pairs: Counter = Counter()
     unanswered: Counter = Counter()
     orphans = 0
@@ -233,6 +280,8 @@ def build_summary(tally: Tally, selected: dict, captures: Sequence[str], problem
             orphans += n
     return {
         "captures": list(captures),
+        "complete": not incomplete,
+        "incomplete_captures": sorted(incomplete),
         "frames": int(sum(kinds.values())),
         "requests": int(kinds["request"] + kinds["oneway"]),
         "oneway_requests": int(kinds["oneway"]),
@@ -246,7 +295,9 @@ def build_summary(tally: Tally, selected: dict, captures: Sequence[str], problem
         "unanswered_by_code": _by_code(unanswered),
         "unmatched_responses": int(orphans),
         "stream_problems": list(problems),
-        "latency_ms_by_code": _percentiles(tally, selected),
+        "latency_ms_by_code": {str(c): v for c, v in latency.items() if c < HELD},
+        "held_polls": _held_polls(tally, latency),
+        "bytes_by_capture": bytes_by_capture(tally, captures),
     }
 
 

@@ -66,6 +66,7 @@ class _Conn:
     opaque: int = 0
     torn_at: int | None = None  # ns: nothing on this connection from then on
     frames: int = 0
+    suspend: bool = False  # a push consumer's pulls let the broker hold them (long polling)
 
 
 def percentile(sorted_values: list[float], p: float) -> float:
@@ -147,6 +148,8 @@ def _frames(n_frames: int, seed: int, truth: dict) -> Iterator[SynthFrame]:
             conn(kind, host, b, ser, lang)
     for b in BROKERS:
         conn("broker-ns", b.split(":")[0], NAMESRV, SerializeType.JSON, LanguageCode.JAVA)
+    for c in by_kind["consumer"]:
+        c.suspend = c.conn_id % 3 != 0  # push consumers; the rest pull without suspending
     # a few torn connections: the client vanishes somewhere in the second half
     for c in rng.sample(by_kind["consumer"] + by_kind["producer"], k=min(3, len(by_kind["producer"]))):
         c.torn_at = T0_NS + int(duration_ns * rng.uniform(0.5, 0.9))
@@ -158,6 +161,8 @@ def _frames(n_frames: int, seed: int, truth: dict) -> Iterator[SynthFrame]:
     unanswered = Counter()
     serialize = Counter()
     latencies: dict[int, array] = defaultdict(lambda: array("d"))
+    held_latencies: dict[int, array] = defaultdict(lambda: array("d"))
+    held = Counter()  # (code, outcome) of the held polls
     connections_seen: set[str] = set()
     counts = Counter()
     problems: set[str] = set()
@@ -173,10 +178,12 @@ def _frames(n_frames: int, seed: int, truth: dict) -> Iterator[SynthFrame]:
         if code in (310, 320):
             ext = {"a": f"P{group}", "b": topic, "c": "TBW102", "d": "4", "e": str(c.conn_id % 4), "f": "0",
                    "g": "1767225600000", "h": "0", "i": "KEYS\x01k\x02WAIT\x01true\x02", "j": "0", "k": "false", "m": "false"}  # fmt: skip
-            body = b"m" * (200 if code == 310 else 2000)
+            # a batch is entries led by their TOTALSIZE (MessageDecoder.encodeMessages)
+            body = b"m" * 200 if code == 310 else b"".join(struct.pack(">II", 500, 0) + b"m" * 492 for _ in range(4))
         elif code == 11:
             ext = {"consumerGroup": f"C{group}", "topic": topic, "queueId": str(c.conn_id % 4), "queueOffset": "1024",
-                   "maxMsgNums": "32", "sysFlag": "6", "commitOffset": "1000", "suspendTimeoutMillis": "15000", "subVersion": "0"}  # fmt: skip
+                   "maxMsgNums": "32", "sysFlag": "6" if c.suspend else "4", "commitOffset": "1000",
+                   "suspendTimeoutMillis": "15000", "subVersion": "0"}  # fmt: skip
         elif code in (14, 15):
             ext = {"consumerGroup": f"C{group}", "topic": topic, "queueId": str(c.conn_id % 4)}
             if code == 15:
@@ -194,7 +201,8 @@ def _frames(n_frames: int, seed: int, truth: dict) -> Iterator[SynthFrame]:
             body = b"{}" * 600
         else:
             ext = {}
-            body = b'{"clientID":"x","heartbeatFingerprint":0}' * 4 if code == 34 else b""
+            client_id = f"{c.client.split(':')[0]}@{c.conn_id % 2}"
+            body = f'{{"clientID":"{client_id}","heartbeatFingerprint":0,"producerDataSet":[],"consumerDataSet":[]}}'.encode() if code == 34 else b""
         key = ("req", c.conn_id, code, oneway, to_server)
         return tpl.frame(
             key,
@@ -211,7 +219,8 @@ def _frames(n_frames: int, seed: int, truth: dict) -> Iterator[SynthFrame]:
             ext = {"msgId": "0A00000B00002A9F00000000000A0B0C", "queueId": "1", "queueOffset": "4242"}
         elif req_code == 11 and code == 0:
             ext = {"suggestWhichBrokerId": "0", "nextBeginOffset": "1056", "minOffset": "0", "maxOffset": "9000"}
-            body = b"x" * 3000
+            # stored messages (TOTALSIZE, MAGICCODE, ...), three of them
+            body = b"".join(struct.pack(">II", 1000, 0xDAA320A7) + b"x" * 992 for _ in range(3))
         elif req_code == 105 and code == 0:
             body = b'{"brokerDatas":[],"queueDatas":[]}' * 5
         elif req_code == 14 and code == 0:
@@ -236,12 +245,14 @@ def _frames(n_frames: int, seed: int, truth: dict) -> Iterator[SynthFrame]:
         if code in (310, 320):
             rc = 0 if r < 0.95 else (17 if r < 0.97 else (2 if r < 0.99 else 10))
             return rc, _rng_latency_ns(rng, 2.0 if code == 310 else 5.0, 0.6)
+        if code == 11 and not c.suspend:
+            return (0 if r < 0.65 else 19), _rng_latency_ns(rng, 1.2, 0.6)
         if code == 11:
             if r < 0.65:
                 return 0, _rng_latency_ns(rng, 1.5, 0.7)
             if r < 0.75:
                 return 20, _rng_latency_ns(rng, 0.8, 0.5)
-            return 19, int(rng.uniform(1.0, 15.0) * 1e9)  # held by long polling
+            return 19, int(rng.uniform(1.0, 15.0) * 1e9)  # held by long polling until it expired
         if code == 105:
             return (0 if r < 0.9 else 17), _rng_latency_ns(rng, 0.6, 0.4)
         if code == 103:
@@ -268,14 +279,21 @@ def _frames(n_frames: int, seed: int, truth: dict) -> Iterator[SynthFrame]:
         while pending and pending[0][0] <= t and budget > 0:
             ts, _, cid, req_code, frame, rc, lat = heapq.heappop(pending)
             c = conns[cid - 1]
+            long_poll = req_code == 11 and c.suspend
             if c.torn_at is not None and ts >= c.torn_at:
                 unanswered[req_code] += 1
+                if long_poll:
+                    held[(req_code, "unanswered")] += 1
                 continue
             yield emit(ts, c, False, frame)
             responses[rc] += 1
             pairs[(req_code, rc)] += 1
             serialize[c.serialize.name] += 1
-            latencies[req_code].append(lat / 1e6)
+            if long_poll:
+                held_latencies[req_code].append(lat / 1e6)
+                held[(req_code, {0: "arrival", 19: "expired", 20: "expired"}.get(rc, "other"))] += 1
+            else:
+                latencies[req_code].append(lat / 1e6)
         if budget <= 0:
             break
         r = rng.random()
@@ -311,11 +329,15 @@ def _frames(n_frames: int, seed: int, truth: dict) -> Iterator[SynthFrame]:
         rc, lat = answer(c, code)
         if t + lat >= end_ns:
             unanswered[code] += 1  # still pending when the capture ends
+            if code == 11 and c.suspend:
+                held[(code, "unanswered")] += 1
             continue
         seq += 1
         heapq.heappush(pending, (t + lat, seq, c.conn_id, code, make_response(c, code, rc, c.opaque), rc, lat))
     for _, _, cid, req_code, *_ in pending:
         unanswered[req_code] += 1
+        if req_code == 11 and conns[cid - 1].suspend:
+            held[(req_code, "unanswered")] += 1
     for c in conns:
         if c.torn_at is not None and c.frames:
             problems.add(f"{c.client}->{c.server}")
@@ -323,15 +345,21 @@ def _frames(n_frames: int, seed: int, truth: dict) -> Iterator[SynthFrame]:
     def by_code(counter: Counter) -> dict[str, int]:
         return {str(k): int(counter[k]) for k in sorted(counter) if counter[k]}
 
-    latency = {}
-    for code in sorted(latencies):
-        values = sorted(latencies[code])
-        latency[str(code)] = {
+    def figures(values: list[float]) -> dict[str, float]:
+        values = sorted(values)
+        return {
             "p50": round(percentile(values, 0.5), 6),
             "p95": round(percentile(values, 0.95), 6),
             "p99": round(percentile(values, 0.99), 6),
             "max": round(values[-1], 6),
         }
+
+    latency = {str(code): figures(latencies[code]) for code in sorted(latencies) if latencies[code]}
+    held_polls = {}
+    for code in sorted({c for c, _ in held}):
+        ended = {o: held[(code, o)] for o in ("arrival", "expired", "other", "unanswered")}
+        held_polls[str(code)] = {"calls": sum(ended.values()), **ended,
+                                 "held_ms": figures(held_latencies[code]) if held_latencies[code] else None}  # fmt: skip
     n_requests = sum(requests.values())
     n_responses = sum(responses.values())
     truth.update(
@@ -351,6 +379,7 @@ def _frames(n_frames: int, seed: int, truth: dict) -> Iterator[SynthFrame]:
             "unmatched_responses": counts["orphans"],
             "stream_problems": [],  # native: none; pcap: the torn connections (see write_pcap)
             "latency_ms_by_code": latency,
+            "held_polls": held_polls,
             # beyond summary.json: what the capture holds besides
             "torn_connections": sorted(problems),
         }

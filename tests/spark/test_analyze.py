@@ -19,7 +19,9 @@ from .conftest import summary_without
 def test_native_summary_is_the_ground_truth(native_result, captures):
     truth = captures["native_truth"]
     assert list(native_result.summary) == list(SUMMARY_KEYS)
-    assert native_result.summary == summary_without(truth, "torn_connections")
+    assert summary_without(native_result.summary, "bytes_by_capture") == {**summary_without(truth, "torn_connections"), "complete": True, "incomplete_captures": []}
+    b = native_result.summary["bytes_by_capture"]["synth.cap"]
+    assert b["frames"] == truth["frames"] and b["stream"] == b["frame"] > 0 and b["unaccounted"] == 0
 
 
 def test_summary_json_shape(native_result):
@@ -36,10 +38,17 @@ def test_summary_json_shape(native_result):
 def test_pcap_summary_is_the_same_traffic_with_torn_streams_reported(spark, captures, tmp_path):
     result = analyze(spark, [captures["pcap"]], str(tmp_path), split_bytes=64 * 1024)
     truth = captures["pcap_truth"]
-    assert summary_without(result.summary, "stream_problems") == summary_without(truth, "stream_problems", "torn_connections")
+    assert summary_without(result.summary, "stream_problems", "complete", "incomplete_captures", "bytes_by_capture") == summary_without(
+        truth, "stream_problems", "torn_connections"
+    )
     reported = sorted({p.split(": ", 1)[0] for p in result.summary["stream_problems"]})
     assert reported == truth["stream_problems"]
     assert all("ends inside a frame" in p for p in result.summary["stream_problems"])
+    assert result.summary["incomplete_captures"] == ["synth.pcap"]  # partial frames: as `trocket capture show` says
+    b = result.summary["bytes_by_capture"]["synth.pcap"]
+    # the torn frames' captured halves are problem bytes; every byte is accounted for
+    assert b["problem"] == 48 * len(truth["torn_connections"]) and b["unaccounted"] == 0
+    assert b["stream"] == b["frame"] + b["duplicate"] + b["problem"]
 
 
 def test_frames_and_calls_tables(spark, native_result, captures):
@@ -116,37 +125,57 @@ def test_bad_input_is_reported_and_the_rest_analyzed(spark, captures, tmp_path, 
         return any(p.startswith(prefix) and text in p for p in problems)
 
     assert has("missing.cap:", "no such file")
-    assert has("empty.pcap:", "empty capture")
+    assert has("empty.pcap:", "empty file")
     assert has("random.bin:", "not a capture")
     assert has("truncated.cap:", "capture ends inside a record")
     assert has("truncated.pcap:", "")
     assert has("10.9.9.9:50000->10.9.9.1:80:", "HTTP")  # the non-RocketMQ stream, by connection
     truth = captures["native_truth"]
     assert summary["frames"] > truth["frames"] + 500  # good.cap whole, plus the readable halves
+    assert summary["complete"] is False
+    assert (out / "_SUCCESS").exists() and (out / "frames" / "_SUCCESS").exists()
     report = (out / "report.html").read_text()
-    assert "data:image/png;base64," in report and "src=\"http" not in report
+    assert "plotly" in report and "src=\"http" not in report  # its JavaScript inline: works offline
     assert "missing.cap: no such file" in report
     printed = capsys.readouterr().out
     assert "problem: " in printed and "frames " in printed and str(out) in printed
 
 
-def test_report_is_self_contained(spark, native_result, captures):
-    from trocket.spark.report import build_report
+def test_views_and_the_interactive_report(spark, native_result, captures):
+    import pyarrow.parquet as pq
 
-    page = build_report(spark.read.parquet(native_result.frames_path), spark.read.parquet(native_result.calls_path), native_result.summary)
-    assert page.count("data:image/png;base64,") == 4
-    for section in ("Requests per second", "Latency percentiles", "Response codes", "Frame sizes", "Top topics by volume",
-                    "Top clients by latency", "Slowest calls", "Unanswered requests", "Stream problems"):  # fmt: skip
+    from trocket.spark.main import write_report
+
+    out = os.path.dirname(native_result.frames_path)
+    write_report(out, native_result.summary)
+    truth = captures["native_truth"]
+    conv = pq.read_table(os.path.join(out, "views", "conversations.parquet")).to_pylist()
+    assert len(conv) == truth["connections"]
+    assert sum(r["frames_to_server"] + r["frames_to_client"] for r in conv) == truth["frames"]
+    assert sum(r["unanswered"] for r in conv) == sum(truth["unanswered_by_code"].values())
+    assert {r["role"] for r in conv} == {"name server", "broker"}
+    assert all(r["client_id"] for r in conv if r["role"] == "broker" and r["frames_to_server"] > 20)
+    msgs = pq.read_table(os.path.join(out, "views", "messages.parquet"))
+    sends_ok = sum(p["count"] for p in truth["pairs"] if p["request_code"] == 310 and p["response_code"] == 0)
+    batches_ok = sum(p["count"] for p in truth["pairs"] if p["request_code"] == 320 and p["response_code"] == 0)
+    assert sum(msgs["put_messages"].to_pylist()) == sends_ok + 4 * batches_ok  # a synthetic batch holds 4
+    io = pq.read_table(os.path.join(out, "views", "io.parquet"))
+    assert sum(io["frames"].to_pylist()) == truth["frames"]
+    page = open(os.path.join(out, "report.html"), encoding="utf-8").read()
+    assert page.count("<script") >= 3 and 'src="http' not in page
+    for section in ("IO graph", "Latency by request code", "Held polls", "Slowest calls", "Errors", "Messages by topic",
+                    "Conversations", "Client instances", "Captures", "Stream problems"):  # fmt: skip
         assert section in page
-    assert "PULL_MESSAGE" in page and "orders" in page or "payments" in page
+    assert "PULL_MESSAGE" in page and "TOPIC_NOT_EXIST" in page
 
 
 def test_nothing_readable_gives_an_empty_summary_and_report(spark, tmp_path):
     from trocket.spark.report import build_report
 
-    result = analyze(spark, [str(tmp_path / "missing.cap")], str(tmp_path / "out"))
+    result = analyze(None, [str(tmp_path / "missing.cap")], str(tmp_path / "out"))  # no Spark needed
     s = result.summary
     assert (s["frames"], s["requests"], s["connections"], s["pairs"], s["latency_ms_by_code"]) == (0, 0, 0, [], {})
-    assert s["stream_problems"] == ["missing.cap: no such file"]
-    page = build_report(spark.read.parquet(result.frames_path), spark.read.parquet(result.calls_path), s)
+    assert s["stream_problems"] == ["missing.cap: no such file"] and s["complete"] is False
+    assert spark.read.parquet(result.frames_path).count() == 0 and spark.read.parquet(result.calls_path).count() == 0
+    page = build_report(None, s)
     assert "missing.cap: no such file" in page

@@ -100,8 +100,9 @@ def cluster_runs(cluster, captures, tmp_path_factory):
     jvm = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
     commands = {
         "analyze": (
-            [sys.executable, "-m", "trocket", "analyze", captures["native"], "--out", str(d / "analyze-out"), "--master", url,
-             "--split-mb", "1", "--quiet", "--no-report"],
+            # a relative --out: the executors work in their own folders, not the driver's
+            [sys.executable, "-m", "trocket", "analyze", captures["native"], "--out", "analyze-out", "--master", url,
+             "--split-mb", "0.0625", "--quiet", "--no-report"],
             dict(env, PYSPARK_SUBMIT_ARGS="--conf spark.cores.max=1 pyspark-shell"),
         ),
         "submit": (

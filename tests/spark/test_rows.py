@@ -10,7 +10,7 @@ COLS = [name for name, _ in FRAME_FIELDS]
 
 
 def row(frame: bytes, direction: str = TO_SERVER) -> dict:
-    r = frame_row("cap", 16, 1_000, "10.0.0.5:40000", "10.0.0.1:10911", direction, frame)
+    r = frame_row("cap", 7, 16, 1_000, "10.0.0.5:40000", "10.0.0.1:10911", direction, frame)
     assert len(r) == len(COLS)
     return dict(zip(COLS, r))
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import os
 import random
+from collections import Counter
 
 import pytest
 
 from trocket.spark import synth
-from trocket.spark.calls import ANSWERED, ORPHAN, UNANSWERED, Pairer, pair_leftovers
+from trocket.spark.calls import ANSWERED, ORPHAN, UNANSWERED, C, Pairer, pair_leftovers
 from trocket.spark.native import plan_native, read_native_range
-from trocket.spark.rows import TO_CLIENT, TO_SERVER
+from trocket.spark.rows import TO_CLIENT, TO_SERVER, F
 from trocket.spark.stretch import decode_stretch, resolve_records, sorted_records
 from trocket.spark.summary import PERCENTILES, Tally, buckets, build_summary, select_latencies
 
@@ -24,20 +25,23 @@ def _analyze_without_spark(path: str, out, split_bytes: int) -> tuple[dict, int]
     frames_dir, calls_dir = out / "frames", out / "calls"
     frames_dir.mkdir()
     calls_dir.mkdir()
-    problems: list[str] = []
+    problems: list = []
     records = []
-    ranges = plan_native(path, os.path.basename(path), split_bytes, problems.append)
-    for rng in ranges:
-        records.extend(decode_stretch(read_native_range(rng, problems.append), str(frames_dir), str(calls_dir), f"p{rng[2]}"))
-    # the second step as the shuffle gives it: one task per connection hash, sorted
+    plan = plan_native(path, os.path.basename(path), split_bytes, problems.append)
+    for rng in plan.ranges:
+        account: Counter = Counter()
+        records.extend(decode_stretch(read_native_range(rng, problems.append, account=account), str(frames_dir), str(calls_dir),
+                                      f"p{rng[2]}", account=account))  # fmt: skip
+    # the second step as the shuffle gives it: one task per address pair hash, sorted
     tally = Tally()
+    spans = {os.path.basename(path): (plan.first_ts, plan.last_ts)}
     for i in range(2):
         mine = [r for r in records if hash(r[0][0]) % 2 == i]
-        tally.merge(resolve_records(sorted_records(mine), str(calls_dir), f"r{i}"))
+        tally.merge(resolve_records(sorted_records(mine), str(calls_dir), f"r{i}", spans))
     targets = tally.latency_targets()
-    files = [str(calls_dir / f) for f in sorted(os.listdir(calls_dir))]
+    files = [str(calls_dir / f) for f in sorted(os.listdir(calls_dir)) if f.endswith(".parquet")]
     selected = select_latencies(files, {c: {b for _, b, _ in found} for c, found in targets.items()})
-    return build_summary(tally, selected, [os.path.basename(path)], sorted(problems)), len(ranges)
+    return build_summary(tally, selected, [os.path.basename(path)], sorted(p.text for p in problems)), len(plan.ranges)
 
 
 @pytest.mark.parametrize("split_bytes", [1 << 40, 16 * 1024])
@@ -48,13 +52,16 @@ def test_stretches_give_the_ground_truth_whole_or_in_many_ranges(tmp_path, split
     assert n_ranges == 1 if split_bytes > 1e9 else n_ranges > 20
     truth = json.loads(json.dumps(truth))
     truth.pop("torn_connections", None)
-    assert summary == truth
+    by_capture = summary.pop("bytes_by_capture")
+    assert summary == {**truth, "complete": True, "incomplete_captures": []}
+    (b,) = by_capture.values()
+    assert b["frames"] == truth["frames"] and b["stream"] == b["frame"] > 0 and b["unaccounted"] == 0
 
 
 def _row(kind: str, direction: str, opaque: int, ts: int, code: int = 11, conn: str = "c->s") -> tuple:
     client, server = conn.split("->")
-    return ("cap", ts, ts, conn, client, server, direction, kind, "JSON", code, "X", opaque, 0, "JAVA", 1,
-            30, 20, 2, None, None, None, None)  # fmt: skip
+    return ("cap", 1, ts, ts, conn, client, server, direction, kind, "JSON", code, "X", opaque, 0, "JAVA", 1,
+            30, 20, 2, None, None, None, None, None, None, None, None, None, None, None, None, None, None, None, None)  # fmt: skip
 
 
 def test_fifo_pairing_per_key_and_what_is_left():
@@ -64,9 +71,9 @@ def test_fifo_pairing_per_key_and_what_is_left():
     p.request(_row("request", TO_SERVER, 1, 3))  # the same opaque again, still outstanding
     p.request(_row("request", TO_CLIENT, 1, 4, code=40))  # the other side's opaque 1: another key
     p.response(_row("response", TO_CLIENT, 1, 5, code=0))  # answers the request at ts 2
-    assert [(c[5], c[10], c[11]) for c in p.calls] == [(ANSWERED, 2, 5)]
-    assert p.calls[0][12] == 3 / 1e6
-    left = sorted((r[2], r[7]) for r in p.leftovers())
+    assert [(c[C.STATUS], c[C.REQ_TS], c[C.RESP_TS]) for c in p.calls] == [(ANSWERED, 2, 5)]
+    assert p.calls[0][C.LATENCY] == 3 / 1e6
+    left = sorted((r[F.TS], r[F.KIND]) for r in p.leftovers())
     assert left == [(1, "response"), (3, "request"), (4, "request")]
 
 
@@ -78,11 +85,11 @@ def test_leftovers_pair_across_stretches():
         _row("request", TO_SERVER, 9, 21),  # never answered
     ]
     calls = list(pair_leftovers(rows))
-    assert sorted((c[5], c[4]) for c in calls) == [(ANSWERED, 8), (ORPHAN, 7), (UNANSWERED, 9)]
-    answered = next(c for c in calls if c[5] == ANSWERED)
-    assert (answered[10], answered[11]) == (11, 20)
-    orphan = next(c for c in calls if c[5] == ORPHAN)
-    assert orphan[3] == TO_SERVER and orphan[10] is None and orphan[11] == 10
+    assert sorted((c[C.STATUS], c[C.OPAQUE]) for c in calls) == [(ANSWERED, 8), (ORPHAN, 7), (UNANSWERED, 9)]
+    answered = next(c for c in calls if c[C.STATUS] == ANSWERED)
+    assert (answered[C.REQ_TS], answered[C.RESP_TS]) == (11, 20)
+    orphan = next(c for c in calls if c[C.STATUS] == ORPHAN)
+    assert orphan[C.DIRECTION] == TO_SERVER and orphan[C.REQ_TS] is None and orphan[C.RESP_TS] == 10
 
 
 def test_buckets_are_monotonic_and_exact_below_2us():

@@ -41,6 +41,11 @@ def test_truth_matches_the_frames_written(tmp_path):
     assert truth["requests"] - truth["oneway_requests"] == answered + sum(truth["unanswered_by_code"].values())
     assert truth["responses"] == answered + truth["unmatched_responses"]
     assert truth["unanswered_by_code"].get("11", 0) > 0  # long-polling pulls outlive the capture
+    # held polls (suspend flag) apart: the other pulls' latency is milliseconds, the held ones' seconds
+    held = truth["held_polls"]["11"]
+    assert held["arrival"] > 0 and held["expired"] > 0 and held["unanswered"] > 0
+    assert held["calls"] == held["arrival"] + held["expired"] + held["other"] + held["unanswered"]
+    assert truth["latency_ms_by_code"]["11"]["p99"] < 100 < 1000 < held["held_ms"]["p95"]
     assert {"0", "17"} <= set(truth["responses_by_code"])
     assert truth["frames_by_serialize"]["JSON"] > 0 and truth["frames_by_serialize"]["ROCKETMQ"] > 0
     assert truth["torn_connections"]
