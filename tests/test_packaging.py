@@ -21,6 +21,11 @@ def test_wheel_installs_into_a_fresh_venv(tmp_path):
         check=True, capture_output=True,
     )
     [wheel] = dist.glob("trocket-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
+    # Apache-2.0 as SPDX metadata, with the license and notice files in the wheel
+    assert {f"{info}/licenses/LICENSE", f"{info}/licenses/NOTICE"} <= set(names)
+    assert "License-Expression: Apache-2.0" in zipfile.ZipFile(wheel).read(f"{info}/METADATA").decode()
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     py = env_dir / "bin" / "python"
