@@ -259,8 +259,10 @@ async def run_trocket(namesrv: str, pid: int, name: str, warmup: float, seconds:
             for _ in range(256):
                 await slots.acquire()
 
-        senders = {"sync x1": [sync_sender], "sync x16": [sync_sender] * 16, "batch 32": [batch_sender],
-                   "oneway": [oneway_sender], "async 256": [async_sender]}[name]
+        if name.startswith("sync x"):  # "sync xN": N senders, each waiting for its answer
+            senders = [sync_sender] * int(name[len("sync x"):])
+        else:
+            senders = {"batch 32": [batch_sender], "oneway": [oneway_sender], "async 256": [async_sender]}[name]
         async with trio.open_nursery() as nursery:
             for s in senders:
                 nursery.start_soon(s)
