@@ -50,7 +50,7 @@ class SlaveSynchronize:
         self.timeout = timeout
         self.rounds = 0
         self.failures = 0
-        #: topics learnt from replicated records since the master's table was last taken
+        #: topics learnt from replicated records since the master's table was last asked for
         self.learnt: set[str] = set()
 
     def learn_topic(self, topic: str, queue_id: int, queue_offset: int, tag: int, store_ts: int) -> None:
@@ -99,6 +99,12 @@ class SlaveSynchronize:
         return loads(response.body or b"{}")
 
     async def _topics(self, addr: str) -> None:
+        # A topic learnt from its records before this request left is in the table the
+        # master answers (the master makes a topic before it stores its first record):
+        # the table decides about it, and one it lacks was deleted. Only a topic learnt
+        # while the table was on its way may be newer than the table: that one stays (the
+        # next copy has it), and its queues are not dropped.
+        self.learnt = set()
         data = await self._call(addr, RequestCode.GET_ALL_TOPIC_CONFIG)
         version = data.get("dataVersion") or {}
         counter, timestamp = int(version.get("counter", 0)), int(version.get("timestamp", 0))
@@ -106,9 +112,7 @@ class SlaveSynchronize:
         if (counter, timestamp) == (topics.data_version_counter, topics.data_version_timestamp):
             return
         table = {str(name): TopicConfig.from_json(raw) for name, raw in (data.get("topicConfigTable") or {}).items()}
-        # a topic learnt from its records while this table was on its way may be newer
-        # than the table: it stays (the next copy has it), and its queues are not dropped
-        learnt, self.learnt = self.learnt, set()
+        learnt = self.learnt
         for name in learnt - table.keys():
             kept = topics.select(name)
             if kept is not None:

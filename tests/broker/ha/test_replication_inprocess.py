@@ -682,6 +682,33 @@ async def test_slave_drops_the_queues_of_a_topic_its_master_deleted(tmp_path):
                 assert [slave.store.get_max_offset("Kept", q) for q in range(2)] == [1, 1]
 
 
+async def test_a_topic_learnt_before_the_table_was_asked_for_goes_when_the_master_deleted_it(tmp_path):
+    """The slave learns "Doomed" from its records, the master deletes it, and only then
+    does the slave copy the master's table (no periodic copy in between: the interval is
+    an hour): the table, asked for after the learning, is the truth, so the topic and its
+    queues go. (Kept only if learnt while the table was on its way.)"""
+    async with running_broker(tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0)) as master:
+        async with running_broker(
+            tmp_path / "s", broker_role="SLAVE", namesrv_addrs=master.namesrv.address,
+            slave_sync_interval_ms=3_600_000,
+        ) as slave:
+            await wait_until(lambda: master.ha.transfer.connections == 1)
+            await wait_until(lambda: slave.slave_sync.rounds >= 1)  # the first copy, before the topics exist
+            async with client() as c:
+                for topic in ("Doomed", "Kept"):
+                    r = await c.invoke_sync(master.broker_addr, Wire.send_v2(topic, b"x", properties=Wire.props()))
+                    assert r.code == ResponseCode.SUCCESS
+                await wait_until(lambda: slave.store.max_phy_offset == master.store.max_phy_offset)
+                assert slave.topics.select("Doomed") is not None  # learnt from the records
+                r = await c.invoke_sync(master.broker_addr, RemotingCommand.request(
+                    RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic="Doomed")))
+                assert r.code == ResponseCode.SUCCESS
+                assert await slave.slave_sync.sync_all()
+                assert slave.topics.select("Doomed") is None
+                assert "Doomed" not in slave.store.queues.topics()
+                assert slave.topics.select("Kept") is not None
+
+
 async def _pipelined_sends(master, n: int) -> list[RemotingCommand]:
     """``n`` sends in one write on a raw connection; their answers, as they arrive."""
     from trocket.codecs.serialize import decode_command, encode_command
