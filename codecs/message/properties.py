@@ -22,7 +22,7 @@ reject the bytes with :class:`MessageDecodeError` rather than alter them).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from ..errors import MessageDecodeError
 from ..java_hashmap import JavaHashMap, hashmap_order
@@ -37,6 +37,7 @@ __all__ = [
     "append_properties",
     "decode_properties",
     "decode_properties_bytes",
+    "edit_properties_bytes",
     "encode_properties",
     "encode_properties_bytes",
     "get_property",
@@ -230,6 +231,25 @@ def send_properties(props: str, cluster: str) -> tuple[bytes, str | None]:
     m[PROPERTY_CLUSTER] = cluster
     m.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
     return utf8(m.to_properties(), "properties"), m.get(PROPERTY_TAGS)
+
+
+def edit_properties_bytes(data: bytes, drop: Collection[bytes], add: bytes = b"") -> bytes:
+    """``data`` (a properties string as bytes) without the items whose key is in
+    ``drop``, with ``add`` (items already encoded, ``k\\x01v`` joined by ``\\x02``)
+    appended -- before a trailing separator when ``data`` ends with one. Every other
+    byte (order, separators) stays as it was, so dropping what was added gives ``data``
+    back. For the broker's rewrites of a stored message (the delay's and the
+    transaction's ``REAL_TOPIC``/``REAL_QID``), which keep the producer's string."""
+    parts = data.split(b"\x02") if data else []
+    trailing = bool(parts) and parts[-1] == b""
+    if trailing:
+        parts.pop()
+    kept = [part for part in parts if part.partition(b"\x01")[0] not in drop]
+    if add:
+        kept.append(add)
+    if trailing:
+        kept.append(b"")
+    return b"\x02".join(kept)
 
 
 def utf8(text: str, what: str) -> bytes:

@@ -1,0 +1,288 @@
+"""The records of a transaction: half message, op record, committed message, check copy.
+
+RocketMQ 4.9.8's ``TransactionalMessageBridge`` (``parseHalfMessageInner``,
+``renewHalfMessageInner``, ``renewImmunityHalfMessageInner``, ``makeOpMessageInner``),
+``EndTransactionProcessor.endMessageTransaction``,
+``DefaultTransactionalMessageCheckListener.toMessageExtBrokerInner`` and
+``TransactionalMessageUtil``, as functions from what is stored to what to store next.
+Every rewrite keeps the producer's properties bytes and edits only the items it must
+(:func:`~trocket.codecs.message.properties.edit_properties_bytes`; Java re-serializes
+its ``HashMap``):
+
+* half message (:func:`half_message`): the prepared send, moved to
+  ``RMQ_SYS_TRANS_HALF_TOPIC`` queue 0 with ``REAL_TOPIC``/``REAL_QID`` naming where it
+  was sent, its transaction type reset to "not transactional" so the half topic's
+  consume queue indexes it (a prepared record would get none);
+* op record (:func:`op_message`): on ``RMQ_SYS_TRANS_OP_HALF_TOPIC``, the half queue
+  id, tags ``d`` (``REMOVETAG``), the body the half message's queue offset in decimal:
+  "this half message is ended" (a commit or a rollback alike);
+* committed message (:func:`committed_message`): the half message back on its real topic
+  and queue, transaction type COMMIT, ``PREPAREDTRANSACTIONOFFSET`` the half record's
+  commit-log offset;
+* check copy (:func:`check_copy`): before each check the half message is stored again
+  at the head of the half queue with ``TRANSACTION_CHECK_TIMES`` counted up (Java's
+  ``putBackHalfMsgQueue``), so the check offset can move on;
+* discarded message (:func:`discarded_message`): after ``transactionCheckMax`` checks,
+  the half message on ``TRANS_CHECK_MAX_TIME_TOPIC``.
+
+Differences from 4.9.8, on purpose: the committed message's stored properties lose
+``REAL_TOPIC``, ``REAL_QID`` and ``TRAN_MSG`` (4.9.8 clears them from its map *after*
+building the stored string, so its consumers see all three -- the same slip as the
+delay's, apache/rocketmq#11037; with ``TRAN_MSG=true`` kept, a consumer that forwards
+the message through a producer sends a new half message); every check copy carries
+``TRAN_PREPARED_QUEUE_OFFSET`` naming the first half message of its transaction (Java
+writes it only on the immunity copies; here the check service finds a transaction's
+live copy by it, so a transaction ends once however many copies the checks made), and
+the committed message drops it again; and a check copy keeps the message's flag and
+reconsume times (Java's ``renewHalfMessageInner`` drops both, so a checked transaction
+is delivered with flag 0).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from trocket.codecs.errors import MessageDecodeError
+from trocket.codecs.message.hosts import HostAddress
+from trocket.codecs.message.message import MessageExt
+from trocket.codecs.message.properties import (
+    PROPERTY_PRODUCER_GROUP,
+    PROPERTY_REAL_QUEUE_ID,
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_TAGS,
+    PROPERTY_TRANSACTION_CHECK_TIMES,
+    PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    PROPERTY_WAIT_STORE_MSG_OK,
+    decode_properties_bytes,
+    edit_properties_bytes,
+    encode_properties_bytes,
+)
+from trocket.codecs.message.record import decode_record, record_size
+from trocket.codecs.message.sysflag import (
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    reset_transaction_value,
+)
+from trocket.codecs.names import (
+    RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
+    RMQ_SYS_TRANS_HALF_TOPIC,
+    RMQ_SYS_TRANS_OP_HALF_TOPIC,
+)
+
+from ..store import MessageInner, MessageStore, tags_hash
+
+__all__ = [
+    "CHECK_MAX_TIME_TOPIC",
+    "HALF_QUEUE_ID",
+    "HALF_TOPIC",
+    "OP_TOPIC",
+    "REMOVE_TAG",
+    "TRANS_GROUP",
+    "StoredHalf",
+    "check_copy",
+    "committed_message",
+    "discarded_message",
+    "half_message",
+    "op_message",
+    "origin_offset",
+    "read_half",
+]
+
+HALF_TOPIC = RMQ_SYS_TRANS_HALF_TOPIC
+OP_TOPIC = RMQ_SYS_TRANS_OP_HALF_TOPIC
+CHECK_MAX_TIME_TOPIC = RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC
+#: the half queue every prepared message goes to (``parseHalfMessageInner``: 0)
+HALF_QUEUE_ID = 0
+#: ``TransactionalMessageUtil.REMOVETAG``: the op record's tags
+REMOVE_TAG = "d"
+#: ``MixAll.CID_SYS_RMQ_TRANS``: the group whose consumer offsets are the check's progress
+TRANS_GROUP = "CID_RMQ_SYS_TRANS"
+
+_REAL_KEYS = frozenset((PROPERTY_REAL_TOPIC.encode(), PROPERTY_REAL_QUEUE_ID.encode()))
+_NOT_ON_COMMIT = _REAL_KEYS | {
+    PROPERTY_TRANSACTION_PREPARED.encode(), PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET.encode()
+}
+_CHECK_KEYS = frozenset(
+    (PROPERTY_TRANSACTION_CHECK_TIMES.encode(), PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET.encode())
+)
+_REMOVE_TAG_CODE = tags_hash(REMOVE_TAG)
+
+
+def _item(key: str, value: object) -> bytes:
+    return f"{key}\x01{value}".encode()
+
+
+def half_message(msg: MessageInner) -> MessageInner:
+    """``parseHalfMessageInner``: ``msg`` as the half topic stores it (a new message;
+    ``msg`` is left as the producer addressed it)."""
+    raw = msg.properties_bytes
+    if raw is None:
+        raw = encode_properties_bytes(msg.properties)
+    props = edit_properties_bytes(
+        bytes(raw), _REAL_KEYS, _item(PROPERTY_REAL_TOPIC, msg.topic) + b"\x02" + _item(PROPERTY_REAL_QUEUE_ID, msg.queue_id)
+    )
+    return attrs.evolve(
+        msg,
+        topic=HALF_TOPIC,
+        queue_id=HALF_QUEUE_ID,
+        properties={},
+        properties_bytes=props,
+        sys_flag=reset_transaction_value(msg.sys_flag, TRANSACTION_NOT_TYPE),
+    )
+
+
+@attrs.define(slots=True)
+class StoredHalf:
+    """A half message read back: the record (body as stored, compressed or not), its
+    properties as stored (bytes) and decoded."""
+
+    msg: MessageExt
+    raw_properties: bytes
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return self.msg.properties
+
+    @property
+    def producer_group(self) -> str | None:
+        return self.msg.properties.get(PROPERTY_PRODUCER_GROUP)
+
+    @property
+    def real_topic(self) -> str | None:
+        return self.msg.properties.get(PROPERTY_REAL_TOPIC)
+
+    @property
+    def real_queue_id(self) -> int | None:
+        try:
+            return int(self.msg.properties.get(PROPERTY_REAL_QUEUE_ID, ""))
+        except ValueError:
+            return None
+
+    @property
+    def check_times(self) -> int | None:
+        """``TRANSACTION_CHECK_TIMES``; None when never checked (-1 when unreadable,
+        as Java's ``getInt``)."""
+        text = self.msg.properties.get(PROPERTY_TRANSACTION_CHECK_TIMES)
+        if text is None:
+            return None
+        try:
+            return int(text)
+        except ValueError:
+            return -1
+
+
+def read_half(store: MessageStore, commit_log_offset: int) -> StoredHalf | None:
+    """The record starting at ``commit_log_offset`` (``lookMessageByOffset`` without
+    inflating the body), or None when no record starts there or it does not decode."""
+    if commit_log_offset < 0:
+        return None
+    view = store.select_one_message_by_offset(commit_log_offset)
+    if view is None:
+        return None
+    try:
+        msg, _ = decode_record(view, decompress=False)
+    except MessageDecodeError:
+        return None
+    topic_len = len(msg.topic.encode("utf-8"))
+    props_at = record_size(len(msg.body), topic_len, 0, msg.sys_flag)
+    return StoredHalf(msg, bytes(view[props_at:]))
+
+
+def origin_offset(half: StoredHalf, queue_offset: int) -> int:
+    """The queue offset of the transaction's first half message: a check copy names it
+    (``TRAN_PREPARED_QUEUE_OFFSET``), the first one is itself."""
+    text = half.properties.get(PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET)
+    if text is None:
+        return queue_offset
+    try:
+        return int(text)
+    except ValueError:
+        return queue_offset
+
+
+def committed_message(half: StoredHalf, commit_log_offset: int) -> MessageInner:
+    """``endMessageTransaction``: the half message on its real topic and queue, as a
+    committed transactional message (see the module docstring for its properties)."""
+    msg = half.msg
+    props = edit_properties_bytes(half.raw_properties, _NOT_ON_COMMIT)
+    return MessageInner(
+        topic=half.real_topic or "",
+        body=msg.body,
+        queue_id=half.real_queue_id or 0,
+        flag=msg.flag,
+        properties_bytes=props,
+        properties=decode_properties_bytes(props),
+        sys_flag=reset_transaction_value(msg.sys_flag, TRANSACTION_COMMIT_TYPE),
+        born_timestamp=msg.born_timestamp,
+        born_host=msg.born_host,
+        reconsume_times=msg.reconsume_times,
+        prepared_transaction_offset=commit_log_offset,
+        tags_code=tags_hash(msg.properties.get(PROPERTY_TAGS)),
+    )
+
+
+def op_message(half_queue_offset: int, store_host: HostAddress, unique_id: str, now_ms: int) -> MessageInner:
+    """``addRemoveTagInTransactionOp``: the op record that ends the half message at
+    ``half_queue_offset`` (``new Message(opTopic, "d", body)`` plus its unique id)."""
+    props = b"\x02".join(
+        (_item(PROPERTY_TAGS, REMOVE_TAG), _item(PROPERTY_WAIT_STORE_MSG_OK, "true"),
+         _item(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, unique_id))
+    )
+    return MessageInner(
+        topic=OP_TOPIC,
+        body=str(half_queue_offset).encode(),
+        queue_id=HALF_QUEUE_ID,
+        properties_bytes=props,
+        born_timestamp=now_ms,
+        born_host=store_host,
+        tags_code=_REMOVE_TAG_CODE,
+    )
+
+
+def check_copy(half: StoredHalf, origin: int, check_times: int | None) -> MessageInner:
+    """``renewHalfMessageInner`` (``check_times``: the count it carries, Java's
+    ``needDiscard`` having counted it up) or ``renewImmunityHalfMessageInner``
+    (``check_times`` None: the count as it was): the half message again, naming the
+    transaction's first half message ``origin``."""
+    msg = half.msg
+    add = _item(PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET, origin)
+    drop = _CHECK_KEYS
+    if check_times is not None:
+        add = _item(PROPERTY_TRANSACTION_CHECK_TIMES, check_times) + b"\x02" + add
+    else:
+        drop = frozenset((PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET.encode(),))
+    props = edit_properties_bytes(half.raw_properties, drop, add)
+    return MessageInner(
+        topic=HALF_TOPIC,
+        body=msg.body,
+        queue_id=msg.queue_id,
+        flag=msg.flag,
+        properties_bytes=props,
+        properties=decode_properties_bytes(props),
+        sys_flag=msg.sys_flag,
+        born_timestamp=msg.born_timestamp,
+        born_host=msg.born_host,
+        reconsume_times=msg.reconsume_times,
+        tags_code=tags_hash(msg.properties.get(PROPERTY_TAGS)),
+    )
+
+
+def discarded_message(half: StoredHalf, queue_id: int = 0) -> MessageInner:
+    """``toMessageExtBrokerInner``: the half message, checked too often, on
+    ``TRANS_CHECK_MAX_TIME_TOPIC`` (properties as stored)."""
+    msg = half.msg
+    return MessageInner(
+        topic=CHECK_MAX_TIME_TOPIC,
+        body=msg.body,
+        queue_id=queue_id,
+        flag=msg.flag,
+        properties_bytes=half.raw_properties,
+        properties=dict(msg.properties),
+        sys_flag=msg.sys_flag,
+        born_timestamp=msg.born_timestamp,
+        born_host=msg.born_host,
+        reconsume_times=msg.reconsume_times,
+        tags_code=tags_hash(msg.properties.get(PROPERTY_TAGS)),
+    )

@@ -1,0 +1,228 @@
+"""Transactions with the real Java 4.9.8 client, against ``trocket broker`` and against
+the Java 4.9.8 broker: the same program, the same outcome (where the two brokers differ
+on purpose, the test says so).
+
+The Java side is ``TxnTool`` (java_txn/TxnTool.java: a ``TransactionMQProducer``, a
+push consumer), compiled once per session; the brokers check every second with a
+``transactionTimeOut`` of one second, so a check comes within about two. Skipped, saying
+why, where the Java distribution cannot run (java_txn/java_rmq.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from acc_tools import BrokerProcess, RawClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "java_txn"))
+from java_rmq import JavaBroker, compile_tool, finish_tool, java_status, run_tool, start_tool  # noqa: E402
+
+CHECK_CONF = {"transactionCheckInterval": "1000", "transactionTimeOut": "1000"}
+HALF = "RMQ_SYS_TRANS_HALF_TOPIC"
+
+
+@pytest.fixture(scope="session")
+def java_tool(tmp_path_factory) -> Path:
+    ok, why = java_status()
+    if not ok:
+        print(f"\nSKIP: {why}", file=sys.stderr)
+        pytest.skip(why)
+    return compile_tool(tmp_path_factory.mktemp("txn-java") / "classes")
+
+
+class Peer:
+    """A running broker of either kind: ``kind``, ``namesrv``, ``addr``."""
+
+    def __init__(self, kind: str, namesrv: str, addr: tuple[str, int], home: Path) -> None:
+        self.kind, self.namesrv, self.addr, self.home = kind, namesrv, addr, home
+
+
+def trocket_txn_broker(home: Path, conf: dict[str, str] = CHECK_CONF) -> BrokerProcess:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+    return BrokerProcess(home / "store", home / "broker.log", extra=["-c", str(home / "broker.conf")])
+
+
+@pytest.fixture(scope="module", params=["trocket", "java"])
+def peer(request, java_tool, tmp_path_factory):
+    """``trocket broker`` and the Java broker in turn, each checking every second."""
+    home = tmp_path_factory.mktemp(f"peer-{request.param}")
+    if request.param == "trocket":
+        broker = trocket_txn_broker(home)
+        broker.start()
+        try:
+            yield Peer("trocket", broker.namesrv, broker.addr, home)
+        finally:
+            rc = broker.stop()
+            assert rc == 0 and "shut down cleanly" in broker.log_text(), broker.log_tail()
+    else:
+        with JavaBroker(home, CHECK_CONF) as broker:
+            time.sleep(2)  # its first registration with the name server
+            yield Peer("java", broker.namesrv, broker.addr, home)
+
+
+def _names(peer: Peer, what: str) -> tuple[str, str, str]:
+    tag = f"{what}_{peer.kind}_{os.getpid()}_{time.monotonic_ns() % 10**6}"
+    return f"Tx{tag}", f"PG_{tag}", f"CG_{tag}"
+
+
+def consume(java_tool: Path, peer: Peer, topic: str, group: str, count: int, log_dir: Path,
+            quiet: int = 3) -> list[tuple[str, int, dict]]:
+    """What a Java push consumer gets from ``topic`` (from the first offset): (body,
+    sysflag, properties), after ``count`` messages ``quiet`` seconds more."""
+    lines = run_tool(java_tool, ["consume", peer.namesrv, topic, group, str(count), "40", str(quiet)],
+                     log_dir=log_dir, timeout=90)
+    out = []
+    for line in lines:
+        if line.startswith("MSG "):
+            _, body, sys_flag, props = line.split(" ", 3)
+            out.append((body, int(sys_flag), json.loads(props)))
+    assert lines and lines[-1].startswith("DONE"), lines
+    return out
+
+
+def test_java_transaction_producer_outcomes(peer, java_tool, tmp_path):
+    """commit delivered, rollback never, UNKNOW checked back and then delivered (or
+    rolled back), a local transaction that throws checked back: once each."""
+    topic, pgroup, cgroup = _names(peer, "outcomes")
+    specs = ["commit", "rollback", "unknown:commit", "throw:rollback", "unknown:unknown:commit", "unknown:rollback"]
+    lines = run_tool(java_tool, ["txn", peer.namesrv, topic, pgroup, "40", *specs], log_dir=tmp_path, timeout=120)
+    sent = [line.split() for line in lines if line.startswith("SENT ")]
+    assert [(s[2], s[3]) for s in sent] == [
+        ("SEND_OK", "COMMIT_MESSAGE"), ("SEND_OK", "ROLLBACK_MESSAGE"), ("SEND_OK", "UNKNOW"),
+        ("SEND_OK", "UNKNOW"), ("SEND_OK", "UNKNOW"), ("SEND_OK", "UNKNOW"),
+    ], lines
+    assert lines[-1] == "DONE answered=4 pending=4", lines
+    checks = [line.split() for line in lines if line.startswith("CHECK ")]
+    by_body: dict[str, list[list[str]]] = {}
+    for c in checks:
+        by_body.setdefault(c[1], []).append(c)
+    # checked on its real topic, counting the checks: message 4 needed two
+    assert sorted(by_body) == ["m2-unknown:commit", "m3-throw:rollback", "m4-unknown:unknown:commit", "m5-unknown:rollback"]
+    assert [c[2] for c in by_body["m4-unknown:unknown:commit"][:2]] == ["1", "2"]
+    assert all(c[3] == topic for c in checks)
+
+    got = consume(java_tool, peer, topic, cgroup, 3, tmp_path)
+    assert sorted(b for b, _, _ in got) == ["m0-commit", "m2-unknown:commit", "m4-unknown:unknown:commit"]
+    assert all(flag & 0xC == 8 for _, flag, _ in got)  # TRANSACTION_COMMIT_TYPE
+    props = {b: p for b, _, p in got}
+    assert props["m0-commit"]["PGROUP"] == pgroup and props["m0-commit"]["KEYS"] == "key0"
+    assert props["m4-unknown:unknown:commit"]["TRANSACTION_CHECK_TIMES"] == "2"
+    # what differs on purpose: 4.9.8 leaves its own REAL_TOPIC/REAL_QID/TRAN_MSG in the
+    # delivered properties (it builds the stored string before clearing them)
+    internal = {"REAL_TOPIC", "REAL_QID", "TRAN_MSG"}
+    if peer.kind == "java":
+        assert all(internal <= set(p) for p in props.values())
+    else:
+        assert not any(internal & set(p) for p in props.values())
+
+
+# -- bad input ----------------------------------------------------------------------------------
+
+
+def _prepared_send(c: RawClient, topic: str, group: str, body: bytes) -> dict:
+    props = f"TRAN_MSG\x01true\x02PGROUP\x01{group}\x02UNIQ_KEY\x01U{time.time_ns()}\x02WAIT\x01true"
+    resp, _ = c.call(10, {
+        "producerGroup": group, "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+        "queueId": "0", "sysFlag": "4", "bornTimestamp": str(int(time.time() * 1000)), "flag": "0",
+        "properties": props, "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
+    }, body)
+    assert resp["code"] == 0, resp
+    return resp["extFields"]
+
+
+def _end(c: RawClient, ext: dict, kind: int, group: str, *, offset: int | None = None) -> tuple[int, str | None]:
+    if offset is None:
+        offset = int(ext["msgId"][-16:], 16)  # the offset message id's commit-log offset
+    resp, _ = c.call(37, {
+        "producerGroup": group, "tranStateTableOffset": ext["queueOffset"], "commitLogOffset": str(offset),
+        "commitOrRollback": str(kind), "fromTransactionCheck": "false", "msgId": "U",
+    })
+    return resp["code"], resp.get("remark")
+
+
+def test_end_transaction_bad_input(peer, java_tool):
+    """Each refusal with Java's code and remark and nothing stored; where Java fails with
+    an exception or accepts what it should not, the test says what trocket does instead."""
+    topic, pgroup, _ = _names(peer, "bad")
+    trocket = peer.kind == "trocket"
+    with RawClient(peer.addr) as c:
+        plain, _ = c.call(10, {
+            "producerGroup": pgroup, "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+            "queueId": "0", "sysFlag": "0", "bornTimestamp": "0", "flag": "0", "properties": "WAIT\x01true",
+        }, b"plain")
+        assert plain["code"] == 0
+        ext = _prepared_send(c, topic, pgroup, b"tx")
+
+        # not a half message: trocket refuses it by name, 4.9.8 fails on the missing PGROUP
+        code, remark = _end(c, plain["extFields"], 8, pgroup)
+        assert code == 1
+        if trocket:
+            assert remark == "Find prepared transaction message failed"
+        else:
+            assert remark.startswith("java.lang.NullPointerException")
+        # no record starts there
+        code, remark = _end(c, ext, 8, pgroup, offset=int(ext["msgId"][-16:], 16) + 7)
+        assert code == 1 and (remark == "Find prepared transaction message failed" or not trocket), remark
+        assert _end(c, ext, 8, "SomeOtherGroup") == (1, "The producer group wrong")
+        assert _end(c, {**ext, "queueOffset": "99"}, 12, pgroup) == (1, "The transaction state table offset wrong")
+        code, remark = _end(c, ext, 5, pgroup)
+        assert code == 1 and "RemotingCommandException: commitOrRollback field wrong" in remark
+        assert c.max_offset(topic, 0) == 1  # the plain message only
+
+        assert _end(c, ext, 8, pgroup)[0] == 0
+        assert c.max_offset(topic, 0) == 2
+        # ended once: trocket refuses a second end; 4.9.8 commits it again (a duplicate)
+        code, remark = _end(c, ext, 8, pgroup)
+        if trocket:
+            assert (code, remark) == (1, "The transaction of this prepared message has already been committed or rolled back")
+            assert c.max_offset(topic, 0) == 2
+        else:
+            assert code == 0 and c.max_offset(topic, 0) == 3
+
+
+# -- kill -9 between prepare and commit -----------------------------------------------------------
+
+
+def test_kill9_between_prepare_and_commit(java_tool, tmp_path):
+    """The broker dies after the half message is stored and before the producer's commit:
+    after the restart the check asks the producer, which says commit; delivered once."""
+    broker = trocket_txn_broker(tmp_path / "broker")
+    broker.start()
+    peer = Peer("trocket", broker.namesrv, broker.addr, tmp_path)
+    topic, pgroup, cgroup = _names(peer, "kill9")
+    gate = tmp_path / "gate"
+    with RawClient(broker.addr) as c:
+        c.create_topic(topic)
+    proc = start_tool(java_tool, ["txn", broker.namesrv, topic, pgroup, "60", "gate"],
+                      log_dir=tmp_path, props={"txn.gate": str(gate)})
+    try:
+        first = proc.stdout.readline()  # the prepared send is stored and answered
+        assert first.strip() == "EXEC m0-gate", first
+        with RawClient(broker.addr) as c:
+            assert c.max_offset(HALF, 0) == 1
+        broker.kill()
+        gate.touch()  # the local transaction commits; its END_TRANSACTION finds no broker
+        broker.start()
+        lines = [first.strip(), *finish_tool(proc, 90)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    try:
+        sent = [line.split() for line in lines if line.startswith("SENT ")]
+        assert [(s[2], s[3]) for s in sent] == [("SEND_OK", "COMMIT_MESSAGE")], lines
+        checks = [line.split() for line in lines if line.startswith("CHECK ")]
+        assert [c[1:3] + c[5:] for c in checks] == [["m0-gate", "1", "commit"]], lines
+        assert lines[-1] == "DONE answered=1 pending=1", lines
+        got = consume(java_tool, peer, topic, cgroup, 1, tmp_path)
+        assert Counter(b for b, _, _ in got) == Counter({"m0-gate": 1})
+    finally:
+        rc = broker.stop()
+        assert rc == 0, broker.log_tail()
