@@ -2,7 +2,8 @@
 
 The core (Java's ``MQClientInstance`` / ``MQClientAPIImpl`` / ``ClientConfig``):
 :mod:`.config`, :mod:`.errors`, :mod:`.message`, :mod:`.route`, :mod:`.fault`,
-:mod:`.api`, :mod:`.instance`. The producer: :mod:`.producer`. The consumers:
+:mod:`.api`, :mod:`.instance`. The producers: :mod:`.producer`, :mod:`.transaction`
+(``TransactionProducer``). The consumers:
 :mod:`.consumer` (``PushConsumer``), :mod:`.consumer_lite` (``PullConsumer``) and their
 parts (:mod:`.rebalance`, :mod:`.process_queue`, :mod:`.offset_store`,
 :mod:`.subscription`, :mod:`.consumer_pull`, :mod:`.consumer_base`); the blocking facade:
@@ -25,6 +26,7 @@ from .errors import (
 )
 from .instance import ClientInstance, ConsumerHandle
 from .producer import Producer, ProducerConfig, SendFuture
+from .transaction import LocalTransactionState, TransactionListener, TransactionProducer, TransactionSendResult
 from .message import (
     Message,
     MessageExt,
@@ -42,6 +44,10 @@ __all__ = [
     "Producer",
     "ProducerConfig",
     "SendFuture",
+    "TransactionProducer",
+    "TransactionListener",
+    "TransactionSendResult",
+    "LocalTransactionState",
     "ConsumerHandle",
     "Message",
     "MessageExt",
@@ -65,7 +71,12 @@ __all__ = [
 ]
 
 # the consumers and the blocking facade
-from .blocking import BlockingProducer, BlockingPullConsumer, BlockingPushConsumer  # noqa: E402
+from .blocking import (  # noqa: E402
+    BlockingProducer,
+    BlockingPullConsumer,
+    BlockingPushConsumer,
+    BlockingTransactionProducer,
+)
 from .consumer import ConsumeFrom, ConsumeResult, MessageModel, PushConsumer, PushConsumerOptions  # noqa: E402
 from .consumer_lite import PullConsumer, PullConsumerOptions  # noqa: E402
 
@@ -78,6 +89,7 @@ __all__ += [
     "ConsumeFrom",
     "MessageModel",
     "BlockingProducer",
+    "BlockingTransactionProducer",
     "BlockingPushConsumer",
     "BlockingPullConsumer",
 ]

@@ -17,7 +17,9 @@ Contract:
   for or when the master is gone, as consumers pull and store offsets); brokers no route
   names any more are dropped after each poll (:meth:`clean_offline_brokers`); a closed
   connection to a broker fetches the routes naming it again at once (:meth:`on_broker_closed`).
-- Registration: :meth:`register_producer` / :meth:`unregister_producer` by group;
+- Registration: :meth:`register_producer` / :meth:`unregister_producer` by group (a
+  transaction producer with a :class:`ProducerHandle` that gets the broker's
+  CHECK_TRANSACTION_STATE for its group);
   :meth:`register_consumer` takes a :class:`ConsumerHandle` (its ``consumer_data()`` goes
   into every heartbeat; it receives route changes of its topics and the broker's requests)
   and :meth:`unregister_consumer`. Registering sends a heartbeat soon (:meth:`heartbeat_now`).
@@ -45,8 +47,11 @@ from trocket.codecs.bodies.client import ConsumerData, HeartbeatData, MessageQue
 from trocket.codecs.bodies.route import TopicRouteData
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
+from trocket.codecs.custom_header import decode_header
 from trocket.codecs.errors import CodecError
+from trocket.codecs.headers import CheckTransactionStateRequestHeader
 from trocket.codecs.message import decode_record
+from trocket.codecs.message.properties import PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 from trocket.codecs.names import AUTO_CREATE_TOPIC_KEY_TOPIC
 from trocket.remoting import ClientConfig as RemotingConfig
 from trocket.remoting import ChannelEventListener, Connection, RemotingClient, ServiceContextManager
@@ -58,7 +63,7 @@ from .errors import ClientError, ClientStateError, NoRouteError
 from .message import MessageExt
 from .route import MASTER_ID, TopicPublishInfo, default_route, publish_info, subscribe_queues
 
-__all__ = ["ClientInstance", "ConsumerHandle"]
+__all__ = ["ClientInstance", "ConsumerHandle", "ProducerHandle"]
 
 log = logging.getLogger(__name__)
 
@@ -97,10 +102,21 @@ class ConsumerHandle(Protocol):
         ``NotImplementedError``."""
 
 
+@runtime_checkable
+class ProducerHandle(Protocol):
+    """What a producer that answers the broker's checks registers with the instance
+    (Java: ``MQProducerInner.checkTransactionState``)."""
+
+    def check_transaction_state(self, addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader) -> None:
+        """CHECK_TRANSACTION_STATE about ``msg`` from the broker at ``addr``: answer it
+        later (END_TRANSACTION); must not block."""
+
+
 @attrs.define(slots=True)
 class _Producer:
     group: str
     topics: set[str] = attrs.field(factory=set)
+    handle: ProducerHandle | None = None
 
 
 class _BrokerCloseListener(ChannelEventListener):
@@ -188,10 +204,12 @@ class ClientInstance(ServiceContextManager):
 
     # -- registration -------------------------------------------------------------------
 
-    def register_producer(self, group: str) -> None:
+    def register_producer(self, group: str, handle: ProducerHandle | None = None) -> None:
+        """``handle``: where the broker's CHECK_TRANSACTION_STATE for the group goes (a
+        transaction producer); without one they are logged and dropped, as Java's."""
         if group in self.producers:
             raise ClientError(f"producer group {group} is already registered in client {self.client_id}")
-        self.producers[group] = _Producer(group)
+        self.producers[group] = _Producer(group, handle=handle)
         self.heartbeat_now()
 
     async def unregister_producer(self, group: str) -> None:
@@ -439,6 +457,7 @@ class ClientInstance(ServiceContextManager):
         reg(int(RequestCode.GET_CONSUMER_RUNNING_INFO), self._get_consumer_running_info)
         reg(int(RequestCode.CONSUME_MESSAGE_DIRECTLY), self._consume_message_directly)
         reg(int(RequestCode.RESET_CONSUMER_CLIENT_OFFSET), self._reset_offset)
+        reg(int(RequestCode.CHECK_TRANSACTION_STATE), self._check_transaction_state, inline=True)
 
     def _handle_for(self, request: RemotingCommand, key: str = "consumerGroup") -> ConsumerHandle | None:
         group = (request.ext_fields or {}).get(key)
@@ -481,6 +500,26 @@ class ClientInstance(ServiceContextManager):
         except NotImplementedError:
             return self._error(request, "CONSUME_MESSAGE_DIRECTLY is not supported by this trocket consumer")
         return request.make_response(int(ResponseCode.SUCCESS), body=body)
+
+    def _check_transaction_state(self, conn: Connection, request: RemotingCommand) -> None:
+        """CHECK_TRANSACTION_STATE (39, oneway): to the transaction producer of the half
+        message's group (``PGROUP``), with the broker's address (``ClientRemotingProcessor``)."""
+        try:
+            header = decode_header(CheckTransactionStateRequestHeader, request.ext_fields)
+            msg, _ = decode_record(request.body)
+        except CodecError as exc:
+            log.warning("a transaction check from %s does not decode: %s", conn.remote_address, exc)
+            return None
+        uniq = msg.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        if uniq:
+            msg.transaction_id = uniq
+        group = msg.properties.get(PROPERTY_PRODUCER_GROUP)
+        producer = self.producers.get(group) if group else None
+        if producer is None or producer.handle is None:
+            log.debug("transaction check for group %s: no transaction producer of it here", group)
+            return None
+        producer.handle.check_transaction_state(conn.peer or conn.remote_address, msg, header)
+        return None
 
     async def _reset_offset(self, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
         ext = request.ext_fields or {}

@@ -84,7 +84,7 @@ from .errors import (
     SendTimeoutError,
 )
 from .fault import LatencyFaultTolerance, select_queue
-from .instance import ClientInstance
+from .instance import ClientInstance, ProducerHandle
 from .message import Message, SendResult, SendStatus
 
 __all__ = ["Producer", "ProducerConfig", "SendFuture", "select_by_hash"]
@@ -232,6 +232,10 @@ class Producer(ServiceContextManager):
     to share one (it must be running). Options: the fields of :class:`ProducerConfig`.
     """
 
+    #: what answers the broker's transaction checks for the group (a
+    #: :class:`~trocket.client.transaction.TransactionProducer`); None: they are dropped
+    _transaction_handle: ProducerHandle | None = None
+
     def __init__(
         self,
         group: str,
@@ -275,7 +279,7 @@ class Producer(ServiceContextManager):
             if self._own_instance:
                 await nursery.start(self.instance.run)
             self.instance.check_running()
-            self.instance.register_producer(self.group)
+            self.instance.register_producer(self.group, self._transaction_handle)
             self._nursery = nursery
             self._running = True
             task_status.started(self)

@@ -124,6 +124,57 @@ def test_java_transaction_producer_outcomes(peer, java_tool, tmp_path):
         assert not any(internal & set(p) for p in props.values())
 
 
+def test_trocket_transaction_producer_outcomes(peer, java_tool, tmp_path):
+    """trocket's TransactionProducer, the same transactions: the same outcome on both
+    brokers (a Java consumer reads them)."""
+    import trio
+
+    from trocket.client import ClientConfig, TransactionProducer, new_message
+    from trocket.client import LocalTransactionState as S
+
+    topic, pgroup, cgroup = _names(peer, "tr_outcomes")
+    words = {"commit": S.COMMIT_MESSAGE, "rollback": S.ROLLBACK_MESSAGE, "unknown": S.UNKNOW}
+    specs = ["commit", "rollback", "unknown:commit", "throw:rollback", "unknown:unknown:commit", "unknown:rollback"]
+    checks: dict[str, list[str]] = {}
+    final: set[str] = set()
+
+    class Listener:
+        async def execute(self, msg, spec):
+            if spec.startswith("throw"):
+                raise RuntimeError("local transaction failed")
+            return words[spec.split(":")[0]]
+
+        def check(self, msg):  # a plain function: a worker thread
+            body = msg.body.decode()
+            times = checks.setdefault(body, [])
+            times.append(msg.properties["TRANSACTION_CHECK_TIMES"])
+            parts = body.split("-", 1)[1].split(":")
+            answer = parts[min(len(times), len(parts) - 1)]
+            if answer != "unknown":
+                final.add(body)
+            assert msg.topic == topic
+            return words[answer]
+
+    async def main():
+        config = ClientConfig(namesrv=peer.namesrv, heartbeat_interval=1.0)
+        async with TransactionProducer(pgroup, listener=Listener(), client_config=config) as producer:
+            results = [await producer.send_in_transaction(new_message(topic, f"m{i}-{spec}"), spec)
+                       for i, spec in enumerate(specs)]
+            with trio.move_on_after(40):
+                while len(final) < 4:
+                    await trio.sleep(0.1)
+            await trio.sleep(0.5)  # the last answer's END_TRANSACTION is oneway
+            return results
+
+    results = trio.run(main)
+    assert [r.local_transaction_state for r in results] == [
+        S.COMMIT_MESSAGE, S.ROLLBACK_MESSAGE, S.UNKNOW, S.UNKNOW, S.UNKNOW, S.UNKNOW]
+    assert sorted(final) == ["m2-unknown:commit", "m3-throw:rollback", "m4-unknown:unknown:commit", "m5-unknown:rollback"]
+    assert checks["m4-unknown:unknown:commit"][:2] == ["1", "2"]
+    got = consume(java_tool, peer, topic, cgroup, 3, tmp_path)
+    assert sorted(b for b, _, _ in got) == ["m0-commit", "m2-unknown:commit", "m4-unknown:unknown:commit"]
+
+
 # -- bad input ----------------------------------------------------------------------------------
 
 
