@@ -80,14 +80,14 @@ __all__ = [
     "OP_TOPIC",
     "REMOVE_TAG",
     "TRANS_GROUP",
-    "StoredHalf",
+    "StoredMessage",
     "check_copy",
     "committed_message",
     "discarded_message",
     "half_message",
     "op_message",
     "origin_offset",
-    "read_half",
+    "read_stored",
 ]
 
 HALF_TOPIC = RMQ_SYS_TRANS_HALF_TOPIC
@@ -134,9 +134,9 @@ def half_message(msg: MessageInner) -> MessageInner:
 
 
 @attrs.define(slots=True)
-class StoredHalf:
-    """A half message read back: the record (body as stored, compressed or not), its
-    properties as stored (bytes) and decoded."""
+class StoredMessage:
+    """A record read back (a half message, here): the message (body as stored,
+    compressed or not), its properties as stored (bytes) and decoded."""
 
     msg: MessageExt
     raw_properties: bytes
@@ -173,7 +173,7 @@ class StoredHalf:
             return -1
 
 
-def read_half(store: MessageStore, commit_log_offset: int) -> StoredHalf | None:
+def read_stored(store: MessageStore, commit_log_offset: int) -> StoredMessage | None:
     """The record starting at ``commit_log_offset`` (``lookMessageByOffset`` without
     inflating the body), or None when no record starts there or it does not decode."""
     if commit_log_offset < 0:
@@ -187,10 +187,10 @@ def read_half(store: MessageStore, commit_log_offset: int) -> StoredHalf | None:
         return None
     topic_len = len(msg.topic.encode("utf-8"))
     props_at = record_size(len(msg.body), topic_len, 0, msg.sys_flag)
-    return StoredHalf(msg, bytes(view[props_at:]))
+    return StoredMessage(msg, bytes(view[props_at:]))
 
 
-def origin_offset(half: StoredHalf, queue_offset: int) -> int:
+def origin_offset(half: StoredMessage, queue_offset: int) -> int:
     """The queue offset of the transaction's first half message: a check copy names it
     (``TRAN_PREPARED_QUEUE_OFFSET``), the first one is itself."""
     text = half.properties.get(PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET)
@@ -202,7 +202,7 @@ def origin_offset(half: StoredHalf, queue_offset: int) -> int:
         return queue_offset
 
 
-def committed_message(half: StoredHalf, commit_log_offset: int) -> MessageInner:
+def committed_message(half: StoredMessage, commit_log_offset: int) -> MessageInner:
     """``endMessageTransaction``: the half message on its real topic and queue, as a
     committed transactional message (see the module docstring for its properties)."""
     msg = half.msg
@@ -241,7 +241,7 @@ def op_message(half_queue_offset: int, store_host: HostAddress, unique_id: str, 
     )
 
 
-def check_copy(half: StoredHalf, origin: int, check_times: int | None) -> MessageInner:
+def check_copy(half: StoredMessage, origin: int, check_times: int | None) -> MessageInner:
     """``renewHalfMessageInner`` (``check_times``: the count it carries, Java's
     ``needDiscard`` having counted it up) or ``renewImmunityHalfMessageInner``
     (``check_times`` None: the count as it was): the half message again, naming the
@@ -269,7 +269,7 @@ def check_copy(half: StoredHalf, origin: int, check_times: int | None) -> Messag
     )
 
 
-def discarded_message(half: StoredHalf, queue_id: int = 0) -> MessageInner:
+def discarded_message(half: StoredMessage, queue_id: int = 0) -> MessageInner:
     """``toMessageExtBrokerInner``: the half message, checked too often, on
     ``TRANS_CHECK_MAX_TIME_TOPIC`` (properties as stored)."""
     msg = half.msg

@@ -85,13 +85,13 @@ from .records import (
     HALF_TOPIC,
     OP_TOPIC,
     TRANS_GROUP,
-    StoredHalf,
+    StoredMessage,
     check_copy,
     committed_message,
     discarded_message,
     op_message,
     origin_offset,
-    read_half,
+    read_stored,
 )
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ class _Check:
     (``copy``, stored at ``where``) says it."""
 
     group: str | None
-    half: StoredHalf
+    half: StoredMessage
     copy: MessageInner
     where: PutResult
 
@@ -179,7 +179,7 @@ class TransactionalMessageService:
         self.latest.clear()
         for j in range(self.op_offset, store.get_max_offset(OP_TOPIC, HALF_QUEUE_ID)):
             entry = store.get_queue_entry(OP_TOPIC, HALF_QUEUE_ID, j)
-            record = read_half(store, entry[0]) if entry is not None else None
+            record = read_stored(store, entry[0]) if entry is not None else None
             if record is None:
                 continue
             try:
@@ -202,9 +202,9 @@ class TransactionalMessageService:
             self.half_offset, self.op_offset, len(self.ended), len(self.latest),
         )
 
-    def _half_at(self, queue_offset: int) -> StoredHalf | None:
+    def _half_at(self, queue_offset: int) -> StoredMessage | None:
         entry = self.store.get_queue_entry(HALF_TOPIC, HALF_QUEUE_ID, queue_offset)
-        return read_half(self.store, entry[0]) if entry is not None else None
+        return read_stored(self.store, entry[0]) if entry is not None else None
 
     def _commit_offsets(self) -> None:
         """The check's progress into the consumer offsets (persisted with them)."""
@@ -245,7 +245,7 @@ class TransactionalMessageService:
         if kind == TRANSACTION_NOT_TYPE:
             self.unknowns += 1
             return
-        half = read_half(self.store, header.commitLogOffset)
+        half = read_stored(self.store, header.commitLogOffset)
         if half is None or half.msg.topic != HALF_TOPIC:
             self._refuse(_FIND_FAILED)
         msg = half.msg
@@ -276,7 +276,7 @@ class TransactionalMessageService:
         self.refused += 1
         raise BrokerError(remark)
 
-    def _put_committed(self, half: StoredHalf, commit_log_offset: int) -> None:
+    def _put_committed(self, half: StoredMessage, commit_log_offset: int) -> None:
         """``sendFinalMessage``: the real message, with Java's answers to a refused put."""
         msg = committed_message(half, commit_log_offset)
         schedule = self.ctx.schedule
@@ -412,7 +412,7 @@ class TransactionalMessageService:
             self.half_offset = i + 1
         return checks, True
 
-    def _put_copy(self, half: StoredHalf, copy: MessageInner) -> PutResult | None:
+    def _put_copy(self, half: StoredMessage, copy: MessageInner) -> PutResult | None:
         try:
             return self.store.put_message(copy)
         except StoreClosedError:
@@ -421,7 +421,7 @@ class TransactionalMessageService:
             log.error("transaction check: putting back half message %s failed: %s", half.msg.msg_id, exc)
             return None
 
-    def _discard(self, half: StoredHalf, queue_offset: int) -> None:
+    def _discard(self, half: StoredMessage, queue_offset: int) -> None:
         """``resolveDiscardMsg``: to ``TRANS_CHECK_MAX_TIME_TOPIC`` (made on first use)."""
         log.error(
             "half message %s (queue offset %d, real topic %s) checked %s times: discarded to %s",
