@@ -33,11 +33,11 @@ Start-up (``run``); settings that are accepted but have no effect
    transaction service (:mod:`.transaction`: its state rebuilt from the store, the
    check loop; neither on a slave);
 4. every processor on the server (:mod:`.processors`): send, pull, admin, client
-   management, offsets, locks, send-back, end-transaction; then the server listens, and
-   so does its VIP channel on the listen port - 2 (Java's ``fastRemotingServer``: the
-   same processors but PULL_MESSAGE, where a Java client with ``vipChannelEnabled`` sends
-   and a Java slave copies its master's topics and offsets; a port that cannot be bound
-   is logged and the broker serves without it);
+   management, offsets, locks, send-back, end-transaction, reply (request-reply); then
+   the server listens, and so does its VIP channel on the listen port - 2 (Java's
+   ``fastRemotingServer``: the same processors but PULL_MESSAGE, where a Java client with
+   ``vipChannelEnabled`` sends and a Java slave copies its master's topics and offsets; a
+   port that cannot be bound is logged and the broker serves without it);
 5. registration with the name servers right away, then every
    ``register_interval_ms`` (30 s) and soon after a topic is created (at once, before
    answering, when a heartbeat or send-back creates a group's retry topic), with the
@@ -81,7 +81,7 @@ from .ha.sync import SlaveSynchronize
 from .long_polling import PullHoldService
 from .namesrv.server import NamesrvConfig, NameServer
 from .outer_api import BrokerOuterAPI
-from .processors import admin, client, end_transaction, locks, offsets, pull, send, send_back
+from .processors import admin, client, end_transaction, locks, offsets, pull, reply_message, send, send_back
 from .processors.admin import AdminProcessor
 from .processors.pull import PullProcessor
 from .processors.send import SendProcessor
@@ -359,6 +359,7 @@ class BrokerController(ServiceContextManager):
         offsets.register(ctx)
         locks.register(ctx)
         end_transaction.register(ctx)
+        reply_message.register(ctx, self.send_processor)
 
     # -- name servers ------------------------------------------------------------------------
 

@@ -3,7 +3,8 @@
 The core (Java's ``MQClientInstance`` / ``MQClientAPIImpl`` / ``ClientConfig``):
 :mod:`.config`, :mod:`.errors`, :mod:`.message`, :mod:`.route`, :mod:`.fault`,
 :mod:`.api`, :mod:`.instance`. The producers: :mod:`.producer`, :mod:`.transaction`
-(``TransactionProducer``). The consumers:
+(``TransactionProducer``), :mod:`.request_reply` (``Producer.request`` and the
+responder's ``send_reply``). The consumers:
 :mod:`.consumer` (``PushConsumer``), :mod:`.consumer_lite` (``PullConsumer``) and their
 parts (:mod:`.rebalance`, :mod:`.process_queue`, :mod:`.offset_store`,
 :mod:`.subscription`, :mod:`.consumer_pull`, :mod:`.consumer_base`); the blocking facade:
@@ -22,10 +23,12 @@ from .errors import (
     ConnectionLostError,
     MessageRefusedError,
     NoRouteError,
+    RequestTimeoutError,
     SendTimeoutError,
 )
 from .instance import ClientInstance, ConsumerHandle
 from .producer import Producer, ProducerConfig, SendFuture
+from .request_reply import RequestFuture, create_reply_message, send_reply
 from .transaction import LocalTransactionState, TransactionListener, TransactionProducer, TransactionSendResult
 from .message import (
     Message,
@@ -44,6 +47,9 @@ __all__ = [
     "Producer",
     "ProducerConfig",
     "SendFuture",
+    "RequestFuture",
+    "create_reply_message",
+    "send_reply",
     "TransactionProducer",
     "TransactionListener",
     "TransactionSendResult",
@@ -64,6 +70,7 @@ __all__ = [
     "BrokerResponseError",
     "BrokerBusyError",
     "NoRouteError",
+    "RequestTimeoutError",
     "MessageRefusedError",
     "ClientConnectError",
     "ConnectionLostError",

@@ -28,6 +28,7 @@ from .consumer_lite import PullConsumer
 from .errors import ClientStateError
 from .message import Message, MessageExt, MessageQueue, SendResult, SendStatus
 from .producer import Producer
+from .request_reply import send_reply
 from .transaction import LocalTransactionState, TransactionProducer, TransactionSendResult, local_state
 
 __all__ = ["BlockingProducer", "BlockingPushConsumer", "BlockingPullConsumer", "BlockingTransactionProducer"]
@@ -142,6 +143,14 @@ class BlockingProducer(_Blocking):
 
     def send_batch(self, msgs: Sequence[Message], *, timeout: float | None = None) -> list[SendResult]:
         return self._call(lambda: self.producer.send_batch(msgs, timeout=timeout))
+
+    def request(self, msg: Message, *, timeout: float | None = None) -> MessageExt:
+        """:meth:`~trocket.client.producer.Producer.request`: the reply to ``msg``."""
+        return self._call(lambda: self.producer.request(msg, timeout=timeout))
+
+    def send_reply(self, request: Message, body: bytes | str, *, timeout: float | None = None) -> SendResult:
+        """Answer a request a consumer got (:func:`~trocket.client.request_reply.send_reply`)."""
+        return self._call(lambda: send_reply(self.producer, request, body, timeout=timeout))
 
     def send_async(self, msg: Message, *, timeout: float | None = None) -> concurrent.futures.Future:
         """Returns at once; the future holds the SendResult or the send's error."""

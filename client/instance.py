@@ -23,6 +23,9 @@ Contract:
   :meth:`register_consumer` takes a :class:`ConsumerHandle` (its ``consumer_data()`` goes
   into every heartbeat; it receives route changes of its topics and the broker's requests)
   and :meth:`unregister_consumer`. Registering sends a heartbeat soon (:meth:`heartbeat_now`).
+- Replies (request-reply): PUSH_REPLY_MESSAGE_TO_CLIENT completes the request waiting in
+  :attr:`requests` (:class:`~trocket.client.request_reply.RequestTable`) by its
+  correlation id; a reply nobody waits for is logged and dropped.
 - Broker -> client requests reach the registered consumer of the request's group:
   NOTIFY_CONSUMER_IDS_CHANGED (-> ``on_consumer_ids_changed``), GET_CONSUMER_RUNNING_INFO
   (-> ``running_info``), CONSUME_MESSAGE_DIRECTLY (-> ``consume_directly``),
@@ -37,6 +40,8 @@ Contract:
 from __future__ import annotations
 
 import logging
+import time
+import zlib
 from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
@@ -49,7 +54,7 @@ from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.custom_header import decode_header
 from trocket.codecs.errors import CodecError
-from trocket.codecs.headers import CheckTransactionStateRequestHeader
+from trocket.codecs.headers import CheckTransactionStateRequestHeader, ReplyMessageRequestHeader
 from trocket.codecs.message import decode_record
 from trocket.codecs.message.properties import PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 from trocket.codecs.names import AUTO_CREATE_TOPIC_KEY_TOPIC
@@ -61,6 +66,7 @@ from .api import ClientAPI
 from .config import ClientConfig
 from .errors import ClientError, ClientStateError, NoRouteError
 from .message import MessageExt
+from .request_reply import RequestTable, reply_from_push
 from .route import MASTER_ID, TopicPublishInfo, default_route, publish_info, subscribe_queues
 
 __all__ = ["ClientInstance", "ConsumerHandle", "ProducerHandle"]
@@ -151,6 +157,8 @@ class ClientInstance(ServiceContextManager):
         self.brokers: dict[str, dict[int, str]] = {}
         self.producers: dict[str, _Producer] = {}
         self.consumers: dict[str, ConsumerHandle] = {}
+        #: requests (request-reply) waiting for their reply, by correlation id
+        self.requests = RequestTable()
         self._route_locks: dict[str, trio.Lock] = {}
         self._heartbeat_soon = trio.Event()
         self._heartbeat_lock = trio.Lock()
@@ -458,6 +466,7 @@ class ClientInstance(ServiceContextManager):
         reg(int(RequestCode.CONSUME_MESSAGE_DIRECTLY), self._consume_message_directly)
         reg(int(RequestCode.RESET_CONSUMER_CLIENT_OFFSET), self._reset_offset)
         reg(int(RequestCode.CHECK_TRANSACTION_STATE), self._check_transaction_state, inline=True)
+        reg(int(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT), self._push_reply, inline=True)
 
     def _handle_for(self, request: RemotingCommand, key: str = "consumerGroup") -> ConsumerHandle | None:
         group = (request.ext_fields or {}).get(key)
@@ -520,6 +529,22 @@ class ClientInstance(ServiceContextManager):
             return None
         producer.handle.check_transaction_state(conn.peer or conn.remote_address, msg, header)
         return None
+
+    def _push_reply(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        """PUSH_REPLY_MESSAGE_TO_CLIENT (326): a reply to one of this client's requests
+        (``receiveReplyMessage``); SUCCESS even when nobody waits for it any more."""
+        try:
+            header = decode_header(ReplyMessageRequestHeader, request.ext_fields)
+            reply = reply_from_push(header, request.body, time.time_ns() // 1_000_000)
+        except (CodecError, zlib.error) as exc:
+            log.warning("a reply from %s does not decode: %s", conn.remote_address, exc)
+            return self._error(request, "process reply message fail")
+        if not self.requests.deliver(reply):
+            log.warning(
+                "receive reply message, but not matched any request, CorrelationId: %s , reply from host: %s",
+                reply.properties.get("CORRELATION_ID"), header.bornHost,
+            )
+        return request.make_response(int(ResponseCode.SUCCESS))
 
     async def _reset_offset(self, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
         ext = request.ext_fields or {}

@@ -277,3 +277,106 @@ def test_kill9_between_prepare_and_commit(java_tool, tmp_path):
     finally:
         rc = broker.stop()
         assert rc == 0, broker.log_tail()
+
+
+# -- request-reply --------------------------------------------------------------------------------
+
+
+def _java_responder(java_tool: Path, peer: Peer, topic: str, group: str, log_dir: Path, delay_ms: int = 0,
+                    seconds: int = 60):
+    """A Java push consumer answering every request of ``topic`` (``re:<body>``)."""
+    with RawClient(peer.addr) as c:
+        c.create_topic(topic, queues=4)
+    proc = start_tool(java_tool, ["respond", peer.namesrv, topic, group, str(seconds), str(delay_ms)], log_dir=log_dir)
+    assert proc.stdout.readline().strip() == "READY"
+    return proc
+
+
+def test_java_request_reply(peer, java_tool, tmp_path):
+    """The Java client's ``request()`` and ``createReplyMessage`` on both brokers."""
+    topic, pgroup, cgroup = _names(peer, "rpc")
+    responder = _java_responder(java_tool, peer, topic, cgroup, tmp_path)
+    try:
+        lines = run_tool(java_tool, ["request", peer.namesrv, topic, pgroup, "10000", "3"], log_dir=tmp_path)
+    finally:
+        responder.kill()
+        responder.communicate()
+    replies = [line.split(" ", 3) for line in lines if line.startswith("REPLY ")]
+    assert [r[2] for r in replies] == ["re:q0", "re:q1", "re:q2"], lines
+    props = json.loads(replies[0][3])
+    assert props["MSG_TYPE"] == "reply" and "CORRELATION_ID" in props and "PUSH_REPLY_TIME" in props
+
+
+def test_trocket_request_reply(peer, java_tool, tmp_path):
+    """trocket's ``request()`` answered by the Java responder (and a late answer dropped
+    cleanly), then by trocket's ``send_reply``, 1,000 requests in flight at once."""
+    import trio
+
+    from trocket.client import (
+        ClientConfig,
+        ConsumeResult,
+        Producer,
+        PushConsumer,
+        RequestTimeoutError,
+        new_message,
+        send_reply,
+    )
+
+    topic, pgroup, cgroup = _names(peer, "trpc")
+    slow_topic = topic + "Slow"
+    responder = _java_responder(java_tool, peer, topic, cgroup, tmp_path)
+    slow = _java_responder(java_tool, peer, slow_topic, cgroup + "S", tmp_path, delay_ms=1500)
+
+    def config() -> ClientConfig:  # one each: a client id is its instance's (the broker pushes replies by it)
+        return ClientConfig(namesrv=peer.namesrv, heartbeat_interval=1.0)
+
+    async def main():
+        async with Producer(pgroup, client_config=config()) as requester:
+            with trio.fail_after(30):
+                while True:  # the Java responder's first rebalance
+                    try:
+                        reply = await requester.request(new_message(topic, b"hello"), timeout=3)
+                        break
+                    except RequestTimeoutError:
+                        pass
+            assert reply.body == b"re:hello" and reply.properties["MSG_TYPE"] == "reply"
+            late = 0
+            for _ in range(2):
+                try:
+                    await requester.request(new_message(slow_topic, b"slow"), timeout=1.0)
+                except RequestTimeoutError:
+                    late += 1
+            assert late == 2
+            await trio.sleep(2.5)  # the late replies arrive: dropped, nothing raised, nothing kept
+            assert len(requester.instance.requests) == 0
+
+            # trocket on the responding side too
+            mine = topic + "T"
+            replier = Producer(pgroup + "_replier", client_config=config())
+
+            async def answer(msg):
+                await send_reply(replier, msg, b"t:" + msg.body)
+                return ConsumeResult.SUCCESS
+
+            with RawClient(peer.addr) as c:
+                c.create_topic(mine, queues=4)
+            async with replier, PushConsumer(cgroup + "T", client_config=config(), subscriptions={mine: "*"},
+                                             listener=answer, consume_from="first", max_concurrency=64,
+                                             queue_parallelism=64):
+                with trio.fail_after(30):
+                    while True:
+                        try:
+                            await requester.request(new_message(mine, b"warm-up"), timeout=3)
+                            break
+                        except RequestTimeoutError:
+                            pass
+                futs = [await requester.request_async(new_message(mine, b"q%d" % i), timeout=60) for i in range(1000)]
+                replies = [await f for f in futs]
+                assert [r.body for r in replies] == [b"t:q%d" % i for i in range(1000)]
+
+    try:
+        trio.run(main)
+    finally:
+        for proc in (responder, slow):
+            proc.kill()
+            proc.communicate()

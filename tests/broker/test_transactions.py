@@ -374,3 +374,34 @@ async def test_state_is_rebuilt_from_the_store_after_a_restart(tmp_path, wire):
             assert decode_record(request.body)[0].body == b"m3"
             assert (await pc.invoke_sync(addr, end_request(h3, COMMIT, from_check=True), 5)).code == 0
         assert sorted(m.body for m in stored(broker, "TxTopic", 1)) == [b"m0", b"m2", b"m3"]
+
+
+# -- replication ----------------------------------------------------------------------------------
+
+
+async def test_half_and_op_records_replicate_and_a_slave_never_checks(tmp_path, wire):
+    """SYNC_MASTER + slave: the half message, the op record and the committed message are
+    on the slave when the sends are answered; the check's offsets reach it with the
+    consumer offsets; the slave neither checks nor ends."""
+    async with txn_broker(wire, tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0)) as master:
+        async with txn_broker(wire, tmp_path / "s", broker_role="SLAVE", namesrv_addrs=master.namesrv.address,
+                              slave_sync_interval_ms=200) as slave, wire.client() as c:
+            with trio.fail_after(10):
+                while master.ha.transfer.connections != 1:
+                    await trio.sleep(0.01)
+            addr = master.broker_addr
+            committed = await c.invoke_sync(addr, prepared("TxTopic", b"kept"))
+            pending = await c.invoke_sync(addr, prepared("TxTopic", b"open"))
+            assert committed.code == pending.code == 0
+            assert (await c.invoke_sync(addr, end_request(committed.ext_fields, COMMIT))).code == 0
+            await c.invoke_sync(addr, wire.send_v1("TxTopic", b"after", properties=wire.props(), queue_id=1))
+            for topic, q in ((HALF, 0), (OP, 0), ("TxTopic", 1)):
+                assert [m.body for m in stored(slave, topic, q)] == [m.body for m in stored(master, topic, q)]
+            assert [m.body for m in stored(slave, "TxTopic", 1)] == [b"kept", b"after"]
+            assert await master.transactions.check() == 0  # (no producer connected: counted, not sent)
+            with trio.fail_after(10):
+                while slave.offsets.query_offset("CID_RMQ_SYS_TRANS", HALF, 0) != 2:
+                    await trio.sleep(0.05)
+            assert slave.transactions.passes == 0 and slave.transactions.half_offset == 0
+            r = await c.invoke_sync(slave.broker_addr, end_request(pending.ext_fields, COMMIT))
+            assert r.code == 11  # SLAVE_NOT_AVAILABLE

@@ -87,6 +87,12 @@ class PlainScripted(Scripted):
         return self._answer(msg.body.decode().split(":")[1])
 
 
+async def registered(broker, group: str) -> None:
+    """Until the broker knows a connection of the producer group (its heartbeat): where
+    its checks go."""
+    await wait_until(lambda: broker.ctx.producers.channels(group), 5, what=f"a heartbeat of {group}")
+
+
 async def delivered(namesrv: str, topic: str, expect: int, group: str = "TxCG") -> list[bytes]:
     """Every message on ``topic`` once ``expect`` are there (and a short look for more)."""
     out: list[bytes] = []
@@ -111,6 +117,7 @@ async def test_local_answers_and_checks(broker, namesrv, listener_cls):
         assert broker.store.get_max_offset("RMQ_SYS_TRANS_HALF_TOPIC", 0) == 6
         await wait_until(lambda: broker.transactions.commits + broker.transactions.rollbacks == 2, 5,
                          what="the two ENDs")
+        await registered(broker, "TxPG")
         # the broker checks the other four; the listener's check answers
         assert await broker.transactions.check() == 4
         await wait_until(lambda: producer.checks_answered == 4, 5, what="four check answers")
@@ -147,6 +154,7 @@ async def test_checks_are_bounded_and_queued(broker, namesrv):
         for i in range(8):
             await producer.send_in_transaction(new_message("TxSlowTopic", b"m%d" % i))
         await wait_until(lambda: broker.transactions.unknowns == 8, 5, what="eight unknown ENDs")
+        await registered(broker, "TxSlow")
         assert await broker.transactions.check() == 8
         await wait_until(lambda: most == 2 and producer.checks_dropped == 3, 5, what="2 running, 3 waiting, 3 dropped")
         release.set()
@@ -160,6 +168,7 @@ async def test_a_plain_producer_of_the_group_ignores_checks(broker, namesrv):
         await tx.send_in_transaction(new_message("TxMixedTopic", b"unknown:commit"), "arg")
     async with Producer("TxMixed", namesrv) as plain:  # the same group, no listener
         await plain.send(new_message("TxMixedTopic", b"plain"))
+        await registered(broker, "TxMixed")
         assert await broker.transactions.check() == 1
         await trio.sleep(0.2)
         assert broker.transactions.commits == 0  # nobody answered
@@ -216,6 +225,7 @@ def test_blocking_transaction_producer(thread_broker):
         broker = thread_broker["broker"]
         token = thread_broker["token"]
         wait_until_sync(lambda: broker.transactions.commits + broker.transactions.rollbacks == 2, 5)
+        wait_until_sync(lambda: broker.ctx.producers.channels("TxBlocking"), 5)
         assert trio.from_thread.run(broker.transactions.check, trio_token=token) == 1
         wait_until_sync(lambda: broker.transactions.commits == 2, 5)
     assert listener.checked == [b"unknown:commit"]
