@@ -54,7 +54,7 @@ import logging
 import os
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import attrs
 import trio
@@ -64,6 +64,7 @@ from trocket.codecs.command import RemotingCommand
 from trocket.codecs.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 from trocket.codecs.message.properties import (
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
+    PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
 from trocket.codecs.message.msgid import UniqueIdGenerator
@@ -183,9 +184,9 @@ class TransactionalMessageService:
             if record is None:
                 continue
             try:
-                ended = int(bytes(record.msg.body).decode())
+                ended = int(record.body.decode())
             except (UnicodeDecodeError, ValueError):
-                log.error("op record %d of %s has a bad body %r: skipped", j, OP_TOPIC, bytes(record.msg.body)[:32])
+                log.error("op record %d of %s has a bad body %r: skipped", j, OP_TOPIC, record.body[:32])
                 continue
             self.ops[j] = ended
             if ended >= self.half_offset:
@@ -246,16 +247,15 @@ class TransactionalMessageService:
             self.unknowns += 1
             return
         half = read_stored(self.store, header.commitLogOffset)
-        if half is None or half.msg.topic != HALF_TOPIC:
+        if half is None or half.topic != HALF_TOPIC:
             self._refuse(_FIND_FAILED)
-        msg = half.msg
         # checkPrepareMessage
         if half.producer_group != header.producerGroup:
             self._refuse("The producer group wrong")
         queue_offset = header.tranStateTableOffset
-        if msg.queue_offset != queue_offset:
+        if half.queue_offset != queue_offset:
             self._refuse("The transaction state table offset wrong")
-        if msg.commit_log_offset != header.commitLogOffset:
+        if half.commit_log_offset != header.commitLogOffset:
             self._refuse("The commit log offset wrong")
         target = self.latest.get(origin_offset(half, queue_offset), queue_offset)
         if target in self.ended:
@@ -272,7 +272,7 @@ class TransactionalMessageService:
             self.rollbacks += 1
         self._put_op(target)
 
-    def _refuse(self, remark: str) -> None:
+    def _refuse(self, remark: str) -> NoReturn:
         self.refused += 1
         raise BrokerError(remark)
 
@@ -280,7 +280,7 @@ class TransactionalMessageService:
         """``sendFinalMessage``: the real message, with Java's answers to a refused put."""
         msg = committed_message(half, commit_log_offset)
         schedule = self.ctx.schedule
-        if schedule is not None:
+        if schedule is not None and PROPERTY_DELAY_TIME_LEVEL in half.properties:
             msg = schedule.rewrite(msg)
         try:
             self.store.put_message(msg)
@@ -375,21 +375,21 @@ class TransactionalMessageService:
             if half is None:
                 self.half_offset = i + 1
                 continue
-            msg = half.msg
+            head = half.head
             origin = origin_offset(half, i)
             live = self.latest.get(origin)
             if live is not None and live != i:  # a copy the checks superseded
                 self.half_offset = i + 1
                 continue
             times = half.check_times
-            if (times is not None and times >= check_max) or now - msg.born_timestamp > reserved_ms:
+            if (times is not None and times >= check_max) or now - head.born_timestamp > reserved_ms:
                 self._discard(half, i)
                 self.latest.pop(origin, None)
                 self.half_offset = i + 1
                 continue
-            if msg.store_timestamp >= start:  # stored during this pass (its own copies)
+            if head.store_timestamp >= start:  # stored during this pass (its own copies)
                 return checks, False
-            age = now - msg.born_timestamp
+            age = now - head.born_timestamp
             immunity_text = half.properties.get(PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS)
             if immunity_text is not None:
                 immunity = _immunity_ms(immunity_text, timeout)
@@ -510,7 +510,7 @@ class TransactionalMessageService:
             if live is not None and live != i:
                 continue
             count += 1
-            born = half.msg.born_timestamp
+            born = half.head.born_timestamp
             if oldest is None or born < oldest:
                 oldest = born
         return count, oldest

@@ -240,8 +240,14 @@ def edit_properties_bytes(data: bytes, drop: Collection[bytes], add: bytes = b""
     byte (order, separators) stays as it was, so dropping what was added gives ``data``
     back. For the broker's rewrites of a stored message (the delay's and the
     transaction's ``REAL_TOPIC``/``REAL_QID``), which keep the producer's string."""
-    parts = data.split(b"\x02") if data else []
-    trailing = bool(parts) and parts[-1] == b""
+    if not any(key in data for key in drop):  # nothing to drop (the common case): append
+        if not add:
+            return data
+        if not data:
+            return add
+        return data + add + b"\x02" if data[-1] == 0x02 else data + b"\x02" + add
+    parts = data.split(b"\x02")
+    trailing = parts[-1] == b""
     if trailing:
         parts.pop()
     kept = [part for part in parts if part.partition(b"\x01")[0] not in drop]

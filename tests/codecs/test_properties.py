@@ -171,3 +171,42 @@ def test_get_property_reads_one_key_from_str_or_bytes():
     assert get_property("TAGS\x01a\x02TAGS\x01", "TAGS") == "a"
     assert get_property("K\x01xTAGS\x01b", "TAGS") is None  # inside another item's value
     assert get_property(b"TAGS\x01\xff\xfe", "TAGS") == "\ufffd\ufffd"  # undecodable bytes replaced
+
+
+# -- edit_properties_bytes: the broker's rewrites of a stored properties string --------------------
+
+
+def _edit_reference(data: bytes, drop: frozenset[bytes], add: bytes) -> bytes:
+    """What edit_properties_bytes means, item by item: the items whose key is in
+    ``drop`` dropped, ``add`` appended before a trailing separator, every other byte kept."""
+    parts = data.split(b"\x02") if data else []
+    trailing = bool(parts) and parts[-1] == b""
+    if trailing:
+        parts.pop()
+    kept = [p for p in parts if p.partition(b"\x01")[0] not in drop]
+    if add:
+        kept.append(add)
+    if trailing:
+        kept.append(b"")
+    return b"\x02".join(kept)
+
+
+_items = st.sampled_from([b"A\x01a", b"B\x01b", b"C\x01", b"", b"BB\x01x", b"X\x01B\x01y", b"Q\x01\x01", b"B\x01"])
+
+
+@settings(max_examples=400)
+@given(
+    st.lists(_items, max_size=6), st.booleans(),
+    st.sampled_from([frozenset({b"B"}), frozenset({b"B", b"C"}), frozenset({b"Z"}), frozenset()]),
+    st.sampled_from([b"", b"N\x01n", b"N\x01n\x02M\x01m"]),
+)
+def test_edit_properties_bytes_matches_its_definition(items, trailing, drop, add):
+    data = b"\x02".join(items) + (b"\x02" if trailing and items else b"")
+    assert P.edit_properties_bytes(data, drop, add) == _edit_reference(data, drop, add)
+
+
+def test_edit_properties_bytes_round_trip():
+    props = b"KEYS\x01k\x02WAIT\x01true\x02"
+    added = P.edit_properties_bytes(props, frozenset({b"REAL_TOPIC"}), b"REAL_TOPIC\x01T\x02REAL_QID\x011")
+    assert added == b"KEYS\x01k\x02WAIT\x01true\x02REAL_TOPIC\x01T\x02REAL_QID\x011\x02"
+    assert P.edit_properties_bytes(added, frozenset({b"REAL_TOPIC", b"REAL_QID"})) == props
