@@ -5,9 +5,11 @@ RocketMQ 4.9.8's ``TransactionalMessageBridge`` (``parseHalfMessageInner``,
 ``EndTransactionProcessor.endMessageTransaction``,
 ``DefaultTransactionalMessageCheckListener.toMessageExtBrokerInner`` and
 ``TransactionalMessageUtil``, as functions from what is stored to what to store next.
-Every rewrite keeps the producer's properties bytes and edits only the items it must
-(:func:`~trocket.codecs.message.properties.edit_properties_bytes`; Java re-serializes
-its ``HashMap``):
+Properties are written as Java's broker writes them, in ``HashMap`` order
+(:class:`~trocket.codecs.java_hashmap.JavaHashMap`: the half message and the check
+copies put their items in the message's map); the committed message's are the half
+message's string with items cut (:func:`~trocket.codecs.message.properties.without_properties_bytes`:
+on a string in HashMap order, the order Java writes that map without them):
 
 * half message (:func:`half_message`): the prepared send, moved to
   ``RMQ_SYS_TRANS_HALF_TOPIC`` queue 0 with ``REAL_TOPIC``/``REAL_QID`` naming where it
@@ -15,7 +17,8 @@ its ``HashMap``):
   consume queue indexes it (a prepared record would get none);
 * op record (:func:`op_message`): on ``RMQ_SYS_TRANS_OP_HALF_TOPIC``, the half queue
   id, tags ``d`` (``REMOVETAG``), the body the half message's queue offset in decimal:
-  "this half message is ended" (a commit or a rollback alike);
+  "this half message is ended" (a commit or a rollback alike); properties ``TAGS`` and
+  ``WAIT`` (Java gives it a unique id after writing its properties string: none stored);
 * committed message (:func:`committed_message`): the half message back on its real topic
   and queue, transaction type COMMIT, ``PREPAREDTRANSACTIONOFFSET`` the half record's
   commit-log offset;
@@ -43,6 +46,7 @@ from __future__ import annotations
 import struct
 
 from trocket.codecs.errors import MessageDecodeError
+from trocket.codecs.java_hashmap import JavaHashMap
 from trocket.codecs.message.hosts import HostAddress, bytes_to_ip
 from trocket.codecs.message.message import MessageExt
 from trocket.codecs.message.properties import (
@@ -53,12 +57,9 @@ from trocket.codecs.message.properties import (
     PROPERTY_TRANSACTION_CHECK_TIMES,
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET,
-    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     PROPERTY_WAIT_STORE_MSG_OK,
     decode_properties,
-    decode_properties_bytes,
-    edit_properties_bytes,
-    encode_properties_bytes,
+    without_properties_bytes,
 )
 from trocket.codecs.message.record import RecordHead, decode_record, dispatch_fields, record_head
 from trocket.codecs.message.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE
@@ -69,7 +70,7 @@ from trocket.codecs.names import (
 )
 
 from ..store import MessageInner, MessageStore, tags_hash
-from ..store.messages import message_inner
+from ..store.messages import message_inner, properties_map
 
 __all__ = [
     "CHECK_MAX_TIME_TOPIC",
@@ -98,39 +99,30 @@ REMOVE_TAG = "d"
 #: ``MixAll.CID_SYS_RMQ_TRANS``: the group whose consumer offsets are the check's progress
 TRANS_GROUP = "CID_RMQ_SYS_TRANS"
 
-_REAL_KEYS = frozenset((PROPERTY_REAL_TOPIC.encode(), PROPERTY_REAL_QUEUE_ID.encode()))
-_NOT_ON_COMMIT = _REAL_KEYS | {
-    PROPERTY_TRANSACTION_PREPARED.encode(), PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET.encode()
-}
-_CHECK_KEYS = frozenset(
-    (PROPERTY_TRANSACTION_CHECK_TIMES.encode(), PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET.encode())
+#: what the committed message's properties lose (see the module docstring)
+_NOT_ON_COMMIT = frozenset(
+    k.encode()
+    for k in (PROPERTY_REAL_TOPIC, PROPERTY_REAL_QUEUE_ID, PROPERTY_TRANSACTION_PREPARED,
+              PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET)
 )
 _REMOVE_TAG_CODE = tags_hash(REMOVE_TAG)
-
-
-def _item(key: str, value: object) -> bytes:
-    return f"{key}\x01{value}".encode()
-
-
-#: an op record's properties but its unique id's value (``new Message(opTopic, "d", body)``)
-_OP_PROPS = b"\x02".join(
-    (_item(PROPERTY_TAGS, REMOVE_TAG), _item(PROPERTY_WAIT_STORE_MSG_OK, "true"),
-     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX.encode() + b"\x01")
-)
+#: an op record's properties: ``new Message(opTopic, "d", body)``'s TAGS and WAIT, written
+#: by ``makeOpMessageInner`` before it sets the unique id (so the id is not stored)
+_OP_PROPS = JavaHashMap(((PROPERTY_TAGS, REMOVE_TAG), (PROPERTY_WAIT_STORE_MSG_OK, "true"))).to_properties().encode()
 
 
 def half_message(msg: MessageInner) -> MessageInner:
     """``parseHalfMessageInner``: ``msg`` as the half topic stores it (a new message;
-    ``msg`` is left as the producer addressed it)."""
-    raw = msg.properties_bytes
-    if raw is None:
-        raw = encode_properties_bytes(msg.properties)
-    props = edit_properties_bytes(
-        bytes(raw), _REAL_KEYS, b"REAL_TOPIC\x01%s\x02REAL_QID\x01%d" % (msg.topic.encode(), msg.queue_id)
-    )
+    ``msg`` is left as the producer addressed it): ``REAL_TOPIC`` and ``REAL_QID`` put in
+    its properties map, written in Java's order. ``UnicodeDecodeError`` for properties
+    that are not UTF-8."""
+    props = properties_map(msg).copy()
+    props[PROPERTY_REAL_TOPIC] = msg.topic
+    props[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
     return message_inner(  # (slot stores: the prepared send's path)
-        HALF_TOPIC, msg.body, HALF_QUEUE_ID, msg.flag, props, msg.sys_flag & ~TRANSACTION_ROLLBACK_TYPE,
-        msg.born_timestamp, msg.born_host, msg.reconsume_times, msg.tag_hash(),
+        HALF_TOPIC, msg.body, HALF_QUEUE_ID, msg.flag, props.to_properties().encode("utf-8"),
+        msg.sys_flag & ~TRANSACTION_ROLLBACK_TYPE, msg.born_timestamp, msg.born_host, msg.reconsume_times,
+        msg.tag_hash(),
     )
 
 
@@ -236,7 +228,7 @@ def committed_message(half: StoredMessage, commit_log_offset: int) -> MessageInn
     head = half.head
     committed = message_inner(  # (slot stores: END_TRANSACTION's path; properties as bytes only)
         half.real_topic or "", half.body, half.real_queue_id or 0, head.flag,
-        edit_properties_bytes(half.raw_properties, _NOT_ON_COMMIT),
+        without_properties_bytes(half.raw_properties, _NOT_ON_COMMIT),
         (head.sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | TRANSACTION_COMMIT_TYPE, head.born_timestamp, half.born_host,
         head.reconsume_times, tags_hash(half.properties.get(PROPERTY_TAGS)),
     )
@@ -244,12 +236,11 @@ def committed_message(half: StoredMessage, commit_log_offset: int) -> MessageInn
     return committed
 
 
-def op_message(half_queue_offset: int, store_host: HostAddress, unique_id: str, now_ms: int) -> MessageInner:
+def op_message(half_queue_offset: int, store_host: HostAddress, now_ms: int) -> MessageInner:
     """``addRemoveTagInTransactionOp``: the op record that ends the half message at
-    ``half_queue_offset`` (``new Message(opTopic, "d", body)`` plus its unique id)."""
+    ``half_queue_offset``."""
     return message_inner(
-        OP_TOPIC, b"%d" % half_queue_offset, HALF_QUEUE_ID, 0, _OP_PROPS + unique_id.encode(), 0, now_ms, store_host,
-        0, _REMOVE_TAG_CODE,
+        OP_TOPIC, b"%d" % half_queue_offset, HALF_QUEUE_ID, 0, _OP_PROPS, 0, now_ms, store_host, 0, _REMOVE_TAG_CODE,
     )
 
 
@@ -259,20 +250,17 @@ def check_copy(half: StoredMessage, origin: int, check_times: int | None) -> Mes
     (``check_times`` None: the count as it was): the half message again, naming the
     transaction's first half message ``origin``."""
     msg = half.msg
-    add = _item(PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET, origin)
-    drop = _CHECK_KEYS
+    props = JavaHashMap.from_properties(half.raw_properties.decode("utf-8", "replace"))
     if check_times is not None:
-        add = _item(PROPERTY_TRANSACTION_CHECK_TIMES, check_times) + b"\x02" + add
-    else:
-        drop = frozenset((PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET.encode(),))
-    props = edit_properties_bytes(half.raw_properties, drop, add)
+        props[PROPERTY_TRANSACTION_CHECK_TIMES] = str(check_times)
+    props[PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET] = str(origin)
     return MessageInner(
         topic=HALF_TOPIC,
         body=msg.body,
         queue_id=msg.queue_id,
         flag=msg.flag,
-        properties_bytes=props,
-        properties=decode_properties_bytes(props),
+        properties_bytes=props.to_properties().encode("utf-8"),
+        properties=props,
         sys_flag=msg.sys_flag,
         born_timestamp=msg.born_timestamp,
         born_host=msg.born_host,

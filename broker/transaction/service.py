@@ -51,8 +51,6 @@ on), ``latest`` (a transaction's first half queue offset -> its live check copy)
 from __future__ import annotations
 
 import logging
-import os
-import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
@@ -67,7 +65,6 @@ from trocket.codecs.message.properties import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
-from trocket.codecs.message.msgid import UniqueIdGenerator
 from trocket.codecs.message.record import encode_record
 from trocket.codecs.message.sysflag import (
     TRANSACTION_COMMIT_TYPE,
@@ -148,8 +145,6 @@ class TransactionalMessageService:
         self.ended: set[int] = set()
         #: a transaction's first half queue offset -> its live check copy's
         self.latest: dict[int, int] = {}
-        host = self.store.config.store_host
-        self._ids = UniqueIdGenerator(ip=host[0], pid=os.getpid(), class_loader_hash=random.getrandbits(32))
         self._round_robin = 0
         # counters (runtime info)
         self.commits = 0
@@ -299,8 +294,7 @@ class TransactionalMessageService:
         """``deletePrepareMessage``: the op record; the half message counts as ended even
         when the store refuses it (logged), so it is not ended twice while running."""
         self.ended.add(half_queue_offset)
-        now = self.clock()
-        op = op_message(half_queue_offset, self.store.config.store_host, self._ids.next_id(now), now)
+        op = op_message(half_queue_offset, self.store.config.store_host, self.clock())
         try:
             result = self.store.put_message(op)
         except PutMessageError as exc:

@@ -37,11 +37,11 @@ __all__ = [
     "append_properties",
     "decode_properties",
     "decode_properties_bytes",
-    "edit_properties_bytes",
     "encode_properties",
     "encode_properties_bytes",
     "get_property",
     "send_properties",
+    "without_properties_bytes",
 ]
 
 NAME_VALUE_SEPARATOR = "\x01"
@@ -233,26 +233,18 @@ def send_properties(props: str, cluster: str) -> tuple[bytes, str | None]:
     return utf8(m.to_properties(), "properties"), m.get(PROPERTY_TAGS)
 
 
-def edit_properties_bytes(data: bytes, drop: Collection[bytes], add: bytes = b"") -> bytes:
+def without_properties_bytes(data: bytes, drop: Collection[bytes]) -> bytes:
     """``data`` (a properties string as bytes) without the items whose key is in
-    ``drop``, with ``add`` (items already encoded, ``k\\x01v`` joined by ``\\x02``)
-    appended -- before a trailing separator when ``data`` ends with one. Every other
-    byte (order, separators) stays as it was, so dropping what was added gives ``data``
-    back. For the broker's rewrites of a stored message (the delay's and the
-    transaction's ``REAL_TOPIC``/``REAL_QID``), which keep the producer's string."""
-    if not any(key in data for key in drop):  # nothing to drop (the common case): append
-        if not add:
-            return data
-        if not data:
-            return add
-        return data + add + b"\x02" if data[-1] == 0x02 else data + b"\x02" + add
+    ``drop``; every other byte (order, separators, a trailing one) as it was. On a
+    string Java wrote (``HashMap`` order) that is Java's order of the map without those
+    keys; it reads no UTF-8, so it also serves a string that is not."""
+    if not any(key in data for key in drop):
+        return data
     parts = data.split(b"\x02")
     trailing = parts[-1] == b""
     if trailing:
         parts.pop()
     kept = [part for part in parts if part.partition(b"\x01")[0] not in drop]
-    if add:
-        kept.append(add)
     if trailing:
         kept.append(b"")
     return b"\x02".join(kept)

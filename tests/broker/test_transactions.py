@@ -28,6 +28,8 @@ from trocket.codecs.message import decode_record
 from trocket.codecs.message.msgid import decode_offset_msg_id
 from trocket.codecs.message.properties import encode_properties
 from trocket.codecs.message.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE
+from trocket.codecs.java_hashmap import JavaHashMap
+from trocket.broker.transaction.records import read_stored
 from trocket.remoting import ClientConfig, RemotingClient
 
 HALF = "RMQ_SYS_TRANS_HALF_TOPIC"
@@ -154,8 +156,17 @@ async def test_commit_stores_the_real_message_and_an_op_record(tmp_path, wire):
         assert "REAL_TOPIC" not in real.properties and "REAL_QID" not in real.properties
         assert "TRAN_MSG" not in real.properties and real.properties["PGROUP"] == "PG"
         [op] = stored(broker, OP)
-        assert op.body == b"0" and op.properties["TAGS"] == "d"
+        assert op.body == b"0" and op.properties == {"TAGS": "d", "WAIT": "true"}
         assert broker.transactions.commits == 1
+        # the properties strings as Java's broker writes them: in HashMap order (a fixed
+        # point of its parse and write), the half's with CLUSTER, WAIT and REAL_*; the
+        # committed one's that map without REAL_TOPIC, REAL_QID and TRAN_MSG
+        half_props = read_stored(broker.store, half_offset).raw_properties.decode()
+        half_map = JavaHashMap.from_properties(half_props)
+        assert half_map.to_properties() == half_props
+        assert {"CLUSTER", "WAIT", "REAL_TOPIC", "REAL_QID", "TRAN_MSG", "PGROUP"} <= set(half_map)
+        real_props = read_stored(broker.store, real.commit_log_offset).raw_properties.decode()
+        assert real_props == half_map.to_properties(without={"REAL_TOPIC", "REAL_QID", "TRAN_MSG"})
 
 
 async def test_rollback_stores_only_the_op_record(tmp_path, wire):
