@@ -26,7 +26,7 @@ import org.apache.rocketmq.common.message.MessageExt;
 
 /**
  * The Java 4.9.8 client's transactions and request-reply, for trocket's acceptance
- * tests (tests/acceptance/test_java_transactions.py) and benchmarks/transactions.py.
+ * tests (tests/acceptance/java/test_java_transactions.py) and benchmarks/transactions.py.
  * Every mode prints one line per event on stdout (the tests parse them) and ends with
  * "DONE" (or "RESULT ..." for bench). Clients heartbeat every second
  * (-Dtxn.heartbeat=ms) so a restarted broker learns about them at once.
