@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from contextlib import asynccontextmanager
 
+import pytest
 import trio
 
 from trocket.codecs.bodies.client import HeartbeatData, ProducerData
@@ -359,9 +360,11 @@ async def test_no_producer_connected_counts_the_check(tmp_path, wire):
         assert info["transactionHalfPending"] == "1" and int(info["transactionHalfOldestAgeMs"]) >= 0
 
 
-async def test_state_is_rebuilt_from_the_store_after_a_restart(tmp_path, wire):
-    """Commits, rollbacks and check copies survive a restart -- even one that lost the
-    check offsets: nothing ended is checked or ended again, the pending one is."""
+@pytest.mark.parametrize("offsets", ["kept", "lost"])
+async def test_state_is_rebuilt_from_the_store_after_a_restart(tmp_path, wire, offsets):
+    """Commits, rollbacks and check copies survive a restart: the check resumes from its
+    persisted offsets, and where they were lost (kill -9 before their flush) it goes over
+    the queue again; either way nothing ended is checked or ended again, the pending one is."""
     async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
         addr = broker.broker_addr
         preps = [await c.invoke_sync(addr, prepared("TxTopic", b"m%d" % i)) for i in range(4)]
@@ -371,10 +374,18 @@ async def test_state_is_rebuilt_from_the_store_after_a_restart(tmp_path, wire):
             assert await broker.transactions.check() == 2  # m2, m3
             h2, _ = await checks.receive()
             assert (await pc.invoke_sync(addr, end_request(h2, COMMIT, from_check=True), 5)).code == 0
-    (tmp_path / "store" / "config" / "consumerOffset.json").unlink()  # the check's progress lost
+        # the pass went up to its own copies (4, 5); the op records before them are folded
+        assert (broker.transactions.half_offset, broker.transactions.op_offset) == (4, 2)
+    if offsets == "lost":
+        (tmp_path / "store" / "config" / "consumerOffset.json").unlink()
     async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
         svc = broker.transactions
-        assert svc.half_offset == 0 and svc.ended == {0, 1, 4} and svc.latest == {2: 4, 3: 5}
+        if offsets == "kept":  # read back from consumerOffset.json (group CID_RMQ_SYS_TRANS)
+            assert (svc.half_offset, svc.op_offset) == (4, 2)
+            assert svc.ended == {4} and svc.latest == {2: 4, 3: 5}
+        else:
+            assert (svc.half_offset, svc.op_offset) == (0, 0)
+            assert svc.ended == {0, 1, 4} and svc.latest == {2: 4, 3: 5}
         addr = broker.broker_addr
         for prep in preps[:3]:  # m0 committed, m1 rolled back, m2 committed after its check
             r = await c.invoke_sync(addr, end_request(prep.ext_fields, COMMIT))
