@@ -298,6 +298,20 @@ class BrokerConfig:
     #: ``flushDelayOffsetInterval`` (ms): delayOffset.json is written this often, 10000.
     flush_delay_offset_interval_ms: int = attrs.field(default=10_000, validator=_pos)
 
+    # -- transactions and request-reply (broker/transaction, processors/reply.py) ---------
+    #: ``transactionTimeOut`` (ms): a half message younger than this is not checked yet, 6000.
+    transaction_timeout_ms: int = attrs.field(default=6_000, validator=_nonneg)
+    #: ``transactionCheckMax``: checks of one half message before it is discarded to
+    #: ``TRANS_CHECK_MAX_TIME_TOPIC``, 15.
+    transaction_check_max: int = attrs.field(default=15, validator=_pos)
+    #: ``transactionCheckInterval`` (ms): how often the check service looks, 60000.
+    transaction_check_interval_ms: int = attrs.field(default=60_000, validator=_pos)
+    #: ``rejectTransactionMessage``: refuse prepared sends (NO_PERMISSION) (off).
+    reject_transaction_message: bool = False
+    #: ``storeReplyMessageEnable``: a reply is stored on its reply topic as well as
+    #: pushed to the requester (on).
+    store_reply_message: bool = True
+
     # -- topics ----------------------------------------------------------------------------
     #: ``autoCreateTopicEnable``: a send to an unknown topic creates it from TBW102 (on).
     auto_create_topic: bool = True
@@ -550,6 +564,11 @@ PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "haAllowedSlaves": ("ha_allowed_slaves", _str),  # trocket's own
     "slaveSyncInterval": ("slave_sync_interval_ms", _int),  # trocket's own
     "slaveReadEnable": ("slave_read_enable", _bool),
+    "transactionTimeOut": ("transaction_timeout_ms", _int),
+    "transactionCheckMax": ("transaction_check_max", _int),
+    "transactionCheckInterval": ("transaction_check_interval_ms", _int),
+    "rejectTransactionMessage": ("reject_transaction_message", _bool),
+    "storeReplyMessageEnable": ("store_reply_message", _bool),
     "accessMessageInMemoryMaxRatio": ("access_message_in_memory_max_ratio", _int),
 }
 

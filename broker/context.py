@@ -4,8 +4,9 @@
 processors hold the ``BrokerController``; here they get only what they use): the
 configuration, the store and its topic and consumer-offset tables, the remoting server
 they are registered on, the client-side managers (consumers, producers, rebalance
-locks), the long-polling service, the schedule service (delayed messages), the outer
-API (name-server registration), replication (``ha``), the channel listener, and the hooks back into the
+locks), the long-polling service, the schedule service (delayed messages), the
+transaction service (half messages and their checks), the outer API (name-server
+registration), replication (``ha``), the channel listener, and the hooks back into the
 controller:
 
 * ``on_topic_created(topic)``: a processor created or changed a topic; the controller
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from trocket.broker.long_polling import PullHoldService
     from trocket.broker.outer_api import BrokerOuterAPI
     from trocket.broker.schedule import ScheduleMessageService
+    from trocket.broker.transaction import TransactionalMessageService
 
 __all__ = ["BrokerContext", "BrokerChannelListener"]
 
@@ -126,6 +128,10 @@ class BrokerContext:
     pull_hold: PullHoldService | None = None
     #: delayed messages (broker/schedule.py); None: DELAY is not acted upon (bare setups)
     schedule: ScheduleMessageService | None = None
+    #: transactional messages (broker/transaction): half messages, END_TRANSACTION, the
+    #: check service; None: prepared sends are stored as half messages that nothing
+    #: ends (bare setups; the controller always makes one)
+    transactions: TransactionalMessageService | None = None
     #: replication (broker/ha): the HA server / client and the transfer service; None:
     #: no replication (bare setups)
     ha: HAService | None = None

@@ -29,13 +29,15 @@ Start-up (``run``); settings that are accepted but have no effect
    :mod:`.client_manager`), makes its channel listener the server's (closed
    connections leave long polling and their client groups), and carries the hooks
    back here (``on_topic_created`` = :meth:`BrokerController.topic_created`,
-   ``register_now`` = :meth:`BrokerController.register_broker_all`);
+   ``register_now`` = :meth:`BrokerController.register_broker_all`); then the
+   transaction service (:mod:`.transaction`: its state rebuilt from the store, the
+   check loop; neither on a slave);
 4. every processor on the server (:mod:`.processors`): send, pull, admin, client
-   management, offsets, locks, send-back; then the server listens, and so does its
-   VIP channel on the listen port - 2 (Java's ``fastRemotingServer``: the same
-   processors but PULL_MESSAGE, where a Java client with ``vipChannelEnabled`` sends and
-   a Java slave copies its master's topics and offsets; a port that cannot be bound is
-   logged and the broker serves without it);
+   management, offsets, locks, send-back, end-transaction, reply (request-reply); then
+   the server listens, and so does its VIP channel on the listen port - 2 (Java's
+   ``fastRemotingServer``: the same processors but PULL_MESSAGE, where a Java client with
+   ``vipChannelEnabled`` sends and a Java slave copies its master's topics and offsets; a
+   port that cannot be bound is logged and the broker serves without it);
 5. registration with the name servers right away, then every
    ``register_interval_ms`` (30 s) and soon after a topic is created (at once, before
    answering, when a heartbeat or send-back creates a group's retry topic), with the
@@ -79,12 +81,13 @@ from .ha.sync import SlaveSynchronize
 from .long_polling import PullHoldService
 from .namesrv.server import NamesrvConfig, NameServer
 from .outer_api import BrokerOuterAPI
-from .processors import admin, client, locks, offsets, pull, send, send_back
+from .processors import admin, client, end_transaction, locks, offsets, pull, reply_message, send, send_back
 from .processors.admin import AdminProcessor
 from .processors.pull import PullProcessor
 from .processors.send import SendProcessor
 from .schedule import ScheduleMessageService
 from .store import ConsumerOffsetManager, MessageStore, TopicConfigManager
+from .transaction import TransactionalMessageService
 
 if TYPE_CHECKING:
     from trocket.remoting.tap import TapSink
@@ -128,6 +131,7 @@ class BrokerController(ServiceContextManager):
         self.ctx: BrokerContext | None = None
         self.pull_hold: PullHoldService | None = None
         self.schedule: ScheduleMessageService | None = None
+        self.transactions: TransactionalMessageService | None = None
         self.send_processor: SendProcessor | None = None
         self.pull_processor: PullProcessor | None = None
         self.admin_processor: AdminProcessor | None = None
@@ -288,6 +292,11 @@ class BrokerController(ServiceContextManager):
         )
         ctx.channels.on_close.append(hold.drop_connection)
         await services.start(hold.run)
+        # transactions: half messages, END_TRANSACTION, the check service (not on a slave)
+        self.transactions = ctx.transactions = TransactionalMessageService(ctx)
+        if not cfg.is_slave:
+            await trio.to_thread.run_sync(self.transactions.load)
+            await services.start(self.transactions.run)
 
         # 4. processors
         self._register_processors(ctx)
@@ -349,6 +358,8 @@ class BrokerController(ServiceContextManager):
         send_back.register(ctx)
         offsets.register(ctx)
         locks.register(ctx)
+        end_transaction.register(ctx)
+        reply_message.register(ctx, self.send_processor)
 
     # -- name servers ------------------------------------------------------------------------
 
@@ -551,6 +562,8 @@ class BrokerController(ServiceContextManager):
             info["pullThreadPoolQueueCapacity"] = str(self.config.pull_queue_capacity)
         if self.schedule is not None:
             info.update(self.schedule.running_stats())
+        if self.transactions is not None:
+            info.update(self.transactions.running_stats())
         hold = self.pull_hold
         if hold is not None:
             info["pullRequestHeldNow"] = str(hold.held_count)

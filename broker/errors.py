@@ -24,6 +24,7 @@ __all__ = [
     "PutFailedError",
     "PutRefusedError",
     "ServiceNotAvailableError",
+    "SlaveNotAvailableError",
     "SubscriptionGroupNotExistError",
     "SubscriptionNotExistError",
     "SystemBusyError",
@@ -71,6 +72,12 @@ class SubscriptionNotExistError(BrokerError):
 
 class SystemBusyError(BrokerError):
     code = int(ResponseCode.SYSTEM_BUSY)
+
+
+class SlaveNotAvailableError(BrokerError):
+    """What a slave answers a request only a master serves (END_TRANSACTION)."""
+
+    code = int(ResponseCode.SLAVE_NOT_AVAILABLE)
 
 
 class PutRefusedError(BrokerError):

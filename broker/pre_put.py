@@ -17,24 +17,40 @@ Two kinds of step, as in Java: one that changes where the message is addressed
 (dead letter) changes it in place and returns it -- the answer names its new queue, as
 Java's ``queueIdInt``; one that stores a different record (delay, half message) returns
 a new message -- the answer names the queue the message was addressed to. A new
-rewrite (the transaction half topic next) is a step added to the tuple, in the order
-Java applies it.
+rewrite is a step added to the tuple, in the order Java applies it: dead letter, half
+message, delay.
+
+Triggers: topic prefixes, property names, and sysflag bits (the transaction type's
+prepared bit: a prepared send is a half message whether it says so with ``TRAN_MSG`` or
+with its sysflag).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, NamedTuple, Protocol
 
+from trocket.codecs.message.properties import PROPERTY_TRANSACTION_PREPARED, get_property
+from trocket.codecs.message.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 from trocket.codecs.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
+from .errors import NoPermissionError
 from .store import MessageInner
 from .store.topic_config import PERM_READ, PERM_WRITE
+from .transaction import half_message
 
 if TYPE_CHECKING:
     from .context import BrokerContext
     from .schedule import ScheduleMessageService
 
-__all__ = ["DEFAULT_MAX_RECONSUME_TIMES", "PrePut", "PrePutStep", "dead_letter_step", "delay_step", "pre_put"]
+__all__ = [
+    "DEFAULT_MAX_RECONSUME_TIMES",
+    "PrePut",
+    "PrePutStep",
+    "dead_letter_step",
+    "delay_step",
+    "half_step",
+    "pre_put",
+]
 
 #: ``MixAll.DEFAULT_MAX_RECONSUME_TIMES`` / SubscriptionGroupConfig.retryMaxTimes.
 DEFAULT_MAX_RECONSUME_TIMES = 16
@@ -49,29 +65,38 @@ class Request(Protocol):
 
 class PrePutStep(NamedTuple):
     """One rewrite, and when it can apply at all: only to a message whose topic starts
-    with one of ``topic_prefixes`` or whose properties string holds one of
-    ``property_names`` (the send path tests those before it calls any step: most
-    messages are never looked at again)."""
+    with one of ``topic_prefixes``, whose properties string holds one of
+    ``property_names`` or whose sysflag has one of the bits of ``sys_flags`` (the send
+    path tests those before it calls any step: most messages are never looked at
+    again)."""
 
     #: the message to store instead, or None (unchanged; the next step sees it)
     rewrite: Callable[[MessageInner, Request], MessageInner | None]
     topic_prefixes: tuple[str, ...] = ()
     property_names: tuple[str, ...] = ()
+    sys_flags: int = 0
 
 
 class PrePut:
     """The ordered steps, and the union of their triggers."""
 
-    __slots__ = ("steps", "topic_prefixes", "property_names")
+    __slots__ = ("steps", "topic_prefixes", "property_names", "sys_flags")
 
     def __init__(self, steps: tuple[PrePutStep, ...]) -> None:
         self.steps = steps
         self.topic_prefixes = tuple(p for step in steps for p in step.topic_prefixes)
         self.property_names = tuple(n for step in steps for n in step.property_names)
+        self.sys_flags = 0
+        for step in steps:
+            self.sys_flags |= step.sys_flags
 
-    def may_rewrite(self, topic: str, properties: str) -> bool:
+    def may_rewrite(self, topic: str, properties: str, sys_flag: int = 0) -> bool:
         """Whether any step can apply (the send path inlines this test)."""
-        return topic.startswith(self.topic_prefixes) or any(name in properties for name in self.property_names)
+        return (
+            topic.startswith(self.topic_prefixes)
+            or bool(sys_flag & self.sys_flags)
+            or any(name in properties for name in self.property_names)
+        )
 
     def rewrite(self, msg: MessageInner, header: Request) -> MessageInner:
         """``msg`` as the first step that rewrites it leaves it (itself when none does)."""
@@ -106,6 +131,28 @@ def dead_letter_step(ctx: BrokerContext) -> PrePutStep:
     return PrePutStep(dead_letter, topic_prefixes=(RETRY_GROUP_TOPIC_PREFIX,))
 
 
+def half_step(ctx: BrokerContext) -> PrePutStep:
+    """A prepared send -- ``TRAN_MSG`` true (Java's test, ``Boolean.parseBoolean``) or a
+    prepared transaction type in its sysflag -- is stored as a half message
+    (:func:`~trocket.broker.transaction.half_message`), unless the broker refuses them
+    (``rejectTransactionMessage``: NO_PERMISSION, Java's remark). A rolled-back
+    transaction type without ``TRAN_MSG`` is stored as it is (and never indexed), as
+    Java stores it."""
+    config = ctx.config
+
+    def half(msg: MessageInner, header: Request) -> MessageInner | None:
+        if msg.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_PREPARED_TYPE:
+            flag = get_property(msg.properties_bytes, PROPERTY_TRANSACTION_PREPARED)
+            if flag is None or flag.lower() != "true":
+                return None
+        if config.reject_transaction_message:
+            ip = config.advertised_addr(ctx.server).rpartition(":")[0]
+            raise NoPermissionError(f"the broker[{ip}] sending transaction message is forbidden")
+        return half_message(msg)
+
+    return PrePutStep(half, property_names=(PROPERTY_TRANSACTION_PREPARED,), sys_flags=TRANSACTION_PREPARED_TYPE)
+
+
 def delay_step(schedule: ScheduleMessageService) -> PrePutStep:
     """A ``DELAY`` level above 0: stored on ``SCHEDULE_TOPIC_XXXX`` until due
     (:meth:`~trocket.broker.schedule.ScheduleMessageService.rewrite`)."""
@@ -118,9 +165,9 @@ def delay_step(schedule: ScheduleMessageService) -> PrePutStep:
 
 
 def pre_put(ctx: BrokerContext) -> PrePut:
-    """The broker's steps, in Java's order (a context without a schedule service --
-    bare test setups -- does not delay)."""
-    steps = [dead_letter_step(ctx)]
+    """The broker's steps, in Java's order: dead letter, half message, delay (a context
+    without a schedule service -- bare test setups -- does not delay)."""
+    steps = [dead_letter_step(ctx), half_step(ctx)]
     if ctx.schedule is not None:
         steps.append(delay_step(ctx.schedule))
     return PrePut(tuple(steps))

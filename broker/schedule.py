@@ -72,6 +72,7 @@ from trocket.codecs.message.properties import (
     PROPERTY_REAL_TOPIC,
     decode_properties_bytes,
     utf8,
+    without_properties_bytes,
 )
 from trocket.codecs.message.record import decode_record, record_size
 from trocket.codecs.message.sysflag import (
@@ -83,6 +84,7 @@ from trocket.codecs.names import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_HALF_TOPI
 
 from .config import BrokerConfig, parse_delay_levels
 from .store import MessageInner, MessageStore, PutMessageError, StoreClosedError
+from .store.messages import properties_map
 from .store.atomic_file import write_json_atomic
 from .store.commit_log import CreateSegmentError
 from .store.errors import ConfigLoadError
@@ -178,9 +180,7 @@ def delivered_properties(props: bytes) -> bytes:
     try:
         text = props.decode("utf-8")
     except UnicodeDecodeError:
-        return b"\x02".join(
-            part for part in props.split(b"\x02") if part.partition(b"\x01")[0] not in _STRIP_ON_DELIVERY_B
-        )
+        return without_properties_bytes(props, _STRIP_ON_DELIVERY_B)
     return JavaHashMap.from_properties(text).to_properties(without=_STRIP_ON_DELIVERY).encode("utf-8")
 
 
@@ -246,16 +246,10 @@ class ScheduleMessageService:
         """``msg`` as the store must keep it: moved to ``SCHEDULE_TOPIC_XXXX`` when its
         ``DELAY`` level is above 0 and it is not a prepared/rolled-back transactional
         message; otherwise ``msg`` itself."""
-        props = msg.properties
-        if not isinstance(props, JavaHashMap):
-            raw = msg.properties_bytes
-            if raw is None or props:  # a mapping given as such (its insertion order)
-                props = JavaHashMap(props.items())
-            else:
-                try:
-                    props = JavaHashMap.from_properties(str(raw, "utf-8"))
-                except UnicodeDecodeError:
-                    return msg  # the store refuses it as it would have
+        try:
+            props = properties_map(msg)
+        except UnicodeDecodeError:
+            return msg  # the store refuses it as it would have
         level = _delay_level(props.get(PROPERTY_DELAY_TIME_LEVEL))
         if level <= 0:
             return msg

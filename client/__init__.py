@@ -2,7 +2,9 @@
 
 The core (Java's ``MQClientInstance`` / ``MQClientAPIImpl`` / ``ClientConfig``):
 :mod:`.config`, :mod:`.errors`, :mod:`.message`, :mod:`.route`, :mod:`.fault`,
-:mod:`.api`, :mod:`.instance`. The producer: :mod:`.producer`. The consumers:
+:mod:`.api`, :mod:`.instance`. The producers: :mod:`.producer`, :mod:`.transaction`
+(``TransactionProducer``), :mod:`.request_reply` (``Producer.request`` and the
+responder's ``send_reply``). The consumers:
 :mod:`.consumer` (``PushConsumer``), :mod:`.consumer_lite` (``PullConsumer``) and their
 parts (:mod:`.rebalance`, :mod:`.process_queue`, :mod:`.offset_store`,
 :mod:`.subscription`, :mod:`.consumer_pull`, :mod:`.consumer_base`); the blocking facade:
@@ -21,10 +23,13 @@ from .errors import (
     ConnectionLostError,
     MessageRefusedError,
     NoRouteError,
+    RequestTimeoutError,
     SendTimeoutError,
 )
 from .instance import ClientInstance, ConsumerHandle
 from .producer import Producer, ProducerConfig, SendFuture
+from .request_reply import RequestFuture, create_reply_message, send_reply
+from .transaction import LocalTransactionState, TransactionListener, TransactionProducer, TransactionSendResult
 from .message import (
     Message,
     MessageExt,
@@ -42,6 +47,13 @@ __all__ = [
     "Producer",
     "ProducerConfig",
     "SendFuture",
+    "RequestFuture",
+    "create_reply_message",
+    "send_reply",
+    "TransactionProducer",
+    "TransactionListener",
+    "TransactionSendResult",
+    "LocalTransactionState",
     "ConsumerHandle",
     "Message",
     "MessageExt",
@@ -58,6 +70,7 @@ __all__ = [
     "BrokerResponseError",
     "BrokerBusyError",
     "NoRouteError",
+    "RequestTimeoutError",
     "MessageRefusedError",
     "ClientConnectError",
     "ConnectionLostError",
@@ -65,7 +78,12 @@ __all__ = [
 ]
 
 # the consumers and the blocking facade
-from .blocking import BlockingProducer, BlockingPullConsumer, BlockingPushConsumer  # noqa: E402
+from .blocking import (  # noqa: E402
+    BlockingProducer,
+    BlockingPullConsumer,
+    BlockingPushConsumer,
+    BlockingTransactionProducer,
+)
 from .consumer import ConsumeFrom, ConsumeResult, MessageModel, PushConsumer, PushConsumerOptions  # noqa: E402
 from .consumer_lite import PullConsumer, PullConsumerOptions  # noqa: E402
 
@@ -78,6 +96,7 @@ __all__ += [
     "ConsumeFrom",
     "MessageModel",
     "BlockingProducer",
+    "BlockingTransactionProducer",
     "BlockingPushConsumer",
     "BlockingPullConsumer",
 ]

@@ -51,6 +51,7 @@ from trocket.codecs.errors import CodecError
 from trocket.codecs.headers import (
     ConsumerSendMsgBackRequestHeader,
     CreateTopicRequestHeader,
+    EndTransactionRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMaxOffsetResponseHeader,
@@ -448,6 +449,17 @@ class ClientAPI:
         if resp.code != ResponseCode.SUCCESS:
             raise response_error(refused or what, resp)
         return decoded(what, resp, lambda: decode_header(header_cls, resp.ext_fields).offset)
+
+    # -- broker: transactions -----------------------------------------------------------
+
+    async def end_transaction_oneway(
+        self, addr: str, header: EndTransactionRequestHeader, remark: str | None = None, timeout: float | None = None
+    ) -> None:
+        """END_TRANSACTION (37), oneway as Java's ``endTransactionOneway``; ``remark``
+        says why a local transaction is unknown (its exception)."""
+        request = self.request(RequestCode.END_TRANSACTION, header)
+        request.remark = remark
+        await self.invoke_oneway(addr, request, timeout)
 
     # -- broker: admin ------------------------------------------------------------------
 

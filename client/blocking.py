@@ -16,6 +16,7 @@ with the trio API; an async listener runs in the trio thread.
 from __future__ import annotations
 
 import concurrent.futures
+import inspect
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -25,10 +26,12 @@ import trio
 from .consumer import PushConsumer
 from .consumer_lite import PullConsumer
 from .errors import ClientStateError
-from .message import Message, MessageExt, MessageQueue, SendResult
+from .message import Message, MessageExt, MessageQueue, SendResult, SendStatus
 from .producer import Producer
+from .request_reply import send_reply
+from .transaction import LocalTransactionState, TransactionProducer, TransactionSendResult, local_state
 
-__all__ = ["BlockingProducer", "BlockingPushConsumer", "BlockingPullConsumer"]
+__all__ = ["BlockingProducer", "BlockingPushConsumer", "BlockingPullConsumer", "BlockingTransactionProducer"]
 
 T = TypeVar("T")
 
@@ -141,6 +144,14 @@ class BlockingProducer(_Blocking):
     def send_batch(self, msgs: Sequence[Message], *, timeout: float | None = None) -> list[SendResult]:
         return self._call(lambda: self.producer.send_batch(msgs, timeout=timeout))
 
+    def request(self, msg: Message, *, timeout: float | None = None) -> MessageExt:
+        """:meth:`~trocket.client.producer.Producer.request`: the reply to ``msg``."""
+        return self._call(lambda: self.producer.request(msg, timeout=timeout))
+
+    def send_reply(self, request: Message, body: bytes | str, *, timeout: float | None = None) -> SendResult:
+        """Answer a request a consumer got (:func:`~trocket.client.request_reply.send_reply`)."""
+        return self._call(lambda: send_reply(self.producer, request, body, timeout=timeout))
+
     def send_async(self, msg: Message, *, timeout: float | None = None) -> concurrent.futures.Future:
         """Returns at once; the future holds the SendResult or the send's error."""
         fut: concurrent.futures.Future = concurrent.futures.Future()
@@ -153,6 +164,37 @@ class BlockingProducer(_Blocking):
 
         self._call(lambda: self.producer.send_async(msg, callback=done, timeout=timeout))
         return fut
+
+
+class BlockingTransactionProducer(BlockingProducer):
+    """:class:`~trocket.client.transaction.TransactionProducer` for plain code (same
+    arguments). :meth:`send_in_transaction` runs the listener's ``execute`` in the
+    caller's thread, as Java's does, between the prepared send and END_TRANSACTION (both
+    in the client's trio thread); the broker's checks run ``check`` in the trio thread's
+    worker threads (plain functions) or in it (coroutine functions)."""
+
+    producer: TransactionProducer
+
+    def __init__(self, group: str, namesrv: str | Sequence[str] | None = None, listener: Any = None, **kw: Any) -> None:
+        self.producer = TransactionProducer(group, namesrv, listener, **kw)
+        _Blocking.__init__(self, self.producer, f"trocket-txn-producer-{group}")
+
+    def send_in_transaction(self, msg: Message, arg: Any = None, *, timeout: float | None = None) -> TransactionSendResult:
+        producer = self.producer
+        listener = producer._listener()
+        result = self._call(lambda: producer.send_prepared(msg, timeout=timeout))
+        state = LocalTransactionState.ROLLBACK_MESSAGE  # stored, not as safely as asked
+        error: BaseException | None = None
+        if result.status is SendStatus.SEND_OK:
+            state = LocalTransactionState.UNKNOW
+            try:
+                value = listener.execute(msg, arg)
+                if inspect.isawaitable(value):
+                    raise TypeError("a blocking transaction producer's execute() must be a plain function")
+                state = local_state(value)
+            except Exception as exc:  # the local transaction failed: UNKNOW, the broker checks
+                error = exc
+        return self._call(lambda: producer.finish_transaction(result, state, error))
 
 
 class BlockingPushConsumer(_Blocking):

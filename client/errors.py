@@ -28,6 +28,7 @@ __all__ = [
     "ClientError",
     "ClientTimeoutError",
     "SendTimeoutError",
+    "RequestTimeoutError",
     "BrokerBusyError",
     "NoRouteError",
     "MessageRefusedError",
@@ -73,6 +74,11 @@ class ClientTimeoutError(ClientError):
 
 class SendTimeoutError(ClientTimeoutError):
     """A send's one budget ran out (route lookup, retries and the wait together)."""
+
+
+class RequestTimeoutError(ClientTimeoutError):
+    """A request (request-reply) was sent but its reply did not come in time (Java's
+    ``RequestTimeoutException``)."""
 
 
 class BrokerResponseError(ClientError):

@@ -17,10 +17,15 @@ Contract:
   for or when the master is gone, as consumers pull and store offsets); brokers no route
   names any more are dropped after each poll (:meth:`clean_offline_brokers`); a closed
   connection to a broker fetches the routes naming it again at once (:meth:`on_broker_closed`).
-- Registration: :meth:`register_producer` / :meth:`unregister_producer` by group;
+- Registration: :meth:`register_producer` / :meth:`unregister_producer` by group (a
+  transaction producer with a :class:`ProducerHandle` that gets the broker's
+  CHECK_TRANSACTION_STATE for its group);
   :meth:`register_consumer` takes a :class:`ConsumerHandle` (its ``consumer_data()`` goes
   into every heartbeat; it receives route changes of its topics and the broker's requests)
   and :meth:`unregister_consumer`. Registering sends a heartbeat soon (:meth:`heartbeat_now`).
+- Replies (request-reply): PUSH_REPLY_MESSAGE_TO_CLIENT completes the request waiting in
+  :attr:`requests` (:class:`~trocket.client.request_reply.RequestTable`) by its
+  correlation id; a reply nobody waits for is logged and dropped.
 - Broker -> client requests reach the registered consumer of the request's group:
   NOTIFY_CONSUMER_IDS_CHANGED (-> ``on_consumer_ids_changed``), GET_CONSUMER_RUNNING_INFO
   (-> ``running_info``), CONSUME_MESSAGE_DIRECTLY (-> ``consume_directly``),
@@ -35,6 +40,8 @@ Contract:
 from __future__ import annotations
 
 import logging
+import time
+import zlib
 from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
@@ -45,8 +52,11 @@ from trocket.codecs.bodies.client import ConsumerData, HeartbeatData, MessageQue
 from trocket.codecs.bodies.route import TopicRouteData
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
+from trocket.codecs.custom_header import decode_header
 from trocket.codecs.errors import CodecError
+from trocket.codecs.headers import CheckTransactionStateRequestHeader, ReplyMessageRequestHeader
 from trocket.codecs.message import decode_record
+from trocket.codecs.message.properties import PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 from trocket.codecs.names import AUTO_CREATE_TOPIC_KEY_TOPIC
 from trocket.remoting import ClientConfig as RemotingConfig
 from trocket.remoting import ChannelEventListener, Connection, RemotingClient, ServiceContextManager
@@ -56,9 +66,10 @@ from .api import ClientAPI
 from .config import ClientConfig
 from .errors import ClientError, ClientStateError, NoRouteError
 from .message import MessageExt
+from .request_reply import RequestTable, reply_from_push
 from .route import MASTER_ID, TopicPublishInfo, default_route, publish_info, subscribe_queues
 
-__all__ = ["ClientInstance", "ConsumerHandle"]
+__all__ = ["ClientInstance", "ConsumerHandle", "ProducerHandle"]
 
 log = logging.getLogger(__name__)
 
@@ -97,10 +108,21 @@ class ConsumerHandle(Protocol):
         ``NotImplementedError``."""
 
 
+@runtime_checkable
+class ProducerHandle(Protocol):
+    """What a producer that answers the broker's checks registers with the instance
+    (Java: ``MQProducerInner.checkTransactionState``)."""
+
+    def check_transaction_state(self, addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader) -> None:
+        """CHECK_TRANSACTION_STATE about ``msg`` from the broker at ``addr``: answer it
+        later (END_TRANSACTION); must not block."""
+
+
 @attrs.define(slots=True)
 class _Producer:
     group: str
     topics: set[str] = attrs.field(factory=set)
+    handle: ProducerHandle | None = None
 
 
 class _BrokerCloseListener(ChannelEventListener):
@@ -135,6 +157,8 @@ class ClientInstance(ServiceContextManager):
         self.brokers: dict[str, dict[int, str]] = {}
         self.producers: dict[str, _Producer] = {}
         self.consumers: dict[str, ConsumerHandle] = {}
+        #: requests (request-reply) waiting for their reply, by correlation id
+        self.requests = RequestTable()
         self._route_locks: dict[str, trio.Lock] = {}
         self._heartbeat_soon = trio.Event()
         self._heartbeat_lock = trio.Lock()
@@ -188,10 +212,12 @@ class ClientInstance(ServiceContextManager):
 
     # -- registration -------------------------------------------------------------------
 
-    def register_producer(self, group: str) -> None:
+    def register_producer(self, group: str, handle: ProducerHandle | None = None) -> None:
+        """``handle``: where the broker's CHECK_TRANSACTION_STATE for the group goes (a
+        transaction producer); without one they are logged and dropped, as Java's."""
         if group in self.producers:
             raise ClientError(f"producer group {group} is already registered in client {self.client_id}")
-        self.producers[group] = _Producer(group)
+        self.producers[group] = _Producer(group, handle=handle)
         self.heartbeat_now()
 
     async def unregister_producer(self, group: str) -> None:
@@ -439,6 +465,8 @@ class ClientInstance(ServiceContextManager):
         reg(int(RequestCode.GET_CONSUMER_RUNNING_INFO), self._get_consumer_running_info)
         reg(int(RequestCode.CONSUME_MESSAGE_DIRECTLY), self._consume_message_directly)
         reg(int(RequestCode.RESET_CONSUMER_CLIENT_OFFSET), self._reset_offset)
+        reg(int(RequestCode.CHECK_TRANSACTION_STATE), self._check_transaction_state, inline=True)
+        reg(int(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT), self._push_reply, inline=True)
 
     def _handle_for(self, request: RemotingCommand, key: str = "consumerGroup") -> ConsumerHandle | None:
         group = (request.ext_fields or {}).get(key)
@@ -481,6 +509,42 @@ class ClientInstance(ServiceContextManager):
         except NotImplementedError:
             return self._error(request, "CONSUME_MESSAGE_DIRECTLY is not supported by this trocket consumer")
         return request.make_response(int(ResponseCode.SUCCESS), body=body)
+
+    def _check_transaction_state(self, conn: Connection, request: RemotingCommand) -> None:
+        """CHECK_TRANSACTION_STATE (39, oneway): to the transaction producer of the half
+        message's group (``PGROUP``), with the broker's address (``ClientRemotingProcessor``)."""
+        try:
+            header = decode_header(CheckTransactionStateRequestHeader, request.ext_fields)
+            msg, _ = decode_record(request.body)
+        except CodecError as exc:
+            log.warning("a transaction check from %s does not decode: %s", conn.remote_address, exc)
+            return None
+        uniq = msg.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        if uniq:
+            msg.transaction_id = uniq
+        group = msg.properties.get(PROPERTY_PRODUCER_GROUP)
+        producer = self.producers.get(group) if group else None
+        if producer is None or producer.handle is None:
+            log.debug("transaction check for group %s: no transaction producer of it here", group)
+            return None
+        producer.handle.check_transaction_state(conn.peer or conn.remote_address, msg, header)
+        return None
+
+    def _push_reply(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        """PUSH_REPLY_MESSAGE_TO_CLIENT (326): a reply to one of this client's requests
+        (``receiveReplyMessage``); SUCCESS even when nobody waits for it any more."""
+        try:
+            header = decode_header(ReplyMessageRequestHeader, request.ext_fields)
+            reply = reply_from_push(header, request.body, time.time_ns() // 1_000_000)
+        except (CodecError, zlib.error) as exc:
+            log.warning("a reply from %s does not decode: %s", conn.remote_address, exc)
+            return self._error(request, "process reply message fail")
+        if not self.requests.deliver(reply):
+            log.warning(
+                "receive reply message, but not matched any request, CorrelationId: %s , reply from host: %s",
+                reply.properties.get("CORRELATION_ID"), header.bornHost,
+            )
+        return request.make_response(int(ResponseCode.SUCCESS))
 
     async def _reset_offset(self, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
         ext = request.ext_fields or {}

@@ -56,6 +56,7 @@ from trocket.codecs.java_hashmap import java_string_hash
 from trocket.codecs.message import UniqueIdGenerator, encode_batch_message, encode_properties
 from trocket.codecs.message.properties import (
     PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_MESSAGE_TYPE,
     PROPERTY_MAX_RECONSUME_TIMES,
     PROPERTY_RECONSUME_TIME,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
@@ -84,8 +85,10 @@ from .errors import (
     SendTimeoutError,
 )
 from .fault import LatencyFaultTolerance, select_queue
-from .instance import ClientInstance
-from .message import Message, SendResult, SendStatus
+from .futures import SendFuture
+from .request_reply import RequestFuture, prepare_request
+from .instance import ClientInstance, ProducerHandle
+from .message import Message, MessageExt, SendResult, SendStatus
 
 __all__ = ["Producer", "ProducerConfig", "SendFuture", "select_by_hash"]
 
@@ -112,6 +115,9 @@ _STATUS = {
 _MESSAGE_ILLEGAL = int(ResponseCode.MESSAGE_ILLEGAL)
 _SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
 _SEND_BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
+_SEND_REPLY_V2 = int(RequestCode.SEND_REPLY_MESSAGE_V2)
+#: ``MixAll.REPLY_MESSAGE_FLAG``: the MSG_TYPE of a reply (request-reply), sent as 325
+REPLY_MESSAGE_FLAG = "reply"
 #: the batch request's own properties (``MessageBatch``: WAIT of its first message)
 _BATCH_PROPS = {True: "WAIT\x01true", False: "WAIT\x01false"}
 
@@ -149,58 +155,6 @@ class ProducerConfig:
     reconnect_backoff: float = 0.1
 
 
-class SendFuture:
-    """The outcome of :meth:`Producer.send_async`: ``await fut`` (or ``await fut.wait()``)
-    returns the :class:`SendResult` or raises the send's error; ``fut.done()``,
-    ``fut.result()`` once done. The optional callback gets ``(result, error)``."""
-
-    __slots__ = ("_done", "_event", "_result", "_error", "_callback")
-
-    def __init__(self, callback: Callable[[SendResult | None, BaseException | None], Any] | None = None) -> None:
-        self._done = False
-        self._event: trio.Event | None = None  # made only for a waiter (most sends have none)
-        self._result: SendResult | None = None
-        self._error: BaseException | None = None
-        self._callback = callback
-
-    def _finish(self, result: SendResult | None, error: BaseException | None) -> None:
-        self._result, self._error = result, error
-        self._done = True
-        if self._event is not None:
-            self._event.set()
-        if self._callback is not None:
-            try:
-                self._callback(result, error)
-            except Exception:  # the caller's bug: reported, never the send's outcome
-                log.exception("send callback raised")
-
-    def done(self) -> bool:
-        return self._done
-
-    def result(self) -> SendResult:
-        if not self._done:
-            raise ClientStateError("the send is not finished")
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None
-        return self._result
-
-    def exception(self) -> BaseException | None:
-        return self._error
-
-    async def wait(self) -> SendResult:
-        if not self._done:
-            if self._event is None:
-                self._event = trio.Event()
-            await self._event.wait()
-        else:
-            await trio.lowlevel.checkpoint()
-        return self.result()
-
-    def __await__(self):
-        return self.wait().__await__()
-
-
 @attrs.define(slots=True)
 class _Progress:
     """The attempts of one send so far, and what the next must know."""
@@ -223,6 +177,8 @@ class _Prepared:
     flag: int
     reconsume_times: int = 0  # Java sends reconsumeTimes 0 for a plain send
     max_reconsume_times: int | None = None
+    #: the request code: SEND_MESSAGE_V2, SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE_V2 for a reply
+    code: int = _SEND_V2
 
 
 class Producer(ServiceContextManager):
@@ -231,6 +187,10 @@ class Producer(ServiceContextManager):
     ``Producer(group, namesrv)`` makes its own :class:`ClientInstance`; pass ``instance=``
     to share one (it must be running). Options: the fields of :class:`ProducerConfig`.
     """
+
+    #: what answers the broker's transaction checks for the group (a
+    #: :class:`~trocket.client.transaction.TransactionProducer`); None: they are dropped
+    _transaction_handle: ProducerHandle | None = None
 
     def __init__(
         self,
@@ -275,7 +235,7 @@ class Producer(ServiceContextManager):
             if self._own_instance:
                 await nursery.start(self.instance.run)
             self.instance.check_running()
-            self.instance.register_producer(self.group)
+            self.instance.register_producer(self.group, self._transaction_handle)
             self._nursery = nursery
             self._running = True
             task_status.started(self)
@@ -351,6 +311,8 @@ class Producer(ServiceContextManager):
         except TypeError as exc:
             raise self._refuse(msg.topic, f"property values must be strings: {exc}") from None
         prepared = _Prepared(msg.topic, body, sys_flag, text, msg_id, msg.flag)
+        if PROPERTY_MESSAGE_TYPE in props and props[PROPERTY_MESSAGE_TYPE] == REPLY_MESSAGE_FLAG:
+            prepared.code = _SEND_REPLY_V2  # a reply goes as SEND_REPLY_MESSAGE_V2, as Java's
         if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             prepared.reconsume_times = int(props.get(PROPERTY_RECONSUME_TIME) or 0)
             max_times = props.get(PROPERTY_MAX_RECONSUME_TIMES)
@@ -381,14 +343,14 @@ class Producer(ServiceContextManager):
                 attempts=exc.attempts, elapsed=trio.current_time() - begin,
             ) from exc
 
-    def _request(self, p: _Prepared, mq: MessageQueue, code: int = _SEND_V2, batch: bool = False) -> RemotingCommand:
+    def _request(self, p: _Prepared, mq: MessageQueue, batch: bool = False) -> RemotingCommand:
         cfg = self.config
         header = SendMessageRequestHeaderV2(
             a=self.group, b=p.topic, c=cfg.default_topic, d=cfg.default_topic_queue_nums, e=mq.queue_id,
             f=p.sys_flag, g=int(time.time() * 1000), h=p.flag, i=p.properties, j=p.reconsume_times,
             k=self.instance.config.unit_mode, l=p.max_reconsume_times, m=batch, n=mq.broker_name,
         )
-        return self._api.request(code, header, p.body)
+        return self._api.request(p.code, header, p.body)
 
     @staticmethod
     def _result(response: RemotingCommand, status: SendStatus, mq: MessageQueue, msg_id: str) -> SendResult:
@@ -477,7 +439,7 @@ class Producer(ServiceContextManager):
 
     async def _send_loop(
         self, p: _Prepared, begin: float, deadline: float, retries: int, *,
-        code: int = _SEND_V2, batch: bool = False, queue: MessageQueue | None = None,
+        batch: bool = False, queue: MessageQueue | None = None,
         progress: _Progress | None = None,
     ) -> SendResult:
         """``sendDefaultImpl``: attempts until one succeeds, the retries or the budget end
@@ -515,7 +477,7 @@ class Producer(ServiceContextManager):
                 self.instance.refresh_soon(p.topic)
                 continue
             try:
-                response = await api.invoke(addr, self._request(p, mq, code, batch), remaining, queue=mq, begin=now)
+                response = await api.invoke(addr, self._request(p, mq, batch), remaining, queue=mq, begin=now)
             except ClientError as failure:
                 self._judge(p, mq, addr, now, None, failure, progress, begin)
                 continue
@@ -683,6 +645,73 @@ class Producer(ServiceContextManager):
             raise ValueError(f"the selector returned {mq!r}, not one of the topic's queues")
         return await self._send_loop(p, begin, deadline, 0, queue=mq)
 
+    # -- request-reply ------------------------------------------------------------------
+
+    async def request(self, msg: Message, *, timeout: float | None = None) -> MessageExt:
+        """``request(msg, timeout)``: send ``msg`` as a request (:mod:`.request_reply`) and
+        return its reply. :class:`RequestTimeoutError` when the request was sent but no
+        reply came within ``timeout`` (``send_timeout`` by default, one budget for the
+        send and the wait); the send's error when it could not be sent."""
+        fut = await self._start_request(msg, timeout, None)
+        table = self.instance.requests
+        try:
+            with trio.move_on_at(fut.deadline):
+                return await fut.wait()
+        finally:
+            table.pop(fut.correlation_id)
+        raise fut.timed_out(msg.topic)
+
+    async def request_async(
+        self, msg: Message, callback: Callable[[MessageExt | None, BaseException | None], Any] | None = None, *,
+        timeout: float | None = None,
+    ) -> RequestFuture:
+        """``request(msg, callback, timeout)``: start a request; returns its
+        :class:`RequestFuture` (``await`` it for the reply) once sent; ``callback`` gets
+        ``(reply, error)`` once -- :class:`RequestTimeoutError` after ``timeout``."""
+        fut = await self._start_request(msg, timeout, callback)
+        assert self._nursery is not None
+        self._nursery.start_soon(self._expire_request, fut, msg.topic)
+        return fut
+
+    async def _start_request(self, msg: Message, timeout: float | None, callback: Any) -> RequestFuture:
+        """``prepareSendRequest`` and the send (async); the future is in the instance's
+        table. A send that fails completes the future with its error."""
+        self._check_running()
+        timeout = timeout or self.config.send_timeout
+        begin = trio.current_time()
+        deadline = begin + timeout
+        instance = self.instance
+        correlation_id = prepare_request(msg, instance.client_id, timeout)
+        if msg.topic not in instance.routes:
+            # the broker pushes the reply over this client's connection, found by its
+            # heartbeat: tell every broker of the route about us first (Java's way)
+            await self._publish_info(msg.topic, begin, deadline)
+            await instance.send_heartbeat()
+        fut = RequestFuture(correlation_id, callback, deadline, int(timeout * 1000))
+        instance.requests.add(fut)
+
+        def sent(result: SendResult | None, error: BaseException | None) -> None:
+            if error is not None and not fut.done():
+                instance.requests.pop(correlation_id)
+                fut.send_failed(error)
+
+        try:
+            await self.send_async(msg, sent, timeout=max(deadline - trio.current_time(), 0.001))
+        except BaseException:
+            instance.requests.pop(correlation_id)
+            raise
+        return fut
+
+    async def _expire_request(self, fut: RequestFuture, topic: str) -> None:
+        """An async request's deadline (Java: ``RequestFutureHolder``'s scan)."""
+        try:
+            with trio.move_on_at(fut.deadline):
+                await fut.wait_done()
+        finally:
+            if not fut.done():
+                self.instance.requests.pop(fut.correlation_id)
+                fut._finish(None, fut.timed_out(topic))
+
     # -- batches ------------------------------------------------------------------------
 
     def _batch_entries(self, msgs: Sequence[Message]) -> tuple[str, bool, list[tuple[bytes, str]]]:
@@ -747,8 +776,8 @@ class Producer(ServiceContextManager):
         for chunk in self._chunks(entries):
             body = b"".join(e[0] for _, e in chunk)
             ids = ",".join(e[1] for _, e in chunk)
-            p = _Prepared(topic, body, 0, _BATCH_PROPS[wait], ids, 0)
-            results.append(await self._send_loop(p, begin, deadline, self.config.retries, code=_SEND_BATCH, batch=True))
+            p = _Prepared(topic, body, 0, _BATCH_PROPS[wait], ids, 0, code=_SEND_BATCH)
+            results.append(await self._send_loop(p, begin, deadline, self.config.retries, batch=True))
         return results
 
 

@@ -22,6 +22,7 @@ from .golden import MANIFEST, command_to_entry, write_manifest
 DEFAULT_DIR = Path(__file__).parent / "golden"
 
 _BODY128 = bytes(range(128))
+_UNIQ = "7F00000100002A9F0000000000000001"
 _PROPS = "KEYS\x01OrderID188\x02UNIQ_KEY\x017F00000100002A9F0000000000000000\x02WAIT\x01true\x02TAGS\x01TagA"
 
 
@@ -62,6 +63,14 @@ def _cases() -> list[tuple[str, str, RemotingCommand, bool]]:
              "consumerGroup": "cg1", "topic": "TopicTest", "queueId": "2", "queueOffset": "100",
              "maxMsgNums": "32", "sysFlag": "7", "commitOffset": "90", "suspendTimeoutMillis": "15000",
              "subscription": "*", "subVersion": "1700000000000", "expressionType": "TAG"}), False),
+        ("end_transaction", "END_TRANSACTION (37), oneway, a commit as TransactionMQProducer ends it (HashMap order)",
+         c(code=37, version=409, opaque=1001, flag=RPC_ONEWAY, ext_fields={
+             "producerGroup": "tx_producer_group", "commitLogOffset": "11414", "msgId": _UNIQ,
+             "tranStateTableOffset": "7", "commitOrRollback": "8", "fromTransactionCheck": "false"}), False),
+        ("check_transaction_state", "CHECK_TRANSACTION_STATE (39), broker -> producer, oneway, a record body",
+         c(code=39, opaque=3000, flag=RPC_ONEWAY, ext_fields={
+             "commitLogOffset": "11650", "msgId": _UNIQ, "tranStateTableOffset": "8",
+             "offsetMsgId": "7F00000100002A9F0000000000002D82", "transactionId": _UNIQ}, body=_BODY128), False),
         ("resp_success_ext", "response SUCCESS to a send: msgId, queueId, queueOffset",
          c(code=0, opaque=1000, flag=RPC_RESPONSE, ext_fields={
              "msgId": "7F00000100002A9F0000000000000003", "queueId": "3", "queueOffset": "42"}), False),

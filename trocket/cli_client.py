@@ -2,6 +2,7 @@
 
     trocket send --namesrv ADDR --topic T [--tag X] [--keys K] [--body TEXT | --size N]
                  [--count N] [--mode sync|async|oneway] [--batch K] [--delay LEVEL]
+                 [--transaction commit|rollback|check]
     trocket admin topic create|list|route|delete ...
     trocket admin group offsets|lag --group G --topic T
     trocket admin cluster
@@ -54,6 +55,13 @@ def add_client_commands(sub: Any) -> None:
     send.add_argument("--delay", type=int, default=0, metavar="LEVEL", help="delay level (1 = 1 s, ... 18 = 2 h)")
     send.add_argument("--property", "-p", action="append", default=[], metavar="K=V", help="a user property (repeatable)")
     send.add_argument("--inflight", type=int, default=256, metavar="N", help="async sends in flight (default 256)")
+    send.add_argument(
+        "--transaction", choices=("commit", "rollback", "check"),
+        help="send in transactions (TransactionProducer) whose local transaction commits, rolls back, or says "
+        "unknown and commits when the broker checks back (check: waits for the checks, see --check-wait)",
+    )
+    send.add_argument("--check-wait", type=float, default=90.0, metavar="S",
+                      help="with --transaction check: how long to wait for the broker's checks (default 90 s)")
     send.add_argument("--json", action="store_true", help="print the result or summary as JSON")
     send.set_defaults(run=_run_send)
 
@@ -185,6 +193,8 @@ async def _send(args: argparse.Namespace) -> int:
     if args.batch < 0 or args.inflight < 1:
         raise ValueError("--batch must be >= 0 and --inflight >= 1")
     make = _messages(args)
+    if args.transaction:
+        return await _send_in_transactions(args, make)
     sent = failed = 0
     latencies: list[float] = []
     errors: dict[str, int] = {}
@@ -298,6 +308,56 @@ async def _send(args: argparse.Namespace) -> int:
         for text, n in errors.items():
             print(f"  {n} x {text}")
     return EXIT_OK if not failed else EXIT_FAIL
+
+
+async def _send_in_transactions(args: argparse.Namespace, make) -> int:
+    """``send --transaction``: one line per message (its send status and local
+    transaction state), then, for ``check``, one per check the broker made."""
+    import trio
+
+    from trocket.client import LocalTransactionState, TransactionProducer
+
+    if args.batch or args.mode != "sync":
+        raise ValueError("--transaction sends one message at a time (no --batch, --mode sync)")
+    commit = LocalTransactionState.COMMIT_MESSAGE
+    local = {"commit": commit, "rollback": LocalTransactionState.ROLLBACK_MESSAGE,
+             "check": LocalTransactionState.UNKNOW}[args.transaction]
+    checked: set[str] = set()
+
+    class CliListener:
+        async def execute(self, msg, arg):
+            return local
+
+        async def check(self, msg):
+            key = msg.transaction_id or msg.client_msg_id
+            if key not in checked:
+                checked.add(key)
+                _print_line(args, {"checked": key, "topic": msg.topic, "checkTimes": msg.properties.get(
+                    "TRANSACTION_CHECK_TIMES"), "answer": commit.value}, f"CHECKED msgId={key} -> {commit.value}")
+            return commit
+
+    ids = []
+    async with TransactionProducer(args.group, args.namesrv, CliListener(), send_timeout=args.timeout) as producer:
+        for i in range(args.count):
+            r = await producer.send_in_transaction(make(i))
+            ids.append(r.msg_id)
+            _print_line(args, {"status": r.status.value, "localTransactionState": r.local_transaction_state.value,
+                               "msgId": r.msg_id, "topic": r.queue.topic, "brokerName": r.queue.broker_name,
+                               "queueId": r.queue.queue_id, "queueOffset": r.queue_offset},
+                        f"{r.status.value} {r.local_transaction_state.value} msgId={r.msg_id} "
+                        f"queue={r.queue.broker_name}:{r.queue.queue_id} halfOffset={r.queue_offset}")
+        if args.transaction == "check":
+            with trio.move_on_after(args.check_wait):
+                while not checked.issuperset(ids):
+                    await trio.sleep(0.1)
+    missing = [i for i in ids if args.transaction == "check" and i not in checked]
+    if missing:
+        return _error(f"{len(missing)} transaction(s) not checked by the broker within {args.check_wait:g} s")
+    return EXIT_OK
+
+
+def _print_line(args: argparse.Namespace, doc: dict, text: str) -> None:
+    print(json.dumps(doc) if args.json else text, flush=True)
 
 
 def _run_send(args: argparse.Namespace) -> int:
@@ -485,14 +545,22 @@ async def _cluster(args: argparse.Namespace) -> int:
                     rows.append({"cluster": cname, "broker": name, "id": bid, "addr": addr,
                                  "version": rt.get("brokerVersionDesc"), "putTps": rt.get("putTps"),
                                  "getTps": rt.get("getTransferedTps") or rt.get("getFoundTps"),
-                                 "error": rt.get("error")})
+                                 **_half_messages(rt), "error": rt.get("error")})
     if args.json:
         print(json.dumps(rows))
         return EXIT_OK
-    print(_table(["cluster", "broker", "id", "address", "version", "put tps", "get tps"],
+    print(_table(["cluster", "broker", "id", "address", "version", "put tps", "get tps", "half msgs", "oldest half"],
                  [[r["cluster"], r["broker"], r["id"], r["addr"], r["version"], r["putTps"],
-                   r["getTps"] if not r["error"] else r["error"]] for r in rows]))
+                   r["getTps"] if not r["error"] else r["error"], r["halfPending"], r["halfOldest"]] for r in rows]))
     return EXIT_OK
+
+
+def _half_messages(rt: dict[str, str]) -> dict[str, str | None]:
+    """Transactions' half messages not ended yet on a broker, and the oldest one's age
+    (a trocket broker's runtime figures; a Java broker has none)."""
+    age = rt.get("transactionHalfOldestAgeMs")
+    oldest = None if age is None else "-" if age == "-1" else f"{int(age) / 1000:.1f} s"
+    return {"halfPending": rt.get("transactionHalfPending"), "halfOldest": oldest}
 
 
 def _run_group_offsets(args):

@@ -18,7 +18,7 @@ RocketMQ 4.9's ``SendMessageProcessor`` + ``AbstractSendMessageProcessor.msgChec
    in Java's ``HashMap`` order; a batch's header properties, appended to every entry's
    own, get ``CLUSTER`` and keep ``WAIT``, as 4.9.8's batch encoder. A body larger than
    ``max_message_size`` is MESSAGE_ILLEGAL before any work;
-4. the pre-put step (:mod:`trocket.broker.pre_put`: dead letter, delay), then the put
+4. the pre-put step (:mod:`trocket.broker.pre_put`: dead letter, half message, delay), then the put
    (the store prepares the record outside its append lock; a slave's store refuses:
    SERVICE_NOT_AVAILABLE with Java's remark);
 5. SUCCESS with a ``SendMessageResponseHeader`` -- ``msgId`` (the offset message id;
@@ -57,9 +57,12 @@ A batch is code 320, or code 10/310 with ``batch`` true -- the C++ client sends
 ``batch:"1"``, which the header codec reads as true. The C++ client also deflates a
 batch body of 4 KiB or more (zlib, ``sysFlag`` bit 0), which no Java client does: such
 a body is inflated here (never past ``max_message_size``) and the entries are stored
-with bit 0 clear, since each entry's own body is plain. Transactional (prepared)
-messages are refused with Java's ``rejectTransactionMessage`` answer: this broker has
-no half-message service, and a prepared record would never become visible.
+with bit 0 clear, since each entry's own body is plain.
+
+Transactional (prepared) messages -- ``TRAN_MSG`` true or a prepared sysflag -- are
+stored as half messages by the pre-put step (:func:`~trocket.broker.pre_put.half_step`,
+:mod:`trocket.broker.transaction`); the answer names the half record's msgId and queue
+offset and the queue the producer addressed, as Java's, and END_TRANSACTION ends them.
 
 Order and concurrency: the processor runs *inline* on the connection's reader, so the
 sends of one connection are stored in the order they arrived -- as Java's single send
@@ -109,12 +112,7 @@ from trocket.codecs.message.properties import (
     get_property,
     send_properties,
 )
-from trocket.codecs.message.sysflag import (
-    COMPRESSED_FLAG,
-    MULTI_TAGS_FLAG,
-    TRANSACTION_PREPARED_TYPE,
-    TRANSACTION_ROLLBACK_TYPE,
-)
+from trocket.codecs.message.sysflag import COMPRESSED_FLAG, MULTI_TAGS_FLAG
 from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX, is_not_allowed_send_topic, validate_topic
 from trocket.codecs.send_response import SendResponseTemplate, encode_send_ok
 from trocket.remoting import Connection, ProcessorEntry, error_reply
@@ -501,13 +499,6 @@ class SendProcessor:
             raise self._illegal(f"message body is {len(body)} bytes, above the maximum of {self.max_message_size}")
         sys_flag = header.sysFlag
         props = header.properties or ""
-        # the substring tests skip a properties scan for what most messages lack
-        if sys_flag & TRANSACTION_ROLLBACK_TYPE == TRANSACTION_PREPARED_TYPE or (
-            "TRAN_MSG" in props and (get_property(props, "TRAN_MSG") or "").lower() == "true"
-        ):
-            raise NoPermissionError(
-                f"the broker[{self.config.advertised_addr().rpartition(':')[0]}] sending transaction message is forbidden"
-            )
         queue_id = header.queueId
         if queue_id < 0:
             queue_id = self._pick_queue(queue_id, tc)
@@ -524,7 +515,7 @@ class SendProcessor:
         stored = msg
         pre_put = self.pre_put
         # PrePut.may_rewrite, inline: most sends skip the step without a call
-        if header.topic.startswith(pre_put.topic_prefixes):
+        if header.topic.startswith(pre_put.topic_prefixes) or sys_flag & pre_put.sys_flags:
             msg.properties = pre_put_map(props, self.cluster)
             stored = pre_put.rewrite(msg, header)
         else:
@@ -538,7 +529,7 @@ class SendProcessor:
         except PutMessageError as exc:
             raise put_refused(exc, self.max_message_size) from None
         if stored is not msg:
-            result.queue_id = msg.queue_id  # a different record (delay): the addressed queue
+            result.queue_id = msg.queue_id  # a different record (delay, half): the addressed queue
         return result
 
     # -- batch ---------------------------------------------------------------------------------

@@ -45,7 +45,6 @@ import trio
 
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
-from trocket.codecs.errors import MessageDecodeError
 from trocket.codecs.headers import ConsumerSendMsgBackRequestHeader
 from trocket.codecs.java_hashmap import JavaHashMap
 from trocket.codecs.message.message import MessageExt
@@ -56,7 +55,6 @@ from trocket.codecs.message.properties import (
     PROPERTY_WAIT_STORE_MSG_OK,
     utf8,
 )
-from trocket.codecs.message.record import decode_record
 from trocket.codecs.names import DLQ_GROUP_TOPIC_PREFIX, is_valid_topic
 from trocket.remoting import Connection
 
@@ -64,6 +62,7 @@ from ..errors import BrokerError, NoPermissionError
 from ..pre_put import PrePut, pre_put
 from ..store import MessageInner, MessageStore, PutMessageError, TopicConfig
 from ..store.topic_config import PERM_WRITE
+from ..transaction.records import read_stored
 from . import decode_request_header, reply
 from .client import PERM_RW, ensure_retry_topic, retry_topic
 
@@ -100,16 +99,8 @@ def look_message(store: MessageStore, commit_log_offset: int) -> MessageExt | No
     """``lookMessageByOffset`` without inflating the body (the copy keeps the stored
     bytes and sysFlag, as Java's ``decode(buf, true, false)``); None when no record
     starts at ``commit_log_offset``."""
-    if commit_log_offset < 0:
-        return None
-    view = store.select_one_message_by_offset(commit_log_offset)
-    if view is None:
-        return None
-    try:
-        msg, _ = decode_record(view, decompress=False)
-    except MessageDecodeError:
-        return None
-    return msg
+    stored = read_stored(store, commit_log_offset)
+    return stored.msg if stored is not None else None
 
 
 async def _ensure_dlq_topic(ctx: BrokerContext, group: str) -> TopicConfig | None:

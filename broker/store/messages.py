@@ -13,10 +13,11 @@ from functools import lru_cache
 
 import attrs
 
+from trocket.codecs.java_hashmap import JavaHashMap
 from trocket.codecs.message.hosts import HostAddress
 from trocket.codecs.message.properties import PROPERTY_TAGS
 
-__all__ = ["BatchInner", "MessageInner", "message_inner", "schedule_delay_ms", "tags_hash"]
+__all__ = ["BatchInner", "MessageInner", "message_inner", "properties_map", "schedule_delay_ms", "tags_hash"]
 
 _NO_HOST = HostAddress("0.0.0.0", 0)
 _MASK32 = 0xFFFFFFFF
@@ -98,6 +99,21 @@ class BatchInner:
     born_timestamp: int = 0
     born_host: HostAddress = _NO_HOST
     reconsume_times: int = 0
+
+
+def properties_map(msg: MessageInner) -> JavaHashMap:
+    """``msg``'s properties as the ``HashMap`` Java's broker rewrites them in: the send
+    processor's map when it made one (:func:`~trocket.broker.processors.send.pre_put_map`:
+    ``CLUSTER`` put, ``WAIT`` back at its bucket's tail), else the mapping given as such
+    (its insertion order), else the stored string parsed. The map itself when it is one:
+    copy it before changing it. ``UnicodeDecodeError`` for properties that are not UTF-8."""
+    props = msg.properties
+    if isinstance(props, JavaHashMap):
+        return props
+    raw = msg.properties_bytes
+    if raw is None or props:
+        return JavaHashMap(props.items())
+    return JavaHashMap.from_properties(str(raw, "utf-8"))
 
 
 _new = object.__new__

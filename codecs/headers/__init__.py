@@ -46,6 +46,7 @@ from .offset import (
 )
 from .pull import PullMessageRequestHeader, PullMessageResponseHeader
 from .send import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
+from .transaction import CheckTransactionStateRequestHeader, EndTransactionRequestHeader, ReplyMessageRequestHeader
 
 from . import fast as _fast  # noqa: E402, F401  (registers the hand-written codecs)
 
@@ -82,6 +83,9 @@ __all__ = [
     "CreateTopicRequestHeader",
     "DeleteTopicRequestHeader",
     "DeleteTopicFromNamesrvRequestHeader",
+    "EndTransactionRequestHeader",
+    "CheckTransactionStateRequestHeader",
+    "ReplyMessageRequestHeader",
 ]
 
 # -- registry: request code -> header classes --------------------------------------------
@@ -100,7 +104,9 @@ REQUEST_HEADERS: Mapping[int, type] = {
     33: ViewMessageRequestHeader,  # VIEW_MESSAGE_BY_ID
     35: UnregisterClientRequestHeader,  # UNREGISTER_CLIENT
     36: ConsumerSendMsgBackRequestHeader,  # CONSUMER_SEND_MSG_BACK
+    37: EndTransactionRequestHeader,  # END_TRANSACTION
     38: GetConsumerListByGroupRequestHeader,  # GET_CONSUMER_LIST_BY_GROUP
+    39: CheckTransactionStateRequestHeader,  # CHECK_TRANSACTION_STATE
     40: NotifyConsumerIdsChangedRequestHeader,  # NOTIFY_CONSUMER_IDS_CHANGED
     103: RegisterBrokerRequestHeader,  # REGISTER_BROKER
     104: UnregisterBrokerRequestHeader,  # UNREGISTER_BROKER
@@ -109,6 +115,9 @@ REQUEST_HEADERS: Mapping[int, type] = {
     216: DeleteTopicFromNamesrvRequestHeader,  # DELETE_TOPIC_IN_NAMESRV
     310: SendMessageRequestHeaderV2,  # SEND_MESSAGE_V2
     320: SendMessageRequestHeaderV2,  # SEND_BATCH_MESSAGE
+    324: SendMessageRequestHeader,  # SEND_REPLY_MESSAGE
+    325: SendMessageRequestHeaderV2,  # SEND_REPLY_MESSAGE_V2
+    326: ReplyMessageRequestHeader,  # PUSH_REPLY_MESSAGE_TO_CLIENT
 }
 
 #: Request code -> header class of the *response* to that request (a response frame's own
@@ -124,6 +133,8 @@ RESPONSE_HEADERS: Mapping[int, type] = {
     103: RegisterBrokerResponseHeader,  # REGISTER_BROKER
     310: SendMessageResponseHeader,  # SEND_MESSAGE_V2
     320: SendMessageResponseHeader,  # SEND_BATCH_MESSAGE
+    324: SendMessageResponseHeader,  # SEND_REPLY_MESSAGE
+    325: SendMessageResponseHeader,  # SEND_REPLY_MESSAGE_V2
 }
 
 

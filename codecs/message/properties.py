@@ -22,7 +22,7 @@ reject the bytes with :class:`MessageDecodeError` rather than alter them).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from ..errors import MessageDecodeError
 from ..java_hashmap import JavaHashMap, hashmap_order
@@ -41,6 +41,7 @@ __all__ = [
     "encode_properties_bytes",
     "get_property",
     "send_properties",
+    "without_properties_bytes",
 ]
 
 NAME_VALUE_SEPARATOR = "\x01"
@@ -230,6 +231,23 @@ def send_properties(props: str, cluster: str) -> tuple[bytes, str | None]:
     m[PROPERTY_CLUSTER] = cluster
     m.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
     return utf8(m.to_properties(), "properties"), m.get(PROPERTY_TAGS)
+
+
+def without_properties_bytes(data: bytes, drop: Collection[bytes]) -> bytes:
+    """``data`` (a properties string as bytes) without the items whose key is in
+    ``drop``; every other byte (order, separators, a trailing one) as it was. On a
+    string Java wrote (``HashMap`` order) that is Java's order of the map without those
+    keys; it reads no UTF-8, so it also serves a string that is not."""
+    if not any(key in data for key in drop):
+        return data
+    parts = data.split(b"\x02")
+    trailing = parts[-1] == b""
+    if trailing:
+        parts.pop()
+    kept = [part for part in parts if part.partition(b"\x01")[0] not in drop]
+    if trailing:
+        kept.append(b"")
+    return b"\x02".join(kept)
 
 
 def utf8(text: str, what: str) -> bytes:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator, Mapping
+from typing import NamedTuple
 
 from ..errors import MessageDecodeError
 from .crc import body_crc as compute_body_crc
@@ -70,6 +71,7 @@ __all__ = [
     "OFFSET_SYS_FLAG",
     "OFFSET_TOTAL_SIZE",
     "RECORD_FIXED_SIZE",
+    "RecordHead",
     "decode_record",
     "decode_records",
     "dispatch_fields",
@@ -80,6 +82,7 @@ __all__ = [
     "iter_records",
     "patch_record",
     "peek_record",
+    "record_head",
     "record_size",
     "store_timestamp_offset",
 ]
@@ -551,6 +554,40 @@ def dispatch_fields(
         fields[_F_TOTAL], topic, fields[_F_QUEUE_ID], fields[_F_QUEUE_OFFSET], fields[_F_PHYSICAL],
         fields[_F_SYS_FLAG], fields[_F_STORE_TS], props,
     )
+
+
+class RecordHead(NamedTuple):
+    """A record's fixed part, TOTALSIZE to BODYLENGTH (IP fields as raw bytes), and the
+    position of its body."""
+
+    total_size: int
+    magic_code: int
+    body_crc: int
+    queue_id: int
+    flag: int
+    queue_offset: int
+    physical_offset: int
+    sys_flag: int
+    born_timestamp: int
+    born_ip: bytes
+    born_port: int
+    store_timestamp: int
+    store_ip: bytes
+    store_port: int
+    reconsume_times: int
+    prepared_transaction_offset: int
+    body_length: int
+    body_position: int
+
+
+def record_head(buf: Buffer, offset: int = 0) -> RecordHead:
+    """The fixed part of the record at ``buf[offset:]``: one struct read, for a reader
+    that wants a few fields of a record whose framing :func:`dispatch_fields` (or
+    :func:`decode_record`) has checked -- this checks only that the bytes are there
+    (``struct.error`` otherwise)."""
+    (sys_flag,) = _I32.unpack_from(buf, offset + OFFSET_SYS_FLAG)
+    fixed = _layout(sys_flag)
+    return RecordHead._make((*fixed.unpack_from(buf, offset), offset + fixed.size))
 
 
 def iter_records(

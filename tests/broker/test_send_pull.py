@@ -344,7 +344,6 @@ async def test_bad_send_inputs(tmp_path, wire):
             (wire.send_v1("Big", b"x" * (64 * 1024 + 1)), 13, "the message is illegal, maybe msg body or properties length not matched"),
             (wire.send_v1("QT", b"x", queue_id=4), 1, "request queueId[4] is illegal, TopicConfig [topicName=QT"),
             (wire.send_v2("BT2", b"\x00\x00\x00\x05junk", code=320), 13, "the message is illegal"),
-            (wire.send_v1("TX", b"x", properties="TRAN_MSG\x01true\x02"), 16, "sending transaction message is forbidden"),
             (wire.send_v1("%RETRY%G", b"x", batch=True), 13, "batch request does not support retry group %RETRY%G"),
         ]
         for req, code, remark in cases:
@@ -355,6 +354,23 @@ async def test_bad_send_inputs(tmp_path, wire):
             await _still_usable(c, addr, wire)
         # the queue-id check needs the topic to exist first: it was auto-created above with 4
         assert broker.topics.select("QT").write_queue_nums == 4
+
+
+async def test_prepared_send_refused_when_transactions_rejected(tmp_path, wire):
+    """``rejectTransactionMessage=true``: a prepared send (TRAN_MSG, or the prepared
+    sysflag) is NO_PERMISSION with Java's remark, and nothing is stored."""
+    async with wire.running_broker(tmp_path, reject_transaction_message=True) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        for req in (
+            wire.send_v1("TX", b"x", properties="TRAN_MSG\x01true\x02PGROUP\x01PG\x02"),
+            wire.send_v1("TX", b"x", properties=wire.props(), sys_flag=4),
+        ):
+            r = await c.invoke_sync(addr, req)
+            assert r.code == 16, (r.code, r.remark)
+            assert r.remark == "the broker[127.0.0.1] sending transaction message is forbidden"
+            await _still_usable(c, addr, wire)
+        assert broker.store.get_max_offset("RMQ_SYS_TRANS_HALF_TOPIC", 0) == 0
+        assert broker.store.get_max_offset("TX", 0) == 0
 
 
 async def test_malformed_headers(tmp_path, wire):

@@ -70,3 +70,48 @@ async def test_send_errors_are_one_line_and_exit_1(broker_process):
     assert empty.returncode == 1 and "body length is zero" in empty.stderr
     nowhere = await run("send", "-n", "127.0.0.1:1", "-t", "T", "--body", "x")
     assert nowhere.returncode == 1 and "ClientConnectError: no name server reachable" in nowhere.stderr
+
+
+@pytest.mark.slow
+async def test_send_in_transactions_and_the_half_messages_admin_shows(broker_process, tmp_path):
+    """``send --transaction``: commit delivered, rollback not, check answered when the
+    broker checks back; ``admin cluster`` counts the half messages still pending."""
+    conf = tmp_path / "txn.conf"
+    conf.write_text("transactionCheckInterval=300\ntransactionTimeOut=60000\n")
+    broker = broker_process(name="cli-txn", extra=["-c", str(conf)])
+    ns = broker.namesrv
+    committed = await run("send", "-n", ns, "-t", "CliTx", "--body", "yes", "--transaction", "commit", "--json")
+    assert committed.returncode == 0, committed.stderr
+    line = json.loads(committed.stdout)
+    assert (line["status"], line["localTransactionState"]) == ("SEND_OK", "COMMIT_MESSAGE")
+    rolled = await run("send", "-n", ns, "-t", "CliTx", "--body", "no", "--transaction", "rollback")
+    assert rolled.returncode == 0 and rolled.stdout.startswith("SEND_OK ROLLBACK_MESSAGE msgId="), rolled.stdout
+    # a transaction that waits for its check: the broker's timeout is a minute, so it stays pending
+    waiting = await run("send", "-n", ns, "-t", "CliTx", "--body", "later", "--transaction", "check",
+                        "--check-wait", "1")
+    assert waiting.returncode == 1 and "1 transaction(s) not checked by the broker within 1 s" in waiting.stderr
+    assert waiting.stdout.startswith("SEND_OK UNKNOW msgId="), waiting.stdout
+    cluster = await run("admin", "cluster", "-n", ns, "--json")
+    [row] = json.loads(cluster.stdout)
+    assert row["halfPending"] == "1" and row["halfOldest"].endswith(" s"), row
+    table = await run("admin", "cluster", "-n", ns)
+    assert "half msgs" in table.stdout and "oldest half" in table.stdout
+
+    async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
+        assert sorted(m.body for m in await pull_all(inst, "CliTx")) == [b"yes"]
+
+
+@pytest.mark.slow
+async def test_send_transaction_check_is_answered(broker_process, tmp_path):
+    conf = tmp_path / "txn.conf"
+    conf.write_text("transactionCheckInterval=300\ntransactionTimeOut=0\n")
+    broker = broker_process(name="cli-check", extra=["-c", str(conf)])
+    out = await run("send", "-n", broker.namesrv, "-t", "CliTxCheck", "--body", "asked", "--transaction", "check",
+                    "--json", "--check-wait", "30")
+    assert out.returncode == 0, out.stderr
+    sent, checked = (json.loads(line) for line in out.stdout.splitlines())
+    assert sent["localTransactionState"] == "UNKNOW"
+    assert checked == {"checked": sent["msgId"], "topic": "CliTxCheck", "checkTimes": "1", "answer": "COMMIT_MESSAGE"}
+    async with ClientInstance(ClientConfig(namesrv=broker.namesrv)) as inst:
+        await trio.sleep(0.5)  # the check's END_TRANSACTION is oneway
+        assert [m.body for m in await pull_all(inst, "CliTxCheck")] == [b"asked"]

@@ -171,3 +171,37 @@ def test_get_property_reads_one_key_from_str_or_bytes():
     assert get_property("TAGS\x01a\x02TAGS\x01", "TAGS") == "a"
     assert get_property("K\x01xTAGS\x01b", "TAGS") is None  # inside another item's value
     assert get_property(b"TAGS\x01\xff\xfe", "TAGS") == "\ufffd\ufffd"  # undecodable bytes replaced
+
+
+# -- without_properties_bytes: the broker's cuts of a stored properties string ----------------------
+
+
+def _without_reference(data: bytes, drop: frozenset[bytes]) -> bytes:
+    """What without_properties_bytes means, item by item: the items whose key is in
+    ``drop`` dropped, every other byte kept."""
+    return b"\x02".join(p for p in data.split(b"\x02") if p.partition(b"\x01")[0] not in drop) if data else b""
+
+
+_items = st.sampled_from([b"A\x01a", b"B\x01b", b"C\x01", b"", b"BB\x01x", b"X\x01B\x01y", b"Q\x01\x01", b"B\x01", b"\xff\x01\xfe"])
+
+
+@settings(max_examples=400)
+@given(
+    st.lists(_items, max_size=6), st.booleans(),
+    st.sampled_from([frozenset({b"B"}), frozenset({b"B", b"C"}), frozenset({b"Z"}), frozenset()]),
+)
+def test_without_properties_bytes_matches_its_definition(items, trailing, drop):
+    data = b"\x02".join(items) + (b"\x02" if trailing and items else b"")
+    assert P.without_properties_bytes(data, drop) == _without_reference(data, drop)
+
+
+def test_without_properties_bytes_on_java_order_is_javas_order():
+    """A string in HashMap order, keys cut: the order Java writes the map without them."""
+    from trocket.codecs.java_hashmap import JavaHashMap
+
+    m = JavaHashMap((k, k.lower()) for k in ("TAGS", "KEYS", "REAL_TOPIC", "PGROUP", "UNIQ_KEY", "CLUSTER", "REAL_QID",
+                                            "TRAN_MSG", "WAIT", "A1", "B22"))
+    cut = {"REAL_TOPIC", "REAL_QID", "TRAN_MSG"}
+    text = m.to_properties()
+    got = P.without_properties_bytes(text.encode(), frozenset(k.encode() for k in cut))
+    assert got == m.to_properties(without=cut).encode()

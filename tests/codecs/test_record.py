@@ -418,3 +418,23 @@ def test_mutated_records_only_raise_decode_errors(data):
         decode_records(bytes(rec), check_magic=False)
     except CodecError as exc:
         assert isinstance(exc, MessageDecodeError)
+
+
+def test_record_head_reads_the_fixed_part_as_decode_record_does():
+    from trocket.codecs.message.record import record_head
+
+    for born, store in (("10.0.0.1", "10.0.0.2"), ("::1", "10.0.0.2"), ("10.0.0.1", "fe80::1")):
+        flag = SF.with_host_flags(SF.COMPRESSED_FLAG | SF.TRANSACTION_PREPARED_TYPE, born, store)
+        msg = MessageExt(
+            topic="T", body=b"zbody", flag=7, properties={"K": "v"}, queue_id=3, queue_offset=11, sys_flag=flag,
+            born_timestamp=1234, born_host=HostAddress(born, 81), store_timestamp=5678,
+            store_host=HostAddress(store, 82), commit_log_offset=99, reconsume_times=2, prepared_transaction_offset=7,
+        )
+        raw = b"\x00" * 5 + encode_record(msg)
+        head = record_head(raw, 5)
+        got, _ = decode_record(raw, 5, decompress=False)
+        assert (head.queue_id, head.flag, head.queue_offset, head.physical_offset, head.sys_flag) == (3, 7, 11, 99, flag)
+        assert (head.born_timestamp, head.born_port, head.store_timestamp, head.store_port) == (1234, 81, 5678, 82)
+        assert (head.reconsume_times, head.prepared_transaction_offset) == (2, 7)
+        assert raw[head.body_position : head.body_position + head.body_length] == got.body == b"zbody"
+        assert head.total_size == got.store_size

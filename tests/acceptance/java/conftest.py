@@ -13,10 +13,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-import attrs
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -28,10 +26,10 @@ from java_tools import (  # noqa: E402
     Bundle,
     JavaBroker,
     JavaNameServer,
+    Peer,
     ScenarioRun,
     compile_programs,
     find_bundle,
-    hostport,
 )
 
 _bundle: tuple[Bundle | None, str] | None = None
@@ -42,21 +40,6 @@ def bundle_status() -> tuple[Bundle | None, str]:
     if _bundle is None:
         _bundle = find_bundle()
     return _bundle
-
-
-@attrs.define(slots=True, frozen=True)
-class Peer:
-    """A broker under test: its kind, name server, address and store."""
-
-    kind: str
-    namesrv: str
-    addr: str
-    store: Path
-    log_tail: Callable[..., str] = attrs.field(repr=False)
-
-    @property
-    def hostport(self) -> tuple[str, int]:
-        return hostport(self.addr)
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,9 @@
   subprocesses on free loopback ports, small JVMs; :class:`TrocketNamesrv` (``trocket
   namesrv``) beside them;
 * :class:`ScenarioRun`: one ``Runner`` JVM running every scenario against one broker,
-  its ``RESULT`` lines collected as they come (a test waits only for its own).
+  its ``RESULT`` lines collected as they come (a test waits only for its own);
+  :func:`program_command`: any program of src/ (``TxnTool``, the transactions' tests and
+  benchmark) as a command line.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -328,6 +331,42 @@ class TrocketNamesrv:
         self._log.close()
 
 
+# -- Java programs ------------------------------------------------------------------------------
+
+
+def program_command(bundle: Bundle, classes: Path, main: str, args: list[str], *, home: Path,
+                    props: dict[str, str] | None = None, jvm: list[str] = SMALL_JVM) -> list[str]:
+    """The command line of ``main`` (a program of src/, compiled into ``classes``) with
+    ``args``: quiet logging, its client's logs under ``home``, ``-D`` ``props``."""
+    return [bundle.java, *jvm, *bundle.jdk17_opts, bundle.quiet_log,
+            f"-Drocketmq.client.logRoot={home / 'client-logs'}", f"-Duser.home={home}",
+            *(f"-D{k}={v}" for k, v in (props or {}).items()),
+            "-cp", f"{bundle.classpath}:{classes}", main, *args]
+
+
+def start_program(bundle: Bundle, classes: Path, main: str, args: list[str], *, home: Path,
+                  props: dict[str, str] | None = None, jvm: list[str] = SMALL_JVM) -> subprocess.Popen:
+    """:func:`program_command` as a process: its stdout a text pipe (the lines a program
+    reports), its stderr in a file under ``home``."""
+    home.mkdir(parents=True, exist_ok=True)
+    err = open(home / f"{main}-{time.monotonic_ns()}.stderr", "w")
+    return subprocess.Popen(program_command(bundle, classes, main, args, home=home, props=props, jvm=jvm),
+                            stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True,
+                            env=dict(os.environ, ROCKETMQ_HOME=str(bundle.home)))
+
+
+def finish_program(proc: subprocess.Popen, timeout: float) -> list[str]:
+    """A program's stdout lines once it has exited (killed, by its pid, after ``timeout``
+    seconds: an AssertionError with what it printed)."""
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        raise AssertionError(f"{proc.args[-6:]} did not finish within {timeout} s; it printed:\n{out}") from None
+    return out.splitlines()
+
+
 # -- the scenario runner ----------------------------------------------------------------------
 
 
@@ -344,13 +383,12 @@ class ScenarioRun:
         self.home = home
         home.mkdir(parents=True, exist_ok=True)
         self.stderr_path = home / "runner.stderr"
-        cmd = [bundle.java, *SMALL_JVM, *bundle.jdk17_opts, bundle.quiet_log,
-               f"-Drocketmq.client.logRoot={home / 'client-logs'}", f"-Duser.home={home}",
-               "-cp", f"{bundle.classpath}:{classes}", "Runner",
-               "--namesrv", namesrv, "--broker", broker, "--prefix", prefix,
-               "--threads", str(threads), "--deadline", str(deadline_s),
-               *(arg for k, v in (params or {}).items() for arg in ("--param", f"{k}={v}")),
-               *(scenarios or ["all"])]
+        cmd = program_command(bundle, classes, "Runner", [
+            "--namesrv", namesrv, "--broker", broker, "--prefix", prefix,
+            "--threads", str(threads), "--deadline", str(deadline_s),
+            *(arg for k, v in (params or {}).items() for arg in ("--param", f"{k}={v}")),
+            *(scenarios or ["all"]),
+        ], home=home)
         self._err = open(self.stderr_path, "wb")
         self.started = time.monotonic()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._err, stdin=subprocess.DEVNULL,
@@ -412,6 +450,21 @@ def hostport(addr: str) -> tuple[str, int]:
     """``"host:port"`` -> ``(host, port)``."""
     host, _, port = addr.rpartition(":")
     return host, int(port)
+
+
+@attrs.define(slots=True, frozen=True)
+class Peer:
+    """A broker under test: its kind, name server, address and store."""
+
+    kind: str
+    namesrv: str
+    addr: str
+    store: Path
+    log_tail: Callable[..., str] = attrs.field(repr=False)
+
+    @property
+    def hostport(self) -> tuple[str, int]:
+        return hostport(self.addr)
 
 
 def wait_for(cond, timeout: float, interval: float = 0.2) -> bool:

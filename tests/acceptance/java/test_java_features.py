@@ -1,7 +1,7 @@
 """Features other issues bring to trocket's broker, run with the real Java client against
 both brokers (src/FeatureScenarios.java): transactions and request-reply (issue 23),
-SQL92 filters and message trace (issue 25). The trocket runs are ``xfail(strict=True)``
-until those land. (ACL, issue 24, needs a broker with aclEnable of its own: not in
+SQL92 filters and message trace (issue 25). The trocket runs of what has not landed yet
+(issue 25) are ``xfail(strict=True)``. (ACL, issue 24, needs a broker with aclEnable of its own: not in
 this shared-broker suite.)"""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from java_tools import on_both
 pytestmark = pytest.mark.usefixtures("java_bundle")
 
 
-@on_both(trocket_xfail="issue 23: transactional messages (half messages, END_TRANSACTION)")
+@on_both()
 def test_transaction_commit_and_rollback(scenario):
     r = scenario("transaction")
     assert (r["commitStatus"], r["commitState"]) == ("SEND_OK", "COMMIT_MESSAGE")
@@ -21,7 +21,7 @@ def test_transaction_commit_and_rollback(scenario):
     assert r["visible"] == ["commit"]
 
 
-@on_both(trocket_xfail="issue 23: request-reply (SEND_REPLY_MESSAGE, PUSH_REPLY_MESSAGE_TO_CLIENT)")
+@on_both()
 def test_request_reply(scenario):
     assert scenario("request_reply") == {"reply": "re: ping"}
 

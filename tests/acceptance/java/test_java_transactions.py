@@ -1,0 +1,414 @@
+"""Transactions and request-reply with the real Java 4.9.8 client, against ``trocket
+broker`` and against the Java 4.9.8 broker: the same program, the same outcome (where
+the two brokers differ on purpose, the test says so); trocket's own clients against both;
+kill -9 between prepare and commit.
+
+The Java side is ``TxnTool`` (src/TxnTool.java: a ``TransactionMQProducer``, a push
+consumer, ``request()`` and a replier), compiled with the suite's other programs. The
+brokers here are this module's own, which check every second with a
+``transactionTimeOut`` of one second, so a check comes within about two.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from pathlib import Path
+
+import attrs
+import pytest
+
+from acc_tools import BrokerProcess, RawClient
+from java_tools import Bundle, JavaBroker, JavaNameServer, Peer, finish_program, start_program
+
+CHECK_CONF = {"transactionCheckInterval": "1000", "transactionTimeOut": "1000"}
+HALF = "RMQ_SYS_TRANS_HALF_TOPIC"
+
+
+@attrs.define(slots=True, frozen=True)
+class Tool:
+    """``TxnTool`` runs."""
+
+    bundle: Bundle
+    classes: Path
+
+    def start(self, args: list[str], *, home: Path, props: dict[str, str] | None = None):
+        return start_program(self.bundle, self.classes, "TxnTool", args, home=home, props=props)
+
+    def run(self, args: list[str], *, home: Path, timeout: float = 120.0) -> list[str]:
+        return finish_program(self.start(args, home=home), timeout)
+
+
+@pytest.fixture(scope="session")
+def tool(java_bundle, java_classes) -> Tool:
+    return Tool(java_bundle, java_classes)
+
+
+def trocket_txn_broker(home: Path, conf: dict[str, str] = CHECK_CONF) -> BrokerProcess:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+    return BrokerProcess(home / "store", home / "broker.log", extra=["-c", str(home / "broker.conf")])
+
+
+@pytest.fixture(scope="module", params=["trocket", "java"])
+def txn_peer(request, java_bundle, tmp_path_factory):
+    """``trocket broker`` and the Java broker in turn, each checking every second."""
+    home = tmp_path_factory.mktemp(f"txn-peer-{request.param}")
+    if request.param == "trocket":
+        broker = trocket_txn_broker(home)
+        broker.start()
+        try:
+            yield Peer("trocket", broker.namesrv, f"127.0.0.1:{broker.port}", broker.store, broker.log_tail)
+        finally:
+            rc = broker.stop()
+            assert rc == 0 and "shut down cleanly" in broker.log_text(), broker.log_tail()
+        return
+    ns = JavaNameServer(java_bundle, home / "namesrv")
+    broker = JavaBroker(java_bundle, home / "broker", ns.addr, CHECK_CONF)
+    ns.start()
+    try:
+        ns.wait_ready()
+        broker.start()
+        broker.wait_ready()
+        time.sleep(2)  # its first registration with the name server
+        yield Peer("java", ns.addr, broker.addr, broker.store, broker.log_tail)
+    finally:
+        broker.stop()
+        ns.stop()
+
+
+def _names(peer: Peer, what: str) -> tuple[str, str, str]:
+    tag = f"{what}_{peer.kind}_{os.getpid()}_{time.monotonic_ns() % 10**6}"
+    return f"Tx{tag}", f"PG_{tag}", f"CG_{tag}"
+
+
+def consume(tool: Tool, peer: Peer, topic: str, group: str, count: int, log_dir: Path,
+            quiet: int = 3) -> list[tuple[str, int, dict]]:
+    """What a Java push consumer gets from ``topic`` (from the first offset): (body,
+    sysflag, properties), after ``count`` messages ``quiet`` seconds more."""
+    lines = tool.run(["consume", peer.namesrv, topic, group, str(count), "40", str(quiet)], home=log_dir, timeout=90)
+    out = []
+    for line in lines:
+        if line.startswith("MSG "):
+            _, body, sys_flag, props = line.split(" ", 3)
+            out.append((body, int(sys_flag), json.loads(props)))
+    assert lines and lines[-1].startswith("DONE"), lines
+    return out
+
+
+def test_java_transaction_producer_outcomes(txn_peer, tool, tmp_path):
+    """commit delivered, rollback never, UNKNOW checked back and then delivered (or
+    rolled back), a local transaction that throws checked back: once each."""
+    peer = txn_peer
+    topic, pgroup, cgroup = _names(peer, "outcomes")
+    specs = ["commit", "rollback", "unknown:commit", "throw:rollback", "unknown:unknown:commit", "unknown:rollback"]
+    lines = tool.run(["txn", peer.namesrv, topic, pgroup, "40", *specs], home=tmp_path, timeout=120)
+    sent = [line.split() for line in lines if line.startswith("SENT ")]
+    assert [(s[2], s[3]) for s in sent] == [
+        ("SEND_OK", "COMMIT_MESSAGE"), ("SEND_OK", "ROLLBACK_MESSAGE"), ("SEND_OK", "UNKNOW"),
+        ("SEND_OK", "UNKNOW"), ("SEND_OK", "UNKNOW"), ("SEND_OK", "UNKNOW"),
+    ], lines
+    assert lines[-1] == "DONE answered=4 pending=4", lines
+    checks = [line.split() for line in lines if line.startswith("CHECK ")]
+    by_body: dict[str, list[list[str]]] = {}
+    for c in checks:
+        by_body.setdefault(c[1], []).append(c)
+    # checked on its real topic, counting the checks: message 4 needed two
+    assert sorted(by_body) == ["m2-unknown:commit", "m3-throw:rollback", "m4-unknown:unknown:commit", "m5-unknown:rollback"]
+    assert [c[2] for c in by_body["m4-unknown:unknown:commit"][:2]] == ["1", "2"]
+    assert all(c[3] == topic for c in checks)
+
+    got = consume(tool, peer, topic, cgroup, 3, tmp_path)
+    assert sorted(b for b, _, _ in got) == ["m0-commit", "m2-unknown:commit", "m4-unknown:unknown:commit"]
+    assert all(flag & 0xC == 8 for _, flag, _ in got)  # TRANSACTION_COMMIT_TYPE
+    props = {b: p for b, _, p in got}
+    assert props["m0-commit"]["PGROUP"] == pgroup and props["m0-commit"]["KEYS"] == "key0"
+    assert props["m4-unknown:unknown:commit"]["TRANSACTION_CHECK_TIMES"] == "2"
+    # what differs on purpose: 4.9.8 leaves its own REAL_TOPIC/REAL_QID/TRAN_MSG in the
+    # delivered properties (it builds the stored string before clearing them)
+    internal = {"REAL_TOPIC", "REAL_QID", "TRAN_MSG"}
+    if peer.kind == "java":
+        assert all(internal <= set(p) for p in props.values())
+    else:
+        assert not any(internal & set(p) for p in props.values())
+
+
+def test_trocket_transaction_producer_outcomes(txn_peer, tool, tmp_path):
+    """trocket's TransactionProducer, the same transactions: the same outcome on both
+    brokers (a Java consumer reads them)."""
+    peer = txn_peer
+    import trio
+
+    from trocket.client import ClientConfig, TransactionProducer, new_message
+    from trocket.client import LocalTransactionState as S
+
+    topic, pgroup, cgroup = _names(peer, "tr_outcomes")
+    words = {"commit": S.COMMIT_MESSAGE, "rollback": S.ROLLBACK_MESSAGE, "unknown": S.UNKNOW}
+    specs = ["commit", "rollback", "unknown:commit", "throw:rollback", "unknown:unknown:commit", "unknown:rollback"]
+    checks: dict[str, list[str]] = {}
+    final: set[str] = set()
+
+    class Listener:
+        async def execute(self, msg, spec):
+            if spec.startswith("throw"):
+                raise RuntimeError("local transaction failed")
+            return words[spec.split(":")[0]]
+
+        def check(self, msg):  # a plain function: a worker thread
+            body = msg.body.decode()
+            times = checks.setdefault(body, [])
+            times.append(msg.properties["TRANSACTION_CHECK_TIMES"])
+            parts = body.split("-", 1)[1].split(":")
+            answer = parts[min(len(times), len(parts) - 1)]
+            if answer != "unknown":
+                final.add(body)
+            assert msg.topic == topic
+            return words[answer]
+
+    async def main():
+        config = ClientConfig(namesrv=peer.namesrv, heartbeat_interval=1.0)
+        async with TransactionProducer(pgroup, listener=Listener(), client_config=config) as producer:
+            results = [await producer.send_in_transaction(new_message(topic, f"m{i}-{spec}"), spec)
+                       for i, spec in enumerate(specs)]
+            with trio.move_on_after(40):
+                while len(final) < 4:
+                    await trio.sleep(0.1)
+            await trio.sleep(0.5)  # the last answer's END_TRANSACTION is oneway
+            return results
+
+    results = trio.run(main)
+    assert [r.local_transaction_state for r in results] == [
+        S.COMMIT_MESSAGE, S.ROLLBACK_MESSAGE, S.UNKNOW, S.UNKNOW, S.UNKNOW, S.UNKNOW]
+    assert sorted(final) == ["m2-unknown:commit", "m3-throw:rollback", "m4-unknown:unknown:commit", "m5-unknown:rollback"]
+    assert checks["m4-unknown:unknown:commit"][:2] == ["1", "2"]
+    got = consume(tool, peer, topic, cgroup, 3, tmp_path)
+    assert sorted(b for b, _, _ in got) == ["m0-commit", "m2-unknown:commit", "m4-unknown:unknown:commit"]
+
+
+# -- bad input ----------------------------------------------------------------------------------
+
+
+def _prepared_send(c: RawClient, topic: str, group: str, body: bytes) -> dict:
+    props = f"TRAN_MSG\x01true\x02PGROUP\x01{group}\x02UNIQ_KEY\x01U{time.time_ns()}\x02WAIT\x01true"
+    resp, _ = c.call(10, {
+        "producerGroup": group, "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+        "queueId": "0", "sysFlag": "4", "bornTimestamp": str(int(time.time() * 1000)), "flag": "0",
+        "properties": props, "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
+    }, body)
+    assert resp["code"] == 0, resp
+    return resp["extFields"]
+
+
+def _end(c: RawClient, ext: dict, kind: int, group: str, *, offset: int | None = None) -> tuple[int, str | None]:
+    if offset is None:
+        offset = int(ext["msgId"][-16:], 16)  # the offset message id's commit-log offset
+    resp, _ = c.call(37, {
+        "producerGroup": group, "tranStateTableOffset": ext["queueOffset"], "commitLogOffset": str(offset),
+        "commitOrRollback": str(kind), "fromTransactionCheck": "false", "msgId": "U",
+    })
+    return resp["code"], resp.get("remark")
+
+
+def _stored(c: RawClient, topic: str, settle: float = 0.5) -> int:
+    """Queue 0's max offset once it has stopped moving (a Java broker builds its consume
+    queues a moment after the put)."""
+    last, stable_since = c.max_offset(topic, 0), time.monotonic()
+    while time.monotonic() - stable_since < settle:
+        time.sleep(0.05)
+        now = c.max_offset(topic, 0)
+        if now != last:
+            last, stable_since = now, time.monotonic()
+    return last
+
+
+def test_end_transaction_bad_input(txn_peer, tool):
+    """Each refusal with Java's code and remark and nothing stored; where Java fails with
+    an exception or accepts what it should not, the test says what trocket does instead."""
+    peer = txn_peer
+    topic, pgroup, _ = _names(peer, "bad")
+    trocket = peer.kind == "trocket"
+    with RawClient(peer.hostport) as c:
+        plain, _ = c.call(10, {
+            "producerGroup": pgroup, "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+            "queueId": "0", "sysFlag": "0", "bornTimestamp": "0", "flag": "0", "properties": "WAIT\x01true",
+        }, b"plain")
+        assert plain["code"] == 0
+        ext = _prepared_send(c, topic, pgroup, b"tx")
+
+        # not a half message: trocket refuses it by name, 4.9.8 fails on the missing PGROUP
+        code, remark = _end(c, plain["extFields"], 8, pgroup)
+        assert code == 1
+        if trocket:
+            assert remark == "Find prepared transaction message failed"
+        else:
+            assert remark.startswith("java.lang.NullPointerException")
+        # no record starts there
+        code, remark = _end(c, ext, 8, pgroup, offset=int(ext["msgId"][-16:], 16) + 7)
+        assert code == 1 and (remark == "Find prepared transaction message failed" or not trocket), remark
+        assert _end(c, ext, 8, "SomeOtherGroup") == (1, "The producer group wrong")
+        assert _end(c, {**ext, "queueOffset": "99"}, 12, pgroup) == (1, "The transaction state table offset wrong")
+        code, remark = _end(c, ext, 5, pgroup)
+        assert code == 1 and "RemotingCommandException: commitOrRollback field wrong" in remark
+        assert _stored(c, topic) == 1  # the plain message only
+
+        assert _end(c, ext, 8, pgroup)[0] == 0
+        assert _stored(c, topic) == 2
+        # ended once: trocket refuses a second end; 4.9.8 commits it again (a duplicate)
+        code, remark = _end(c, ext, 8, pgroup)
+        if trocket:
+            # (which of the two remarks: whether the broker's check passed it meanwhile)
+            assert code == 1 and remark in (
+                "The transaction of this prepared message has already been committed or rolled back",
+                "The prepared message is not pending any more: it was committed or rolled back, or discarded after "
+                "15 checks",
+            ), remark
+            assert _stored(c, topic) == 2
+        else:
+            assert code == 0 and _stored(c, topic) == 3
+
+
+# -- kill -9 between prepare and commit -----------------------------------------------------------
+
+
+def test_kill9_between_prepare_and_commit(tool, tmp_path):
+    """The broker dies after the half message is stored and before the producer's commit:
+    after the restart the check asks the producer, which says commit; delivered once."""
+    broker = trocket_txn_broker(tmp_path / "broker")
+    broker.start()
+    peer = Peer("trocket", broker.namesrv, f"127.0.0.1:{broker.port}", broker.store, broker.log_tail)
+    topic, pgroup, cgroup = _names(peer, "kill9")
+    gate = tmp_path / "gate"
+    with RawClient(broker.addr) as c:
+        c.create_topic(topic)
+    proc = tool.start(["txn", broker.namesrv, topic, pgroup, "60", "gate"], home=tmp_path,
+                      props={"txn.gate": str(gate)})
+    try:
+        first = proc.stdout.readline()  # the prepared send is stored and answered
+        assert first.strip() == "EXEC m0-gate", first
+        with RawClient(broker.addr) as c:
+            assert c.max_offset(HALF, 0) == 1
+        broker.kill()
+        gate.touch()  # the local transaction commits; its END_TRANSACTION finds no broker
+        broker.start()
+        lines = [first.strip(), *finish_program(proc, 90)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    try:
+        sent = [line.split() for line in lines if line.startswith("SENT ")]
+        assert [(s[2], s[3]) for s in sent] == [("SEND_OK", "COMMIT_MESSAGE")], lines
+        checks = [line.split() for line in lines if line.startswith("CHECK ")]
+        assert [c[1:3] + c[5:] for c in checks] == [["m0-gate", "1", "commit"]], lines
+        assert lines[-1] == "DONE answered=1 pending=1", lines
+        got = consume(tool, peer, topic, cgroup, 1, tmp_path)
+        assert Counter(b for b, _, _ in got) == Counter({"m0-gate": 1})
+    finally:
+        rc = broker.stop()
+        assert rc == 0, broker.log_tail()
+
+
+# -- request-reply --------------------------------------------------------------------------------
+
+
+def _java_responder(tool: Tool, peer: Peer, topic: str, group: str, log_dir: Path, delay_ms: int = 0,
+                    seconds: int = 60):
+    """A Java push consumer answering every request of ``topic`` (``re:<body>``)."""
+    with RawClient(peer.hostport) as c:
+        c.create_topic(topic, queues=4)
+    proc = tool.start(["respond", peer.namesrv, topic, group, str(seconds), str(delay_ms)], home=log_dir)
+    assert proc.stdout.readline().strip() == "READY"
+    return proc
+
+
+def test_java_request_reply(txn_peer, tool, tmp_path):
+    """The Java client's ``request()`` and ``createReplyMessage`` on both brokers."""
+    peer = txn_peer
+    topic, pgroup, cgroup = _names(peer, "rpc")
+    responder = _java_responder(tool, peer, topic, cgroup, tmp_path)
+    try:
+        lines = tool.run(["request", peer.namesrv, topic, pgroup, "10000", "3"], home=tmp_path)
+    finally:
+        responder.kill()
+        responder.communicate()
+    replies = [line.split(" ", 3) for line in lines if line.startswith("REPLY ")]
+    assert [r[2] for r in replies] == ["re:q0", "re:q1", "re:q2"], lines
+    props = json.loads(replies[0][3])
+    assert props["MSG_TYPE"] == "reply" and "CORRELATION_ID" in props and "PUSH_REPLY_TIME" in props
+
+
+def test_trocket_request_reply(txn_peer, tool, tmp_path):
+    """trocket's ``request()`` answered by the Java responder (and a late answer dropped
+    cleanly), then by trocket's ``send_reply``, 1,000 requests in flight at once."""
+    peer = txn_peer
+    import trio
+
+    from trocket.client import (
+        ClientConfig,
+        ConsumeResult,
+        Producer,
+        PushConsumer,
+        RequestTimeoutError,
+        new_message,
+        send_reply,
+    )
+
+    topic, pgroup, cgroup = _names(peer, "trpc")
+    slow_topic = topic + "Slow"
+    responder = _java_responder(tool, peer, topic, cgroup, tmp_path)
+    slow = _java_responder(tool, peer, slow_topic, cgroup + "S", tmp_path, delay_ms=1500)
+
+    def config() -> ClientConfig:  # one each: a client id is its instance's (the broker pushes replies by it)
+        return ClientConfig(namesrv=peer.namesrv, heartbeat_interval=1.0)
+
+    async def main():
+        async with Producer(pgroup, client_config=config()) as requester:
+            with trio.fail_after(30):
+                while True:  # the Java responder's first rebalance
+                    try:
+                        reply = await requester.request(new_message(topic, b"hello"), timeout=3)
+                        break
+                    except RequestTimeoutError:
+                        pass
+            assert reply.body == b"re:hello" and reply.properties["MSG_TYPE"] == "reply"
+            late = 0
+            for _ in range(2):
+                try:
+                    await requester.request(new_message(slow_topic, b"slow"), timeout=1.0)
+                except RequestTimeoutError:
+                    late += 1
+            assert late == 2
+            await trio.sleep(2.5)  # the late replies arrive: dropped, nothing raised, nothing kept
+            assert len(requester.instance.requests) == 0
+
+            # trocket on the responding side too
+            mine = topic + "T"
+            replier = Producer(pgroup + "_replier", client_config=config())
+
+            async def answer(msg):
+                await send_reply(replier, msg, b"t:" + msg.body)
+                return ConsumeResult.SUCCESS
+
+            with RawClient(peer.hostport) as c:
+                c.create_topic(mine, queues=4)
+            async with replier, PushConsumer(cgroup + "T", client_config=config(), subscriptions={mine: "*"},
+                                             listener=answer, consume_from="first", max_concurrency=64,
+                                             queue_parallelism=64):
+                with trio.fail_after(30):
+                    while True:
+                        try:
+                            await requester.request(new_message(mine, b"warm-up"), timeout=3)
+                            break
+                        except RequestTimeoutError:
+                            pass
+                futs = [await requester.request_async(new_message(mine, b"q%d" % i), timeout=60) for i in range(1000)]
+                replies = [await f for f in futs]
+                assert [r.body for r in replies] == [b"t:q%d" % i for i in range(1000)]
+
+    try:
+        trio.run(main)
+    finally:
+        for proc in (responder, slow):
+            proc.kill()
+            proc.communicate()

@@ -1,0 +1,429 @@
+"""Transactional messages in the broker, over real TCP with a real store: half messages,
+END_TRANSACTION (commit, rollback, unknown, every refusal with nothing stored), the check
+service (checks to a live producer connection, check copies, discards after
+``transactionCheckMax``), one end per transaction however its answers race, and the
+state rebuilt from the store after a restart.
+
+The check service's loop is slowed to an hour here and each test runs its passes by
+hand (``broker.transactions.check()``), with ``transactionTimeOut`` 0: deterministic,
+and no sleeping.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import asynccontextmanager
+
+import pytest
+import trio
+
+from trocket.codecs.bodies.client import HeartbeatData, ProducerData
+from trocket.codecs.command import RemotingCommand
+from trocket.codecs.custom_header import decode_header
+from trocket.codecs.headers import (
+    CheckTransactionStateRequestHeader,
+    EndTransactionRequestHeader,
+    SendMessageRequestHeaderV2,
+)
+from trocket.codecs.message import decode_record
+from trocket.codecs.message.msgid import decode_offset_msg_id
+from trocket.codecs.message.properties import encode_properties
+from trocket.codecs.message.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE
+from trocket.codecs.java_hashmap import JavaHashMap
+from trocket.broker.transaction.records import read_stored
+from trocket.remoting import ClientConfig, RemotingClient
+
+HALF = "RMQ_SYS_TRANS_HALF_TOPIC"
+OP = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+MAX_TIME = "TRANS_CHECK_MAX_TIME_TOPIC"
+COMMIT, ROLLBACK, UNKNOWN = 8, 12, 0
+_uniq = iter(range(1, 1 << 30))
+
+
+def _now() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def prepared(topic: str, body: bytes, *, group: str = "PG", queue_id: int = 1, born: int | None = None,
+             tran_msg: bool = True, sys_flag: int = TRANSACTION_PREPARED_TYPE, **extra: str) -> RemotingCommand:
+    """A prepared send as Java's ``sendMessageInTransaction`` makes it."""
+    props = {"KEYS": "k1", "TAGS": "TagA", "WAIT": "true", "UNIQ_KEY": f"U{next(_uniq):08d}", **extra}
+    if tran_msg:
+        props.update(TRAN_MSG="true", PGROUP=group)
+    h = SendMessageRequestHeaderV2(
+        a=group, b=topic, c="TBW102", d=4, e=queue_id, f=sys_flag, g=born if born is not None else _now(), h=7,
+        i=encode_properties(props), j=0, k=False, m=False,
+    )
+    return RemotingCommand.request(310, h, body=body)
+
+
+def end_request(answer_or_check, kind: int, *, group: str = "PG", from_check: bool = False,
+                oneway: bool = False) -> RemotingCommand:
+    """END_TRANSACTION for a prepared send's answer (its ext fields) or a check's header."""
+    if isinstance(answer_or_check, CheckTransactionStateRequestHeader):
+        offset, queue_offset = answer_or_check.commitLogOffset, answer_or_check.tranStateTableOffset
+        msg_id = answer_or_check.msgId or ""
+    else:
+        offset = decode_offset_msg_id(answer_or_check["msgId"]).offset
+        queue_offset = int(answer_or_check["queueOffset"])
+        msg_id = "U"
+    h = EndTransactionRequestHeader(
+        producerGroup=group, tranStateTableOffset=queue_offset, commitLogOffset=offset, commitOrRollback=kind,
+        fromTransactionCheck=from_check, msgId=msg_id,
+    )
+    return RemotingCommand.request(37, h, oneway=oneway)
+
+
+def txn_broker(wire, tmp_path, **kw):
+    kw.setdefault("transaction_timeout_ms", 0)
+    kw.setdefault("transaction_check_interval_ms", 3_600_000)
+    return wire.running_broker(tmp_path, **kw)
+
+
+@asynccontextmanager
+async def producer_client(addr: str, group: str = "PG", client_id: str = "127.0.0.1@txn"):
+    """A RemotingClient registered as a producer of ``group`` (HEART_BEAT) whose
+    CHECK_TRANSACTION_STATE requests arrive on the yielded channel."""
+    send, receive = trio.open_memory_channel(100)
+
+    def on_check(conn, request):
+        send.send_nowait((decode_header(CheckTransactionStateRequestHeader, request.ext_fields), request))
+        return None
+
+    async with RemotingClient(ClientConfig(default_timeout=5.0)) as c:
+        c.register_processor(39, on_check, inline=True)
+        body = HeartbeatData(client_id=client_id, producers=[ProducerData(group)]).encode()
+        r = await c.invoke_sync(addr, RemotingCommand.request(34, body=body), 5)
+        assert r.code == 0
+        yield c, receive
+
+
+def stored(broker, topic: str, queue_id: int = 0) -> list:
+    """The messages of a queue, decoded."""
+    store = broker.store
+    out = []
+    for i in range(store.get_min_offset(topic, queue_id), store.get_max_offset(topic, queue_id)):
+        phys, size, _ = store.get_queue_entry(topic, queue_id, i)
+        out.append(decode_record(store.commit_log.get_message(phys, size))[0])
+    return out
+
+
+def visible(broker, topic: str) -> int:
+    tc = broker.topics.select(topic)
+    return sum(broker.store.get_max_offset(topic, q) for q in range(tc.read_queue_nums)) if tc else 0
+
+
+# -- half messages -------------------------------------------------------------------------------
+
+
+async def test_prepared_send_is_a_half_message(tmp_path, wire):
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        r = await c.invoke_sync(addr, prepared("TxTopic", b"hello"))
+        assert r.code == 0, r.remark
+        # the answer: the half record's id and queue offset, the queue the producer addressed
+        assert r.ext_fields["queueId"] == "1"
+        assert r.ext_fields["queueOffset"] == "0"
+        half = stored(broker, HALF)
+        assert len(half) == 1
+        h = half[0]
+        assert decode_offset_msg_id(r.ext_fields["msgId"]).offset == h.commit_log_offset
+        assert h.properties["REAL_TOPIC"] == "TxTopic" and h.properties["REAL_QID"] == "1"
+        assert h.properties["TRAN_MSG"] == "true" and h.properties["PGROUP"] == "PG"
+        assert h.sys_flag & 0xC == 0  # indexed: its transaction type reset
+        assert h.body == b"hello" and h.flag == 7
+        assert visible(broker, "TxTopic") == 0  # invisible to consumers
+
+        # the prepared sysflag alone makes a half message too; a plain send does not
+        r = await c.invoke_sync(addr, prepared("TxTopic", b"flag only", tran_msg=False))
+        assert r.code == 0 and r.ext_fields["queueOffset"] == "1"
+        r = await c.invoke_sync(addr, prepared("TxTopic", b"plain", tran_msg=False, sys_flag=0))
+        assert r.code == 0
+        assert [m.body for m in stored(broker, HALF)] == [b"hello", b"flag only"]
+        assert [m.body for m in stored(broker, "TxTopic", 1)] == [b"plain"]
+
+
+async def test_commit_stores_the_real_message_and_an_op_record(tmp_path, wire):
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        prep = await c.invoke_sync(addr, prepared("TxTopic", b"pay 10"))
+        r = await c.invoke_sync(addr, end_request(prep.ext_fields, COMMIT))
+        assert r.code == 0 and r.remark is None
+        [real] = stored(broker, "TxTopic", 1)
+        half_offset = decode_offset_msg_id(prep.ext_fields["msgId"]).offset
+        assert real.body == b"pay 10" and real.flag == 7 and real.properties["TAGS"] == "TagA"
+        assert real.sys_flag & 0xC == TRANSACTION_COMMIT_TYPE
+        assert real.prepared_transaction_offset == half_offset
+        assert "REAL_TOPIC" not in real.properties and "REAL_QID" not in real.properties
+        assert "TRAN_MSG" not in real.properties and real.properties["PGROUP"] == "PG"
+        [op] = stored(broker, OP)
+        assert op.body == b"0" and op.properties == {"TAGS": "d", "WAIT": "true"}
+        assert broker.transactions.commits == 1
+        # the properties strings as Java's broker writes them: in HashMap order (a fixed
+        # point of its parse and write), the half's with CLUSTER, WAIT and REAL_*; the
+        # committed one's that map without REAL_TOPIC, REAL_QID and TRAN_MSG
+        half_props = read_stored(broker.store, half_offset).raw_properties.decode()
+        half_map = JavaHashMap.from_properties(half_props)
+        assert half_map.to_properties() == half_props
+        assert {"CLUSTER", "WAIT", "REAL_TOPIC", "REAL_QID", "TRAN_MSG", "PGROUP"} <= set(half_map)
+        real_props = read_stored(broker.store, real.commit_log_offset).raw_properties.decode()
+        assert real_props == half_map.to_properties(without={"REAL_TOPIC", "REAL_QID", "TRAN_MSG"})
+
+
+async def test_rollback_stores_only_the_op_record(tmp_path, wire):
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        prep = await c.invoke_sync(addr, prepared("TxTopic", b"undo"))
+        r = await c.invoke_sync(addr, end_request(prep.ext_fields, ROLLBACK))
+        assert r.code == 0
+        assert visible(broker, "TxTopic") == 0
+        assert [op.body for op in stored(broker, OP)] == [b"0"]
+
+
+async def test_oneway_end_as_real_clients_send_it(tmp_path, wire):
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        prep = await c.invoke_sync(addr, prepared("TxTopic", b"oneway"))
+        await c.invoke_oneway(addr, end_request(prep.ext_fields, COMMIT, oneway=True), 5)
+        with trio.fail_after(5):
+            while visible(broker, "TxTopic") < 1:
+                await trio.sleep(0.01)
+        assert [m.body for m in stored(broker, "TxTopic", 1)] == [b"oneway"]
+
+
+async def test_a_committed_message_with_a_delay_is_delayed(tmp_path, wire):
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        prep = await c.invoke_sync(addr, prepared("TxTopic", b"later", DELAY="3"))
+        assert visible(broker, "SCHEDULE_TOPIC_XXXX") == 0  # the half message is not delayed
+        r = await c.invoke_sync(addr, end_request(prep.ext_fields, COMMIT))
+        assert r.code == 0
+        assert visible(broker, "TxTopic") == 0
+        [delayed] = stored(broker, "SCHEDULE_TOPIC_XXXX", 2)
+        assert delayed.properties["REAL_TOPIC"] == "TxTopic" and delayed.sys_flag & 0xC == TRANSACTION_COMMIT_TYPE
+
+
+# -- refusals: Java's codes and remarks, nothing stored -------------------------------------------
+
+
+async def test_end_transaction_refusals(tmp_path, wire):
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        plain = await c.invoke_sync(addr, wire.send_v1("TxTopic", b"plain", properties=wire.props()))
+        prep = await c.invoke_sync(addr, prepared("TxTopic", b"x"))
+        ext = prep.ext_fields
+        plain_ext = {"msgId": plain.ext_fields["msgId"], "queueOffset": plain.ext_fields["queueOffset"]}
+        mid_record = {"msgId": ext["msgId"][:-4] + "%04X" % (int(ext["msgId"][-4:], 16) + 5), "queueOffset": "0"}
+        before = (broker.store.max_phy_offset, visible(broker, "TxTopic"))
+        cases = [
+            (end_request(plain_ext, COMMIT), "Find prepared transaction message failed"),  # not a half message
+            (end_request(mid_record, COMMIT), "Find prepared transaction message failed"),  # no record there
+            (end_request(ext, COMMIT, group="OtherGroup"), "The producer group wrong"),
+            (end_request({**ext, "queueOffset": "3"}, ROLLBACK), "The transaction state table offset wrong"),
+            (end_request(ext, 5), "RemotingCommandException: commitOrRollback field wrong"),
+        ]
+        for req, remark in cases:
+            r = await c.invoke_sync(addr, req)
+            assert (r.code, r.remark) == (1, remark)
+            assert r.ext_fields == {}
+        assert (broker.store.max_phy_offset, visible(broker, "TxTopic")) == before
+        # "unknown" leaves it to the checks: nothing stored (Java answers nothing; here SUCCESS)
+        r = await c.invoke_sync(addr, end_request(ext, UNKNOWN))
+        assert r.code == 0 and (broker.store.max_phy_offset, visible(broker, "TxTopic")) == before
+
+        # ended once; a second end, either way, is refused and stores nothing
+        assert (await c.invoke_sync(addr, end_request(ext, COMMIT))).code == 0
+        after = (broker.store.max_phy_offset, visible(broker, "TxTopic"))
+        for kind in (COMMIT, ROLLBACK):
+            r = await c.invoke_sync(addr, end_request(ext, kind))
+            assert r.code == 1
+            assert r.remark == "The transaction of this prepared message has already been committed or rolled back"
+        assert (broker.store.max_phy_offset, visible(broker, "TxTopic")) == after
+        assert broker.transactions.refused == 7
+
+
+async def test_end_transaction_on_a_slave(tmp_path, wire):
+    async with txn_broker(wire, tmp_path, broker_role="SLAVE", ha_master_address="127.0.0.1:1") as broker, \
+            wire.client() as c:
+        r = await c.invoke_sync(broker.broker_addr, end_request({"msgId": "7F00000100002A9F0000000000000000", "queueOffset": "0"}, COMMIT))
+        assert r.code == 11  # SLAVE_NOT_AVAILABLE
+
+
+# -- the check service ----------------------------------------------------------------------------
+
+
+async def test_check_asks_a_live_producer_and_its_answer_ends_it(tmp_path, wire):
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        prep = await c.invoke_sync(addr, prepared("TxTopic", b"ask me", queue_id=2))
+        async with producer_client(addr) as (pc, checks):
+            assert await broker.transactions.check() == 1
+            with trio.fail_after(5):
+                header, request = await checks.receive()
+            assert request.is_oneway
+            # the body: the half message on its real topic and queue, with its check count
+            msg, _ = decode_record(request.body)
+            assert (msg.topic, msg.queue_id, msg.body) == ("TxTopic", 2, b"ask me")
+            assert msg.properties["TRANSACTION_CHECK_TIMES"] == "1"
+            assert header.msgId == header.transactionId == msg.properties["UNIQ_KEY"]
+            # the header names the check copy, now at the head of the half queue
+            assert header.tranStateTableOffset == 1 == msg.queue_offset
+            assert decode_offset_msg_id(header.offsetMsgId).offset == header.commitLogOffset == msg.commit_log_offset
+            r = await pc.invoke_sync(addr, end_request(header, COMMIT, from_check=True), 5)
+            assert r.code == 0
+        assert [m.body for m in stored(broker, "TxTopic", 2)] == [b"ask me"]
+        # the producer's own, late, commit of the first half message is refused: ended once
+        r = await c.invoke_sync(addr, end_request(prep.ext_fields, COMMIT))
+        assert r.code == 1 and "already been committed" in r.remark
+        assert visible(broker, "TxTopic") == 1
+        # the next pass finds nothing to check and moves the check offsets on
+        assert await broker.transactions.check() == 0
+        assert broker.transactions.half_offset == 2
+        assert broker.offsets.query_offset("CID_RMQ_SYS_TRANS", HALF, 0) == 2
+        assert broker.offsets.query_offset("CID_RMQ_SYS_TRANS", OP, 0) == 1
+
+
+async def test_a_late_end_of_a_checked_transaction_ends_its_live_copy(tmp_path, wire):
+    """The producer's commit arrives after a check copied the half message: it ends the
+    copy, and the answer to the check is then refused (Java would deliver twice)."""
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        prep = await c.invoke_sync(addr, prepared("TxTopic", b"once"))
+        async with producer_client(addr) as (pc, checks):
+            await broker.transactions.check()
+            header, _ = await checks.receive()
+            assert (await c.invoke_sync(addr, end_request(prep.ext_fields, COMMIT))).code == 0
+            r = await pc.invoke_sync(addr, end_request(header, COMMIT, from_check=True), 5)
+            assert r.code == 1 and "already been committed" in r.remark
+            assert await broker.transactions.check() == 0  # neither copy is checked again
+        assert [m.body for m in stored(broker, "TxTopic", 1)] == [b"once"]
+        assert [op.body for op in stored(broker, OP)] == [b"1"]  # the live copy's offset
+
+
+async def test_young_messages_wait_and_unknown_answers_are_checked_again(tmp_path, wire):
+    async with txn_broker(wire, tmp_path, transaction_timeout_ms=60_000) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        await c.invoke_sync(addr, prepared("TxTopic", b"old", born=_now() - 120_000))
+        await c.invoke_sync(addr, prepared("TxTopic", b"young"))
+        await c.invoke_sync(addr, prepared("TxTopic", b"old but behind", born=_now() - 120_000))
+        async with producer_client(addr) as (pc, checks):
+            assert await broker.transactions.check() == 1  # the young one ends the pass
+            header, request = await checks.receive()
+            assert decode_record(request.body)[0].body == b"old"
+            await pc.invoke_oneway(addr, end_request(header, UNKNOWN, from_check=True, oneway=True), 5)
+            assert broker.transactions.half_offset == 1
+            broker.config.transaction_timeout_ms = 0
+            broker.transactions.clock = lambda: _now() + 1  # (a copy stored this ms ends a pass)
+            # "young", "old but behind", and the copy of "old" (its answer was "unknown")
+            assert await broker.transactions.check() == 3
+            broker.transactions.clock = lambda: _now() + 2
+            assert await broker.transactions.check() == 3  # the three copies, once each
+            got = [decode_record((await checks.receive())[1].body)[0] for _ in range(6)]
+            assert [(m.body, m.properties["TRANSACTION_CHECK_TIMES"]) for m in got] == [
+                (b"young", "1"), (b"old but behind", "1"), (b"old", "2"),
+                (b"young", "2"), (b"old but behind", "2"), (b"old", "3"),
+            ]
+
+
+async def test_discarded_after_check_max_and_late_answers_refused(tmp_path, wire):
+    async with txn_broker(wire, tmp_path, transaction_check_max=2) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        prep = await c.invoke_sync(addr, prepared("TxTopic", b"nobody knows"))
+        async with producer_client(addr) as (pc, checks):
+            svc = broker.transactions
+            for n in range(2):
+                svc.clock = lambda n=n: _now() + 10 * (n + 1)
+                assert await svc.check() == 1
+            _, last = await checks.receive(), await checks.receive()
+            svc.clock = lambda: _now() + 100
+            assert await svc.check() == 0
+            assert svc.discarded == 1
+            [gone] = stored(broker, MAX_TIME)
+            assert gone.body == b"nobody knows" and gone.properties["TRANSACTION_CHECK_TIMES"] == "2"
+            assert gone.properties["REAL_TOPIC"] == "TxTopic"
+            assert broker.topics.select(MAX_TIME) is not None
+            before = broker.store.max_phy_offset
+            for req in (end_request(last[0], COMMIT, from_check=True), end_request(prep.ext_fields, COMMIT)):
+                r = await pc.invoke_sync(addr, req, 5)
+                assert r.code == 1 and "not pending any more" in r.remark, r.remark
+            assert broker.store.max_phy_offset == before and visible(broker, "TxTopic") == 0
+
+
+async def test_no_producer_connected_counts_the_check(tmp_path, wire):
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        await c.invoke_sync(broker.broker_addr, prepared("TxTopic", b"orphan"))
+        assert await broker.transactions.check() == 0
+        assert broker.transactions.checks_unrouted == 1
+        # the copy counts the check all the same (Java's)
+        assert stored(broker, HALF)[-1].properties["TRANSACTION_CHECK_TIMES"] == "1"
+        info = broker.runtime_info()
+        assert info["transactionHalfPending"] == "1" and int(info["transactionHalfOldestAgeMs"]) >= 0
+
+
+@pytest.mark.parametrize("offsets", ["kept", "lost"])
+async def test_state_is_rebuilt_from_the_store_after_a_restart(tmp_path, wire, offsets):
+    """Commits, rollbacks and check copies survive a restart: the check resumes from its
+    persisted offsets, and where they were lost (kill -9 before their flush) it goes over
+    the queue again; either way nothing ended is checked or ended again, the pending one is."""
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        preps = [await c.invoke_sync(addr, prepared("TxTopic", b"m%d" % i)) for i in range(4)]
+        assert (await c.invoke_sync(addr, end_request(preps[0].ext_fields, COMMIT))).code == 0
+        assert (await c.invoke_sync(addr, end_request(preps[1].ext_fields, ROLLBACK))).code == 0
+        async with producer_client(addr) as (pc, checks):
+            assert await broker.transactions.check() == 2  # m2, m3
+            h2, _ = await checks.receive()
+            assert (await pc.invoke_sync(addr, end_request(h2, COMMIT, from_check=True), 5)).code == 0
+        # the pass went up to its own copies (4, 5); the op records before them are folded
+        assert (broker.transactions.half_offset, broker.transactions.op_offset) == (4, 2)
+    if offsets == "lost":
+        (tmp_path / "store" / "config" / "consumerOffset.json").unlink()
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        svc = broker.transactions
+        if offsets == "kept":  # read back from consumerOffset.json (group CID_RMQ_SYS_TRANS)
+            assert (svc.half_offset, svc.op_offset) == (4, 2)
+            assert svc.ended == {4} and svc.latest == {2: 4, 3: 5}
+        else:
+            assert (svc.half_offset, svc.op_offset) == (0, 0)
+            assert svc.ended == {0, 1, 4} and svc.latest == {2: 4, 3: 5}
+        addr = broker.broker_addr
+        for prep in preps[:3]:  # m0 committed, m1 rolled back, m2 committed after its check
+            r = await c.invoke_sync(addr, end_request(prep.ext_fields, COMMIT))
+            assert r.code == 1, r.remark
+        async with producer_client(addr) as (pc, checks):
+            assert await svc.check() == 1  # m3 only, through its live copy
+            h3, request = await checks.receive()
+            assert decode_record(request.body)[0].body == b"m3"
+            assert (await pc.invoke_sync(addr, end_request(h3, COMMIT, from_check=True), 5)).code == 0
+        assert sorted(m.body for m in stored(broker, "TxTopic", 1)) == [b"m0", b"m2", b"m3"]
+
+
+# -- replication ----------------------------------------------------------------------------------
+
+
+async def test_half_and_op_records_replicate_and_a_slave_never_checks(tmp_path, wire):
+    """SYNC_MASTER + slave: the half message, the op record and the committed message are
+    on the slave when the sends are answered; the check's offsets reach it with the
+    consumer offsets; the slave neither checks nor ends."""
+    async with txn_broker(wire, tmp_path / "m", broker_role="SYNC_MASTER", ha_listen=("127.0.0.1", 0)) as master:
+        async with txn_broker(wire, tmp_path / "s", broker_role="SLAVE", namesrv_addrs=master.namesrv.address,
+                              slave_sync_interval_ms=200) as slave, wire.client() as c:
+            with trio.fail_after(10):
+                while master.ha.transfer.connections != 1:
+                    await trio.sleep(0.01)
+            addr = master.broker_addr
+            committed = await c.invoke_sync(addr, prepared("TxTopic", b"kept"))
+            pending = await c.invoke_sync(addr, prepared("TxTopic", b"open"))
+            assert committed.code == pending.code == 0
+            assert (await c.invoke_sync(addr, end_request(committed.ext_fields, COMMIT))).code == 0
+            await c.invoke_sync(addr, wire.send_v1("TxTopic", b"after", properties=wire.props(), queue_id=1))
+            for topic, q in ((HALF, 0), (OP, 0), ("TxTopic", 1)):
+                assert [m.body for m in stored(slave, topic, q)] == [m.body for m in stored(master, topic, q)]
+            assert [m.body for m in stored(slave, "TxTopic", 1)] == [b"kept", b"after"]
+            assert await master.transactions.check() == 0  # (no producer connected: counted, not sent)
+            with trio.fail_after(10):
+                while slave.offsets.query_offset("CID_RMQ_SYS_TRANS", HALF, 0) != 2:
+                    await trio.sleep(0.05)
+            assert slave.transactions.passes == 0 and slave.transactions.half_offset == 0
+            r = await c.invoke_sync(slave.broker_addr, end_request(pending.ext_fields, COMMIT))
+            assert r.code == 11  # SLAVE_NOT_AVAILABLE
