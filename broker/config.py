@@ -29,6 +29,7 @@ import attrs
 
 from trocket.broker.store import FlushMode, StoreConfig
 from trocket.codecs.message.hosts import HostAddress
+from trocket.remoting.tls import TlsSettings
 
 if TYPE_CHECKING:
     from trocket.remoting import RemotingServer
@@ -355,6 +356,24 @@ class BrokerConfig:
     #: ``adminBrokerThreadPoolNums``: admin requests at once, 16.
     admin_concurrency: int = attrs.field(default=16, validator=_pos)
 
+    # -- security (docs/security.md) -----------------------------------------------------
+    #: ``aclEnable``: check every request against ``plain_acl.yml`` (off), see broker/acl.
+    acl_enable: bool = False
+    #: trocket's ``aclFile`` (``--acl FILE``): the ACL file. "" = Java's place,
+    #: ``$ROCKETMQ_HOME/conf/plain_acl.yml`` (``conf/plain_acl.yml`` under the current
+    #: directory without ROCKETMQ_HOME). Reloaded when it changes.
+    acl_file: str = attrs.field(default="", converter=os.fspath)
+    #: trocket's ``aclReloadInterval`` (ms): how often the ACL file is checked for changes.
+    acl_reload_interval_ms: int = attrs.field(default=1000, validator=_pos)
+    #: Java's ``tls.*`` settings (``tls.server.mode``, ``tls.server.certPath``, ...,
+    #: ``tls.enable`` for the broker's own connections to the name servers), see
+    #: :class:`~trocket.remoting.tls.TlsSettings`; ``tls.config.file`` is read too.
+    tls: TlsSettings = attrs.field(factory=TlsSettings)
+    #: trocket's ``haTlsEnable`` (off; Java's HA link has no TLS): a master's HA port
+    #: speaks TLS only (its ``tls.server.*`` certificate), a slave connects with TLS (its
+    #: ``tls.client.*`` settings).
+    ha_tls: bool = False
+
     def __attrs_post_init__(self) -> None:
         if not self.broker_name or not re.fullmatch(r"[A-Za-z0-9_\-.%|]+", self.broker_name):
             raise BrokerConfigError(f"bad broker name {self.broker_name!r}")
@@ -372,6 +391,12 @@ class BrokerConfig:
     @property
     def is_sync_master(self) -> bool:
         return self.broker_role == "SYNC_MASTER"
+
+    def acl_path(self) -> str:
+        """The ACL file: ``acl_file``, else ``$ROCKETMQ_HOME/conf/plain_acl.yml``."""
+        if self.acl_file:
+            return self.acl_file
+        return os.path.join(os.environ.get("ROCKETMQ_HOME", "."), "conf", "plain_acl.yml")
 
     def ha_listen_addr(self) -> tuple[str, int] | None:
         """Where a master's HA server listens: ``ha_listen``, else the listen host and
@@ -551,6 +576,10 @@ PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "slaveSyncInterval": ("slave_sync_interval_ms", _int),  # trocket's own
     "slaveReadEnable": ("slave_read_enable", _bool),
     "accessMessageInMemoryMaxRatio": ("access_message_in_memory_max_ratio", _int),
+    "aclEnable": ("acl_enable", _bool),
+    "aclFile": ("acl_file", _str),  # trocket's own
+    "aclReloadInterval": ("acl_reload_interval_ms", _int),  # trocket's own
+    "haTlsEnable": ("ha_tls", _bool),  # trocket's own
 }
 
 #: Java keys accepted for compatibility with stock broker.conf files: value -> None
@@ -568,7 +597,6 @@ _IGNORED_KEYS: dict[str, tuple[str, ...] | None] = {
     "useEpollNativeSelector": None,
     "transientStorePoolEnable": ("false",),
     "enablePropertyFilter": None,
-    "aclEnable": ("false",),
     "traceTopicEnable": None,
     "warmMapedFileEnable": None,
 }
@@ -653,8 +681,12 @@ def config_changes_from_properties(
     listen_port: int | None = None
     adv_host: str | None = None
     ha_port: int | None = None
+    tls: dict[str, str] = {}
     for lineno, key, value in entries:
         where = f"{source}:{lineno}: {key}"
+        if key.startswith("tls."):  # Java's TlsSystemConfig keys (system properties there)
+            tls[key] = value.strip()
+            continue
         if key in _IGNORED_KEYS:
             allowed = _IGNORED_KEYS[key]
             if allowed is not None and value.strip().upper() not in (a.upper() for a in allowed):
@@ -691,6 +723,11 @@ def config_changes_from_properties(
         changes["ha_listen"] = (listen_host or "127.0.0.1", ha_port)
     if adv_host is not None and "advertise" not in changes:
         changes["@advertise_host"] = adv_host  # resolved against the final listen port
+    if tls:
+        try:
+            changes["tls"] = TlsSettings.from_properties(tls)
+        except (OSError, ValueError) as exc:
+            raise BrokerConfigError(f"{source}: {exc}") from None
     return changes
 
 

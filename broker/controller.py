@@ -60,6 +60,7 @@ import logging
 import math
 import os
 import shutil
+import ssl
 import time
 from typing import TYPE_CHECKING, Awaitable, Callable
 
@@ -72,7 +73,8 @@ from trocket.codecs.bodies.namesrv import RegisterBrokerResult
 from trocket.codecs.message.hosts import HostAddress
 from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig, ServiceContextManager
 
-from .config import BrokerConfig
+from .acl import AclValidator
+from .config import BrokerConfig, BrokerConfigError
 from .context import BrokerContext
 from .ha import HAService
 from .ha.sync import SlaveSynchronize
@@ -132,6 +134,8 @@ class BrokerController(ServiceContextManager):
         self.pull_processor: PullProcessor | None = None
         self.admin_processor: AdminProcessor | None = None
         self.ha: HAService | None = None
+        #: the ACL check (``aclEnable``), None when off
+        self.acl: AclValidator | None = None
         self.slave_sync: SlaveSynchronize | None = None
         #: the master's broker address a slave learned at registration (its sync target)
         self.master_addr: str | None = None
@@ -226,6 +230,7 @@ class BrokerController(ServiceContextManager):
         assert services is not None
         for key in cfg.ineffective_settings():
             log.warning("%s is accepted for compatibility and has no effect", key)
+        server_ssl, client_ssl = self._check_security()
 
         # 1. the embedded name server
         if cfg.embedded_namesrv:
@@ -261,7 +266,7 @@ class BrokerController(ServiceContextManager):
         if not cfg.is_slave:  # a slave's schedule queues are replicated, never delivered
             await services.start(schedule.run)
         # replication: the transfer service, the HA server (master) or client (slave)
-        self.ha = HAService(cfg, store, on_fatal=self._fatal)
+        self.ha = HAService(cfg, store, on_fatal=self._fatal, acl=self.acl)
         await services.start(self.ha.run)
 
         # 3. server, long polling, the context (with the client managers)
@@ -270,15 +275,20 @@ class BrokerController(ServiceContextManager):
             listen_port=port,
             idle_timeout=cfg.channel_expired_timeout_ms / 1000.0,
             system_reply_ext_fields=True,  # the C++ client needs an extFields object in every reply
+            tls_mode=cfg.tls.server_mode,
         )
-        self.server = server = RemotingServer(server_cfg, tap=self.tap)
+        self.server = server = RemotingServer(
+            server_cfg, tap=self.tap, ssl_context=server_ssl, hooks=[self.acl] if self.acl else (),
+        )
+        if self.acl is not None:
+            await services.start(self.acl.watch, cfg.acl_reload_interval_ms / 1000.0)
         self.pull_hold = hold = PullHoldService(
             store,
             check_interval=(cfg.hold_check_interval_ms if cfg.long_polling else cfg.short_polling_time_ms) / 1000.0,
             max_held=cfg.max_held_pulls,
         )
         # the outer API (registration) and its client
-        self.client = RemotingClient(self.client_config)
+        self.client = RemotingClient(self.client_config, ssl_context=client_ssl)
         await services.start(self.client.run)
         self.outer_api = BrokerOuterAPI(self.client, self.namesrv_addrs)
         self.ctx = ctx = BrokerContext(
@@ -320,7 +330,27 @@ class BrokerController(ServiceContextManager):
         if self.namesrv_factory is not None:
             return self.namesrv_factory(self.config)
         host, port = self.config.namesrv_listen
-        return NameServer(NamesrvConfig(listen_host=host, listen_port=port))
+        return NameServer(NamesrvConfig(listen_host=host, listen_port=port, tls=self.config.tls))
+
+    def _check_security(self) -> tuple[ssl.SSLContext | None, ssl.SSLContext | None]:
+        """The ACL file loaded (``self.acl``) and the TLS contexts made (the server's, the
+        client's), before anything starts: a bad ACL file, a missing or bad certificate
+        stop the start with a :class:`BrokerConfigError` naming it, as Java's start fails."""
+        cfg = self.config
+        try:
+            if cfg.acl_enable:
+                self.acl = acl = AclValidator(cfg.acl_path())
+                log.info("ACL on: %s (%d accounts, %d white-listed address patterns)",
+                         acl.path, len(acl.table.accounts), len(acl.table.global_white))
+            contexts = cfg.tls.server_context(), cfg.tls.client_context()
+            if cfg.ha_tls:
+                (cfg.tls.client_context_always if cfg.is_slave else cfg.tls.server_context_always)()
+        except (ValueError, OSError) as exc:
+            raise BrokerConfigError(str(exc)) from None
+        if cfg.acl_enable and not cfg.ha_allowed_slaves and not cfg.is_slave and not self.acl.table.global_white:
+            log.warning("ACL is on but the HA port serves any host: list the slaves' hosts in "
+                        "globalWhiteRemoteAddresses or haAllowedSlaves")
+        return contexts
 
     async def _serve_vip_channel(self, services: trio.Nursery, server_cfg: ServerConfig, ctx: BrokerContext) -> None:
         """Java's ``fastRemotingServer`` on the listen port - 2: the main server's

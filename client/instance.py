@@ -52,6 +52,7 @@ from trocket.remoting import ClientConfig as RemotingConfig
 from trocket.remoting import ChannelEventListener, Connection, RemotingClient, ServiceContextManager
 from trocket.remoting.events import Channel
 
+from .acl import AclSigningHook
 from .api import ClientAPI
 from .config import ClientConfig
 from .errors import ClientError, ClientStateError, NoRouteError
@@ -112,6 +113,13 @@ class _BrokerCloseListener(ChannelEventListener):
         self.inst.on_broker_closed(conn.peer or remote_addr)
 
 
+def _signing_hooks(config: ClientConfig) -> list[AclSigningHook]:
+    """Java's ``AclClientRPCHook`` when the config has credentials: every request signed."""
+    if config.access_key and config.secret_key:
+        return [AclSigningHook(config.access_key, config.secret_key)]
+    return []
+
+
 class ClientInstance(ServiceContextManager):
     """One client id's routes, connections, heartbeats and registrations."""
 
@@ -127,6 +135,8 @@ class ClientInstance(ServiceContextManager):
                 idle_timeout=None,  # heartbeats every 30 s keep connections; Java's client has no idle close
             ),
             listener=_BrokerCloseListener(self),
+            hooks=_signing_hooks(config),
+            ssl_context=config.tls.client_context(),
         )
         self.api = ClientAPI(self.remoting, config)
         self.routes: dict[str, TopicRouteData] = {}

@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 import trio
 
-from trocket.remoting import ChannelEventListener, RemotingServer, ServerConfig, ServiceContextManager
+from trocket.remoting import ChannelEventListener, RemotingServer, ServerConfig, ServiceContextManager, TlsSettings
 
 from .processor import NamesrvProcessor
 from .route_info import BROKER_CHANNEL_EXPIRED_TIME, RouteInfoManager
@@ -50,7 +50,8 @@ class NamesrvConfig:
     - ``scan_interval``: seconds between scans for such brokers (10 s);
     - ``enable_all_topic_list``: answer GET_ALL_TOPIC_LIST_FROM_NAMESERVER (else
       SYSTEM_ERROR "disable");
-    - ``idle_timeout``: seconds a connection may stay silent (Netty's 120 s), None = never.
+    - ``idle_timeout``: seconds a connection may stay silent (Netty's 120 s), None = never;
+    - ``tls``: Java's ``tls.server.*`` settings (disabled by default).
     """
 
     listen_host: str = "127.0.0.1"
@@ -59,9 +60,13 @@ class NamesrvConfig:
     scan_interval: float = attrs.field(default=10.0, validator=_positive)
     enable_all_topic_list: bool = True
     idle_timeout: float | None = 120.0
+    tls: TlsSettings = attrs.field(factory=TlsSettings)
 
     def server_config(self) -> ServerConfig:
-        return ServerConfig(listen_host=self.listen_host, listen_port=self.listen_port, idle_timeout=self.idle_timeout)
+        return ServerConfig(
+            listen_host=self.listen_host, listen_port=self.listen_port, idle_timeout=self.idle_timeout,
+            tls_mode=self.tls.server_mode,
+        )
 
 
 class BrokerHousekeeping(ChannelEventListener):
@@ -86,7 +91,10 @@ class NameServer(ServiceContextManager):
         self.config = config or NamesrvConfig()
         self.route_info = RouteInfoManager(broker_expiry=self.config.broker_expiry, clock=trio.current_time)
         self.processor = NamesrvProcessor(self.route_info, enable_all_topic_list=self.config.enable_all_topic_list)
-        self.remoting = RemotingServer(self.config.server_config(), listener=BrokerHousekeeping(self.route_info))
+        self.remoting = RemotingServer(
+            self.config.server_config(), listener=BrokerHousekeeping(self.route_info),
+            ssl_context=self.config.tls.server_context(),
+        )
         self.processor.register_on(self.remoting)
         self._nursery: trio.Nursery | None = None
         self._done = trio.Event()

@@ -1,0 +1,196 @@
+"""The broker's ACL check: Java 4.9.8's ``PlainAccessValidator`` + ``PlainPermissionManager``
+as a remoting request hook.
+
+:class:`AclValidator` holds the loaded ``plain_acl.yml`` (:class:`~.plain.AclTable`) and
+checks every request before its processor runs (``do_before_request``: a request-only
+hook, so the connection keeps its fast path). The order is Java's ``validate``:
+
+1. a host in ``globalWhiteRemoteAddresses``: served, no signature needed;
+2. no ``AccessKey``: "No accessKey is configured"; an unknown one: "No acl config for ...";
+3. a host in the account's ``whiteRemoteAddress``: served;
+4. the signature (:func:`~trocket.codecs.acl.verifying_signature`): "Check signature
+   failed for accessKey=...";
+5. a PUB to ``RMQ_SYS_TRACE_TOPIC``: served (message traces);
+6. an admin code needs an ``admin`` account; each resource the request touches
+   (:mod:`.resource`) needs its permission, else the account's default for topics or
+   groups: "No default permission for topic:T" / "group:G".
+
+A refusal is :class:`AclError`: SYSTEM_ERROR (1) with Java's remark -- the
+``AclException``'s text and the frame Java's ``RemotingHelper.exceptionSimpleDesc``
+names -- so a Java, C++ or JS client reports what it reports against a Java broker. Nothing
+is logged per refusal (the client is told; a flood of refusals must not flood the log).
+
+:meth:`AclValidator.watch` reloads the file when it changes (Java's
+``AclFileWatchService``); a file that no longer parses is logged and the last good table
+kept.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+
+import trio
+
+from trocket.codecs.acl import ACCESS_KEY, SIGNATURE, verifying_signature
+from trocket.codecs.java_hashmap import hashmap_order
+from trocket.remoting import ResponseCodeError
+
+from .address import host_of
+from .permission import ADMIN_CODES, PUB, RETRY_PREFIX, AclConfigError, check_permission
+from .plain import AclTable, load_acl
+from .resource import needed_resources
+
+__all__ = ["AclError", "AclValidator", "TRACE_TOPIC"]
+
+log = logging.getLogger(__name__)
+
+#: ``TopicValidator.RMQ_SYS_TRACE_TOPIC``
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+
+_EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
+_MANAGER = "org.apache.rocketmq.acl.plain.PlainPermissionManager"
+_VALIDATOR = "org.apache.rocketmq.acl.plain.PlainAccessValidator"
+
+
+class AclError(ResponseCodeError):
+    """A request ACL refuses: SYSTEM_ERROR with the remark a Java 4.9.8 broker gives
+    (``exceptionSimpleDesc`` of the ``AclException``: its text and where it was thrown)."""
+
+    code = 1
+
+    def __init__(self, message: str, where: str) -> None:
+        super().__init__(f"{_EXCEPTION}: {message}, {where}")
+        self.message = message
+
+
+def _where(method: str, line: int, cls: str = _MANAGER) -> str:
+    return f"{cls}.{method}({cls.rpartition('.')[2]}.java:{line})"
+
+
+def _print_resource(resource: str) -> str:
+    """``PlainAccessResource.printStr``."""
+    if resource.startswith(RETRY_PREFIX):
+        return f"group:{resource[len(RETRY_PREFIX):]}"
+    return f"topic:{resource}"
+
+
+class AclValidator:
+    """``plain_acl.yml`` loaded, checked against every request (see the module docstring).
+
+    ``path``: the file; a missing file is an empty table (every unsigned request from a
+    host not white-listed is refused), as Java creates an empty one.
+    """
+
+    __slots__ = ("path", "table", "reloads", "reload_failures", "_stamp")
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = os.fspath(path)
+        self._stamp = self._file_stamp()
+        self.table: AclTable = load_acl(self.path)
+        self.reloads = 0
+        self.reload_failures = 0
+
+    # -- the hook ---------------------------------------------------------------------------
+
+    def do_before_request(self, remote_addr: str | None, request) -> None:
+        """Check ``request`` (raises :class:`AclError`)."""
+        table = self.table
+        host = host_of(remote_addr) or ""
+        for white in table.global_white:
+            if white(host):
+                return
+        ext = request.ext_fields
+        if ext is None:
+            raise AclError("No accessKey is configured", _where("validate", 664))
+        code = request.code
+        try:
+            needed = needed_resources(code, ext, request.body)
+        except Exception as exc:  # a heartbeat body that does not decode: Java's parse fails
+            raise AclError(str(exc), _where("parse", 134, _VALIDATOR)) from None
+        access_key = ext.get(ACCESS_KEY)
+        if access_key is None:
+            raise AclError("No accessKey is configured", _where("validate", 664))
+        account = table.accounts.get(access_key)
+        if account is None:
+            raise AclError(f"No acl config for {access_key}", _where("validate", 668))
+        if account.white(host):
+            return
+        if not hmac.compare_digest(
+            verifying_signature(ext, request.body, account.secret_key).encode("ascii"),
+            (ext.get(SIGNATURE) or "").encode("utf-8", "replace"),
+        ):
+            raise AclError(f"Check signature failed for accessKey={access_key}", _where("validate", 684))
+        if needed is not None and needed.get(TRACE_TOPIC) == PUB:
+            return
+        if code in ADMIN_CODES and not account.admin:
+            raise AclError(
+                f"Need admin permission for request code={code}, but accessKey={access_key} is not",
+                _where("checkPerm", 581),
+            )
+        if needed is None or (account.perms is None and account.admin):
+            return
+        owned = account.perms
+        refused = None
+        for resource, perm in needed.items():
+            have = owned.get(resource) if owned is not None else None
+            if have is None:
+                have = account.default_group_perm if resource.startswith(RETRY_PREFIX) else account.default_topic_perm
+                if not check_permission(perm, have):
+                    refused = refused or {}
+                    refused[resource] = 606
+            elif not check_permission(perm, have):
+                refused = refused or {}
+                refused[resource] = 611
+        if refused:
+            first = hashmap_order(needed)  # the resource Java's HashMap reaches first
+            resource = next(r for r in first if r in refused)
+            raise AclError(f"No default permission for {_print_resource(resource)}", _where("checkPerm", refused[resource]))
+
+    # -- hosts (the HA port) ------------------------------------------------------------------
+
+    def white_listed(self, host: str) -> bool:
+        """``host`` is in ``globalWhiteRemoteAddresses``."""
+        return any(white(host) for white in self.table.global_white)
+
+    # -- reloading ---------------------------------------------------------------------------
+
+    def _file_stamp(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size, st.st_ino
+
+    def reload(self) -> bool:
+        """Load the file again (now); False, logged, when it does not parse (the last good
+        table stays)."""
+        self._stamp = self._file_stamp()
+        try:
+            table = load_acl(self.path)
+        except AclConfigError as exc:
+            self.reload_failures += 1
+            log.error("ACL: %s; keeping the accounts loaded before", exc)
+            return False
+        self.table = table
+        self.reloads += 1
+        log.info("ACL: reloaded %s (%d accounts, %d white-listed patterns)",
+                 self.path, len(table.accounts), len(table.global_white))
+        return True
+
+    def reload_if_changed(self) -> bool:
+        """Reload when the file's modification time, size or inode changed."""
+        if self._file_stamp() == self._stamp:
+            return False
+        return self.reload()
+
+    async def watch(self, interval: float = 1.0, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Reload the file whenever it changes (checked every ``interval`` seconds, a
+        ``stat`` in a worker thread)."""
+        task_status.started()
+        while True:
+            await trio.sleep(interval)
+            changed = await trio.to_thread.run_sync(lambda: self._file_stamp() != self._stamp)
+            if changed:
+                self.reload()
