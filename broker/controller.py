@@ -81,6 +81,7 @@ from .ha.sync import SlaveSynchronize
 from .long_polling import PullHoldService
 from .namesrv.server import NamesrvConfig, NameServer
 from .outer_api import BrokerOuterAPI
+from .processors import acl as acl_admin
 from .processors import admin, client, locks, offsets, pull, send, send_back
 from .processors.admin import AdminProcessor
 from .processors.pull import PullProcessor
@@ -379,6 +380,7 @@ class BrokerController(ServiceContextManager):
         send_back.register(ctx)
         offsets.register(ctx)
         locks.register(ctx)
+        acl_admin.register(ctx, self.acl, lambda: self.broker_addr)
 
     # -- name servers ------------------------------------------------------------------------
 
