@@ -71,7 +71,7 @@ from trocket._version import version
 from trocket.codecs.codes import RequestCode
 from trocket.codecs.bodies.namesrv import RegisterBrokerResult
 from trocket.codecs.message.hosts import HostAddress
-from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig, ServiceContextManager
+from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig, ServiceContextManager, TlsMode
 
 from .acl import AclValidator
 from .config import BrokerConfig, BrokerConfigError
@@ -343,7 +343,10 @@ class BrokerController(ServiceContextManager):
                 self.acl = acl = AclValidator(cfg.acl_path())
                 log.info("ACL on: %s (%d accounts, %d white-listed address patterns)",
                          acl.path, len(acl.table.accounts), len(acl.table.global_white))
-            contexts = cfg.tls.server_context(), cfg.tls.client_context()
+            client_ssl = cfg.tls.client_context()
+            if client_ssl is None and cfg.embedded_namesrv and cfg.tls.server_mode is TlsMode.ENFORCING:
+                client_ssl = cfg.tls.client_context_always()  # its own name server speaks TLS only
+            contexts = cfg.tls.server_context(), client_ssl
             if cfg.ha_tls:
                 (cfg.tls.client_context_always if cfg.is_slave else cfg.tls.server_context_always)()
         except (ValueError, OSError) as exc:
@@ -362,7 +365,10 @@ class BrokerController(ServiceContextManager):
         vip_port = server.port - 2
         if vip_port <= 0:
             return
-        vip = RemotingServer(attrs.evolve(server_cfg, listen_port=vip_port), hooks=server.hooks, tap=self.tap)
+        vip = RemotingServer(
+            attrs.evolve(server_cfg, listen_port=vip_port), hooks=server.hooks, tap=self.tap,
+            ssl_context=server.ssl_context,
+        )
         vip.processors = server.processors.view(exclude=(RequestCode.PULL_MESSAGE,))
         vip.listener = ctx.channels
         try:
