@@ -373,6 +373,10 @@ class BrokerConfig:
     #: speaks TLS only (its ``tls.server.*`` certificate), a slave connects with TLS (its
     #: ``tls.client.*`` settings).
     ha_tls: bool = False
+    #: trocket's ``maxQueueNumsPerTopic``: UPDATE_AND_CREATE_TOPIC refuses more read or
+    #: write queues than this, 1024 (Java 4.9.8 has no bound: 2^31-1 queues make a route
+    #: no client can build)
+    max_queue_nums_per_topic: int = attrs.field(default=1024, validator=_pos)
 
     def __attrs_post_init__(self) -> None:
         if not self.broker_name or not re.fullmatch(r"[A-Za-z0-9_\-.%|]+", self.broker_name):
@@ -580,6 +584,7 @@ PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "aclFile": ("acl_file", _str),  # trocket's own
     "aclReloadInterval": ("acl_reload_interval_ms", _int),  # trocket's own
     "haTlsEnable": ("ha_tls", _bool),  # trocket's own
+    "maxQueueNumsPerTopic": ("max_queue_nums_per_topic", _int),  # trocket's own
 }
 
 #: Java keys accepted for compatibility with stock broker.conf files: value -> None

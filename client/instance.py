@@ -57,7 +57,15 @@ from .api import ClientAPI
 from .config import ClientConfig
 from .errors import ClientError, ClientStateError, NoRouteError
 from .message import MessageExt
-from .route import MASTER_ID, TopicPublishInfo, default_route, publish_info, subscribe_queues
+from .route import (
+    MASTER_ID,
+    MAX_ROUTE_QUEUES,
+    TopicPublishInfo,
+    default_route,
+    publish_info,
+    route_queue_count,
+    subscribe_queues,
+)
 
 __all__ = ["ClientInstance", "ConsumerHandle"]
 
@@ -111,6 +119,15 @@ class _BrokerCloseListener(ChannelEventListener):
     def on_channel_close(self, remote_addr: str, conn: Channel) -> None:
         # the instance's connections are dialled: ``peer`` is the address the route gave
         self.inst.on_broker_closed(conn.peer or remote_addr)
+
+
+def _check_route_size(topic: str, route: TopicRouteData) -> None:
+    """A route listing more than :data:`~.route.MAX_ROUTE_QUEUES` queues fails at once."""
+    n = route_queue_count(route)
+    if n > MAX_ROUTE_QUEUES:
+        raise NoRouteError(
+            f"the route of topic {topic} lists {n} queues, more than the client handles ({MAX_ROUTE_QUEUES}): refused"
+        )
 
 
 def _signing_hooks(config: ClientConfig) -> list[AclSigningHook]:
@@ -287,6 +304,7 @@ class ClientInstance(ServiceContextManager):
         async with lock:
             route = await self.api.get_route(topic, timeout)
             if route is not None:
+                _check_route_size(topic, route)
                 self._apply_route(topic, route)
             return route
 
@@ -346,6 +364,7 @@ class ClientInstance(ServiceContextManager):
                 return info
         fallback = await self.api.get_route(default_topic, timeout)
         if fallback is not None:
+            _check_route_size(default_topic, fallback)
             self._learn_brokers(fallback)
             info = publish_info(topic, default_route(fallback, default_queue_nums), from_default=True)
             if info.ok:

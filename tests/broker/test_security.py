@@ -158,3 +158,40 @@ async def test_capture_proxy_ends_tls_on_both_sides(tmp_path, pki):
             nursery.cancel_scope.cancel()
         tap.close()
         assert proxy.frames == 2 and proxy.raw_records == 0  # the request and its answer, in the clear
+
+
+# -- bounds ----------------------------------------------------------------------------------------
+
+
+async def test_queue_count_per_topic_is_bounded(tmp_path):
+    from .test_admin import create_topic
+
+    async with running_broker(tmp_path) as broker:
+        async with client() as c:
+            for n in (2**31 - 1, 1025):
+                r = await c.invoke_sync(broker.broker_addr, create_topic("Huge", n))
+                assert r.code == ResponseCode.SYSTEM_ERROR
+                assert f"readQueueNums={n}" in r.remark and "at most 1024 per topic" in r.remark
+            assert broker.topics.select("Huge") is None
+            r = await c.invoke_sync(broker.broker_addr, create_topic("Huge", 1024))
+            assert r.code == ResponseCode.SUCCESS
+
+
+async def test_a_huge_route_fails_fast_within_the_send_budget(tmp_path):
+    """A broker that allows 2^31-1 queues (Java 4.9.8 does): the trocket client refuses the
+    route at once instead of building it in its event loop past the send's budget."""
+    from trocket.client import NoRouteError
+    from trocket.client.message import new_message
+    from trocket.client.producer import Producer
+
+    from .test_admin import create_topic
+
+    async with running_broker(tmp_path, max_queue_nums_per_topic=2**31 - 1) as broker:
+        async with client() as c:
+            assert (await c.invoke_sync(broker.broker_addr, create_topic("Huge", 2**31 - 1))).code == 0
+        await broker.register_broker_all()
+        async with Producer("PG", broker.namesrv_addrs[0], send_timeout=10) as producer:
+            t0 = trio.current_time()
+            with pytest.raises(NoRouteError, match="lists 2147483647 queues"):
+                await producer.send(new_message("Huge", b"x"))
+            assert trio.current_time() - t0 < 2
