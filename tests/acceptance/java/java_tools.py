@@ -337,14 +337,14 @@ class ScenarioRun:
 
     def __init__(self, bundle: Bundle, classes: Path, *, namesrv: str, broker: str, prefix: str, home: Path,
                  scenarios: list[str] | None = None, threads: int = 16, deadline_s: int = 240,
-                 params: dict[str, object] | None = None) -> None:
+                 params: dict[str, object] | None = None, jvm_opts: list[str] | None = None) -> None:
         self.results: dict[str, dict] = {}
         self.cond = threading.Condition()
         self.done = False
         self.home = home
         home.mkdir(parents=True, exist_ok=True)
         self.stderr_path = home / "runner.stderr"
-        cmd = [bundle.java, *SMALL_JVM, *bundle.jdk17_opts, bundle.quiet_log,
+        cmd = [bundle.java, *SMALL_JVM, *bundle.jdk17_opts, *(jvm_opts or []), bundle.quiet_log,
                f"-Drocketmq.client.logRoot={home / 'client-logs'}", f"-Duser.home={home}",
                "-cp", f"{bundle.classpath}:{classes}", "Runner",
                "--namesrv", namesrv, "--broker", broker, "--prefix", prefix,
@@ -444,11 +444,12 @@ def route_queue_datas(namesrv: str, topic: str) -> list[dict]:
 
 
 def run_step(bundle: Bundle, classes: Path, home: Path, scenario: str, *, namesrv: str, broker: str,
-             timeout: float = 180.0, **params: object) -> dict:
+             timeout: float = 180.0, jvm_opts: list[str] | None = None, **params: object) -> dict:
     """One parametrized Runner scenario (src/StepScenarios.java) to its end; its data
     (AssertionError with the Java exception when it threw)."""
     run = ScenarioRun(bundle, classes, namesrv=namesrv, broker=broker, prefix=f"st{os.getpid() % 10000}",
-                      home=home, scenarios=[scenario], threads=1, deadline_s=int(timeout), params=params)
+                      home=home, scenarios=[scenario], threads=1, deadline_s=int(timeout), params=params,
+                      jvm_opts=jvm_opts)
     try:
         doc = run.result(scenario, timeout=timeout + 30)
     finally:
