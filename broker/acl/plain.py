@@ -35,6 +35,7 @@ import attrs
 import yaml
 
 from trocket.broker.store.atomic_file import write_atomic
+from trocket.codecs.acl import SigningKey
 
 from .address import AddressMatcher, address_matcher
 from .permission import AclConfigError, check_resource_perms, parse_perm, parse_resource_perms
@@ -138,6 +139,8 @@ class Account:
     #: topic -> perm, and %RETRY%group -> perm; None when the file gives neither list
     perms: dict[str, int] | None
     white: AddressMatcher
+    #: HMAC-SHA1 keyed with the secret once (:class:`~trocket.codecs.acl.SigningKey`)
+    mac: SigningKey = attrs.field(eq=False, repr=False)
 
     @classmethod
     def build(cls, config: PlainAccessConfig) -> Account:
@@ -155,6 +158,7 @@ class Account:
             default_group_perm=parse_perm(config.default_group_perm),
             perms=perms,
             white=address_matcher(config.white_remote_address),
+            mac=SigningKey(config.secret_key.encode("utf-8")),
         )
 
 

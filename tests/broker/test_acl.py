@@ -335,3 +335,12 @@ async def test_trocket_producer_signs_with_its_credentials(tmp_path, wire, acl_f
         async with ClientInstance(cfg) as inst, Producer("PG2", instance=inst, send_timeout=3) as producer:
             with pytest.raises(ClientError, match="Check signature failed"):
                 await producer.send(new_message("topicB", b"hello"))
+
+
+@pytest.mark.parametrize("secret", [b"k", b"12345678", b"s" * 64, b"long" * 40])
+@pytest.mark.parametrize("body", [None, b"", b"body", b"x" * 100_000])
+def test_signing_key_is_hmac_sha1(secret, body):
+    from trocket.codecs.acl import SigningKey
+
+    content = "values of the fields".encode()
+    assert SigningKey(secret).digest(content, body) == hmac.new(secret, content + (body or b""), hashlib.sha1).digest()
