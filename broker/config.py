@@ -373,6 +373,11 @@ class BrokerConfig:
     #: speaks TLS only (its ``tls.server.*`` certificate), a slave connects with TLS (its
     #: ``tls.client.*`` settings).
     ha_tls: bool = False
+    #: trocket's ``accessKey`` / ``secretKey``: the account the broker signs its own
+    #: requests with (registrations with a ``trocket namesrv --acl``, a slave's sync with
+    #: its master). Unset with ACL on and an embedded name server: an in-process account.
+    access_key: str | None = None
+    secret_key: str | None = attrs.field(default=None, repr=False)
     #: trocket's ``maxQueueNumsPerTopic``: UPDATE_AND_CREATE_TOPIC refuses more read or
     #: write queues than this, 1024 (Java 4.9.8 has no bound: 2^31-1 queues make a route
     #: no client can build)
@@ -585,6 +590,8 @@ PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "aclReloadInterval": ("acl_reload_interval_ms", _int),  # trocket's own
     "haTlsEnable": ("ha_tls", _bool),  # trocket's own
     "maxQueueNumsPerTopic": ("max_queue_nums_per_topic", _int),  # trocket's own
+    "accessKey": ("access_key", _str),  # trocket's own
+    "secretKey": ("secret_key", _str),  # trocket's own
 }
 
 #: Java keys accepted for compatibility with stock broker.conf files: value -> None

@@ -59,6 +59,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import secrets
 import shutil
 import ssl
 import time
@@ -68,12 +69,13 @@ import attrs
 import trio
 
 from trocket._version import version
+from trocket.codecs.acl import AclSigningHook
 from trocket.codecs.codes import RequestCode
 from trocket.codecs.bodies.namesrv import RegisterBrokerResult
 from trocket.codecs.message.hosts import HostAddress
 from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig, ServiceContextManager, TlsMode
 
-from .acl import AclValidator
+from .acl import AclValidator, NamesrvAclHook
 from .config import BrokerConfig, BrokerConfigError
 from .context import BrokerContext
 from .ha import HAService
@@ -237,6 +239,8 @@ class BrokerController(ServiceContextManager):
         if cfg.embedded_namesrv:
             self.namesrv = self._make_namesrv()
             if self.namesrv is not None:
+                if self.acl is not None and self.namesrv_factory is None:
+                    self.namesrv.remoting.register_rpc_hook(NamesrvAclHook(self.acl))
                 if self.tap is not None:
                     self.namesrv.remoting.tap = self.tap
                 await services.start(self.namesrv.serve)
@@ -289,7 +293,7 @@ class BrokerController(ServiceContextManager):
             max_held=cfg.max_held_pulls,
         )
         # the outer API (registration) and its client
-        self.client = RemotingClient(self.client_config, ssl_context=client_ssl)
+        self.client = RemotingClient(self.client_config, ssl_context=client_ssl, hooks=self._signing_hooks())
         await services.start(self.client.run)
         self.outer_api = BrokerOuterAPI(self.client, self.namesrv_addrs)
         self.ctx = ctx = BrokerContext(
@@ -332,6 +336,19 @@ class BrokerController(ServiceContextManager):
             return self.namesrv_factory(self.config)
         host, port = self.config.namesrv_listen
         return NameServer(NamesrvConfig(listen_host=host, listen_port=port, tls=self.config.tls))
+
+    def _signing_hooks(self) -> list[AclSigningHook]:
+        """How the broker signs its own requests (registrations, a slave's sync): with
+        ``accessKey``/``secretKey`` when given; else, with ACL on and an embedded name
+        server, with an admin account made for this process (known to no file)."""
+        cfg = self.config
+        if cfg.access_key and cfg.secret_key:
+            return [AclSigningHook(cfg.access_key, cfg.secret_key)]
+        if self.acl is not None and cfg.embedded_namesrv:
+            ak, sk = f"trocket-broker-{secrets.token_hex(8)}", secrets.token_urlsafe(24)
+            self.acl.add_internal_account(ak, sk)
+            return [AclSigningHook(ak, sk)]
+        return []
 
     def _check_security(self) -> tuple[ssl.SSLContext | None, ssl.SSLContext | None]:
         """The ACL file loaded (``self.acl``) and the TLS contexts made (the server's, the

@@ -22,6 +22,7 @@ from .serialize import wire_ext_fields
 
 __all__ = [
     "ACCESS_KEY",
+    "AclSigningHook",
     "SigningKey",
     "SECURITY_TOKEN",
     "SIGNATURE",
@@ -99,3 +100,18 @@ def sign_request(request: RemotingCommand, access_key: str, secret_key: str | by
     """Add ``AccessKey`` and ``Signature`` ext fields to ``request``."""
     request.add_ext_field(ACCESS_KEY, access_key)
     request.add_ext_field(SIGNATURE, request_signature(request, secret_key))
+
+
+class AclSigningHook:
+    """A caller-side request hook (remoting's ``RequestHook`` shape) adding ``AccessKey`` and
+    ``Signature`` to every request it sees: Java's ``AclClientRPCHook``. The client's
+    (:mod:`trocket.client.acl`) and the broker's own calls use it."""
+
+    __slots__ = ("access_key", "_secret")
+
+    def __init__(self, access_key: str, secret_key: str | bytes) -> None:
+        self.access_key = access_key
+        self._secret = secret_key
+
+    def do_before_request(self, remote_addr: str | None, request: RemotingCommand) -> None:
+        sign_request(request, self.access_key, self._secret)

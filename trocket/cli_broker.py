@@ -33,6 +33,7 @@ from trocket.broker.config import BrokerConfig, BrokerConfigError, load_properti
 from trocket.remoting.tls import TlsSettings
 
 if TYPE_CHECKING:
+    from trocket.broker.acl import AclValidator
     from trocket.remoting.tap import FileTap, TapSink
 
 __all__ = [
@@ -144,7 +145,7 @@ def add_namesrv_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", type=_hostport, metavar="HOST:PORT", default=("127.0.0.1", 9876),
                         help="listen address (default 127.0.0.1:9876)")
     parser.add_argument("--log-level", default="INFO", metavar="LEVEL", help="logging level (default INFO)")
-    add_security_arguments(parser, acl=False)
+    add_security_arguments(parser, acl=True)
     add_tap_arguments(parser)
 
 
@@ -239,16 +240,21 @@ async def run_broker(config: BrokerConfig, *, tap: TapSink | None = None, task_s
 
 async def run_namesrv(
     listen: tuple[str, int] = ("127.0.0.1", 9876), *, tap: TapSink | None = None, tls: TlsSettings | None = None,
-    task_status=trio.TASK_STATUS_IGNORED,
+    acl: AclValidator | None = None, task_status=trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run a name server alone until SIGINT/SIGTERM (or cancellation)."""
+    """Run a name server alone until SIGINT/SIGTERM (or cancellation); with ``acl``, its
+    writes need an admin account (:class:`~trocket.broker.acl.NamesrvAclHook`)."""
+    from trocket.broker.acl import NamesrvAclHook
     from trocket.broker.namesrv.server import NamesrvConfig, NameServer
 
-    ns = NameServer(NamesrvConfig(listen_host=listen[0], listen_port=listen[1], tls=tls or TlsSettings()))
+    ns = NameServer(NamesrvConfig(listen_host=listen[0], listen_port=listen[1], tls=tls or TlsSettings()),
+                    hooks=[NamesrvAclHook(acl)] if acl is not None else ())
     ns.remoting.tap = tap
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
         await nursery.start(_until_signal, stop.set, nursery.cancel_scope.cancel)
+        if acl is not None:
+            await nursery.start(acl.watch)
         await nursery.start(ns.serve)
         address = ns.address
         log.info("The Name Server boot success. serializeType=JSON, address %s", address)
@@ -281,12 +287,19 @@ def main_namesrv(args: argparse.Namespace) -> int:
     _setup_logging(getattr(args, "log_level", "INFO"))
     listen = getattr(args, "listen", ("127.0.0.1", 9876))
     try:
-        tls = security_changes(args, None).get("tls", TlsSettings())
+        changes = security_changes(args, None)
+        tls = changes.get("tls", TlsSettings())
         tls.server_context()  # a missing or bad certificate: one error line now
+        acl = None
+        if changes.get("acl_enable"):
+            from trocket.broker.acl import AclValidator
+
+            acl = AclValidator(changes["acl_file"])
     except (BrokerConfigError, ValueError, OSError) as exc:
         print(f"trocket namesrv: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    return _serve("namesrv", args, lambda tap: functools.partial(run_namesrv, listen, tap=tap, tls=tls), (OSError,))
+    return _serve("namesrv", args, lambda tap: functools.partial(run_namesrv, listen, tap=tap, tls=tls, acl=acl),
+                  (OSError,))
 
 
 def _serve(
@@ -335,7 +348,9 @@ def add_security_arguments(parser: argparse.ArgumentParser, *, acl: bool) -> Non
     g = parser.add_argument_group("security (docs/security.md)")
     if acl:
         g.add_argument("--acl", metavar="FILE",
-                       help="turn ACL on (aclEnable) with this plain_acl.yml; reloaded when it changes")
+                       help="turn ACL on (aclEnable) with this plain_acl.yml; reloaded when it changes (a name "
+                       "server: its writes, broker registration among them, need an admin account or a "
+                       "white-listed host)")
     g.add_argument("--tls-mode", choices=("disabled", "permissive", "enforcing"),
                    help="tls.server.mode: TLS only (enforcing), TLS and plain on one port (permissive); default disabled")
     g.add_argument("--tls-cert", metavar="PEM", help="tls.server.certPath: the server's certificate chain")

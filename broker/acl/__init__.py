@@ -15,7 +15,7 @@ The signature scheme itself is :mod:`trocket.codecs.acl`; the client's signing h
 
 from .permission import ADMIN_CODES, DENY, PUB, SUB, AclConfigError
 from .plain import AclTable, PlainAccessConfig, load_acl
-from .validator import AclError, AclValidator
+from .validator import AclError, AclValidator, NamesrvAclHook
 
 __all__ = [
     "ADMIN_CODES",
@@ -27,5 +27,6 @@ __all__ = [
     "PUB",
     "PlainAccessConfig",
     "SUB",
+    "NamesrvAclHook",
     "load_acl",
 ]

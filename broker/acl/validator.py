@@ -40,10 +40,10 @@ from trocket.remoting import ResponseCodeError
 
 from .address import host_of
 from .permission import ADMIN_CODES, PUB, RETRY_PREFIX, AclConfigError, check_permission
-from .plain import AclTable, load_acl
+from .plain import Account, AclTable, PlainAccessConfig, load_acl
 from .resource import needed_resources
 
-__all__ = ["AclError", "AclValidator", "TRACE_TOPIC"]
+__all__ = ["AclError", "AclValidator", "NAMESRV_WRITE_CODES", "NamesrvAclHook", "TRACE_TOPIC"]
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ class AclValidator:
     host not white-listed is refused), as Java creates an empty one.
     """
 
-    __slots__ = ("path", "table", "reloads", "reload_failures", "_stamp", "_hosts", "_orders")
+    __slots__ = ("path", "table", "reloads", "reload_failures", "_stamp", "_hosts", "_orders", "_internal")
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = os.fspath(path)
@@ -104,6 +104,7 @@ class AclValidator:
         self.reload_failures = 0
         self._hosts: dict[str | None, str] = {}
         self._orders: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self._internal: dict[str, Account] = {}
 
     # -- the hook ---------------------------------------------------------------------------
 
@@ -140,16 +141,7 @@ class AclValidator:
             raise AclError(f"No acl config for {access_key}", _where("validate", 668))
         if account.white(host):
             return
-        shape = tuple(ext)
-        keys = self._orders.get(shape)
-        if keys is None:
-            keys = self._order(shape)
-        digest = account.mac.digest("".join([ext[k] for k in keys]).encode("utf-8"), request.body)
-        signature = ext.get(SIGNATURE)
-        if signature is None or not hmac.compare_digest(
-            _b64(digest, newline=False), signature.encode("utf-8", "replace")
-        ):
-            raise AclError(f"Check signature failed for accessKey={access_key}", _where("validate", 684))
+        self._check_signature(account, ext, request.body)
         if needed is None:
             if code in ADMIN_CODES and not account.admin:
                 raise _need_admin(code, access_key)
@@ -176,6 +168,47 @@ class AclValidator:
             first = hashmap_order(needed)  # the resource Java's HashMap reaches first
             resource = next(r for r in first if r in refused)
             raise AclError(f"No default permission for {_print_resource(resource)}", _where("checkPerm", refused[resource]))
+
+    def _check_signature(self, account: Account, ext: dict[str, str], body: bytes | None) -> None:
+        shape = tuple(ext)
+        keys = self._orders.get(shape)
+        if keys is None:
+            keys = self._order(shape)
+        digest = account.mac.digest("".join([ext[k] for k in keys]).encode("utf-8"), body)
+        signature = ext.get(SIGNATURE)
+        if signature is None or not hmac.compare_digest(
+            _b64(digest, newline=False), signature.encode("utf-8", "replace")
+        ):
+            raise AclError(f"Check signature failed for accessKey={account.access_key}", _where("validate", 684))
+
+    def check_admin(self, remote_addr: str | None, request) -> None:
+        """A request only a white-listed host or an admin account may send (the name
+        server's writes, :class:`NamesrvAclHook`): raises :class:`AclError`."""
+        table = self.table
+        host = self._hosts.get(remote_addr)
+        if host is None:
+            host = self._host(remote_addr)
+        if any(white(host) for white in table.global_white):
+            return
+        ext = request.ext_fields or {}
+        access_key = ext.get(ACCESS_KEY)
+        if access_key is None:
+            raise AclError("No accessKey is configured", _where("validate", 664))
+        account = table.accounts.get(access_key)
+        if account is None:
+            raise AclError(f"No acl config for {access_key}", _where("validate", 668))
+        if account.white(host):
+            return
+        self._check_signature(account, ext, request.body)
+        if not account.admin:
+            raise _need_admin(request.code, access_key)
+
+    def add_internal_account(self, access_key: str, secret_key: str) -> None:
+        """An admin account that is in no file (the broker's own, for its embedded name
+        server); kept across reloads."""
+        self._internal[access_key] = Account.build(PlainAccessConfig(
+            access_key=access_key, secret_key=secret_key, admin=True))
+        self.table.accounts.update(self._internal)
 
     def _host(self, remote_addr: str | None) -> str:
         host = host_of(remote_addr) or ""
@@ -219,6 +252,7 @@ class AclValidator:
             self.reload_failures += 1
             log.error("ACL: %s; keeping the accounts loaded before", exc)
             return False
+        table.accounts.update(self._internal)
         self.table = table
         self.reloads += 1
         log.info("ACL: reloaded %s (%d accounts, %d white-listed patterns)",
@@ -240,3 +274,27 @@ class AclValidator:
             changed = await trio.to_thread.run_sync(lambda: self._file_stamp() != self._stamp)
             if changed:
                 self.reload()
+
+
+#: The name server's writes (PUT_KV_CONFIG, DELETE_KV_CONFIG, REGISTER_BROKER,
+#: UNREGISTER_BROKER, WIPE_WRITE_PERM_OF_BROKER, DELETE_TOPIC_IN_NAMESRV,
+#: UPDATE_NAMESRV_CONFIG).
+NAMESRV_WRITE_CODES = frozenset({100, 102, 103, 104, 205, 216, 318})
+
+
+class NamesrvAclHook:
+    """trocket's extension (Java's name server has no ACL): on a name server with ACL, its
+    writes (:data:`NAMESRV_WRITE_CODES`: registering or unregistering a broker, deleting a
+    route, KV config) need a white-listed host or an admin account's signature, so nobody
+    can point a route at themselves or unregister a broker; reads (routes, cluster info)
+    stay open to every client, as Java's. A trocket broker signs its registrations (its
+    embedded name server: an in-process account; another: broker.conf's ``accessKey``)."""
+
+    __slots__ = ("acl",)
+
+    def __init__(self, acl: AclValidator) -> None:
+        self.acl = acl
+
+    def do_before_request(self, remote_addr: str | None, request) -> None:
+        if request.code in NAMESRV_WRITE_CODES:
+            self.acl.check_admin(remote_addr, request)

@@ -20,12 +20,20 @@ scan that runs every ``scan_interval`` (10 s), as ``NamesrvController``'s
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
 import trio
 
-from trocket.remoting import ChannelEventListener, RemotingServer, ServerConfig, ServiceContextManager, TlsSettings
+from trocket.remoting import (
+    ChannelEventListener,
+    RemotingServer,
+    RequestHook,
+    ServerConfig,
+    ServiceContextManager,
+    TlsSettings,
+)
 
 from .processor import NamesrvProcessor
 from .route_info import BROKER_CHANNEL_EXPIRED_TIME, RouteInfoManager
@@ -87,13 +95,13 @@ class BrokerHousekeeping(ChannelEventListener):
 
 
 class NameServer(ServiceContextManager):
-    def __init__(self, config: NamesrvConfig | None = None) -> None:
+    def __init__(self, config: NamesrvConfig | None = None, *, hooks: Iterable[RequestHook] = ()) -> None:
         self.config = config or NamesrvConfig()
         self.route_info = RouteInfoManager(broker_expiry=self.config.broker_expiry, clock=trio.current_time)
         self.processor = NamesrvProcessor(self.route_info, enable_all_topic_list=self.config.enable_all_topic_list)
         self.remoting = RemotingServer(
             self.config.server_config(), listener=BrokerHousekeeping(self.route_info),
-            ssl_context=self.config.tls.server_context(),
+            ssl_context=self.config.tls.server_context(), hooks=hooks,
         )
         self.processor.register_on(self.remoting)
         self._nursery: trio.Nursery | None = None

@@ -344,3 +344,50 @@ def test_signing_key_is_hmac_sha1(secret, body):
 
     content = "values of the fields".encode()
     assert SigningKey(secret).digest(content, body) == hmac.new(secret, content + (body or b""), hashlib.sha1).digest()
+
+
+# -- the name server's writes (trocket's extension) ---------------------------------------------
+
+
+NAMESRV_PROBES = {
+    "point a route at yourself (REGISTER_BROKER)": (103, {
+        "brokerName": "broker-a", "brokerAddr": "10.6.6.6:10911", "clusterName": "DefaultCluster",
+        "haServerAddr": "", "brokerId": "0", "compressed": "false", "bodyCrc32": "0"}),
+    "unregister the broker": (104, {"brokerName": "broker-a", "brokerAddr": "x", "clusterName": "DefaultCluster",
+                                    "brokerId": "0"}),
+    "delete a route": (216, {"topic": "topicB"}),
+}
+
+
+async def test_embedded_name_server_writes_need_an_admin(tmp_path, wire, acl_file):
+    from trocket.codecs.codes import RequestCode
+
+    async with wire.running_broker(tmp_path, acl_enable=True, acl_file=str(acl_file)) as broker:
+        ns = broker.namesrv_addrs[0]
+        assert broker.registrations >= 1 and broker.registration_failures == 0  # it signs its own
+        async with client_with() as anon, client_with("RocketMQ", "12345678") as user, \
+                client_with("rocketmq2", "12345678") as admin:
+            for what, (code, ext) in NAMESRV_PROBES.items():
+                resp = await anon.invoke_sync(ns, RemotingCommand.request(code, ext_fields=dict(ext)))
+                assert resp.code == 1 and "No accessKey is configured" in resp.remark, what
+                resp = await user.invoke_sync(ns, RemotingCommand.request(code, ext_fields=dict(ext)))
+                assert resp.code == 1 and f"Need admin permission for request code={code}" in resp.remark, what
+            resp = await admin.invoke_sync(ns, RemotingCommand.request(216, ext_fields={"topic": "nothing"}))
+            assert resp.code == 0
+            # reads stay open, as Java's name server
+            resp = await anon.invoke_sync(ns, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
+            assert resp.code == 0 and b"broker-a" in resp.body
+
+
+async def test_standalone_name_server_with_acl(tmp_path, wire, acl_file):
+    from trocket.broker.acl import NamesrvAclHook
+    from trocket.broker.namesrv.server import NamesrvConfig, NameServer
+
+    acl = AclValidator(acl_file)
+    async with NameServer(NamesrvConfig(listen_port=0), hooks=[NamesrvAclHook(acl)]) as ns:
+        async with wire.running_broker(tmp_path / "a", namesrv_addrs=[ns.address], access_key="rocketmq2",
+                                       secret_key="12345678") as signed:
+            assert signed.registrations >= 1 and signed.registration_failures == 0
+        async with wire.running_broker(tmp_path / "b", namesrv_addrs=[ns.address], broker_name="broker-b") as unsigned:
+            assert unsigned.registration_failures >= 1
+            assert "broker-b" not in ns.route_info.broker_addr_table
