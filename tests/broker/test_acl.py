@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import textwrap
+from pathlib import Path
 
 import pytest
 import trio
@@ -23,32 +23,7 @@ from trocket.remoting import ClientConfig, HookSet, RemotingClient
 
 from ..waiting import wait_until
 
-ACL_YML = """\
-globalWhiteRemoteAddresses:
-  - 10.10.103.*
-  - 192.168.0.*
-
-accounts:
-  - accessKey: RocketMQ
-    secretKey: 12345678
-    whiteRemoteAddress:
-    admin: false
-    defaultTopicPerm: DENY
-    defaultGroupPerm: SUB
-    topicPerms:
-      - topicA=DENY
-      - topicB=PUB|SUB
-      - topicC=SUB
-    groupPerms:
-      - groupA=DENY
-      - groupB=PUB|SUB
-      - groupC=SUB
-
-  - accessKey: rocketmq2
-    secretKey: 12345678
-    whiteRemoteAddress: 192.168.1.*
-    admin: true
-"""
+ACL_YML = (Path(__file__).parent / "plain_acl.yml").read_text()
 
 EXC = "org.apache.rocketmq.acl.common.AclException"
 MGR = "org.apache.rocketmq.acl.plain.PlainPermissionManager"

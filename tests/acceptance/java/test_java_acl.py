@@ -27,32 +27,8 @@ from java_tools import SERVER_JVM, JavaBroker, JavaNameServer, run_step
 
 pytestmark = pytest.mark.usefixtures("java_bundle")
 
-ACL_YML = """\
-globalWhiteRemoteAddresses:
-  - 10.10.103.*
-  - 192.168.0.*
-
-accounts:
-  - accessKey: RocketMQ
-    secretKey: 12345678
-    whiteRemoteAddress:
-    admin: false
-    defaultTopicPerm: DENY
-    defaultGroupPerm: SUB
-    topicPerms:
-      - topicA=DENY
-      - topicB=PUB|SUB
-      - topicC=SUB
-    groupPerms:
-      - groupA=DENY
-      - groupB=PUB|SUB
-      - groupC=SUB
-
-  - accessKey: rocketmq2
-    secretKey: 12345678
-    whiteRemoteAddress: 192.168.1.*
-    admin: true
-"""
+#: 4.9.8's sample file, as the broker tests use it
+ACL_YML = (Path(__file__).resolve().parents[2] / "broker" / "plain_acl.yml").read_text()
 
 CREDENTIALS = {
     "right": ("RocketMQ", "12345678"),
