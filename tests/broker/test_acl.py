@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from trocket.broker.acl import AclConfigError, AclError, AclValidator, load_acl
+from trocket.broker.acl.validator import NAMESRV_WRITE_CODES
 from trocket.broker.acl.address import address_matcher
 from trocket.broker.acl.permission import ANY, DENY, PUB, SUB, check_permission, parse_perm
 from trocket.client.acl import AclSigningHook
@@ -275,6 +276,35 @@ async def test_access_probes_refused(tmp_path, wire, acl_file, probe):
             assert resp.code == 1 and resp.remark.startswith(EXC), (probe, resp.code, resp.remark)
 
 
+async def test_every_broker_code_refused_unsigned(tmp_path, wire, acl_file):
+    """What a client without credentials can do to a broker with ACL on: nothing. Every
+    code the broker serves is refused with Java's AclException before any processor runs,
+    with no key and with a wrong secret, on the client port and the VIP channel; the
+    broker's topics are as they were. (A code it does not serve is answered
+    REQUEST_CODE_NOT_SUPPORTED before the hooks: Java's broker, whose default processor
+    takes every code, answers it with the AclException.)"""
+    async with wire.running_broker(tmp_path, acl_enable=True, acl_file=str(acl_file)) as broker:
+        servers = [broker.server] + ([broker.vip_server] if broker.vip_server else [])
+        assert {10, 11, 15, 17, 21, 34, 41, 43, 50, 215, 310, 320} <= set(broker.server.processors.by_code)
+        topics = dict(broker.topics.all())
+        ext = {"topic": "topicB", "consumerGroup": "groupB", "queueId": "0", "brokerName": "broker-a"}
+        async with client_with() as anon, client_with("RocketMQ", "wrong-secret") as bad:
+            for server in servers:
+                addr = server.address
+                for code in sorted(server.processors.by_code):  # the whole table, not a sample
+                    resp = await anon.invoke_sync(addr, RemotingCommand.request(code))
+                    assert (resp.code, resp.remark) == (1, f"{EXC}: No accessKey is configured, "
+                                                           f"{MGR}.validate(PlainPermissionManager.java:664)"), code
+                    resp = await anon.invoke_sync(addr, RemotingCommand.request(code, ext_fields=dict(ext)))
+                    assert resp.code == 1 and resp.remark.startswith(EXC), (code, resp.remark)
+                    resp = await bad.invoke_sync(addr, RemotingCommand.request(code, ext_fields=dict(ext)))
+                    # the signature, or before it (as Java's parse) a heartbeat with no body
+                    assert resp.code == 1 and resp.remark.startswith(EXC), code
+                    assert ("Check signature failed for accessKey=RocketMQ" in resp.remark
+                            or code == 34 and "heartbeat: the body is empty" in resp.remark), (code, resp.remark)
+        assert broker.topics.all() == topics
+
+
 async def test_acl_file_reloaded_when_it_changes(tmp_path, wire, acl_file):
     async with wire.running_broker(tmp_path, acl_enable=True, acl_file=str(acl_file), acl_reload_interval_ms=50) as broker:
         async with client_with("newcomer1", "secret-of-newcomer") as newcomer:
@@ -331,6 +361,10 @@ NAMESRV_PROBES = {
     "unregister the broker": (104, {"brokerName": "broker-a", "brokerAddr": "x", "clusterName": "DefaultCluster",
                                     "brokerId": "0"}),
     "delete a route": (216, {"topic": "topicB"}),
+    # an unchanged data version refreshes the broker's last-update time: a dead broker's
+    # route kept alive by anyone who read its version once
+    "keep a broker's route alive (QUERY_DATA_VERSION)": (322, {
+        "brokerName": "broker-a", "brokerAddr": "127.0.0.1:1", "clusterName": "DefaultCluster", "brokerId": "0"}),
 }
 
 
@@ -352,6 +386,16 @@ async def test_embedded_name_server_writes_need_an_admin(tmp_path, wire, acl_fil
             # reads stay open, as Java's name server
             resp = await anon.invoke_sync(ns, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
             assert resp.code == 0 and b"broker-a" in resp.body
+            resp = await anon.invoke_sync(ns, RemotingCommand.request(
+                RequestCode.GET_ROUTEINFO_BY_TOPIC, ext_fields={"topic": "TBW102"}))
+            assert resp.code == 0 and b"broker-a" in resp.body
+            resp = await anon.invoke_sync(ns, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER))
+            assert resp.code == 0 and b"TBW102" in resp.body
+            # every other code the name server serves is a write
+            reads = {RequestCode.GET_BROKER_CLUSTER_INFO, RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                     RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER}
+            writes = set(broker.namesrv.remoting.processors.by_code) - {int(c) for c in reads}
+            assert writes and writes <= NAMESRV_WRITE_CODES
 
 
 async def test_standalone_name_server_with_acl(tmp_path, wire, acl_file):
