@@ -1,5 +1,5 @@
-"""Memory no client can make a ``trocket broker`` process hold (issue 24), measured as
-the process's RSS:
+"""Bounds no client can push a ``trocket broker`` process past (issue 24). Memory,
+measured as the process's RSS:
 
 * 40 connections each send the length of a 16 MiB frame and 15 MiB of it, and hold it
   unfinished. Before the partial-frame budget that took the broker from 36 to 651 MB;
@@ -9,10 +9,17 @@ the process's RSS:
 * One connection pipelines thousands of pulls (a 192 KiB answer each) and never reads
   an answer: its outbound queue fills (``outbound_max_bytes``, 8 MiB), the broker stops
   reading that connection (TCP backpressure onto the client), and its RSS grows by a few
-  MiB, not by the gigabyte of answers asked for; other clients are served meanwhile."""
+  MiB, not by the gigabyte of answers asked for; other clients are served meanwhile.
+
+File descriptors: a broker out of them (its RLIMIT_NOFILE lowered while 60 connections
+wait) logs the failing accept() at most once a second, keeps running, and serves again
+once descriptors are free."""
 
 from __future__ import annotations
 
+import os
+import re
+import resource
 import select
 import socket
 import struct
@@ -157,4 +164,38 @@ def test_a_client_that_never_reads_its_answers_holds_a_bounded_outbox(tmp_path, 
             f"RSS +{grown // MIB} MiB, another client served in {served_in * 1000:.0f} ms"
         )
     finally:
+        broker.stop()
+
+
+@pytest.mark.slow
+def test_out_of_descriptors_the_accept_loop_logs_once_a_second_and_recovers(tmp_path):
+    broker = BrokerProcess(tmp_path / "store", tmp_path / "broker.log")
+    broker.start()
+    socks: list[socket.socket] = []
+    pid = broker.proc.pid
+    limits = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+    try:
+        in_use = len(os.listdir(f"/proc/{pid}/fd"))
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (in_use + 8, limits[1]))
+        started = time.monotonic()
+        for _ in range(60):  # queued by the kernel; the broker's accept() fails past its limit
+            socks.append(socket.create_connection(broker.addr, timeout=10))
+        time.sleep(4)
+        flood = time.monotonic() - started
+        log = broker.log_text()
+        failures = re.findall(r"^(\S+ \S+) ERROR .*accept\(\) failed \(\[Errno 24\]", log, re.M)
+        assert failures, broker.log_tail()
+        assert len(failures) <= flood + 1, (len(failures), flood)  # at most one line a second
+        assert broker.alive()
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, limits)
+        for s in socks:
+            s.close()
+        socks.clear()
+        with RawClient(broker.addr) as client:  # descriptors free again: served
+            resp, _ = client.call(28)
+            assert resp["code"] == 0
+        assert "Traceback" not in broker.log_text()
+    finally:
+        for s in socks:
+            s.close()
         broker.stop()
