@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/broker_produce.py --part rollover  # only the rollover runs
     .venv/bin/python benchmarks/broker_produce.py --part senders   # issue 12's producer load
     .venv/bin/python benchmarks/broker_produce.py --part senders --generator cpp --senders 4
+    .venv/bin/python benchmarks/broker_produce.py --part acl --senders 1,16 --rounds 3  # ACL's cost
 
 For each flush mode (timed ``ASYNC_FLUSH``, then ``SYNC_FLUSH`` with group commit) it
 starts ``trocket broker`` in a child process on a fresh temporary store (embedded name
@@ -548,6 +549,70 @@ async def bench_senders_compare(
               f"CPU per message x{med['trocket'][1] / med['compared'][1]:.2f}", flush=True)
 
 
+ACL_YML = """\
+accounts:
+  - accessKey: benchProducer
+    secretKey: bench-secret-key
+    defaultTopicPerm: DENY
+    topicPerms:
+      - {topic}=PUB
+"""
+
+
+async def bench_acl(
+    warmup: float, seconds: float, serialize_type: SerializeType, counts: tuple[int, ...], rounds: int,
+) -> None:
+    """ACL's cost (issue 24): two brokers of this tree running throughout, one without ACL
+    and one with ``--acl`` (an account allowed to publish the topic), the python generator
+    signing every send for the second (``AclSigningHook``); one window each per sender count
+    and round, in turn; prints each window, the medians and the broker CPU per message
+    with ACL / without. (Signing costs the generator, not the broker: its CPU is apart.)"""
+    from trocket.client.acl import AclSigningHook
+
+    results: dict[tuple[int, str], list[dict]] = {}
+    with tempfile.TemporaryDirectory(prefix="trocket-bench-") as tmp:
+        acl_path = os.path.join(tmp, "plain_acl.yml")
+        with open(acl_path, "w") as f:
+            f.write(ACL_YML.format(topic=TOPIC))
+        procs: list[subprocess.Popen] = []
+        try:
+            brokers = []
+            for label, extra in (("acl-off", ()), ("acl-on", ("--acl", acl_path))):
+                os.makedirs(os.path.join(tmp, label))
+                proc, addr = start_broker(os.path.join(tmp, label, "store"), "async",
+                                          os.path.join(tmp, label, "broker.log"), extra_args=extra)
+                procs.append(proc)
+                hooks = [AclSigningHook("benchProducer", "bench-secret-key")] if extra else []
+                brokers.append((label, addr, proc.pid, RemotingClient(ClientConfig(default_timeout=10), hooks=hooks)))
+            async with trio.open_nursery() as nursery:
+                for _, addr, _, client in brokers:
+                    await nursery.start(client.run)
+                    for q in range(QUEUES):  # warm up: topic, connection
+                        r = await client.invoke_sync(addr, send_request(q, BODY, serialize_type), 10)
+                        assert r.code == 0, r.remark
+                for r in range(rounds):
+                    for senders in counts:
+                        for label, addr, pid, client in brokers if r % 2 == 0 else brokers[::-1]:
+                            res = await produce_window(client, addr, pid, senders, warmup, seconds, serialize_type)
+                            results.setdefault((senders, label), []).append(res)
+                            print(f"round={r} {label:8s} " + senders_line("python", senders, res), flush=True)
+                for *_, client in brokers:
+                    await client.aclose()
+                nursery.cancel_scope.cancel()
+        finally:
+            for proc in procs:
+                stop_broker(proc)
+    print(f"medians over {rounds} round(s) (load {os.getloadavg()[0]:.2f}):", flush=True)
+    for senders in counts:
+        med = {label: (statistics.median(x["tps"] for x in results[(senders, label)]),
+                       statistics.median(x["cpu_us"] for x in results[(senders, label)]))
+               for label in ("acl-off", "acl-on")}
+        for label, (tps, cpu) in med.items():
+            print(f"acl  senders={senders:3d}  {label:8s} TPS={tps:8.0f}  broker CPU={cpu:6.1f} us/msg", flush=True)
+        print(f"acl  senders={senders:3d}  broker CPU per message with ACL / without: "
+              f"x{med['acl-on'][1] / med['acl-off'][1]:.3f}", flush=True)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -784,6 +849,12 @@ async def main(args: argparse.Namespace) -> None:
                     await bench_senders_python(args.warmup, seconds, ser, args.senders)
             if args.generator in ("both", "cpp"):
                 await bench_senders_cpp(args.warmup, seconds, args.senders)
+    if args.part == "acl":
+        ser = SerializeType.ROCKETMQ if args.serialize == "rocketmq" else SerializeType.JSON
+        print(f"acl: {len(BODY)}-byte bodies, SEND_MESSAGE_V2 ({ser.name}), one connection per broker, ASYNC_FLUSH, "
+              f"{args.warmup:.0f} s warm-up + {seconds:.0f} s timed per window (python {sys.version.split()[0]}, "
+              f"{os.cpu_count()} CPUs)", flush=True)
+        await bench_acl(args.warmup, seconds, ser, args.senders, args.rounds)
     if args.part == "floor":
         print(f"floor: the C++ client ({CPP_DRIVER} threads, {len(BODY)}-byte bodies, one connection) against minimal responders and "
               f"trocket broker, {args.warmup:.0f} s warm-up + {seconds:.0f} s timed per run "
@@ -802,7 +873,7 @@ async def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=4.0, help="duration of each produce run (default 4)")
-    parser.add_argument("--part", choices=("all", "throughput", "rollover", "senders", "floor"), default="all",
+    parser.add_argument("--part", choices=("all", "throughput", "rollover", "senders", "floor", "acl"), default="all",
                         help="which runs (default all)")
     parser.add_argument("--rollover-segment", type=int, default=16 << 20,
                         help="small commit-log segment size for the rollover runs (default 16 MiB)")

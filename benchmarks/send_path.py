@@ -18,7 +18,11 @@ Under valgrind's callgrind the script runs twice, with ``--warm`` and ``--warm +
 --sends`` sends; the difference of the two totals divided by ``--sends`` is the
 instructions per send (start-up cancels out). ``--compare DIR`` measures a second tree
 (a folder holding it as the ``trocket`` package, put first on ``PYTHONPATH``) the same
-way, alternating, and prints the ratio. Needs valgrind.
+way, alternating, and prints the ratio. ``--acl`` (issue 24) measures this tree a second
+time with ACL on (``aclEnable``, an account allowed to publish the topic) and the request
+signed as Java's ``AclClientRPCHook`` signs it, and prints ACL's share. Needs valgrind.
+
+    .venv/bin/python benchmarks/send_path.py --acl --compare /tmp/base/pkg
 """
 
 from __future__ import annotations
@@ -33,7 +37,10 @@ import tempfile
 import trio
 
 
-def _request_payload() -> bytes:
+ACL_KEY, ACL_SECRET = "sendPathProducer", "send-path-secret"
+
+
+def _request_payload(acl: bool = False) -> bytes:
     from trocket.codecs.command import RemotingCommand, SerializeType
     from trocket.codecs.serialize import encode_command
 
@@ -42,19 +49,30 @@ def _request_payload() -> bytes:
         "g": "1700000000000", "h": "0", "i": "TAGS\x01t\x02WAIT\x01true\x02", "j": "0", "k": "false", "m": "false",
     }
     cmd = RemotingCommand(code=310, ext_fields=ext, body=b"x" * 128, serialize_type=SerializeType.ROCKETMQ)
+    if acl:
+        from trocket.codecs.acl import sign_request
+
+        sign_request(cmd, ACL_KEY, ACL_SECRET)
     return encode_command(cmd)[4:]
 
 
-async def _run(n: int) -> None:
+async def _run(n: int, acl: bool = False) -> None:
     from trocket.broker.config import BrokerConfig
     from trocket.broker.controller import BrokerController
     from trocket.codecs.serialize import decode_command
     from trocket.remoting import Connection
 
     with tempfile.TemporaryDirectory(prefix="trocket-send-path-") as tmp:
+        extra = {}
+        if acl:
+            path = os.path.join(tmp, "plain_acl.yml")
+            with open(path, "w") as f:
+                f.write(f"accounts:\n  - accessKey: {ACL_KEY}\n    secretKey: {ACL_SECRET}\n"
+                        "    topicPerms: [SendPath=PUB]\n")
+            extra = {"acl_enable": True, "acl_file": path}
         cfg = BrokerConfig(
             listen=("127.0.0.1", 0), namesrv_listen=("127.0.0.1", 0), store_dir=os.path.join(tmp, "store"),
-            commit_log_segment_size=64 << 20,
+            commit_log_segment_size=64 << 20, **extra,
         )
         controller = BrokerController(cfg)
         async with trio.open_nursery() as nursery:
@@ -66,7 +84,7 @@ async def _run(n: int) -> None:
             peer.setblocking(False)
             conn = Connection(server, trio.SocketStream(trio.socket.from_stdlib_socket(ours)), remote_address="127.0.0.1:50000")
             dispatch = getattr(server, "dispatch", None) or server._dispatch_soon  # (older trees)
-            payload = _request_payload()
+            payload = _request_payload(acl)
             for i in range(n):
                 if dispatch(conn, decode_command(payload)) is not None:
                     raise RuntimeError("the send did not complete on the reader")
@@ -82,11 +100,12 @@ async def _run(n: int) -> None:
             nursery.cancel_scope.cancel()
 
 
-def _callgrind_total(pythonpath: str, n: int) -> int:
+def _callgrind_total(pythonpath: str, n: int, acl: bool = False) -> int:
     with tempfile.TemporaryDirectory(prefix="trocket-send-path-cg-") as tmp:
         out = os.path.join(tmp, "cg.out")
         subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__, "--child", str(n)],
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__, "--child", str(n),
+             *(["--child-acl"] if acl else [])],
             env=_env(pythonpath), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         with open(out) as f:
@@ -103,11 +122,12 @@ def _env(pythonpath: str) -> dict[str, str]:
     return env
 
 
-def per_send(pythonpath: str, warm: int, sends: int) -> float:
+def per_send(pythonpath: str, warm: int, sends: int, acl: bool = False) -> float:
     # one run first, outside valgrind: it compiles what changed since the last run, so
     # neither measured run pays for writing bytecode caches (that would not cancel out)
-    subprocess.run([sys.executable, __file__, "--child", "1"], env=_env(pythonpath), check=True, stdout=subprocess.DEVNULL)
-    return (_callgrind_total(pythonpath, warm + sends) - _callgrind_total(pythonpath, warm)) / sends
+    subprocess.run([sys.executable, __file__, "--child", "1", *(["--child-acl"] if acl else [])],
+                   env=_env(pythonpath), check=True, stdout=subprocess.DEVNULL)
+    return (_callgrind_total(pythonpath, warm + sends, acl) - _callgrind_total(pythonpath, warm, acl)) / sends
 
 
 def main() -> None:
@@ -116,20 +136,26 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=500, help="sends of the shorter run (default 500)")
     parser.add_argument("--rounds", type=int, default=1, help="measurements of each tree (default 1)")
     parser.add_argument("--compare", metavar="DIR", default="", help="another tree, as a folder holding `trocket`")
+    parser.add_argument("--acl", action="store_true", help="also this tree with ACL on and signed sends")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--child-acl", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
-        trio.run(_run, args.child)
+        trio.run(_run, args.child, args.child_acl)
         return
-    trees = [("this tree", "")] + ([(f"compared ({args.compare})", args.compare)] if args.compare else [])
-    figures: dict[str, list[float]] = {name: [] for name, _ in trees}
+    trees = [("this tree", "", False)] + ([(f"compared ({args.compare})", args.compare, False)] if args.compare else [])
+    if args.acl:
+        trees.append(("this tree, ACL on", "", True))
+    figures: dict[str, list[float]] = {name: [] for name, _, _ in trees}
     for _ in range(args.rounds):
-        for name, path in trees:
-            figures[name].append(per_send(path, args.warm, args.sends))
+        for name, path, acl in trees:
+            figures[name].append(per_send(path, args.warm, args.sends, acl))
             print(f"{name:40s} {figures[name][-1]:10,.0f} instructions/send", flush=True)
+    low = {name: min(values) for name, values in figures.items()}
     if args.compare:
-        mine, theirs = (min(figures[name]) for name, _ in trees)
-        print(f"this tree / compared = {mine / theirs:.3f} (lowest of {args.rounds} round(s) each)")
+        print(f"this tree / compared = {low['this tree'] / low[trees[1][0]]:.3f} (lowest of {args.rounds} round(s) each)")
+    if args.acl:
+        print(f"ACL on / off = {low['this tree, ACL on'] / low['this tree']:.3f} (lowest of {args.rounds} round(s) each)")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import attrs
 
 from trocket.broker.store import FlushMode, StoreConfig
 from trocket.codecs.message.hosts import HostAddress
+from trocket.remoting.tls import TlsSettings
 
 if TYPE_CHECKING:
     from trocket.remoting import RemotingServer
@@ -369,6 +370,33 @@ class BrokerConfig:
     #: ``adminBrokerThreadPoolNums``: admin requests at once, 16.
     admin_concurrency: int = attrs.field(default=16, validator=_pos)
 
+    # -- security (docs/security.md) -----------------------------------------------------
+    #: ``aclEnable``: check every request against ``plain_acl.yml`` (off), see broker/acl.
+    acl_enable: bool = False
+    #: trocket's ``aclFile`` (``--acl FILE``): the ACL file. "" = Java's place,
+    #: ``$ROCKETMQ_HOME/conf/plain_acl.yml`` (``conf/plain_acl.yml`` under the current
+    #: directory without ROCKETMQ_HOME). Reloaded when it changes.
+    acl_file: str = attrs.field(default="", converter=os.fspath)
+    #: trocket's ``aclReloadInterval`` (ms): how often the ACL file is checked for changes.
+    acl_reload_interval_ms: int = attrs.field(default=1000, validator=_pos)
+    #: Java's ``tls.*`` settings (``tls.server.mode``, ``tls.server.certPath``, ...,
+    #: ``tls.enable`` for the broker's own connections to the name servers), see
+    #: :class:`~trocket.remoting.tls.TlsSettings`; ``tls.config.file`` is read too.
+    tls: TlsSettings = attrs.field(factory=TlsSettings)
+    #: trocket's ``haTlsEnable`` (off; Java's HA link has no TLS): a master's HA port
+    #: speaks TLS only (its ``tls.server.*`` certificate), a slave connects with TLS (its
+    #: ``tls.client.*`` settings).
+    ha_tls: bool = False
+    #: trocket's ``accessKey`` / ``secretKey``: the account the broker signs its own
+    #: requests with (registrations with a ``trocket namesrv --acl``, a slave's sync with
+    #: its master). Unset with ACL on and an embedded name server: an in-process account.
+    access_key: str | None = None
+    secret_key: str | None = attrs.field(default=None, repr=False)
+    #: trocket's ``maxQueueNumsPerTopic``: UPDATE_AND_CREATE_TOPIC refuses more read or
+    #: write queues than this, 1024 (Java 4.9.8 has no bound: 2^31-1 queues make a route
+    #: no client can build)
+    max_queue_nums_per_topic: int = attrs.field(default=1024, validator=_pos)
+
     def __attrs_post_init__(self) -> None:
         if not self.broker_name or not re.fullmatch(r"[A-Za-z0-9_\-.%|]+", self.broker_name):
             raise BrokerConfigError(f"bad broker name {self.broker_name!r}")
@@ -386,6 +414,12 @@ class BrokerConfig:
     @property
     def is_sync_master(self) -> bool:
         return self.broker_role == "SYNC_MASTER"
+
+    def acl_path(self) -> str:
+        """The ACL file: ``acl_file``, else ``$ROCKETMQ_HOME/conf/plain_acl.yml``."""
+        if self.acl_file:
+            return self.acl_file
+        return os.path.join(os.environ.get("ROCKETMQ_HOME", "."), "conf", "plain_acl.yml")
 
     def ha_listen_addr(self) -> tuple[str, int] | None:
         """Where a master's HA server listens: ``ha_listen``, else the listen host and
@@ -570,6 +604,13 @@ PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "rejectTransactionMessage": ("reject_transaction_message", _bool),
     "storeReplyMessageEnable": ("store_reply_message", _bool),
     "accessMessageInMemoryMaxRatio": ("access_message_in_memory_max_ratio", _int),
+    "aclEnable": ("acl_enable", _bool),
+    "aclFile": ("acl_file", _str),  # trocket's own
+    "aclReloadInterval": ("acl_reload_interval_ms", _int),  # trocket's own
+    "haTlsEnable": ("ha_tls", _bool),  # trocket's own
+    "maxQueueNumsPerTopic": ("max_queue_nums_per_topic", _int),  # trocket's own
+    "accessKey": ("access_key", _str),  # trocket's own
+    "secretKey": ("secret_key", _str),  # trocket's own
 }
 
 #: Java keys accepted for compatibility with stock broker.conf files: value -> None
@@ -587,7 +628,6 @@ _IGNORED_KEYS: dict[str, tuple[str, ...] | None] = {
     "useEpollNativeSelector": None,
     "transientStorePoolEnable": ("false",),
     "enablePropertyFilter": None,
-    "aclEnable": ("false",),
     "traceTopicEnable": None,
     "warmMapedFileEnable": None,
 }
@@ -672,8 +712,12 @@ def config_changes_from_properties(
     listen_port: int | None = None
     adv_host: str | None = None
     ha_port: int | None = None
+    tls: dict[str, str] = {}
     for lineno, key, value in entries:
         where = f"{source}:{lineno}: {key}"
+        if key.startswith("tls."):  # Java's TlsSystemConfig keys (system properties there)
+            tls[key] = value.strip()
+            continue
         if key in _IGNORED_KEYS:
             allowed = _IGNORED_KEYS[key]
             if allowed is not None and value.strip().upper() not in (a.upper() for a in allowed):
@@ -710,6 +754,11 @@ def config_changes_from_properties(
         changes["ha_listen"] = (listen_host or "127.0.0.1", ha_port)
     if adv_host is not None and "advertise" not in changes:
         changes["@advertise_host"] = adv_host  # resolved against the final listen port
+    if tls:
+        try:
+            changes["tls"] = TlsSettings.from_properties(tls)
+        except (OSError, ValueError) as exc:
+            raise BrokerConfigError(f"{source}: {exc}") from None
     return changes
 
 

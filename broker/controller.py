@@ -61,7 +61,9 @@ from __future__ import annotations
 import logging
 import math
 import os
+import secrets
 import shutil
+import ssl
 import time
 from typing import TYPE_CHECKING, Awaitable, Callable
 
@@ -69,18 +71,21 @@ import attrs
 import trio
 
 from trocket._version import version
+from trocket.codecs.acl import AclSigningHook
 from trocket.codecs.codes import RequestCode
 from trocket.codecs.bodies.namesrv import RegisterBrokerResult
 from trocket.codecs.message.hosts import HostAddress
-from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig, ServiceContextManager
+from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig, ServiceContextManager, TlsMode
 
-from .config import BrokerConfig
+from .acl import AclValidator, NamesrvAclHook
+from .config import BrokerConfig, BrokerConfigError
 from .context import BrokerContext
 from .ha import HAService
 from .ha.sync import SlaveSynchronize
 from .long_polling import PullHoldService
 from .namesrv.server import NamesrvConfig, NameServer
 from .outer_api import BrokerOuterAPI
+from .processors import acl as acl_admin
 from .processors import admin, client, end_transaction, locks, offsets, pull, reply_message, send, send_back
 from .processors.admin import AdminProcessor
 from .processors.pull import PullProcessor
@@ -136,6 +141,8 @@ class BrokerController(ServiceContextManager):
         self.pull_processor: PullProcessor | None = None
         self.admin_processor: AdminProcessor | None = None
         self.ha: HAService | None = None
+        #: the ACL check (``aclEnable``), None when off
+        self.acl: AclValidator | None = None
         self.slave_sync: SlaveSynchronize | None = None
         #: the master's broker address a slave learned at registration (its sync target)
         self.master_addr: str | None = None
@@ -230,11 +237,14 @@ class BrokerController(ServiceContextManager):
         assert services is not None
         for key in cfg.ineffective_settings():
             log.warning("%s is accepted for compatibility and has no effect", key)
+        server_ssl, client_ssl = self._check_security()
 
         # 1. the embedded name server
         if cfg.embedded_namesrv:
             self.namesrv = self._make_namesrv()
             if self.namesrv is not None:
+                if self.acl is not None and self.namesrv_factory is None:
+                    self.namesrv.remoting.register_rpc_hook(NamesrvAclHook(self.acl))
                 if self.tap is not None:
                     self.namesrv.remoting.tap = self.tap
                 await services.start(self.namesrv.serve)
@@ -265,7 +275,7 @@ class BrokerController(ServiceContextManager):
         if not cfg.is_slave:  # a slave's schedule queues are replicated, never delivered
             await services.start(schedule.run)
         # replication: the transfer service, the HA server (master) or client (slave)
-        self.ha = HAService(cfg, store, on_fatal=self._fatal)
+        self.ha = HAService(cfg, store, on_fatal=self._fatal, acl=self.acl)
         await services.start(self.ha.run)
 
         # 3. server, long polling, the context (with the client managers)
@@ -274,15 +284,20 @@ class BrokerController(ServiceContextManager):
             listen_port=port,
             idle_timeout=cfg.channel_expired_timeout_ms / 1000.0,
             system_reply_ext_fields=True,  # the C++ client needs an extFields object in every reply
+            tls_mode=cfg.tls.server_mode,
         )
-        self.server = server = RemotingServer(server_cfg, tap=self.tap)
+        self.server = server = RemotingServer(
+            server_cfg, tap=self.tap, ssl_context=server_ssl, hooks=[self.acl] if self.acl else (),
+        )
+        if self.acl is not None:
+            await services.start(self.acl.watch, cfg.acl_reload_interval_ms / 1000.0)
         self.pull_hold = hold = PullHoldService(
             store,
             check_interval=(cfg.hold_check_interval_ms if cfg.long_polling else cfg.short_polling_time_ms) / 1000.0,
             max_held=cfg.max_held_pulls,
         )
         # the outer API (registration) and its client
-        self.client = RemotingClient(self.client_config)
+        self.client = RemotingClient(self.client_config, ssl_context=client_ssl, hooks=self._signing_hooks())
         await services.start(self.client.run)
         self.outer_api = BrokerOuterAPI(self.client, self.namesrv_addrs)
         self.ctx = ctx = BrokerContext(
@@ -329,7 +344,43 @@ class BrokerController(ServiceContextManager):
         if self.namesrv_factory is not None:
             return self.namesrv_factory(self.config)
         host, port = self.config.namesrv_listen
-        return NameServer(NamesrvConfig(listen_host=host, listen_port=port))
+        return NameServer(NamesrvConfig(listen_host=host, listen_port=port, tls=self.config.tls))
+
+    def _signing_hooks(self) -> list[AclSigningHook]:
+        """How the broker signs its own requests (registrations, a slave's sync): with
+        ``accessKey``/``secretKey`` when given; else, with ACL on and an embedded name
+        server, with an admin account made for this process (known to no file)."""
+        cfg = self.config
+        if cfg.access_key and cfg.secret_key:
+            return [AclSigningHook(cfg.access_key, cfg.secret_key)]
+        if self.acl is not None and cfg.embedded_namesrv:
+            ak, sk = f"trocket-broker-{secrets.token_hex(8)}", secrets.token_urlsafe(24)
+            self.acl.add_internal_account(ak, sk)
+            return [AclSigningHook(ak, sk)]
+        return []
+
+    def _check_security(self) -> tuple[ssl.SSLContext | None, ssl.SSLContext | None]:
+        """The ACL file loaded (``self.acl``) and the TLS contexts made (the server's, the
+        client's), before anything starts: a bad ACL file, a missing or bad certificate
+        stop the start with a :class:`BrokerConfigError` naming it, as Java's start fails."""
+        cfg = self.config
+        try:
+            if cfg.acl_enable:
+                self.acl = acl = AclValidator(cfg.acl_path())
+                log.info("ACL on: %s (%d accounts, %d white-listed address patterns)",
+                         acl.path, len(acl.table.accounts), len(acl.table.global_white))
+            client_ssl = cfg.tls.client_context()
+            if client_ssl is None and cfg.embedded_namesrv and cfg.tls.server_mode is TlsMode.ENFORCING:
+                client_ssl = cfg.tls.client_context_always()  # its own name server speaks TLS only
+            contexts = cfg.tls.server_context(), client_ssl
+            if cfg.ha_tls:
+                (cfg.tls.client_context_always if cfg.is_slave else cfg.tls.server_context_always)()
+        except (ValueError, OSError) as exc:
+            raise BrokerConfigError(str(exc)) from None
+        if cfg.acl_enable and not cfg.ha_allowed_slaves and not cfg.is_slave and not self.acl.table.global_white:
+            log.warning("ACL is on but the HA port serves any host: list the slaves' hosts in "
+                        "globalWhiteRemoteAddresses or haAllowedSlaves")
+        return contexts
 
     async def _serve_vip_channel(self, services: trio.Nursery, server_cfg: ServerConfig, ctx: BrokerContext) -> None:
         """Java's ``fastRemotingServer`` on the listen port - 2: the main server's
@@ -340,7 +391,10 @@ class BrokerController(ServiceContextManager):
         vip_port = server.port - 2
         if vip_port <= 0:
             return
-        vip = RemotingServer(attrs.evolve(server_cfg, listen_port=vip_port), hooks=server.hooks, tap=self.tap)
+        vip = RemotingServer(
+            attrs.evolve(server_cfg, listen_port=vip_port), hooks=server.hooks, tap=self.tap,
+            ssl_context=server.ssl_context,
+        )
         vip.processors = server.processors.view(exclude=(RequestCode.PULL_MESSAGE,))
         vip.listener = ctx.channels
         try:
@@ -360,6 +414,7 @@ class BrokerController(ServiceContextManager):
         locks.register(ctx)
         end_transaction.register(ctx)
         reply_message.register(ctx, self.send_processor)
+        acl_admin.register(ctx, self.acl, lambda: self.broker_addr)
 
     # -- name servers ------------------------------------------------------------------------
 

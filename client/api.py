@@ -48,6 +48,12 @@ from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.custom_header import decode_header
 from trocket.codecs.errors import CodecError
+from trocket.codecs.headers.acl import (
+    CreateAccessConfigRequestHeader,
+    DeleteAccessConfigRequestHeader,
+    GetBrokerAclConfigResponseHeader,
+    UpdateGlobalWhiteAddrsConfigRequestHeader,
+)
 from trocket.codecs.headers import (
     ConsumerSendMsgBackRequestHeader,
     CreateTopicRequestHeader,
@@ -479,6 +485,38 @@ class ClientAPI:
         if resp.code != ResponseCode.SUCCESS:
             raise response_error(f"runtime info of {addr}", resp)
         return decoded(f"runtime info of {addr}", resp, lambda: KVTable.from_body(resp.body).table)
+
+    # -- ACL administration (50-53; issue 24) ------------------------------------------
+
+    async def update_acl_config(self, addr: str, header: CreateAccessConfigRequestHeader,
+                                timeout: float | None = None) -> None:
+        """UPDATE_AND_CREATE_ACL_CONFIG: create or update an account."""
+        resp = await self.invoke(addr, self.request(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, header), timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"update ACL account {header.accessKey} at {addr}", resp)
+
+    async def delete_acl_config(self, addr: str, access_key: str, timeout: float | None = None) -> None:
+        """DELETE_ACL_CONFIG: remove an account."""
+        header = DeleteAccessConfigRequestHeader(accessKey=access_key)
+        resp = await self.invoke(addr, self.request(RequestCode.DELETE_ACL_CONFIG, header), timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"delete ACL account {access_key} at {addr}", resp)
+
+    async def update_global_white_addrs(self, addr: str, addresses: list[str], acl_file: str = "",
+                                        timeout: float | None = None) -> None:
+        """UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: replace ``globalWhiteRemoteAddresses``."""
+        header = UpdateGlobalWhiteAddrsConfigRequestHeader(globalWhiteAddrs=",".join(addresses), aclFileFullPath=acl_file)
+        resp = await self.invoke(addr, self.request(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, header), timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"update the global white list at {addr}", resp)
+
+    async def get_broker_acl_info(self, addr: str, timeout: float | None = None) -> GetBrokerAclConfigResponseHeader:
+        """GET_BROKER_CLUSTER_ACL_INFO: the ACL file's version, the broker's names."""
+        resp = await self.invoke(addr, self.request(RequestCode.GET_BROKER_CLUSTER_ACL_INFO), timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"ACL info of {addr}", resp)
+        return decoded(f"ACL info of {addr}", resp,
+                       lambda: decode_header(GetBrokerAclConfigResponseHeader, resp.ext_fields or {}))
 
 
 def _copy(request: RemotingCommand) -> RemotingCommand:

@@ -19,8 +19,9 @@ import time
 import attrs
 
 from trocket.codecs.command import LanguageCode, SerializeType
+from trocket.remoting.tls import TlsSettings
 
-__all__ = ["ClientConfig", "parse_namesrv", "local_ip", "MQ_VERSION"]
+__all__ = ["ClientConfig", "parse_namesrv", "local_ip", "MQ_VERSION", "credentials_from_env", "tls_from_env"]
 
 #: ``MQVersion.CURRENT_VERSION`` of 4.9.8 (V4_9_8), sent as every request's version.
 MQ_VERSION = 409
@@ -87,6 +88,14 @@ class ClientConfig:
     #: async calls in flight per instance (``clientAsyncSemaphoreValue``)
     async_permits: int = 65535
     oneway_permits: int = 65535
+    # -- security (docs/security.md) --
+    #: ACL credentials: every request is signed (Java's ``AclClientRPCHook``) when both
+    #: are given; :func:`credentials_from_env` reads ``ROCKETMQ_ACCESS_KEY`` /
+    #: ``ROCKETMQ_SECRET_KEY``
+    access_key: str | None = None
+    secret_key: str | None = attrs.field(default=None, repr=False)
+    #: Java's client TLS settings (``tls.enable``, ``tls.client.*``)
+    tls: TlsSettings = attrs.field(factory=TlsSettings)
 
     def __attrs_post_init__(self) -> None:
         if self.instance_name == "DEFAULT":
@@ -99,3 +108,21 @@ class ClientConfig:
         if self.unit_name:
             cid += f"@{self.unit_name}"
         return cid
+
+
+def credentials_from_env(environ: dict[str, str] | None = None) -> tuple[str | None, str | None]:
+    """``(ROCKETMQ_ACCESS_KEY, ROCKETMQ_SECRET_KEY)`` from the environment (None when unset)."""
+    env = os.environ if environ is None else environ
+    return env.get("ROCKETMQ_ACCESS_KEY") or None, env.get("ROCKETMQ_SECRET_KEY") or None
+
+
+def tls_from_env(environ: dict[str, str] | None = None) -> TlsSettings:
+    """``ROCKETMQ_TLS_ENABLE=true`` (Java's ``tls.enable``) and ``ROCKETMQ_TLS_CONFIG_FILE``
+    (Java's ``tls.config.file``: ``tls.client.*`` keys) from the environment."""
+    env = os.environ if environ is None else environ
+    props = {}
+    if env.get("ROCKETMQ_TLS_ENABLE"):
+        props["tls.enable"] = env["ROCKETMQ_TLS_ENABLE"]
+    if env.get("ROCKETMQ_TLS_CONFIG_FILE"):
+        props["tls.config.file"] = env["ROCKETMQ_TLS_CONFIG_FILE"]
+    return TlsSettings.from_properties(props)

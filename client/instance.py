@@ -62,12 +62,21 @@ from trocket.remoting import ClientConfig as RemotingConfig
 from trocket.remoting import ChannelEventListener, Connection, RemotingClient, ServiceContextManager
 from trocket.remoting.events import Channel
 
+from .acl import AclSigningHook
 from .api import ClientAPI
 from .config import ClientConfig
 from .errors import ClientError, ClientStateError, NoRouteError
 from .message import MessageExt
 from .request_reply import RequestTable, reply_from_push
-from .route import MASTER_ID, TopicPublishInfo, default_route, publish_info, subscribe_queues
+from .route import (
+    MASTER_ID,
+    MAX_ROUTE_QUEUES,
+    TopicPublishInfo,
+    default_route,
+    publish_info,
+    route_queue_count,
+    subscribe_queues,
+)
 
 __all__ = ["ClientInstance", "ConsumerHandle", "ProducerHandle"]
 
@@ -134,6 +143,22 @@ class _BrokerCloseListener(ChannelEventListener):
         self.inst.on_broker_closed(conn.peer or remote_addr)
 
 
+def _check_route_size(topic: str, route: TopicRouteData) -> None:
+    """A route listing more than :data:`~.route.MAX_ROUTE_QUEUES` queues fails at once."""
+    n = route_queue_count(route)
+    if n > MAX_ROUTE_QUEUES:
+        raise NoRouteError(
+            f"the route of topic {topic} lists {n} queues, more than the client handles ({MAX_ROUTE_QUEUES}): refused"
+        )
+
+
+def _signing_hooks(config: ClientConfig) -> list[AclSigningHook]:
+    """Java's ``AclClientRPCHook`` when the config has credentials: every request signed."""
+    if config.access_key and config.secret_key:
+        return [AclSigningHook(config.access_key, config.secret_key)]
+    return []
+
+
 class ClientInstance(ServiceContextManager):
     """One client id's routes, connections, heartbeats and registrations."""
 
@@ -149,6 +174,8 @@ class ClientInstance(ServiceContextManager):
                 idle_timeout=None,  # heartbeats every 30 s keep connections; Java's client has no idle close
             ),
             listener=_BrokerCloseListener(self),
+            hooks=_signing_hooks(config),
+            ssl_context=config.tls.client_context(),
         )
         self.api = ClientAPI(self.remoting, config)
         self.routes: dict[str, TopicRouteData] = {}
@@ -303,6 +330,7 @@ class ClientInstance(ServiceContextManager):
         async with lock:
             route = await self.api.get_route(topic, timeout)
             if route is not None:
+                _check_route_size(topic, route)
                 self._apply_route(topic, route)
             return route
 
@@ -362,6 +390,7 @@ class ClientInstance(ServiceContextManager):
                 return info
         fallback = await self.api.get_route(default_topic, timeout)
         if fallback is not None:
+            _check_route_size(default_topic, fallback)
             self._learn_brokers(fallback)
             info = publish_info(topic, default_route(fallback, default_queue_nums), from_default=True)
             if info.ok:

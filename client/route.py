@@ -22,11 +22,31 @@ __all__ = [
     "publish_info",
     "subscribe_queues",
     "default_route",
+    "MAX_ROUTE_QUEUES",
+    "route_queue_count",
 ]
 
 PERM_READ = 0x4
 PERM_WRITE = 0x2
 MASTER_ID = 0
+
+#: the most queues a route may list (all its brokers together): a route beyond it is
+#: refused at once rather than expanded (a topic created with 2^31-1 queues would have
+#: the client build billions of queue objects in its event loop). A trocket broker
+#: creates at most 1024 per topic (``maxQueueNumsPerTopic``).
+MAX_ROUTE_QUEUES = 1 << 16
+
+
+def route_queue_count(route: TopicRouteData) -> int:
+    """The queues a route lists: each broker's larger of its read and write counts (and
+    an ``orderTopicConf``'s)."""
+    n = sum(max(qd.read_queue_nums, qd.write_queue_nums, 0) for qd in route.queue_datas)
+    if route.order_topic_conf:
+        for item in route.order_topic_conf.split(";"):
+            num = item.partition(":")[2]
+            if num.isdigit():
+                n += int(num)
+    return n
 
 
 @attrs.define(slots=True)

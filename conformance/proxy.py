@@ -20,8 +20,10 @@ close every connection, write out the capture, exit 0.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import signal
+import ssl
 import sys
 import time
 
@@ -96,10 +98,19 @@ class FrameRecorder:
 
 
 class CaptureProxy:
-    def __init__(self, listen: tuple[str, int], upstream: tuple[str, int], tap) -> None:
+    """``listen_ssl``: clients connect with TLS (the proxy ends it and records the frames
+    inside); ``upstream_ssl``: the proxy connects to the upstream with TLS. Either, both or
+    neither (a broker with ``tls.server.mode=enforcing`` needs ``upstream_ssl``)."""
+
+    def __init__(
+        self, listen: tuple[str, int], upstream: tuple[str, int], tap, *,
+        listen_ssl: ssl.SSLContext | None = None, upstream_ssl: ssl.SSLContext | None = None,
+    ) -> None:
         self.listen = listen
         self.upstream = upstream
         self.tap = tap
+        self.listen_ssl = listen_ssl
+        self.upstream_ssl = upstream_ssl
         self._ids = itertools.count(1)
         self.connections = 0
         self.active = 0
@@ -126,7 +137,11 @@ class CaptureProxy:
             await client.aclose()
             return
         try:
+            if self.listen_ssl is not None:
+                client = await _handshake(trio.SSLStream(client, self.listen_ssl, server_side=True))
             up = await trio.open_tcp_stream(*self.upstream)
+            if self.upstream_ssl is not None:
+                up = await _handshake(trio.SSLStream(up, self.upstream_ssl, server_hostname=self.upstream[0]))
         except OSError as exc:
             self.upstream_failures += 1
             print(f"trocket capture proxy: connection {conn_id} from {remote}: upstream "
@@ -164,14 +179,26 @@ class CaptureProxy:
             nursery.cancel_scope.cancel()  # one side broke: end the whole connection
 
 
+async def _handshake(stream: trio.SSLStream) -> trio.SSLStream:
+    """A TLS handshake within 10 s; its failure an OSError."""
+    try:
+        with trio.fail_after(10):
+            await stream.do_handshake()
+    except (trio.TooSlowError, trio.BrokenResourceError) as exc:
+        await trio.aclose_forcefully(stream)
+        raise OSError(f"TLS handshake failed: {exc.__cause__ or exc!r}") from exc
+    return stream
+
+
 def _addr(sockname) -> str:
     host, port = sockname[0], sockname[1]
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-async def run_proxy(listen, upstream, tap, *, task_status=trio.TASK_STATUS_IGNORED) -> CaptureProxy:
+async def run_proxy(listen, upstream, tap, *, listen_ssl=None, upstream_ssl=None,
+                    task_status=trio.TASK_STATUS_IGNORED) -> CaptureProxy:
     """Serve until SIGINT/SIGTERM (or cancellation)."""
-    proxy = CaptureProxy(listen, upstream, tap)
+    proxy = CaptureProxy(listen, upstream, tap, listen_ssl=listen_ssl, upstream_ssl=upstream_ssl)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             await nursery.start(proxy.serve)
@@ -184,7 +211,8 @@ async def run_proxy(listen, upstream, tap, *, task_status=trio.TASK_STATUS_IGNOR
     return proxy
 
 
-def main_proxy(listen: tuple[str, int], upstream: tuple[str, int], out: str) -> int:
+def main_proxy(listen: tuple[str, int], upstream: tuple[str, int], out: str, *,
+               listen_ssl: ssl.SSLContext | None = None, upstream_ssl: ssl.SSLContext | None = None) -> int:
     try:
         tap = FileTap(out, flush_interval=0.5)
     except OSError as exc:
@@ -193,7 +221,8 @@ def main_proxy(listen: tuple[str, int], upstream: tuple[str, int], out: str) -> 
     status = 0
     proxy = None
     try:
-        proxy = trio.run(run_proxy, listen, upstream, tap)
+        proxy = trio.run(functools.partial(run_proxy, listen, upstream, tap, listen_ssl=listen_ssl,
+                                           upstream_ssl=upstream_ssl))
     except KeyboardInterrupt:
         pass
     except BaseException as exc:  # noqa: BLE001 - unwrap trio's exception groups

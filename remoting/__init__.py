@@ -46,7 +46,7 @@ from .stats import RemotingStats
 from .state import CloseReason, ConnectionStateError, ConnState
 from .stub import Call, ReplyFuture, Stub
 from .tap import FileTap, MemoryTap, TapSink
-from .tls import TlsMode, client_ssl_context, server_ssl_context
+from .tls import TlsMode, TlsSettings, client_ssl_context, server_ssl_context
 
 __all__ = [
     "RemotingClient",
@@ -82,6 +82,7 @@ __all__ = [
     "FileTap",
     "MemoryTap",
     "TlsMode",
+    "TlsSettings",
     "server_ssl_context",
     "client_ssl_context",
     "ResponseCodeError",

@@ -14,7 +14,7 @@ import trio
 
 from .fdio import read_into, writev_nowait
 
-__all__ = ["DirectSocket"]
+__all__ = ["DirectSocket", "StreamSocket", "direct_or_stream"]
 
 _wait_readable = trio.lowlevel.wait_readable
 _checkpoint = trio.lowlevel.checkpoint
@@ -69,3 +69,40 @@ class DirectSocket:
         rest = self.send_nowait(*parts)
         if rest:
             await self.send_rest(rest)
+
+
+class StreamSocket:
+    """:class:`DirectSocket`'s interface over any trio stream (TLS): every read and write
+    goes through the stream. :meth:`send_nowait` writes nothing and returns all it was
+    given, so callers hand it to :meth:`send_rest` as they do a full socket's rest."""
+
+    __slots__ = ("stream", "_size")
+
+    def __init__(self, stream: trio.abc.Stream, receive_size: int) -> None:
+        self.stream = stream
+        self._size = receive_size
+
+    async def receive(self) -> memoryview:
+        try:
+            return memoryview(await self.stream.receive_some(self._size))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise
+        except OSError as exc:
+            raise trio.BrokenResourceError(str(exc)) from exc
+
+    def send_nowait(self, *parts: bytes | memoryview) -> bytes | memoryview:
+        return b"".join(parts) if len(parts) > 1 else parts[0]
+
+    async def send_rest(self, rest: bytes | memoryview) -> None:
+        await self.stream.send_all(rest)
+
+    async def send(self, *parts: bytes | memoryview) -> None:
+        await self.stream.send_all(self.send_nowait(*parts))
+
+
+def direct_or_stream(stream: trio.abc.Stream, receive_size: int) -> DirectSocket | StreamSocket:
+    """A :class:`DirectSocket` for a plain TCP stream, a :class:`StreamSocket` for any
+    other (TLS)."""
+    if isinstance(stream, trio.SocketStream):
+        return DirectSocket(stream, receive_size)
+    return StreamSocket(stream, receive_size)

@@ -30,8 +30,10 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from trocket.broker.config import BrokerConfig, BrokerConfigError, load_properties_file, parse_hostport
+from trocket.remoting.tls import TlsSettings
 
 if TYPE_CHECKING:
+    from trocket.broker.acl import AclValidator
     from trocket.remoting.tap import FileTap, TapSink
 
 __all__ = [
@@ -134,6 +136,7 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
                    help="a master's HA listen address (default: listen port + 1, Java's haListenPort)")
     h.add_argument("--master-ha", type=_hostport, metavar="HOST:PORT",
                    help="a slave's master HA address (default: from the name server)")
+    add_security_arguments(parser, acl=True)
     add_tap_arguments(parser)
 
 
@@ -142,6 +145,7 @@ def add_namesrv_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", type=_hostport, metavar="HOST:PORT", default=("127.0.0.1", 9876),
                         help="listen address (default 127.0.0.1:9876)")
     parser.add_argument("--log-level", default="INFO", metavar="LEVEL", help="logging level (default INFO)")
+    add_security_arguments(parser, acl=True)
     add_tap_arguments(parser)
 
 
@@ -182,6 +186,7 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
     namesrv = getattr(args, "namesrv", None)
     if namesrv:
         changes["namesrv_addrs"] = ";".join(namesrv)
+    changes.update(security_changes(args, config))
     if changes:
         try:
             config = config.evolve(**changes)
@@ -234,16 +239,22 @@ async def run_broker(config: BrokerConfig, *, tap: TapSink | None = None, task_s
 
 
 async def run_namesrv(
-    listen: tuple[str, int] = ("127.0.0.1", 9876), *, tap: TapSink | None = None, task_status=trio.TASK_STATUS_IGNORED
+    listen: tuple[str, int] = ("127.0.0.1", 9876), *, tap: TapSink | None = None, tls: TlsSettings | None = None,
+    acl: AclValidator | None = None, task_status=trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run a name server alone until SIGINT/SIGTERM (or cancellation)."""
+    """Run a name server alone until SIGINT/SIGTERM (or cancellation); with ``acl``, its
+    writes need an admin account (:class:`~trocket.broker.acl.NamesrvAclHook`)."""
+    from trocket.broker.acl import NamesrvAclHook
     from trocket.broker.namesrv.server import NamesrvConfig, NameServer
 
-    ns = NameServer(NamesrvConfig(listen_host=listen[0], listen_port=listen[1]))
+    ns = NameServer(NamesrvConfig(listen_host=listen[0], listen_port=listen[1], tls=tls or TlsSettings()),
+                    hooks=[NamesrvAclHook(acl)] if acl is not None else ())
     ns.remoting.tap = tap
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
         await nursery.start(_until_signal, stop.set, nursery.cancel_scope.cancel)
+        if acl is not None:
+            await nursery.start(acl.watch)
         await nursery.start(ns.serve)
         address = ns.address
         log.info("The Name Server boot success. serializeType=JSON, address %s", address)
@@ -275,7 +286,20 @@ def main_broker(args: argparse.Namespace) -> int:
 def main_namesrv(args: argparse.Namespace) -> int:
     _setup_logging(getattr(args, "log_level", "INFO"))
     listen = getattr(args, "listen", ("127.0.0.1", 9876))
-    return _serve("namesrv", args, lambda tap: functools.partial(run_namesrv, listen, tap=tap), (OSError,))
+    try:
+        changes = security_changes(args, None)
+        tls = changes.get("tls", TlsSettings())
+        tls.server_context()  # a missing or bad certificate: one error line now
+        acl = None
+        if changes.get("acl_enable"):
+            from trocket.broker.acl import AclValidator
+
+            acl = AclValidator(changes["acl_file"])
+    except (BrokerConfigError, ValueError, OSError) as exc:
+        print(f"trocket namesrv: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return _serve("namesrv", args, lambda tap: functools.partial(run_namesrv, listen, tap=tap, tls=tls, acl=acl),
+                  (OSError,))
 
 
 def _serve(
@@ -312,6 +336,56 @@ def _leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
+
+
+# -- security (issue 24): --acl FILE, --tls-* ---------------------------------------------
+
+
+def add_security_arguments(parser: argparse.ArgumentParser, *, acl: bool) -> None:
+    """``--acl FILE`` (the broker) and the TLS flags (Java's ``tls.*`` settings; a
+    broker.conf may give the same keys, and ``--tls-config FILE`` is Java's
+    ``tls.config.file``)."""
+    g = parser.add_argument_group("security (docs/security.md)")
+    if acl:
+        g.add_argument("--acl", metavar="FILE",
+                       help="turn ACL on (aclEnable) with this plain_acl.yml; reloaded when it changes (a name "
+                       "server: its writes, broker registration among them, need an admin account or a "
+                       "white-listed host)")
+    g.add_argument("--tls-mode", choices=("disabled", "permissive", "enforcing"),
+                   help="tls.server.mode: TLS only (enforcing), TLS and plain on one port (permissive); default disabled")
+    g.add_argument("--tls-cert", metavar="PEM", help="tls.server.certPath: the server's certificate chain")
+    g.add_argument("--tls-key", metavar="PEM", help="tls.server.keyPath: its private key")
+    g.add_argument("--tls-trust", metavar="PEM",
+                   help="tls.server.trustCertPath: the CAs client certificates are checked against")
+    g.add_argument("--tls-client-auth", choices=("none", "optional", "require"),
+                   help="tls.server.need.client.auth (default none)")
+    g.add_argument("--tls-config", metavar="FILE", help="tls.config.file: a properties file of tls.* keys")
+
+
+def security_changes(args: argparse.Namespace, config: BrokerConfig | None) -> dict[str, Any]:
+    """The config changes ``--acl`` and the TLS flags ask for (on top of ``config``'s TLS)."""
+    changes: dict[str, Any] = {}
+    if getattr(args, "acl", None):
+        changes["acl_enable"] = True
+        changes["acl_file"] = args.acl
+    props = {
+        key: value
+        for key, value in (
+            ("tls.config.file", getattr(args, "tls_config", None)),
+            ("tls.server.mode", getattr(args, "tls_mode", None)),
+            ("tls.server.certPath", getattr(args, "tls_cert", None)),
+            ("tls.server.keyPath", getattr(args, "tls_key", None)),
+            ("tls.server.trustCertPath", getattr(args, "tls_trust", None)),
+            ("tls.server.need.client.auth", getattr(args, "tls_client_auth", None)),
+        )
+        if value is not None
+    }
+    if props:
+        try:
+            changes["tls"] = TlsSettings.from_properties(props, config.tls if config is not None else None)
+        except (OSError, ValueError) as exc:
+            raise BrokerConfigError(str(exc)) from None
+    return changes
 
 
 # -- capture tap (issue 8): --tap FILE, --tap-rotate-mb N ---------------------------------

@@ -32,6 +32,47 @@ def _namesrv_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--namesrv", "-n", default="127.0.0.1:9876", metavar="ADDR",
                    help="name servers, host:port[;host:port...] (default 127.0.0.1:9876)")
     p.add_argument("--timeout", type=float, default=3.0, metavar="S", help="per call / per send budget (default 3 s)")
+    add_client_security_arguments(p)
+
+
+# -- security (issue 24): ACL credentials and TLS, for every client command ---------------
+
+
+def add_client_security_arguments(p: argparse.ArgumentParser) -> None:
+    """``--access-key/--secret-key`` (default: $ROCKETMQ_ACCESS_KEY / $ROCKETMQ_SECRET_KEY)
+    sign every request, as Java's ``AclClientRPCHook``; ``--tls`` (Java's ``tls.enable``;
+    $ROCKETMQ_TLS_ENABLE), ``--tls-trust PEM`` (check the server's certificate against it:
+    ``tls.client.authServer`` + ``trustCertPath``), ``--tls-config FILE`` (``tls.config.file``;
+    $ROCKETMQ_TLS_CONFIG_FILE)."""
+    g = p.add_argument_group("security (docs/security.md)")
+    g.add_argument("--access-key", metavar="AK", help="ACL access key (default $ROCKETMQ_ACCESS_KEY)")
+    g.add_argument("--secret-key", metavar="SK", help="ACL secret key (default $ROCKETMQ_SECRET_KEY)")
+    g.add_argument("--tls", action="store_true", default=None, help="connect with TLS (tls.enable)")
+    g.add_argument("--tls-trust", metavar="PEM", help="verify the servers' certificates against these CAs")
+    g.add_argument("--tls-config", metavar="FILE", help="tls.config.file: tls.client.* keys")
+
+
+def client_config(args: argparse.Namespace, **kw: Any):
+    """The :class:`~trocket.client.ClientConfig` of a client command: ``-n``, credentials
+    and TLS from the flags, else from the environment."""
+    from trocket.client.config import ClientConfig, credentials_from_env, tls_from_env
+
+    env_ak, env_sk = credentials_from_env()
+    ak = getattr(args, "access_key", None) or env_ak
+    sk = getattr(args, "secret_key", None) or env_sk
+    if bool(ak) != bool(sk):
+        raise ValueError("ACL credentials need both --access-key and --secret-key")
+    tls = tls_from_env()
+    props = {}
+    if getattr(args, "tls_config", None):
+        props["tls.config.file"] = args.tls_config
+    if getattr(args, "tls", None) or getattr(args, "tls_trust", None):
+        props["tls.enable"] = "true"
+    if getattr(args, "tls_trust", None):
+        props.update({"tls.client.authServer": "true", "tls.client.trustCertPath": args.tls_trust})
+    if props:
+        tls = tls.from_properties(props, tls)
+    return ClientConfig(namesrv=args.namesrv, access_key=ak, secret_key=sk, tls=tls, **kw)
 
 
 def add_client_commands(sub: Any) -> None:
@@ -113,6 +154,10 @@ def add_client_commands(sub: Any) -> None:
     cluster.add_argument("--json", action="store_true")
     cluster.set_defaults(run=_run_cluster)
 
+    from trocket.cli_acl import add_acl_commands
+
+    add_acl_commands(asub)
+
 
 # -- helpers -----------------------------------------------------------------------------
 
@@ -146,9 +191,9 @@ def _run_trio(fn, args: argparse.Namespace) -> int:
 
 
 def _instance(args: argparse.Namespace):
-    from trocket.client import ClientConfig, ClientInstance
+    from trocket.client import ClientInstance
 
-    return ClientInstance(ClientConfig(namesrv=args.namesrv, call_timeout=args.timeout))
+    return ClientInstance(client_config(args, call_timeout=args.timeout))
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -211,7 +256,7 @@ async def _send(args: argparse.Namespace) -> int:
         key = f"{type(exc).__name__}: {getattr(exc, 'summary', exc)}"
         errors[key] = errors.get(key, 0) + n
 
-    async with Producer(args.group, args.namesrv, send_timeout=args.timeout) as producer:
+    async with Producer(args.group, client_config=client_config(args), send_timeout=args.timeout) as producer:
         begin = time.perf_counter()
         if args.batch:
             i = 0

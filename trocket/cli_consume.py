@@ -21,6 +21,7 @@ import signal
 import sys
 import time
 
+from trocket.cli_client import add_client_security_arguments, client_config
 from trocket.progress import ProgressLine
 
 __all__ = ["add_consume_command"]
@@ -47,6 +48,7 @@ def add_consume_command(sub) -> None:
     p.add_argument("--tag", default="*", metavar="X", help="tag expression: X, 'A || B' or * (default)")
     p.add_argument("--quiet", action="store_true", help="no message lines: a progress line and a summary")
     p.add_argument("--json", action="store_true", help="one JSON object per message instead of a text line")
+    add_client_security_arguments(p)
     p.set_defaults(run=_run_consume)
 
 
@@ -80,7 +82,6 @@ def _line(msg, as_json: bool) -> str:
 async def _consume(args: argparse.Namespace) -> int:
     import trio
 
-    from trocket.client.config import ClientConfig
     from trocket.client.consumer import ConsumeResult, PushConsumer
     from trocket.client.instance import ClientInstance
     from trocket.client.subscription import build as build_subscription
@@ -109,7 +110,7 @@ async def _consume(args: argparse.Namespace) -> int:
         return ConsumeResult.SUCCESS
 
     begin = time.perf_counter()
-    async with ClientInstance(ClientConfig(namesrv=args.namesrv)) as inst:
+    async with ClientInstance(client_config(args)) as inst:
         await inst.route(args.topic)  # a clear error now rather than waiting for a topic that is not there
         consumer = PushConsumer(
             args.group, subscriptions={args.topic: args.tag}, listener=listener, instance=inst,

@@ -166,10 +166,27 @@ def add_proxy_command(capture_sub: argparse._SubParsersAction) -> None:
     p.add_argument("--listen", type=_hostport, required=True, metavar="HOST:PORT")
     p.add_argument("--upstream", type=_hostport, required=True, metavar="HOST:PORT")
     p.add_argument("--out", required=True, metavar="FILE", help="capture file (appended to)")
+    t = p.add_argument_group("TLS (the proxy ends TLS on either side and records the frames inside)")
+    t.add_argument("--tls-cert", metavar="PEM", help="clients connect with TLS: the proxy's certificate chain")
+    t.add_argument("--tls-key", metavar="PEM", help="its private key")
+    t.add_argument("--upstream-tls", action="store_true", help="connect to the upstream with TLS")
+    t.add_argument("--upstream-trust", metavar="PEM",
+                   help="verify the upstream's certificate against these CAs (default: any, as RocketMQ's client)")
     p.set_defaults(run=run_proxy_command)
 
 
 def run_proxy_command(args: argparse.Namespace) -> int:
     from trocket.conformance.proxy import main_proxy
+    from trocket.remoting.tls import TlsSettings
 
-    return main_proxy(args.listen, args.upstream, args.out)
+    try:
+        tls = TlsSettings(
+            server_mode="enforcing" if args.tls_cert else "disabled", server_cert=args.tls_cert, server_key=args.tls_key,
+            enable=args.upstream_tls or bool(args.upstream_trust), client_auth_server=bool(args.upstream_trust),
+            client_trust_cert=args.upstream_trust,
+        )
+        listen_ssl, upstream_ssl = tls.server_context(), tls.client_context()
+    except (OSError, ValueError) as exc:
+        print(f"trocket capture proxy: error: {exc}", file=sys.stderr)
+        return 1
+    return main_proxy(args.listen, args.upstream, args.out, listen_ssl=listen_ssl, upstream_ssl=upstream_ssl)

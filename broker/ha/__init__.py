@@ -21,7 +21,7 @@ runs the client.
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import trio
 
@@ -31,6 +31,9 @@ from .master import HAServer
 from .protocol import HAError, HAProtocolError, SlaveAheadError
 from .slave import HAClient
 from .transfer import GroupTransferService
+
+if TYPE_CHECKING:
+    from ..acl import AclValidator
 
 __all__ = [
     "GroupTransferService",
@@ -52,6 +55,7 @@ class HAService:
         store: MessageStore,
         *,
         on_fatal: Callable[[BaseException], None] | None = None,
+        acl: AclValidator | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -67,7 +71,8 @@ class HAService:
             self.server = HAServer(
                 store, self.transfer, listen,
                 batch_size=config.ha_transfer_batch_size, heartbeat=heartbeat, housekeeping=housekeeping,
-                allowed=config.ha_allowed_slaves,
+                allowed=config.ha_allowed_slaves, acl=acl,
+                ssl_context=self._server_tls(config),
                 # an ASYNC_MASTER serves without replication when its implicit port is taken
                 required=config.ha_listen is not None or config.is_sync_master,
             )
@@ -75,7 +80,15 @@ class HAService:
             self.client = HAClient(
                 store, config.ha_master_address, heartbeat=heartbeat, housekeeping=housekeeping,
                 max_record=config.max_message_size, on_fatal=on_fatal,
+                ssl_context=config.tls.client_context_always() if config.ha_tls else None,
             )
+
+    @staticmethod
+    def _server_tls(config: BrokerConfig):
+        """``haTlsEnable``: the HA port's context from the broker's ``tls.server.*`` certificate."""
+        if not config.ha_tls:
+            return None
+        return config.tls.server_context_always()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:

@@ -6,7 +6,10 @@ real one. A connection counts as a slave -- in ``transfer.connections``, so that
 SYNC_MASTER sends wait for it -- only once its first report is plausible: 8-byte
 offsets within the master's commit log, non-decreasing. A TLS or HTTP preface, junk, a
 negative offset, or silence until ``haHousekeepingInterval`` close it without it ever
-being waited for; ``haAllowedSlaves`` (trocket's; empty: any) limits the hosts served.
+being waited for; ``haAllowedSlaves`` (trocket's; empty: any) limits the hosts served, and
+so does ACL's ``globalWhiteRemoteAddresses`` when the broker has ACL on and the list is
+set (a host in either list is served). With ``haTlsEnable`` (trocket's; Java's HA has no
+TLS) the port speaks TLS only, with the broker's ``tls.server.*`` certificate.
 SYNC sends wait for the slave that is ahead (Java's ``push2SlaveMaxOffset``: the most
 any slave acknowledged). Per slave, one reader (``ReadSocketService``) and one writer
 (``WriteSocketService``):
@@ -41,17 +44,23 @@ acknowledgement of bytes never sent or going backwards, silence past
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
+from typing import TYPE_CHECKING
 
 import trio
 
 from trocket.codecs.frame import sniff_foreign_protocol
 from trocket.remoting import call_after_read
-from trocket.remoting.direct import DirectSocket
+from trocket.remoting.direct import direct_or_stream
+from trocket.remoting.ratelog import RateLimitedLog
 
 from ..store import MessageStore
 from .protocol import HEADER, OFFSET, HAProtocolError
 from .transfer import GroupTransferService
+
+if TYPE_CHECKING:
+    from ..acl import AclValidator
 
 __all__ = ["HAServer", "HAConnection"]
 
@@ -81,6 +90,9 @@ class HAServer:
         housekeeping: float = 20.0,
         required: bool = True,
         allowed: tuple[str, ...] = (),
+        acl: AclValidator | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        handshake_timeout: float = 10.0,
     ) -> None:
         self.store = store
         #: False: a listen address that cannot be bound is logged, and there is no server
@@ -93,6 +105,13 @@ class HAServer:
         self.port = 0
         #: the hosts served (empty: any): trocket's ``haAllowedSlaves``
         self.allowed = frozenset(allowed)
+        #: the broker's ACL: its global white list limits the hosts served when set
+        self.acl = acl
+        #: TLS on the HA port (``haTlsEnable``), None: plain TCP
+        self.ssl_context = ssl_context
+        self.handshake_timeout = handshake_timeout
+        #: refusals are logged at most once a second (a flood of connections must not flood the log)
+        self._refusal_log = RateLimitedLog(log, burst=1, interval=1.0, what="HA refusals")
         #: the slaves served now (connections whose first report was plausible)
         self.slaves: set[HAConnection] = set()
         #: connections refused or dropped for bad input (tests read it)
@@ -161,15 +180,36 @@ class HAServer:
             await trio.sleep(IDLE_WAIT)
             self._idle_lot.unpark_all()
 
+    def allows(self, host: str) -> bool:
+        """``host`` may be served: in ``haAllowedSlaves`` or ACL's global white list, when
+        either is set (any host when neither is)."""
+        if host in self.allowed:
+            return True
+        acl = self.acl
+        if acl is not None and acl.table.global_white:
+            return acl.white_listed(host)
+        return not self.allowed
+
     async def _handle(self, stream: trio.SocketStream) -> None:
         peer = _peer(stream)
+        transport: trio.abc.Stream = stream
         async with stream:
             host = peer.rpartition(":")[0].strip("[]")
-            if self.allowed and host not in self.allowed:
+            if not self.allows(host):
                 self.rejected += 1
-                log.warning("HA: refusing %s: not among haAllowedSlaves", peer)
+                self._refusal_log.log(logging.WARNING, "HA: refusing %s: not among haAllowedSlaves nor ACL's "
+                                      "globalWhiteRemoteAddresses", peer)
                 return
-            conn = HAConnection(self, stream, peer)
+            if self.ssl_context is not None:
+                transport = trio.SSLStream(stream, self.ssl_context, server_side=True)
+                try:
+                    with trio.fail_after(self.handshake_timeout):
+                        await transport.do_handshake()
+                except (trio.TooSlowError, trio.BrokenResourceError, OSError) as exc:
+                    self.rejected += 1
+                    self._refusal_log.log(logging.WARNING, "HA: TLS handshake with %s failed: %r", peer, exc)
+                    return
+            conn = HAConnection(self, transport, peer)
             try:
                 await conn.run()
             except HAProtocolError as exc:
@@ -200,7 +240,7 @@ class HAServer:
 
 
 class HAConnection:
-    def __init__(self, server: HAServer, stream: trio.SocketStream, peer: str) -> None:
+    def __init__(self, server: HAServer, stream: trio.abc.Stream, peer: str) -> None:
         self.server = server
         self.store = server.store
         self.stream = stream
@@ -212,7 +252,7 @@ class HAConnection:
         self.next = -1
         self.sent_bytes = 0
         self._rest = bytearray()
-        self.sock = DirectSocket(stream, 64 * 1024)
+        self.sock = direct_or_stream(stream, 64 * 1024)
         #: the writer task is inside a send: a push must not write between its bytes
         self._sending = False
         #: what a push could not write at once: the writer sends it before anything else

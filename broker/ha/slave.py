@@ -26,12 +26,13 @@ client stops with :class:`~.protocol.SlaveAheadError` naming both offsets.
 from __future__ import annotations
 
 import logging
+import ssl
 from typing import Callable
 
 import trio
 
 from ..store import MessageStore, PutMessageError
-from trocket.remoting.direct import DirectSocket
+from trocket.remoting.direct import direct_or_stream
 from .protocol import HEADER, HEADER_SIZE, OFFSET, HAProtocolError, SlaveAheadError
 
 __all__ = ["HAClient"]
@@ -50,8 +51,11 @@ class HAClient:
         reconnect_delay: float = 1.0,
         max_record: int = 4 * 1024 * 1024,
         on_fatal: Callable[[BaseException], None] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.store = store
+        #: TLS to the master's HA port (trocket's ``haTlsEnable``), None: plain TCP
+        self.ssl_context = ssl_context
         self._master = master
         self.heartbeat = heartbeat
         self.housekeeping = housekeeping
@@ -95,6 +99,8 @@ class HAClient:
             addr = f"{master[0]}:{master[1]}"
             try:
                 stream = await trio.open_tcp_stream(*master)
+                if self.ssl_context is not None:
+                    stream = await self._tls(stream, master[0])
             except OSError as exc:
                 # once per outage at INFO; the retries every reconnect_delay at DEBUG
                 log.log(logging.INFO if self._failing != addr else logging.DEBUG,
@@ -128,12 +134,23 @@ class HAClient:
                 await self._master_changed.wait()
                 self._master_changed = trio.Event()
 
-    async def _follow(self, stream: trio.SocketStream, addr: str) -> None:
+    async def _tls(self, stream: trio.SocketStream, host: str) -> trio.SSLStream:
+        assert self.ssl_context is not None
+        tls = trio.SSLStream(stream, self.ssl_context, server_hostname=host)
+        try:
+            with trio.fail_after(self.housekeeping):
+                await tls.do_handshake()
+        except (trio.TooSlowError, trio.BrokenResourceError) as exc:
+            await trio.aclose_forcefully(stream)
+            raise OSError(f"TLS handshake failed: {exc.__cause__ or exc!r}") from exc
+        return tls
+
+    async def _follow(self, stream: trio.abc.Stream, addr: str) -> None:
         store = self.store
         self._partial.clear()
         self.received = store.max_phy_offset
         self._empty = self.received == 0
-        sock = DirectSocket(stream, 256 * 1024)
+        sock = direct_or_stream(stream, 256 * 1024)
         await sock.send(OFFSET.pack(self.received))
         self.connected = True
         self.connects += 1

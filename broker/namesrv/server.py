@@ -20,12 +20,20 @@ scan that runs every ``scan_interval`` (10 s), as ``NamesrvController``'s
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
 import trio
 
-from trocket.remoting import ChannelEventListener, RemotingServer, ServerConfig, ServiceContextManager
+from trocket.remoting import (
+    ChannelEventListener,
+    RemotingServer,
+    RequestHook,
+    ServerConfig,
+    ServiceContextManager,
+    TlsSettings,
+)
 
 from .processor import NamesrvProcessor
 from .route_info import BROKER_CHANNEL_EXPIRED_TIME, RouteInfoManager
@@ -50,7 +58,8 @@ class NamesrvConfig:
     - ``scan_interval``: seconds between scans for such brokers (10 s);
     - ``enable_all_topic_list``: answer GET_ALL_TOPIC_LIST_FROM_NAMESERVER (else
       SYSTEM_ERROR "disable");
-    - ``idle_timeout``: seconds a connection may stay silent (Netty's 120 s), None = never.
+    - ``idle_timeout``: seconds a connection may stay silent (Netty's 120 s), None = never;
+    - ``tls``: Java's ``tls.server.*`` settings (disabled by default).
     """
 
     listen_host: str = "127.0.0.1"
@@ -59,9 +68,13 @@ class NamesrvConfig:
     scan_interval: float = attrs.field(default=10.0, validator=_positive)
     enable_all_topic_list: bool = True
     idle_timeout: float | None = 120.0
+    tls: TlsSettings = attrs.field(factory=TlsSettings)
 
     def server_config(self) -> ServerConfig:
-        return ServerConfig(listen_host=self.listen_host, listen_port=self.listen_port, idle_timeout=self.idle_timeout)
+        return ServerConfig(
+            listen_host=self.listen_host, listen_port=self.listen_port, idle_timeout=self.idle_timeout,
+            tls_mode=self.tls.server_mode,
+        )
 
 
 class BrokerHousekeeping(ChannelEventListener):
@@ -82,11 +95,14 @@ class BrokerHousekeeping(ChannelEventListener):
 
 
 class NameServer(ServiceContextManager):
-    def __init__(self, config: NamesrvConfig | None = None) -> None:
+    def __init__(self, config: NamesrvConfig | None = None, *, hooks: Iterable[RequestHook] = ()) -> None:
         self.config = config or NamesrvConfig()
         self.route_info = RouteInfoManager(broker_expiry=self.config.broker_expiry, clock=trio.current_time)
         self.processor = NamesrvProcessor(self.route_info, enable_all_topic_list=self.config.enable_all_topic_list)
-        self.remoting = RemotingServer(self.config.server_config(), listener=BrokerHousekeeping(self.route_info))
+        self.remoting = RemotingServer(
+            self.config.server_config(), listener=BrokerHousekeeping(self.route_info),
+            ssl_context=self.config.tls.server_context(), hooks=hooks,
+        )
         self.processor.register_on(self.remoting)
         self._nursery: trio.Nursery | None = None
         self._done = trio.Event()

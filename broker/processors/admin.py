@@ -117,6 +117,13 @@ class AdminProcessor:
                 f"illegal queue numbers: readQueueNums={header.readQueueNums}, "
                 f"writeQueueNums={header.writeQueueNums} (both must be positive)",
             )
+        limit = self.ctx.config.max_queue_nums_per_topic
+        if header.readQueueNums > limit or header.writeQueueNums > limit:  # issue 24: no route of 2^31 queues
+            return reply(
+                ResponseCode.SYSTEM_ERROR,
+                f"illegal queue numbers: readQueueNums={header.readQueueNums}, "
+                f"writeQueueNums={header.writeQueueNums} (at most {limit} per topic: maxQueueNumsPerTopic)",
+            )
         if header.topicFilterType not in _FILTER_TYPES:
             return reply(
                 ResponseCode.SYSTEM_ERROR,

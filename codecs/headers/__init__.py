@@ -19,6 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .acl import (
+    CreateAccessConfigRequestHeader,
+    DeleteAccessConfigRequestHeader,
+    GetBrokerAclConfigResponseHeader,
+    UpdateGlobalWhiteAddrsConfigRequestHeader,
+)
 from .admin import CreateTopicRequestHeader, DeleteTopicRequestHeader, ViewMessageRequestHeader
 from .consumer import (
     ConsumerSendMsgBackRequestHeader,
@@ -86,6 +92,10 @@ __all__ = [
     "EndTransactionRequestHeader",
     "CheckTransactionStateRequestHeader",
     "ReplyMessageRequestHeader",
+    "CreateAccessConfigRequestHeader",
+    "DeleteAccessConfigRequestHeader",
+    "UpdateGlobalWhiteAddrsConfigRequestHeader",
+    "GetBrokerAclConfigResponseHeader",
 ]
 
 # -- registry: request code -> header classes --------------------------------------------
@@ -108,6 +118,9 @@ REQUEST_HEADERS: Mapping[int, type] = {
     38: GetConsumerListByGroupRequestHeader,  # GET_CONSUMER_LIST_BY_GROUP
     39: CheckTransactionStateRequestHeader,  # CHECK_TRANSACTION_STATE
     40: NotifyConsumerIdsChangedRequestHeader,  # NOTIFY_CONSUMER_IDS_CHANGED
+    50: CreateAccessConfigRequestHeader,  # UPDATE_AND_CREATE_ACL_CONFIG
+    51: DeleteAccessConfigRequestHeader,  # DELETE_ACL_CONFIG
+    53: UpdateGlobalWhiteAddrsConfigRequestHeader,  # UPDATE_GLOBAL_WHITE_ADDRS_CONFIG
     103: RegisterBrokerRequestHeader,  # REGISTER_BROKER
     104: UnregisterBrokerRequestHeader,  # UNREGISTER_BROKER
     105: GetRouteInfoRequestHeader,  # GET_ROUTEINFO_BY_TOPIC
@@ -130,6 +143,7 @@ RESPONSE_HEADERS: Mapping[int, type] = {
     29: SearchOffsetResponseHeader,  # SEARCH_OFFSET_BY_TIMESTAMP
     30: GetMaxOffsetResponseHeader,  # GET_MAX_OFFSET
     31: GetMinOffsetResponseHeader,  # GET_MIN_OFFSET
+    52: GetBrokerAclConfigResponseHeader,  # GET_BROKER_CLUSTER_ACL_INFO
     103: RegisterBrokerResponseHeader,  # REGISTER_BROKER
     310: SendMessageResponseHeader,  # SEND_MESSAGE_V2
     320: SendMessageResponseHeader,  # SEND_BATCH_MESSAGE

@@ -376,7 +376,7 @@ class ScenarioRun:
 
     def __init__(self, bundle: Bundle, classes: Path, *, namesrv: str, broker: str, prefix: str, home: Path,
                  scenarios: list[str] | None = None, threads: int = 16, deadline_s: int = 240,
-                 params: dict[str, object] | None = None) -> None:
+                 params: dict[str, object] | None = None, jvm_opts: list[str] | None = None) -> None:
         self.results: dict[str, dict] = {}
         self.cond = threading.Condition()
         self.done = False
@@ -388,7 +388,7 @@ class ScenarioRun:
             "--threads", str(threads), "--deadline", str(deadline_s),
             *(arg for k, v in (params or {}).items() for arg in ("--param", f"{k}={v}")),
             *(scenarios or ["all"]),
-        ], home=home)
+        ], home=home, jvm=[*SMALL_JVM, *(jvm_opts or [])])
         self._err = open(self.stderr_path, "wb")
         self.started = time.monotonic()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._err, stdin=subprocess.DEVNULL,
@@ -497,11 +497,12 @@ def route_queue_datas(namesrv: str, topic: str) -> list[dict]:
 
 
 def run_step(bundle: Bundle, classes: Path, home: Path, scenario: str, *, namesrv: str, broker: str,
-             timeout: float = 180.0, **params: object) -> dict:
+             timeout: float = 180.0, jvm_opts: list[str] | None = None, **params: object) -> dict:
     """One parametrized Runner scenario (src/StepScenarios.java) to its end; its data
     (AssertionError with the Java exception when it threw)."""
     run = ScenarioRun(bundle, classes, namesrv=namesrv, broker=broker, prefix=f"st{os.getpid() % 10000}",
-                      home=home, scenarios=[scenario], threads=1, deadline_s=int(timeout), params=params)
+                      home=home, scenarios=[scenario], threads=1, deadline_s=int(timeout), params=params,
+                      jvm_opts=jvm_opts)
     try:
         doc = run.result(scenario, timeout=timeout + 30)
     finally:

@@ -1,8 +1,8 @@
 """Features other issues bring to trocket's broker, run with the real Java client against
 both brokers (src/FeatureScenarios.java): transactions and request-reply (issue 23),
 SQL92 filters and message trace (issue 25). The trocket runs of what has not landed yet
-(issue 25) are ``xfail(strict=True)``. (ACL, issue 24, needs a broker with aclEnable of its own: not in
-this shared-broker suite.)"""
+(issue 25) are ``xfail(strict=True)``. (ACL, issue 24, runs on brokers with aclEnable of
+their own: test_java_acl.py.)"""
 
 from __future__ import annotations
 

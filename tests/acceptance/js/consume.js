@@ -3,7 +3,7 @@
  *
  *   node consume.js --namesrv HOST:PORT --group G --topics T1,T2 --expect N
  *                   [--timeout S] [--idle S] [--quiet S] [--retry UID:action,UID:throw]
- *                   [--deadline S]
+ *                   [--deadline S] [--access-key AK --secret-key SK]
  *
  * Subscribes every topic with '*' (ali-ons also subscribes %RETRY%<group> itself),
  * waits until --expect distinct uids arrived -- and every --retry uid came back with
@@ -92,6 +92,7 @@ async function main() {
     nameSrv: args.namesrv,
     httpclient: spec.NO_HTTP,
     consumerGroup: args.group,
+    ...spec.credentials(args),
   });
   consumer.on('error', err => {
     const text = spec.errText(err);

@@ -3,7 +3,7 @@
  * (SEND_MESSAGE_V2, 310), --inflight sends outstanding at a time.
  *
  *   node produce.js --namesrv HOST:PORT --mode M --topic T [--count N] [--start I]
- *                   [--group G] [--inflight K] [--deadline S]
+ *                   [--group G] [--inflight K] [--deadline S] [--access-key AK --secret-key SK]
  *
  * Prints one JSON object: per uid the send result (status, msgId, queueId, queueOffset),
  * per uid the body digest that was sent, errors, timings.
@@ -35,6 +35,7 @@ async function main() {
     nameSrv: args.namesrv,
     httpclient: spec.NO_HTTP,
     producerGroup: args.group || `PG_${args.mode}`,
+    ...spec.credentials(args),
   });
   producer.on('error', err => errors.push(`producer error event: ${spec.errText(err)}`));
   await spec.withTimeout(producer.ready(), 20, 'producer start');

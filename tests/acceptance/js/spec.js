@@ -93,6 +93,11 @@ const NO_HTTP = {
   },
 };
 
+/** ali-ons options signing every request (ACL) when --access-key is given. */
+function credentials(args) {
+  return args['access-key'] ? { accessKey: args['access-key'], secretKey: args['secret-key'] || '' } : {};
+}
+
 let resultPrinted = false;
 
 /** Print the one JSON result line (stdout) and exit once it is written out. stdout is
@@ -136,6 +141,6 @@ function errText(err) {
 }
 
 module.exports = {
-  TAGS, USER_PROPS, LARGE_BODY, uidOf, isLarge, bodyOf, messageOf, sha1, parseArgs, NO_HTTP, finish,
+  TAGS, USER_PROPS, LARGE_BODY, uidOf, isLarge, bodyOf, messageOf, sha1, parseArgs, NO_HTTP, credentials, finish,
   deadline, withTimeout, sleep, errText,
 };

@@ -65,6 +65,8 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--idle", type=float, default=1.0)
     ap.add_argument("--expression", default="*")
+    ap.add_argument("--access-key", help="ACL credentials (the client signs every request)")
+    ap.add_argument("--secret-key")
     ap.add_argument("--quiet", type=float, default=8.0,
                     help="give up early when nothing new arrived for this long (after a first message)")
     args = ap.parse_args()
@@ -99,6 +101,8 @@ def main() -> int:
     if args.kind in ("push", "orderly"):
         consumer = PushConsumer(args.group, orderly=args.kind == "orderly")
         consumer.set_namesrv_addr(args.namesrv)
+        if args.access_key:
+            consumer.set_session_credentials(args.access_key, args.secret_key or "", "ALIYUN")
         consumer.set_thread_count(4)
         for topic in topics:
             consumer.subscribe(topic, on_message, args.expression)
@@ -120,6 +124,8 @@ def main() -> int:
     else:
         consumer = PullConsumer(args.group)
         consumer.set_namesrv_addr(args.namesrv)
+        if args.access_key:
+            consumer.set_session_credentials(args.access_key, args.secret_key or "", "ALIYUN")
         t_started = time.time()
         consumer.start()
         rounds = 0

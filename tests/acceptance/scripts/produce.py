@@ -36,11 +36,15 @@ def main() -> int:
     ap.add_argument("--group", default=None)
     ap.add_argument("--topic", default=None)
     ap.add_argument("--inflight", type=int, default=64, help="async sends outstanding at most")
+    ap.add_argument("--access-key", help="ACL credentials (the client signs every request)")
+    ap.add_argument("--secret-key")
     args = ap.parse_args()
     mode = args.mode
     topic = args.topic or TOPICS[mode]
     producer = Producer(args.group or f"PG_{mode}", timeout=10000)
     producer.set_namesrv_addr(args.namesrv)
+    if args.access_key:
+        producer.set_session_credentials(args.access_key, args.secret_key or "", "ALIYUN")
     producer.start()
 
     acked: dict[str, dict] = {}

@@ -53,6 +53,8 @@ final class Scenarios {
         Map<String, Scenario> m = new LinkedHashMap<>();
         m.put("produce", StepScenarios::produce);
         m.put("consume", StepScenarios::consume);
+        m.put("acl_probe", AclScenarios::aclProbe);
+        m.put("tls_probe", AclScenarios::tlsProbe);
         return m;
     }
 }
