@@ -6,8 +6,8 @@ configuration, the store and its topic and consumer-offset tables, the remoting 
 they are registered on, the client-side managers (consumers, producers, rebalance
 locks), the long-polling service, the schedule service (delayed messages), the
 transaction service (half messages and their checks), the outer API (name-server
-registration), replication (``ha``), the channel listener, and the hooks back into the
-controller:
+registration), replication (``ha``), the statistics (``stats``), the channel listener,
+and the hooks back into the controller:
 
 * ``on_topic_created(topic)``: a processor created or changed a topic; the controller
   registers with the name servers soon;
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from trocket.broker.outer_api import BrokerOuterAPI
     from trocket.broker.schedule import ScheduleMessageService
     from trocket.broker.transaction import TransactionalMessageService
+    from trocket.broker.stats import BrokerStatsService
 
 __all__ = ["BrokerContext", "BrokerChannelListener"]
 
@@ -137,6 +138,8 @@ class BrokerContext:
     ha: HAService | None = None
     #: name-server registration (broker/outer_api.py); set by the controller
     outer_api: BrokerOuterAPI | None = None
+    #: the statistics (broker/stats.py: stats items, TPS windows); None in bare setups
+    stats: BrokerStatsService | None = None
     on_topic_created: Callable[[str], None] = _ignore_topic
     register_now: Callable[[], Awaitable[object]] | None = None
 

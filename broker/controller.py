@@ -59,16 +59,13 @@ server.
 from __future__ import annotations
 
 import logging
-import math
 import os
-import shutil
 import time
 from typing import TYPE_CHECKING, Awaitable, Callable
 
 import attrs
 import trio
 
-from trocket._version import version
 from trocket.codecs.codes import RequestCode
 from trocket.codecs.bodies.namesrv import RegisterBrokerResult
 from trocket.codecs.message.hosts import HostAddress
@@ -82,10 +79,13 @@ from .long_polling import PullHoldService
 from .namesrv.server import NamesrvConfig, NameServer
 from .outer_api import BrokerOuterAPI
 from .processors import admin, client, end_transaction, locks, offsets, pull, reply_message, send, send_back
+from .processors import stats as stats_processor
 from .processors.admin import AdminProcessor
 from .processors.pull import PullProcessor
 from .processors.send import SendProcessor
 from .schedule import ScheduleMessageService
+from .snapshot import BrokerSnapshot, runtime_table, take_snapshot
+from .stats import BrokerStatsService
 from .store import ConsumerOffsetManager, MessageStore, TopicConfigManager
 from .transaction import TransactionalMessageService
 
@@ -136,6 +136,8 @@ class BrokerController(ServiceContextManager):
         self.pull_processor: PullProcessor | None = None
         self.admin_processor: AdminProcessor | None = None
         self.ha: HAService | None = None
+        #: the statistics (broker/stats.py): TPS windows, daily totals, stats items
+        self.stats: BrokerStatsService | None = None
         self.slave_sync: SlaveSynchronize | None = None
         #: the master's broker address a slave learned at registration (its sync target)
         self.master_addr: str | None = None
@@ -285,9 +287,10 @@ class BrokerController(ServiceContextManager):
         self.client = RemotingClient(self.client_config)
         await services.start(self.client.run)
         self.outer_api = BrokerOuterAPI(self.client, self.namesrv_addrs)
+        self.stats = stats = BrokerStatsService(store, cfg.cluster)
         self.ctx = ctx = BrokerContext(
             config=cfg, store=store, topics=self.topics, offsets=self.offsets, server=server, pull_hold=hold,
-            schedule=schedule, outer_api=self.outer_api, ha=self.ha,
+            schedule=schedule, outer_api=self.outer_api, ha=self.ha, stats=stats,
             on_topic_created=self.topic_created, register_now=self.register_broker_all,
         )
         ctx.channels.on_close.append(hold.drop_connection)
@@ -298,8 +301,9 @@ class BrokerController(ServiceContextManager):
             await trio.to_thread.run_sync(self.transactions.load)
             await services.start(self.transactions.run)
 
-        # 4. processors
+        # 4. processors, and the statistics that read their counters
         self._register_processors(ctx)
+        await services.start(stats.run)
 
         # listen (the real port is known now: patch STOREHOST for port 0), then the VIP channel
         await services.start(server.serve)
@@ -355,7 +359,12 @@ class BrokerController(ServiceContextManager):
         self.pull_processor = pull.register(ctx)
         self.admin_processor = admin.register(ctx, runtime_info=self.runtime_info)
         client.register(ctx)
-        send_back.register(ctx)
+        send_back_processor = send_back.register(ctx)
+        stats_processor.register(ctx)
+        if ctx.stats is not None:
+            ctx.stats.send = self.send_processor
+            ctx.stats.pull = self.pull_processor
+            ctx.stats.send_back = send_back_processor
         offsets.register(ctx)
         locks.register(ctx)
         end_transaction.register(ctx)
@@ -512,73 +521,14 @@ class BrokerController(ServiceContextManager):
 
     # -- runtime info ------------------------------------------------------------------------
 
+    def snapshot(self, *, tables: bool = False) -> BrokerSnapshot | None:
+        """Every figure of the broker now (:mod:`.snapshot`), None before it started;
+        ``tables``: with the per-topic and per-group figures (the metrics endpoint's)."""
+        if self.ctx is None or self.stats is None:
+            return None
+        return take_snapshot(self.ctx, self.stats, boot_timestamp=self.boot_timestamp, tables=tables)
+
     def runtime_info(self) -> dict[str, str]:
-        """GET_BROKER_RUNTIME_INFO's table (Java key names where they apply)."""
-        store = self.store
-        info: dict[str, str] = {
-            "brokerVersionDesc": f"trocket {version()} (V4_9_8 protocol)",
-            "brokerVersion": "409",
-            "bootTimestamp": str(self.boot_timestamp),
-        }
-        if self.boot_timestamp:
-            up = max(0, int(time.time() - self.boot_timestamp / 1000))
-            d, rem = divmod(up, 86400)
-            h, rem = divmod(rem, 3600)
-            m, s = divmod(rem, 60)
-            info["runtime"] = f"[ {d} days, {h} hours, {m} minutes, {s} seconds ]"
-        if store is not None and not store.closed:
-            lock_ns, lock_count = store.lock_stats()
-            info.update(
-                {
-                    "commitLogMaxOffset": str(store.max_phy_offset),
-                    "commitLogMinOffset": str(store.min_phy_offset),
-                    "remainHowManyDataToFlush": f"{max(0, store.max_phy_offset - store.flushed_offset)} B",
-                    "dispatchBehindBytes": str(store.dispatch_behind_bytes),
-                    "pageCacheLockTimeMills": "0",
-                    "putMessageLockTimeNanosTotal": str(lock_ns),
-                    "putMessageLockTimesTotal": str(lock_count),
-                    "flushDiskType": store.config.flush_mode.value,
-                }
-            )
-            try:
-                usage = shutil.disk_usage(store.config.store_dir)
-                info["commitLogDirCapacity"] = f"Total : {_human(usage.total)}, Free : {_human(usage.free)}."
-                info["commitLogDiskRatio"] = f"{(usage.total - usage.free) / usage.total:.4f}" if usage.total else "0"
-            except OSError:
-                pass
-        send = self.send_processor
-        if send is not None:
-            info["putMessageTimesTotal"] = str(send.put_messages)
-            info["putMessageSizeTotal"] = str(send.put_bytes)
-            info["putMessageFailedTimes"] = str(send.put_failures)
-            info["putMessageAverageSize"] = f"{send.put_bytes / send.put_messages:.2f}" if send.put_messages else "0.00"
-            info["sendThreadPoolQueueSize"] = str(max(0, send.pending - self.config.send_concurrency))
-            info["sendThreadPoolQueueCapacity"] = str(self.config.send_queue_capacity)
-        pull = self.pull_processor
-        if pull is not None:
-            info["getFoundTimesTotal"] = str(pull.found)
-            info["getMessageTransferedMsgCount"] = str(pull.found_messages)
-            info["getMissTimesTotal"] = str(pull.not_found)
-            info["pullThreadPoolQueueCapacity"] = str(self.config.pull_queue_capacity)
-        if self.schedule is not None:
-            info.update(self.schedule.running_stats())
-        if self.transactions is not None:
-            info.update(self.transactions.running_stats())
-        hold = self.pull_hold
-        if hold is not None:
-            info["pullRequestHeldNow"] = str(hold.held_count)
-            info["pullRequestWokenByArrival"] = str(hold.woken_by_arrival)
-            info["pullRequestWokenByTimeout"] = str(hold.woken_by_timeout)
-        if self.server is not None:
-            info["connections"] = str(len(self.server.connections))
-        if self.ha is not None:
-            info.update(self.ha.info())
-        return info
-
-
-def _human(n: float) -> str:
-    """``MixAll.humanReadableByteCount(n, false)``-like."""
-    if n < 1024:
-        return f"{int(n)} B"
-    exp = min(int(math.log(n, 1024)), 6)
-    return f"{n / 1024 ** exp:.1f} {'KMGTPE'[exp - 1]}iB"
+        """GET_BROKER_RUNTIME_INFO's table: the snapshot in Java's keys and formats."""
+        snap = self.snapshot()
+        return runtime_table(snap) if snap is not None else {}

@@ -44,6 +44,14 @@ from trocket.codecs.bodies.client import (
 )
 from trocket.codecs.bodies.namesrv import ClusterInfo, KVTable, TopicList
 from trocket.codecs.bodies.route import TopicRouteData
+from trocket.codecs.bodies.stats import (
+    BrokerStatsData,
+    ConsumeStats,
+    ConsumeStatsList,
+    QueryConsumeTimeSpanBody,
+    QueueTimeSpan,
+    TopicStatsTable,
+)
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.custom_header import decode_header
@@ -66,6 +74,13 @@ from trocket.codecs.headers import (
     SearchOffsetResponseHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
+)
+from trocket.codecs.headers.stats import (
+    GetConsumeStatsInBrokerHeader,
+    GetConsumeStatsRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    QueryConsumeTimeSpanRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
 )
 from trocket.codecs.message import iter_records
 from trocket.remoting import (
@@ -479,6 +494,57 @@ class ClientAPI:
         if resp.code != ResponseCode.SUCCESS:
             raise response_error(f"runtime info of {addr}", resp)
         return decoded(f"runtime info of {addr}", resp, lambda: KVTable.from_body(resp.body).table)
+
+
+    # -- broker: operations (statistics, groups, config, queries) --------------------------
+
+    async def call(
+        self, addr: str, code: int, header=None, what: str = "", decode: Callable[[RemotingCommand], T] | None = None,
+        *, body: bytes = b"", timeout: float | None = None,
+    ) -> T | None:
+        """One admin call: ``code`` with ``header`` and ``body`` to ``addr``; a non-success
+        answer raises :func:`response_error` (naming ``what``), a success answer is
+        ``decode(response)`` (its codec errors turned into :class:`BrokerResponseError`)
+        or ``None`` without ``decode``."""
+        resp = await self.invoke(addr, self.request(code, header, body), timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(what or f"request {code} to {addr}", resp)
+        return decoded(what, resp, lambda: decode(resp)) if decode is not None else None
+
+    async def view_broker_stats_data(
+        self, addr: str, stats_name: str, stats_key: str, timeout: float | None = None
+    ) -> BrokerStatsData:
+        """VIEW_BROKER_STATS_DATA: a stats item's last minute, hour and day."""
+        header = ViewBrokerStatsDataRequestHeader(statsName=stats_name, statsKey=stats_key)
+        return await self.call(addr, RequestCode.VIEW_BROKER_STATS_DATA, header, f"stats {stats_name} {stats_key} at {addr}",
+                               lambda r: BrokerStatsData.from_body(r.body), timeout=timeout)
+
+    async def get_broker_consume_stats(self, addr: str, *, order: bool = False, timeout: float | None = None) -> ConsumeStatsList:
+        """GET_BROKER_CONSUME_STATS: every group's consume stats on the broker."""
+        return await self.call(addr, RequestCode.GET_BROKER_CONSUME_STATS, GetConsumeStatsInBrokerHeader(isOrder=order),
+                               f"consume stats of {addr}", lambda r: ConsumeStatsList.from_body(r.body), timeout=timeout)
+
+    async def get_consume_stats(
+        self, addr: str, group: str, topic: str | None = None, timeout: float | None = None
+    ) -> ConsumeStats:
+        """GET_CONSUME_STATS: ``group``'s offsets per queue (on ``topic``, or every topic it consumed)."""
+        return await self.call(addr, RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader(consumerGroup=group, topic=topic),
+                               f"consume stats of {group} at {addr}", lambda r: ConsumeStats.from_body(r.body), timeout=timeout)
+
+    async def get_topic_stats(self, addr: str, topic: str, timeout: float | None = None) -> TopicStatsTable:
+        """GET_TOPIC_STATS_INFO: ``topic``'s min and max offsets per queue on the broker."""
+        return await self.call(addr, RequestCode.GET_TOPIC_STATS_INFO, GetTopicStatsInfoRequestHeader(topic=topic),
+                               f"topic stats of {topic} at {addr}", lambda r: TopicStatsTable.from_body(r.body), timeout=timeout)
+
+    async def query_consume_time_span(
+        self, addr: str, topic: str, group: str, timeout: float | None = None
+    ) -> list[QueueTimeSpan]:
+        """QUERY_CONSUME_TIME_SPAN: per queue, first/last store times and the group's consume time."""
+        return await self.call(
+            addr, RequestCode.QUERY_CONSUME_TIME_SPAN, QueryConsumeTimeSpanRequestHeader(topic=topic, group=group),
+            f"consume time span of {group} on {topic} at {addr}",
+            lambda r: QueryConsumeTimeSpanBody.from_body(r.body).consume_time_span_set, timeout=timeout,
+        )
 
 
 def _copy(request: RemotingCommand) -> RemotingCommand:

@@ -5,7 +5,7 @@
                  [--transaction commit|rollback|check]
     trocket admin topic create|list|route|delete ...
     trocket admin group offsets|lag --group G --topic T
-    trocket admin cluster
+    trocket admin cluster | broker ... | topic stats   (trocket/cli_admin.py)
 
 ``send`` prints one result line for a single message; for several, a progress line on a
 terminal's stderr and a summary: sent, failed, TPS, latency p50/p99. Admin commands print
@@ -108,10 +108,9 @@ def add_client_commands(sub: Any) -> None:
         g.add_argument("--json", action="store_true")
         g.set_defaults(run=_run_group_offsets if name == "offsets" else _run_group_lag)
 
-    cluster = asub.add_parser("cluster", help="clusters, brokers and their addresses and runtime figures")
-    _namesrv_arg(cluster)
-    cluster.add_argument("--json", action="store_true")
-    cluster.set_defaults(run=_run_cluster)
+    from trocket.cli_admin import add_admin_commands
+
+    add_admin_commands(asub, tsub)  # cluster, broker stats, topic stats (trocket/cli_admin.py)
 
 
 # -- helpers -----------------------------------------------------------------------------
@@ -367,8 +366,11 @@ def _run_send(args: argparse.Namespace) -> int:
 # -- admin: topics -----------------------------------------------------------------------
 
 
-async def _masters(inst, cluster: str | None) -> list[tuple[str, str, str]]:
-    """(cluster, broker name, master address) of every master (of ``cluster``)."""
+async def _brokers(inst, cluster: str | None = None, broker: str | None = None) -> list[tuple[str, str, int, str]]:
+    """(cluster, broker name, id, address) of every broker (of ``cluster``; or just the
+    broker at address ``broker``, named ``-``)."""
+    if broker is not None:
+        return [("-", "-", -1, broker)]
     info = await inst.api.get_cluster_info()
     out = []
     for cname, names in sorted(info.cluster_addr_table.items()):
@@ -376,10 +378,18 @@ async def _masters(inst, cluster: str | None) -> list[tuple[str, str, str]]:
             continue
         for name in sorted(names):
             bd = info.broker_addr_table.get(name)
-            if bd is not None and bd.master_addr:
-                out.append((cname, name, bd.master_addr))
+            if bd is not None:
+                out.extend((cname, name, bid, addr) for bid, addr in sorted(bd.broker_addrs.items()))
     if cluster is not None and not out:
-        raise ValueError(f"no master broker in cluster {cluster!r} (known: {sorted(info.cluster_addr_table)})")
+        raise ValueError(f"no broker in cluster {cluster!r} (known: {sorted(info.cluster_addr_table)})")
+    return out
+
+
+async def _masters(inst, cluster: str | None) -> list[tuple[str, str, str]]:
+    """(cluster, broker name, master address) of every master (of ``cluster``)."""
+    out = [(cname, name, addr) for cname, name, bid, addr in await _brokers(inst, cluster) if bid == 0]
+    if cluster is not None and not out:
+        raise ValueError(f"no master broker in cluster {cluster!r}")
     return out
 
 
@@ -526,43 +536,6 @@ async def _group_lag(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def _cluster(args: argparse.Namespace) -> int:
-    from trocket.client import ClientError
-
-    rows = []
-    async with _instance(args) as inst:
-        info = await inst.api.get_cluster_info()
-        for cname, names in sorted(info.cluster_addr_table.items()):
-            for name in sorted(names):
-                bd = info.broker_addr_table.get(name)
-                if bd is None:
-                    continue
-                for bid, addr in sorted(bd.broker_addrs.items()):
-                    try:
-                        rt = await inst.api.get_broker_runtime_info(addr)
-                    except ClientError as exc:
-                        rt = {"error": exc.summary}
-                    rows.append({"cluster": cname, "broker": name, "id": bid, "addr": addr,
-                                 "version": rt.get("brokerVersionDesc"), "putTps": rt.get("putTps"),
-                                 "getTps": rt.get("getTransferedTps") or rt.get("getFoundTps"),
-                                 **_half_messages(rt), "error": rt.get("error")})
-    if args.json:
-        print(json.dumps(rows))
-        return EXIT_OK
-    print(_table(["cluster", "broker", "id", "address", "version", "put tps", "get tps", "half msgs", "oldest half"],
-                 [[r["cluster"], r["broker"], r["id"], r["addr"], r["version"], r["putTps"],
-                   r["getTps"] if not r["error"] else r["error"], r["halfPending"], r["halfOldest"]] for r in rows]))
-    return EXIT_OK
-
-
-def _half_messages(rt: dict[str, str]) -> dict[str, str | None]:
-    """Transactions' half messages not ended yet on a broker, and the oldest one's age
-    (a trocket broker's runtime figures; a Java broker has none)."""
-    age = rt.get("transactionHalfOldestAgeMs")
-    oldest = None if age is None else "-" if age == "-1" else f"{int(age) / 1000:.1f} s"
-    return {"halfPending": rt.get("transactionHalfPending"), "halfOldest": oldest}
-
-
 def _run_group_offsets(args):
     return _run_trio(_group_offsets, args)
 
@@ -570,6 +543,3 @@ def _run_group_offsets(args):
 def _run_group_lag(args):
     return _run_trio(_group_lag, args)
 
-
-def _run_cluster(args):
-    return _run_trio(_cluster, args)

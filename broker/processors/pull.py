@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import logging
 import struct
+import time
 from typing import TYPE_CHECKING
 
 from trocket.codecs.codes import RequestCode, ResponseCode
@@ -94,6 +95,7 @@ _CODES = {
     GetStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
 }
 
+_perf_ns = time.perf_counter_ns
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _BODYLEN_AT = 84  # IPv4 born and store hosts
@@ -160,12 +162,19 @@ class PullProcessor:
         #: a master with ``slaveReadEnable`` sends slow consumers to its slave (id 1)
         self.slave_read = ctx.config.slave_read_enable and not ctx.config.is_slave
         self.short_polling_ms = ctx.config.short_polling_time_ms
-        # counters
+        # counters (GET_BROKER_RUNTIME_INFO and broker/stats.py)
         self.found = 0
         self.found_messages = 0
         self.found_bytes = 0
         self.not_found = 0
         self.held = 0
+        #: store reads that found nothing to deliver (Java's getMessageTimesTotalMiss:
+        #: a held pull's re-runs count again)
+        self.missed = 0
+        #: the longest store read (``getMessageEntireTimeMax``), ns
+        self.get_time_max_ns = 0
+        #: (topic, queue id, group) -> [messages, bytes] delivered
+        self.gets: dict[tuple[str, int, str], list[int]] = {}
         if self.hold is not None:
             self.hold.rerun = self.rerun
 
@@ -226,7 +235,11 @@ class PullProcessor:
                 )
 
         offset = header.queueOffset
+        t0 = _perf_ns()
         result = self.store.get_message(group, topic, queue_id, offset, max(1, header.maxMsgNums), sub.codes)
+        elapsed = _perf_ns() - t0
+        if elapsed > self.get_time_max_ns:
+            self.get_time_max_ns = elapsed
         status = result.status
         body = b""
         if status is GetStatus.FOUND:
@@ -235,10 +248,21 @@ class PullProcessor:
                 status = result.status
             if status is GetStatus.FOUND:
                 body = result.joined()
+                count = len(result.buffers)
                 self.found += 1
-                self.found_messages += len(result.buffers)
+                self.found_messages += count
                 self.found_bytes += len(body)
+                # per queue and group, once per pull (the statistics sum them per pass)
+                key = (topic, queue_id, group)
+                got = self.gets.get(key)
+                if got is None:
+                    self.gets[key] = [count, len(body)]
+                else:
+                    got[0] += count
+                    got[1] += len(body)
             result.release()
+        if status is not GetStatus.FOUND:
+            self.missed += 1
         if status is GetStatus.NO_MESSAGE_IN_QUEUE or status is GetStatus.NO_MATCHED_LOGIC_QUEUE:
             code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
         else:

@@ -113,9 +113,14 @@ async def _ensure_dlq_topic(ctx: BrokerContext, group: str) -> TopicConfig | Non
     return tc
 
 
-async def send_back(ctx: BrokerContext, pre_put: PrePut, header: ConsumerSendMsgBackRequestHeader) -> RemotingCommand:
+async def send_back(
+    ctx: BrokerContext, pre_put: PrePut, header: ConsumerSendMsgBackRequestHeader,
+    counts: dict[tuple[str, str], int] | None = None,
+) -> RemotingCommand:
     """Store the retry (or dead-letter) copy of the message at ``header.offset``
-    (through ``pre_put``, the send path's step: the delay)."""
+    (through ``pre_put``, the send path's step: the delay). ``counts`` (the
+    statistics' SNDBCK_PUT_NUMS) gets one more for (the message's original topic,
+    the group) once the copy is stored."""
     group = header.group
     if not ctx.config.broker_permission & PERM_WRITE:
         broker_ip = ctx.broker_addr().rpartition(":")[0]
@@ -179,6 +184,9 @@ async def send_back(ctx: BrokerContext, pre_put: PrePut, header: ConsumerSendMsg
         raise BrokerError(exc.status.value) from None
     if not result.ok:
         raise BrokerError(result.status.value)
+    if counts is not None:
+        key = (props[PROPERTY_RETRY_TOPIC], group)
+        counts[key] = counts.get(key, 0) + 1
     log.debug(
         "sent back %s of %s for group %s to %s via %s (reconsume %d)",
         msg.msg_id, props[PROPERTY_RETRY_TOPIC], group, new_topic, inner.topic, inner.reconsume_times,
@@ -193,10 +201,12 @@ class SendBackProcessor:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
         self.pre_put = pre_put(ctx)
+        #: (original topic, group) -> messages sent back (read by broker/stats.py)
+        self.sent_back: dict[tuple[str, str], int] = {}
 
     async def process_request(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         header = decode_request_header(ConsumerSendMsgBackRequestHeader, request)
-        return await send_back(self.ctx, self.pre_put, header)
+        return await send_back(self.ctx, self.pre_put, header, self.sent_back)
 
 
 def register(ctx: BrokerContext) -> SendBackProcessor:

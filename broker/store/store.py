@@ -421,6 +421,18 @@ class MessageStore:
             return -1
         return self.get_message_store_timestamp(topic, queue_id, cq.min_offset)
 
+    def earliest_message_time(self) -> int:
+        """``getEarliestMessageTime``: the store time of the commit log's first record
+        still stored, -1 when there is none."""
+        commit_log = self.commit_log
+        view = commit_log.get_record(commit_log.min_offset)
+        if view is None:
+            return -1
+        try:
+            return commit_log.pickup_store_timestamp(commit_log.min_offset, len(view))
+        finally:
+            view.release()
+
     def select_one_message_by_offset(self, commit_log_offset: int) -> memoryview | None:
         """``selectOneMessageByOffset``: the record's bytes (VIEW_MESSAGE_BY_ID)."""
         return self.commit_log.get_record(commit_log_offset)

@@ -46,6 +46,13 @@ from .offset import (
 )
 from .pull import PullMessageRequestHeader, PullMessageResponseHeader
 from .send import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
+from .stats import (
+    GetConsumeStatsInBrokerHeader,
+    GetConsumeStatsRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    QueryConsumeTimeSpanRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
+)
 from .transaction import CheckTransactionStateRequestHeader, EndTransactionRequestHeader, ReplyMessageRequestHeader
 
 from . import fast as _fast  # noqa: E402, F401  (registers the hand-written codecs)
@@ -86,6 +93,12 @@ __all__ = [
     "EndTransactionRequestHeader",
     "CheckTransactionStateRequestHeader",
     "ReplyMessageRequestHeader",
+    # statistics (315, 317, 208, 202, 303)
+    "ViewBrokerStatsDataRequestHeader",
+    "GetConsumeStatsInBrokerHeader",
+    "GetConsumeStatsRequestHeader",
+    "GetTopicStatsInfoRequestHeader",
+    "QueryConsumeTimeSpanRequestHeader",
 ]
 
 # -- registry: request code -> header classes --------------------------------------------
@@ -118,6 +131,12 @@ REQUEST_HEADERS: Mapping[int, type] = {
     324: SendMessageRequestHeader,  # SEND_REPLY_MESSAGE
     325: SendMessageRequestHeaderV2,  # SEND_REPLY_MESSAGE_V2
     326: ReplyMessageRequestHeader,  # PUSH_REPLY_MESSAGE_TO_CLIENT
+    # statistics
+    202: GetTopicStatsInfoRequestHeader,  # GET_TOPIC_STATS_INFO
+    208: GetConsumeStatsRequestHeader,  # GET_CONSUME_STATS
+    303: QueryConsumeTimeSpanRequestHeader,  # QUERY_CONSUME_TIME_SPAN
+    315: ViewBrokerStatsDataRequestHeader,  # VIEW_BROKER_STATS_DATA
+    317: GetConsumeStatsInBrokerHeader,  # GET_BROKER_CONSUME_STATS
 }
 
 #: Request code -> header class of the *response* to that request (a response frame's own

@@ -1,0 +1,94 @@
+"""RocketMQ 4.9.8's mqadmin against ``trocket broker``: what an operator of a Java broker
+runs works the same on trocket (issue 22). Each test starts a broker, loads it with
+``trocket send`` / ``trocket consume`` and runs a batch of mqadmin commands in one JVM
+(:mod:`mqadmin_tools`); skipped, saying why, where Java 17 or the 4.9.8 folder is missing."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+
+import pytest
+
+from acc_tools import trocket_command
+from mqadmin_tools import java_status, mqadmin
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _java() -> None:
+    ok, why = java_status()
+    if not ok:
+        pytest.skip(f"mqadmin needs Java: {why}")
+
+
+def trocket(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    done = subprocess.run([*trocket_command(), *args], capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"trocket {' '.join(args)}: {done.stdout}{done.stderr}"
+    return done
+
+
+def _no_exception(text: str) -> None:
+    assert "Exception" not in text, text
+
+
+def test_cluster_list_and_broker_status_show_real_figures(broker_factory):
+    broker = broker_factory(name="mqadmin-stats")
+    ns = broker.namesrv
+    addr = f"127.0.0.1:{broker.port}"
+    started = time.monotonic()
+    trocket("admin", "topic", "create", "-n", ns, "-t", "MqT", "--queues", "4")
+    # putTps' first figure is the last 10 s: the broker samples once a second, so it has
+    # one 10 s after start; the sends go in after that, and mqadmin reads within 10 s
+    time.sleep(max(0.0, 12 - (time.monotonic() - started)))
+    trocket("send", "-n", ns, "-t", "MqT", "--count", "1000", "--size", "100", "--mode", "async")
+    trocket("consume", "-n", ns, "-t", "MqT", "-g", "MqG", "--count", "600", "--from", "first", "--quiet")
+    cluster, more, status, topic, progress, consume = mqadmin(
+        ["clusterList", "-n", ns],
+        ["clusterList", "-m", "-n", ns],
+        ["brokerStatus", "-b", addr, "-n", ns],
+        ["topicStatus", "-t", "MqT", "-n", ns],
+        ["consumerProgress", "-g", "MqG", "-n", ns],
+        ["brokerConsumeStats", "-b", addr, "-n", ns],
+    )
+
+    # clusterList: "%9.2f(%s,%sms)" of putTps' and getTransferedTps' first figures
+    for out in (cluster, more, status, topic, progress, consume):
+        _no_exception(out.text)
+    row = next(line for line in cluster.out.splitlines() if line.startswith("DefaultCluster"))
+    in_tps, out_tps = (float(x) for x in re.findall(r"(\d+\.\d\d)\(\d+,\d+ms\)", row))
+    assert in_tps >= 50, row  # 1000 messages within the last 10 s
+    assert out_tps >= 30, row  # 600+ delivered within the last 10 s
+    assert "trocket" in row and addr in row
+
+    # clusterList -m: msgPutTotalTodayNow - msgPutTotalTodayMorning (the broker started today)
+    row = next(line for line in more.out.splitlines() if line.startswith("DefaultCluster"))
+    in_yest, out_yest, in_today, out_today = (int(x) for x in row.split()[2:6])
+    assert (in_yest, out_yest, in_today) == (0, 0, 1000) and out_today >= 600, row
+
+    # brokerStatus: every key, the ones mqadmin and rocketmq-exporter parse as numbers
+    table = dict(re.match(r"(\S+)\s*: ?(.*)$", line).groups() for line in status.out.splitlines() if " : " in line or ": " in line)
+    for key in ("msgPutTotalTodayNow", "putMessageTimesTotal", "earliestMessageTimeStamp", "commitLogMaxOffset",
+                "sendThreadPoolQueueHeadWaitTimeMills", "getMessageEntireTimeMax", "putMessageEntireTimeMax"):
+        int(table[key])
+    assert table["msgPutTotalTodayNow"] == "1000"
+    assert float(table["putTps"].split(" ")[0]) > 0
+    assert float(table["commitLogDiskRatio"]) > 0
+
+    # topicStatus (202): the queues' max offsets add up to what was sent
+    maxes = [int(line.split()[3]) for line in topic.out.splitlines() if line.startswith("broker-a")]
+    assert len(maxes) == 4 and sum(maxes) == 1000
+
+    # consumerProgress (208) and brokerConsumeStats (317): per queue offsets and the diff
+    rows = [line.split() for line in progress.out.splitlines() if line.startswith("MqT")]
+    assert len(rows) == 4
+    broker_offsets = [int(r[3]) for r in rows]
+    consumer_offsets = [int(r[4]) for r in rows]
+    assert sum(broker_offsets) == 1000 and 600 <= sum(consumer_offsets) <= 1000
+    diff = 1000 - sum(consumer_offsets)
+    assert f"Diff Total: {diff}" in progress.out
+    assert re.search(r"Consume TPS: \d+\.\d\d", progress.out)
+    assert f"Diff Total: {diff}" in consume.out and "MqG" in consume.out
