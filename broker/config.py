@@ -317,8 +317,9 @@ class BrokerConfig:
     auto_create_topic: bool = True
     #: ``defaultTopicQueueNums``: queues of TBW102 and of auto-created topics, 4.
     default_topic_queue_nums: int = attrs.field(default=4, validator=_pos)
-    #: ``autoCreateSubscriptionGroup`` (kept for broker.conf compatibility; groups are
-    #: always accepted).
+    #: ``autoCreateSubscriptionGroup``: a group a pull, heartbeat or send-back names is
+    #: created with the defaults; off, only groups made with UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
+    #: (and ``CID_RMQ_SYS_`` ones) may consume (SUBSCRIPTION_GROUP_NOT_EXIST).
     auto_create_subscription_group: bool = True
 
     # -- pull / long polling -------------------------------------------------------------

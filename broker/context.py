@@ -2,7 +2,7 @@
 
 :class:`BrokerContext` is the typed context every processor gets (RocketMQ's
 processors hold the ``BrokerController``; here they get only what they use): the
-configuration, the store and its topic and consumer-offset tables, the remoting server
+configuration, the store and its topic, consumer-offset and subscription-group tables, the remoting server
 they are registered on, the client-side managers (consumers, producers, rebalance
 locks), the long-polling service, the schedule service (delayed messages), the
 transaction service (half messages and their checks), the outer API (name-server
@@ -27,13 +27,14 @@ each processor module's ``register(ctx)``; tests build one around a bare server.
 from __future__ import annotations
 
 import logging
+import os
 from typing import TYPE_CHECKING, Awaitable, Callable
 
 import attrs
 
 from trocket.broker.client_manager import ConsumerManager, ProducerManager, RebalanceLockManager
 from trocket.broker.config import BrokerConfig
-from trocket.broker.store import ConsumerOffsetManager, MessageStore, TopicConfigManager
+from trocket.broker.store import ConsumerOffsetManager, MessageStore, SubscriptionGroupManager, TopicConfigManager
 from trocket.remoting import ChannelEventListener, Connection, RemotingServer
 from trocket.remoting.events import notify
 
@@ -125,6 +126,15 @@ class BrokerContext:
         )
     )
     channels: BrokerChannelListener = attrs.field(factory=BrokerChannelListener)
+    #: the consumer groups' configs (``subscriptionGroup.json``, beside the offsets by default)
+    subscriptions: SubscriptionGroupManager = attrs.field(
+        default=attrs.Factory(
+            lambda self: SubscriptionGroupManager.open(
+                os.path.dirname(self.offsets.path), auto_create=self.config.auto_create_subscription_group
+            ),
+            takes_self=True,
+        )
+    )
     #: long polling (broker/long_polling.py); None: pulls are never held
     pull_hold: PullHoldService | None = None
     #: delayed messages (broker/schedule.py); None: DELAY is not acted upon (bare setups)

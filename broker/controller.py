@@ -16,8 +16,8 @@ Start-up (``run``); settings that are accepted but have no effect
 
 1. the embedded name server when ``config.namesrv_addrs`` is empty (its port known
    before the broker registers);
-2. the store: ``MessageStore.open`` (recovery; in a worker thread), the topic and
-   consumer-offset tables from ``<store>/config/``, then ``store.run`` (flushers), then
+2. the store: ``MessageStore.open`` (recovery; in a worker thread), the topic,
+   consumer-offset and subscription-group tables from ``<store>/config/``, then ``store.run`` (flushers), then
    the schedule service (delayed messages: ``delayOffset.json`` loaded, one delivery
    task per delay level, see :mod:`.schedule`; not delivering on a slave, whose store
    refuses puts), then replication (:class:`~.ha.HAService`: the transfer service and
@@ -43,7 +43,7 @@ Start-up (``run``); settings that are accepted but have no effect
    answering, when a heartbeat or send-back creates a group's retry topic), with the
    HA server's address (``haServerAddr``) when this master runs one; a slave learns its
    master's broker and HA addresses from the answer (:mod:`.ha`);
-6. periodic tasks: consumer offsets persisted every 5 s, retention checked every 10 s,
+6. periodic tasks: consumer offsets (and auto-created subscription groups) persisted every 5 s, retention checked every 10 s,
    client channels scanned for expiry every 10 s; on a slave, the master's tables
    copied every ``slave_sync_interval_ms`` (:mod:`.ha.sync`).
 
@@ -79,6 +79,7 @@ from .long_polling import PullHoldService
 from .namesrv.server import NamesrvConfig, NameServer
 from .outer_api import BrokerOuterAPI
 from .processors import admin, client, end_transaction, locks, offsets, pull, reply_message, send, send_back
+from .processors import groups as groups_processor
 from .processors import stats as stats_processor
 from .processors.admin import AdminProcessor
 from .processors.pull import PullProcessor
@@ -86,7 +87,7 @@ from .processors.send import SendProcessor
 from .schedule import ScheduleMessageService
 from .snapshot import BrokerSnapshot, runtime_table, take_snapshot
 from .stats import BrokerStatsService
-from .store import ConsumerOffsetManager, MessageStore, TopicConfigManager
+from .store import ConsumerOffsetManager, MessageStore, SubscriptionGroupManager, TopicConfigManager
 from .transaction import TransactionalMessageService
 
 if TYPE_CHECKING:
@@ -122,6 +123,7 @@ class BrokerController(ServiceContextManager):
         self.store: MessageStore | None = None
         self.topics: TopicConfigManager | None = None
         self.offsets: ConsumerOffsetManager | None = None
+        self.subscriptions: SubscriptionGroupManager | None = None
         self.server: RemotingServer | None = None
         #: the VIP channel (listen port - 2), None when it could not listen
         self.vip_server: RemotingServer | None = None
@@ -261,6 +263,9 @@ class BrokerController(ServiceContextManager):
             default_topic_queue_nums=cfg.default_topic_queue_nums,
         )
         self.offsets = ConsumerOffsetManager.open(store_cfg.config_dir)
+        self.subscriptions = SubscriptionGroupManager.open(
+            store_cfg.config_dir, auto_create=cfg.auto_create_subscription_group
+        )
         store.set_slave(cfg.is_slave)
         await services.start(store.run)
         self.schedule = schedule = ScheduleMessageService(store, cfg)
@@ -290,7 +295,7 @@ class BrokerController(ServiceContextManager):
         self.stats = stats = BrokerStatsService(store, cfg.cluster)
         self.ctx = ctx = BrokerContext(
             config=cfg, store=store, topics=self.topics, offsets=self.offsets, server=server, pull_hold=hold,
-            schedule=schedule, outer_api=self.outer_api, ha=self.ha, stats=stats,
+            schedule=schedule, outer_api=self.outer_api, ha=self.ha, stats=stats, subscriptions=self.subscriptions,
             on_topic_created=self.topic_created, register_now=self.register_broker_all,
         )
         ctx.channels.on_close.append(hold.drop_connection)
@@ -361,6 +366,7 @@ class BrokerController(ServiceContextManager):
         client.register(ctx)
         send_back_processor = send_back.register(ctx)
         stats_processor.register(ctx)
+        groups_processor.register(ctx)
         if ctx.stats is not None:
             ctx.stats.send = self.send_processor
             ctx.stats.pull = self.pull_processor
@@ -464,6 +470,9 @@ class BrokerController(ServiceContextManager):
         offsets = self.offsets
         if offsets is not None and offsets.dirty:
             await trio.to_thread.run_sync(offsets.persist)
+        groups = self.subscriptions  # groups auto-created by pulls and heartbeats
+        if groups is not None and groups.dirty:
+            await trio.to_thread.run_sync(groups.persist)
 
     async def _retention(self) -> None:
         store = self.store
@@ -496,6 +505,8 @@ class BrokerController(ServiceContextManager):
                     await trio.to_thread.run_sync(self.offsets.persist)
                 if self.topics is not None:
                     await trio.to_thread.run_sync(self.topics.persist)
+                if self.subscriptions is not None and self.subscriptions.dirty:
+                    await trio.to_thread.run_sync(self.subscriptions.persist)
             except Exception:
                 log.exception("persisting offsets/topics at shutdown failed")
             # stop the services (flushers, long polling, client, name server) ...

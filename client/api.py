@@ -42,6 +42,16 @@ from trocket.codecs.bodies.client import (
     MessageQueue,
     UnlockBatchRequestBody,
 )
+from trocket.codecs.bodies.fastjson import BodyDecodeError
+from trocket.codecs.bodies.fastjson import loads as fastjson_loads
+from trocket.codecs.bodies.groups import (
+    ConsumerConnection,
+    GroupList,
+    ProducerConnection,
+    ResetOffsetBody,
+    SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
+)
 from trocket.codecs.bodies.namesrv import ClusterInfo, KVTable, TopicList
 from trocket.codecs.bodies.route import TopicRouteData
 from trocket.codecs.bodies.stats import (
@@ -74,6 +84,14 @@ from trocket.codecs.headers import (
     SearchOffsetResponseHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
+)
+from trocket.codecs.headers.groups import (
+    CloneGroupOffsetRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader,
 )
 from trocket.codecs.headers.stats import (
     GetConsumeStatsInBrokerHeader,
@@ -545,6 +563,81 @@ class ClientAPI:
             f"consume time span of {group} on {topic} at {addr}",
             lambda r: QueryConsumeTimeSpanBody.from_body(r.body).consume_time_span_set, timeout=timeout,
         )
+
+
+    # -- broker: consumer groups ----------------------------------------------------------
+
+    async def update_subscription_group(self, addr: str, config: SubscriptionGroupConfig, timeout: float | None = None) -> None:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: create or replace a group's config."""
+        await self.call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None,
+                        f"update subscription group {config.group_name} at {addr}", body=config.to_body(), timeout=timeout)
+
+    async def get_subscription_groups(self, addr: str, timeout: float | None = None) -> SubscriptionGroupWrapper:
+        """GET_ALL_SUBSCRIPTIONGROUP_CONFIG: every group's config and the table's data version."""
+        return await self.call(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, None, f"subscription groups of {addr}",
+                               lambda r: SubscriptionGroupWrapper.from_body(r.body), timeout=timeout)
+
+    async def delete_subscription_group(
+        self, addr: str, group: str, *, remove_offset: bool = False, timeout: float | None = None
+    ) -> None:
+        """DELETE_SUBSCRIPTIONGROUP (with its offsets when ``remove_offset``)."""
+        await self.call(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP,
+                        DeleteSubscriptionGroupRequestHeader(groupName=group, removeOffset=remove_offset),
+                        f"delete subscription group {group} at {addr}", timeout=timeout)
+
+    async def get_consumer_connections(self, addr: str, group: str, timeout: float | None = None) -> ConsumerConnection:
+        """GET_CONSUMER_CONNECTION_LIST (CONSUMER_NOT_ONLINE raises its BrokerResponseError)."""
+        return await self.call(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST,
+                               GetConsumerConnectionListRequestHeader(consumerGroup=group),
+                               f"connections of consumer group {group} at {addr}",
+                               lambda r: ConsumerConnection.from_body(r.body), timeout=timeout)
+
+    async def get_producer_connections(self, addr: str, group: str, timeout: float | None = None) -> ProducerConnection:
+        """GET_PRODUCER_CONNECTION_LIST."""
+        return await self.call(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST,
+                               GetProducerConnectionListRequestHeader(producerGroup=group),
+                               f"connections of producer group {group} at {addr}",
+                               lambda r: ProducerConnection.from_body(r.body), timeout=timeout)
+
+    async def query_topic_consume_by_who(self, addr: str, topic: str, timeout: float | None = None) -> list[str]:
+        """QUERY_TOPIC_CONSUME_BY_WHO: the groups consuming ``topic`` on the broker."""
+        return await self.call(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, QueryTopicConsumeByWhoRequestHeader(topic=topic),
+                               f"groups consuming {topic} at {addr}", lambda r: GroupList.from_body(r.body).groups,
+                               timeout=timeout)
+
+    async def clone_group_offset(
+        self, addr: str, src_group: str, dest_group: str, topic: str | None = None, *, offline: bool = False,
+        timeout: float | None = None,
+    ) -> None:
+        """CLONE_GROUP_OFFSET: ``dest_group`` gets ``src_group``'s offsets (on ``topic``, or every topic)."""
+        header = CloneGroupOffsetRequestHeader(srcGroup=src_group, destGroup=dest_group, topic=topic, offline=offline)
+        await self.call(addr, RequestCode.CLONE_GROUP_OFFSET, header, f"clone offsets {src_group} -> {dest_group} at {addr}",
+                        timeout=timeout)
+
+    async def get_all_consumer_offsets(self, addr: str, timeout: float | None = None) -> dict[str, dict[int, int]]:
+        """GET_ALL_CONSUMER_OFFSET: the broker's whole committed-offset table,
+        ``"<topic>@<group>" -> {queue id: offset}`` (exact: no offset is no entry, where
+        QUERY_CONSUMER_OFFSET answers 0)."""
+
+        def table(resp: RemotingCommand) -> dict[str, dict[int, int]]:
+            try:
+                raw = fastjson_loads(resp.body or b"{}").get("offsetTable") or {}
+                return {str(key): {int(q): int(o) for q, o in queues.items()} for key, queues in raw.items()}
+            except (AttributeError, TypeError, ValueError) as exc:
+                raise BodyDecodeError(f"offsetTable is not a table of offsets: {exc}") from None
+
+        return await self.call(addr, RequestCode.GET_ALL_CONSUMER_OFFSET, None, f"consumer offsets of {addr}", table,
+                               timeout=timeout)
+
+    async def reset_offset(
+        self, addr: str, topic: str, group: str, timestamp: int, *, force: bool = True, timeout: float | None = None
+    ) -> dict[MessageQueue, int]:
+        """INVOKE_BROKER_TO_RESET_OFFSET: ``group``'s offsets on ``topic`` set to where
+        ``timestamp`` (ms; -1: the end) falls; the new offset per queue."""
+        header = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp, isForce=force)
+        return await self.call(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header,
+                               f"reset offsets of {group} on {topic} at {addr}",
+                               lambda r: ResetOffsetBody.from_body(r.body).offset_table, timeout=timeout)
 
 
 def _copy(request: RemotingCommand) -> RemotingCommand:

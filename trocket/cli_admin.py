@@ -4,6 +4,7 @@
     trocket admin cluster
     trocket admin broker stats [-b ADDR | -c CLUSTER] [--all]
     trocket admin topic stats -t TOPIC
+    trocket admin group ...                 (trocket/cli_groups.py)
 
 Tables, or JSON with ``--json``; one ``trocket: error: ...`` line and exit 1 on errors.
 The helpers (``-n``, ``--timeout``, tables, the client instance) are
@@ -23,8 +24,8 @@ __all__ = ["add_admin_commands", "first_tps"]
 
 
 def add_admin_commands(asub: Any, topic_sub: Any) -> None:
-    """Add ``cluster``, ``broker ...`` to the ``admin`` subparsers ``asub`` and
-    ``stats`` to the ``topic`` subparsers ``topic_sub``."""
+    """Add ``cluster``, ``broker ...``, ``group ...`` to the ``admin`` subparsers
+    ``asub`` and ``stats`` to the ``topic`` subparsers ``topic_sub``."""
     cluster = asub.add_parser("cluster", help="clusters and brokers: addresses, version, TPS in and out (like mqadmin clusterList)")
     _namesrv_arg(cluster)
     cluster.add_argument("--json", action="store_true")
@@ -42,6 +43,10 @@ def add_admin_commands(asub: Any, topic_sub: Any) -> None:
     stats.add_argument("--all", action="store_true", help="every runtime key, sorted (mqadmin brokerStatus)")
     stats.add_argument("--json", action="store_true")
     stats.set_defaults(run=lambda args: _run_trio(_broker_stats, args))
+
+    from trocket.cli_groups import add_group_commands
+
+    add_group_commands(asub)
 
     tstats = topic_sub.add_parser("stats", help="a topic's queues: min/max offsets, last store time, put TPS")
     _namesrv_arg(tstats)

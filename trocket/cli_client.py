@@ -4,8 +4,7 @@
                  [--count N] [--mode sync|async|oneway] [--batch K] [--delay LEVEL]
                  [--transaction commit|rollback|check]
     trocket admin topic create|list|route|delete ...
-    trocket admin group offsets|lag --group G --topic T
-    trocket admin cluster | broker ... | topic stats   (trocket/cli_admin.py)
+    trocket admin cluster | broker ... | topic stats | group ...   (trocket/cli_admin.py)
 
 ``send`` prints one result line for a single message; for several, a progress line on a
 terminal's stderr and a summary: sent, failed, TPS, latency p50/p99. Admin commands print
@@ -97,20 +96,9 @@ def add_client_commands(sub: Any) -> None:
     delete.add_argument("--json", action="store_true")
     delete.set_defaults(run=_run_topic_delete)
 
-    group = asub.add_parser("group", help="consumer group progress")
-    gsub = group.add_subparsers(dest="group_command", metavar="COMMAND", required=True)
-    for name, helptext in (("offsets", "per queue: broker offset, consumer offset, lag"),
-                           ("lag", "total lag of the group on the topic, per broker")):
-        g = gsub.add_parser(name, help=helptext)
-        _namesrv_arg(g)
-        g.add_argument("--group", "-g", required=True)
-        g.add_argument("--topic", "-t", required=True)
-        g.add_argument("--json", action="store_true")
-        g.set_defaults(run=_run_group_offsets if name == "offsets" else _run_group_lag)
-
     from trocket.cli_admin import add_admin_commands
 
-    add_admin_commands(asub, tsub)  # cluster, broker stats, topic stats (trocket/cli_admin.py)
+    add_admin_commands(asub, tsub)  # cluster, broker, topic stats, group ... (trocket/cli_admin.py)
 
 
 # -- helpers -----------------------------------------------------------------------------
@@ -484,62 +472,3 @@ def _run_topic_route(args):
 
 def _run_topic_delete(args):
     return _run_trio(_topic_delete, args)
-
-
-# -- admin: groups and the cluster -------------------------------------------------------
-
-
-async def _group_rows(args: argparse.Namespace) -> list[dict]:
-    """Per queue: the broker's max offset, the group's committed offset, the lag (Java's
-    ``consumerProgress``, from GET_MAX_OFFSET and QUERY_CONSUMER_OFFSET per queue)."""
-    rows = []
-    async with _instance(args) as inst:
-        for mq in sorted(await inst.subscribe_queues(args.topic)):
-            addr = inst.master_addr(mq.broker_name)
-            if addr is None:
-                continue
-            broker_offset = await inst.api.get_max_offset(addr, mq)
-            consumer_offset = await inst.api.query_consumer_offset(addr, args.group, mq)
-            lag = broker_offset - consumer_offset if consumer_offset is not None else broker_offset
-            rows.append({"topic": mq.topic, "broker": mq.broker_name, "queue": mq.queue_id,
-                         "brokerOffset": broker_offset, "consumerOffset": consumer_offset, "lag": max(lag, 0)})
-    return rows
-
-
-async def _group_offsets(args: argparse.Namespace) -> int:
-    rows = await _group_rows(args)
-    if args.json:
-        print(json.dumps(rows))
-        return EXIT_OK
-    print(_table(["topic", "broker", "queue", "broker offset", "consumer offset", "lag"],
-                 [[r["topic"], r["broker"], r["queue"], r["brokerOffset"], r["consumerOffset"], r["lag"]] for r in rows]))
-    print(f"\ngroup {args.group} on {args.topic}: total lag {sum(r['lag'] for r in rows)}")
-    return EXIT_OK
-
-
-async def _group_lag(args: argparse.Namespace) -> int:
-    rows = await _group_rows(args)
-    per_broker: dict[str, list[int]] = {}
-    for r in rows:
-        acc = per_broker.setdefault(r["broker"], [0, 0, 0])
-        acc[0] += r["brokerOffset"]
-        acc[1] += r["consumerOffset"] or 0
-        acc[2] += r["lag"]
-    doc = {"group": args.group, "topic": args.topic, "lag": sum(r["lag"] for r in rows),
-           "brokers": {b: {"brokerOffset": v[0], "consumerOffset": v[1], "lag": v[2]} for b, v in per_broker.items()}}
-    if args.json:
-        print(json.dumps(doc))
-        return EXIT_OK
-    print(_table(["broker", "broker offset", "consumer offset", "lag"],
-                 [[b, v[0], v[1], v[2]] for b, v in sorted(per_broker.items())]))
-    print(f"\ntotal lag {doc['lag']}")
-    return EXIT_OK
-
-
-def _run_group_offsets(args):
-    return _run_trio(_group_offsets, args)
-
-
-def _run_group_lag(args):
-    return _run_trio(_group_lag, args)
-

@@ -5,9 +5,9 @@ statistics part of RocketMQ 4.9.8's ``AdminBrokerProcessor``).
 * 315: one stats item's last minute, hour and day (``BrokerStatsData``); an unknown
   name or key is SYSTEM_ERROR ``The stats <name> <key> not exist`` (an item exists once
   something was counted under its key, see :mod:`trocket.broker.stats`).
-* 317: ``ConsumeStatsList``: for every consumer group the broker knows (Java iterates
-  its subscription-group table), its ``ConsumeStats`` per consumed topic over the
-  topic's write queues, and the broker's total diff; ``isOrder`` keeps ordered topics only.
+* 317: ``ConsumeStatsList``: for every subscription group (the table Java iterates), its
+  ``ConsumeStats`` per topic it has offsets on, over the topic's write queues, and the
+  broker's total diff; ``isOrder`` keeps ordered topics only.
 * 208: a group's ``ConsumeStats`` on one topic or on every topic it has offsets for
   (the topic's read queues), with its consume TPS of the last minute.
 * 202: ``TopicStatsTable`` of a topic's write queues (TOPIC_NOT_EXIST ``topic[T] not
@@ -65,11 +65,10 @@ def _item(snap) -> BrokerStatsItem:
 
 
 def known_groups(ctx: BrokerContext) -> list[str]:
-    """Every consumer group the broker knows: the groups with offsets and the groups online."""
-    groups = set(ctx.consumers.groups())
-    for key in ctx.offsets.snapshot():
-        groups.add(key.partition("@")[2])
-    return sorted(groups)
+    """The consumer groups 317 reports: Java's subscription-group table (the built-in
+    groups, those created by an operator, and those auto-created by a pull, a heartbeat
+    or a send-back), sorted."""
+    return sorted(ctx.subscriptions.all())
 
 
 class StatsProcessor:

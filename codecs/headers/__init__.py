@@ -26,6 +26,16 @@ from .consumer import (
     NotifyConsumerIdsChangedRequestHeader,
     UnregisterClientRequestHeader,
 )
+from .groups import (
+    CloneGroupOffsetRequestHeader,
+    ConsumeMessageDirectlyResultRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader,
+)
 from .namesrv import (
     DeleteTopicFromNamesrvRequestHeader,
     GetRouteInfoRequestHeader,
@@ -99,6 +109,15 @@ __all__ = [
     "GetConsumeStatsRequestHeader",
     "GetTopicStatsInfoRequestHeader",
     "QueryConsumeTimeSpanRequestHeader",
+    # consumer groups (207, 203, 204, 300, 314, 222/220, 307, 309)
+    "DeleteSubscriptionGroupRequestHeader",
+    "GetConsumerConnectionListRequestHeader",
+    "GetProducerConnectionListRequestHeader",
+    "QueryTopicConsumeByWhoRequestHeader",
+    "CloneGroupOffsetRequestHeader",
+    "ResetOffsetRequestHeader",
+    "GetConsumerRunningInfoRequestHeader",
+    "ConsumeMessageDirectlyResultRequestHeader",
 ]
 
 # -- registry: request code -> header classes --------------------------------------------
@@ -137,6 +156,16 @@ REQUEST_HEADERS: Mapping[int, type] = {
     303: QueryConsumeTimeSpanRequestHeader,  # QUERY_CONSUME_TIME_SPAN
     315: ViewBrokerStatsDataRequestHeader,  # VIEW_BROKER_STATS_DATA
     317: GetConsumeStatsInBrokerHeader,  # GET_BROKER_CONSUME_STATS
+    # consumer groups
+    203: GetConsumerConnectionListRequestHeader,  # GET_CONSUMER_CONNECTION_LIST
+    204: GetProducerConnectionListRequestHeader,  # GET_PRODUCER_CONNECTION_LIST
+    207: DeleteSubscriptionGroupRequestHeader,  # DELETE_SUBSCRIPTIONGROUP
+    220: ResetOffsetRequestHeader,  # RESET_CONSUMER_CLIENT_OFFSET
+    222: ResetOffsetRequestHeader,  # INVOKE_BROKER_TO_RESET_OFFSET
+    300: QueryTopicConsumeByWhoRequestHeader,  # QUERY_TOPIC_CONSUME_BY_WHO
+    307: GetConsumerRunningInfoRequestHeader,  # GET_CONSUMER_RUNNING_INFO
+    309: ConsumeMessageDirectlyResultRequestHeader,  # CONSUME_MESSAGE_DIRECTLY
+    314: CloneGroupOffsetRequestHeader,  # CLONE_GROUP_OFFSET
 }
 
 #: Request code -> header class of the *response* to that request (a response frame's own

@@ -1,6 +1,8 @@
 """RocketMQ 4.9.8's own admin tool (mqadmin, ``shared/rocketmq-4.9.8``) against trocket:
 :func:`mqadmin` runs several commands in one JVM (``scripts/MqadminBatch.java``,
-compiled once per session) and returns what each printed.
+compiled once per session) and returns what each printed; :class:`JavaPushConsumer` is
+a 4.9.8 push consumer in its own JVM (``scripts/PushConsumerProbe.java``) reporting
+every message it consumes.
 
 Needs ``java`` and ``javac`` (17) and the 4.9.8 folder; :func:`java_status` says why not.
 """
@@ -17,7 +19,7 @@ from pathlib import Path
 import attrs
 
 HERE = Path(__file__).resolve().parent
-SOURCE = HERE / "scripts" / "MqadminBatch.java"
+SOURCES = [HERE / "scripts" / "MqadminBatch.java", HERE / "scripts" / "PushConsumerProbe.java"]
 
 
 def _rocketmq_home() -> Path:
@@ -65,8 +67,8 @@ def _compile() -> Path:
     global _compiled
     if _compiled is None:
         out = Path(tempfile.mkdtemp(prefix="trocket-mqadmin-"))
-        subprocess.run(["javac", "-cp", classpath(), "-d", str(out), str(SOURCE)], check=True,
-                       capture_output=True, text=True, timeout=120)
+        subprocess.run(["javac", "-cp", classpath(), "-d", str(out), *map(str, SOURCES)], check=True,
+                       capture_output=True, text=True, timeout=180)
         _compiled = out
     return _compiled
 
@@ -82,16 +84,19 @@ class Output:
         return self.out + self.err
 
 
-def mqadmin(*commands: list[str], timeout: float = 180) -> list[Output]:
-    """Run each command (``["clusterList", "-n", ns]``) in one JVM; their outputs."""
-    classes = _compile()
-    logs = Path(tempfile.mkdtemp(prefix="trocket-mqadmin-logs-"))
-    cmd = [
+def _java(main: str, logs: Path) -> list[str]:
+    return [
         "java", *JDK17_OPTS, "-Xms64m", "-Xmx256m", "-XX:-AlwaysPreTouch", "-XX:TieredStopAtLevel=1",
         f"-Drocketmq.home.dir={ROCKETMQ_HOME}", f"-Dlogback.configurationFile={ROCKETMQ_HOME}/conf/logback_quiet.xml",
         f"-Drocketmq.client.logRoot={logs}", f"-Duser.home={logs}",
-        "-cp", classpath() + os.pathsep + str(classes), "MqadminBatch",
+        "-cp", classpath() + os.pathsep + str(_compile()), main,
     ]
+
+
+def mqadmin(*commands: list[str], timeout: float = 180) -> list[Output]:
+    """Run each command (``["clusterList", "-n", ns]``) in one JVM; their outputs."""
+    logs = Path(tempfile.mkdtemp(prefix="trocket-mqadmin-logs-"))
+    cmd = _java("MqadminBatch", logs)
     stdin = "".join("\t".join(c) + "\n" for c in commands)
     try:
         done = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout)
@@ -101,3 +106,61 @@ def mqadmin(*commands: list[str], timeout: float = 180) -> list[Output]:
     if len(outputs) != len(commands):
         raise AssertionError(f"mqadmin batch ran {len(outputs)} of {len(commands)} commands:\n{done.stdout}\n{done.stderr}")
     return outputs
+
+
+class JavaPushConsumer:
+    """A 4.9.8 ``DefaultMQPushConsumer`` (from the first offset) in its own JVM;
+    :attr:`consumed` is what it consumed so far, as (queue id, queue offset, body)."""
+
+    def __init__(self, namesrv: str, topic: str, group: str, instance: str = "probe") -> None:
+        import threading
+
+        self.logs = Path(tempfile.mkdtemp(prefix="trocket-java-consumer-"))
+        self.proc = subprocess.Popen(
+            _java("PushConsumerProbe", self.logs) + [namesrv, topic, group, instance],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        self.consumed: list[tuple[int, int, str]] = []
+        self.client_id: str | None = None
+        self.lines: list[str] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            line = line.rstrip("\n")
+            with self._lock:
+                self.lines.append(line)
+                if line.startswith("MSG "):
+                    _, queue, offset, body = line.split(" ", 3)
+                    self.consumed.append((int(queue), int(offset), body))
+                elif line.startswith("STARTED "):
+                    self.client_id = line.split(" ", 1)[1]
+
+    def bodies(self) -> list[str]:
+        with self._lock:
+            return [body for _, _, body in self.consumed]
+
+    def wait_for(self, predicate, timeout: float, what: str) -> None:
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the Java consumer exited ({self.proc.returncode}):\n" + "\n".join(self.lines[-30:]))
+            time.sleep(0.1)  # its output arrives on a reader thread: polled
+        raise AssertionError(f"the Java consumer did not {what} within {timeout} s; last lines:\n" + "\n".join(self.lines[-30:]))
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.close()
+                self.proc.wait(20)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.logs, ignore_errors=True)

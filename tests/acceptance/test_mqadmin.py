@@ -5,6 +5,7 @@ runs works the same on trocket (issue 22). Each test starts a broker, loads it w
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import time
@@ -12,7 +13,7 @@ import time
 import pytest
 
 from acc_tools import trocket_command
-from mqadmin_tools import java_status, mqadmin
+from mqadmin_tools import JavaPushConsumer, java_status, mqadmin
 
 pytestmark = pytest.mark.slow
 
@@ -92,3 +93,57 @@ def test_cluster_list_and_broker_status_show_real_figures(broker_factory):
     assert f"Diff Total: {diff}" in progress.out
     assert re.search(r"Consume TPS: \d+\.\d\d", progress.out)
     assert f"Diff Total: {diff}" in consume.out and "MqG" in consume.out
+
+
+def test_group_administration_and_a_reset_under_a_running_java_consumer(broker_factory):
+    broker = broker_factory(name="mqadmin-groups")
+    ns = broker.namesrv
+    addr = f"127.0.0.1:{broker.port}"
+    trocket("admin", "topic", "create", "-n", ns, "-t", "ResetT", "--queues", "2")
+    trocket("send", "-n", ns, "-t", "ResetT", "--count", "40", "--body", "first")
+    time.sleep(1.2)  # the second half is stored at least a second later
+    middle = int(time.time() * 1000)
+    time.sleep(0.2)
+    trocket("send", "-n", ns, "-t", "ResetT", "--count", "40", "--body", "second")
+    consumer = JavaPushConsumer(ns, "ResetT", "JavaG")
+    try:
+        consumer.wait_for(lambda: len(consumer.consumed) >= 80, 60, "consume the 80 messages")
+        assert sorted(consumer.bodies()) == ["first"] * 40 + ["second"] * 40
+        consumer.wait_for(lambda: consumer.client_id is not None, 5, "report its client id")
+
+        def committed() -> bool:  # the consumer persists its offsets every second
+            done = subprocess.run([*trocket_command(), "admin", "group", "lag", "-n", ns, "-g", "JavaG", "-t", "ResetT",
+                                   "--json"], capture_output=True, text=True, timeout=60)
+            doc = json.loads(done.stdout)
+            return doc["complete"] and doc["lag"] == 0
+
+        consumer.wait_for(committed, 30, "commit its offsets")
+        before = len(consumer.consumed)
+        (reset, connection, status, update, listing, producer_less) = mqadmin(
+            ["resetOffsetByTime", "-g", "JavaG", "-t", "ResetT", "-s", str(middle), "-n", ns],
+            ["consumerConnection", "-g", "JavaG", "-n", ns],
+            ["consumerStatus", "-g", "JavaG", "-i", consumer.client_id, "-n", ns],
+            ["updateSubGroup", "-b", addr, "-g", "AdminG", "-r", "3", "-q", "2", "-n", ns],
+            ["getConsumerConfig", "-g", "AdminG", "-n", ns],
+            ["producerConnection", "-g", "NoSuchProducer", "-t", "ResetT", "-n", ns],
+        )
+        # the reset went through the broker to the running consumer: it consumes the
+        # second half again (and only that)
+        _no_exception(reset.text)
+        assert "rollback consumer offset by specified group[JavaG]" in reset.out
+        consumer.wait_for(lambda: len(consumer.consumed) >= before + 40, 60, "re-consume from the reset point")
+        again = consumer.bodies()[before:]
+        assert set(again) == {"second"} and len(again) >= 40
+        # 203 and 307 (forwarded to the Java consumer, which answers its running info)
+        _no_exception(connection.text)
+        assert consumer.client_id in connection.out and "JAVA" in connection.out and "CLUSTERING" in connection.out
+        _no_exception(status.text)
+        assert "ResetT" in status.out
+        # 200 as mqadmin sends it, read back with 201 by getConsumerConfig
+        _no_exception(update.text)
+        assert "create subscription group to" in update.out and "success" in update.out
+        _no_exception(listing.text)
+        assert "retryMaxTimes" in listing.out and "3" in listing.out
+        assert "not exist" in producer_less.text
+    finally:
+        consumer.close()

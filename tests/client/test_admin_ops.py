@@ -51,3 +51,100 @@ async def test_cluster_broker_and_topic_stats(broker_process):
     assert doc["brokers"][0]["putTpsMinute"] >= 0
     missing = await run("admin", "topic", "stats", "-n", ns, "-t", "NoSuchTopic")
     assert missing.returncode == 1 and "NoRouteError" in missing.stderr
+
+
+@pytest.mark.slow
+async def test_group_commands(broker_process):
+    broker = broker_process(name="ops-groups")
+    ns = broker.namesrv
+    assert (await run("admin", "topic", "create", "-n", ns, "-t", "GrT", "--queues", "2")).returncode == 0
+    assert (await run("send", "-n", ns, "-t", "GrT", "--count", "100", "--size", "20")).returncode == 0
+    consumed = await run("consume", "-n", ns, "-t", "GrT", "-g", "GrG", "--count", "40", "--from", "first", "--quiet")
+    assert consumed.returncode == 0, consumed.stderr
+
+    lag = await run("admin", "group", "lag", "-n", ns, "-g", "GrG", "-t", "GrT", "--json")
+    doc = json.loads(lag.stdout)
+    assert lag.returncode == 0 and doc["lag"] == 60 and doc["complete"] and doc["exists"]
+    nobody = await run("admin", "group", "lag", "-n", ns, "-g", "Nobody", "-t", "GrT")
+    assert nobody.returncode == 1 and "consumer group Nobody does not exist" in nobody.stderr
+    assert "total lag" not in nobody.stdout
+
+    described = await run("admin", "group", "describe", "-n", ns, "-g", "GrG", "--json")
+    doc = json.loads(described.stdout)
+    assert doc["exists"] and doc["lag"] == 60 and doc["clients"] == [] and doc["configs"][0]["retryMaxTimes"] == 16
+    listed = await run("admin", "group", "list", "-n", ns, "--json")
+    assert "GrG" in {g["group"] for g in json.loads(listed.stdout)["groups"]}
+
+    updated = await run("admin", "group", "update", "-n", ns, "-g", "GrG", "--retry-max", "4", "--consume", "off", "--json")
+    assert updated.returncode == 0 and json.loads(updated.stdout)[0]["retryMaxTimes"] == 4
+    refused = await run("admin", "group", "update", "-n", ns, "-g", "GrG", "--retry-queues", "-1")
+    assert refused.returncode == 1 and "cannot be negative" in refused.stderr
+    listed = json.loads((await run("admin", "group", "list", "-n", ns, "--json")).stdout)["groups"]
+    assert next(g for g in listed if g["group"] == "GrG")["consumeEnable"] is False  # (pulls refused: test_groups.py)
+    assert (await run("admin", "group", "update", "-n", ns, "-g", "GrG", "--consume", "on")).returncode == 0
+
+    # resets: to the earliest, to an offset, to the latest
+    reset = await run("admin", "group", "reset", "-n", ns, "-g", "GrG", "-t", "GrT", "--to", "earliest", "--json")
+    assert reset.returncode == 0, reset.stderr
+    assert {q["offset"] for q in json.loads(reset.stdout)["queues"]} == {0}
+    lag = json.loads((await run("admin", "group", "lag", "-n", ns, "-g", "GrG", "-t", "GrT", "--json")).stdout)
+    assert lag["lag"] == 100
+    reset = await run("admin", "group", "reset", "-n", ns, "-g", "GrG", "-t", "GrT", "--offset", "45", "--json")
+    assert [q["offset"] for q in json.loads(reset.stdout)["queues"]] == [45, 45]
+    reset = await run("admin", "group", "reset", "-n", ns, "-g", "GrG", "-t", "GrT", "--to", "latest")
+    assert reset.returncode == 0 and "new offset" in reset.stdout
+    lag = json.loads((await run("admin", "group", "lag", "-n", ns, "-g", "GrG", "-t", "GrT", "--json")).stdout)
+    assert lag["lag"] == 0
+    bad = await run("admin", "group", "reset", "-n", ns, "-g", "Nobody", "-t", "GrT", "--to", "latest")
+    assert bad.returncode == 1 and "not exist" in bad.stderr
+    bad = await run("admin", "group", "reset", "-n", ns, "-g", "GrG", "-t", "GrT", "--timestamp", "yesterday")
+    assert bad.returncode == 1 and "--timestamp" in bad.stderr
+
+    conns = await run("admin", "group", "connections", "-n", ns, "-g", "GrG")
+    assert conns.returncode == 1 and "no client of consumer group GrG is connected" in conns.stdout
+
+    deleted = await run("admin", "group", "delete", "-n", ns, "-g", "GrG", "--remove-offset")
+    assert deleted.returncode == 0
+    gone = await run("admin", "group", "lag", "-n", ns, "-g", "GrG", "-t", "GrT")
+    assert gone.returncode == 1 and "does not exist" in gone.stderr
+
+
+@pytest.mark.slow
+async def test_group_lag_says_when_a_queue_cannot_be_read(broker_process, tmp_path):
+    import os
+    import signal
+    import subprocess
+
+    from .conftest import acceptance_tools
+
+    acc = acceptance_tools()
+    port = acc.free_port()
+    ns = f"127.0.0.1:{port}"
+    namesrv = subprocess.Popen([*acc.trocket_command(), "namesrv", "--listen", ns], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        broker = broker_process(name="ops-down", extra=["-n", ns])
+        import trio
+
+        async def routed() -> bool:
+            return (await run("admin", "topic", "create", "-n", ns, "-t", "DownT", "--queues", "2")).returncode == 0
+
+        for _ in range(100):
+            if await routed():
+                break
+            await trio.sleep(0.1)
+        assert (await run("send", "-n", ns, "-t", "DownT", "--count", "10")).returncode == 0
+        assert (await run("consume", "-n", ns, "-t", "DownT", "-g", "DG", "--count", "10", "--from", "first",
+                          "--quiet")).returncode == 0
+        os.kill(broker.proc.pid, signal.SIGSTOP)  # the master stops answering; the name server still routes to it
+        try:
+            lag = await run("admin", "group", "lag", "-n", ns, "-g", "DG", "-t", "DownT", "--timeout", "1", "--json")
+        finally:
+            os.kill(broker.proc.pid, signal.SIGCONT)
+        doc = json.loads(lag.stdout)
+        assert lag.returncode == 1 and doc["lag"] is None and not doc["complete"]
+        assert any("cannot read the offsets of DownT broker-a queue 0" in p for p in doc["problems"])
+        assert any("the total is not known" in p for p in doc["problems"])
+    finally:
+        namesrv.send_signal(signal.SIGINT)
+        namesrv.wait(20)
