@@ -279,7 +279,7 @@ def _ha_figures(ctx: BrokerContext) -> HAFigures:
         fig.update(
             connections=transfer.connections,
             push_to_slave_max_offset=transfer.acked,
-            slave_fall_behind=max(0, store.max_phy_offset - transfer.acked) if ha.server.slave else 0,
+            slave_fall_behind=max(0, store.max_phy_offset - transfer.acked) if ha.server.slaves else 0,
             transfer_waiting=transfer.waiting,
             transfer_completed=transfer.completed,
             transfer_acks_used=transfer.acks_used,
