@@ -119,6 +119,7 @@ class BrokerSnapshot:
     earliest_message_time: int = -1
     flush_disk_type: str = ""
     store_dir: str = ""
+    commit_log_dir: str = ""
     disk_total: int = 0
     disk_free: int = 0
     commit_log_disk_ratio: float = -1.0
@@ -207,6 +208,7 @@ def take_snapshot(
             earliest_message_time=store.earliest_message_time(),
             flush_disk_type=store.config.flush_mode.value,
             store_dir=store.config.store_dir,
+            commit_log_dir=store.config.commit_log_dir,
             disk_total=total,
             disk_free=free,
             commit_log_disk_ratio=ratio,
@@ -403,7 +405,7 @@ def runtime_table(s: BrokerSnapshot) -> dict[str, str]:
         "commitLogMinOffset": str(s.commit_log_min_offset),
         "commitLogMaxOffset": str(s.commit_log_max_offset),
         "commitLogDiskRatio": java_double(s.commit_log_disk_ratio),
-        f"commitLogDiskRatio_{s.store_dir}": java_double(s.commit_log_disk_ratio),
+        f"commitLogDiskRatio_{s.commit_log_dir}": java_double(s.commit_log_disk_ratio),
         "consumeQueueDiskRatio": java_double(s.consume_queue_disk_ratio),
         # BrokerStats and the broker's pools
         "msgPutTotalYesterdayMorning": str(s.put_total_yesterday_morning),

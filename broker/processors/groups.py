@@ -27,13 +27,13 @@ CONSUME_MESSAGE_DIRECTLY 309 (forwarded to the client): the group part of Rocket
   config and no client subscribed to it is SYSTEM_ERROR "THe consumer group <G> not
   exist" (sic) and nothing changes; Java refuses a group lacking an offset on any one
   queue, which a consumer that never committed an empty queue's offset 0 (trocket's
-  skips unchanged offsets) would hit. Java then sends
-  RESET_CONSUMER_CLIENT_OFFSET (oneway) to every online client of the group and answers
-  CONSUMER_NOT_ONLINE when none is (mqadmin then falls back to updating the offsets one
-  queue at a time). Here the broker also commits the new offsets itself, so the reset
-  holds with no client online (SUCCESS with the table either way) and for a client that
-  joins before it has seen the notice. The C++ client (``language`` CPP) gets
-  ``ResetOffsetBodyForC``.
+  skips unchanged offsets) would hit. Every online client of the group is then sent
+  RESET_CONSUMER_CLIENT_OFFSET (oneway; the C++ client, ``language`` CPP, gets
+  ``ResetOffsetBodyForC``): it drops what it cached, moves its offsets and commits them,
+  as Java's. With no client online Java answers CONSUMER_NOT_ONLINE and changes nothing
+  (mqadmin then falls back to updating the offsets queue by queue); here the broker
+  commits the new offsets itself and answers SUCCESS with the table, so the reset works
+  with nobody online.
 * 307, 309: the request is forwarded to the client (``clientId`` of the group) over its
   own connection and its answer returned (309 with the stored message as the body and
   ``brokerName`` added); SYSTEM_ERROR "The Consumer <G> <id> not online" when it is not
@@ -244,8 +244,11 @@ class GroupsProcessor:
             conn.remote_address, topic, group, header.timestamp, header.isForce,
         )
         table = reset_offsets(ctx, topic, group, header.timestamp, bool(header.isForce))
-        for mq, offset in table.items():
-            ctx.offsets.commit_offset(group, topic, mq.queue_id, offset)
+        info = ctx.consumers.group_info(group)
+        members = list(info.channels.values()) if info is not None else []
+        if not members:  # nobody to tell: the broker moves the offsets itself
+            for mq, offset in table.items():
+                ctx.offsets.commit_offset(group, topic, mq.queue_id, offset)
         body = ResetOffsetBody(table)
         for_java, for_c = body.to_body(), body.to_body_for_c()
         notice = RemotingCommand.request(
@@ -253,9 +256,8 @@ class GroupsProcessor:
             ResetOffsetRequestHeader(topic=topic, group=group, timestamp=header.timestamp, isForce=bool(header.isForce)),
             oneway=True,
         )
-        info = ctx.consumers.group_info(group)
         told = 0
-        for member in list(info.channels.values()) if info is not None else []:
+        for member in members:
             notice.body = for_c if member.language is LanguageCode.CPP else for_java
             notice.opaque = next_opaque()
             try:
