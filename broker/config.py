@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import attrs
 
 from trocket.broker.store import FlushMode, StoreConfig
+from trocket.codecs.java_properties import parse_properties
 from trocket.codecs.message.hosts import HostAddress
 
 if TYPE_CHECKING:
@@ -209,6 +210,10 @@ class BrokerConfig:
     broker_id: int = attrs.field(default=0, validator=_nonneg)
     #: ``brokerPermission``: 6 = read + write (PermName.PERM_READ|PERM_WRITE).
     broker_permission: int = 6
+
+    #: The file this configuration was read from (``-c``; Java's ``brokerConfigPath``):
+    #: UPDATE_BROKER_CONFIG writes its changes there (None: ``<store>/config/broker.properties``).
+    config_path: str | None = None
 
     # -- network -------------------------------------------------------------------------
     #: listen address, 127.0.0.1:10911 (``listenPort``; trocket's ``listenHost``).
@@ -594,74 +599,30 @@ _IGNORED_KEYS: dict[str, tuple[str, ...] | None] = {
 }
 
 
-def parse_properties(text: str) -> list[tuple[int, str, str]]:
-    """Java ``.properties`` -> ``[(line number, key, value)]``: ``#``/``!`` comments,
-    ``key=value``, ``key: value`` or ``key value``, backslash line continuation and the
-    usual escapes (``\\t \\n \\uXXXX``)."""
-    out: list[tuple[int, str, str]] = []
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        lineno = i + 1
-        line = lines[i].lstrip()
-        i += 1
-        if not line or line[0] in "#!":
-            continue
-        # continuation: an odd number of trailing backslashes
-        while _continues(line) and i < len(lines):
-            line = line[:-1] + lines[i].lstrip()
-            i += 1
-        if _continues(line):
-            line = line[:-1]
-        key_chars: list[str] = []
-        j = 0
-        while j < len(line):
-            c = line[j]
-            if c == "\\" and j + 1 < len(line):
-                key_chars.append(line[j : j + 2])
-                j += 2
-                continue
-            if c in "=: \t\f":
-                break
-            key_chars.append(c)
-            j += 1
-        rest = line[j:].lstrip(" \t\f")
-        if rest[:1] in ("=", ":"):
-            rest = rest[1:].lstrip(" \t\f")
-        out.append((lineno, _unescape("".join(key_chars)), _unescape(rest).rstrip()))
-    return out
+def update_properties_file(path: str | os.PathLike, changes: dict[str, str]) -> None:
+    """Write ``changes`` into the ``.properties`` file at ``path``: each key's last line
+    rewritten (a key not there appended), every other line (comments, other keys) kept;
+    atomically. A file that does not exist is made."""
+    from .store.atomic_file import write_atomic
 
-
-def _continues(line: str) -> bool:
-    n = len(line) - len(line.rstrip("\\"))
-    return n % 2 == 1
-
-
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _unescape(s: str) -> str:
-    if "\\" not in s:
-        return s
-    out = []
-    j = 0
-    while j < len(s):
-        c = s[j]
-        if c == "\\" and j + 1 < len(s):
-            n = s[j + 1]
-            if n == "u" and j + 6 <= len(s):
-                try:
-                    out.append(chr(int(s[j + 2 : j + 6], 16)))
-                    j += 6
-                    continue
-                except ValueError:
-                    pass
-            out.append(_ESCAPES.get(n, n))
-            j += 2
-            continue
-        out.append(c)
-        j += 1
-    return "".join(out)
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        lines = []
+    where: dict[str, int] = {}
+    for index, line in enumerate(lines):
+        parsed = parse_properties(line)
+        if parsed:
+            where[parsed[0][1]] = index
+    for key, value in changes.items():
+        text = f"{key}={value}"
+        if key in where:
+            lines[where[key]] = text
+        else:
+            lines.append(text)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    write_atomic(os.fspath(path), ("\n".join(lines) + "\n").encode("utf-8"))
 
 
 def config_changes_from_properties(

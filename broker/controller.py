@@ -66,8 +66,8 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 import attrs
 import trio
 
+from trocket.codecs.bodies.namesrv import RegisterBrokerResult, TopicConfigSerializeWrapper
 from trocket.codecs.codes import RequestCode
-from trocket.codecs.bodies.namesrv import RegisterBrokerResult
 from trocket.codecs.message.hosts import HostAddress
 from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig, ServiceContextManager
 
@@ -77,17 +77,20 @@ from .ha import HAService
 from .ha.sync import SlaveSynchronize
 from .long_polling import PullHoldService
 from .namesrv.server import NamesrvConfig, NameServer
-from .outer_api import BrokerOuterAPI
+from .outer_api import BrokerOuterAPI, topic_config_wrapper_of
 from .processors import admin, client, end_transaction, locks, offsets, pull, reply_message, send, send_back
+from .processors import config as config_processor
 from .processors import groups as groups_processor
 from .processors import stats as stats_processor
 from .processors.admin import AdminProcessor
 from .processors.pull import PullProcessor
 from .processors.send import SendProcessor
 from .schedule import ScheduleMessageService
+from .runtime_config import RuntimeConfig
 from .snapshot import BrokerSnapshot, runtime_table, take_snapshot
 from .stats import BrokerStatsService
 from .store import ConsumerOffsetManager, MessageStore, SubscriptionGroupManager, TopicConfigManager
+from .store.topic_config import PERM_READ, PERM_WRITE
 from .transaction import TransactionalMessageService
 
 if TYPE_CHECKING:
@@ -140,6 +143,8 @@ class BrokerController(ServiceContextManager):
         self.ha: HAService | None = None
         #: the statistics (broker/stats.py): TPS windows, daily totals, stats items
         self.stats: BrokerStatsService | None = None
+        #: the configuration at runtime (broker/runtime_config.py: 25, 26)
+        self.runtime_config: RuntimeConfig | None = None
         self.slave_sync: SlaveSynchronize | None = None
         #: the master's broker address a slave learned at registration (its sync target)
         self.master_addr: str | None = None
@@ -338,7 +343,11 @@ class BrokerController(ServiceContextManager):
         if self.namesrv_factory is not None:
             return self.namesrv_factory(self.config)
         host, port = self.config.namesrv_listen
-        return NameServer(NamesrvConfig(listen_host=host, listen_port=port))
+        config_dir = os.path.join(self.config.store_dir, "config")  # its KV config beside the broker's tables
+        return NameServer(NamesrvConfig(
+            listen_host=host, listen_port=port, kv_config_path=os.path.join(config_dir, "kvConfig.json"),
+            config_store_path=os.path.join(config_dir, "namesrv.properties"),
+        ))
 
     async def _serve_vip_channel(self, services: trio.Nursery, server_cfg: ServerConfig, ctx: BrokerContext) -> None:
         """Java's ``fastRemotingServer`` on the listen port - 2: the main server's
@@ -367,6 +376,11 @@ class BrokerController(ServiceContextManager):
         send_back_processor = send_back.register(ctx)
         stats_processor.register(ctx)
         groups_processor.register(ctx)
+        self.runtime_config = RuntimeConfig(
+            ctx, self.config.config_path or os.path.join(ctx.store.config.config_dir, "broker.properties"),
+            send=self.send_processor, pull=self.pull_processor, register=self._register_soon_set,
+        )
+        config_processor.register(ctx, self.runtime_config)
         if ctx.stats is not None:
             ctx.stats.send = self.send_processor
             ctx.stats.pull = self.pull_processor
@@ -382,6 +396,13 @@ class BrokerController(ServiceContextManager):
         """A topic was created or changed: register again soon (Java registers at once)."""
         self._register_soon.set()
 
+    def _register_soon_set(self) -> None:
+        """Register again soon with a new data version (the broker's permission changed:
+        the name servers take the topics' masked permissions only from a new version)."""
+        if self.topics is not None:
+            self.topics.next_data_version()
+        self._register_soon.set()
+
     async def register_broker_all(self, *, oneway: bool = False) -> list[RegisterBrokerResult]:
         api = self.outer_api
         if api is None or self.topics is None:
@@ -391,7 +412,7 @@ class BrokerController(ServiceContextManager):
         try:
             ha_addr = self.ha.ha_server_addr(addr.rpartition(":")[0]) if self.ha is not None else ""
             results = await api.register_broker_all(
-                cfg.cluster, addr, cfg.broker_name, cfg.broker_id, ha_addr, self.topics,
+                cfg.cluster, addr, cfg.broker_name, cfg.broker_id, ha_addr, self._registered_topics(),
                 cfg.register_timeout_ms / 1000.0, oneway=oneway,
             )
         except Exception:
@@ -405,6 +426,19 @@ class BrokerController(ServiceContextManager):
             self.registration_failures += 1
             log.warning("no name server of %s accepted the registration", self.namesrv_addrs)
         return results
+
+    def _registered_topics(self) -> TopicConfigManager | TopicConfigSerializeWrapper:
+        """The topics to register: the table, or with a broker permission short of
+        read + write each topic's permission masked by it (Java's ``registerBrokerAll``)."""
+        topics = self.topics
+        assert topics is not None
+        perm = self.config.broker_permission
+        if perm & PERM_READ and perm & PERM_WRITE:
+            return topics
+        wrapper = topic_config_wrapper_of(topics)
+        for tc in wrapper.topic_config_table.values():
+            tc.perm &= perm
+        return wrapper
 
     def _learn_master(self, results: list[RegisterBrokerResult]) -> None:
         """A slave's registration answer names the master and its HA address (Java's

@@ -85,6 +85,19 @@ from trocket.codecs.headers import (
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from trocket.codecs.java_properties import parse_properties
+from trocket.codecs.headers.config import (
+    AddWritePermOfBrokerRequestHeader,
+    AddWritePermOfBrokerResponseHeader,
+    DeleteKVConfigRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    PutKVConfigRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
+)
 from trocket.codecs.headers.groups import (
     CloneGroupOffsetRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
@@ -638,6 +651,105 @@ class ClientAPI:
         return await self.call(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header,
                                f"reset offsets of {group} on {topic} at {addr}",
                                lambda r: ResetOffsetBody.from_body(r.body).offset_table, timeout=timeout)
+
+
+    # -- broker and name server: configuration ---------------------------------------------
+
+    async def get_broker_config(self, addr: str, timeout: float | None = None) -> tuple[dict[str, str], str]:
+        """GET_BROKER_CONFIG: every key with its value, and the data version (JSON)."""
+
+        def decode(resp: RemotingCommand) -> tuple[dict[str, str], str]:
+            props = {k: v for _, k, v in parse_properties((resp.body or b"").decode("utf-8", "replace"))}
+            return props, (resp.ext_fields or {}).get("version", "")
+
+        return await self.call(addr, RequestCode.GET_BROKER_CONFIG, None, f"config of {addr}", decode, timeout=timeout)
+
+    async def update_broker_config(self, addr: str, changes: dict[str, str], timeout: float | None = None) -> None:
+        """UPDATE_BROKER_CONFIG with ``key=value`` lines (the broker refuses keys that
+        cannot change while it runs)."""
+        await self.call(addr, RequestCode.UPDATE_BROKER_CONFIG, None, f"update config of {addr}",
+                        body=_properties_body(changes), timeout=timeout)
+
+    async def _namesrv_call(self, addr: str | None, code: int, header, what: str, decode=None, *, body: bytes = b"",
+                            ok: tuple[int, ...] = (0,), timeout: float | None = None):
+        req = self.request(code, header, body)
+        resp = await (self.invoke(addr, req, timeout) if addr else self.invoke_namesrv(req, timeout))
+        if resp.code not in ok:
+            raise response_error(what, resp)
+        if resp.code != ResponseCode.SUCCESS or decode is None:
+            return None
+        return decoded(what, resp, lambda: decode(resp))
+
+    async def put_kv_config(self, namespace: str, key: str, value: str, *, addr: str | None = None,
+                            timeout: float | None = None) -> None:
+        """PUT_KV_CONFIG on a name server (``addr``, else the current one)."""
+        await self._namesrv_call(addr, RequestCode.PUT_KV_CONFIG,
+                                 PutKVConfigRequestHeader(namespace=namespace, key=key, value=value),
+                                 f"put KV {namespace}/{key}", timeout=timeout)
+
+    async def get_kv_config(self, namespace: str, key: str, *, addr: str | None = None,
+                            timeout: float | None = None) -> str | None:
+        """GET_KV_CONFIG: the value, None when there is none (QUERY_NOT_FOUND)."""
+        return await self._namesrv_call(
+            addr, RequestCode.GET_KV_CONFIG, GetKVConfigRequestHeader(namespace=namespace, key=key),
+            f"KV {namespace}/{key}", lambda r: decode_header(GetKVConfigResponseHeader, r.ext_fields).value,
+            ok=(0, int(ResponseCode.QUERY_NOT_FOUND)), timeout=timeout)
+
+    async def delete_kv_config(self, namespace: str, key: str, *, addr: str | None = None,
+                               timeout: float | None = None) -> None:
+        await self._namesrv_call(addr, RequestCode.DELETE_KV_CONFIG,
+                                 DeleteKVConfigRequestHeader(namespace=namespace, key=key),
+                                 f"delete KV {namespace}/{key}", timeout=timeout)
+
+    async def get_kv_list(self, namespace: str, *, addr: str | None = None,
+                          timeout: float | None = None) -> dict[str, str] | None:
+        """GET_KVLIST_BY_NAMESPACE: the namespace's table, None when it does not exist."""
+        return await self._namesrv_call(
+            addr, RequestCode.GET_KVLIST_BY_NAMESPACE, GetKVListByNamespaceRequestHeader(namespace=namespace),
+            f"KV namespace {namespace}", lambda r: KVTable.from_body(r.body).table,
+            ok=(0, int(ResponseCode.QUERY_NOT_FOUND)), timeout=timeout)
+
+    async def get_topics_by_cluster(self, cluster: str, timeout: float | None = None) -> list[str]:
+        return await self._namesrv_call(None, RequestCode.GET_TOPICS_BY_CLUSTER,
+                                        GetTopicsByClusterRequestHeader(cluster=cluster), f"topics of {cluster}",
+                                        lambda r: TopicList.from_body(r.body).topic_list, timeout=timeout)
+
+    async def get_system_topic_list(self, timeout: float | None = None) -> TopicList:
+        return await self._namesrv_call(None, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, None, "system topics",
+                                        lambda r: TopicList.from_body(r.body), timeout=timeout)
+
+    async def set_write_perm_of_broker(self, addr: str, broker_name: str, writable: bool,
+                                       timeout: float | None = None) -> int:
+        """WIPE_WRITE_PERM_OF_BROKER / ADD_WRITE_PERM_OF_BROKER on the name server at
+        ``addr``: the broker's topics made read-only / read-write; how many."""
+        if writable:
+            return await self._namesrv_call(
+                addr, RequestCode.ADD_WRITE_PERM_OF_BROKER, AddWritePermOfBrokerRequestHeader(brokerName=broker_name),
+                f"add write perm of {broker_name}",
+                lambda r: decode_header(AddWritePermOfBrokerResponseHeader, r.ext_fields).addTopicCount, timeout=timeout)
+        return await self._namesrv_call(
+            addr, RequestCode.WIPE_WRITE_PERM_OF_BROKER, WipeWritePermOfBrokerRequestHeader(brokerName=broker_name),
+            f"wipe write perm of {broker_name}",
+            lambda r: decode_header(WipeWritePermOfBrokerResponseHeader, r.ext_fields).wipeTopicCount, timeout=timeout)
+
+    async def get_namesrv_config(self, addr: str, timeout: float | None = None) -> dict[str, str]:
+        return await self._namesrv_call(
+            addr, RequestCode.GET_NAMESRV_CONFIG, None, f"config of name server {addr}",
+            lambda r: {k: v for _, k, v in parse_properties((r.body or b"").decode("utf-8", "replace"))},
+            timeout=timeout)
+
+    async def update_namesrv_config(self, addr: str, changes: dict[str, str], timeout: float | None = None) -> None:
+        await self._namesrv_call(addr, RequestCode.UPDATE_NAMESRV_CONFIG, None, f"update config of name server {addr}",
+                                 body=_properties_body(changes), timeout=timeout)
+
+
+def _properties_body(changes: dict[str, str]) -> bytes:
+    """``key=value`` lines (``MixAll.properties2String``); a key or value with a line
+    break or a separator cannot be one."""
+    for key, value in changes.items():
+        if not key or any(c in key for c in "=:\n\r \t") or any(c in value for c in "\n\r"):
+            raise ValueError(f"{key!r}={value!r} cannot be sent as a property")
+    return "".join(f"{k}={v}\n" for k, v in changes.items()).encode("utf-8")
 
 
 def _copy(request: RemotingCommand) -> RemotingCommand:

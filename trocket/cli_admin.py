@@ -44,6 +44,35 @@ def add_admin_commands(asub: Any, topic_sub: Any) -> None:
     stats.add_argument("--json", action="store_true")
     stats.set_defaults(run=lambda args: _run_trio(_broker_stats, args))
 
+    config = bsub.add_parser("config", help="a broker's configuration: get, or set the keys that change live")
+    csub = config.add_subparsers(dest="config_command", metavar="COMMAND", required=True)
+    get = csub.add_parser("get", help="every key and value (mqadmin getBrokerConfig)")
+    _namesrv_arg(get)
+    _target_args(get)
+    get.add_argument("--key", "-k", action="append", default=[], metavar="KEY", help="only these keys (repeatable)")
+    get.add_argument("--json", action="store_true")
+    get.set_defaults(run=lambda args: _run_trio(_config_get, args))
+    cset = csub.add_parser(
+        "set", help="change keys that change live, on every master (mqadmin updateBrokerConfig)",
+        description="KEY=VALUE pairs (Java's broker.conf names), applied at once and written to the broker's "
+        "config file. A key that cannot change while the broker runs is refused and nothing changes.",
+    )
+    _namesrv_arg(cset)
+    _target_args(cset)
+    cset.add_argument("pairs", nargs="+", metavar="KEY=VALUE")
+    cset.add_argument("--json", action="store_true")
+    cset.set_defaults(run=lambda args: _run_trio(_config_set, args))
+
+    perm = bsub.add_parser(
+        "write-perm", help="drain a broker (off: no new sends routed to it) or undo it, on every name server "
+        "(mqadmin wipeWritePerm / addWritePerm)",
+    )
+    _namesrv_arg(perm)
+    perm.add_argument("state", choices=("off", "on"))
+    perm.add_argument("--broker-name", "-B", required=True, metavar="NAME")
+    perm.add_argument("--json", action="store_true")
+    perm.set_defaults(run=lambda args: _run_trio(_write_perm, args))
+
     from trocket.cli_groups import add_group_commands
 
     add_group_commands(asub)
@@ -264,3 +293,80 @@ def _when(ms: int) -> str | None:
         return None
     secs, millis = divmod(ms, 1000)
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(secs)) + f".{millis:03d}"
+
+
+# -- broker config and permissions ------------------------------------------------------
+
+
+async def _config_targets(inst, args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(broker name, address): ``--broker``, else every master (of ``--cluster``)."""
+    from trocket.cli_client import _masters
+
+    if args.broker:
+        return [("-", args.broker)]
+    return [(name, addr) for _c, name, addr in await _masters(inst, args.cluster)]
+
+
+async def _config_get(args: argparse.Namespace) -> int:
+    docs = []
+    async with _instance(args) as inst:
+        for name, addr in await _config_targets(inst, args):
+            props, version = await inst.api.get_broker_config(addr)
+            if args.key:
+                missing = [k for k in args.key if k not in props]
+                if missing:
+                    raise ValueError(f"{addr} has no key {', '.join(missing)}")
+                props = {k: props[k] for k in args.key}
+            docs.append({"broker": name, "addr": addr, "version": version, "config": props})
+    if args.json:
+        print(json.dumps(docs))
+        return EXIT_OK
+    for i, doc in enumerate(docs):
+        if i:
+            print()
+        if len(docs) > 1:
+            print(f"== {doc['broker']} {doc['addr']}")
+        for key, value in sorted(doc["config"].items()):
+            print(f"{key}={value}")
+    return EXIT_OK
+
+
+async def _config_set(args: argparse.Namespace) -> int:
+    changes: dict[str, str] = {}
+    for pair in args.pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{pair!r} is not KEY=VALUE")
+        changes[key.strip()] = value.strip()
+    rows = []
+    async with _instance(args) as inst:
+        for name, addr in await _config_targets(inst, args):
+            await inst.api.update_broker_config(addr, changes)
+            props, _ = await inst.api.get_broker_config(addr)
+            rows.append({"broker": name, "addr": addr, "config": {k: props.get(k) for k in changes}})
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        for r in rows:
+            print(f"update broker config success, {r['addr']}: "
+                  + ", ".join(f"{k}={v}" for k, v in r["config"].items()))
+    return EXIT_OK
+
+
+async def _write_perm(args: argparse.Namespace) -> int:
+    rows = []
+    async with _instance(args) as inst:
+        for ns in inst.config.namesrv:
+            count = await inst.api.set_write_perm_of_broker(ns, args.broker_name, args.state == "on")
+            rows.append({"namesrv": ns, "topics": count})
+    if args.json:
+        print(json.dumps({"broker": args.broker_name, "writable": args.state == "on", "namesrv": rows}))
+    else:
+        verb = "add" if args.state == "on" else "wipe"
+        for r in rows:
+            print(f"{verb} write perm of broker[{args.broker_name}] in name server[{r['namesrv']}]: "
+                  f"{r['topics']} topic(s)")
+        if args.state == "off":
+            print("\n(a broker registering again restores its own permissions: set brokerPermission=4 to keep it "
+                  "read-only: trocket admin broker config set brokerPermission=4)")
+    return EXIT_OK

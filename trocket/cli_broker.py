@@ -19,6 +19,7 @@ add the process's signal handling to them.
 from __future__ import annotations
 
 import argparse
+import os
 import functools
 import logging
 import re
@@ -142,16 +143,30 @@ def add_namesrv_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", type=_hostport, metavar="HOST:PORT", default=("127.0.0.1", 9876),
                         help="listen address (default 127.0.0.1:9876)")
     parser.add_argument("--log-level", default="INFO", metavar="LEVEL", help="logging level (default INFO)")
+    parser.add_argument("--kv-config", metavar="FILE",
+                        help="keep the KV configuration (PUT_KV_CONFIG ...) in FILE, Java's kvConfig.json "
+                        "(default: in memory only)")
+    parser.add_argument("--config-store", metavar="FILE",
+                        help="write UPDATE_NAMESRV_CONFIG's changes to FILE (default: not written)")
     add_tap_arguments(parser)
 
 
 def config_from_args(args: argparse.Namespace) -> BrokerConfig:
-    """Defaults, then ``--config FILE``, then the flags given. Raises
+    """Defaults, then ``--config FILE`` (else the runtime changes an earlier run wrote to
+    ``<store>/config/broker.properties``), then the flags given. Raises
     :class:`BrokerConfigError` with a clear message for bad files or values."""
-    config = BrokerConfig()
     path = getattr(args, "config", None)
+    config = _with_flags(args, load_properties_file(path, BrokerConfig()) if path else BrokerConfig(), path)
     if path:
-        config = load_properties_file(path, config)
+        return config.evolve(config_path=os.path.abspath(path))
+    saved = os.path.join(config.store_dir, "config", "broker.properties")
+    if os.path.exists(saved):  # UPDATE_BROKER_CONFIG's changes of a run without --config
+        config = _with_flags(args, load_properties_file(saved, BrokerConfig()), saved)
+    return config.evolve(config_path=os.path.abspath(saved))
+
+
+def _with_flags(args: argparse.Namespace, config: BrokerConfig, path: str | None) -> BrokerConfig:
+    """``config`` with the flags given applied on top."""
     changes: dict[str, Any] = {}
     if getattr(args, "listen", None) is not None:
         changes["listen"] = args.listen
@@ -234,12 +249,14 @@ async def run_broker(config: BrokerConfig, *, tap: TapSink | None = None, task_s
 
 
 async def run_namesrv(
-    listen: tuple[str, int] = ("127.0.0.1", 9876), *, tap: TapSink | None = None, task_status=trio.TASK_STATUS_IGNORED
+    listen: tuple[str, int] = ("127.0.0.1", 9876), *, tap: TapSink | None = None, kv_config: str | None = None,
+    config_store: str | None = None, task_status=trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a name server alone until SIGINT/SIGTERM (or cancellation)."""
     from trocket.broker.namesrv.server import NamesrvConfig, NameServer
 
-    ns = NameServer(NamesrvConfig(listen_host=listen[0], listen_port=listen[1]))
+    ns = NameServer(NamesrvConfig(listen_host=listen[0], listen_port=listen[1], kv_config_path=kv_config,
+                                  config_store_path=config_store))
     ns.remoting.tap = tap
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
@@ -275,7 +292,9 @@ def main_broker(args: argparse.Namespace) -> int:
 def main_namesrv(args: argparse.Namespace) -> int:
     _setup_logging(getattr(args, "log_level", "INFO"))
     listen = getattr(args, "listen", ("127.0.0.1", 9876))
-    return _serve("namesrv", args, lambda tap: functools.partial(run_namesrv, listen, tap=tap), (OSError,))
+    kv, store = getattr(args, "kv_config", None), getattr(args, "config_store", None)
+    return _serve("namesrv", args, lambda tap: functools.partial(
+        run_namesrv, listen, tap=tap, kv_config=kv, config_store=store), (OSError,))
 
 
 def _serve(

@@ -434,27 +434,49 @@ async def _topic_route(args: argparse.Namespace) -> int:
 
 async def _topic_delete(args: argparse.Namespace) -> int:
     """``mqadmin deleteTopic``: DELETE_TOPIC_IN_BROKER on every master, then
-    DELETE_TOPIC_IN_NAMESRV on every name server; each answer reported."""
+    DELETE_TOPIC_IN_NAMESRV on every name server; each answer reported. A system topic
+    (TBW102, SCHEDULE_TOPIC_XXXX, ``rmq_sys_*``, ...) is refused before anything is
+    asked, and every master must answer first (GET_BROKER_RUNTIME_INFO): a broker that
+    is down is not found out after the others deleted the topic. The first broker that
+    refuses or fails stops it, and the name servers are asked only once every broker
+    has deleted the topic (a route the name server keeps for a broker that deleted it
+    sends a producer there to create it again: run the delete again, it is idempotent)."""
     from trocket.client import ClientError
+    from trocket.codecs.names import is_system_topic, validate_topic
 
+    validate_topic(args.topic)
+    if is_system_topic(args.topic):
+        raise ValueError(f"{args.topic} is a system topic (the broker needs it): it cannot be deleted")
     rows = []
     async with _instance(args) as inst:
-        for cname, name, addr in await _masters(inst, args.cluster):
+        masters = await _masters(inst, args.cluster)
+        for cname, name, addr in masters:
+            try:
+                await inst.api.get_broker_runtime_info(addr)
+            except ClientError as exc:
+                raise ValueError(f"nothing deleted: broker {name} {addr} does not answer ({exc.summary})") from None
+        for cname, name, addr in masters:
             try:
                 await inst.api.delete_topic_in_broker(addr, args.topic)
                 rows.append({"where": f"broker {name} {addr}", "ok": True, "answer": "deleted"})
             except ClientError as exc:
                 rows.append({"where": f"broker {name} {addr}", "ok": False, "answer": exc.summary})
-        for ns in inst.config.namesrv:
-            try:
-                await inst.api.delete_topic_in_namesrv(ns, args.topic)
-                rows.append({"where": f"namesrv {ns}", "ok": True, "answer": "deleted"})
-            except ClientError as exc:
-                rows.append({"where": f"namesrv {ns}", "ok": False, "answer": exc.summary})
+                break
+        if all(r["ok"] for r in rows):
+            for ns in inst.config.namesrv:
+                try:
+                    await inst.api.delete_topic_in_namesrv(ns, args.topic)
+                    rows.append({"where": f"namesrv {ns}", "ok": True, "answer": "deleted"})
+                except ClientError as exc:
+                    rows.append({"where": f"namesrv {ns}", "ok": False, "answer": exc.summary})
+    stopped = not all(r["ok"] for r in rows) and rows[-1]["where"].startswith("broker")
     if args.json:
         print(json.dumps(rows))
     else:
         print(_table(["where", "result"], [[r["where"], r["answer"]] for r in rows]))
+        if stopped:
+            print(f"\nstopped at the first refusal; the name servers were not asked. Brokers that deleted "
+                  f"{args.topic} may still be routed to: run the delete again once the refusal is solved")
     return EXIT_OK if all(r["ok"] for r in rows) else EXIT_FAIL
 
 

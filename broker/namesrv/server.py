@@ -14,7 +14,9 @@ signal with :func:`trocket.cli_broker.run_namesrv`.
 Brokers register every 30 s; one silent for ``broker_expiry`` (120 s) is dropped by the
 scan that runs every ``scan_interval`` (10 s), as ``NamesrvController``'s
 ``scanNotActiveBroker`` task. A broker whose connection closes is dropped at once
-(``BrokerHousekeepingService``).
+(``BrokerHousekeepingService``). The KV configuration (:mod:`.kv_config`) is kept in
+``kv_config_path`` (``kvConfig.json``) when given, and the administration codes are
+:mod:`.admin_processor`'s.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ import trio
 
 from trocket.remoting import ChannelEventListener, RemotingServer, ServerConfig, ServiceContextManager
 
+from .admin_processor import NamesrvAdminProcessor, NamesrvSettings
+from .kv_config import KVConfigManager
 from .processor import NamesrvProcessor
 from .route_info import BROKER_CHANNEL_EXPIRED_TIME, RouteInfoManager
 
@@ -50,7 +54,10 @@ class NamesrvConfig:
     - ``scan_interval``: seconds between scans for such brokers (10 s);
     - ``enable_all_topic_list``: answer GET_ALL_TOPIC_LIST_FROM_NAMESERVER (else
       SYSTEM_ERROR "disable");
-    - ``idle_timeout``: seconds a connection may stay silent (Netty's 120 s), None = never.
+    - ``idle_timeout``: seconds a connection may stay silent (Netty's 120 s), None = never;
+    - ``kv_config_path``: the KV configuration's file (Java's ``kvConfigPath``), None = kept
+      in memory only; ``config_store_path``: where UPDATE_NAMESRV_CONFIG writes its
+      changes (Java's ``configStorePath``), None = not written.
     """
 
     listen_host: str = "127.0.0.1"
@@ -59,6 +66,8 @@ class NamesrvConfig:
     scan_interval: float = attrs.field(default=10.0, validator=_positive)
     enable_all_topic_list: bool = True
     idle_timeout: float | None = 120.0
+    kv_config_path: str | None = None
+    config_store_path: str | None = None
 
     def server_config(self) -> ServerConfig:
         return ServerConfig(listen_host=self.listen_host, listen_port=self.listen_port, idle_timeout=self.idle_timeout)
@@ -85,9 +94,18 @@ class NameServer(ServiceContextManager):
     def __init__(self, config: NamesrvConfig | None = None) -> None:
         self.config = config or NamesrvConfig()
         self.route_info = RouteInfoManager(broker_expiry=self.config.broker_expiry, clock=trio.current_time)
-        self.processor = NamesrvProcessor(self.route_info, enable_all_topic_list=self.config.enable_all_topic_list)
+        self.kv = KVConfigManager(self.config.kv_config_path)
+        self.kv.load()
+        self.settings = NamesrvSettings(
+            listen_port=self.config.listen_port, kv_config_path=self.config.kv_config_path,
+            config_store_path=self.config.config_store_path,
+        )
+        self.processor = NamesrvProcessor(
+            self.route_info, enable_all_topic_list=self.config.enable_all_topic_list, kv=self.kv, settings=self.settings,
+        )
         self.remoting = RemotingServer(self.config.server_config(), listener=BrokerHousekeeping(self.route_info))
         self.processor.register_on(self.remoting)
+        NamesrvAdminProcessor(self.route_info, self.kv, self.settings).register_on(self.remoting)
         self._nursery: trio.Nursery | None = None
         self._done = trio.Event()
 
@@ -106,6 +124,7 @@ class NameServer(ServiceContextManager):
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 await nursery.start(self.remoting.serve)
+                self.settings.listen_port = self.port  # the real one (port 0 picks a free port)
                 nursery.start_soon(self._scan_loop)
                 log.info("name server listening on %s", self.address)
                 task_status.started(self)

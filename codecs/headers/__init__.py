@@ -20,6 +20,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .admin import CreateTopicRequestHeader, DeleteTopicRequestHeader, ViewMessageRequestHeader
+from .config import (
+    AddWritePermOfBrokerRequestHeader,
+    AddWritePermOfBrokerResponseHeader,
+    DeleteKVConfigRequestHeader,
+    GetBrokerConfigResponseHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    PutKVConfigRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
+)
 from .consumer import (
     ConsumerSendMsgBackRequestHeader,
     GetConsumerListByGroupRequestHeader,
@@ -118,6 +131,18 @@ __all__ = [
     "ResetOffsetRequestHeader",
     "GetConsumerRunningInfoRequestHeader",
     "ConsumeMessageDirectlyResultRequestHeader",
+    # configuration (26, 100, 101, 102, 219, 224, 205, 327)
+    "GetBrokerConfigResponseHeader",
+    "PutKVConfigRequestHeader",
+    "GetKVConfigRequestHeader",
+    "GetKVConfigResponseHeader",
+    "DeleteKVConfigRequestHeader",
+    "GetKVListByNamespaceRequestHeader",
+    "GetTopicsByClusterRequestHeader",
+    "WipeWritePermOfBrokerRequestHeader",
+    "WipeWritePermOfBrokerResponseHeader",
+    "AddWritePermOfBrokerRequestHeader",
+    "AddWritePermOfBrokerResponseHeader",
 ]
 
 # -- registry: request code -> header classes --------------------------------------------
@@ -166,6 +191,14 @@ REQUEST_HEADERS: Mapping[int, type] = {
     307: GetConsumerRunningInfoRequestHeader,  # GET_CONSUMER_RUNNING_INFO
     309: ConsumeMessageDirectlyResultRequestHeader,  # CONSUME_MESSAGE_DIRECTLY
     314: CloneGroupOffsetRequestHeader,  # CLONE_GROUP_OFFSET
+    # configuration
+    100: PutKVConfigRequestHeader,  # PUT_KV_CONFIG
+    101: GetKVConfigRequestHeader,  # GET_KV_CONFIG
+    102: DeleteKVConfigRequestHeader,  # DELETE_KV_CONFIG
+    205: WipeWritePermOfBrokerRequestHeader,  # WIPE_WRITE_PERM_OF_BROKER
+    219: GetKVListByNamespaceRequestHeader,  # GET_KVLIST_BY_NAMESPACE
+    224: GetTopicsByClusterRequestHeader,  # GET_TOPICS_BY_CLUSTER
+    327: AddWritePermOfBrokerRequestHeader,  # ADD_WRITE_PERM_OF_BROKER
 }
 
 #: Request code -> header class of the *response* to that request (a response frame's own
@@ -181,6 +214,10 @@ RESPONSE_HEADERS: Mapping[int, type] = {
     103: RegisterBrokerResponseHeader,  # REGISTER_BROKER
     310: SendMessageResponseHeader,  # SEND_MESSAGE_V2
     320: SendMessageResponseHeader,  # SEND_BATCH_MESSAGE
+    26: GetBrokerConfigResponseHeader,  # GET_BROKER_CONFIG
+    101: GetKVConfigResponseHeader,  # GET_KV_CONFIG
+    205: WipeWritePermOfBrokerResponseHeader,  # WIPE_WRITE_PERM_OF_BROKER
+    327: AddWritePermOfBrokerResponseHeader,  # ADD_WRITE_PERM_OF_BROKER
     324: SendMessageResponseHeader,  # SEND_REPLY_MESSAGE
     325: SendMessageResponseHeader,  # SEND_REPLY_MESSAGE_V2
 }

@@ -147,3 +147,45 @@ def test_group_administration_and_a_reset_under_a_running_java_consumer(broker_f
         assert "not exist" in producer_less.text
     finally:
         consumer.close()
+
+
+def test_configuration_kv_and_write_permission(broker_factory):
+    broker = broker_factory(name="mqadmin-config")
+    ns = broker.namesrv
+    addr = f"127.0.0.1:{broker.port}"
+    trocket("admin", "topic", "create", "-n", ns, "-t", "CfgT", "--queues", "2")
+    (get, update, again, bad, kv, kvget, ns_get, ns_update, ns_again, wipe, route, add, kvdel) = mqadmin(
+        ["getBrokerConfig", "-b", addr, "-n", ns],
+        ["updateBrokerConfig", "-b", addr, "-k", "maxMessageSize", "-v", "65536", "-n", ns],
+        ["getBrokerConfig", "-b", addr, "-n", ns],
+        ["updateBrokerConfig", "-b", addr, "-k", "listenPort", "-v", "1", "-n", ns],
+        ["updateOrderConf", "-t", "CfgT", "-v", "broker-a:2", "-m", "put", "-n", ns],
+        ["updateOrderConf", "-t", "CfgT", "-m", "get", "-n", ns],
+        ["getNamesrvConfig", "-n", ns],
+        ["updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true", "-n", ns],
+        ["getNamesrvConfig", "-n", ns],
+        ["wipeWritePerm", "-b", "broker-a", "-n", ns],
+        ["topicRoute", "-t", "CfgT", "-n", ns],
+        ["addWritePerm", "-b", "broker-a", "-n", ns],
+        ["updateOrderConf", "-t", "CfgT", "-m", "delete", "-n", ns],
+    )
+    for out in (get, update, again, kv, kvget, ns_get, ns_update, ns_again, wipe, route, add, kvdel):
+        _no_exception(out.text)
+
+    def conf(out) -> dict[str, str]:
+        return {k.strip(): v.strip() for k, _, v in (line.partition("=") for line in out.out.splitlines() if "=" in line)}
+
+    assert conf(get)["maxMessageSize"] == "4194304" and conf(get)["brokerName"] == "broker-a"
+    assert f"update broker config success, {addr}" in update.out
+    assert conf(again)["maxMessageSize"] == "65536"
+    assert "CODE: 16" in bad.text and "listenPort cannot change while the broker runs" in bad.text
+    assert "update orderConf success. topic=[CfgT], orderConf=[broker-a:2]" in kv.out
+    assert "orderConf=[broker-a:2]" in kvget.out
+    assert conf(ns_get)["orderMessageEnable"] == "false"
+    assert "update name server config success" in ns_update.out
+    assert conf(ns_again)["orderMessageEnable"] == "true"
+    assert re.search(r"wipe write perm of broker\[broker-a\] in name server\[.+\] OK, \d+", wipe.out)
+    # orderMessageEnable on: the route carries the order conf; the queues are read-only
+    assert '"orderTopicConf":"broker-a:2"' in route.out and '"perm":4' in route.out
+    assert re.search(r"add write perm of broker\[broker-a\] in name server\[.+\] OK, \d+", add.out)
+    assert "delete orderConf success. topic=[CfgT]" in kvdel.out

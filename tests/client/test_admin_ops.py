@@ -145,6 +145,51 @@ async def test_group_lag_says_when_a_queue_cannot_be_read(broker_process, tmp_pa
         assert lag.returncode == 1 and doc["lag"] is None and not doc["complete"]
         assert any("cannot read the offsets of DownT broker-a queue 0" in p for p in doc["problems"])
         assert any("the total is not known" in p for p in doc["problems"])
+        # a topic delete with a master that does not answer deletes nothing anywhere
+        os.kill(broker.proc.pid, signal.SIGSTOP)
+        try:
+            deleted = await run("admin", "topic", "delete", "-n", ns, "-t", "DownT", "--timeout", "1")
+        finally:
+            os.kill(broker.proc.pid, signal.SIGCONT)
+        assert deleted.returncode == 1 and "nothing deleted: broker broker-a" in deleted.stderr
+        route = await run("admin", "topic", "route", "-n", ns, "-t", "DownT")
+        assert route.returncode == 0 and "broker-a" in route.stdout
     finally:
         namesrv.send_signal(signal.SIGINT)
         namesrv.wait(20)
+
+
+@pytest.mark.slow
+async def test_broker_config_write_perm_and_topic_delete_refusals(broker_process):
+    broker = broker_process(name="ops-config")
+    ns = broker.namesrv
+    got = await run("admin", "broker", "config", "get", "-n", ns, "-k", "maxMessageSize", "--json")
+    assert got.returncode == 0 and json.loads(got.stdout)[0]["config"] == {"maxMessageSize": "4194304"}
+    done = await run("admin", "broker", "config", "set", "-n", ns, "maxMessageSize=2048", "fileReservedTime=48", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)[0]["config"] == {"maxMessageSize": "2048", "fileReservedTime": "48"}
+    big = await run("send", "-n", ns, "-t", "CfgT", "--size", "4000")
+    assert big.returncode == 1 and "limit 2048B" in big.stderr
+    for pair, text in (("listenPort=1", "cannot change while the broker runs"), ("maxMessageSize=big", "expected an integer"),
+                       ("nokey", "is not KEY=VALUE")):
+        bad = await run("admin", "broker", "config", "set", "-n", ns, pair)
+        assert bad.returncode == 1 and text in bad.stderr, bad.stderr
+    got = await run("admin", "broker", "config", "get", "-n", ns, "-k", "maxMessageSize")
+    assert got.stdout.strip() == "maxMessageSize=2048"
+    assert "maxMessageSize=2048" in (broker.store / "config" / "broker.properties").read_text()
+
+    # draining: the name server routes the broker read-only until it registers again
+    assert (await run("send", "-n", ns, "-t", "CfgT", "--body", "x")).returncode == 0
+    off = await run("admin", "broker", "write-perm", "off", "-n", ns, "-B", "broker-a", "--json")
+    assert off.returncode == 0 and json.loads(off.stdout)["namesrv"][0]["topics"] > 0
+    route = json.loads((await run("admin", "topic", "route", "-n", ns, "-t", "CfgT", "--json")).stdout)
+    assert route["queueDatas"][0]["perm"] == 4
+    on = await run("admin", "broker", "write-perm", "on", "-n", ns, "-B", "broker-a")
+    assert on.returncode == 0 and "add write perm of broker[broker-a]" in on.stdout
+
+    # a system topic is refused before anything is asked
+    for topic in ("TBW102", "SCHEDULE_TOPIC_XXXX", "rmq_sys_trace"):
+        refused = await run("admin", "topic", "delete", "-n", ns, "-t", topic)
+        assert refused.returncode == 1 and "is a system topic" in refused.stderr
+    sent = await run("send", "-n", ns, "-t", "AfterRefusal", "--body", "still auto-created")
+    assert sent.returncode == 0, sent.stderr  # TBW102's route is intact

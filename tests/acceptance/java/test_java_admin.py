@@ -127,7 +127,7 @@ def test_admin_subscription_group(scenario):
     assert scenario("admin_sub_group") == {"retryMaxTimes": 3, "presentAfterDelete": False}
 
 
-@on_both(trocket_xfail=I22_CONFIG)
+@on_both()
 def test_admin_broker_config(scenario):
     r = scenario("admin_broker_config")
     assert (r["brokerName"], r["brokerClusterName"], r["maxMessageSize"]) == ("broker-a", "DefaultCluster", "4194304")
@@ -201,14 +201,14 @@ def test_mqadmin_broker_status(scenario, java_reference):
     assert sorted(want - keys) == []
 
 
-@on_both(trocket_xfail=I22_CONFIG)
+@on_both()
 def test_mqadmin_get_broker_config(scenario):
     out, _ = mqadmin(scenario, "getBrokerConfig")
     conf = {k.strip(): v.strip() for k, _, v in (line.partition("=") for line in out.splitlines() if "=" in line)}
     assert conf.get("brokerName") == "broker-a" and conf.get("maxMessageSize") == "4194304", out[:2000]
 
 
-@on_both(trocket_xfail=I22_CONFIG)
+@on_both()
 def test_mqadmin_update_broker_config(scenario, peer):
     out, _ = mqadmin(scenario, "updateBrokerConfig")
     assert f"update broker config success, {peer.addr}" in out
