@@ -42,7 +42,9 @@ be the limit itself; the broker's CPU per message is the figure that compares.
 each in turn per round, and prints the medians and the TPS ratio (before/after in one
 run); ``--codecs both`` runs each senders run twice, the broker with pure-Python codecs
 (``TROCKET_PURE=1``) and with the compiled accelerator; ``benchmarks/instructions.py``
-gives the steadier instruction count per message.
+gives the steadier instruction count per message. ``--keys`` gives the python
+generator's messages a unique key (``UNIQ_KEY``, as a real producer's) and a ``KEYS``
+entry each: what the broker's index (``messageIndexEnable``) stores.
 
 Floor (``--part floor``): what the C++ client gets from the fastest responders of the
 broker's shape, beside ``trocket broker`` under the same client and load. The floor is
@@ -78,6 +80,7 @@ own latency is where creating the segment inline shows.)
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -205,12 +208,25 @@ async def runtime_info(client: RemotingClient, addr: str) -> dict[str, str]:
     return loads(r.body)["table"]
 
 
+#: ``--keys``: every message with a unique key and a KEYS entry (the index's input)
+KEYS = False
+_key_counter = itertools.count()
+_KEY_PREFIX = f"7F000001{os.getpid() & 0xFFFF:04X}B2C3D4E5"
+
+
+def _props() -> str:
+    if not KEYS:
+        return PROPS
+    n = next(_key_counter)
+    return f"{PROPS}UNIQ_KEY\x01{_KEY_PREFIX}{n:012X}\x02KEYS\x01order-{n}\x02"
+
+
 def send_request(
     queue_id: int, body: bytes = BODY, serialize_type: SerializeType = SerializeType.JSON
 ) -> RemotingCommand:
     h = SendMessageRequestHeaderV2(
         a="BenchProducer", b=TOPIC, c="TBW102", d=QUEUES, e=queue_id, f=0,
-        g=int(time.time() * 1000), h=0, i=PROPS, j=0, k=False,
+        g=int(time.time() * 1000), h=0, i=_props(), j=0, k=False,
     )
     return RemotingCommand.request(310, h, body=body, serialize_type=serialize_type)
 
@@ -833,8 +849,11 @@ if __name__ == "__main__":
                         help="floor part, and the python generator of the senders part: also the broker of the "
                              "tree laid out as the trocket package in DIR, in turn with this tree's in every "
                              "round (before/after under the same load)")
+    parser.add_argument("--keys", action="store_true",
+                        help="python generator: each message with a unique key and a KEYS entry (what the index stores)")
     add_cpp_driver_option(parser)
     parsed = parser.parse_args()
+    KEYS = parsed.keys
     BROKER_PYTHONPATH = parsed.broker_pythonpath
     CPP_DRIVER = parsed.cpp_driver
     trio.run(main, parsed)

@@ -258,6 +258,17 @@ class BrokerConfig:
     max_transfer_count: int = attrs.field(default=32, validator=_pos)
     #: ``maxTransferBytesOnMessageInMemory``: bytes per pull at most, 256 KiB.
     max_transfer_bytes: int = attrs.field(default=256 * KiB, validator=_pos)
+    #: ``messageIndexEnable``: index every message's keys and unique key, for queries by
+    #: key (QUERY_MESSAGE; broker/store/index.py), on.
+    message_index_enable: bool = True
+    #: ``maxHashSlotNum`` / ``maxIndexNum``: an index file's slots and entries (5 and 20
+    #: million: 420 MB, sparse). Changing them makes existing index files unreadable.
+    max_hash_slot_num: int = attrs.field(default=5_000_000, validator=_pos)
+    max_index_num: int = attrs.field(default=20_000_000, validator=_pos)
+    #: ``maxMsgsNumBatch``: messages one query by key returns at most, 64;
+    #: ``defaultQueryMaxNum``: a query by unique key's, 32.
+    max_msgs_num_batch: int = attrs.field(default=64, validator=_pos)
+    default_query_max_num: int = attrs.field(default=32, validator=_pos)
 
     # -- replication (broker/ha) ---------------------------------------------------------
     #: ``brokerRole``: ASYNC_MASTER (default), SYNC_MASTER (a send is answered once a
@@ -454,6 +465,11 @@ class BrokerConfig:
             store_host=HostAddress(store_host[0], int(store_host[1])),
             delay_levels_ms=parse_delay_levels(self.message_delay_level),
             access_message_in_memory_max_ratio=self.access_message_in_memory_max_ratio,
+            message_index_enable=self.message_index_enable,
+            max_hash_slot_num=self.max_hash_slot_num,
+            max_index_num=self.max_index_num,
+            max_msgs_num_batch=self.max_msgs_num_batch,
+            default_query_max_num=self.default_query_max_num,
         )
 
     def ineffective_settings(self) -> list[str]:
@@ -542,6 +558,11 @@ PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "cleanResourceInterval": ("clean_resource_interval_ms", _int),
     "maxTransferCountOnMessageInMemory": ("max_transfer_count", _int),
     "maxTransferBytesOnMessageInMemory": ("max_transfer_bytes", _int),
+    "messageIndexEnable": ("message_index_enable", _bool),
+    "maxHashSlotNum": ("max_hash_slot_num", _int),
+    "maxIndexNum": ("max_index_num", _int),
+    "maxMsgsNumBatch": ("max_msgs_num_batch", _int),
+    "defaultQueryMaxNum": ("default_query_max_num", _int),
     "messageDelayLevel": ("message_delay_level", _str),
     "flushDelayOffsetInterval": ("flush_delay_offset_interval_ms", _int),
     "autoCreateTopicEnable": ("auto_create_topic", _bool),

@@ -81,6 +81,7 @@ from .outer_api import BrokerOuterAPI, topic_config_wrapper_of
 from .processors import admin, client, end_transaction, locks, offsets, pull, reply_message, send, send_back
 from .processors import config as config_processor
 from .processors import groups as groups_processor
+from .processors import query as query_processor
 from .processors import stats as stats_processor
 from .processors.admin import AdminProcessor
 from .processors.pull import PullProcessor
@@ -376,6 +377,7 @@ class BrokerController(ServiceContextManager):
         send_back_processor = send_back.register(ctx)
         stats_processor.register(ctx)
         groups_processor.register(ctx)
+        query_processor.register(ctx)
         self.runtime_config = RuntimeConfig(
             ctx, self.config.config_path or os.path.join(ctx.store.config.config_dir, "broker.properties"),
             send=self.send_processor, pull=self.pull_processor, register=self._register_soon_set,

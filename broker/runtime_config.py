@@ -134,6 +134,8 @@ LIVE_KEYS: dict[str, tuple[str, str | None, Callable[[RuntimeConfig, Any], None]
     "slaveReadEnable": _live("slave_read_enable", extra=_slave_read),
     "syncFlushTimeout": _live("sync_flush_timeout_ms", store="sync_flush_timeout_ms", extra=_sync_flush_timeout),
     "haSlaveFallbehindMax": _live("ha_slave_fallbehind_max", extra=_fallbehind),
+    "maxMsgsNumBatch": _live("max_msgs_num_batch", store="max_msgs_num_batch"),
+    "defaultQueryMaxNum": _live("default_query_max_num", store="default_query_max_num"),
 }
 
 

@@ -106,6 +106,16 @@ from trocket.codecs.headers.groups import (
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
 )
+from trocket.codecs.bodies.query import QueryConsumeQueueResponseBody
+from trocket.codecs.headers.query import (
+    UNIQUE_MSG_QUERY_FLAG,
+    GetEarliestMsgStoretimeRequestHeader,
+    GetEarliestMsgStoretimeResponseHeader,
+    QueryConsumeQueueRequestHeader,
+    QueryMessageRequestHeader,
+    QueryMessageResponseHeader,
+)
+from trocket.codecs.headers import ViewMessageRequestHeader
 from trocket.codecs.headers.stats import (
     GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
@@ -652,6 +662,64 @@ class ClientAPI:
                                f"reset offsets of {group} on {topic} at {addr}",
                                lambda r: ResetOffsetBody.from_body(r.body).offset_table, timeout=timeout)
 
+
+    # -- broker: queries (12, 33, 321, 32) ------------------------------------------------
+
+    async def query_message(
+        self, addr: str, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int, *,
+        unique: bool = False, timeout: float | None = None,
+    ) -> tuple[list[MessageExt], int, int]:
+        """QUERY_MESSAGE: the messages the broker's index names for ``key`` (a KEYS entry,
+        or with ``unique`` a unique key) on ``topic`` stored within ``[begin_ms, end_ms]``;
+        hash collisions included (the caller filters), none found is an empty list. Also
+        the index's last update time and commit-log offset."""
+        header = QueryMessageRequestHeader(topic=topic, key=key, maxNum=max_num, beginTimestamp=begin_ms,
+                                           endTimestamp=end_ms)
+        req = self.request(RequestCode.QUERY_MESSAGE, header,
+                           ext_fields={UNIQUE_MSG_QUERY_FLAG: "true"} if unique else None)
+        resp = await self.invoke(addr, req, timeout)
+        what = f"query {key!r} on {topic} at {addr}"
+        if resp.code not in (ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND):
+            raise response_error(what, resp)
+        h = decoded(what, resp, lambda: decode_header(QueryMessageResponseHeader, resp.ext_fields))
+        found = decoded(what, resp, lambda: list(iter_records(resp.body))) if resp.code == ResponseCode.SUCCESS else []
+        return found, h.indexLastUpdateTimestamp, h.indexLastUpdatePhyoffset
+
+    async def view_message(self, addr: str, commit_log_offset: int, timeout: float | None = None) -> MessageExt:
+        """VIEW_MESSAGE_BY_ID: the message stored at ``commit_log_offset`` (the offset an
+        offset message id names)."""
+
+        def decode(resp: RemotingCommand) -> MessageExt:
+            found = list(iter_records(resp.body))
+            if len(found) != 1:
+                raise BodyDecodeError(f"{len(found)} records in the answer, not 1")
+            return found[0]
+
+        return await self.call(addr, RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset=commit_log_offset),
+                               f"message at offset {commit_log_offset} of {addr}", decode, timeout=timeout)
+
+    async def query_consume_queue(
+        self, addr: str, topic: str, queue_id: int, index: int, count: int = 1, group: str | None = None,
+        timeout: float | None = None,
+    ) -> QueryConsumeQueueResponseBody:
+        """QUERY_CONSUME_QUEUE: ``count`` consume-queue entries from ``index`` (commit-log
+        offset, size, tags code each) and the queue's min/max offsets; ``queue_data`` is
+        None when ``index`` is not in the queue."""
+        header = QueryConsumeQueueRequestHeader(topic=topic, queueId=queue_id, index=index, count=count,
+                                                consumerGroup=group)
+
+        def decode(resp: RemotingCommand) -> QueryConsumeQueueResponseBody:
+            return QueryConsumeQueueResponseBody.from_body(resp.body) if resp.body else QueryConsumeQueueResponseBody()
+
+        return await self.call(addr, RequestCode.QUERY_CONSUME_QUEUE, header,
+                               f"consume queue {topic}:{queue_id} at {addr}", decode, timeout=timeout)
+
+    async def get_earliest_msg_storetime(self, addr: str, mq: MessageQueue, timeout: float | None = None) -> int:
+        """GET_EARLIEST_MSG_STORETIME: the store time of the oldest message in the queue (-1: none)."""
+        header = GetEarliestMsgStoretimeRequestHeader(topic=mq.topic, queueId=mq.queue_id)
+        return await self.call(
+            addr, RequestCode.GET_EARLIEST_MSG_STORETIME, header, f"earliest store time of {mq}",
+            lambda r: decode_header(GetEarliestMsgStoretimeResponseHeader, r.ext_fields).timestamp, timeout=timeout)
 
     # -- broker and name server: configuration ---------------------------------------------
 

@@ -5,6 +5,7 @@
     trocket admin broker stats [-b ADDR | -c CLUSTER] [--all]
     trocket admin topic stats -t TOPIC
     trocket admin group ...                 (trocket/cli_groups.py)
+    trocket admin msg ...                   (trocket/cli_msg.py)
 
 Tables, or JSON with ``--json``; one ``trocket: error: ...`` line and exit 1 on errors.
 The helpers (``-n``, ``--timeout``, tables, the client instance) are
@@ -76,6 +77,10 @@ def add_admin_commands(asub: Any, topic_sub: Any) -> None:
     from trocket.cli_groups import add_group_commands
 
     add_group_commands(asub)
+
+    from trocket.cli_msg import add_msg_commands
+
+    add_msg_commands(asub)
 
     tstats = topic_sub.add_parser("stats", help="a topic's queues: min/max offsets, last store time, put TPS")
     _namesrv_arg(tstats)

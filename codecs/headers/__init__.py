@@ -68,6 +68,14 @@ from .offset import (
     UpdateConsumerOffsetRequestHeader,
 )
 from .pull import PullMessageRequestHeader, PullMessageResponseHeader
+from .query import (
+    UNIQUE_MSG_QUERY_FLAG,
+    GetEarliestMsgStoretimeRequestHeader,
+    GetEarliestMsgStoretimeResponseHeader,
+    QueryConsumeQueueRequestHeader,
+    QueryMessageRequestHeader,
+    QueryMessageResponseHeader,
+)
 from .send import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
 from .stats import (
     GetConsumeStatsInBrokerHeader,
@@ -143,6 +151,13 @@ __all__ = [
     "WipeWritePermOfBrokerResponseHeader",
     "AddWritePermOfBrokerRequestHeader",
     "AddWritePermOfBrokerResponseHeader",
+    # queries (12, 321, 32)
+    "UNIQUE_MSG_QUERY_FLAG",
+    "QueryMessageRequestHeader",
+    "QueryMessageResponseHeader",
+    "QueryConsumeQueueRequestHeader",
+    "GetEarliestMsgStoretimeRequestHeader",
+    "GetEarliestMsgStoretimeResponseHeader",
 ]
 
 # -- registry: request code -> header classes --------------------------------------------
@@ -199,6 +214,10 @@ REQUEST_HEADERS: Mapping[int, type] = {
     219: GetKVListByNamespaceRequestHeader,  # GET_KVLIST_BY_NAMESPACE
     224: GetTopicsByClusterRequestHeader,  # GET_TOPICS_BY_CLUSTER
     327: AddWritePermOfBrokerRequestHeader,  # ADD_WRITE_PERM_OF_BROKER
+    # queries
+    12: QueryMessageRequestHeader,  # QUERY_MESSAGE
+    32: GetEarliestMsgStoretimeRequestHeader,  # GET_EARLIEST_MSG_STORETIME
+    321: QueryConsumeQueueRequestHeader,  # QUERY_CONSUME_QUEUE
 }
 
 #: Request code -> header class of the *response* to that request (a response frame's own
@@ -218,6 +237,8 @@ RESPONSE_HEADERS: Mapping[int, type] = {
     101: GetKVConfigResponseHeader,  # GET_KV_CONFIG
     205: WipeWritePermOfBrokerResponseHeader,  # WIPE_WRITE_PERM_OF_BROKER
     327: AddWritePermOfBrokerResponseHeader,  # ADD_WRITE_PERM_OF_BROKER
+    12: QueryMessageResponseHeader,  # QUERY_MESSAGE
+    32: GetEarliestMsgStoretimeResponseHeader,  # GET_EARLIEST_MSG_STORETIME
     324: SendMessageResponseHeader,  # SEND_REPLY_MESSAGE
     325: SendMessageResponseHeader,  # SEND_REPLY_MESSAGE_V2
 }

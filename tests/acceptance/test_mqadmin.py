@@ -189,3 +189,33 @@ def test_configuration_kv_and_write_permission(broker_factory):
     assert '"orderTopicConf":"broker-a:2"' in route.out and '"perm":4' in route.out
     assert re.search(r"add write perm of broker\[broker-a\] in name server\[.+\] OK, \d+", add.out)
     assert "delete orderConf success. topic=[CfgT]" in kvdel.out
+
+
+def test_queries_by_key_unique_key_id_and_consume_queue(broker_factory):
+    broker = broker_factory(name="mqadmin-query")
+    ns = broker.namesrv
+    addr = f"127.0.0.1:{broker.port}"
+    trocket("admin", "topic", "create", "-n", ns, "-t", "QryT", "--queues", "1")
+    sent = [json.loads(trocket("send", "-n", ns, "-t", "QryT", "--keys", f"qk{i} qshared", "--tag", "TagQ",
+                               "--body", f"query {i}", "--json").stdout) for i in range(3)]
+    time.sleep(0.2)  # the index task looks every 10 ms
+    by_key, shared, by_uniq, by_id, cq, cq_far = mqadmin(
+        ["queryMsgByKey", "-t", "QryT", "-k", "qk1", "-n", ns],
+        ["queryMsgByKey", "-t", "QryT", "-k", "qshared", "-n", ns],
+        ["queryMsgByUniqueKey", "-t", "QryT", "-i", sent[2]["msgId"], "-n", ns],
+        ["queryMsgById", "-i", sent[0]["offsetMsgId"], "-n", ns],
+        ["queryCq", "-t", "QryT", "-q", "0", "-i", "1", "-c", "5", "-g", "NobodyG", "-b", addr, "-n", ns],
+        ["queryCq", "-t", "QryT", "-q", "0", "-i", "9", "-b", addr, "-n", ns],
+    )
+    for out in (by_key, shared, by_uniq, by_id, cq, cq_far):
+        _no_exception(out.text)
+    # queryMsgByKey: "%-50s %4d %40d" msgId (the unique key), queue, queue offset
+    rows = [line.split() for line in by_key.out.splitlines() if line.startswith(sent[1]["msgId"])]
+    assert rows == [[sent[1]["msgId"], "0", "1"]], by_key.out
+    assert [line.split()[0] for line in shared.out.splitlines()[1:]] == [s["msgId"] for s in sent], shared.out
+    assert "Keys:                [qk2 qshared]" in by_uniq.out and sent[2]["msgId"] in by_uniq.out
+    assert "Keys:                [qk0 qshared]" in by_id.out and f"OffsetID:            {sent[0]['offsetMsgId']}" in by_id.out
+    # queryCq: the group's subscription is unknown (not online), entries 1 and 2
+    assert "NobodyG@QryT is not online!" in cq.out and "max: 3, min: 0" in cq.out
+    assert cq.out.count("ConsumeQueueData{physicOffset=") == 2 and "idx: 2" in cq.out
+    assert "max: 3, min: 0" in cq_far.out and "ConsumeQueueData" not in cq_far.out

@@ -193,3 +193,69 @@ async def test_broker_config_write_perm_and_topic_delete_refusals(broker_process
         assert refused.returncode == 1 and "is a system topic" in refused.stderr
     sent = await run("send", "-n", ns, "-t", "AfterRefusal", "--body", "still auto-created")
     assert sent.returncode == 0, sent.stderr  # TBW102's route is intact
+
+
+@pytest.mark.slow
+async def test_msg_query_and_show(broker_process):
+    broker = broker_process(name="ops-msg")
+    ns = broker.namesrv
+    assert (await run("admin", "topic", "create", "-n", ns, "-t", "MsgT", "--queues", "2")).returncode == 0
+    sent = []
+    for i in range(3):
+        r = await run("send", "-n", ns, "-t", "MsgT", "--keys", f"order-{i} shared", "--tag", "TagM",
+                      "--body", f"hello {i}", "--property", "color=blue", "--json")
+        assert r.returncode == 0, r.stderr
+        sent.append(json.loads(r.stdout))
+    import trio
+
+    async def query(*argv: str):
+        return await run("admin", "msg", "query", "-n", ns, *argv)
+
+    # the index is built in the background: the first query may come before it
+    for _ in range(100):
+        by_key = await query("-t", "MsgT", "--key", "order-1", "--json")
+        if by_key.returncode == 0:
+            break
+        await trio.sleep(0.05)
+    doc = json.loads(by_key.stdout)
+    assert [m["body"] for m in doc["messages"]] == ["hello 1"]
+    (m,) = doc["messages"]
+    assert (m["msgId"], m["uniqKey"], m["keys"], m["tags"]) == (sent[1]["offsetMsgId"], sent[1]["msgId"], "order-1 shared", "TagM")
+    shared = json.loads((await query("-t", "MsgT", "--key", "shared", "--json")).stdout)["messages"]
+    assert [m["body"] for m in shared] == ["hello 0", "hello 1", "hello 2"]  # oldest first
+    text = await query("-t", "MsgT", "--key", "shared", "--max", "2")
+    assert text.returncode == 0 and "hello 2" in text.stdout and "unique key" in text.stdout
+
+    by_uniq = json.loads((await query("-t", "MsgT", "--unique-key", sent[2]["msgId"], "--json")).stdout)["messages"]
+    assert [m["body"] for m in by_uniq] == ["hello 2"]
+    by_id = json.loads((await query("--id", sent[0]["offsetMsgId"], "--json")).stdout)["messages"]
+    assert [m["body"] for m in by_id] == ["hello 0"]
+    # an id that is no offset message id: with -t, a unique key (Java's viewMessage(topic, id))
+    by_id = json.loads((await query("--id", sent[0]["msgId"], "-t", "MsgT", "--json")).stdout)["messages"]
+    assert [m["body"] for m in by_id] == ["hello 0"]
+    q = sent[1]["queueId"]
+    by_offset = json.loads((await query("-t", "MsgT", "--queue", str(q), "--offset", str(sent[1]["queueOffset"]),
+                                        "--json")).stdout)["messages"]
+    assert [m["body"] for m in by_offset] == ["hello 1"]
+
+    show = await run("admin", "msg", "show", "-n", ns, sent[2]["offsetMsgId"], "--json")
+    doc = json.loads(show.stdout)
+    assert doc["properties"]["color"] == "blue" and doc["properties"]["UNIQ_KEY"] == sent[2]["msgId"]
+    assert doc["storeTime"] >= doc["bornTime"] > 0 and doc["body"] == "hello 2" and doc["commitLogOffset"] >= 0
+    text = await run("admin", "msg", "show", "-n", ns, sent[2]["offsetMsgId"])
+    assert "commit-log offset" in text.stdout and "color" in text.stdout and "hello 2" in text.stdout
+
+    # bad input and nothing found: one error line, exit 1
+    for argv, message in (
+        (("-t", "MsgT", "--key", ""), "--key is empty"),
+        (("-t", "MsgT", "--key", "x", "--begin", "2030-01-01 00:00:00", "--end", "2020-01-01 00:00:00"), "ends"),
+        (("--key", "x"), "--topic is needed"),
+        (("-t", "MsgT", "--key", "no-such-key"), "no message found for key 'no-such-key' on MsgT"),
+        (("-t", "MsgT", "--key", "order-1", "--end", "2020-01-01 00:00:00"), "no message found"),
+        (("-t", "NoSuchTopic", "--key", "x"), "NoRouteError"),
+        (("--id", "ZZZ"), "give -t TOPIC"),
+        (("-t", "MsgT", "--queue", str(q), "--offset", "99"), "has no offset 99"),
+        (("-t", "MsgT", "--offset", "0"), "--offset needs --queue"),
+    ):
+        bad = await query(*argv)
+        assert bad.returncode == 1 and message in bad.stderr, (argv, bad.stderr)

@@ -2,9 +2,8 @@
 Java broker (src/AdminScenarios.java), over one "world": a topic with 8 keyed
 messages, its producer online, a consumer group that consumed them all and is online.
 
-What trocket's broker does not serve yet belongs to issue 22 (index and query by key,
-statistics, consumer-group administration, broker config at runtime): those trocket
-runs are ``xfail(strict=True)`` and flip when it lands."""
+Every scenario runs against both brokers: issue 22 (index and query by key, statistics,
+consumer-group administration, broker config at runtime) made trocket's answer them."""
 
 from __future__ import annotations
 
@@ -15,17 +14,6 @@ import pytest
 from java_tools import on_both
 
 pytestmark = pytest.mark.usefixtures("java_bundle")
-
-I22_QUERY = "issue 22: index and QUERY_MESSAGE (12) by key / unique key"
-I22_STATS = "issue 22: broker statistics (GET_BROKER_RUNTIME_INFO's putTps and the brokerStatus keys)"
-I22_TOPIC_STATS = "issue 22: GET_TOPIC_STATS_INFO (202)"
-I22_CONSUME_STATS = "issue 22: GET_CONSUME_STATS (208)"
-I22_CONN = "issue 22: GET_CONSUMER_CONNECTION_LIST (203) / GET_PRODUCER_CONNECTION_LIST (204)"
-I22_RESET = "issue 22: INVOKE_BROKER_TO_RESET_OFFSET (222)"
-I22_GROUPS = "issue 22: subscription group configs (200, 201, 207)"
-I22_CONFIG = "issue 22: GET_BROKER_CONFIG (26) / UPDATE_BROKER_CONFIG (25)"
-I22_EARLIEST = "issue 22: GET_EARLIEST_MSG_STORETIME (32)"
-I22_CONSUME_BY_WHO = "issue 22: QUERY_TOPIC_CONSUME_BY_WHO (300), which mqadmin's message track asks"
 
 
 # -- DefaultMQAdminExt ----------------------------------------------------------------------
@@ -91,12 +79,12 @@ def test_admin_view_message_by_offset_id(scenario):
     assert r["uniqKey"] == r["expectedUniqKey"]
 
 
-@on_both(trocket_xfail=I22_QUERY)
+@on_both()
 def test_admin_query_by_key(scenario):
     assert scenario("admin_query_by_key") == {"bodies": ["world 5"]}
 
 
-@on_both(trocket_xfail=I22_QUERY)
+@on_both()
 def test_admin_query_by_unique_key(scenario):
     assert scenario("admin_query_by_unique_key") == {"body": "world 6"}
 
@@ -111,7 +99,7 @@ def test_admin_offsets_min_max_search(scenario):
                  "searchFromFuture": 4}
 
 
-@on_both(trocket_xfail=I22_EARLIEST)
+@on_both()
 def test_admin_earliest_message_time(scenario):
     r = scenario("admin_earliest_time")
     assert r["worldStart"] <= r["earliest"] <= r["now"], r
@@ -246,13 +234,13 @@ def test_mqadmin_query_msg_by_id(scenario):
     _message_track(out, world)
 
 
-@on_both(trocket_xfail=I22_QUERY)
+@on_both()
 def test_mqadmin_query_msg_by_key(scenario):
     out, world = mqadmin(scenario, "queryMsgByKey")
     assert world["msgIds"][2] in out.split()
 
 
-@on_both(trocket_xfail=I22_QUERY)
+@on_both()
 def test_mqadmin_query_msg_by_unique_key(scenario):
     out, world = mqadmin(scenario, "queryMsgByUniqueKey")
     assert "Keys:                [admk2]" in out
