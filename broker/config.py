@@ -227,6 +227,9 @@ class BrokerConfig:
     namesrv_addrs: list[str] = attrs.field(factory=list, converter=_split_addrs)
     #: where the embedded name server listens: 127.0.0.1:9876.
     namesrv_listen: tuple[str, int] = attrs.field(default=("127.0.0.1", 9876), converter=_hostport_converter)
+    #: trocket's ``metricsListen``: serve Prometheus ``/metrics`` there (``--metrics``;
+    #: broker/metrics.py, the ``trocket[metrics]`` extra). None (the default): no endpoint.
+    metrics_listen: tuple[str, int] | None = attrs.field(default=None, converter=_opt_hostport)
 
     # -- store ---------------------------------------------------------------------------
     #: ``storePathRootDir``: ./trocket-store.
@@ -544,6 +547,7 @@ PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "advertiseAddr": ("advertise", _str),  # trocket's own: host:port
     "namesrvAddr": ("namesrv_addrs", _str),
     "namesrvListen": ("namesrv_listen", _str),  # trocket's own
+    "metricsListen": ("metrics_listen", _str),  # trocket's own
     "storePathRootDir": ("store_dir", _str),
     "mappedFileSizeCommitLog": ("commit_log_segment_size", _int),
     "mappedFileSizeConsumeQueue": ("@cq_file_size", _int),

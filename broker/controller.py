@@ -97,6 +97,8 @@ from .transaction import TransactionalMessageService
 if TYPE_CHECKING:
     from trocket.remoting.tap import TapSink
 
+    from .metrics import MetricsEndpoint
+
 __all__ = ["BrokerController"]
 
 log = logging.getLogger(__name__)
@@ -131,6 +133,8 @@ class BrokerController(ServiceContextManager):
         self.server: RemotingServer | None = None
         #: the VIP channel (listen port - 2), None when it could not listen
         self.vip_server: RemotingServer | None = None
+        #: the Prometheus endpoint (``metrics_listen``), once started
+        self.metrics: MetricsEndpoint | None = None
         self.client: RemotingClient | None = None
         self.namesrv: NameServer | None = None
         self.outer_api: BrokerOuterAPI | None = None
@@ -322,6 +326,8 @@ class BrokerController(ServiceContextManager):
             store.config.store_host = HostAddress(store_host.ip, server.port)
         await self._serve_vip_channel(services, server_cfg, ctx)
         self.boot_timestamp = int(time.time() * 1000)
+        if cfg.metrics_listen is not None:
+            await self._serve_metrics(services)
 
         # 5./6. registration and periodic tasks
         if cfg.is_slave:
@@ -335,6 +341,24 @@ class BrokerController(ServiceContextManager):
             "The broker[%s, %s] boot success. serializeType=JSON and name server is %s",
             cfg.broker_name, self.broker_addr, ";".join(self.namesrv_addrs),
         )
+
+    async def _serve_metrics(self, services: trio.Nursery) -> None:
+        """Prometheus ``/metrics`` (broker/metrics.py): the broker's snapshot and, with an
+        embedded name server, its figures too."""
+        from .metrics import MetricsEndpoint, broker_families, namesrv_families, take_namesrv_figures
+
+        namesrv = self.namesrv
+
+        def take():
+            return self.snapshot(tables=True), take_namesrv_figures(namesrv) if namesrv is not None else None
+
+        def families(pair) -> list:
+            snap, ns = pair
+            return (broker_families(snap) if snap is not None else []) + (namesrv_families(ns) if ns is not None else [])
+
+        host, port = self.config.metrics_listen
+        self.metrics = MetricsEndpoint(host, port, take, families)
+        await services.start(self.metrics.run)
 
     @staticmethod
     def _advertise_host(host: str) -> str:

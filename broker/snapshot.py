@@ -23,7 +23,16 @@ import attrs
 from trocket._version import version
 
 from .consume_stats import consumed_topics, queue_offsets, topic_matters, total_diff
-from .stats import GROUP_GET_NUMS, GROUP_GET_SIZE, SNDBCK_PUT_NUMS, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, java_double
+from .stats import (
+    BROKER_GET_NUMS,
+    BROKER_PUT_NUMS,
+    GROUP_GET_NUMS,
+    GROUP_GET_SIZE,
+    SNDBCK_PUT_NUMS,
+    TOPIC_PUT_NUMS,
+    TOPIC_PUT_SIZE,
+    java_double,
+)
 from .store.put_times import DISTRIBUTE_NAMES
 
 if TYPE_CHECKING:
@@ -130,6 +139,10 @@ class BrokerSnapshot:
     #: the transaction service's runtime entries (trocket's own keys: half messages
     #: pending, the oldest one's age, commits, rollbacks, checks)
     transaction_stats: tuple[tuple[str, str], ...] = ()
+    #: the index (store/index.py): files, keys indexed since start, bytes not indexed yet
+    index_files: int = 0
+    index_keys: int = 0
+    index_behind_bytes: int = 0
     # puts and gets (StoreStatsService)
     put_total: int = 0
     put_size_total: int = 0
@@ -146,6 +159,10 @@ class BrokerSnapshot:
     get_found_total: int = 0
     get_miss_total: int = 0
     get_transferred_total: int = 0
+    #: BROKER_PUT_NUMS / BROKER_GET_NUMS over the last minute (rocketmq-exporter's
+    #: ``rocketmq_broker_tps`` / ``rocketmq_broker_qps``)
+    broker_put_tps_minute: float = 0.0
+    broker_get_tps_minute: float = 0.0
     # BrokerStats
     put_total_yesterday_morning: int = 0
     put_total_today_morning: int = 0
@@ -166,6 +183,8 @@ class BrokerSnapshot:
     # per topic / group (tables=True)
     topics: tuple[TopicFigures, ...] = ()
     groups: tuple[GroupFigures, ...] = ()
+    #: ``(producer group, producers connected)`` (rocketmq-exporter's ``rocketmq_producer_count``)
+    producer_groups: tuple[tuple[str, int], ...] = ()
 
     @property
     def get_total_tps(self) -> tuple[float, ...]:
@@ -219,6 +238,9 @@ def take_snapshot(
             schedule_offsets=tuple(schedule.offsets_and_max()) if schedule is not None else (),
             transaction_stats=tuple(ctx.transactions.running_stats().items()) if ctx.transactions is not None else (),
         )
+        if store.index is not None:
+            fig.update(index_files=len(store.index.files), index_keys=store.index.keys_indexed,
+                       index_behind_bytes=max(0, store.dispatcher.dispatched_offset - store.index.next_offset))
     fig.update(
         put_total=stats.put_total,
         put_size_total=stats.put_size_total,
@@ -236,6 +258,10 @@ def take_snapshot(
         send_queue_capacity=cfg.send_queue_capacity,
         pull_queue_capacity=cfg.pull_queue_capacity,
     )
+    for name, field in ((BROKER_PUT_NUMS, "broker_put_tps_minute"), (BROKER_GET_NUMS, "broker_get_tps_minute")):
+        item = stats.item(name, cfg.cluster)
+        if item is not None:
+            fig[field] = item.in_minute().tps
     if send is not None:
         fig.update(put_failures=send.put_failures, send_queue_size=max(0, send.pending - cfg.send_concurrency))
     if pull is not None:
@@ -259,6 +285,8 @@ def take_snapshot(
     if tables and not store.closed:
         fig["topics"] = tuple(_topic_figures(ctx, stats))
         fig["groups"] = tuple(_group_figures(ctx, stats))
+        producers = ctx.producers
+        fig["producer_groups"] = tuple(sorted((g, len(producers.channels(g))) for g in producers.groups()))
     return BrokerSnapshot(
         cluster=cfg.cluster,
         broker_name=cfg.broker_name,

@@ -127,6 +127,8 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
         help="hold pulls that find nothing until a message arrives (default on)",
     )
     g.add_argument("--log-level", default="INFO", metavar="LEVEL", help="logging level (default INFO)")
+    g.add_argument("--metrics", type=_hostport, metavar="HOST:PORT",
+                   help="serve Prometheus /metrics there (rocketmq-exporter's names; needs trocket[metrics])")
     # -- replication (broker/ha): brokerRole, haListenPort, haMasterAddress --
     h = parser.add_argument_group("replication")
     h.add_argument("--role", type=str.upper, choices=("ASYNC_MASTER", "SYNC_MASTER", "SLAVE"),
@@ -148,6 +150,8 @@ def add_namesrv_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default: in memory only)")
     parser.add_argument("--config-store", metavar="FILE",
                         help="write UPDATE_NAMESRV_CONFIG's changes to FILE (default: not written)")
+    parser.add_argument("--metrics", type=_hostport, metavar="HOST:PORT",
+                        help="serve Prometheus /metrics there (brokers, topics, connections; needs trocket[metrics])")
     add_tap_arguments(parser)
 
 
@@ -189,6 +193,7 @@ def _with_flags(args: argparse.Namespace, config: BrokerConfig, path: str | None
         "role": "broker_role",
         "ha_listen": "ha_listen",
         "master_ha": "ha_master_address",
+        "metrics": "metrics_listen",
     }
     for arg, field in mapping.items():
         value = getattr(args, arg, None)
@@ -250,7 +255,7 @@ async def run_broker(config: BrokerConfig, *, tap: TapSink | None = None, task_s
 
 async def run_namesrv(
     listen: tuple[str, int] = ("127.0.0.1", 9876), *, tap: TapSink | None = None, kv_config: str | None = None,
-    config_store: str | None = None, task_status=trio.TASK_STATUS_IGNORED,
+    config_store: str | None = None, metrics: tuple[str, int] | None = None, task_status=trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a name server alone until SIGINT/SIGTERM (or cancellation)."""
     from trocket.broker.namesrv.server import NamesrvConfig, NameServer
@@ -262,6 +267,10 @@ async def run_namesrv(
     async with trio.open_nursery() as nursery:
         await nursery.start(_until_signal, stop.set, nursery.cancel_scope.cancel)
         await nursery.start(ns.serve)
+        if metrics is not None:
+            from trocket.broker.metrics import namesrv_endpoint
+
+            await nursery.start(namesrv_endpoint(ns, *metrics).run)
         address = ns.address
         log.info("The Name Server boot success. serializeType=JSON, address %s", address)
         task_status.started(ns)
@@ -283,6 +292,14 @@ def main_broker(args: argparse.Namespace) -> int:
     except BrokerConfigError as exc:
         print(f"trocket broker: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if config.metrics_listen is not None:
+        from trocket.broker.metrics import require_prometheus_client
+
+        try:
+            require_prometheus_client()
+        except RuntimeError as exc:
+            print(f"trocket broker: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     from trocket.broker.store import StoreError
 
     return _serve("broker", args, lambda tap: functools.partial(run_broker, config, tap=tap),
@@ -293,8 +310,17 @@ def main_namesrv(args: argparse.Namespace) -> int:
     _setup_logging(getattr(args, "log_level", "INFO"))
     listen = getattr(args, "listen", ("127.0.0.1", 9876))
     kv, store = getattr(args, "kv_config", None), getattr(args, "config_store", None)
+    metrics = getattr(args, "metrics", None)
+    if metrics is not None:
+        from trocket.broker.metrics import require_prometheus_client
+
+        try:
+            require_prometheus_client()
+        except RuntimeError as exc:
+            print(f"trocket namesrv: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     return _serve("namesrv", args, lambda tap: functools.partial(
-        run_namesrv, listen, tap=tap, kv_config=kv, config_store=store), (OSError,))
+        run_namesrv, listen, tap=tap, kv_config=kv, config_store=store, metrics=metrics), (OSError,))
 
 
 def _serve(

@@ -54,6 +54,11 @@ class KVConfigManager:
                  "update" if prev is not None else "create new", namespace, key, value)
         self.persist()
 
+    @property
+    def size(self) -> int:
+        """Entries in every namespace (the metrics endpoint's)."""
+        return sum(len(table) for table in self._table.values())
+
     def get(self, namespace: str, key: str) -> str | None:
         return self._table.get(namespace, {}).get(key)
 
