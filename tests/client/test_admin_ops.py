@@ -259,3 +259,65 @@ async def test_msg_query_and_show(broker_process):
     ):
         bad = await query(*argv)
         assert bad.returncode == 1 and message in bad.stderr, (argv, bad.stderr)
+
+
+@pytest.mark.slow
+async def test_connections_and_a_reset_by_timestamp_under_a_running_consumer(broker_process):
+    """``group connections`` names the running ``trocket consume``; ``group reset
+    --timestamp`` moves it back to that time while it runs: it re-consumes from there."""
+    import subprocess
+
+    import trio
+
+    from trocket.client.message import new_message
+    from trocket.client.producer import Producer
+
+    from .conftest import acceptance_tools
+
+    broker = broker_process(name="ops-reset")
+    ns = broker.namesrv
+    assert (await run("admin", "topic", "create", "-n", ns, "-t", "RsT", "--queues", "2")).returncode == 0
+    async with Producer("RsP", ns) as producer:  # in this process: the gap between the two batches is known
+        for _ in range(20):
+            await producer.send(new_message("RsT", b"a"))
+        await trio.sleep(0.3)  # nearer the b's than the a's: a search by time answers the nearer neighbour
+        middle = int(time.time() * 1000)
+        await trio.sleep(0.01)
+        for _ in range(20):
+            await producer.send(new_message("RsT", b"b"))
+
+    consumer = subprocess.Popen(
+        [*acceptance_tools().trocket_command(), "consume", "-n", ns, "-t", "RsT", "-g", "RsG", "--count", "60",
+         "--from", "first", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+    )
+    try:
+        for _ in range(100):
+            conns = await run("admin", "group", "connections", "-n", ns, "-g", "RsG", "--json")
+            doc = json.loads(conns.stdout)
+            if doc["clients"]:
+                break
+            await trio.sleep(0.2)
+        (client,) = doc["clients"]
+        assert conns.returncode == 0 and client["language"] == "PYTHON" and doc["subscriptions"] == {"RsT": "*", "%RETRY%RsG": "*"}
+        assert doc["messageModel"] == "CLUSTERING" and doc["consumeType"] == "CONSUME_PASSIVELY"
+        text = await run("admin", "group", "connections", "-n", ns, "-g", "RsG")
+        assert client["clientId"] in text.stdout and "subscribes to %RETRY%RsG (*), RsT (*)" in text.stdout
+
+        for _ in range(150):  # all 40 consumed and the offsets committed
+            lag = json.loads((await run("admin", "group", "lag", "-n", ns, "-g", "RsG", "-t", "RsT", "--json")).stdout)
+            if lag["lag"] == 0:
+                break
+            await trio.sleep(0.2)
+        assert lag["lag"] == 0
+        reset = await run("admin", "group", "reset", "-n", ns, "-g", "RsG", "-t", "RsT", "--timestamp", str(middle),
+                          "--json")
+        assert reset.returncode == 0, reset.stderr
+        assert sorted(q["offset"] for q in json.loads(reset.stdout)["queues"]) == [10, 10]  # the first b's
+        out, err = await trio.to_thread.run_sync(lambda: consumer.communicate(timeout=60))
+    finally:
+        if consumer.poll() is None:
+            consumer.kill()
+    assert consumer.returncode == 0, err
+    bodies = [json.loads(line)["body"] for line in out.splitlines() if line.startswith("{")]
+    assert sorted(bodies[:40]) == ["a"] * 20 + ["b"] * 20 and bodies[40:] == ["b"] * 20
