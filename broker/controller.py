@@ -88,7 +88,7 @@ from .processors.pull import PullProcessor
 from .processors.send import SendProcessor
 from .schedule import ScheduleMessageService
 from .runtime_config import RuntimeConfig
-from .snapshot import BrokerSnapshot, runtime_table, take_snapshot
+from .snapshot import BrokerSnapshot, runtime_table, take_snapshot, take_snapshot_tables
 from .stats import BrokerStatsService
 from .store import ConsumerOffsetManager, MessageStore, SubscriptionGroupManager, TopicConfigManager
 from .store.topic_config import PERM_READ, PERM_WRITE
@@ -349,8 +349,11 @@ class BrokerController(ServiceContextManager):
 
         namesrv = self.namesrv
 
-        def take():
-            return self.snapshot(tables=True), take_namesrv_figures(namesrv) if namesrv is not None else None
+        async def take():
+            if self.ctx is None or self.stats is None:
+                return None, None
+            snap = await take_snapshot_tables(self.ctx, self.stats, boot_timestamp=self.boot_timestamp)
+            return snap, take_namesrv_figures(namesrv) if namesrv is not None else None
 
         def families(pair) -> list:
             snap, ns = pair

@@ -18,12 +18,14 @@ trocket adds its own under ``trocket_``: replication (slaves, the bytes a slave 
 behind, a slave's link to its master), store disk use, remoting connections, SYSTEM_BUSY
 refusals, put failures, held pulls, the index (files, keys, bytes not indexed yet).
 
-Everything comes from one :class:`~.snapshot.BrokerSnapshot` (``tables=True``), the
+Everything comes from one :class:`~.snapshot.BrokerSnapshot` (with its tables), the
 one GET_BROKER_RUNTIME_INFO formats: the two can never disagree. A scrape runs in the
-HTTP server's thread; it asks the broker's trio thread for the snapshot (a synchronous
-read of counters and tables between two requests, never under a store lock; reused
-for scrapes within :data:`SNAPSHOT_TTL` of each other) and builds the text in its own
-thread, so a slow or stuck scraper holds up no request.
+HTTP server's thread; it asks the broker's trio thread for the snapshot
+(:func:`~.snapshot.take_snapshot_tables`: the counters read at once, the topic and
+group rows a few at a time between other tasks' turns, never under a store lock;
+reused for scrapes within :data:`SNAPSHOT_TTL` of each other) and builds the text in
+its own thread, so neither a broker with many topics nor a slow or stuck scraper
+holds up a send for long.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -312,7 +314,11 @@ def namesrv_families(f: NamesrvFigures) -> list[Any]:
 
 def namesrv_endpoint(ns: NameServer, host: str, port: int) -> MetricsEndpoint:
     """``trocket namesrv --metrics``: the name server's families."""
-    return MetricsEndpoint(host, port, lambda: take_namesrv_figures(ns), namesrv_families)
+
+    async def take() -> NamesrvFigures:
+        return take_namesrv_figures(ns)
+
+    return MetricsEndpoint(host, port, take, namesrv_families)
 
 
 class _Collector:
@@ -330,11 +336,13 @@ class _Collector:
 
 class MetricsEndpoint:
     """``/metrics`` on ``host:port`` (0: any free port, :attr:`port` after start) for the
-    families ``families(snapshot)`` of the snapshots ``take()`` makes on the trio thread.
+    families ``families(snapshot)`` of the snapshots ``await take()`` makes in trio.
     :meth:`run` serves until cancelled (the HTTP server is ``prometheus_client``'s, in
     its own thread)."""
 
-    def __init__(self, host: str, port: int, take: Callable[[], Any], families: Callable[[Any], list[Any]]) -> None:
+    def __init__(
+        self, host: str, port: int, take: Callable[[], Awaitable[Any]], families: Callable[[Any], list[Any]],
+    ) -> None:
         require_prometheus_client()
         self.host = host
         self.port = port
@@ -356,7 +364,7 @@ class MetricsEndpoint:
             if token is None:
                 return None
             try:
-                snap = trio.from_thread.run_sync(self._take, trio_token=token)
+                snap = trio.from_thread.run(self._take, trio_token=token)
             except (trio.RunFinishedError, trio.Cancelled):
                 return None
             self.snapshots += 1

@@ -190,3 +190,42 @@ def test_the_command_line_serves_metrics(tmp_path, command):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, out.decode()
+
+
+async def test_the_snapshots_tables_are_gathered_in_turns(tmp_path, wire):
+    """take_snapshot_tables: the same rows as a snapshot taken at once, gathered a few
+    at a time while other tasks run (a scrape of a broker with many topics and groups
+    does not hold up its sends for the whole walk)."""
+    from trocket.broker.snapshot import take_snapshot_tables
+
+    async with wire.running_broker(tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        for t in range(12):
+            assert (await c.invoke_sync(addr, wire.send_v2(f"TurnT{t}", b"x", queue_id=0))).code == 0
+            await c.invoke_sync(addr, RemotingCommand.request(15, UpdateConsumerOffsetRequestHeader(
+                consumerGroup=f"TurnG{t % 3}", topic=f"TurnT{t}", queueId=0, commitOffset=0)))
+        at_once = broker.snapshot(tables=True)
+        turns = 0
+        done = False
+
+        async def other_task() -> None:
+            nonlocal turns
+            while not done:
+                turns += 1
+                await trio.lowlevel.checkpoint()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(other_task)
+            await trio.lowlevel.checkpoint()
+            before = turns
+            snap = await take_snapshot_tables(broker.ctx, broker.stats, boot_timestamp=broker.boot_timestamp,
+                                              rows_per_turn=2)
+            during = turns - before
+            done = True
+        def rows(s):  # what does not move with the clock (the latencies and TPS do)
+            return ([(t.topic, t.max_offset) for t in s.topics],
+                    [(g.group, g.topic, g.broker_offset, g.consumer_offset, g.diff) for g in s.groups])
+
+        assert rows(snap) == rows(at_once)
+        assert len(snap.groups) == 12 and sum(t.topic.startswith("TurnT") for t in snap.topics) == 12
+        assert during >= (len(snap.topics) + len(snap.groups)) // 2 - 1  # the other task ran every 2 rows
