@@ -47,17 +47,18 @@ def test_cluster_list_and_broker_status_show_real_figures(broker_factory):
     time.sleep(max(0.0, 12 - (time.monotonic() - started)))
     trocket("send", "-n", ns, "-t", "MqT", "--count", "1000", "--size", "100", "--mode", "async")
     trocket("consume", "-n", ns, "-t", "MqT", "-g", "MqG", "--count", "600", "--from", "first", "--quiet")
-    cluster, more, status, topic, progress, consume = mqadmin(
+    cluster, more, status, topic, progress, consume, clone = mqadmin(
         ["clusterList", "-n", ns],
         ["clusterList", "-m", "-n", ns],
         ["brokerStatus", "-b", addr, "-n", ns],
         ["topicStatus", "-t", "MqT", "-n", ns],
         ["consumerProgress", "-g", "MqG", "-n", ns],
         ["brokerConsumeStats", "-b", addr, "-n", ns],
+        ["cloneGroupOffset", "-s", "MqG", "-d", "MqClone", "-t", "MqT", "-n", ns],
     )
 
     # clusterList: "%9.2f(%s,%sms)" of putTps' and getTransferedTps' first figures
-    for out in (cluster, more, status, topic, progress, consume):
+    for out in (cluster, more, status, topic, progress, consume, clone):
         _no_exception(out.text)
     row = next(line for line in cluster.out.splitlines() if line.startswith("DefaultCluster"))
     in_tps, out_tps = (float(x) for x in re.findall(r"(\d+\.\d\d)\(\d+,\d+ms\)", row))
@@ -93,6 +94,11 @@ def test_cluster_list_and_broker_status_show_real_figures(broker_factory):
     assert f"Diff Total: {diff}" in progress.out
     assert re.search(r"Consume TPS: \d+\.\d\d", progress.out)
     assert f"Diff Total: {diff}" in consume.out and "MqG" in consume.out
+
+    # cloneGroupOffset (208, then 15 per queue): the new group starts where MqG is
+    assert "clone group offset success. srcGroup[MqG], destGroup=[MqClone], topic[MqT]" in clone.out
+    lag = json.loads(trocket("admin", "group", "lag", "-n", ns, "-g", "MqClone", "-t", "MqT", "--json").stdout)
+    assert lag["lag"] == diff and lag["complete"]
 
 
 def test_group_administration_and_a_reset_under_a_running_java_consumer(broker_factory):
