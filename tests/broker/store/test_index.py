@@ -9,6 +9,7 @@ import struct
 import time
 
 import trio
+import trio.testing
 
 from trocket.broker.store import MessageStore
 from trocket.broker.store.index import HEADER_SIZE, IndexFile, IndexService, index_key_hash
@@ -121,3 +122,36 @@ def test_every_acknowledged_key_is_indexed_after_a_crash(tmp_path):
         store.shutdown()
 
     trio.run(main)
+
+
+def test_the_index_task_looks_less_often_once_idle(tmp_path):
+    """Every 10 ms while records come; after a second without any, every 250 ms (an idle
+    broker is not woken 100 times a second); the first record after the pause is indexed
+    within that."""
+    from trocket.broker.store import index as index_module
+
+    async def main() -> None:
+        store = _open(tmp_path / "i")
+        async with trio.open_nursery() as nursery:
+            await nursery.start(store.run)
+            store.put_message(_keyed(0))
+            await trio.sleep(0.05)
+            assert store.index.next_offset == store.commit_log.max_offset
+            await trio.sleep(index_module.IDLE_AFTER_SECONDS + 1)  # idle: the task sleeps 250 ms at a time
+            store.put_message(_keyed(1))
+            start = trio.current_time()
+            while store.index.next_offset < store.commit_log.max_offset:
+                await trio.sleep(0.01)
+            waited = trio.current_time() - start
+            assert 2 * index_module.TICK_SECONDS < waited <= index_module.IDLE_TICK_SECONDS + 0.02
+            store.put_message(_keyed(2))
+            start = trio.current_time()
+            while store.index.next_offset < store.commit_log.max_offset:
+                await trio.sleep(0.001)
+            assert trio.current_time() - start <= index_module.TICK_SECONDS + 0.002  # busy again: every 10 ms
+            nursery.cancel_scope.cancel()
+        now = int(time.time() * 1000) + 1000
+        assert [store.index.query("IT", f"order-{i}", 10, 0, now)[0] != [] for i in range(3)] == [True] * 3
+        store.shutdown()
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
