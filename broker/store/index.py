@@ -21,9 +21,10 @@ back from the commit log, after the last one indexed, as Java's reput thread fee
 work (the keys read from the properties, hashed and put) is
 :func:`trocket.codecs.message.index.index_records`, compiled: in Python it cost a
 third of a send's broker CPU. It runs in the store's index task
-(:meth:`IndexService.run`), which looks every 10 ms while records come, every 250 ms
-once a second has brought none (an idle broker does not wake 100 times a second; no
-listener: the put path calls nothing for it) and builds in bounded passes: on a busy broker a pass takes the
+(:meth:`IndexService.run`), which looks every 10 ms while records come and, once it has
+indexed everything, waits for the next record (a one-shot dispatch listener, registered
+only while it waits, so a busy broker's puts call nothing for it; an idle broker wakes
+once a second) and builds in bounded passes: on a busy broker a pass takes the
 hundreds of records that came meanwhile. What was indexed is known from the last
 file's header (its end commit-log offset), so a restart, after a crash too, goes on
 from that record (again: a kill may have cut its keys short) and every record the
@@ -84,10 +85,9 @@ PASS_RECORDS = 2048
 #: how often the index task looks for records to index (Java's reput thread: 1 ms);
 #: each look is one timer, so a busy broker's pass takes what came meanwhile
 TICK_SECONDS = 0.01
-#: after IDLE_AFTER_SECONDS without a record to index, it looks every IDLE_TICK_SECONDS
-#: (the first record after a pause is indexed within that)
-IDLE_AFTER_SECONDS = 1.0
-IDLE_TICK_SECONDS = 0.25
+#: with everything indexed, the task waits for the next record's dispatch, or this long
+#: at most (a record no listener hears of: a prepared transaction's)
+IDLE_WAIT_SECONDS = 1.0
 
 
 def file_name(ms: int) -> str:
@@ -319,14 +319,16 @@ class IndexService:
 
     async def run(self, commit_log: CommitLog, dispatcher: Dispatcher,
                   *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Index what the dispatcher dispatched, every :data:`TICK_SECONDS` (every
-        :data:`IDLE_TICK_SECONDS` after :data:`IDLE_AFTER_SECONDS` with nothing to do), in
-        passes of at most :data:`PASS_RECORDS`, until cancelled."""
+        """Index what the dispatcher dispatched, in passes of at most
+        :data:`PASS_RECORDS` every :data:`TICK_SECONDS` while records come; caught up, wait
+        for the next one (:meth:`_next_dispatch`); until cancelled."""
+        token = trio.lowlevel.current_trio_token()
         task_status.started()
-        last_work = trio.current_time()
         while True:
+            if self.next_offset >= dispatcher.dispatched_offset:
+                await self._next_dispatch(dispatcher, token)
+                await trio.sleep(TICK_SECONDS)  # a pass takes what comes meanwhile
             if self.next_offset < dispatcher.dispatched_offset:
-                last_work = trio.current_time()
                 try:
                     if self.build(commit_log, dispatcher.dispatched_offset) >= PASS_RECORDS:
                         await trio.lowlevel.checkpoint()  # more to do: after the others' turn
@@ -334,8 +336,33 @@ class IndexService:
                 except (MessageDecodeError, ValueError, IndexError) as exc:
                     log.error("index build stopped at commit-log offset %d: %s", self.next_offset, exc)
                     await trio.sleep(1)
-            idle = trio.current_time() - last_work >= IDLE_AFTER_SECONDS
-            await trio.sleep(IDLE_TICK_SECONDS if idle else TICK_SECONDS)
+                    continue
+                await trio.sleep(TICK_SECONDS)
+
+    async def _next_dispatch(self, dispatcher: Dispatcher, token: trio.lowlevel.TrioToken) -> None:
+        """Until the dispatcher dispatches a record past :attr:`next_offset` (at most
+        :data:`IDLE_WAIT_SECONDS`): a listener that wakes this task once, from whichever
+        thread put the record, registered only for the wait."""
+        woken = trio.Event()
+        fired = False
+
+        def on_arrival(topic: str, queue_id: int, queue_offset: int, tag: int, store_ts: int) -> None:
+            nonlocal fired
+            if fired:  # listeners run under the dispatch lock: one call at a time
+                return
+            fired = True
+            try:
+                token.run_sync_soon(woken.set)
+            except trio.RunFinishedError:
+                pass
+
+        dispatcher.add_listener(on_arrival)
+        try:
+            if self.next_offset >= dispatcher.dispatched_offset:  # nothing came while it registered
+                with trio.move_on_after(IDLE_WAIT_SECONDS):
+                    await woken.wait()
+        finally:
+            dispatcher.remove_listener(on_arrival)
 
     # -- queries --------------------------------------------------------------------
 

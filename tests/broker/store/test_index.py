@@ -124,34 +124,40 @@ def test_every_acknowledged_key_is_indexed_after_a_crash(tmp_path):
     trio.run(main)
 
 
-def test_the_index_task_looks_less_often_once_idle(tmp_path):
-    """Every 10 ms while records come; after a second without any, every 250 ms (an idle
-    broker is not woken 100 times a second); the first record after the pause is indexed
-    within that."""
+def test_the_index_task_waits_for_the_next_record_once_caught_up(tmp_path):
+    """Caught up, the index task waits for the next dispatch (a listener registered for
+    the wait only, no 10 ms timer: an idle broker, and a test's MockClock, are not held
+    back); the record that wakes it is indexed TICK_SECONDS later; while records come
+    it registers nothing."""
     from trocket.broker.store import index as index_module
 
     async def main() -> None:
         store = _open(tmp_path / "i")
+        listening = lambda: len(store.dispatcher._listeners)  # noqa: E731
         async with trio.open_nursery() as nursery:
             await nursery.start(store.run)
+            await trio.testing.wait_all_tasks_blocked()
+            assert listening() == 1  # nothing to index: it waits on the dispatcher
+            await trio.sleep(5.5)
+            await trio.testing.wait_all_tasks_blocked()
+            assert listening() == 1  # still waiting (it looks once a second, for a record nobody announced)
             store.put_message(_keyed(0))
-            await trio.sleep(0.05)
-            assert store.index.next_offset == store.commit_log.max_offset
-            await trio.sleep(index_module.IDLE_AFTER_SECONDS + 1)  # idle: the task sleeps 250 ms at a time
-            store.put_message(_keyed(1))
-            start = trio.current_time()
-            while store.index.next_offset < store.commit_log.max_offset:
-                await trio.sleep(0.01)
-            waited = trio.current_time() - start
-            assert 2 * index_module.TICK_SECONDS < waited <= index_module.IDLE_TICK_SECONDS + 0.02
-            store.put_message(_keyed(2))
             start = trio.current_time()
             while store.index.next_offset < store.commit_log.max_offset:
                 await trio.sleep(0.001)
-            assert trio.current_time() - start <= index_module.TICK_SECONDS + 0.002  # busy again: every 10 ms
+            assert trio.current_time() - start <= index_module.TICK_SECONDS + 0.002
+            # records coming faster than the tick: indexed in passes, no listener meanwhile
+            seen = []
+            for i in range(1, 40):
+                store.put_message(_keyed(i))
+                seen.append(listening())
+                await trio.sleep(0.002)
+            assert seen.count(0) >= 30, seen
+            while store.index.next_offset < store.commit_log.max_offset:
+                await trio.sleep(0.001)
             nursery.cancel_scope.cancel()
         now = int(time.time() * 1000) + 1000
-        assert [store.index.query("IT", f"order-{i}", 10, 0, now)[0] != [] for i in range(3)] == [True] * 3
+        assert all(store.index.query("IT", f"order-{i}", 10, 0, now)[0] for i in range(40))
         store.shutdown()
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
