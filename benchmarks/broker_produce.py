@@ -43,7 +43,13 @@ be the limit itself; the broker's CPU per message is the figure that compares.
 each in turn per round, and prints the medians and the TPS ratio (before/after in one
 run); ``--codecs both`` runs each senders run twice, the broker with pure-Python codecs
 (``TROCKET_PURE=1``) and with the compiled accelerator; ``benchmarks/instructions.py``
-gives the steadier instruction count per message.
+gives the steadier instruction count per message. ``--keys`` gives the python
+generator's messages a unique key (``UNIQ_KEY``, as a real producer's) and a ``KEYS``
+entry each: what the broker's index (``messageIndexEnable``) stores; ``--index`` runs
+them against two brokers of this tree, the index on and off, in turn every round (the
+index's cost per message, side by side):
+
+    .venv/bin/python benchmarks/broker_produce.py --part senders --generator python --keys --index --rounds 5
 
 Floor (``--part floor``): what the C++ client gets from the fastest responders of the
 broker's shape, beside ``trocket broker`` under the same client and load. The floor is
@@ -79,6 +85,7 @@ own latency is where creating the segment inline shows.)
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -206,12 +213,25 @@ async def runtime_info(client: RemotingClient, addr: str) -> dict[str, str]:
     return loads(r.body)["table"]
 
 
+#: ``--keys``: every message with a unique key and a KEYS entry (the index's input)
+KEYS = False
+_key_counter = itertools.count()
+_KEY_PREFIX = f"7F000001{os.getpid() & 0xFFFF:04X}B2C3D4E5"
+
+
+def _props() -> str:
+    if not KEYS:
+        return PROPS
+    n = next(_key_counter)
+    return f"{PROPS}UNIQ_KEY\x01{_KEY_PREFIX}{n:012X}\x02KEYS\x01order-{n}\x02"
+
+
 def send_request(
     queue_id: int, body: bytes = BODY, serialize_type: SerializeType = SerializeType.JSON
 ) -> RemotingCommand:
     h = SendMessageRequestHeaderV2(
         a="BenchProducer", b=TOPIC, c="TBW102", d=QUEUES, e=queue_id, f=0,
-        g=int(time.time() * 1000), h=0, i=PROPS, j=0, k=False,
+        g=int(time.time() * 1000), h=0, i=_props(), j=0, k=False,
     )
     return RemotingCommand.request(310, h, body=body, serialize_type=serialize_type)
 
@@ -501,21 +521,30 @@ async def bench_senders_python(
 
 
 async def bench_senders_compare(
-    warmup: float, seconds: float, serialize_type: SerializeType, counts: tuple[int, ...], rounds: int, compare: str,
+    warmup: float, seconds: float, serialize_type: SerializeType, counts: tuple[int, ...], rounds: int,
+    compare: str | None = None, *, index: bool = False,
 ) -> None:
-    """The python generator against this tree's broker and the broker of the tree in
-    ``compare``, both running throughout, one window each per sender count and round, in
-    turn (every other round in reverse order); prints each window, the medians and the
-    TPS ratio per round: a before/after under one load generator, in one run."""
-    trees = [("trocket", None), ("compared", compare)]
+    """The python generator against two brokers running throughout, one window each per
+    sender count and round, in turn (every other round in reverse order); prints each
+    window, the medians and the TPS ratio per round: a before/after under one load
+    generator, in one run. The two: this tree's broker and the broker of the tree in
+    ``compare``; with ``index``, this tree's broker with ``messageIndexEnable=true``
+    (``index-on``) and ``=false`` (``index-off``): the index's cost per message."""
+    trees: list[tuple[str, str | None, dict[str, str] | None]]
+    if index:
+        trees = [("index-on", None, {"messageIndexEnable": "true"}), ("index-off", None, {"messageIndexEnable": "false"})]
+    else:
+        trees = [("trocket", None, None), ("compared", compare, None)]
     results: dict[tuple[int, str], list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="trocket-bench-") as tmp:
         procs: list[subprocess.Popen] = []
         try:
             brokers = []
-            for label, tree in trees:
+            for label, tree, conf in trees:
+                os.makedirs(os.path.join(tmp, label))
                 proc, addr = start_broker(
-                    os.path.join(tmp, label), "async", os.path.join(tmp, f"{label}.log"), pythonpath=tree,
+                    os.path.join(tmp, label, "store"), "async", os.path.join(tmp, label, "broker.log"),
+                    conf=conf, pythonpath=tree,
                 )
                 procs.append(proc)
                 brokers.append((label, addr, proc.pid))
@@ -537,16 +566,18 @@ async def bench_senders_compare(
             for proc in procs:
                 stop_broker(proc)
     print(f"medians over {rounds} round(s) (load {os.getloadavg()[0]:.2f}):", flush=True)
+    (a, _, _), (b, _, _) = trees
     for senders in counts:
-        new, old = results[(senders, "trocket")], results[(senders, "compared")]
+        new, old = results[(senders, a)], results[(senders, b)]
         med = {label: (statistics.median(x["tps"] for x in runs), statistics.median(x["cpu_us"] for x in runs))
-               for label, runs in (("trocket", new), ("compared", old))}
+               for label, runs in ((a, new), (b, old))}
         for label, (tps, cpu) in med.items():
             print(f"senders  gen=python senders={senders:3d}  {label:9s} TPS={tps:8.0f}  broker CPU={cpu:6.1f} us/msg",
                   flush=True)
-        print(f"senders  gen=python senders={senders:3d}  trocket / compared: TPS x{med['trocket'][0] / med['compared'][0]:.2f} "
-              "(per round: " + ", ".join(f"{a['tps'] / b['tps']:.2f}" for a, b in zip(new, old)) + "), "
-              f"CPU per message x{med['trocket'][1] / med['compared'][1]:.2f}", flush=True)
+        print(f"senders  gen=python senders={senders:3d}  {a} / {b}: TPS x{med[a][0] / med[b][0]:.2f} "
+              "(per round: " + ", ".join(f"{x['tps'] / y['tps']:.2f}" for x, y in zip(new, old)) + "), "
+              f"CPU per message x{med[a][1] / med[b][1]:.3f} (per round: "
+              + ", ".join(f"{x['cpu_us'] / y['cpu_us']:.3f}" for x, y in zip(new, old)) + ")", flush=True)
 
 
 ACL_YML = """\
@@ -843,8 +874,9 @@ async def main(args: argparse.Namespace) -> None:
         for pure in {"inherit": (None,), "pure": (True,), "compiled": (False,), "both": (True, False)}[args.codecs]:
             BROKER_PURE = pure
             if args.generator in ("both", "python"):
-                if args.compare:
-                    await bench_senders_compare(args.warmup, seconds, ser, args.senders, args.rounds, args.compare)
+                if args.compare or args.index:
+                    await bench_senders_compare(args.warmup, seconds, ser, args.senders, args.rounds, args.compare,
+                                                index=args.index)
                 else:
                     await bench_senders_python(args.warmup, seconds, ser, args.senders)
             if args.generator in ("both", "cpp"):
@@ -904,8 +936,14 @@ if __name__ == "__main__":
                         help="floor part, and the python generator of the senders part: also the broker of the "
                              "tree laid out as the trocket package in DIR, in turn with this tree's in every "
                              "round (before/after under the same load)")
+    parser.add_argument("--keys", action="store_true",
+                        help="python generator: each message with a unique key and a KEYS entry (what the index stores)")
+    parser.add_argument("--index", action="store_true",
+                        help="senders part, python generator: this tree's broker with the index on and off "
+                             "(messageIndexEnable), in turn every round (use with --keys)")
     add_cpp_driver_option(parser)
     parsed = parser.parse_args()
+    KEYS = parsed.keys
     BROKER_PYTHONPATH = parsed.broker_pythonpath
     CPP_DRIVER = parsed.cpp_driver
     trio.run(main, parsed)

@@ -17,6 +17,12 @@ of 128-byte bodies from ``--senders`` tasks on one connection, turns it off, sto
 broker and prints the broker's instructions per message. ``--broker-pythonpath`` runs
 another tree's broker (a tree laid out as the ``trocket`` package) under the same load.
 
+``--keys`` gives every message a unique key and a ``KEYS`` entry, as a real producer's
+(what the index stores). ``--index both`` runs the broker with ``messageIndexEnable``
+on and off (a broker.conf) and prints the index's share of the instructions:
+
+    .venv/bin/python benchmarks/instructions.py --part broker --keys --index both
+
 ``--tap`` runs the broker with ``--tap FILE`` (the capture tap's cost: compare with a run
 without it; the tap's writer thread counts too).
 
@@ -63,13 +69,20 @@ def callgrind_total(out: str) -> int:
     return total
 
 
-def broker_run(args: argparse.Namespace, pure: bool | None = None) -> None:
+def broker_run(args: argparse.Namespace, pure: bool | None = None, index: bool | None = None) -> float:
     """One broker run; ``pure`` True/False sets ``TROCKET_PURE`` in the broker's environment
-    (pure-Python codecs / the compiled accelerator), None leaves it as inherited."""
+    (pure-Python codecs / the compiled accelerator), None leaves it as inherited;
+    ``index`` True/False: ``messageIndexEnable`` in its broker.conf (None: the default)."""
     stype = SerializeType.ROCKETMQ if args.serialize == "rocketmq" else SerializeType.JSON
     with tempfile.TemporaryDirectory(prefix="trocket-instr-") as tmp:
         out = os.path.join(tmp, "callgrind.out")
         log_path = os.path.join(tmp, "broker.log")
+        conf: tuple[str, ...] = ()
+        if index is not None:
+            conf_path = os.path.join(tmp, "broker.conf")
+            with open(conf_path, "w") as f:
+                f.write(f"messageIndexEnable={'true' if index else 'false'}\n")
+            conf = ("-c", conf_path)
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env.pop("PYTHONPATH", None)
         if args.broker_pythonpath:
@@ -81,7 +94,7 @@ def broker_run(args: argparse.Namespace, pure: bool | None = None) -> None:
         with open(log_path, "w") as log:
             proc = subprocess.Popen(
                 ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
-                 sys.executable, "-m", "trocket", "broker", "--store", os.path.join(tmp, "store"),
+                 sys.executable, "-m", "trocket", "broker", *conf, "--store", os.path.join(tmp, "store"),
                  "--listen", "127.0.0.1:0", "--namesrv-listen", "127.0.0.1:0", "--flush", "async",
                  "--log-level", "INFO", *(("--tap", os.path.join(tmp, "broker.trkcap")) if args.tap else ())],
                 stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tempfile.gettempdir(),
@@ -99,6 +112,8 @@ def broker_run(args: argparse.Namespace, pure: bool | None = None) -> None:
                 await burst(300)
                 subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True, capture_output=True)
                 await burst(args.messages)
+                if args.keys:
+                    await trio.sleep(1)  # the index task's last pass (it gathers 5 ms), counted too
                 subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)], check=True, capture_output=True)
                 await client.aclose()
                 nursery.cancel_scope.cancel()
@@ -113,6 +128,7 @@ def broker_run(args: argparse.Namespace, pure: bool | None = None) -> None:
             for path in glob.glob(out + "*"):
                 os.replace(path, os.path.join(args.keep, os.path.basename(path)))
     codecs = "" if pure is None else ("codecs=pure  " if pure else "codecs=compiled  ")
+    codecs += "" if index is None else ("index=on  " if index else "index=off  ")
     print(f"broker  {args.serialize:8s} senders={args.senders:3d}  {codecs}{'tap=on  ' if args.tap else ''}"
           f"{total / args.messages:10,.0f} instructions/msg "
           f"({args.messages} messages)", flush=True)
@@ -198,8 +214,15 @@ if __name__ == "__main__":
     parser.add_argument("--typed", action="store_true",
                         help="echo: the plain processor and a typed service and stub (remoting.Service / Stub), "
                              "the same bytes on the wire, and their ratio")
+    parser.add_argument("--keys", action="store_true",
+                        help="broker: each message with a unique key and a KEYS entry (what the index stores), "
+                             "and a second after the sends counted too (the index's last pass)")
+    parser.add_argument("--index", choices=("inherit", "on", "off", "both"), default="inherit",
+                        help="broker: messageIndexEnable on or off; both: one run each, then the index's share "
+                             "(use with --keys; default: the broker's default, on)")
     parser.add_argument("--echo-workload", nargs=3, type=int, help=argparse.SUPPRESS)
     parsed = parser.parse_args()
+    bp.KEYS = parsed.keys
     if parsed.echo_workload:
         trio.run(echo_workload, *parsed.echo_workload)
     elif parsed.part == "broker" and parsed.codecs == "both":
@@ -207,7 +230,14 @@ if __name__ == "__main__":
         fast_ipm = broker_run(parsed, pure=False)
         print(f"broker  {parsed.serialize:8s} pure/compiled = {pure_ipm / fast_ipm:.2f}x "
               f"({pure_ipm - fast_ipm:,.0f} instructions/msg saved)", flush=True)
+    elif parsed.part == "broker" and parsed.index == "both":
+        pure = None if parsed.codecs == "inherit" else parsed.codecs == "pure"
+        on_ipm = broker_run(parsed, pure, index=True)
+        off_ipm = broker_run(parsed, pure, index=False)
+        print(f"broker  {parsed.serialize:8s} index on/off = {on_ipm / off_ipm:.3f}x "
+              f"({on_ipm - off_ipm:,.0f} instructions/msg for the index)", flush=True)
     elif parsed.part == "broker":
-        broker_run(parsed, None if parsed.codecs == "inherit" else parsed.codecs == "pure")
+        broker_run(parsed, None if parsed.codecs == "inherit" else parsed.codecs == "pure",
+                   None if parsed.index == "inherit" else parsed.index == "on")
     else:
         echo_run(parsed)

@@ -195,6 +195,11 @@ class ConsumerManager(Generic[C]):
         info = self._groups.get(group)
         return info.subscriptions.get(topic) if info is not None else None
 
+    def topics_of(self, group: str) -> set[str]:
+        """The topics ``group``'s heartbeats subscribe to (empty for a group not online)."""
+        info = self._groups.get(group)
+        return set(info.subscriptions) if info is not None else set()
+
     def topic_consumed_by(self, topic: str) -> set[str]:
         """``queryTopicConsumeByWho``: groups whose subscriptions include ``topic``."""
         return {g for g, info in list(self._groups.items()) if topic in info.subscriptions}

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import attrs
 
 from trocket.broker.store import FlushMode, StoreConfig
+from trocket.codecs.java_properties import parse_properties
 from trocket.codecs.message.hosts import HostAddress
 from trocket.remoting.tls import TlsSettings
 
@@ -211,6 +212,10 @@ class BrokerConfig:
     #: ``brokerPermission``: 6 = read + write (PermName.PERM_READ|PERM_WRITE).
     broker_permission: int = 6
 
+    #: The file this configuration was read from (``-c``; Java's ``brokerConfigPath``):
+    #: UPDATE_BROKER_CONFIG writes its changes there (None: ``<store>/config/broker.properties``).
+    config_path: str | None = None
+
     # -- network -------------------------------------------------------------------------
     #: listen address, 127.0.0.1:10911 (``listenPort``; trocket's ``listenHost``).
     listen: tuple[str, int] = attrs.field(default=("127.0.0.1", 10911), converter=_hostport_converter)
@@ -223,6 +228,9 @@ class BrokerConfig:
     namesrv_addrs: list[str] = attrs.field(factory=list, converter=_split_addrs)
     #: where the embedded name server listens: 127.0.0.1:9876.
     namesrv_listen: tuple[str, int] = attrs.field(default=("127.0.0.1", 9876), converter=_hostport_converter)
+    #: trocket's ``metricsListen``: serve Prometheus ``/metrics`` there (``--metrics``;
+    #: broker/metrics.py, the ``trocket[metrics]`` extra). None (the default): no endpoint.
+    metrics_listen: tuple[str, int] | None = attrs.field(default=None, converter=_opt_hostport)
 
     # -- store ---------------------------------------------------------------------------
     #: ``storePathRootDir``: ./trocket-store.
@@ -254,6 +262,17 @@ class BrokerConfig:
     max_transfer_count: int = attrs.field(default=32, validator=_pos)
     #: ``maxTransferBytesOnMessageInMemory``: bytes per pull at most, 256 KiB.
     max_transfer_bytes: int = attrs.field(default=256 * KiB, validator=_pos)
+    #: ``messageIndexEnable``: index every message's keys and unique key, for queries by
+    #: key (QUERY_MESSAGE; broker/store/index.py), on.
+    message_index_enable: bool = True
+    #: ``maxHashSlotNum`` / ``maxIndexNum``: an index file's slots and entries (5 and 20
+    #: million: 420 MB, sparse). Changing them makes existing index files unreadable.
+    max_hash_slot_num: int = attrs.field(default=5_000_000, validator=_pos)
+    max_index_num: int = attrs.field(default=20_000_000, validator=_pos)
+    #: ``maxMsgsNumBatch``: messages one query by key returns at most, 64;
+    #: ``defaultQueryMaxNum``: a query by unique key's, 32.
+    max_msgs_num_batch: int = attrs.field(default=64, validator=_pos)
+    default_query_max_num: int = attrs.field(default=32, validator=_pos)
 
     # -- replication (broker/ha) ---------------------------------------------------------
     #: ``brokerRole``: ASYNC_MASTER (default), SYNC_MASTER (a send is answered once a
@@ -318,8 +337,9 @@ class BrokerConfig:
     auto_create_topic: bool = True
     #: ``defaultTopicQueueNums``: queues of TBW102 and of auto-created topics, 4.
     default_topic_queue_nums: int = attrs.field(default=4, validator=_pos)
-    #: ``autoCreateSubscriptionGroup`` (kept for broker.conf compatibility; groups are
-    #: always accepted).
+    #: ``autoCreateSubscriptionGroup``: a group a pull, heartbeat or send-back names is
+    #: created with the defaults; off, only groups made with UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
+    #: (and ``CID_RMQ_SYS_`` ones) may consume (SUBSCRIPTION_GROUP_NOT_EXIST).
     auto_create_subscription_group: bool = True
 
     # -- pull / long polling -------------------------------------------------------------
@@ -482,6 +502,11 @@ class BrokerConfig:
             store_host=HostAddress(store_host[0], int(store_host[1])),
             delay_levels_ms=parse_delay_levels(self.message_delay_level),
             access_message_in_memory_max_ratio=self.access_message_in_memory_max_ratio,
+            message_index_enable=self.message_index_enable,
+            max_hash_slot_num=self.max_hash_slot_num,
+            max_index_num=self.max_index_num,
+            max_msgs_num_batch=self.max_msgs_num_batch,
+            default_query_max_num=self.default_query_max_num,
         )
 
     def ineffective_settings(self) -> list[str]:
@@ -556,6 +581,7 @@ PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "advertiseAddr": ("advertise", _str),  # trocket's own: host:port
     "namesrvAddr": ("namesrv_addrs", _str),
     "namesrvListen": ("namesrv_listen", _str),  # trocket's own
+    "metricsListen": ("metrics_listen", _str),  # trocket's own
     "storePathRootDir": ("store_dir", _str),
     "mappedFileSizeCommitLog": ("commit_log_segment_size", _int),
     "mappedFileSizeConsumeQueue": ("@cq_file_size", _int),
@@ -570,6 +596,11 @@ PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "cleanResourceInterval": ("clean_resource_interval_ms", _int),
     "maxTransferCountOnMessageInMemory": ("max_transfer_count", _int),
     "maxTransferBytesOnMessageInMemory": ("max_transfer_bytes", _int),
+    "messageIndexEnable": ("message_index_enable", _bool),
+    "maxHashSlotNum": ("max_hash_slot_num", _int),
+    "maxIndexNum": ("max_index_num", _int),
+    "maxMsgsNumBatch": ("max_msgs_num_batch", _int),
+    "defaultQueryMaxNum": ("default_query_max_num", _int),
     "messageDelayLevel": ("message_delay_level", _str),
     "flushDelayOffsetInterval": ("flush_delay_offset_interval_ms", _int),
     "autoCreateTopicEnable": ("auto_create_topic", _bool),
@@ -633,74 +664,30 @@ _IGNORED_KEYS: dict[str, tuple[str, ...] | None] = {
 }
 
 
-def parse_properties(text: str) -> list[tuple[int, str, str]]:
-    """Java ``.properties`` -> ``[(line number, key, value)]``: ``#``/``!`` comments,
-    ``key=value``, ``key: value`` or ``key value``, backslash line continuation and the
-    usual escapes (``\\t \\n \\uXXXX``)."""
-    out: list[tuple[int, str, str]] = []
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        lineno = i + 1
-        line = lines[i].lstrip()
-        i += 1
-        if not line or line[0] in "#!":
-            continue
-        # continuation: an odd number of trailing backslashes
-        while _continues(line) and i < len(lines):
-            line = line[:-1] + lines[i].lstrip()
-            i += 1
-        if _continues(line):
-            line = line[:-1]
-        key_chars: list[str] = []
-        j = 0
-        while j < len(line):
-            c = line[j]
-            if c == "\\" and j + 1 < len(line):
-                key_chars.append(line[j : j + 2])
-                j += 2
-                continue
-            if c in "=: \t\f":
-                break
-            key_chars.append(c)
-            j += 1
-        rest = line[j:].lstrip(" \t\f")
-        if rest[:1] in ("=", ":"):
-            rest = rest[1:].lstrip(" \t\f")
-        out.append((lineno, _unescape("".join(key_chars)), _unescape(rest).rstrip()))
-    return out
+def update_properties_file(path: str | os.PathLike, changes: dict[str, str]) -> None:
+    """Write ``changes`` into the ``.properties`` file at ``path``: each key's last line
+    rewritten (a key not there appended), every other line (comments, other keys) kept;
+    atomically. A file that does not exist is made."""
+    from .store.atomic_file import write_atomic
 
-
-def _continues(line: str) -> bool:
-    n = len(line) - len(line.rstrip("\\"))
-    return n % 2 == 1
-
-
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _unescape(s: str) -> str:
-    if "\\" not in s:
-        return s
-    out = []
-    j = 0
-    while j < len(s):
-        c = s[j]
-        if c == "\\" and j + 1 < len(s):
-            n = s[j + 1]
-            if n == "u" and j + 6 <= len(s):
-                try:
-                    out.append(chr(int(s[j + 2 : j + 6], 16)))
-                    j += 6
-                    continue
-                except ValueError:
-                    pass
-            out.append(_ESCAPES.get(n, n))
-            j += 2
-            continue
-        out.append(c)
-        j += 1
-    return "".join(out)
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        lines = []
+    where: dict[str, int] = {}
+    for index, line in enumerate(lines):
+        parsed = parse_properties(line)
+        if parsed:
+            where[parsed[0][1]] = index
+    for key, value in changes.items():
+        text = f"{key}={value}"
+        if key in where:
+            lines[where[key]] = text
+        else:
+            lines.append(text)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    write_atomic(os.fspath(path), ("\n".join(lines) + "\n").encode("utf-8"))
 
 
 def config_changes_from_properties(

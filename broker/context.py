@@ -2,12 +2,12 @@
 
 :class:`BrokerContext` is the typed context every processor gets (RocketMQ's
 processors hold the ``BrokerController``; here they get only what they use): the
-configuration, the store and its topic and consumer-offset tables, the remoting server
+configuration, the store and its topic, consumer-offset and subscription-group tables, the remoting server
 they are registered on, the client-side managers (consumers, producers, rebalance
 locks), the long-polling service, the schedule service (delayed messages), the
 transaction service (half messages and their checks), the outer API (name-server
-registration), replication (``ha``), the channel listener, and the hooks back into the
-controller:
+registration), replication (``ha``), the statistics (``stats``), the channel listener,
+and the hooks back into the controller:
 
 * ``on_topic_created(topic)``: a processor created or changed a topic; the controller
   registers with the name servers soon;
@@ -27,13 +27,14 @@ each processor module's ``register(ctx)``; tests build one around a bare server.
 from __future__ import annotations
 
 import logging
+import os
 from typing import TYPE_CHECKING, Awaitable, Callable
 
 import attrs
 
 from trocket.broker.client_manager import ConsumerManager, ProducerManager, RebalanceLockManager
 from trocket.broker.config import BrokerConfig
-from trocket.broker.store import ConsumerOffsetManager, MessageStore, TopicConfigManager
+from trocket.broker.store import ConsumerOffsetManager, MessageStore, SubscriptionGroupManager, TopicConfigManager
 from trocket.remoting import ChannelEventListener, Connection, RemotingServer
 from trocket.remoting.events import notify
 
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from trocket.broker.outer_api import BrokerOuterAPI
     from trocket.broker.schedule import ScheduleMessageService
     from trocket.broker.transaction import TransactionalMessageService
+    from trocket.broker.stats import BrokerStatsService
 
 __all__ = ["BrokerContext", "BrokerChannelListener"]
 
@@ -124,6 +126,15 @@ class BrokerContext:
         )
     )
     channels: BrokerChannelListener = attrs.field(factory=BrokerChannelListener)
+    #: the consumer groups' configs (``subscriptionGroup.json``, beside the offsets by default)
+    subscriptions: SubscriptionGroupManager = attrs.field(
+        default=attrs.Factory(
+            lambda self: SubscriptionGroupManager.open(
+                os.path.dirname(self.offsets.path), auto_create=self.config.auto_create_subscription_group
+            ),
+            takes_self=True,
+        )
+    )
     #: long polling (broker/long_polling.py); None: pulls are never held
     pull_hold: PullHoldService | None = None
     #: delayed messages (broker/schedule.py); None: DELAY is not acted upon (bare setups)
@@ -137,6 +148,8 @@ class BrokerContext:
     ha: HAService | None = None
     #: name-server registration (broker/outer_api.py); set by the controller
     outer_api: BrokerOuterAPI | None = None
+    #: the statistics (broker/stats.py: stats items, TPS windows); None in bare setups
+    stats: BrokerStatsService | None = None
     on_topic_created: Callable[[str], None] = _ignore_topic
     register_now: Callable[[], Awaitable[object]] | None = None
 

@@ -16,8 +16,8 @@ Start-up (``run``); settings that are accepted but have no effect
 
 1. the embedded name server when ``config.namesrv_addrs`` is empty (its port known
    before the broker registers);
-2. the store: ``MessageStore.open`` (recovery; in a worker thread), the topic and
-   consumer-offset tables from ``<store>/config/``, then ``store.run`` (flushers), then
+2. the store: ``MessageStore.open`` (recovery; in a worker thread), the topic,
+   consumer-offset and subscription-group tables from ``<store>/config/``, then ``store.run`` (flushers), then
    the schedule service (delayed messages: ``delayOffset.json`` loaded, one delivery
    task per delay level, see :mod:`.schedule`; not delivering on a slave, whose store
    refuses puts), then replication (:class:`~.ha.HAService`: the transfer service and
@@ -43,7 +43,7 @@ Start-up (``run``); settings that are accepted but have no effect
    answering, when a heartbeat or send-back creates a group's retry topic), with the
    HA server's address (``haServerAddr``) when this master runs one; a slave learns its
    master's broker and HA addresses from the answer (:mod:`.ha`);
-6. periodic tasks: consumer offsets persisted every 5 s, retention checked every 10 s,
+6. periodic tasks: consumer offsets (and auto-created subscription groups) persisted every 5 s, retention checked every 10 s,
    client channels scanned for expiry every 10 s; on a slave, the master's tables
    copied every ``slave_sync_interval_ms`` (:mod:`.ha.sync`).
 
@@ -59,7 +59,6 @@ server.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import secrets
 import shutil
@@ -72,8 +71,8 @@ import trio
 
 from trocket._version import version
 from trocket.codecs.acl import AclSigningHook
+from trocket.codecs.bodies.namesrv import RegisterBrokerResult, TopicConfigSerializeWrapper
 from trocket.codecs.codes import RequestCode
-from trocket.codecs.bodies.namesrv import RegisterBrokerResult
 from trocket.codecs.message.hosts import HostAddress
 from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig, ServiceContextManager, TlsMode
 
@@ -84,18 +83,28 @@ from .ha import HAService
 from .ha.sync import SlaveSynchronize
 from .long_polling import PullHoldService
 from .namesrv.server import NamesrvConfig, NameServer
-from .outer_api import BrokerOuterAPI
+from .outer_api import BrokerOuterAPI, topic_config_wrapper_of
 from .processors import acl as acl_admin
 from .processors import admin, client, end_transaction, locks, offsets, pull, reply_message, send, send_back
+from .processors import config as config_processor
+from .processors import groups as groups_processor
+from .processors import query as query_processor
+from .processors import stats as stats_processor
 from .processors.admin import AdminProcessor
 from .processors.pull import PullProcessor
 from .processors.send import SendProcessor
 from .schedule import ScheduleMessageService
-from .store import ConsumerOffsetManager, MessageStore, TopicConfigManager
+from .runtime_config import RuntimeConfig
+from .snapshot import BrokerSnapshot, runtime_table, take_snapshot, take_snapshot_tables
+from .stats import BrokerStatsService
+from .store import ConsumerOffsetManager, MessageStore, SubscriptionGroupManager, TopicConfigManager
+from .store.topic_config import PERM_READ, PERM_WRITE
 from .transaction import TransactionalMessageService
 
 if TYPE_CHECKING:
     from trocket.remoting.tap import TapSink
+
+    from .metrics import MetricsEndpoint
 
 __all__ = ["BrokerController"]
 
@@ -127,9 +136,12 @@ class BrokerController(ServiceContextManager):
         self.store: MessageStore | None = None
         self.topics: TopicConfigManager | None = None
         self.offsets: ConsumerOffsetManager | None = None
+        self.subscriptions: SubscriptionGroupManager | None = None
         self.server: RemotingServer | None = None
         #: the VIP channel (listen port - 2), None when it could not listen
         self.vip_server: RemotingServer | None = None
+        #: the Prometheus endpoint (``metrics_listen``), once started
+        self.metrics: MetricsEndpoint | None = None
         self.client: RemotingClient | None = None
         self.namesrv: NameServer | None = None
         self.outer_api: BrokerOuterAPI | None = None
@@ -143,6 +155,10 @@ class BrokerController(ServiceContextManager):
         self.ha: HAService | None = None
         #: the ACL check (``aclEnable``), None when off
         self.acl: AclValidator | None = None
+        #: the statistics (broker/stats.py): TPS windows, daily totals, stats items
+        self.stats: BrokerStatsService | None = None
+        #: the configuration at runtime (broker/runtime_config.py: 25, 26)
+        self.runtime_config: RuntimeConfig | None = None
         self.slave_sync: SlaveSynchronize | None = None
         #: the master's broker address a slave learned at registration (its sync target)
         self.master_addr: str | None = None
@@ -269,6 +285,9 @@ class BrokerController(ServiceContextManager):
             default_topic_queue_nums=cfg.default_topic_queue_nums,
         )
         self.offsets = ConsumerOffsetManager.open(store_cfg.config_dir)
+        self.subscriptions = SubscriptionGroupManager.open(
+            store_cfg.config_dir, auto_create=cfg.auto_create_subscription_group
+        )
         store.set_slave(cfg.is_slave)
         await services.start(store.run)
         self.schedule = schedule = ScheduleMessageService(store, cfg)
@@ -300,9 +319,10 @@ class BrokerController(ServiceContextManager):
         self.client = RemotingClient(self.client_config, ssl_context=client_ssl, hooks=self._signing_hooks())
         await services.start(self.client.run)
         self.outer_api = BrokerOuterAPI(self.client, self.namesrv_addrs)
+        self.stats = stats = BrokerStatsService(store, cfg.cluster)
         self.ctx = ctx = BrokerContext(
             config=cfg, store=store, topics=self.topics, offsets=self.offsets, server=server, pull_hold=hold,
-            schedule=schedule, outer_api=self.outer_api, ha=self.ha,
+            schedule=schedule, outer_api=self.outer_api, ha=self.ha, stats=stats, subscriptions=self.subscriptions,
             on_topic_created=self.topic_created, register_now=self.register_broker_all,
         )
         ctx.channels.on_close.append(hold.drop_connection)
@@ -313,8 +333,9 @@ class BrokerController(ServiceContextManager):
             await trio.to_thread.run_sync(self.transactions.load)
             await services.start(self.transactions.run)
 
-        # 4. processors
+        # 4. processors, and the statistics that read their counters
         self._register_processors(ctx)
+        await services.start(stats.run)
 
         # listen (the real port is known now: patch STOREHOST for port 0), then the VIP channel
         await services.start(server.serve)
@@ -322,6 +343,8 @@ class BrokerController(ServiceContextManager):
             store.config.store_host = HostAddress(store_host.ip, server.port)
         await self._serve_vip_channel(services, server_cfg, ctx)
         self.boot_timestamp = int(time.time() * 1000)
+        if cfg.metrics_listen is not None:
+            await self._serve_metrics(services)
 
         # 5./6. registration and periodic tasks
         if cfg.is_slave:
@@ -336,6 +359,27 @@ class BrokerController(ServiceContextManager):
             cfg.broker_name, self.broker_addr, ";".join(self.namesrv_addrs),
         )
 
+    async def _serve_metrics(self, services: trio.Nursery) -> None:
+        """Prometheus ``/metrics`` (broker/metrics.py): the broker's snapshot and, with an
+        embedded name server, its figures too."""
+        from .metrics import MetricsEndpoint, broker_families, namesrv_families, take_namesrv_figures
+
+        namesrv = self.namesrv
+
+        async def take():
+            if self.ctx is None or self.stats is None:
+                return None, None
+            snap = await take_snapshot_tables(self.ctx, self.stats, boot_timestamp=self.boot_timestamp)
+            return snap, take_namesrv_figures(namesrv) if namesrv is not None else None
+
+        def families(pair) -> list:
+            snap, ns = pair
+            return (broker_families(snap) if snap is not None else []) + (namesrv_families(ns) if ns is not None else [])
+
+        host, port = self.config.metrics_listen
+        self.metrics = MetricsEndpoint(host, port, take, families)
+        await services.start(self.metrics.run)
+
     @staticmethod
     def _advertise_host(host: str) -> str:
         return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
@@ -344,7 +388,12 @@ class BrokerController(ServiceContextManager):
         if self.namesrv_factory is not None:
             return self.namesrv_factory(self.config)
         host, port = self.config.namesrv_listen
-        return NameServer(NamesrvConfig(listen_host=host, listen_port=port, tls=self.config.tls))
+        config_dir = os.path.join(self.config.store_dir, "config")  # its KV config beside the broker's tables
+        return NameServer(NamesrvConfig(
+            listen_host=host, listen_port=port, tls=self.config.tls,
+            kv_config_path=os.path.join(config_dir, "kvConfig.json"),
+            config_store_path=os.path.join(config_dir, "namesrv.properties"),
+        ))
 
     def _signing_hooks(self) -> list[AclSigningHook]:
         """How the broker signs its own requests (registrations, a slave's sync): with
@@ -409,7 +458,19 @@ class BrokerController(ServiceContextManager):
         self.pull_processor = pull.register(ctx)
         self.admin_processor = admin.register(ctx, runtime_info=self.runtime_info)
         client.register(ctx)
-        send_back.register(ctx)
+        send_back_processor = send_back.register(ctx)
+        stats_processor.register(ctx)
+        groups_processor.register(ctx)
+        query_processor.register(ctx)
+        self.runtime_config = RuntimeConfig(
+            ctx, self.config.config_path or os.path.join(ctx.store.config.config_dir, "broker.properties"),
+            send=self.send_processor, pull=self.pull_processor, register=self._register_soon_set,
+        )
+        config_processor.register(ctx, self.runtime_config)
+        if ctx.stats is not None:
+            ctx.stats.send = self.send_processor
+            ctx.stats.pull = self.pull_processor
+            ctx.stats.send_back = send_back_processor
         offsets.register(ctx)
         locks.register(ctx)
         end_transaction.register(ctx)
@@ -422,6 +483,13 @@ class BrokerController(ServiceContextManager):
         """A topic was created or changed: register again soon (Java registers at once)."""
         self._register_soon.set()
 
+    def _register_soon_set(self) -> None:
+        """Register again soon with a new data version (the broker's permission changed:
+        the name servers take the topics' masked permissions only from a new version)."""
+        if self.topics is not None:
+            self.topics.next_data_version()
+        self._register_soon.set()
+
     async def register_broker_all(self, *, oneway: bool = False) -> list[RegisterBrokerResult]:
         api = self.outer_api
         if api is None or self.topics is None:
@@ -431,7 +499,7 @@ class BrokerController(ServiceContextManager):
         try:
             ha_addr = self.ha.ha_server_addr(addr.rpartition(":")[0]) if self.ha is not None else ""
             results = await api.register_broker_all(
-                cfg.cluster, addr, cfg.broker_name, cfg.broker_id, ha_addr, self.topics,
+                cfg.cluster, addr, cfg.broker_name, cfg.broker_id, ha_addr, self._registered_topics(),
                 cfg.register_timeout_ms / 1000.0, oneway=oneway,
             )
         except Exception:
@@ -445,6 +513,19 @@ class BrokerController(ServiceContextManager):
             self.registration_failures += 1
             log.warning("no name server of %s accepted the registration", self.namesrv_addrs)
         return results
+
+    def _registered_topics(self) -> TopicConfigManager | TopicConfigSerializeWrapper:
+        """The topics to register: the table, or with a broker permission short of
+        read + write each topic's permission masked by it (Java's ``registerBrokerAll``)."""
+        topics = self.topics
+        assert topics is not None
+        perm = self.config.broker_permission
+        if perm & PERM_READ and perm & PERM_WRITE:
+            return topics
+        wrapper = topic_config_wrapper_of(topics)
+        for tc in wrapper.topic_config_table.values():
+            tc.perm &= perm
+        return wrapper
 
     def _learn_master(self, results: list[RegisterBrokerResult]) -> None:
         """A slave's registration answer names the master and its HA address (Java's
@@ -510,6 +591,9 @@ class BrokerController(ServiceContextManager):
         offsets = self.offsets
         if offsets is not None and offsets.dirty:
             await trio.to_thread.run_sync(offsets.persist)
+        groups = self.subscriptions  # groups auto-created by pulls and heartbeats
+        if groups is not None and groups.dirty:
+            await trio.to_thread.run_sync(groups.persist)
 
     async def _retention(self) -> None:
         store = self.store
@@ -542,6 +626,8 @@ class BrokerController(ServiceContextManager):
                     await trio.to_thread.run_sync(self.offsets.persist)
                 if self.topics is not None:
                     await trio.to_thread.run_sync(self.topics.persist)
+                if self.subscriptions is not None and self.subscriptions.dirty:
+                    await trio.to_thread.run_sync(self.subscriptions.persist)
             except Exception:
                 log.exception("persisting offsets/topics at shutdown failed")
             # stop the services (flushers, long polling, client, name server) ...
@@ -567,73 +653,14 @@ class BrokerController(ServiceContextManager):
 
     # -- runtime info ------------------------------------------------------------------------
 
+    def snapshot(self, *, tables: bool = False) -> BrokerSnapshot | None:
+        """Every figure of the broker now (:mod:`.snapshot`), None before it started;
+        ``tables``: with the per-topic and per-group figures (the metrics endpoint's)."""
+        if self.ctx is None or self.stats is None:
+            return None
+        return take_snapshot(self.ctx, self.stats, boot_timestamp=self.boot_timestamp, tables=tables)
+
     def runtime_info(self) -> dict[str, str]:
-        """GET_BROKER_RUNTIME_INFO's table (Java key names where they apply)."""
-        store = self.store
-        info: dict[str, str] = {
-            "brokerVersionDesc": f"trocket {version()} (V4_9_8 protocol)",
-            "brokerVersion": "409",
-            "bootTimestamp": str(self.boot_timestamp),
-        }
-        if self.boot_timestamp:
-            up = max(0, int(time.time() - self.boot_timestamp / 1000))
-            d, rem = divmod(up, 86400)
-            h, rem = divmod(rem, 3600)
-            m, s = divmod(rem, 60)
-            info["runtime"] = f"[ {d} days, {h} hours, {m} minutes, {s} seconds ]"
-        if store is not None and not store.closed:
-            lock_ns, lock_count = store.lock_stats()
-            info.update(
-                {
-                    "commitLogMaxOffset": str(store.max_phy_offset),
-                    "commitLogMinOffset": str(store.min_phy_offset),
-                    "remainHowManyDataToFlush": f"{max(0, store.max_phy_offset - store.flushed_offset)} B",
-                    "dispatchBehindBytes": str(store.dispatch_behind_bytes),
-                    "pageCacheLockTimeMills": "0",
-                    "putMessageLockTimeNanosTotal": str(lock_ns),
-                    "putMessageLockTimesTotal": str(lock_count),
-                    "flushDiskType": store.config.flush_mode.value,
-                }
-            )
-            try:
-                usage = shutil.disk_usage(store.config.store_dir)
-                info["commitLogDirCapacity"] = f"Total : {_human(usage.total)}, Free : {_human(usage.free)}."
-                info["commitLogDiskRatio"] = f"{(usage.total - usage.free) / usage.total:.4f}" if usage.total else "0"
-            except OSError:
-                pass
-        send = self.send_processor
-        if send is not None:
-            info["putMessageTimesTotal"] = str(send.put_messages)
-            info["putMessageSizeTotal"] = str(send.put_bytes)
-            info["putMessageFailedTimes"] = str(send.put_failures)
-            info["putMessageAverageSize"] = f"{send.put_bytes / send.put_messages:.2f}" if send.put_messages else "0.00"
-            info["sendThreadPoolQueueSize"] = str(max(0, send.pending - self.config.send_concurrency))
-            info["sendThreadPoolQueueCapacity"] = str(self.config.send_queue_capacity)
-        pull = self.pull_processor
-        if pull is not None:
-            info["getFoundTimesTotal"] = str(pull.found)
-            info["getMessageTransferedMsgCount"] = str(pull.found_messages)
-            info["getMissTimesTotal"] = str(pull.not_found)
-            info["pullThreadPoolQueueCapacity"] = str(self.config.pull_queue_capacity)
-        if self.schedule is not None:
-            info.update(self.schedule.running_stats())
-        if self.transactions is not None:
-            info.update(self.transactions.running_stats())
-        hold = self.pull_hold
-        if hold is not None:
-            info["pullRequestHeldNow"] = str(hold.held_count)
-            info["pullRequestWokenByArrival"] = str(hold.woken_by_arrival)
-            info["pullRequestWokenByTimeout"] = str(hold.woken_by_timeout)
-        if self.server is not None:
-            info["connections"] = str(len(self.server.connections))
-        if self.ha is not None:
-            info.update(self.ha.info())
-        return info
-
-
-def _human(n: float) -> str:
-    """``MixAll.humanReadableByteCount(n, false)``-like."""
-    if n < 1024:
-        return f"{int(n)} B"
-    exp = min(int(math.log(n, 1024)), 6)
-    return f"{n / 1024 ** exp:.1f} {'KMGTPE'[exp - 1]}iB"
+        """GET_BROKER_RUNTIME_INFO's table: the snapshot in Java's keys and formats."""
+        snap = self.snapshot()
+        return runtime_table(snap) if snap is not None else {}

@@ -29,6 +29,8 @@ __all__ = [
     "SubscriptionNotExistError",
     "SystemBusyError",
     "TopicNotExistError",
+    "ConsumerNotOnlineError",
+    "ConsumeMsgTimeoutError",
     "put_refused",
 ]
 
@@ -78,6 +80,14 @@ class SlaveNotAvailableError(BrokerError):
     """What a slave answers a request only a master serves (END_TRANSACTION)."""
 
     code = int(ResponseCode.SLAVE_NOT_AVAILABLE)
+
+
+class ConsumerNotOnlineError(BrokerError):
+    code = int(ResponseCode.CONSUMER_NOT_ONLINE)
+
+
+class ConsumeMsgTimeoutError(BrokerError):
+    code = int(ResponseCode.CONSUME_MSG_TIMEOUT)
 
 
 class PutRefusedError(BrokerError):

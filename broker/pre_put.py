@@ -109,15 +109,20 @@ class PrePut:
 
 def dead_letter_step(ctx: BrokerContext) -> PrePutStep:
     """``handleRetryAndDLQ``: a message sent to ``%RETRY%<group>`` with more reconsume
-    times than the header's ``maxReconsumeTimes`` (default 16) goes to
-    ``%DLQ%<group>``, queue 0; the topic is made (1 queue, perm 6) if it is new."""
+    times than the header's ``maxReconsumeTimes`` (else the group's ``retryMaxTimes``,
+    16 by default) goes to ``%DLQ%<group>``, queue 0; the topic is made (1 queue, perm 6)
+    if it is new."""
     topics = ctx.topics
+    subscriptions = ctx.subscriptions
 
     def dead_letter(msg: MessageInner, header: Request) -> MessageInner | None:
         topic = msg.topic
         if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             return None
-        max_times = header.maxReconsumeTimes if header.maxReconsumeTimes is not None else DEFAULT_MAX_RECONSUME_TIMES
+        max_times = header.maxReconsumeTimes
+        if max_times is None:
+            sg = subscriptions.find(topic[len(RETRY_GROUP_TOPIC_PREFIX) :])
+            max_times = sg.retry_max_times if sg is not None else DEFAULT_MAX_RECONSUME_TIMES
         if msg.reconsume_times <= max_times:
             return None
         dlq = DLQ_GROUP_TOPIC_PREFIX + topic[len(RETRY_GROUP_TOPIC_PREFIX) :]

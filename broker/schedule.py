@@ -337,15 +337,13 @@ class ScheduleMessageService:
             write_json_atomic(self.path, {"offsetTable": {str(k): v for k, v in sorted(table.items())}})
             self._written = table
 
-    def running_stats(self) -> dict[str, str]:
-        """``buildRunningStats``: ``scheduleMessageOffset_<level>`` -> ``"<offset>,<max>"``."""
+    def offsets_and_max(self) -> list[tuple[int, int, int]]:
+        """``buildRunningStats``' figures: (level, delivered offset, the level queue's
+        max offset) per level (runtime info's ``scheduleMessageOffset_<level>``)."""
         store = self.store
         if store.closed:
-            return {}
-        return {
-            f"scheduleMessageOffset_{level}": f"{st.offset},{store.get_max_offset(SCHEDULE_TOPIC, st.queue_id)}"
-            for level, st in self.levels.items()
-        }
+            return []
+        return [(level, st.offset, store.get_max_offset(SCHEDULE_TOPIC, st.queue_id)) for level, st in self.levels.items()]
 
     # -- arrivals (the store's listener, any thread) -------------------------------------------
 

@@ -42,8 +42,26 @@ from trocket.codecs.bodies.client import (
     MessageQueue,
     UnlockBatchRequestBody,
 )
+from trocket.codecs.bodies.fastjson import BodyDecodeError
+from trocket.codecs.bodies.fastjson import loads as fastjson_loads
+from trocket.codecs.bodies.groups import (
+    ConsumerConnection,
+    GroupList,
+    ProducerConnection,
+    ResetOffsetBody,
+    SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
+)
 from trocket.codecs.bodies.namesrv import ClusterInfo, KVTable, TopicList
 from trocket.codecs.bodies.route import TopicRouteData
+from trocket.codecs.bodies.stats import (
+    BrokerStatsData,
+    ConsumeStats,
+    ConsumeStatsList,
+    QueryConsumeTimeSpanBody,
+    QueueTimeSpan,
+    TopicStatsTable,
+)
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.custom_header import decode_header
@@ -72,6 +90,44 @@ from trocket.codecs.headers import (
     SearchOffsetResponseHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
+)
+from trocket.codecs.java_properties import parse_properties
+from trocket.codecs.headers.config import (
+    AddWritePermOfBrokerRequestHeader,
+    AddWritePermOfBrokerResponseHeader,
+    DeleteKVConfigRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    PutKVConfigRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
+)
+from trocket.codecs.headers.groups import (
+    CloneGroupOffsetRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader,
+)
+from trocket.codecs.bodies.query import QueryConsumeQueueResponseBody
+from trocket.codecs.headers.query import (
+    UNIQUE_MSG_QUERY_FLAG,
+    GetEarliestMsgStoretimeRequestHeader,
+    GetEarliestMsgStoretimeResponseHeader,
+    QueryConsumeQueueRequestHeader,
+    QueryMessageRequestHeader,
+    QueryMessageResponseHeader,
+)
+from trocket.codecs.headers import ViewMessageRequestHeader
+from trocket.codecs.headers.stats import (
+    GetConsumeStatsInBrokerHeader,
+    GetConsumeStatsRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    QueryConsumeTimeSpanRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
 )
 from trocket.codecs.message import iter_records
 from trocket.remoting import (
@@ -517,6 +573,289 @@ class ClientAPI:
             raise response_error(f"ACL info of {addr}", resp)
         return decoded(f"ACL info of {addr}", resp,
                        lambda: decode_header(GetBrokerAclConfigResponseHeader, resp.ext_fields or {}))
+
+
+    # -- broker: operations (statistics, groups, config, queries) --------------------------
+
+    async def call(
+        self, addr: str, code: int, header=None, what: str = "", decode: Callable[[RemotingCommand], T] | None = None,
+        *, body: bytes = b"", timeout: float | None = None,
+    ) -> T | None:
+        """One admin call: ``code`` with ``header`` and ``body`` to ``addr``; a non-success
+        answer raises :func:`response_error` (naming ``what``), a success answer is
+        ``decode(response)`` (its codec errors turned into :class:`BrokerResponseError`)
+        or ``None`` without ``decode``."""
+        resp = await self.invoke(addr, self.request(code, header, body), timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(what or f"request {code} to {addr}", resp)
+        return decoded(what, resp, lambda: decode(resp)) if decode is not None else None
+
+    async def view_broker_stats_data(
+        self, addr: str, stats_name: str, stats_key: str, timeout: float | None = None
+    ) -> BrokerStatsData:
+        """VIEW_BROKER_STATS_DATA: a stats item's last minute, hour and day."""
+        header = ViewBrokerStatsDataRequestHeader(statsName=stats_name, statsKey=stats_key)
+        return await self.call(addr, RequestCode.VIEW_BROKER_STATS_DATA, header, f"stats {stats_name} {stats_key} at {addr}",
+                               lambda r: BrokerStatsData.from_body(r.body), timeout=timeout)
+
+    async def get_broker_consume_stats(self, addr: str, *, order: bool = False, timeout: float | None = None) -> ConsumeStatsList:
+        """GET_BROKER_CONSUME_STATS: every group's consume stats on the broker."""
+        return await self.call(addr, RequestCode.GET_BROKER_CONSUME_STATS, GetConsumeStatsInBrokerHeader(isOrder=order),
+                               f"consume stats of {addr}", lambda r: ConsumeStatsList.from_body(r.body), timeout=timeout)
+
+    async def get_consume_stats(
+        self, addr: str, group: str, topic: str | None = None, timeout: float | None = None
+    ) -> ConsumeStats:
+        """GET_CONSUME_STATS: ``group``'s offsets per queue (on ``topic``, or every topic it consumed)."""
+        return await self.call(addr, RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader(consumerGroup=group, topic=topic),
+                               f"consume stats of {group} at {addr}", lambda r: ConsumeStats.from_body(r.body), timeout=timeout)
+
+    async def get_topic_stats(self, addr: str, topic: str, timeout: float | None = None) -> TopicStatsTable:
+        """GET_TOPIC_STATS_INFO: ``topic``'s min and max offsets per queue on the broker."""
+        return await self.call(addr, RequestCode.GET_TOPIC_STATS_INFO, GetTopicStatsInfoRequestHeader(topic=topic),
+                               f"topic stats of {topic} at {addr}", lambda r: TopicStatsTable.from_body(r.body), timeout=timeout)
+
+    async def query_consume_time_span(
+        self, addr: str, topic: str, group: str, timeout: float | None = None
+    ) -> list[QueueTimeSpan]:
+        """QUERY_CONSUME_TIME_SPAN: per queue, first/last store times and the group's consume time."""
+        return await self.call(
+            addr, RequestCode.QUERY_CONSUME_TIME_SPAN, QueryConsumeTimeSpanRequestHeader(topic=topic, group=group),
+            f"consume time span of {group} on {topic} at {addr}",
+            lambda r: QueryConsumeTimeSpanBody.from_body(r.body).consume_time_span_set, timeout=timeout,
+        )
+
+
+    # -- broker: consumer groups ----------------------------------------------------------
+
+    async def update_subscription_group(self, addr: str, config: SubscriptionGroupConfig, timeout: float | None = None) -> None:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: create or replace a group's config."""
+        await self.call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None,
+                        f"update subscription group {config.group_name} at {addr}", body=config.to_body(), timeout=timeout)
+
+    async def get_subscription_groups(self, addr: str, timeout: float | None = None) -> SubscriptionGroupWrapper:
+        """GET_ALL_SUBSCRIPTIONGROUP_CONFIG: every group's config and the table's data version."""
+        return await self.call(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, None, f"subscription groups of {addr}",
+                               lambda r: SubscriptionGroupWrapper.from_body(r.body), timeout=timeout)
+
+    async def delete_subscription_group(
+        self, addr: str, group: str, *, remove_offset: bool = False, timeout: float | None = None
+    ) -> None:
+        """DELETE_SUBSCRIPTIONGROUP (with its offsets when ``remove_offset``)."""
+        await self.call(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP,
+                        DeleteSubscriptionGroupRequestHeader(groupName=group, removeOffset=remove_offset),
+                        f"delete subscription group {group} at {addr}", timeout=timeout)
+
+    async def get_consumer_connections(self, addr: str, group: str, timeout: float | None = None) -> ConsumerConnection:
+        """GET_CONSUMER_CONNECTION_LIST (CONSUMER_NOT_ONLINE raises its BrokerResponseError)."""
+        return await self.call(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST,
+                               GetConsumerConnectionListRequestHeader(consumerGroup=group),
+                               f"connections of consumer group {group} at {addr}",
+                               lambda r: ConsumerConnection.from_body(r.body), timeout=timeout)
+
+    async def get_producer_connections(self, addr: str, group: str, timeout: float | None = None) -> ProducerConnection:
+        """GET_PRODUCER_CONNECTION_LIST."""
+        return await self.call(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST,
+                               GetProducerConnectionListRequestHeader(producerGroup=group),
+                               f"connections of producer group {group} at {addr}",
+                               lambda r: ProducerConnection.from_body(r.body), timeout=timeout)
+
+    async def query_topic_consume_by_who(self, addr: str, topic: str, timeout: float | None = None) -> list[str]:
+        """QUERY_TOPIC_CONSUME_BY_WHO: the groups consuming ``topic`` on the broker."""
+        return await self.call(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, QueryTopicConsumeByWhoRequestHeader(topic=topic),
+                               f"groups consuming {topic} at {addr}", lambda r: GroupList.from_body(r.body).groups,
+                               timeout=timeout)
+
+    async def clone_group_offset(
+        self, addr: str, src_group: str, dest_group: str, topic: str | None = None, *, offline: bool = False,
+        timeout: float | None = None,
+    ) -> None:
+        """CLONE_GROUP_OFFSET: ``dest_group`` gets ``src_group``'s offsets (on ``topic``, or every topic)."""
+        header = CloneGroupOffsetRequestHeader(srcGroup=src_group, destGroup=dest_group, topic=topic, offline=offline)
+        await self.call(addr, RequestCode.CLONE_GROUP_OFFSET, header, f"clone offsets {src_group} -> {dest_group} at {addr}",
+                        timeout=timeout)
+
+    async def get_all_consumer_offsets(self, addr: str, timeout: float | None = None) -> dict[str, dict[int, int]]:
+        """GET_ALL_CONSUMER_OFFSET: the broker's whole committed-offset table,
+        ``"<topic>@<group>" -> {queue id: offset}`` (exact: no offset is no entry, where
+        QUERY_CONSUMER_OFFSET answers 0)."""
+
+        def table(resp: RemotingCommand) -> dict[str, dict[int, int]]:
+            try:
+                raw = fastjson_loads(resp.body or b"{}").get("offsetTable") or {}
+                return {str(key): {int(q): int(o) for q, o in queues.items()} for key, queues in raw.items()}
+            except (AttributeError, TypeError, ValueError) as exc:
+                raise BodyDecodeError(f"offsetTable is not a table of offsets: {exc}") from None
+
+        return await self.call(addr, RequestCode.GET_ALL_CONSUMER_OFFSET, None, f"consumer offsets of {addr}", table,
+                               timeout=timeout)
+
+    async def reset_offset(
+        self, addr: str, topic: str, group: str, timestamp: int, *, force: bool = True, timeout: float | None = None
+    ) -> dict[MessageQueue, int]:
+        """INVOKE_BROKER_TO_RESET_OFFSET: ``group``'s offsets on ``topic`` set to where
+        ``timestamp`` (ms; -1: the end) falls; the new offset per queue."""
+        header = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp, isForce=force)
+        return await self.call(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header,
+                               f"reset offsets of {group} on {topic} at {addr}",
+                               lambda r: ResetOffsetBody.from_body(r.body).offset_table, timeout=timeout)
+
+
+    # -- broker: queries (12, 33, 321, 32) ------------------------------------------------
+
+    async def query_message(
+        self, addr: str, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int, *,
+        unique: bool = False, timeout: float | None = None,
+    ) -> tuple[list[MessageExt], int, int]:
+        """QUERY_MESSAGE: the messages the broker's index names for ``key`` (a KEYS entry,
+        or with ``unique`` a unique key) on ``topic`` stored within ``[begin_ms, end_ms]``;
+        hash collisions included (the caller filters), none found is an empty list. Also
+        the index's last update time and commit-log offset."""
+        header = QueryMessageRequestHeader(topic=topic, key=key, maxNum=max_num, beginTimestamp=begin_ms,
+                                           endTimestamp=end_ms)
+        req = self.request(RequestCode.QUERY_MESSAGE, header,
+                           ext_fields={UNIQUE_MSG_QUERY_FLAG: "true"} if unique else None)
+        resp = await self.invoke(addr, req, timeout)
+        what = f"query {key!r} on {topic} at {addr}"
+        if resp.code not in (ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND):
+            raise response_error(what, resp)
+        h = decoded(what, resp, lambda: decode_header(QueryMessageResponseHeader, resp.ext_fields))
+        found = decoded(what, resp, lambda: list(iter_records(resp.body))) if resp.code == ResponseCode.SUCCESS else []
+        return found, h.indexLastUpdateTimestamp, h.indexLastUpdatePhyoffset
+
+    async def view_message(self, addr: str, commit_log_offset: int, timeout: float | None = None) -> MessageExt:
+        """VIEW_MESSAGE_BY_ID: the message stored at ``commit_log_offset`` (the offset an
+        offset message id names)."""
+
+        def decode(resp: RemotingCommand) -> MessageExt:
+            found = list(iter_records(resp.body))
+            if len(found) != 1:
+                raise BodyDecodeError(f"{len(found)} records in the answer, not 1")
+            return found[0]
+
+        return await self.call(addr, RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset=commit_log_offset),
+                               f"message at offset {commit_log_offset} of {addr}", decode, timeout=timeout)
+
+    async def query_consume_queue(
+        self, addr: str, topic: str, queue_id: int, index: int, count: int = 1, group: str | None = None,
+        timeout: float | None = None,
+    ) -> QueryConsumeQueueResponseBody:
+        """QUERY_CONSUME_QUEUE: ``count`` consume-queue entries from ``index`` (commit-log
+        offset, size, tags code each) and the queue's min/max offsets; ``queue_data`` is
+        None when ``index`` is not in the queue."""
+        header = QueryConsumeQueueRequestHeader(topic=topic, queueId=queue_id, index=index, count=count,
+                                                consumerGroup=group)
+
+        def decode(resp: RemotingCommand) -> QueryConsumeQueueResponseBody:
+            return QueryConsumeQueueResponseBody.from_body(resp.body) if resp.body else QueryConsumeQueueResponseBody()
+
+        return await self.call(addr, RequestCode.QUERY_CONSUME_QUEUE, header,
+                               f"consume queue {topic}:{queue_id} at {addr}", decode, timeout=timeout)
+
+    async def get_earliest_msg_storetime(self, addr: str, mq: MessageQueue, timeout: float | None = None) -> int:
+        """GET_EARLIEST_MSG_STORETIME: the store time of the oldest message in the queue (-1: none)."""
+        header = GetEarliestMsgStoretimeRequestHeader(topic=mq.topic, queueId=mq.queue_id)
+        return await self.call(
+            addr, RequestCode.GET_EARLIEST_MSG_STORETIME, header, f"earliest store time of {mq}",
+            lambda r: decode_header(GetEarliestMsgStoretimeResponseHeader, r.ext_fields).timestamp, timeout=timeout)
+
+    # -- broker and name server: configuration ---------------------------------------------
+
+    async def get_broker_config(self, addr: str, timeout: float | None = None) -> tuple[dict[str, str], str]:
+        """GET_BROKER_CONFIG: every key with its value, and the data version (JSON)."""
+
+        def decode(resp: RemotingCommand) -> tuple[dict[str, str], str]:
+            props = {k: v for _, k, v in parse_properties((resp.body or b"").decode("utf-8", "replace"))}
+            return props, (resp.ext_fields or {}).get("version", "")
+
+        return await self.call(addr, RequestCode.GET_BROKER_CONFIG, None, f"config of {addr}", decode, timeout=timeout)
+
+    async def update_broker_config(self, addr: str, changes: dict[str, str], timeout: float | None = None) -> None:
+        """UPDATE_BROKER_CONFIG with ``key=value`` lines (the broker refuses keys that
+        cannot change while it runs)."""
+        await self.call(addr, RequestCode.UPDATE_BROKER_CONFIG, None, f"update config of {addr}",
+                        body=_properties_body(changes), timeout=timeout)
+
+    async def _namesrv_call(self, addr: str | None, code: int, header, what: str, decode=None, *, body: bytes = b"",
+                            ok: tuple[int, ...] = (0,), timeout: float | None = None):
+        req = self.request(code, header, body)
+        resp = await (self.invoke(addr, req, timeout) if addr else self.invoke_namesrv(req, timeout))
+        if resp.code not in ok:
+            raise response_error(what, resp)
+        if resp.code != ResponseCode.SUCCESS or decode is None:
+            return None
+        return decoded(what, resp, lambda: decode(resp))
+
+    async def put_kv_config(self, namespace: str, key: str, value: str, *, addr: str | None = None,
+                            timeout: float | None = None) -> None:
+        """PUT_KV_CONFIG on a name server (``addr``, else the current one)."""
+        await self._namesrv_call(addr, RequestCode.PUT_KV_CONFIG,
+                                 PutKVConfigRequestHeader(namespace=namespace, key=key, value=value),
+                                 f"put KV {namespace}/{key}", timeout=timeout)
+
+    async def get_kv_config(self, namespace: str, key: str, *, addr: str | None = None,
+                            timeout: float | None = None) -> str | None:
+        """GET_KV_CONFIG: the value, None when there is none (QUERY_NOT_FOUND)."""
+        return await self._namesrv_call(
+            addr, RequestCode.GET_KV_CONFIG, GetKVConfigRequestHeader(namespace=namespace, key=key),
+            f"KV {namespace}/{key}", lambda r: decode_header(GetKVConfigResponseHeader, r.ext_fields).value,
+            ok=(0, int(ResponseCode.QUERY_NOT_FOUND)), timeout=timeout)
+
+    async def delete_kv_config(self, namespace: str, key: str, *, addr: str | None = None,
+                               timeout: float | None = None) -> None:
+        await self._namesrv_call(addr, RequestCode.DELETE_KV_CONFIG,
+                                 DeleteKVConfigRequestHeader(namespace=namespace, key=key),
+                                 f"delete KV {namespace}/{key}", timeout=timeout)
+
+    async def get_kv_list(self, namespace: str, *, addr: str | None = None,
+                          timeout: float | None = None) -> dict[str, str] | None:
+        """GET_KVLIST_BY_NAMESPACE: the namespace's table, None when it does not exist."""
+        return await self._namesrv_call(
+            addr, RequestCode.GET_KVLIST_BY_NAMESPACE, GetKVListByNamespaceRequestHeader(namespace=namespace),
+            f"KV namespace {namespace}", lambda r: KVTable.from_body(r.body).table,
+            ok=(0, int(ResponseCode.QUERY_NOT_FOUND)), timeout=timeout)
+
+    async def get_topics_by_cluster(self, cluster: str, timeout: float | None = None) -> list[str]:
+        return await self._namesrv_call(None, RequestCode.GET_TOPICS_BY_CLUSTER,
+                                        GetTopicsByClusterRequestHeader(cluster=cluster), f"topics of {cluster}",
+                                        lambda r: TopicList.from_body(r.body).topic_list, timeout=timeout)
+
+    async def get_system_topic_list(self, timeout: float | None = None) -> TopicList:
+        return await self._namesrv_call(None, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, None, "system topics",
+                                        lambda r: TopicList.from_body(r.body), timeout=timeout)
+
+    async def set_write_perm_of_broker(self, addr: str, broker_name: str, writable: bool,
+                                       timeout: float | None = None) -> int:
+        """WIPE_WRITE_PERM_OF_BROKER / ADD_WRITE_PERM_OF_BROKER on the name server at
+        ``addr``: the broker's topics made read-only / read-write; how many."""
+        if writable:
+            return await self._namesrv_call(
+                addr, RequestCode.ADD_WRITE_PERM_OF_BROKER, AddWritePermOfBrokerRequestHeader(brokerName=broker_name),
+                f"add write perm of {broker_name}",
+                lambda r: decode_header(AddWritePermOfBrokerResponseHeader, r.ext_fields).addTopicCount, timeout=timeout)
+        return await self._namesrv_call(
+            addr, RequestCode.WIPE_WRITE_PERM_OF_BROKER, WipeWritePermOfBrokerRequestHeader(brokerName=broker_name),
+            f"wipe write perm of {broker_name}",
+            lambda r: decode_header(WipeWritePermOfBrokerResponseHeader, r.ext_fields).wipeTopicCount, timeout=timeout)
+
+    async def get_namesrv_config(self, addr: str, timeout: float | None = None) -> dict[str, str]:
+        return await self._namesrv_call(
+            addr, RequestCode.GET_NAMESRV_CONFIG, None, f"config of name server {addr}",
+            lambda r: {k: v for _, k, v in parse_properties((r.body or b"").decode("utf-8", "replace"))},
+            timeout=timeout)
+
+    async def update_namesrv_config(self, addr: str, changes: dict[str, str], timeout: float | None = None) -> None:
+        await self._namesrv_call(addr, RequestCode.UPDATE_NAMESRV_CONFIG, None, f"update config of name server {addr}",
+                                 body=_properties_body(changes), timeout=timeout)
+
+
+def _properties_body(changes: dict[str, str]) -> bytes:
+    """``key=value`` lines (``MixAll.properties2String``); a key or value with a line
+    break or a separator cannot be one."""
+    for key, value in changes.items():
+        if not key or any(c in key for c in "=:\n\r \t") or any(c in value for c in "\n\r"):
+            raise ValueError(f"{key!r}={value!r} cannot be sent as a property")
+    return "".join(f"{k}={v}\n" for k, v in changes.items()).encode("utf-8")
 
 
 def _copy(request: RemotingCommand) -> RemotingCommand:

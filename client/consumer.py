@@ -55,6 +55,7 @@ from trocket.codecs.bodies.client import (
     SubscriptionData,
     UnlockBatchRequestBody,
 )
+from trocket.codecs.bodies.groups import ResetOffsetBody
 from trocket.codecs.headers import ConsumerSendMsgBackRequestHeader
 from trocket.codecs.message.message import Message, MessageExt
 from trocket.codecs.message.properties import (
@@ -379,6 +380,43 @@ class PushConsumer(ConsumerBase):
             with trio.move_on_after(1):  # let the message in the callback finish first
                 await o.done.wait()
             await self._unlock([o.mq], oneway=True)
+
+    # -- the broker's requests ------------------------------------------------------------
+
+    async def reset_offset(self, topic: str, timestamp: int, body: bytes) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET (Java's ``MQClientInstance.resetOffset``): every
+        queue of the table this consumer owns is dropped (what it cached is discarded,
+        a callback in flight does not move the offset), its offset set to the table's
+        and committed, and it is pulled again from there at once. Queues it does not
+        own only get the offset recorded (the broker holds it for their owners)."""
+        table = ResetOffsetBody.from_body(body).offset_table
+        async with self._rebalance_lock:
+            if self._closing:
+                return
+            store = self._store
+            assert store is not None and self._nursery is not None
+            for mq, offset in sorted(table.items()):
+                if mq.topic != topic:
+                    continue
+                old = self._owned.pop(mq, None)
+                if old is not None:
+                    old.pq.dropped = True
+                    old.pull_scope.cancel()
+                    old.pq.wake()
+                store.update(mq, offset)
+                if old is None:
+                    continue
+                try:
+                    await store.persist(mq)
+                except ClientError as exc:
+                    log.warning("reset offset of %s to %d not committed: %s", mq, offset, exc)
+                pq = ProcessQueue()
+                if old.pq.locked:
+                    pq.set_locked(True, trio.current_time())
+                o = _Owned(mq, pq)
+                self._owned[mq] = o
+                self._nursery.start_soon(self._queue_main, o, offset)
+                log.info("%s: %s reset to offset %d (timestamp %d)", self.group, mq, offset, timestamp)
 
     # -- one queue ----------------------------------------------------------------------
 

@@ -38,7 +38,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 10
+ABI = 11
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -60,6 +60,8 @@ cdef object _py_offset_msg_id = None
 cdef object _py_encode_binary_header = None
 cdef object _py_encode_send_message_v2 = None
 cdef object _py_encode_pull_message = None
+cdef object _py_java_string_hash = None
+cdef object _py_index_records = None
 
 
 def set_pure(str name, fn):
@@ -72,6 +74,7 @@ def set_pure(str name, fn):
     global _py_dispatch_fields
     global _py_encode_send_ok, _py_offset_msg_id, _py_encode_binary_header
     global _py_encode_send_message_v2, _py_encode_pull_message
+    global _py_java_string_hash, _py_index_records
     if name == "FrameDecoder":
         _py_FrameDecoder = fn
         from trocket.codecs.frame import sniff_foreign_protocol
@@ -112,6 +115,10 @@ def set_pure(str name, fn):
         _py_encode_send_message_v2 = fn
     elif name == "encode_pull_message":
         _py_encode_pull_message = fn
+    elif name == "java_string_hash":
+        _py_java_string_hash = fn
+    elif name == "index_records":
+        _py_index_records = fn
     else:
         raise KeyError(name)
 
@@ -1999,6 +2006,260 @@ def encode_record_batch(tail, received_ns, sent_ns, role, items, out):
 
 
 # -- objects of the modules above the wire part ------------------------------------------
+
+
+# -- String.hashCode -------------------------------------------------------------------
+
+
+def java_string_hash(s):
+    """Twin of :func:`trocket.codecs.java_hashmap.java_string_hash` for an ASCII str
+    (the index hashes every key it stores with it)."""
+    cdef const unsigned char* p
+    cdef Py_ssize_t n, i
+    cdef unsigned int h = 0
+    if type(s) is not str or not PyUnicode_IS_ASCII(s):
+        return _py_java_string_hash(s)
+    p = PyUnicode_1BYTE_DATA(s)
+    n = PyUnicode_GET_LENGTH(s)
+    for i in range(n):
+        h = 31 * h + p[i]
+    return h
+
+
+# -- the index file: keys of commit-log records ------------------------------------------
+
+
+cdef inline bint _index_props(const unsigned char* s, Py_ssize_t n, Py_ssize_t* us, Py_ssize_t* ue,
+                              Py_ssize_t* ks, Py_ssize_t* ke) noexcept:
+    """One pass over ASCII properties: the value spans of the last ``UNIQ_KEY`` and the
+    last ``KEYS`` item with a non-empty value (``get_property``'s reading; start -1 when
+    none). False when a byte is not ASCII (the pure path decodes them)."""
+    cdef Py_ssize_t i = 0, j, item
+    us[0] = -1
+    ks[0] = -1
+    while i < n:
+        item = i
+        j = i
+        while j < n and s[j] != 2:
+            if s[j] >= 0x80:
+                return False
+            j += 1
+        # the item is s[item:j]
+        if j - item > 9 and s[item + 8] == 1 and _same(s + item, <const unsigned char*>b"UNIQ_KEY", 8):
+            us[0] = item + 9
+            ue[0] = j
+        elif j - item > 5 and s[item + 4] == 1 and _same(s + item, <const unsigned char*>b"KEYS", 4):
+            ks[0] = item + 5
+            ke[0] = j
+        i = j + 1
+    return True
+
+
+cdef inline unsigned int _abs_hash(unsigned int h) noexcept:
+    """``Math.abs`` of an int hash code, 0 for ``Integer.MIN_VALUE``."""
+    if h & 0x80000000u:
+        h = 0u - h
+        if h & 0x80000000u:
+            return 0
+    return h
+
+
+cdef inline void _put_index_header(unsigned char* idx, long long* hdr) noexcept:
+    _put64(idx, hdr[0])
+    _put64(idx + 8, hdr[1])
+    _put64(idx + 16, hdr[2])
+    _put64(idx + 24, hdr[3])
+    _put32(idx + 32, hdr[4])
+    _put32(idx + 36, hdr[5])
+
+
+cdef inline bint _put_index_key(unsigned char* idx, long long slot_num, long long index_num, long long* hdr,
+                                unsigned int key_hash, long long phy, long long ts) noexcept:
+    """``put_index_key`` on the C copy of the header."""
+    cdef long long count = hdr[5], prev, diff
+    cdef unsigned char* slot
+    cdef unsigned char* entry
+    if count >= index_num:
+        return False
+    slot = idx + 40 + (key_hash % slot_num) * 4
+    entry = idx + 40 + slot_num * 4 + count * 20
+    prev = _i32(slot)
+    if prev >= count:
+        if prev == count:
+            prev = _i32(entry + 16)
+        if prev <= 0 or prev >= count:
+            prev = 0
+    elif prev < 0:
+        prev = 0
+    if hdr[0] <= 0:
+        diff = 0
+    else:
+        diff = ts - hdr[0]
+        if diff < 0:
+            diff = 0
+        diff = diff // 1000
+        if diff > 2147483647:
+            diff = 2147483647
+    _put32(entry, <int>key_hash)
+    _put64(entry + 4, phy)
+    _put32(entry + 12, diff)
+    _put32(entry + 16, prev)
+    _put32(slot, count)
+    if count <= 1:
+        hdr[2] = phy
+        hdr[0] = ts
+    if prev == 0:
+        hdr[4] += 1
+    hdr[5] = count + 1
+    hdr[3] = phy
+    hdr[1] = ts
+    _put_index_header(idx, hdr)
+    return True
+
+
+def index_records(log, pos, limit, index, slot_num, index_num, header, max_records):
+    """Twin of :func:`trocket.codecs.message.index.index_records` for whole, valid V1
+    records with ASCII topics and properties; at anything else it hands the rest of the
+    run (from that record, the header as it then is) to the pure function."""
+    cdef Py_buffer lb, ib
+    cdef long long hdr[6]
+    cdef long long p_at, lim, slots, entries, most, records = 0, keys_put = 0, total, status = 0
+    cdef long long phy, ts, fixed, body_len, at, topic_len, props_len, nkeys
+    cdef Py_ssize_t i, j, uend = 0, kend = 0, ustart, kstart
+    cdef int sys_flag, born, store, overflow = 0
+    cdef unsigned int th, h
+    cdef const unsigned char* p
+    cdef const unsigned char* topic
+    cdef const unsigned char* props
+    cdef unsigned char* idx
+    cdef bint handed = False
+    if not (type(pos) is int and type(limit) is int and type(slot_num) is int and type(index_num) is int
+            and type(max_records) is int and type(header) is list and len(header) == 6):
+        return _py_index_records(log, pos, limit, index, slot_num, index_num, header, max_records)
+    for i in range(6):
+        if type(header[i]) is not int:
+            return _py_index_records(log, pos, limit, index, slot_num, index_num, header, max_records)
+        hdr[i] = PyLong_AsLongLongAndOverflow(header[i], &overflow)
+        if overflow:
+            return _py_index_records(log, pos, limit, index, slot_num, index_num, header, max_records)
+    p_at = PyLong_AsLongLongAndOverflow(pos, &overflow)
+    lim = PyLong_AsLongLongAndOverflow(limit, &overflow) if not overflow else 0
+    slots = PyLong_AsLongLongAndOverflow(slot_num, &overflow) if not overflow else 0
+    entries = PyLong_AsLongLongAndOverflow(index_num, &overflow) if not overflow else 0
+    most = PyLong_AsLongLongAndOverflow(max_records, &overflow) if not overflow else 0
+    if (overflow or p_at < 0 or slots <= 0 or slots > 0x7FFFFFFF or entries <= 0 or entries > 0x7FFFFFFF
+            or hdr[4] < -0x80000000LL or hdr[4] > 0x7FFFFFFF or hdr[5] < 0 or hdr[5] > 0x7FFFFFFF):
+        return _py_index_records(log, pos, limit, index, slot_num, index_num, header, max_records)
+    if PyObject_GetBuffer(log, &lb, PyBUF_SIMPLE) != 0:
+        return _py_index_records(log, pos, limit, index, slot_num, index_num, header, max_records)
+    if PyObject_GetBuffer(index, &ib, PyBUF_WRITABLE) != 0:
+        PyBuffer_Release(&lb)
+        return _py_index_records(log, pos, limit, index, slot_num, index_num, header, max_records)
+    try:
+        if ib.len < 40 + slots * 4 + entries * 20:
+            handed = True
+        idx = <unsigned char*>ib.buf
+        if lim > lb.len:
+            lim = lb.len  # the pure path's reads stop at the buffer's end too: it raises there
+            handed = True
+        while not handed and records < most and p_at + 8 <= lim:
+            p = <const unsigned char*>lb.buf + p_at
+            total = _i32(p)
+            if <unsigned int>_i32(p + 4) == 0xCBD43194u:
+                status = 2
+                break
+            if <unsigned int>_i32(p + 4) != 0xDAA320A7u or total < 48 or p_at + total > lim:
+                handed = True
+                break
+            sys_flag = _i32(p + 36)
+            born = 20 if sys_flag & 0x10 else 8
+            store = 20 if sys_flag & 0x20 else 8
+            fixed = 48 + born + 8 + store + 16
+            if total < fixed + 3:
+                handed = True
+                break
+            body_len = _i32(p + fixed - 4)
+            if body_len < 0 or body_len > total - fixed:
+                handed = True
+                break
+            at = fixed + body_len
+            if at >= total:
+                handed = True
+                break
+            topic_len = <signed char>p[at]
+            at += 1
+            if topic_len < 0 or topic_len > total - at - 2:
+                handed = True
+                break
+            topic = p + at
+            at += topic_len
+            props_len = <short>((p[at] << 8) | p[at + 1])
+            at += 2
+            if props_len < 0 or at + props_len != total:
+                handed = True
+                break
+            if not (0 <= _i32(p + 48 + born - 4) <= 0xFFFF and 0 <= _i32(p + 48 + born + 8 + store - 4) <= 0xFFFF):
+                handed = True
+                break
+            props = p + at
+            for i in range(topic_len):
+                if topic[i] >= 0x80:
+                    handed = True
+                    break
+            if handed or not _index_props(props, props_len, &ustart, &uend, &kstart, &kend):
+                handed = True
+                break
+            if (sys_flag & 0xC) != 0xC and props_len > 0:
+                phy = _i64(p + 28)
+                ts = _i64(p + 48 + born)
+                nkeys = 1 if ustart >= 0 else 0
+                if kstart >= 0:
+                    i = kstart
+                    while i < kend:
+                        if props[i] != 32 and (i == kstart or props[i - 1] == 32):
+                            nkeys += 1
+                        i += 1
+                if hdr[5] + nkeys > entries and hdr[5] > 1:
+                    status = 1
+                    break
+                th = 0
+                for i in range(topic_len):
+                    th = 31 * th + topic[i]
+                th = 31 * th + 35  # '#'
+                if ustart >= 0:
+                    h = th
+                    for i in range(ustart, uend):
+                        h = 31 * h + props[i]
+                    if _put_index_key(idx, slots, entries, hdr, _abs_hash(h), phy, ts):
+                        keys_put += 1
+                    else:
+                        kstart = -1
+                if kstart >= 0:
+                    i = kstart
+                    while i < kend:
+                        if props[i] == 32:
+                            i += 1
+                            continue
+                        h = th
+                        j = i
+                        while j < kend and props[j] != 32:
+                            h = 31 * h + props[j]
+                            j += 1
+                        if not _put_index_key(idx, slots, entries, hdr, _abs_hash(h), phy, ts):
+                            break
+                        keys_put += 1
+                        i = j
+            records += 1
+            p_at += total
+    finally:
+        PyBuffer_Release(&ib)
+        PyBuffer_Release(&lb)
+    for i in range(6):
+        header[i] = hdr[i]
+    if handed:
+        rest = _py_index_records(log, p_at, limit, index, slot_num, index_num, header, max_records - records)
+        return (rest[0], records + rest[1], keys_put + rest[2], rest[3])
+    return (p_at, records, keys_put, status)
 
 
 def provide(str name, value):

@@ -148,3 +148,8 @@ class JavaHashMap(MutableMapping[str, str]):
 
     def __repr__(self) -> str:
         return f"JavaHashMap({{{', '.join(f'{k!r}: {v!r}' for k, v in self.items())}}}, capacity={self._capacity})"
+
+
+from .accel import accelerated  # noqa: E402
+
+java_string_hash = accelerated(java_string_hash)

@@ -19,6 +19,7 @@ add the process's signal handling to them.
 from __future__ import annotations
 
 import argparse
+import os
 import functools
 import logging
 import re
@@ -128,6 +129,8 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
         help="hold pulls that find nothing until a message arrives (default on)",
     )
     g.add_argument("--log-level", default="INFO", metavar="LEVEL", help="logging level (default INFO)")
+    g.add_argument("--metrics", type=_hostport, metavar="HOST:PORT",
+                   help="serve Prometheus /metrics there (rocketmq-exporter's names; needs trocket[metrics])")
     # -- replication (broker/ha): brokerRole, haListenPort, haMasterAddress --
     h = parser.add_argument_group("replication")
     h.add_argument("--role", type=str.upper, choices=("ASYNC_MASTER", "SYNC_MASTER", "SLAVE"),
@@ -146,16 +149,32 @@ def add_namesrv_arguments(parser: argparse.ArgumentParser) -> None:
                         help="listen address (default 127.0.0.1:9876)")
     parser.add_argument("--log-level", default="INFO", metavar="LEVEL", help="logging level (default INFO)")
     add_security_arguments(parser, acl=True)
+    parser.add_argument("--kv-config", metavar="FILE",
+                        help="keep the KV configuration (PUT_KV_CONFIG ...) in FILE, Java's kvConfig.json "
+                        "(default: in memory only)")
+    parser.add_argument("--config-store", metavar="FILE",
+                        help="write UPDATE_NAMESRV_CONFIG's changes to FILE (default: not written)")
+    parser.add_argument("--metrics", type=_hostport, metavar="HOST:PORT",
+                        help="serve Prometheus /metrics there (brokers, topics, connections; needs trocket[metrics])")
     add_tap_arguments(parser)
 
 
 def config_from_args(args: argparse.Namespace) -> BrokerConfig:
-    """Defaults, then ``--config FILE``, then the flags given. Raises
+    """Defaults, then ``--config FILE`` (else the runtime changes an earlier run wrote to
+    ``<store>/config/broker.properties``), then the flags given. Raises
     :class:`BrokerConfigError` with a clear message for bad files or values."""
-    config = BrokerConfig()
     path = getattr(args, "config", None)
+    config = _with_flags(args, load_properties_file(path, BrokerConfig()) if path else BrokerConfig(), path)
     if path:
-        config = load_properties_file(path, config)
+        return config.evolve(config_path=os.path.abspath(path))
+    saved = os.path.join(config.store_dir, "config", "broker.properties")
+    if os.path.exists(saved):  # UPDATE_BROKER_CONFIG's changes of a run without --config
+        config = _with_flags(args, load_properties_file(saved, BrokerConfig()), saved)
+    return config.evolve(config_path=os.path.abspath(saved))
+
+
+def _with_flags(args: argparse.Namespace, config: BrokerConfig, path: str | None) -> BrokerConfig:
+    """``config`` with the flags given applied on top."""
     changes: dict[str, Any] = {}
     if getattr(args, "listen", None) is not None:
         changes["listen"] = args.listen
@@ -178,6 +197,7 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         "role": "broker_role",
         "ha_listen": "ha_listen",
         "master_ha": "ha_master_address",
+        "metrics": "metrics_listen",
     }
     for arg, field in mapping.items():
         value = getattr(args, arg, None)
@@ -240,14 +260,16 @@ async def run_broker(config: BrokerConfig, *, tap: TapSink | None = None, task_s
 
 async def run_namesrv(
     listen: tuple[str, int] = ("127.0.0.1", 9876), *, tap: TapSink | None = None, tls: TlsSettings | None = None,
-    acl: AclValidator | None = None, task_status=trio.TASK_STATUS_IGNORED,
+    acl: AclValidator | None = None, kv_config: str | None = None, config_store: str | None = None,
+    metrics: tuple[str, int] | None = None, task_status=trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a name server alone until SIGINT/SIGTERM (or cancellation); with ``acl``, its
     writes need an admin account (:class:`~trocket.broker.acl.NamesrvAclHook`)."""
     from trocket.broker.acl import NamesrvAclHook
     from trocket.broker.namesrv.server import NamesrvConfig, NameServer
 
-    ns = NameServer(NamesrvConfig(listen_host=listen[0], listen_port=listen[1], tls=tls or TlsSettings()),
+    ns = NameServer(NamesrvConfig(listen_host=listen[0], listen_port=listen[1], tls=tls or TlsSettings(),
+                                  kv_config_path=kv_config, config_store_path=config_store),
                     hooks=[NamesrvAclHook(acl)] if acl is not None else ())
     ns.remoting.tap = tap
     stop = trio.Event()
@@ -256,6 +278,10 @@ async def run_namesrv(
         if acl is not None:
             await nursery.start(acl.watch)
         await nursery.start(ns.serve)
+        if metrics is not None:
+            from trocket.broker.metrics import namesrv_endpoint
+
+            await nursery.start(namesrv_endpoint(ns, *metrics).run)
         address = ns.address
         log.info("The Name Server boot success. serializeType=JSON, address %s", address)
         task_status.started(ns)
@@ -277,6 +303,14 @@ def main_broker(args: argparse.Namespace) -> int:
     except BrokerConfigError as exc:
         print(f"trocket broker: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if config.metrics_listen is not None:
+        from trocket.broker.metrics import require_prometheus_client
+
+        try:
+            require_prometheus_client()
+        except RuntimeError as exc:
+            print(f"trocket broker: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     from trocket.broker.store import StoreError
 
     return _serve("broker", args, lambda tap: functools.partial(run_broker, config, tap=tap),
@@ -286,6 +320,8 @@ def main_broker(args: argparse.Namespace) -> int:
 def main_namesrv(args: argparse.Namespace) -> int:
     _setup_logging(getattr(args, "log_level", "INFO"))
     listen = getattr(args, "listen", ("127.0.0.1", 9876))
+    kv, store = getattr(args, "kv_config", None), getattr(args, "config_store", None)
+    metrics = getattr(args, "metrics", None)
     try:
         changes = security_changes(args, None)
         tls = changes.get("tls", TlsSettings())
@@ -295,11 +331,15 @@ def main_namesrv(args: argparse.Namespace) -> int:
             from trocket.broker.acl import AclValidator
 
             acl = AclValidator(changes["acl_file"])
-    except (BrokerConfigError, ValueError, OSError) as exc:
+        if metrics is not None:
+            from trocket.broker.metrics import require_prometheus_client
+
+            require_prometheus_client()
+    except (BrokerConfigError, ValueError, OSError, RuntimeError) as exc:
         print(f"trocket namesrv: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    return _serve("namesrv", args, lambda tap: functools.partial(run_namesrv, listen, tap=tap, tls=tls, acl=acl),
-                  (OSError,))
+    return _serve("namesrv", args, lambda tap: functools.partial(
+        run_namesrv, listen, tap=tap, tls=tls, acl=acl, kv_config=kv, config_store=store, metrics=metrics), (OSError,))
 
 
 def _serve(

@@ -4,8 +4,7 @@
                  [--count N] [--mode sync|async|oneway] [--batch K] [--delay LEVEL]
                  [--transaction commit|rollback|check]
     trocket admin topic create|list|route|delete ...
-    trocket admin group offsets|lag --group G --topic T
-    trocket admin cluster
+    trocket admin cluster | broker ... | topic stats | group ...   (trocket/cli_admin.py)
 
 ``send`` prints one result line for a single message; for several, a progress line on a
 terminal's stderr and a summary: sent, failed, TPS, latency p50/p99. Admin commands print
@@ -138,21 +137,9 @@ def add_client_commands(sub: Any) -> None:
     delete.add_argument("--json", action="store_true")
     delete.set_defaults(run=_run_topic_delete)
 
-    group = asub.add_parser("group", help="consumer group progress")
-    gsub = group.add_subparsers(dest="group_command", metavar="COMMAND", required=True)
-    for name, helptext in (("offsets", "per queue: broker offset, consumer offset, lag"),
-                           ("lag", "total lag of the group on the topic, per broker")):
-        g = gsub.add_parser(name, help=helptext)
-        _namesrv_arg(g)
-        g.add_argument("--group", "-g", required=True)
-        g.add_argument("--topic", "-t", required=True)
-        g.add_argument("--json", action="store_true")
-        g.set_defaults(run=_run_group_offsets if name == "offsets" else _run_group_lag)
+    from trocket.cli_admin import add_admin_commands
 
-    cluster = asub.add_parser("cluster", help="clusters, brokers and their addresses and runtime figures")
-    _namesrv_arg(cluster)
-    cluster.add_argument("--json", action="store_true")
-    cluster.set_defaults(run=_run_cluster)
+    add_admin_commands(asub, tsub)  # cluster, broker, topic stats, group ... (trocket/cli_admin.py)
 
     from trocket.cli_acl import add_acl_commands
 
@@ -412,8 +399,11 @@ def _run_send(args: argparse.Namespace) -> int:
 # -- admin: topics -----------------------------------------------------------------------
 
 
-async def _masters(inst, cluster: str | None) -> list[tuple[str, str, str]]:
-    """(cluster, broker name, master address) of every master (of ``cluster``)."""
+async def _brokers(inst, cluster: str | None = None, broker: str | None = None) -> list[tuple[str, str, int, str]]:
+    """(cluster, broker name, id, address) of every broker (of ``cluster``; or just the
+    broker at address ``broker``, named ``-``)."""
+    if broker is not None:
+        return [("-", "-", -1, broker)]
     info = await inst.api.get_cluster_info()
     out = []
     for cname, names in sorted(info.cluster_addr_table.items()):
@@ -421,10 +411,18 @@ async def _masters(inst, cluster: str | None) -> list[tuple[str, str, str]]:
             continue
         for name in sorted(names):
             bd = info.broker_addr_table.get(name)
-            if bd is not None and bd.master_addr:
-                out.append((cname, name, bd.master_addr))
+            if bd is not None:
+                out.extend((cname, name, bid, addr) for bid, addr in sorted(bd.broker_addrs.items()))
     if cluster is not None and not out:
-        raise ValueError(f"no master broker in cluster {cluster!r} (known: {sorted(info.cluster_addr_table)})")
+        raise ValueError(f"no broker in cluster {cluster!r} (known: {sorted(info.cluster_addr_table)})")
+    return out
+
+
+async def _masters(inst, cluster: str | None) -> list[tuple[str, str, str]]:
+    """(cluster, broker name, master address) of every master (of ``cluster``)."""
+    out = [(cname, name, addr) for cname, name, bid, addr in await _brokers(inst, cluster) if bid == 0]
+    if cluster is not None and not out:
+        raise ValueError(f"no master broker in cluster {cluster!r}")
     return out
 
 
@@ -481,27 +479,49 @@ async def _topic_route(args: argparse.Namespace) -> int:
 
 async def _topic_delete(args: argparse.Namespace) -> int:
     """``mqadmin deleteTopic``: DELETE_TOPIC_IN_BROKER on every master, then
-    DELETE_TOPIC_IN_NAMESRV on every name server; each answer reported."""
+    DELETE_TOPIC_IN_NAMESRV on every name server; each answer reported. A system topic
+    (TBW102, SCHEDULE_TOPIC_XXXX, ``rmq_sys_*``, ...) is refused before anything is
+    asked, and every master must answer first (GET_BROKER_RUNTIME_INFO): a broker that
+    is down is not found out after the others deleted the topic. The first broker that
+    refuses or fails stops it, and the name servers are asked only once every broker
+    has deleted the topic (a route the name server keeps for a broker that deleted it
+    sends a producer there to create it again: run the delete again, it is idempotent)."""
     from trocket.client import ClientError
+    from trocket.codecs.names import is_system_topic, validate_topic
 
+    validate_topic(args.topic)
+    if is_system_topic(args.topic):
+        raise ValueError(f"{args.topic} is a system topic (the broker needs it): it cannot be deleted")
     rows = []
     async with _instance(args) as inst:
-        for cname, name, addr in await _masters(inst, args.cluster):
+        masters = await _masters(inst, args.cluster)
+        for cname, name, addr in masters:
+            try:
+                await inst.api.get_broker_runtime_info(addr)
+            except ClientError as exc:
+                raise ValueError(f"nothing deleted: broker {name} {addr} does not answer ({exc.summary})") from None
+        for cname, name, addr in masters:
             try:
                 await inst.api.delete_topic_in_broker(addr, args.topic)
                 rows.append({"where": f"broker {name} {addr}", "ok": True, "answer": "deleted"})
             except ClientError as exc:
                 rows.append({"where": f"broker {name} {addr}", "ok": False, "answer": exc.summary})
-        for ns in inst.config.namesrv:
-            try:
-                await inst.api.delete_topic_in_namesrv(ns, args.topic)
-                rows.append({"where": f"namesrv {ns}", "ok": True, "answer": "deleted"})
-            except ClientError as exc:
-                rows.append({"where": f"namesrv {ns}", "ok": False, "answer": exc.summary})
+                break
+        if all(r["ok"] for r in rows):
+            for ns in inst.config.namesrv:
+                try:
+                    await inst.api.delete_topic_in_namesrv(ns, args.topic)
+                    rows.append({"where": f"namesrv {ns}", "ok": True, "answer": "deleted"})
+                except ClientError as exc:
+                    rows.append({"where": f"namesrv {ns}", "ok": False, "answer": exc.summary})
+    stopped = not all(r["ok"] for r in rows) and rows[-1]["where"].startswith("broker")
     if args.json:
         print(json.dumps(rows))
     else:
         print(_table(["where", "result"], [[r["where"], r["answer"]] for r in rows]))
+        if stopped:
+            print(f"\nstopped at the first refusal; the name servers were not asked. Brokers that deleted "
+                  f"{args.topic} may still be routed to: run the delete again once the refusal is solved")
     return EXIT_OK if all(r["ok"] for r in rows) else EXIT_FAIL
 
 
@@ -519,102 +539,3 @@ def _run_topic_route(args):
 
 def _run_topic_delete(args):
     return _run_trio(_topic_delete, args)
-
-
-# -- admin: groups and the cluster -------------------------------------------------------
-
-
-async def _group_rows(args: argparse.Namespace) -> list[dict]:
-    """Per queue: the broker's max offset, the group's committed offset, the lag (Java's
-    ``consumerProgress``, from GET_MAX_OFFSET and QUERY_CONSUMER_OFFSET per queue)."""
-    rows = []
-    async with _instance(args) as inst:
-        for mq in sorted(await inst.subscribe_queues(args.topic)):
-            addr = inst.master_addr(mq.broker_name)
-            if addr is None:
-                continue
-            broker_offset = await inst.api.get_max_offset(addr, mq)
-            consumer_offset = await inst.api.query_consumer_offset(addr, args.group, mq)
-            lag = broker_offset - consumer_offset if consumer_offset is not None else broker_offset
-            rows.append({"topic": mq.topic, "broker": mq.broker_name, "queue": mq.queue_id,
-                         "brokerOffset": broker_offset, "consumerOffset": consumer_offset, "lag": max(lag, 0)})
-    return rows
-
-
-async def _group_offsets(args: argparse.Namespace) -> int:
-    rows = await _group_rows(args)
-    if args.json:
-        print(json.dumps(rows))
-        return EXIT_OK
-    print(_table(["topic", "broker", "queue", "broker offset", "consumer offset", "lag"],
-                 [[r["topic"], r["broker"], r["queue"], r["brokerOffset"], r["consumerOffset"], r["lag"]] for r in rows]))
-    print(f"\ngroup {args.group} on {args.topic}: total lag {sum(r['lag'] for r in rows)}")
-    return EXIT_OK
-
-
-async def _group_lag(args: argparse.Namespace) -> int:
-    rows = await _group_rows(args)
-    per_broker: dict[str, list[int]] = {}
-    for r in rows:
-        acc = per_broker.setdefault(r["broker"], [0, 0, 0])
-        acc[0] += r["brokerOffset"]
-        acc[1] += r["consumerOffset"] or 0
-        acc[2] += r["lag"]
-    doc = {"group": args.group, "topic": args.topic, "lag": sum(r["lag"] for r in rows),
-           "brokers": {b: {"brokerOffset": v[0], "consumerOffset": v[1], "lag": v[2]} for b, v in per_broker.items()}}
-    if args.json:
-        print(json.dumps(doc))
-        return EXIT_OK
-    print(_table(["broker", "broker offset", "consumer offset", "lag"],
-                 [[b, v[0], v[1], v[2]] for b, v in sorted(per_broker.items())]))
-    print(f"\ntotal lag {doc['lag']}")
-    return EXIT_OK
-
-
-async def _cluster(args: argparse.Namespace) -> int:
-    from trocket.client import ClientError
-
-    rows = []
-    async with _instance(args) as inst:
-        info = await inst.api.get_cluster_info()
-        for cname, names in sorted(info.cluster_addr_table.items()):
-            for name in sorted(names):
-                bd = info.broker_addr_table.get(name)
-                if bd is None:
-                    continue
-                for bid, addr in sorted(bd.broker_addrs.items()):
-                    try:
-                        rt = await inst.api.get_broker_runtime_info(addr)
-                    except ClientError as exc:
-                        rt = {"error": exc.summary}
-                    rows.append({"cluster": cname, "broker": name, "id": bid, "addr": addr,
-                                 "version": rt.get("brokerVersionDesc"), "putTps": rt.get("putTps"),
-                                 "getTps": rt.get("getTransferedTps") or rt.get("getFoundTps"),
-                                 **_half_messages(rt), "error": rt.get("error")})
-    if args.json:
-        print(json.dumps(rows))
-        return EXIT_OK
-    print(_table(["cluster", "broker", "id", "address", "version", "put tps", "get tps", "half msgs", "oldest half"],
-                 [[r["cluster"], r["broker"], r["id"], r["addr"], r["version"], r["putTps"],
-                   r["getTps"] if not r["error"] else r["error"], r["halfPending"], r["halfOldest"]] for r in rows]))
-    return EXIT_OK
-
-
-def _half_messages(rt: dict[str, str]) -> dict[str, str | None]:
-    """Transactions' half messages not ended yet on a broker, and the oldest one's age
-    (a trocket broker's runtime figures; a Java broker has none)."""
-    age = rt.get("transactionHalfOldestAgeMs")
-    oldest = None if age is None else "-" if age == "-1" else f"{int(age) / 1000:.1f} s"
-    return {"halfPending": rt.get("transactionHalfPending"), "halfOldest": oldest}
-
-
-def _run_group_offsets(args):
-    return _run_trio(_group_offsets, args)
-
-
-def _run_group_lag(args):
-    return _run_trio(_group_lag, args)
-
-
-def _run_cluster(args):
-    return _run_trio(_cluster, args)

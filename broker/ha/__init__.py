@@ -108,23 +108,3 @@ class HAService:
         if host in ("0.0.0.0", "::", ""):
             host = advertised_host
         return f"{host}:{self.server.port}"
-
-    def info(self) -> dict[str, str]:
-        """Runtime-info entries (Java's ``getHAServer`` figures where they apply)."""
-        out: dict[str, str] = {"brokerRole": self.config.broker_role}
-        store = self.store
-        if self.server is not None and not store.closed:
-            out["haConnections"] = str(self.transfer.connections)
-            out["haPush2SlaveMaxOffset"] = str(self.transfer.acked)
-            out["haSlaveFallBehind"] = str(
-                max(0, store.max_phy_offset - self.transfer.acked) if self.server.slaves else 0
-            )
-            out["haTransferWaiting"] = str(self.transfer.waiting)
-            # sends completed / acknowledgements that completed some: the batching
-            out["haTransferCompleted"] = str(self.transfer.completed)
-            out["haTransferAcksUsed"] = str(self.transfer.acks_used)
-            out["haTransferTimedOut"] = str(self.transfer.timed_out)
-        if self.client is not None:
-            out["haMasterAddress"] = "" if self.client.master is None else "%s:%d" % self.client.master
-            out["haConnected"] = str(self.client.connected).lower()
-        return out

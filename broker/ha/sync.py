@@ -8,8 +8,8 @@ broker address (the one the name server gives at registration):
   loses its consume queues here, as the master's ``deleteTopic`` dropped its own;
 * GET_ALL_CONSUMER_OFFSET (43): consumer offsets, replaced and persisted;
 * GET_ALL_DELAY_OFFSET (45): ``delayOffset.json``, written and reloaded;
-* GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): asked for, as Java's, but trocket keeps no
-  subscription-group table, so the answer is only checked.
+* GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): the subscription-group table, replaced and
+  persisted when its data version differs.
 
 Each step fails alone (logged); the next round tries again.
 """
@@ -24,6 +24,7 @@ import attrs
 import trio
 
 from trocket.codecs.bodies.fastjson import loads
+from trocket.codecs.bodies.groups import SubscriptionGroupWrapper
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
 
@@ -156,6 +157,15 @@ class SlaveSynchronize:
         schedule.load()
 
     async def _subscription_groups(self, addr: str) -> None:
-        data = await self._call(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
-        if not isinstance(data.get("subscriptionGroupTable", {}), dict):
-            raise RuntimeError("subscriptionGroupTable is not an object")
+        response = await self.client.invoke_sync(
+            addr, RemotingCommand.request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG), self.timeout
+        )
+        if response.code != ResponseCode.SUCCESS:
+            raise RuntimeError(f"code {response.code}: {response.remark}")
+        wrapper = SubscriptionGroupWrapper.from_body(response.body or b"{}")
+        groups = self.ctx.subscriptions
+        if (wrapper.counter, wrapper.timestamp) == (groups.data_version_counter, groups.data_version_timestamp):
+            return
+        await trio.to_thread.run_sync(groups.replace_all, wrapper.table, wrapper.counter, wrapper.timestamp)
+        log.info("slave sync: %d subscription groups from master %s (data version %d)", len(wrapper.table), addr,
+                 wrapper.counter)

@@ -17,7 +17,8 @@ code   request                              answer
                                             DataVersion of that broker (if any)
 =====  ===================================  ==========================================
 
-Other codes get remoting's REQUEST_CODE_NOT_SUPPORTED. Every answer carries an
+The administration codes (KV config, permissions, the name server's configuration) are
+:mod:`.admin_processor`'s; other codes get remoting's REQUEST_CODE_NOT_SUPPORTED. Every answer carries an
 ``extFields`` object (real clients need one), and errors are answers, never a closed
 connection.
 """
@@ -25,9 +26,10 @@ connection.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from trocket.codecs.bodies.fastjson import BodyDecodeError
-from trocket.codecs.bodies.namesrv import DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper
+from trocket.codecs.bodies.namesrv import DataVersion, KVTable, RegisterBrokerBody, TopicConfigSerializeWrapper
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.custom_header import decode_header
@@ -43,7 +45,12 @@ from trocket.codecs.message.crc import body_crc
 
 from trocket.remoting import Connection, RemotingEndpoint
 
+from .kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
 from .route_info import RouteInfoManager
+
+if TYPE_CHECKING:
+    from .admin_processor import NamesrvSettings
+    from .kv_config import KVConfigManager
 
 __all__ = [
     "NamesrvProcessor",
@@ -87,9 +94,16 @@ class NamesrvProcessor:
     """The processors for one :class:`RouteInfoManager`; :meth:`register_on` installs
     them on a remoting endpoint."""
 
-    def __init__(self, route_info: RouteInfoManager, *, enable_all_topic_list: bool = True) -> None:
+    def __init__(
+        self, route_info: RouteInfoManager, *, enable_all_topic_list: bool = True,
+        kv: KVConfigManager | None = None, settings: NamesrvSettings | None = None,
+    ) -> None:
         self.route_info = route_info
         self.enable_all_topic_list = enable_all_topic_list
+        #: the KV configuration: a registering broker gets its ORDER_TOPIC_CONFIG namespace
+        self.kv = kv
+        #: ``orderMessageEnable``: routes carry their topic's ORDER_TOPIC_CONFIG entry
+        self.settings = settings
 
     def register_on(self, endpoint: RemotingEndpoint) -> None:
         endpoint.register_processor(RequestCode.REGISTER_BROKER, self.register_broker)
@@ -151,10 +165,12 @@ class NamesrvProcessor:
             filter_servers,
             conn,
         )
-        # the body would be the order-topic KV namespace: trocket keeps none, so no body
+        # the body: the order-topic KV namespace, when there is one (Java's)
+        order = self.kv.namespace(NAMESPACE_ORDER_TOPIC_CONFIG) if self.kv is not None else None
         return _response(
             ResponseCode.SUCCESS,
             header=RegisterBrokerResponseHeader(haServerAddr=result.ha_server_addr, masterAddr=result.master_addr),
+            body=KVTable(order).to_body() if order is not None else b"",
         )
 
     # -- 104 ---------------------------------------------------------------------------
@@ -177,6 +193,8 @@ class NamesrvProcessor:
         route = self.route_info.pickup_topic_route_data(header.topic)
         if route is None:
             return _response(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(header.topic))
+        if self.settings is not None and self.settings.order_message_enable and self.kv is not None:
+            route.order_topic_conf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, header.topic)
         return _response(ResponseCode.SUCCESS, body=route.to_body())
 
     # -- 106, 206 ----------------------------------------------------------------------

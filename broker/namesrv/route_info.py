@@ -51,6 +51,7 @@ BROKER_CHANNEL_EXPIRED_TIME = 120.0
 
 #: ``PermName.PERM_WRITE``.
 _PERM_WRITE = 0x2
+_PERM_READ = 0x4
 
 
 @attrs.define(slots=True, eq=False)
@@ -172,7 +173,8 @@ class RouteInfoManager:
             log.info("topic changed, %s OLD: %s NEW: %s", tc.topic_name, old, qd)
 
     def wipe_write_perm_of_broker(self, broker_name: str) -> int:
-        """``wipeWritePermOfBroker``: clear the write bit of the broker's queues."""
+        """``wipeWritePermOfBroker``: clear the write bit of the broker's queues (the
+        topics it serves: the count)."""
         count = 0
         for queues in self.topic_queue_table.values():
             qd = queues.get(broker_name)
@@ -180,6 +182,36 @@ class RouteInfoManager:
                 qd.perm &= ~_PERM_WRITE
                 count += 1
         return count
+
+    def add_write_perm_of_broker(self, broker_name: str) -> int:
+        """``addWritePermOfBroker``: the broker's queues read + write again (Java sets
+        the permission to 6, whatever it was)."""
+        count = 0
+        for queues in self.topic_queue_table.values():
+            qd = queues.get(broker_name)
+            if qd is not None:
+                qd.perm = _PERM_READ | _PERM_WRITE
+                count += 1
+        return count
+
+    def get_topics_by_cluster(self, cluster: str) -> TopicList:
+        """``getTopicsByCluster``: the topics with queues on a broker of ``cluster``."""
+        names = self.cluster_addr_table.get(cluster, set())
+        return TopicList([t for t, queues in self.topic_queue_table.items() if any(n in queues for n in names)])
+
+    def get_system_topic_list(self) -> TopicList:
+        """``getSystemTopicList``: the cluster names and broker names (topics of their
+        own on every broker), and the first broker's first address."""
+        topics: list[str] = []
+        for cluster, names in self.cluster_addr_table.items():
+            topics.append(cluster)
+            topics.extend(names)
+        addr = None
+        for bd in self.broker_addr_table.values():
+            if bd.broker_addrs:
+                addr = next(iter(bd.broker_addrs.values()))
+                break
+        return TopicList(list(dict.fromkeys(topics)), addr)
 
     def delete_topic(self, topic: str) -> None:
         """``deleteTopic``: forget the topic's queue datas (every broker's)."""

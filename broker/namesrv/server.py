@@ -14,7 +14,9 @@ signal with :func:`trocket.cli_broker.run_namesrv`.
 Brokers register every 30 s; one silent for ``broker_expiry`` (120 s) is dropped by the
 scan that runs every ``scan_interval`` (10 s), as ``NamesrvController``'s
 ``scanNotActiveBroker`` task. A broker whose connection closes is dropped at once
-(``BrokerHousekeepingService``).
+(``BrokerHousekeepingService``). The KV configuration (:mod:`.kv_config`) is kept in
+``kv_config_path`` (``kvConfig.json``) when given, and the administration codes are
+:mod:`.admin_processor`'s.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from trocket.remoting import (
     TlsSettings,
 )
 
+from .admin_processor import NamesrvAdminProcessor, NamesrvSettings
+from .kv_config import KVConfigManager
 from .processor import NamesrvProcessor
 from .route_info import BROKER_CHANNEL_EXPIRED_TIME, RouteInfoManager
 
@@ -60,6 +64,9 @@ class NamesrvConfig:
       SYSTEM_ERROR "disable");
     - ``idle_timeout``: seconds a connection may stay silent (Netty's 120 s), None = never;
     - ``tls``: Java's ``tls.server.*`` settings (disabled by default).
+    - ``kv_config_path``: the KV configuration's file (Java's ``kvConfigPath``), None = kept
+      in memory only; ``config_store_path``: where UPDATE_NAMESRV_CONFIG writes its
+      changes (Java's ``configStorePath``), None = not written.
     """
 
     listen_host: str = "127.0.0.1"
@@ -69,6 +76,8 @@ class NamesrvConfig:
     enable_all_topic_list: bool = True
     idle_timeout: float | None = 120.0
     tls: TlsSettings = attrs.field(factory=TlsSettings)
+    kv_config_path: str | None = None
+    config_store_path: str | None = None
 
     def server_config(self) -> ServerConfig:
         return ServerConfig(
@@ -98,12 +107,21 @@ class NameServer(ServiceContextManager):
     def __init__(self, config: NamesrvConfig | None = None, *, hooks: Iterable[RequestHook] = ()) -> None:
         self.config = config or NamesrvConfig()
         self.route_info = RouteInfoManager(broker_expiry=self.config.broker_expiry, clock=trio.current_time)
-        self.processor = NamesrvProcessor(self.route_info, enable_all_topic_list=self.config.enable_all_topic_list)
+        self.kv = KVConfigManager(self.config.kv_config_path)
+        self.kv.load()
+        self.settings = NamesrvSettings(
+            listen_port=self.config.listen_port, kv_config_path=self.config.kv_config_path,
+            config_store_path=self.config.config_store_path,
+        )
+        self.processor = NamesrvProcessor(
+            self.route_info, enable_all_topic_list=self.config.enable_all_topic_list, kv=self.kv, settings=self.settings,
+        )
         self.remoting = RemotingServer(
             self.config.server_config(), listener=BrokerHousekeeping(self.route_info),
             ssl_context=self.config.tls.server_context(), hooks=hooks,
         )
         self.processor.register_on(self.remoting)
+        NamesrvAdminProcessor(self.route_info, self.kv, self.settings).register_on(self.remoting)
         self._nursery: trio.Nursery | None = None
         self._done = trio.Event()
 
@@ -122,6 +140,7 @@ class NameServer(ServiceContextManager):
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 await nursery.start(self.remoting.serve)
+                self.settings.listen_port = self.port  # the real one (port 0 picks a free port)
                 nursery.start_soon(self._scan_loop)
                 log.info("name server listening on %s", self.address)
                 task_status.started(self)

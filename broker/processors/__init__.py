@@ -29,6 +29,9 @@ Modules here (owner in parentheses):
   VIEW_MESSAGE_BY_ID 33
 - :mod:`.client`, :mod:`.offsets`, :mod:`.locks`, :mod:`.send_back` (the client
   processors: 34, 35, 38, 14, 15, 41, 42, 36)
+- :mod:`.stats` VIEW_BROKER_STATS_DATA 315, GET_BROKER_CONSUME_STATS 317,
+  GET_CONSUME_STATS 208, GET_TOPIC_STATS_INFO 202, QUERY_CONSUME_TIME_SPAN 303
+- :mod:`.query` QUERY_MESSAGE 12, QUERY_CONSUME_QUEUE 321, GET_EARLIEST_MSG_STORETIME 32
 """
 
 from __future__ import annotations

@@ -18,11 +18,11 @@
   afterwards auto-creates it again, its queues starting at 0. The name server keeps the
   route until DELETE_TOPIC_IN_NAMESRV (216), as with Java.
 
-* GET_ALL_TOPIC_CONFIG (21), GET_ALL_CONSUMER_OFFSET (43), GET_ALL_DELAY_OFFSET (45),
-  GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): the master's tables a slave copies
-  (``SlaveSynchronize``, see :mod:`trocket.broker.ha.sync`): the topic wrapper with its
-  data version, ``{"offsetTable": ...}``, ``delayOffset.json``'s text, and an empty
-  subscription-group table (trocket keeps none: every group is accepted).
+* GET_ALL_TOPIC_CONFIG (21), GET_ALL_CONSUMER_OFFSET (43), GET_ALL_DELAY_OFFSET (45):
+  the master's tables a slave copies (``SlaveSynchronize``, see
+  :mod:`trocket.broker.ha.sync`): the topic wrapper with its data version,
+  ``{"offsetTable": ...}``, ``delayOffset.json``'s text (the subscription groups, 201,
+  are :mod:`.groups`').
 
 Offsets of consumer groups (14/15) and the client codes belong to the client
 processors, not here.
@@ -87,7 +87,6 @@ class AdminProcessor:
             int(RequestCode.GET_ALL_TOPIC_CONFIG): self.get_all_topic_config,
             int(RequestCode.GET_ALL_CONSUMER_OFFSET): self.get_all_consumer_offset,
             int(RequestCode.GET_ALL_DELAY_OFFSET): self.get_all_delay_offset,
-            int(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG): self.get_all_subscription_group,
             int(RequestCode.DELETE_TOPIC_IN_BROKER): self.delete_topic,
         }
         #: Java's ``deleteTopic`` is ``synchronized``: one deletion at a time
@@ -220,10 +219,6 @@ class AdminProcessor:
             return reply(ResponseCode.SYSTEM_ERROR, "No delay offset in this broker")
         table = schedule.offset_table(durable_only=False)
         return reply(ResponseCode.SUCCESS, body=dumps_bytes(Bean(offsetTable=table)))
-
-    async def get_all_subscription_group(self, conn, request: RemotingCommand) -> RemotingCommand:
-        version = Bean(timestamp=self.topics.data_version_timestamp, counter=0)
-        return reply(ResponseCode.SUCCESS, body=dumps_bytes(Bean(subscriptionGroupTable={}, dataVersion=version)))
 
 
 def register(ctx: BrokerContext, *, runtime_info: Callable[[], dict[str, str]] | None = None) -> AdminProcessor:

@@ -130,8 +130,12 @@ def notify_consumer_ids_changed(conn: Connection, group: str) -> bool:
 
 def notify_group_changed(ctx: BrokerContext, group: str, *, exclude: Connection | None = None) -> int:
     """Tell every member of ``group`` (but ``exclude``) that its membership changed,
-    if the broker's ``notify_consumer_ids_changed`` is on. Returns the notices queued."""
+    if the broker's ``notify_consumer_ids_changed`` is on and the group's config
+    (``notifyConsumerIdsChangedEnable``) does not say otherwise. Returns the notices queued."""
     if not ctx.config.notify_consumer_ids_changed:
+        return 0
+    sg = ctx.subscriptions.get(group)
+    if sg is not None and not sg.notify_consumer_ids_changed_enable:
         return 0
     sent = 0
     for conn in ctx.consumers.channels(group):
@@ -192,10 +196,13 @@ async def run_housekeeping(
 # -- retry topics -----------------------------------------------------------------------
 
 
-async def ensure_retry_topic(ctx: BrokerContext, group: str, unit_mode: bool = False) -> TopicConfig | None:
-    """``createRetryTopic``: ``%RETRY%<group>`` with 1 queue, perm 6 (created once,
-    persisted in a worker thread, then registered with the name servers before this
-    returns, see :func:`register_now`). None when the name cannot be a topic."""
+async def ensure_retry_topic(
+    ctx: BrokerContext, group: str, unit_mode: bool = False, queue_nums: int = RETRY_QUEUE_NUMS,
+) -> TopicConfig | None:
+    """``createRetryTopic``: ``%RETRY%<group>`` with ``queue_nums`` queues (the group's
+    ``retryQueueNums``, 1 by default), perm 6 (created once, persisted in a worker
+    thread, then registered with the name servers before this returns, see
+    :func:`register_now`). None when the name cannot be a topic."""
     topic = retry_topic(group)
     tc = ctx.topics.select(topic)
     if tc is not None:
@@ -205,7 +212,7 @@ async def ensure_retry_topic(ctx: BrokerContext, group: str, unit_mode: bool = F
         return None
     sys_flag = TOPIC_SYS_FLAG_UNIT_SUB if unit_mode else 0
     tc = await trio.to_thread.run_sync(
-        ctx.topics.create_in_send_back, topic, RETRY_QUEUE_NUMS, PERM_RW, sys_flag
+        ctx.topics.create_in_send_back, topic, max(1, queue_nums), PERM_RW, sys_flag
     )
     log.info("created topic %s", topic)
     ctx.topic_created(topic)
@@ -261,8 +268,12 @@ class ClientManageProcessor:
             data = HeartbeatData.decode(request.body)
         except BodyDecodeError as exc:
             return reply(ResponseCode.SYSTEM_ERROR, f"heartbeat body does not decode: {exc}")
-        topics = self.ctx.topics
-        new_retry = [c for c in data.consumers if topics.select(retry_topic(c.group_name)) is None]
+        topics, groups = self.ctx.topics, self.ctx.subscriptions
+        # each group's config (auto-created); a group without one gets no retry topic (Java's)
+        new_retry = [
+            (c, sg.retry_queue_nums) for c in data.consumers
+            if topics.select(retry_topic(c.group_name)) is None and (sg := groups.find(c.group_name)) is not None
+        ]
         self._register_clients(conn, request, data)
         if not new_retry:
             return reply(ResponseCode.SUCCESS)
@@ -296,11 +307,11 @@ class ClientManageProcessor:
             )
 
     async def _create_retry_topics_then_answer(
-        self, conn: Connection, request: RemotingCommand, consumers: list[ConsumerData]
+        self, conn: Connection, request: RemotingCommand, consumers: list[tuple[ConsumerData, int]]
     ) -> None:
         try:
-            for consumer in consumers:
-                await ensure_retry_topic(self.ctx, consumer.group_name, consumer.unit_mode)
+            for consumer, queue_nums in consumers:
+                await ensure_retry_topic(self.ctx, consumer.group_name, consumer.unit_mode, queue_nums)
             response = reply(ResponseCode.SUCCESS)
         except Exception as exc:  # answered here: this handler is past the endpoint's catch-all
             log.warning("heartbeat from %s: creating retry topics failed", conn.remote_address, exc_info=True)

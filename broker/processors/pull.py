@@ -3,10 +3,13 @@
 Checks, each with Java's code and remark (refusals are raised as
 :mod:`trocket.broker.errors` and answered by remoting): broker read permission (NO_PERMISSION),
 consumer group name (SUBSCRIPTION_GROUP_NOT_EXIST: an illegal name is a group that
-cannot exist), topic (TOPIC_NOT_EXIST; ``%RETRY%<group>`` is created on demand with
-1 queue, perm 6), topic read permission, queue id (SYSTEM_ERROR), subscription
+cannot exist), the group's subscription-group config (created with the defaults when
+``autoCreateSubscriptionGroup``, else SUBSCRIPTION_GROUP_NOT_EXIST; ``consumeEnable``
+false -> NO_PERMISSION), topic (TOPIC_NOT_EXIST; ``%RETRY%<group>`` is created on demand
+with 1 queue, perm 6), topic read permission, queue id (SYSTEM_ERROR), subscription
 (TAG expressions only; SQL92 -> SYSTEM_ERROR as a broker with
-``enablePropertyFilter=false``).
+``enablePropertyFilter=false``; without the subscription bit the heartbeat's, and a
+broadcasting group whose config has ``consumeBroadcastEnable`` false -> NO_PERMISSION).
 
 Reading: the store filters by tag hash in the consume queue (the subscription's code
 set); the records found are then checked against the exact tag strings (a hash
@@ -14,11 +17,11 @@ collision must not deliver a foreign tag) -- what is left is the FOUND body, the
 stored records back to back. Statuses map to codes as in Java, the remark is the
 status name, and every answer carries a ``PullMessageResponseHeader``:
 ``suggestWhichBrokerId``, ``nextBeginOffset``, ``minOffset`` and ``maxOffset``.
-``suggestWhichBrokerId`` is 0 (the master) unless a master with ``slaveReadEnable``
-finds the consumer reading further behind the log's end than
-``accessMessageInMemoryMaxRatio`` of the RAM (Java's ``suggestPullingFromSlave``): then
-1 (``whichBrokerWhenConsumeSlowly``). A slave serves pulls as a master does (see
-:attr:`~trocket.broker.config.BrokerConfig.slave_read_enable`).
+``suggestWhichBrokerId`` is 0 (the master) unless the master has ``slaveReadEnable``:
+then the group's ``whichBrokerWhenConsumeSlowly`` (1) for a consumer reading further
+behind the log's end than ``accessMessageInMemoryMaxRatio`` of the RAM (Java's
+``suggestPullingFromSlave``), else the group's ``brokerId`` (0). A slave serves pulls as
+a master does (see :attr:`~trocket.broker.config.BrokerConfig.slave_read_enable`).
 
 =====================  ==========================================================
 FOUND                  SUCCESS (0) with the records
@@ -41,9 +44,11 @@ from __future__ import annotations
 
 import logging
 import struct
+import time
 from typing import TYPE_CHECKING
 
 from trocket.codecs.codes import RequestCode, ResponseCode
+from trocket.codecs.bodies.client import MessageModel
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.errors import InvalidNameError
 from trocket.codecs.headers import PullMessageRequestHeader, PullMessageResponseHeader
@@ -94,6 +99,7 @@ _CODES = {
     GetStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
 }
 
+_perf_ns = time.perf_counter_ns
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _BODYLEN_AT = 84  # IPv4 born and store hosts
@@ -155,17 +161,25 @@ class PullProcessor:
         self.topics = ctx.topics
         self.offsets = ctx.offsets
         self.consumers = ctx.consumers
+        self.subscriptions = ctx.subscriptions
         self.hold = ctx.pull_hold
         self.long_polling = ctx.config.long_polling
         #: a master with ``slaveReadEnable`` sends slow consumers to its slave (id 1)
         self.slave_read = ctx.config.slave_read_enable and not ctx.config.is_slave
         self.short_polling_ms = ctx.config.short_polling_time_ms
-        # counters
+        # counters (GET_BROKER_RUNTIME_INFO and broker/stats.py)
         self.found = 0
         self.found_messages = 0
         self.found_bytes = 0
         self.not_found = 0
         self.held = 0
+        #: store reads that found nothing to deliver (Java's getMessageTimesTotalMiss:
+        #: a held pull's re-runs count again)
+        self.missed = 0
+        #: the longest store read (``getMessageEntireTimeMax``), ns
+        self.get_time_max_ns = 0
+        #: (topic, queue id, group) -> [messages, bytes] delivered
+        self.gets: dict[tuple[str, int, str], list[int]] = {}
         if self.hold is not None:
             self.hold.rerun = self.rerun
 
@@ -196,6 +210,13 @@ class PullProcessor:
             raise SubscriptionGroupNotExistError(
                 f"subscription group [{group}] does not exist, {exc}{suggest_todo(SUBSCRIPTION_GROUP_NOT_EXIST_URL)}"
             ) from None
+        sg = self.subscriptions.find(group)  # auto-created (not persisted here) when allowed
+        if sg is None:
+            raise SubscriptionGroupNotExistError(
+                f"subscription group [{group}] does not exist, {suggest_todo(SUBSCRIPTION_GROUP_NOT_EXIST_URL)}"
+            )
+        if not sg.consume_enable:
+            raise NoPermissionError(f"subscription group no permission, {group}")
         topic = header.topic
         sys_flag = header.sysFlag
         tc = self.topics.select(topic)
@@ -219,14 +240,14 @@ class PullProcessor:
                 raise BrokerError(f"The broker does not support consumer to filter message by {expression_type}")
             sub = parse_subscription(header.subscription)
         else:
-            sub = self._registered_subscription(group, topic)
-            if sub is None:
-                raise SubscriptionNotExistError(
-                    "the consumer's subscription not exist" + suggest_todo(SAME_GROUP_DIFFERENT_TOPIC_URL)
-                )
+            sub = self._registered_subscription(group, topic, sg.consume_broadcast_enable)
 
         offset = header.queueOffset
+        t0 = _perf_ns()
         result = self.store.get_message(group, topic, queue_id, offset, max(1, header.maxMsgNums), sub.codes)
+        elapsed = _perf_ns() - t0
+        if elapsed > self.get_time_max_ns:
+            self.get_time_max_ns = elapsed
         status = result.status
         body = b""
         if status is GetStatus.FOUND:
@@ -235,10 +256,21 @@ class PullProcessor:
                 status = result.status
             if status is GetStatus.FOUND:
                 body = result.joined()
+                count = len(result.buffers)
                 self.found += 1
-                self.found_messages += len(result.buffers)
+                self.found_messages += count
                 self.found_bytes += len(body)
+                # per queue and group, once per pull (the statistics sum them per pass)
+                key = (topic, queue_id, group)
+                got = self.gets.get(key)
+                if got is None:
+                    self.gets[key] = [count, len(body)]
+                else:
+                    got[0] += count
+                    got[1] += len(body)
             result.release()
+        if status is not GetStatus.FOUND:
+            self.missed += 1
         if status is GetStatus.NO_MESSAGE_IN_QUEUE or status is GetStatus.NO_MATCHED_LOGIC_QUEUE:
             code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
         else:
@@ -262,8 +294,12 @@ class PullProcessor:
         if code == ResponseCode.PULL_NOT_FOUND:
             self.not_found += 1
         header = PullMessageResponseHeader(
-            # Java: whichBrokerWhenConsumeSlowly (1) for a slow consumer with slaveReadEnable
-            suggestWhichBrokerId=1 if result.suggest_pulling_from_slave and self.slave_read else 0,
+            # Java, with slaveReadEnable: the group's whichBrokerWhenConsumeSlowly (1) for a
+            # slow consumer, else its brokerId (0); the master otherwise
+            suggestWhichBrokerId=(
+                (sg.which_broker_when_consume_slowly if result.suggest_pulling_from_slave else sg.broker_id)
+                if self.slave_read else 0
+            ),
             nextBeginOffset=result.next_begin_offset,
             minOffset=result.min_offset,
             maxOffset=result.max_offset,
@@ -292,10 +328,22 @@ class PullProcessor:
         if not keep:
             result.status = GetStatus.NO_MATCHED_MESSAGE
 
-    def _registered_subscription(self, group: str, topic: str) -> Subscription | None:
-        """Without the subscription bit Java uses what the group's heartbeat said."""
-        data = self.consumers.find_subscription(group, topic)
-        return None if data is None else parse_subscription(data.sub_string)
+    def _registered_subscription(self, group: str, topic: str, broadcast_enable: bool) -> Subscription:
+        """Without the subscription bit Java uses what the group's heartbeat said (and
+        refuses a broadcasting group its config does not let consume that way)."""
+        info = self.consumers.group_info(group)
+        if info is None:
+            raise SubscriptionNotExistError(
+                "the consumer's group info not exist" + suggest_todo(SAME_GROUP_DIFFERENT_TOPIC_URL)
+            )
+        if not broadcast_enable and info.message_model is MessageModel.BROADCASTING:
+            raise NoPermissionError(f"the consumer group[{group}] can not consume by broadcast way")
+        data = info.subscriptions.get(topic)
+        if data is None:
+            raise SubscriptionNotExistError(
+                "the consumer's subscription not exist" + suggest_todo(SAME_GROUP_DIFFERENT_TOPIC_URL)
+            )
+        return parse_subscription(data.sub_string)
 
 
 def register(ctx: BrokerContext) -> PullProcessor:

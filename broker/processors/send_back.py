@@ -4,10 +4,13 @@ RocketMQ 4.9.8's ``SendMessageProcessor.asyncConsumerSendMsgBack``. The header
 (``offset`` = the message's commit-log offset, ``group``, ``delayLevel``, optional
 ``maxReconsumeTimes``, ``unitMode``) names a stored message; the broker stores a copy:
 
-* on ``%RETRY%<group>`` (queue 0: a group has one retry queue; the topic is created
-  with 1 queue, perm 6, as on heartbeat), or on ``%DLQ%<group>`` (1 queue, perm 6)
-  once the message's ``reconsumeTimes`` reached ``maxReconsumeTimes`` (the header's,
-  else the subscription group's default 16) or when ``delayLevel < 0``;
+* on ``%RETRY%<group>`` (a random one of the group's ``retryQueueNums`` queues, 1 by
+  default; the topic is created with that many queues, perm 6, as on heartbeat), or on
+  ``%DLQ%<group>`` (1 queue, perm 6) once the message's ``reconsumeTimes`` reached the
+  group's ``retryMaxTimes`` (16 by default; a client from 3.4.9 on may send its own
+  ``maxReconsumeTimes``) or when ``delayLevel < 0``. A group whose ``retryQueueNums``
+  is 0 keeps no retries: SUCCESS, nothing stored. An unknown group with
+  ``autoCreateSubscriptionGroup`` off: SUBSCRIPTION_GROUP_NOT_EXIST;
 * with ``reconsumeTimes + 1``, the original body (compressed or not, with its sysFlag),
   flag, born timestamp and born host;
 * with the original properties plus ``RETRY_TOPIC=<original topic>`` (kept if already
@@ -39,6 +42,7 @@ path's pre-put step (:mod:`trocket.broker.pre_put`) for its delay, as Java's
 from __future__ import annotations
 
 import logging
+import random
 from typing import TYPE_CHECKING
 
 import trio
@@ -58,12 +62,12 @@ from trocket.codecs.message.properties import (
 from trocket.codecs.names import DLQ_GROUP_TOPIC_PREFIX, is_valid_topic
 from trocket.remoting import Connection
 
-from ..errors import BrokerError, NoPermissionError
+from ..errors import BrokerError, NoPermissionError, SubscriptionGroupNotExistError
 from ..pre_put import PrePut, pre_put
 from ..store import MessageInner, MessageStore, PutMessageError, TopicConfig
 from ..store.topic_config import PERM_WRITE
 from ..transaction.records import read_stored
-from . import decode_request_header, reply
+from . import SUBSCRIPTION_GROUP_NOT_EXIST_URL, decode_request_header, reply, suggest_todo
 from .client import PERM_RW, ensure_retry_topic, retry_topic
 
 if TYPE_CHECKING:
@@ -88,6 +92,9 @@ DEFAULT_MAX_RECONSUME_TIMES = 16
 MAX_DELAY_LEVEL = 18
 #: ``MixAll.DLQ_NUMS_PER_GROUP``.
 DLQ_NUMS_PER_GROUP = 1
+#: ``MQVersion.Version.V3_4_9.ordinal()``: from this client version on the header's
+#: ``maxReconsumeTimes`` replaces the group's ``retryMaxTimes``
+VERSION_3_4_9 = 121
 
 
 def dlq_topic(group: str) -> str:
@@ -113,16 +120,30 @@ async def _ensure_dlq_topic(ctx: BrokerContext, group: str) -> TopicConfig | Non
     return tc
 
 
-async def send_back(ctx: BrokerContext, pre_put: PrePut, header: ConsumerSendMsgBackRequestHeader) -> RemotingCommand:
+async def send_back(
+    ctx: BrokerContext, pre_put: PrePut, header: ConsumerSendMsgBackRequestHeader,
+    counts: dict[tuple[str, str], int] | None = None, *, version: int = 0,
+) -> RemotingCommand:
     """Store the retry (or dead-letter) copy of the message at ``header.offset``
-    (through ``pre_put``, the send path's step: the delay)."""
+    (through ``pre_put``, the send path's step: the delay). ``counts`` (the
+    statistics' SNDBCK_PUT_NUMS) gets one more for (the message's original topic,
+    the group) once the copy is stored; ``version`` is the request's (a client from
+    3.4.9 on may name its own ``maxReconsumeTimes``)."""
     group = header.group
+    sg = ctx.subscriptions.find(group)
+    if sg is None:
+        raise SubscriptionGroupNotExistError(
+            f"subscription group not exist, {group} {suggest_todo(SUBSCRIPTION_GROUP_NOT_EXIST_URL)}"
+        )
     if not ctx.config.broker_permission & PERM_WRITE:
         broker_ip = ctx.broker_addr().rpartition(":")[0]
         raise NoPermissionError(f"the broker[{broker_ip}] sending message is forbidden")
+    if sg.retry_queue_nums <= 0:  # the group keeps no retries: given back means dropped
+        return reply(ResponseCode.SUCCESS)
 
     new_topic = retry_topic(group)
-    tc = await ensure_retry_topic(ctx, group, header.unitMode)
+    queue_id = random.randrange(sg.retry_queue_nums)
+    tc = await ensure_retry_topic(ctx, group, header.unitMode, sg.retry_queue_nums)
     if tc is None:
         raise BrokerError(f"topic[{new_topic}] not exist")
     if not tc.perm & PERM_WRITE:
@@ -140,11 +161,12 @@ async def send_back(ctx: BrokerContext, pre_put: PrePut, header: ConsumerSendMsg
 
     delay_level = header.delayLevel
     schedule = ctx.schedule
-    max_times = header.maxReconsumeTimes
-    if max_times is None:
-        max_times = DEFAULT_MAX_RECONSUME_TIMES
+    max_times = sg.retry_max_times
+    if version >= VERSION_3_4_9 and header.maxReconsumeTimes is not None:
+        max_times = header.maxReconsumeTimes
     if msg.reconsume_times >= max_times or delay_level < 0:
         new_topic = dlq_topic(group)
+        queue_id = 0  # DLQ_NUMS_PER_GROUP queues
         tc = await _ensure_dlq_topic(ctx, group)
         if tc is None:
             raise BrokerError(f"topic[{new_topic}] not exist")
@@ -161,7 +183,7 @@ async def send_back(ctx: BrokerContext, pre_put: PrePut, header: ConsumerSendMsg
     inner = MessageInner(
         topic=new_topic,
         body=msg.body,
-        queue_id=0,  # one retry queue (retryQueueNums 1) / one DLQ queue
+        queue_id=queue_id,  # one of the group's retryQueueNums retry queues / the DLQ queue
         flag=msg.flag,
         properties=props,
         properties_bytes=utf8(props.to_properties(), "properties"),
@@ -179,6 +201,9 @@ async def send_back(ctx: BrokerContext, pre_put: PrePut, header: ConsumerSendMsg
         raise BrokerError(exc.status.value) from None
     if not result.ok:
         raise BrokerError(result.status.value)
+    if counts is not None:
+        key = (props[PROPERTY_RETRY_TOPIC], group)
+        counts[key] = counts.get(key, 0) + 1
     log.debug(
         "sent back %s of %s for group %s to %s via %s (reconsume %d)",
         msg.msg_id, props[PROPERTY_RETRY_TOPIC], group, new_topic, inner.topic, inner.reconsume_times,
@@ -193,10 +218,12 @@ class SendBackProcessor:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
         self.pre_put = pre_put(ctx)
+        #: (original topic, group) -> messages sent back (read by broker/stats.py)
+        self.sent_back: dict[tuple[str, str], int] = {}
 
     async def process_request(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         header = decode_request_header(ConsumerSendMsgBackRequestHeader, request)
-        return await send_back(self.ctx, self.pre_put, header)
+        return await send_back(self.ctx, self.pre_put, header, self.sent_back, version=request.version)
 
 
 def register(ctx: BrokerContext) -> SendBackProcessor:

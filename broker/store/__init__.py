@@ -19,9 +19,11 @@ from .offsets import ConsumerOffsetManager
 from .results import GetResult, GetStatus, PutResult, PutStatus
 from .commit_log import ReplicaDataError
 from .store import MessageStore, SlaveModeError, StoreClosedError
+from .subscription_group import SubscriptionGroupManager
 from .topic_config import TopicConfig, TopicConfigManager
 
 __all__ = [
+    "SubscriptionGroupManager",
     "BatchInner",
     "ConfigLoadError",
     "ConsumerOffsetManager",

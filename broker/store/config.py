@@ -114,6 +114,16 @@ class StoreConfig:
     #: (the deliver time) as its consume-queue tags code, on put and on recovery alike
     #: (Java's ``checkMessageAndReturnSize``); levels above the last count as the last.
     delay_levels_ms: tuple[int, ...] = attrs.field(default=DEFAULT_DELAY_LEVELS_MS, converter=tuple)
+    #: ``messageIndexEnable``: index every message's keys and unique key (:mod:`.index`).
+    message_index_enable: bool = True
+    #: ``maxHashSlotNum`` / ``maxIndexNum``: slots and entries of an index file (5 and 20
+    #: million: 420 MB, created sparse).
+    max_hash_slot_num: int = 5_000_000
+    max_index_num: int = 20_000_000
+    #: ``maxMsgsNumBatch``: the most offsets one QUERY_MESSAGE looks up (64);
+    #: ``defaultQueryMaxNum``: a query by unique key's (32).
+    max_msgs_num_batch: int = 64
+    default_query_max_num: int = 32
 
     def __attrs_post_init__(self) -> None:
         if self.commit_log_segment_size < 4096:
@@ -122,6 +132,8 @@ class StoreConfig:
             raise ValueError("consume_queue_entries_per_file must be positive")
         if self.max_message_size <= 0:
             raise ValueError("max_message_size must be positive")
+        if self.max_hash_slot_num < 1 or self.max_index_num < 2:
+            raise ValueError("an index file needs a slot and two entries at least")
 
     # -- paths (``StorePathConfigHelper``) ---------------------------------------------
 
@@ -144,6 +156,10 @@ class StoreConfig:
     @property
     def abort_path(self) -> str:
         return os.path.join(self.store_dir, "abort")
+
+    @property
+    def index_dir(self) -> str:
+        return os.path.join(self.store_dir, "index")
 
     @property
     def lock_path(self) -> str:

@@ -113,6 +113,35 @@ class ConsumeQueue:
         """``rollNextFile``: the first queue offset of the file after ``index``'s."""
         return index + self.entries_per_file - index % self.entries_per_file
 
+    def sizes_between(self, start: int, end: int) -> tuple[int, int]:
+        """(entries, record bytes they index) from queue offset ``start`` to ``end``
+        (blank entries and files already deleted left out): what a statistics pass
+        reads, so that a put counts nothing itself. Record sizes stay below 2**24, so
+        an entry whose size's top byte is set is a blank; the four size bytes are
+        summed column by column (slices with a stride), no tuple per entry."""
+        start = max(start, self.min_offset)
+        count = total = 0
+        while start < end:
+            view = self.entries_from(start)
+            if view is None:
+                start = self.roll_next_file(start)
+                continue
+            n = min(len(view) // CQ_STORE_UNIT_SIZE, end - start)
+            if n <= 0:
+                break
+            data = bytes(view[: n * CQ_STORE_UNIT_SIZE])
+            view.release()
+            high = data[8::CQ_STORE_UNIT_SIZE]
+            blanks = n - high.count(0)
+            total += (
+                (sum(high) << 24) + (sum(data[9::CQ_STORE_UNIT_SIZE]) << 16)
+                + (sum(data[10::CQ_STORE_UNIT_SIZE]) << 8) + sum(data[11::CQ_STORE_UNIT_SIZE])
+                - blanks * BLANK_ENTRY[1]
+            )
+            count += n - blanks
+            start += n
+        return count, total
+
     def last_entry(self) -> tuple[int, int, int] | None:
         return self.get(self.max_offset - 1) if self.max_offset > self.min_offset else None
 

@@ -17,8 +17,9 @@ thread), under the dispatch lock: they must be quick and thread-safe (for a trio
 broker, e.g. ``trio.lowlevel.TrioToken.run_sync_soon``) and decide themselves how to
 batch wake-ups. A listener given a topic hears only that topic's messages (the
 schedule service: ``SCHEDULE_TOPIC_XXXX``), and a listener is registered only while it
-has something to do (long polling: while pulls are held; HA: while a slave follows),
-so the common put -- no held pull, an ordinary topic -- makes no listener call.
+has something to do (long polling: while pulls are held; HA: while a slave follows; the
+index: while it waits for a record, once it has indexed everything), so the common put
+-- no held pull, an ordinary topic, the index busy -- makes no listener call.
 
 Recovery uses :meth:`Dispatcher.reput`, which reads the records back from the commit
 log (``doReput``) instead of taking them from the put path.

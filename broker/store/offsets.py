@@ -99,6 +99,17 @@ class ConsumerOffsetManager:
                     del self._table[key]
             self._version += 1
 
+    def clone_offset(self, src_group: str, dest_group: str, topic: str) -> bool:
+        """``cloneOffset``: ``dest_group`` gets ``src_group``'s offsets on ``topic``
+        (replacing its own there); False when the source has none."""
+        with self._lock:
+            queues = self._table.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{src_group}")
+            if queues is None:
+                return False
+            self._table[f"{topic}{TOPIC_GROUP_SEPARATOR}{dest_group}"] = dict(queues)
+            self._version += 1
+            return True
+
     def replace_all(self, table: dict[str, dict[int, int]]) -> None:
         """Take a master's whole table (a slave's sync, ``SlaveSynchronize``)."""
         with self._lock:

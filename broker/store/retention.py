@@ -29,6 +29,8 @@ class RetentionResult:
     commit_log_segments: int = 0
     consume_queue_files: int = 0
     reason: str = ""
+    #: index files removed with the messages they point at (MessageStore.delete_expired)
+    index_files: int = 0
 
 
 def disk_used_ratio(path: str) -> float:

@@ -41,6 +41,7 @@ from .consume_queue import BLANK_ENTRY, CQ_STORE_UNIT_SIZE, ConsumeQueue
 from .dispatcher import Dispatcher, MessageArrivingListener
 from .errors import PutMessageError, StoreError, StoreLoadError
 from .flush import FlushService
+from .index import IndexService
 from .messages import BatchInner, MessageInner
 from .queue_table import ConsumeQueueTable, DetachedTopic
 from .recovery import RecoveryReport, recover
@@ -84,6 +85,8 @@ class MessageStore:
     recovery: RecoveryReport
     #: Makes the next commit-log segment ahead of need (None: ``allocate_ahead`` off).
     allocate_service: AllocateService | None
+    #: The index of keys (None: ``message_index_enable`` off).
+    index: IndexService | None
     _lock_fd: int = attrs.field(repr=False)
     _closed: bool = False
     #: puts refused: closed, or a slave's store (one flag, so the put path checks one)
@@ -135,12 +138,16 @@ class MessageStore:
             allocate = (
                 AllocateService(commit_log.files, config.preallocate) if config.allocate_ahead else None
             )
+            index = None
+            if config.message_index_enable:
+                index = IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num)
+                index.load(commit_log)
         except BaseException:
             fcntl.flock(lock_fd, fcntl.LOCK_UN)
             os.close(lock_fd)
             raise
         return cls(
-            config, commit_log, queues, dispatcher, checkpoint, flush, report, allocate, lock_fd
+            config, commit_log, queues, dispatcher, checkpoint, flush, report, allocate, index, lock_fd
         )
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -150,6 +157,8 @@ class MessageStore:
             if self.allocate_service is not None:
                 await nursery.start(self.allocate_service.run)
             await nursery.start(self.flush_service.run)
+            if self.index is not None:
+                await nursery.start(self.index.run, self.commit_log, self.dispatcher)
             task_status.started()
 
     def shutdown(self) -> None:
@@ -168,6 +177,9 @@ class MessageStore:
             except FileNotFoundError:
                 pass
             self.queues.close()
+            if self.index is not None:
+                self.index.flush()
+                self.index.close()
             self.commit_log.files.discard_spare()
             self.commit_log.close()
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
@@ -182,6 +194,8 @@ class MessageStore:
                 return
             self._closed = self._no_puts = True
             self.queues.close()
+            if self.index is not None:
+                self.index.close()
             self.commit_log.close()
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             os.close(self._lock_fd)
@@ -421,6 +435,48 @@ class MessageStore:
             return -1
         return self.get_message_store_timestamp(topic, queue_id, cq.min_offset)
 
+    def earliest_message_time(self) -> int:
+        """``getEarliestMessageTime``: the store time of the commit log's first record
+        still stored, -1 when there is none."""
+        commit_log = self.commit_log
+        view = commit_log.get_record(commit_log.min_offset)
+        if view is None:
+            return -1
+        try:
+            return commit_log.pickup_store_timestamp(commit_log.min_offset, len(view))
+        finally:
+            view.release()
+
+    def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> tuple[list[memoryview], int, int]:
+        """``queryMessage``: the records ``key`` (a KEYS entry or a UNIQ_KEY) names on
+        ``topic``, stored within ``[begin, end]`` (ms), at most ``max_num`` (and
+        ``max_msgs_num_batch``), oldest first; and the index's last update time and
+        commit-log offset. Java tries three times, moving the end back to the newest
+        match each time, when the messages the index names are gone."""
+        index = self.index
+        if index is None:
+            return [], 0, 0
+        max_num = min(max_num, self.config.max_msgs_num_batch)
+        records: list[memoryview] = []
+        last_ts = last_phy = 0
+        for _ in range(3):
+            offsets, last_ts, last_phy = index.query(topic, key, max_num, begin, end)
+            if not offsets:
+                break
+            offsets.sort()
+            first_ts = None
+            for offset in offsets:
+                view = self.commit_log.get_record(offset)
+                if view is None:
+                    continue
+                if first_ts is None:
+                    first_ts = self.commit_log.pickup_store_timestamp(offset, len(view))
+                records.append(view)
+            if records or first_ts is None or first_ts < begin:
+                break
+            end = first_ts
+        return records, last_ts, last_phy
+
     def select_one_message_by_offset(self, commit_log_offset: int) -> memoryview | None:
         """``selectOneMessageByOffset``: the record's bytes (VIEW_MESSAGE_BY_ID)."""
         return self.commit_log.get_record(commit_log_offset)
@@ -466,9 +522,12 @@ class MessageStore:
     ) -> RetentionResult:
         """One retention pass (see :mod:`.retention`); call it periodically (Java: 10 s),
         from a worker thread."""
-        return delete_expired(
+        result = delete_expired(
             self.config, self.commit_log, self.queues, now, force=force, used_ratio=used_ratio
         )
+        if self.index is not None:
+            result.index_files = self.index.delete_expired(self.commit_log.min_offset)
+        return result
 
     def clean_unused_topics(self, keep: Collection[str]) -> list[DetachedTopic]:
         """``cleanUnusedTopic``: detach the consume queues of every topic not in ``keep``

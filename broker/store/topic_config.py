@@ -184,6 +184,13 @@ class TopicConfigManager:
         self.data_version_counter += 1
         self.data_version_timestamp = time.time_ns() // 1_000_000
 
+    def next_data_version(self) -> None:
+        """A new data version without a change of the table (Java's
+        ``getDataVersion().nextVersion()`` when the broker's permission changed: the name
+        servers re-read the routes of a new version only)."""
+        with self._lock:
+            self._next_version()
+
     def update(self, config: TopicConfig) -> None:
         """``updateTopicConfig``: create or replace, then persist."""
         with self._lock:

@@ -456,6 +456,17 @@ class MessageQueue:
     def to_json(self) -> Bean:
         return Bean(brokerName=self.broker_name, queueId=self.queue_id, topic=self.topic)
 
+    def java_hash(self) -> int:
+        """``MessageQueue.hashCode()`` (unsigned 32-bit): its place as a ``HashMap`` key."""
+        h = 31 + java_string_hash(self.broker_name)
+        h = 31 * h + self.queue_id
+        return (31 * h + java_string_hash(self.topic)) & 0xFFFFFFFF
+
+    @classmethod
+    def from_key(cls, key: Any, where: str = "messageQueue") -> MessageQueue:
+        """A ``MessageQueue`` written as a map key (fastjson's object key)."""
+        return cls.from_json(key.as_dict() if hasattr(key, "as_dict") else key, where)
+
 
 def _mq_list(obj: dict, name: str) -> list[MessageQueue]:
     out: list[MessageQueue] = []

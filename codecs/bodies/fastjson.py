@@ -6,12 +6,15 @@ RocketMQ serializes bodies with ``JSON.toJSONString(obj)``:
   (use :class:`Bean`);
 - a ``Map`` in its ``HashMap`` iteration order, null values left out, and
   **numeric keys unquoted**: ``{"brokerAddrs":{0:"127.0.0.1:10911"}}``
-  (use a plain ``dict``; ``int`` keys are Java ``Long``/``Integer`` keys);
+  (use a plain ``dict``; ``int`` keys are Java ``Long``/``Integer`` keys), and
+  **object keys written as objects**: ``{{"brokerName":"b","queueId":0,"topic":"T"}:{...}}``
+  (``ConsumeStats.offsetTable``; a key with ``to_json()`` and ``java_hash()``, such as
+  :class:`~.client.MessageQueue`);
 - strings escaped as in the command header (see :mod:`..header_json`).
 
 That output is not valid JSON, so :func:`loads` accepts unquoted numeric keys (they
 come back as ``int`` keys), as the C++ client's reader (``allowNumericKeys``) and the
-JS client's ``JSON2`` do.
+JS client's ``JSON2`` do, and object keys (they come back as :class:`ObjectKey`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from ..errors import CodecError
 from ..header_json import fastjson_quote
 from ..java_hashmap import hashmap_capacity, java_string_hash
 
-__all__ = ["Bean", "dumps", "dumps_bytes", "loads", "BodyDecodeError"]
+__all__ = ["Bean", "ObjectKey", "dumps", "dumps_bytes", "loads", "BodyDecodeError"]
 
 
 class BodyDecodeError(CodecError):
@@ -36,7 +39,18 @@ class Bean(dict):
     """A Java bean: written with its properties sorted by name, nulls left out."""
 
 
+class ObjectKey(tuple):
+    """A map key that was a JSON object (hashable): its ``(name, value)`` pairs, sorted;
+    :meth:`as_dict` gives the object back."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self)
+
+
 def _java_key_hash(key: Any) -> int:
+    java_hash = getattr(key, "java_hash", None)
+    if java_hash is not None:
+        return java_hash() & 0xFFFFFFFF
     if isinstance(key, bool):
         return 1231 if key else 1237
     if isinstance(key, int):
@@ -93,6 +107,8 @@ def _write(value: Any, out: list[str]) -> None:
             first = False
             if isinstance(key, int) and not isinstance(key, bool):
                 out.append(str(key))  # fastjson leaves numeric keys unquoted
+            elif hasattr(key, "to_json"):
+                _write(key.to_json(), out)  # an object key, written as the object
             else:
                 out.append(fastjson_quote(str(key)))
             out.append(":")
@@ -119,36 +135,103 @@ def dumps_bytes(value: Any) -> bytes:
     return dumps(value).encode("utf-8")
 
 
-# Unquoted numeric keys are quoted with a NUL marker in front (escaped, so the text
-# stays JSON) and turned back into ints by the object hook. A real key that itself
-# starts with NUL gets a second marker, so nothing is misread. String tokens are
-# matched first, so digits inside strings are never touched.
-_TOKENS = re.compile(r'("(?:[^"\\]|\\.)*")(\s*:)?|([{,]\s*)(-?\d+)(\s*:)', re.S)
-_NUL = "\\u0000"
+# fastjson's extensions of JSON read by a small parser of our own (the standard one
+# first: most bodies are plain JSON): numeric keys become ints, object keys ObjectKeys.
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?")
+_WS = re.compile(r"[ \t\n\r]*")
+_scanstring = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
-def _quote_numeric_keys(text: str) -> str:
-    def fix(m: re.Match[str]) -> str:
-        if m.group(1) is not None:
-            if m.group(2) is not None and m.group(1).startswith('"' + _NUL):
-                return '"' + _NUL + m.group(0)[1:]
-            return m.group(0)
-        return f'{m.group(3)}"{_NUL}{m.group(4)}"{m.group(5)}'
+class _Parser:
+    __slots__ = ("text", "depth")
 
-    return _TOKENS.sub(fix, text)
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.depth = 0
 
+    def error(self, at: int, what: str) -> BodyDecodeError:
+        return BodyDecodeError(f"body is not JSON: {what} at char {at}")
 
-def _int_keys(obj: dict[str, Any]) -> dict[Any, Any]:
-    out: dict[Any, Any] = {}
-    for k, v in obj.items():
-        if k.startswith("\x00"):
-            k = k[1:] if k.startswith("\x00\x00") else int(k[1:])
-        out[k] = v
-    return out
+    def ws(self, at: int) -> int:
+        return _WS.match(self.text, at).end()  # type: ignore[union-attr]
+
+    def value(self, at: int) -> tuple[Any, int]:
+        text = self.text
+        at = self.ws(at)
+        if at >= len(text):
+            raise self.error(at, "unexpected end")
+        ch = text[at]
+        if ch == "{":
+            return self.object(at + 1)
+        if ch == "[":
+            return self.array(at + 1)
+        if ch == '"':
+            return _scanstring(text, at + 1)
+        for word, val in (("true", True), ("false", False), ("null", None)):
+            if text.startswith(word, at):
+                return val, at + len(word)
+        m = _NUMBER.match(text, at)
+        if m is None:
+            raise self.error(at, f"unexpected {ch!r}")
+        number = m.group(0)
+        return (float(number) if m.group(1) or m.group(2) else int(number)), m.end()
+
+    def nest(self, at: int) -> None:
+        self.depth += 1
+        if self.depth > 500:
+            raise self.error(at, "too deeply nested")
+
+    def object(self, at: int) -> tuple[dict[Any, Any], int]:
+        self.nest(at)
+        text = self.text
+        out: dict[Any, Any] = {}
+        at = self.ws(at)
+        if text.startswith("}", at):
+            self.depth -= 1
+            return out, at + 1
+        while True:
+            key, at = self.value(at)
+            if isinstance(key, dict):
+                key = ObjectKey(sorted(key.items(), key=lambda kv: str(kv[0])))
+            elif isinstance(key, (list, float)) or key is None or isinstance(key, bool):
+                raise self.error(at, "a key that cannot be a map key")
+            at = self.ws(at)
+            if not text.startswith(":", at):
+                raise self.error(at, "':' expected")
+            out[key], at = self.value(at + 1)
+            at = self.ws(at)
+            if text.startswith(",", at):
+                at += 1
+                continue
+            if text.startswith("}", at):
+                self.depth -= 1
+                return out, at + 1
+            raise self.error(at, "',' or '}' expected")
+
+    def array(self, at: int) -> tuple[list[Any], int]:
+        self.nest(at)
+        text = self.text
+        out: list[Any] = []
+        at = self.ws(at)
+        if text.startswith("]", at):
+            self.depth -= 1
+            return out, at + 1
+        while True:
+            item, at = self.value(at)
+            out.append(item)
+            at = self.ws(at)
+            if text.startswith(",", at):
+                at += 1
+                continue
+            if text.startswith("]", at):
+                self.depth -= 1
+                return out, at + 1
+            raise self.error(at, "',' or ']' expected")
 
 
 def loads(data: bytes | str) -> Any:
-    """Parse a body; unquoted numeric keys become ``int`` keys."""
+    """Parse a body; unquoted numeric keys become ``int`` keys, object keys
+    :class:`ObjectKey` keys."""
     try:
         text = data if isinstance(data, str) else bytes(data).decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -157,7 +240,13 @@ def loads(data: bytes | str) -> Any:
         return json.loads(text)
     except ValueError:
         pass
+    parser = _Parser(text)
     try:
-        return json.loads(_quote_numeric_keys(text), object_hook=_int_keys)
+        value, at = parser.value(0)
     except (ValueError, RecursionError) as exc:
+        if isinstance(exc, BodyDecodeError):
+            raise
         raise BodyDecodeError(f"body is not JSON: {exc}") from None
+    if parser.ws(at) != len(text):
+        raise parser.error(at, "extra data")
+    return value

@@ -26,11 +26,34 @@ from .acl import (
     UpdateGlobalWhiteAddrsConfigRequestHeader,
 )
 from .admin import CreateTopicRequestHeader, DeleteTopicRequestHeader, ViewMessageRequestHeader
+from .config import (
+    AddWritePermOfBrokerRequestHeader,
+    AddWritePermOfBrokerResponseHeader,
+    DeleteKVConfigRequestHeader,
+    GetBrokerConfigResponseHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    PutKVConfigRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
+)
 from .consumer import (
     ConsumerSendMsgBackRequestHeader,
     GetConsumerListByGroupRequestHeader,
     NotifyConsumerIdsChangedRequestHeader,
     UnregisterClientRequestHeader,
+)
+from .groups import (
+    CloneGroupOffsetRequestHeader,
+    ConsumeMessageDirectlyResultRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader,
 )
 from .namesrv import (
     DeleteTopicFromNamesrvRequestHeader,
@@ -51,7 +74,22 @@ from .offset import (
     UpdateConsumerOffsetRequestHeader,
 )
 from .pull import PullMessageRequestHeader, PullMessageResponseHeader
+from .query import (
+    UNIQUE_MSG_QUERY_FLAG,
+    GetEarliestMsgStoretimeRequestHeader,
+    GetEarliestMsgStoretimeResponseHeader,
+    QueryConsumeQueueRequestHeader,
+    QueryMessageRequestHeader,
+    QueryMessageResponseHeader,
+)
 from .send import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
+from .stats import (
+    GetConsumeStatsInBrokerHeader,
+    GetConsumeStatsRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    QueryConsumeTimeSpanRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
+)
 from .transaction import CheckTransactionStateRequestHeader, EndTransactionRequestHeader, ReplyMessageRequestHeader
 
 from . import fast as _fast  # noqa: E402, F401  (registers the hand-written codecs)
@@ -96,6 +134,40 @@ __all__ = [
     "DeleteAccessConfigRequestHeader",
     "UpdateGlobalWhiteAddrsConfigRequestHeader",
     "GetBrokerAclConfigResponseHeader",
+    # statistics (315, 317, 208, 202, 303)
+    "ViewBrokerStatsDataRequestHeader",
+    "GetConsumeStatsInBrokerHeader",
+    "GetConsumeStatsRequestHeader",
+    "GetTopicStatsInfoRequestHeader",
+    "QueryConsumeTimeSpanRequestHeader",
+    # consumer groups (207, 203, 204, 300, 314, 222/220, 307, 309)
+    "DeleteSubscriptionGroupRequestHeader",
+    "GetConsumerConnectionListRequestHeader",
+    "GetProducerConnectionListRequestHeader",
+    "QueryTopicConsumeByWhoRequestHeader",
+    "CloneGroupOffsetRequestHeader",
+    "ResetOffsetRequestHeader",
+    "GetConsumerRunningInfoRequestHeader",
+    "ConsumeMessageDirectlyResultRequestHeader",
+    # configuration (26, 100, 101, 102, 219, 224, 205, 327)
+    "GetBrokerConfigResponseHeader",
+    "PutKVConfigRequestHeader",
+    "GetKVConfigRequestHeader",
+    "GetKVConfigResponseHeader",
+    "DeleteKVConfigRequestHeader",
+    "GetKVListByNamespaceRequestHeader",
+    "GetTopicsByClusterRequestHeader",
+    "WipeWritePermOfBrokerRequestHeader",
+    "WipeWritePermOfBrokerResponseHeader",
+    "AddWritePermOfBrokerRequestHeader",
+    "AddWritePermOfBrokerResponseHeader",
+    # queries (12, 321, 32)
+    "UNIQUE_MSG_QUERY_FLAG",
+    "QueryMessageRequestHeader",
+    "QueryMessageResponseHeader",
+    "QueryConsumeQueueRequestHeader",
+    "GetEarliestMsgStoretimeRequestHeader",
+    "GetEarliestMsgStoretimeResponseHeader",
 ]
 
 # -- registry: request code -> header classes --------------------------------------------
@@ -131,6 +203,34 @@ REQUEST_HEADERS: Mapping[int, type] = {
     324: SendMessageRequestHeader,  # SEND_REPLY_MESSAGE
     325: SendMessageRequestHeaderV2,  # SEND_REPLY_MESSAGE_V2
     326: ReplyMessageRequestHeader,  # PUSH_REPLY_MESSAGE_TO_CLIENT
+    # statistics
+    202: GetTopicStatsInfoRequestHeader,  # GET_TOPIC_STATS_INFO
+    208: GetConsumeStatsRequestHeader,  # GET_CONSUME_STATS
+    303: QueryConsumeTimeSpanRequestHeader,  # QUERY_CONSUME_TIME_SPAN
+    315: ViewBrokerStatsDataRequestHeader,  # VIEW_BROKER_STATS_DATA
+    317: GetConsumeStatsInBrokerHeader,  # GET_BROKER_CONSUME_STATS
+    # consumer groups
+    203: GetConsumerConnectionListRequestHeader,  # GET_CONSUMER_CONNECTION_LIST
+    204: GetProducerConnectionListRequestHeader,  # GET_PRODUCER_CONNECTION_LIST
+    207: DeleteSubscriptionGroupRequestHeader,  # DELETE_SUBSCRIPTIONGROUP
+    220: ResetOffsetRequestHeader,  # RESET_CONSUMER_CLIENT_OFFSET
+    222: ResetOffsetRequestHeader,  # INVOKE_BROKER_TO_RESET_OFFSET
+    300: QueryTopicConsumeByWhoRequestHeader,  # QUERY_TOPIC_CONSUME_BY_WHO
+    307: GetConsumerRunningInfoRequestHeader,  # GET_CONSUMER_RUNNING_INFO
+    309: ConsumeMessageDirectlyResultRequestHeader,  # CONSUME_MESSAGE_DIRECTLY
+    314: CloneGroupOffsetRequestHeader,  # CLONE_GROUP_OFFSET
+    # configuration
+    100: PutKVConfigRequestHeader,  # PUT_KV_CONFIG
+    101: GetKVConfigRequestHeader,  # GET_KV_CONFIG
+    102: DeleteKVConfigRequestHeader,  # DELETE_KV_CONFIG
+    205: WipeWritePermOfBrokerRequestHeader,  # WIPE_WRITE_PERM_OF_BROKER
+    219: GetKVListByNamespaceRequestHeader,  # GET_KVLIST_BY_NAMESPACE
+    224: GetTopicsByClusterRequestHeader,  # GET_TOPICS_BY_CLUSTER
+    327: AddWritePermOfBrokerRequestHeader,  # ADD_WRITE_PERM_OF_BROKER
+    # queries
+    12: QueryMessageRequestHeader,  # QUERY_MESSAGE
+    32: GetEarliestMsgStoretimeRequestHeader,  # GET_EARLIEST_MSG_STORETIME
+    321: QueryConsumeQueueRequestHeader,  # QUERY_CONSUME_QUEUE
 }
 
 #: Request code -> header class of the *response* to that request (a response frame's own
@@ -147,6 +247,12 @@ RESPONSE_HEADERS: Mapping[int, type] = {
     103: RegisterBrokerResponseHeader,  # REGISTER_BROKER
     310: SendMessageResponseHeader,  # SEND_MESSAGE_V2
     320: SendMessageResponseHeader,  # SEND_BATCH_MESSAGE
+    26: GetBrokerConfigResponseHeader,  # GET_BROKER_CONFIG
+    101: GetKVConfigResponseHeader,  # GET_KV_CONFIG
+    205: WipeWritePermOfBrokerResponseHeader,  # WIPE_WRITE_PERM_OF_BROKER
+    327: AddWritePermOfBrokerResponseHeader,  # ADD_WRITE_PERM_OF_BROKER
+    12: QueryMessageResponseHeader,  # QUERY_MESSAGE
+    32: GetEarliestMsgStoretimeResponseHeader,  # GET_EARLIEST_MSG_STORETIME
     324: SendMessageResponseHeader,  # SEND_REPLY_MESSAGE
     325: SendMessageResponseHeader,  # SEND_REPLY_MESSAGE_V2
 }

@@ -138,7 +138,10 @@ class Peer:
         ext = dict(ext or {})
         if self.language is LanguageCode.CPP:
             ext.update(CPP_SIGN)
-        req = RemotingCommand.request(code, ext_fields=ext, body=body, language=self.language, version=63)
+        # the versions the real clients report (shared/REAL-CLIENTS.md): C++ 63 (V3_1_8),
+        # the JS client (language JAVA) 121 (V3_4_9)
+        version = 63 if self.language is LanguageCode.CPP else 121
+        req = RemotingCommand.request(code, ext_fields=ext, body=body, language=self.language, version=version)
         return await self.client.invoke_sync(self.addr, req, timeout)
 
     @property

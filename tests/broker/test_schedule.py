@@ -115,7 +115,8 @@ def retry_send(wire, topic: str, body: bytes, props: str, reconsume_times: int) 
 
 def send_back(offset: int, group: str, delay_level: int = 0, **extra) -> RemotingCommand:
     ext = {"offset": str(offset), "group": group, "delayLevel": str(delay_level), **{k: str(v) for k, v in extra.items()}}
-    return RemotingCommand.request(36, ext_fields=ext)
+    # as a 4.9.8 client: its maxReconsumeTimes counts (Java reads it from version 3.4.9 on)
+    return RemotingCommand.request(36, ext_fields=ext, version=409)
 
 
 # -- the table ------------------------------------------------------------------------------

@@ -430,9 +430,9 @@ async def test_bad_pull_inputs(tmp_path, wire):
         assert r.code == 21 and r.remark == "NO_MESSAGE_IN_QUEUE"
         r = await c.invoke_sync(addr, wire.pull("PB", subscription="a > 1", expression_type="SQL92"))
         assert r.code == 1 and r.remark == "The broker does not support consumer to filter message by SQL92"
-        # no subscription bit and no heartbeat: Java's SUBSCRIPTION_NOT_EXIST
+        # no subscription bit and no heartbeat: Java's SUBSCRIPTION_NOT_EXIST (no group info)
         r = await c.invoke_sync(addr, wire.pull("PB", sys_flag=0, subscription=None))
-        assert r.code == 24 and r.remark.startswith("the consumer's subscription not exist")
+        assert r.code == 24 and r.remark.startswith("the consumer's group info not exist")
         await _still_usable(c, addr, wire)
 
 

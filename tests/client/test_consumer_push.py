@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import trio
 
 from trocket.client.config import ClientConfig
@@ -105,3 +107,47 @@ async def test_aclose_cancel_callbacks_leaves_stuck_messages_unconsumed_and_quie
             with trio.fail_after(10):
                 await done.wait()
         assert again == [b"m3", b"m4", b"m5"]
+
+
+async def test_reset_by_timestamp_while_consuming_re_consumes_from_there(tmp_path):
+    """INVOKE_BROKER_TO_RESET_OFFSET while the push consumer runs: the broker tells it
+    (RESET_CONSUMER_CLIENT_OFFSET), it drops what it cached and pulls again from the
+    reset point; the offsets it commits afterwards do not undo the reset."""
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        got: list[bytes] = []
+        counted = trio.Event()
+        want = 40
+
+        async def on_message(msg):
+            nonlocal counted
+            got.append(msg.body)
+            if len(got) >= want:
+                counted.set()
+            return ConsumeResult.SUCCESS
+
+        async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
+            for i in range(20):
+                await raw_send(inst, "RP", f"a{i}".encode(), queue_id=i % 2)
+            # nearer the b's than the a's: Java's search by time answers the nearer neighbour
+            await trio.sleep(0.3)
+            middle = int(time.time() * 1000)
+            await trio.sleep(0.01)
+            for i in range(20):
+                await raw_send(inst, "RP", f"b{i}".encode(), queue_id=i % 2)
+            async with PushConsumer("RG", ns, {"RP": "*"}, on_message, consume_from="first") as consumer:
+                with trio.fail_after(10):
+                    await counted.wait()
+                await consumer.commit()
+                assert sorted(got) == sorted([f"a{i}".encode() for i in range(20)] + [f"b{i}".encode() for i in range(20)])
+                before = len(got)
+                want, counted = before + 20, trio.Event()
+                addr = broker.broker_addr
+                table = await inst.api.reset_offset(addr, "RP", "RG", middle)
+                assert {mq.queue_id: offset for mq, offset in table.items()} == {0: 10, 1: 10, 2: 0, 3: 0}
+                with trio.fail_after(10):
+                    await counted.wait()
+                assert sorted(got[before:]) == sorted(f"b{i}".encode() for i in range(20))
+                await consumer.commit()
+            for q in range(2):
+                assert broker.offsets.query_offset("RG", "RP", q) == 20

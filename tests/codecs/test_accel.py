@@ -30,6 +30,7 @@ from trocket.codecs.header_binary import encode_binary_header
 from trocket.codecs.header_json import encode_json_header
 from trocket.codecs.headers import fast
 from trocket.codecs.java_hashmap import JavaHashMap
+from trocket.codecs.message import index as index_file
 from trocket.codecs.message import msgid, properties, record
 from trocket.codecs.serialize import encode_command
 
@@ -69,6 +70,8 @@ DIFFERENTIAL = {
     "encode_send_message_v2": "test_send_header_v2_encode_differential",
     "encode_send_ok": "test_send_response::test_encode_send_ok_is_the_commands_frame",
     "get_property": "test_get_property_differential",
+    "java_string_hash": "test_java_string_hash_differential",
+    "index_records": "test_index_records_differential",
     "offset_msg_id": "test_offset_msg_id_differential",
     "place_record": "test_place_record_differential",
     "send_properties": "test_send_properties_differential",
@@ -548,6 +551,18 @@ def test_record_encode_differential(size, offset, topic, body, props, kwargs):
 
 
 @needs_accel
+@given(st.text(max_size=80) | st.sampled_from(["", "polygenelubricants", "T#" + "z" * 200, "\U0001f600#k"])
+       | st.binary(max_size=8) | st.none())
+def test_java_string_hash_differential(value):
+    got = same("java_string_hash", value)
+    if isinstance(value, str) and value.isascii():  # String.hashCode, unsigned
+        h = 0
+        for ch in value:
+            h = (31 * h + ord(ch)) % 2**32
+        assert got == ("ok", h)
+
+
+@needs_accel
 @given(
     st.lists(st.tuples(st.sampled_from(["TAGS", "WAIT", "DELAY", "K", "", "é"]) | text,
                        st.sampled_from(["", "v", "true", "a\x01b"]) | text), max_size=5),
@@ -791,6 +806,84 @@ def test_dispatch_fields_differential(topic, body, props, born, store, prefix, e
     same("dispatch_fields", raw, prefix, check_crc=crc)
     same("dispatch_fields", mutate(raw, [(prefix + at, b) for at, b in edited], cut), prefix, check_crc=crc)
     same("dispatch_fields", raw, -1)
+
+
+# -- index_records (the index's keys of every stored record) ----------------------------
+
+_KEY_WORDS = st.sampled_from(["", " ", "k1", "k1 k2", " a  b ", "x" * 40, "ä", "\x01", "#"])
+
+
+@st.composite
+def _keyed_records(draw):
+    """Records with UNIQ_KEY/KEYS items (repeated, empty, spaced, non-ASCII), rolled-back
+    ones, a topic now and then non-ASCII; optionally a blank tail or garbage after them."""
+    out = bytearray()
+    for i in range(draw(st.integers(0, 5))):
+        items = draw(st.lists(st.tuples(st.sampled_from(["UNIQ_KEY", "KEYS", "TAGS", "UNIQ_KEYS", "K"]), _KEY_WORDS),
+                              max_size=4))
+        props = "\x02".join(f"{k}\x01{v}" for k, v in items).encode()
+        topic = draw(st.sampled_from([b"T", b"TopicTest", "tä".encode()]))
+        sys_flag = draw(st.sampled_from([0, 0, 4, 8, 12]))
+        size = record.record_size(3, len(topic), len(props), sys_flag)
+        at = len(out)
+        out += bytes(size)
+        record.encode_record_into(
+            out, at, topic=topic, body=b"abc", properties=props, sys_flag=sys_flag, queue_id=0, queue_offset=i,
+            physical_offset=1000 + at, store_timestamp=draw(st.sampled_from([0, 1_700_000_000_000, 1_700_000_999_999])),
+            born_host=("127.0.0.1", 1), store_host=("127.0.0.1", 2),
+        )
+    tail = draw(st.sampled_from(["", "blank", "garbage"]))
+    if tail == "blank":
+        at = len(out)
+        out += bytes(16)
+        record.encode_blank_into(out, at, 16)
+    elif tail == "garbage":
+        out += draw(st.binary(min_size=1, max_size=30))
+    return bytes(out)
+
+
+@needs_accel
+@given(_keyed_records(), edits, st.integers(1, 7), st.integers(1, 12), st.integers(0, 20),
+       st.sampled_from([[0, 0, 0, 0, 0, 1], [1_700_000_000_000, 1_700_000_000_000, 5, 5, 0, 1]]),
+       st.binary(max_size=24), st.booleans())
+def test_index_records_differential(log, edited, slot_num, index_num, max_records, header, junk, limit_short):
+    """The same stop, counts, status, index bytes and header on both paths (or the same
+    error) for records of every shape, a file filling up, slots holding junk (a killed
+    put), records changed or cut (the limit short of the data)."""
+    log = mutate(log, edited, None) if edited and log else log
+    size = index_file.INDEX_HEADER_SIZE + slot_num * 4 + index_num * 20
+    results = []
+    for fn in (accel.pure("index_records"), _accel.index_records):
+        index = bytearray(size)
+        index[40:40 + len(junk)] = junk[: size - 40]
+        hdr = list(header)
+        limit = len(log) - 5 if limit_short else len(log)
+        results.append((outcome(fn, log, 0, limit, index, slot_num, index_num, hdr, max_records), bytes(index), hdr))
+    assert results[0] == results[1]
+
+
+def test_index_records_puts_javas_entries(impl):
+    """Two records: the unique key and each KEYS entry under ``topic#key``, Java's hash
+    and layout; a rolled-back record nothing; a file that cannot take a record's keys."""
+    def stored(props: str, sys_flag: int = 0, ts: int = 1_700_000_002_500) -> bytes:
+        buf = bytearray(record.record_size(1, 1, len(props), sys_flag))
+        record.encode_record_into(buf, 0, topic=b"T", body=b"b", properties=props.encode(), sys_flag=sys_flag,
+                                  queue_id=0, queue_offset=0, physical_offset=777, store_timestamp=ts,
+                                  born_host=("127.0.0.1", 1), store_host=("127.0.0.1", 2))
+        return bytes(buf)
+
+    log = stored("UNIQ_KEY\x01U1\x02KEYS\x01a  b") + stored("KEYS\x01z", sys_flag=12)
+    index = bytearray(40 + 8 * 4 + 6 * 20)
+    header = [1_700_000_000_000, 0, 0, 0, 0, 1]
+    assert impl.index_records(log, 0, len(log), index, 8, 6, header, 10) == (len(log), 2, 3, index_file.INDEX_DONE)
+    hashes = [index_file.index_key_hash(k) for k in ("T#U1", "T#a", "T#b")]
+    # the first put sets the begin time (after its own time difference was taken, as Java)
+    assert header == [1_700_000_002_500, 1_700_000_002_500, 777, 777, len({h % 8 for h in hashes}), 4]
+    entries = [struct.unpack_from(">iqii", index, 40 + 8 * 4 + i * 20) for i in (1, 2, 3)]
+    assert [e[:3] for e in entries] == [(hashes[0], 777, 2), (hashes[1], 777, 0), (hashes[2], 777, 0)]
+    assert struct.unpack_from(">qqqqii", index) == tuple(header)
+    # three more keys do not fit the file's 2 entries left: FULL, nothing put
+    assert impl.index_records(log, 0, len(log), index, 8, 6, header, 10) == (0, 0, 0, index_file.INDEX_FULL)
 
 
 @pytest.mark.parametrize("header", [

@@ -46,3 +46,19 @@ def test_recover_finds_end_and_truncates(tmp_path):
     cq.truncate_dirty(1050)  # entries whose record ends past 1050 go
     assert cq.max_offset == 10 and cq.max_physic_offset == 1000
     cq.close()
+
+
+def test_sizes_between_sums_sizes_across_files_and_skips_blanks(tmp_path):
+    cq = ConsumeQueue.open(str(tmp_path), "T", 0, 4)  # 4 entries a file
+    # queue offsets 0, 1, then 4..10: 2 and 3 are filled with blank entries
+    offsets = [0, 1] + list(range(4, 11))
+    sizes = [100 + i for i in range(8)] + [(1 << 24) - 1]
+    phys = 0
+    for offset, size in zip(offsets, sizes):
+        cq.put(phys, size, 0, offset)
+        phys += size
+    assert cq.max_offset == 11 and cq.get(2)[1] == 0x7FFFFFFF
+    assert cq.sizes_between(0, 11) == (9, sum(sizes))
+    assert cq.sizes_between(1, 6) == (3, sizes[1] + sizes[2] + sizes[3])  # 1, 4, 5 (2, 3 blank)
+    assert cq.sizes_between(10, 11) == (1, (1 << 24) - 1)
+    assert cq.sizes_between(11, 11) == (0, 0)

@@ -1,0 +1,410 @@
+"""The index service: message keys and unique keys by topic, for QUERY_MESSAGE (RocketMQ
+4.9.8's ``IndexService`` and ``IndexFile``, their file layout and limits).
+
+An index file (``<store>/index/<yyyyMMddHHmmssSSS>``) is a hash table on disk: a 40-byte
+header (begin/end store timestamps, begin/end commit-log offsets, slots used, entries),
+``slot_num`` 4-byte slots (5 000 000 by default: ``maxHashSlotNum``), then up to
+``index_num`` 20-byte entries (20 000 000: ``maxIndexNum``): the key's hash, the
+message's commit-log offset, its store time in seconds after the file's first message,
+and the previous entry of the same slot (a chain through the file, newest first). Entry
+0 is never used (Java's ``invalidIndex``). A full file is followed by a new one; a file
+is created sparse (``ftruncate``), so its 420 MB take disk as they fill.
+
+A key is ``<topic>#<key>`` hashed as Java's ``String.hashCode`` (made non-negative): the
+index files are Java's, byte for byte. Every message gets its ``UNIQ_KEY`` (the client's
+message id) and each space-separated ``KEYS`` entry indexed; rolled-back transaction
+records are not.
+
+Building (:meth:`IndexService.build`) reads the records the dispatcher has dispatched
+back from the commit log, after the last one indexed, as Java's reput thread feeds
+``CommitLogDispatcherBuildIndex``: nothing happens on the send path. The per-record
+work (the keys read from the properties, hashed and put) is
+:func:`trocket.codecs.message.index.index_records`, compiled: in Python it cost a
+third of a send's broker CPU. It runs in the store's index task
+(:meth:`IndexService.run`), which looks every 10 ms while records come and, once it has
+indexed everything, waits for the next record (a one-shot dispatch listener, registered
+only while it waits, so a busy broker's puts call nothing for it; an idle broker wakes
+once a second) and builds in bounded passes: on a busy broker a pass takes the
+hundreds of records that came meanwhile. What was indexed is known from the last
+file's header (its end commit-log offset), so a restart, after a crash too, goes on
+from that record (again: a kill may have cut its keys short) and every record the
+commit log kept gets indexed. A full file is flushed
+when the next begins and the last at shutdown; a killed process loses nothing (the
+map's pages are the file's page cache), a power loss may lose the last file's newest
+entries (as Java's, which also flushes only full files).
+
+Queries (:meth:`IndexService.query`) walk the files newest first, the slot's chain in
+each, keeping entries whose hash and store time match (a hash collision is the caller's
+to filter, as Java's clients do). Retention removes every file whose last entry points
+below the commit log's first byte (:meth:`IndexService.delete_expired`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import threading
+import time
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+
+from trocket.codecs.errors import MessageDecodeError
+from trocket.codecs.message.index import (
+    INDEX_BLANK,
+    INDEX_ENTRY_SIZE,
+    INDEX_FULL,
+    INDEX_HEADER_SIZE,
+    INDEX_SLOT_SIZE,
+    index_key_hash,
+    index_records,
+    put_index_key,
+    write_index_header,
+)
+
+from .mapped_file import MappedFile
+
+if TYPE_CHECKING:
+    from .commit_log import CommitLog
+    from .dispatcher import Dispatcher
+
+__all__ = ["IndexFile", "IndexService", "index_key_hash", "HEADER_SIZE", "SLOT_SIZE", "ENTRY_SIZE"]
+
+log = logging.getLogger(__name__)
+
+HEADER_SIZE = INDEX_HEADER_SIZE
+SLOT_SIZE = INDEX_SLOT_SIZE
+ENTRY_SIZE = INDEX_ENTRY_SIZE
+_HEADER = struct.Struct(">qqqqii")
+_ENTRY = struct.Struct(">iqii")
+_SLOT = struct.Struct(">i")
+#: records indexed per pass before the task lets others run
+PASS_RECORDS = 2048
+#: how often the index task looks for records to index (Java's reput thread: 1 ms);
+#: each look is one timer, so a busy broker's pass takes what came meanwhile
+TICK_SECONDS = 0.01
+#: with everything indexed, the task waits for the next record's dispatch, or this long
+#: at most (a record no listener hears of: a prepared transaction's)
+IDLE_WAIT_SECONDS = 1.0
+
+
+def file_name(ms: int) -> str:
+    """``UtilAll.timeMillisToHumanString``: ``yyyyMMddHHmmssSSS`` in local time."""
+    secs, millis = divmod(ms, 1000)
+    return time.strftime("%Y%m%d%H%M%S", time.localtime(secs)) + f"{millis:03d}"
+
+
+@attrs.define(slots=True, eq=False)
+class IndexFile:
+    """One index file (see the module docstring); ``header`` mirrors its 40-byte header
+    (begin/end store time, begin/end commit-log offset, slots used, entries + 1) and is
+    written back on every put (:mod:`trocket.codecs.message.index`)."""
+
+    mf: MappedFile
+    slot_num: int
+    index_num: int
+    header: list[int] = attrs.field(factory=lambda: [0, 0, 0, 0, 0, 1])
+
+    @classmethod
+    def size_for(cls, slot_num: int, index_num: int) -> int:
+        return HEADER_SIZE + slot_num * SLOT_SIZE + index_num * ENTRY_SIZE
+
+    @classmethod
+    def create(cls, path: str, slot_num: int, index_num: int, end_phy_offset: int = 0, end_timestamp: int = 0) -> IndexFile:
+        """A new, empty file; it starts where the previous one ended (Java's constructor)."""
+        mf = MappedFile.open(path, cls.size_for(slot_num, index_num), create=True, file_from_offset=0)
+        f = cls(mf, slot_num, index_num, [end_timestamp, end_timestamp, end_phy_offset, end_phy_offset, 0, 1])
+        write_index_header(mf.view, f.header)
+        return f
+
+    @classmethod
+    def load(cls, path: str, slot_num: int, index_num: int) -> IndexFile:
+        size = os.path.getsize(path)
+        if size != cls.size_for(slot_num, index_num):
+            raise ValueError(
+                f"{path}: {size} bytes, not an index file of {slot_num} slots and {index_num} entries "
+                f"({cls.size_for(slot_num, index_num)} bytes): maxHashSlotNum/maxIndexNum changed?"
+            )
+        mf = MappedFile.open(path, size, file_from_offset=0)
+        header = list(_HEADER.unpack_from(mf.view, 0))
+        header[5] = max(1, header[5])
+        mf.wrote_position = size
+        return cls(mf, slot_num, index_num, header)
+
+    @property
+    def path(self) -> str:
+        return self.mf.path
+
+    @property
+    def begin_timestamp(self) -> int:
+        return self.header[0]
+
+    @property
+    def end_timestamp(self) -> int:
+        return self.header[1]
+
+    @property
+    def begin_phy_offset(self) -> int:
+        return self.header[2]
+
+    @property
+    def end_phy_offset(self) -> int:
+        return self.header[3]
+
+    @property
+    def hash_slot_count(self) -> int:
+        return self.header[4]
+
+    @property
+    def index_count(self) -> int:
+        return self.header[5]
+
+    @property
+    def full(self) -> bool:
+        """``isWriteFull``."""
+        return self.header[5] >= self.index_num
+
+    def put(self, key_hash: int, phy_offset: int, store_timestamp: int) -> bool:
+        """``putKey``: False when the file is full."""
+        return put_index_key(self.mf.view, self.slot_num, self.index_num, self.header, key_hash, phy_offset,
+                             store_timestamp)
+
+    def time_matched(self, begin: int, end: int) -> bool:
+        """``isTimeMatched``: the file's time range overlaps ``[begin, end]``."""
+        b, e = self.begin_timestamp, self.end_timestamp
+        return (begin < b and end > e) or b <= begin <= e or b <= end <= e
+
+    def select(self, out: list[int], key_hash: int, max_num: int, begin: int, end: int) -> None:
+        """``selectPhyOffset``: the commit-log offsets of the entries of ``key_hash``
+        stored within ``[begin, end]``, newest first, until ``out`` holds ``max_num``."""
+        count = self.header[5]
+        if count <= 1:
+            return
+        view = self.mf.view
+        (index,) = _SLOT.unpack_from(view, HEADER_SIZE + (key_hash % self.slot_num) * SLOT_SIZE)
+        if index <= 0 or index > count:
+            return
+        base = HEADER_SIZE + self.slot_num * SLOT_SIZE
+        while len(out) < max_num:
+            hash_read, phy, diff, prev = _ENTRY.unpack_from(view, base + index * ENTRY_SIZE)
+            if diff < 0:
+                break
+            stored = self.header[0] + diff * 1000
+            if hash_read == key_hash and begin <= stored <= end:
+                out.append(phy)
+            if prev <= 0 or prev > count or prev == index or stored < begin:
+                break
+            index = prev
+
+    def flush(self) -> None:
+        """``fdatasync`` the file (the map's pages are the file's page cache)."""
+        fd = self.mf._fd
+        if fd >= 0:
+            try:
+                os.fdatasync(fd)
+            except OSError:
+                if self.mf._fd >= 0:
+                    raise
+
+    def close(self) -> None:
+        self.mf.close()
+
+    def destroy(self) -> None:
+        self.mf.close()
+        try:
+            os.unlink(self.mf.path)
+        except FileNotFoundError:
+            pass
+
+
+@attrs.define(slots=True, eq=False)
+class IndexService:
+    """The index files of one store (see the module docstring)."""
+
+    directory: str
+    slot_num: int = 5_000_000
+    index_num: int = 20_000_000
+    files: list[IndexFile] = attrs.field(factory=list)
+    #: the commit-log offset the next record to index starts at
+    next_offset: int = 0
+    #: keys indexed since the store opened
+    keys_indexed: int = 0
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False)
+
+    # -- life ----------------------------------------------------------------------
+
+    def load(self, commit_log: CommitLog) -> None:
+        """Map the existing files (oldest first) and find where indexing goes on: at the
+        record the last file indexed last (again: a crash may have cut its keys short;
+        Java's ``buildIndex`` also redoes the record at ``endPhyOffset``), else at the
+        commit log's first byte."""
+        os.makedirs(self.directory, exist_ok=True)
+        for name in sorted(os.listdir(self.directory)):
+            path = os.path.join(self.directory, name)
+            if name.isdigit() and os.path.isfile(path):
+                self.files.append(IndexFile.load(path, self.slot_num, self.index_num))
+        self.next_offset = commit_log.min_offset
+        last = self.files[-1] if self.files else None
+        if last is not None and last.index_count > 1:
+            # past the recovered end when a power loss cut the commit log shorter
+            self.next_offset = max(self.next_offset, min(last.end_phy_offset, commit_log.max_offset))
+
+    def close(self) -> None:
+        with self._lock:
+            for f in self.files:
+                f.close()
+
+    def flush(self) -> None:
+        for f in list(self.files):
+            f.flush()
+
+    # -- building -------------------------------------------------------------------
+
+    def _last_file(self) -> IndexFile:
+        """``getAndCreateLastIndexFile``: the last file, or a new one when it is full."""
+        last = self.files[-1] if self.files else None
+        if last is not None and not last.full:
+            return last
+        return self._next_file()
+
+    def _next_file(self) -> IndexFile:
+        """A new last file (the one before it flushed: it takes no more entries)."""
+        last = self.files[-1] if self.files else None
+        name = file_name(int(time.time() * 1000))
+        path = os.path.join(self.directory, name)
+        while os.path.exists(path):  # two files within a millisecond (tiny test files)
+            name = str(int(name) + 1)
+            path = os.path.join(self.directory, name)
+        f = IndexFile.create(path, self.slot_num, self.index_num,
+                             last.end_phy_offset if last else 0, last.end_timestamp if last else 0)
+        with self._lock:
+            self.files.append(f)
+        if last is not None:
+            last.flush()
+        log.info("index file %s created (%d slots, %d entries)", name, self.slot_num, self.index_num)
+        return f
+
+    def build(self, commit_log: CommitLog, end: int, limit: int = PASS_RECORDS) -> int:
+        """Index the records from :attr:`next_offset` up to ``end`` (the dispatched end),
+        at most ``limit`` of them, segment by segment; how many were read."""
+        done = 0
+        at = max(self.next_offset, commit_log.min_offset)
+        files = commit_log.files
+        while at < end and done < limit:
+            mf = files.find(at)
+            if mf is None:  # removed by retention meanwhile: go on from what is left
+                first = files.min_offset
+                if first <= at:
+                    break
+                at = first
+                continue
+            base = mf.file_from_offset
+            f = self._last_file()
+            pos, records, keys, status = index_records(
+                mf.view, at - base, min(mf.wrote_position, end - base), f.mf.view, f.slot_num, f.index_num,
+                f.header, limit - done)
+            done += records
+            self.keys_indexed += keys
+            at = base + pos
+            if status == INDEX_FULL:
+                self._next_file()
+            elif status == INDEX_BLANK or pos + 8 > mf.file_size:
+                at = mf.file_end_offset  # the segment's end: the next one's first record
+            elif records == 0:
+                break  # nothing more written yet
+        self.next_offset = at
+        return done
+
+    async def run(self, commit_log: CommitLog, dispatcher: Dispatcher,
+                  *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Index what the dispatcher dispatched, in passes of at most
+        :data:`PASS_RECORDS` every :data:`TICK_SECONDS` while records come; caught up, wait
+        for the next one (:meth:`_next_dispatch`); until cancelled."""
+        token = trio.lowlevel.current_trio_token()
+        task_status.started()
+        while True:
+            if self.next_offset >= dispatcher.dispatched_offset:
+                await self._next_dispatch(dispatcher, token)
+                await trio.sleep(TICK_SECONDS)  # a pass takes what comes meanwhile
+            if self.next_offset < dispatcher.dispatched_offset:
+                try:
+                    if self.build(commit_log, dispatcher.dispatched_offset) >= PASS_RECORDS:
+                        await trio.lowlevel.checkpoint()  # more to do: after the others' turn
+                        continue
+                except (MessageDecodeError, ValueError, IndexError) as exc:
+                    log.error("index build stopped at commit-log offset %d: %s", self.next_offset, exc)
+                    await trio.sleep(1)
+                    continue
+                await trio.sleep(TICK_SECONDS)
+
+    async def _next_dispatch(self, dispatcher: Dispatcher, token: trio.lowlevel.TrioToken) -> None:
+        """Until the dispatcher dispatches a record past :attr:`next_offset` (at most
+        :data:`IDLE_WAIT_SECONDS`): a listener that wakes this task once, from whichever
+        thread put the record, registered only for the wait."""
+        woken = trio.Event()
+        fired = False
+
+        def on_arrival(topic: str, queue_id: int, queue_offset: int, tag: int, store_ts: int) -> None:
+            nonlocal fired
+            if fired:  # listeners run under the dispatch lock: one call at a time
+                return
+            fired = True
+            try:
+                token.run_sync_soon(woken.set)
+            except trio.RunFinishedError:
+                pass
+
+        dispatcher.add_listener(on_arrival)
+        try:
+            if self.next_offset >= dispatcher.dispatched_offset:  # nothing came while it registered
+                with trio.move_on_after(IDLE_WAIT_SECONDS):
+                    await woken.wait()
+        finally:
+            dispatcher.remove_listener(on_arrival)
+
+    # -- queries --------------------------------------------------------------------
+
+    def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> tuple[list[int], int, int]:
+        """``queryOffset``: up to ``max_num`` commit-log offsets of ``key``'s messages on
+        ``topic`` stored within ``[begin, end]`` (newest files first; each offset once,
+        where Java's would repeat a record indexed again after a restart), and the last
+        file's end time and offset (Java's ``indexLastUpdateTimestamp/Phyoffset``)."""
+        key_hash = index_key_hash(f"{topic}#{key}")
+        out: list[int] = []
+        last_ts = last_phy = 0
+        with self._lock:
+            files = list(self.files)
+        for i in range(len(files) - 1, -1, -1):
+            f = files[i]
+            if i == len(files) - 1:
+                last_ts, last_phy = f.end_timestamp, f.end_phy_offset
+            if f.time_matched(begin, end):
+                try:
+                    f.select(out, key_hash, max_num, begin, end)
+                except ValueError:  # removed by retention meanwhile (its map released)
+                    continue
+            if f.begin_timestamp < begin or len(out) >= max_num:
+                break
+        if len(set(out)) != len(out):  # a record indexed again after a restart: once
+            out = list(dict.fromkeys(out))
+        return out, last_ts, last_phy
+
+    # -- retention ------------------------------------------------------------------
+
+    def delete_expired(self, min_phy_offset: int) -> int:
+        """``deleteExpiredFile``: the files (never the last) whose entries all point
+        below ``min_phy_offset``; how many were removed."""
+        with self._lock:
+            gone = []
+            for f in self.files[:-1]:
+                if f.end_phy_offset < min_phy_offset:
+                    gone.append(f)
+                else:
+                    break
+            self.files = self.files[len(gone):]
+        for f in gone:
+            f.destroy()
+            log.info("index file %s deleted (its messages are gone)", os.path.basename(f.path))
+        return len(gone)

@@ -1,0 +1,111 @@
+"""The name server's administration codes against a real NameServer: the KV config (100,
+101, 102, 219, persisted), topics by cluster (224), system topics (304), draining a
+broker's write permission (205, 327) and the name server's own config (318, 319)."""
+
+from __future__ import annotations
+
+import json
+
+from trocket.broker.namesrv import NameServer, NamesrvConfig
+from trocket.codecs.bodies.namesrv import KVTable, TopicList
+from trocket.codecs.bodies.route import TopicRouteData
+from trocket.codecs.command import RemotingCommand
+from trocket.codecs.headers import (
+    AddWritePermOfBrokerRequestHeader,
+    DeleteKVConfigRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    PutKVConfigRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+)
+
+from .test_server import api, broker_client, client, register  # noqa: F401  (fixtures)
+
+
+async def call(client, ns, code: int, header=None, body: bytes = b"") -> RemotingCommand:
+    return await client.invoke_sync(ns.address, RemotingCommand.request(code, header, body=body), 3)
+
+
+async def test_kv_config_put_get_delete_list_and_persisted(client, tmp_path):  # noqa: F811
+    path = tmp_path / "kvConfig.json"
+    async with NameServer(NamesrvConfig(listen_port=0, kv_config_path=str(path))) as ns:
+        r = await call(client, ns, 100, PutKVConfigRequestHeader(namespace="ORDER_TOPIC_CONFIG", key="OT", value="broker-a:4"))
+        assert r.code == 0
+        await call(client, ns, 100, PutKVConfigRequestHeader(namespace="NS", key="k", value="v"))
+        r = await call(client, ns, 101, GetKVConfigRequestHeader(namespace="NS", key="k"))
+        assert (r.code, r.ext_fields["value"]) == (0, "v")
+        r = await call(client, ns, 101, GetKVConfigRequestHeader(namespace="NS", key="nope"))
+        assert (r.code, r.remark) == (22, "No config item, Namespace: NS Key: nope")
+        r = await call(client, ns, 219, GetKVListByNamespaceRequestHeader(namespace="NS"))
+        assert KVTable.from_body(r.body).table == {"k": "v"}
+        r = await call(client, ns, 219, GetKVListByNamespaceRequestHeader(namespace="None"))
+        assert (r.code, r.remark) == (22, "No config item, Namespace: None")
+        r = await client.invoke_sync(ns.address, RemotingCommand.request(100, ext_fields={"namespace": "NS"}), 3)
+        assert r.code == 1  # key and value missing: the header does not decode
+        assert json.loads(path.read_text())["configTable"]["NS"] == {"k": "v"}
+        r = await call(client, ns, 102, DeleteKVConfigRequestHeader(namespace="NS", key="k"))
+        assert r.code == 0
+        assert (await call(client, ns, 101, GetKVConfigRequestHeader(namespace="NS", key="k"))).code == 22
+    # a new name server on the same file has the order-topic config
+    async with NameServer(NamesrvConfig(listen_port=0, kv_config_path=str(path))) as ns:
+        r = await call(client, ns, 101, GetKVConfigRequestHeader(namespace="ORDER_TOPIC_CONFIG", key="OT"))
+        assert r.ext_fields["value"] == "broker-a:4"
+
+
+async def test_topics_by_cluster_system_topics_and_write_permission(client, broker_client, tmp_path):  # noqa: F811
+    from trocket.broker.outer_api import BrokerOuterAPI
+
+    async with NameServer(NamesrvConfig(listen_port=0)) as ns:
+        api = BrokerOuterAPI(broker_client, ns.address)
+        await register(api)
+        r = await call(client, ns, 224, GetTopicsByClusterRequestHeader(cluster="DefaultCluster"))
+        assert sorted(TopicList.from_body(r.body).topic_list) == ["%RETRY%G", "PeerTopic", "SELF_TEST_TOPIC", "TBW102"]
+        r = await call(client, ns, 224, GetTopicsByClusterRequestHeader(cluster="Other"))
+        assert TopicList.from_body(r.body).topic_list == []
+        r = await call(client, ns, 304)
+        system = TopicList.from_body(r.body)
+        assert sorted(system.topic_list) == ["DefaultCluster", "broker-a"] and system.broker_addr == "127.0.0.1:10911"
+
+        r = await call(client, ns, 205, WipeWritePermOfBrokerRequestHeader(brokerName="broker-a"))
+        assert (r.code, r.ext_fields["wipeTopicCount"]) == (0, "4")
+        route = TopicRouteData.from_body((await client.invoke_sync(ns.address, RemotingCommand.request(
+            105, ext_fields={"topic": "PeerTopic"}), 3)).body)
+        assert route.queue_datas[0].perm == 4  # read only: producers stop choosing it
+        r = await call(client, ns, 327, AddWritePermOfBrokerRequestHeader(brokerName="broker-a"))
+        assert (r.code, r.ext_fields["addTopicCount"]) == (0, "4")
+        route = TopicRouteData.from_body((await client.invoke_sync(ns.address, RemotingCommand.request(
+            105, ext_fields={"topic": "PeerTopic"}), 3)).body)
+        assert route.queue_datas[0].perm == 6
+        r = await call(client, ns, 205, WipeWritePermOfBrokerRequestHeader(brokerName="nobody"))
+        assert r.ext_fields["wipeTopicCount"] == "0"
+
+
+async def test_namesrv_config_get_and_update(client, broker_client, tmp_path):  # noqa: F811
+    from trocket.broker.outer_api import BrokerOuterAPI
+
+    store = tmp_path / "namesrv.properties"
+    store.write_text("# the operator's notes\nproductEnvName=center\n")
+    async with NameServer(NamesrvConfig(listen_port=0, config_store_path=str(store))) as ns:
+        r = await call(client, ns, 319)
+        props = dict(line.split("=", 1) for line in r.body.decode().splitlines())
+        assert props["orderMessageEnable"] == "false" and props["listenPort"] == str(ns.port)
+        for body, code, remark in [
+            (b"kvConfigPath=/tmp/x", 16, "Can not update config in black list."),
+            (b"listenPort=1", 16, "listenPort cannot change while the name server runs"),
+            (b"nope=1", 1, "nope: unknown key"),
+            (b"orderMessageEnable=maybe", 1, "expected true or false"),
+        ]:
+            r = await call(client, ns, 318, body=body)
+            assert r.code == code and remark in r.remark, (body, r.remark)
+        assert (await call(client, ns, 318, body=b"orderMessageEnable=true\nproductEnvName=test\n")).code == 0
+        props = dict(line.split("=", 1) for line in (await call(client, ns, 319)).body.decode().splitlines())
+        assert (props["orderMessageEnable"], props["productEnvName"]) == ("true", "test")
+        assert store.read_text() == "# the operator's notes\nproductEnvName=test\norderMessageEnable=true\n"
+        # orderMessageEnable: a route carries its topic's ORDER_TOPIC_CONFIG entry
+        await call(client, ns, 100, PutKVConfigRequestHeader(namespace="ORDER_TOPIC_CONFIG", key="PeerTopic",
+                                                             value="broker-a:4"))
+        await register(BrokerOuterAPI(broker_client, ns.address))
+        route = TopicRouteData.from_body((await client.invoke_sync(ns.address, RemotingCommand.request(
+            105, ext_fields={"topic": "PeerTopic"}), 3)).body)
+        assert route.order_topic_conf == "broker-a:4"
