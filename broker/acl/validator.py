@@ -277,10 +277,11 @@ class AclValidator:
 
 
 #: The name server's writes (PUT_KV_CONFIG, DELETE_KV_CONFIG, REGISTER_BROKER,
-#: UNREGISTER_BROKER, WIPE_WRITE_PERM_OF_BROKER, DELETE_TOPIC_IN_NAMESRV,
-#: UPDATE_NAMESRV_CONFIG), and QUERY_DATA_VERSION: an unchanged version refreshes the
-#: broker's last-update time, so anyone could keep a dead broker's route alive.
-NAMESRV_WRITE_CODES = frozenset({100, 102, 103, 104, 205, 216, 318, 322})
+#: UNREGISTER_BROKER, WIPE_WRITE_PERM_OF_BROKER, ADD_WRITE_PERM_OF_BROKER,
+#: DELETE_TOPIC_IN_NAMESRV, UPDATE_NAMESRV_CONFIG), and QUERY_DATA_VERSION: an unchanged
+#: version refreshes the broker's last-update time, so anyone could keep a dead broker's
+#: route alive.
+NAMESRV_WRITE_CODES = frozenset({100, 102, 103, 104, 205, 216, 318, 322, 327})
 
 
 class NamesrvAclHook:

@@ -365,6 +365,9 @@ NAMESRV_PROBES = {
     # route kept alive by anyone who read its version once
     "keep a broker's route alive (QUERY_DATA_VERSION)": (322, {
         "brokerName": "broker-a", "brokerAddr": "127.0.0.1:1", "clusterName": "DefaultCluster", "brokerId": "0"}),
+    "drain a broker (WIPE_WRITE_PERM_OF_BROKER)": (205, {"brokerName": "broker-a"}),
+    "undo a drain (ADD_WRITE_PERM_OF_BROKER)": (327, {"brokerName": "broker-a"}),
+    "write the KV config (PUT_KV_CONFIG)": (100, {"namespace": "ORDER_TOPIC_CONFIG", "key": "T", "value": "x"}),
 }
 
 
@@ -393,7 +396,9 @@ async def test_embedded_name_server_writes_need_an_admin(tmp_path, wire, acl_fil
             assert resp.code == 0 and b"TBW102" in resp.body
             # every other code the name server serves is a write
             reads = {RequestCode.GET_BROKER_CLUSTER_INFO, RequestCode.GET_ROUTEINFO_BY_TOPIC,
-                     RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER}
+                     RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, RequestCode.GET_KV_CONFIG,
+                     RequestCode.GET_KVLIST_BY_NAMESPACE, RequestCode.GET_TOPICS_BY_CLUSTER,
+                     RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, RequestCode.GET_NAMESRV_CONFIG}
             writes = set(broker.namesrv.remoting.processors.by_code) - {int(c) for c in reads}
             assert writes and writes <= NAMESRV_WRITE_CODES
 
