@@ -116,16 +116,17 @@ def test_java_transaction_producer_outcomes(txn_peer, tool, tmp_path):
     for c in checks:
         by_body.setdefault(c[1], []).append(c)
     # checked on its real topic, counting the checks: message 4 needed two
-    assert sorted(by_body) == ["m2-unknown:commit", "m3-throw:rollback", "m4-unknown:unknown:commit", "m5-unknown:rollback"]
-    assert [c[2] for c in by_body["m4-unknown:unknown:commit"][:2]] == ["1", "2"]
-    assert all(c[3] == topic for c in checks)
+    assert sorted(by_body) == ["m2-unknown:commit", "m3-throw:rollback", "m4-unknown:unknown:commit",
+                               "m5-unknown:rollback"], lines
+    assert [c[2] for c in by_body["m4-unknown:unknown:commit"][:2]] == ["1", "2"], lines
+    assert all(c[3] == topic for c in checks), lines
 
     got = consume(tool, peer, topic, cgroup, 3, tmp_path)
-    assert sorted(b for b, _, _ in got) == ["m0-commit", "m2-unknown:commit", "m4-unknown:unknown:commit"]
-    assert all(flag & 0xC == 8 for _, flag, _ in got)  # TRANSACTION_COMMIT_TYPE
+    assert sorted(b for b, _, _ in got) == ["m0-commit", "m2-unknown:commit", "m4-unknown:unknown:commit"], (got, lines)
+    assert all(flag & 0xC == 8 for _, flag, _ in got), got  # TRANSACTION_COMMIT_TYPE
     props = {b: p for b, _, p in got}
-    assert props["m0-commit"]["PGROUP"] == pgroup and props["m0-commit"]["KEYS"] == "key0"
-    assert props["m4-unknown:unknown:commit"]["TRANSACTION_CHECK_TIMES"] == "2"
+    assert props["m0-commit"]["PGROUP"] == pgroup and props["m0-commit"]["KEYS"] == "key0", got
+    assert props["m4-unknown:unknown:commit"]["TRANSACTION_CHECK_TIMES"] == "2", (got, lines)
     # what differs on purpose: 4.9.8 leaves its own REAL_TOPIC/REAL_QID/TRAN_MSG in the
     # delivered properties (it builds the stored string before clearing them)
     internal = {"REAL_TOPIC", "REAL_QID", "TRAN_MSG"}
