@@ -20,11 +20,13 @@ from pathlib import Path
 import attrs
 import pytest
 
-from acc_tools import BrokerProcess, RawClient
-from java_tools import Bundle, JavaBroker, JavaNameServer, Peer, finish_program, start_program
+from acc_tools import BrokerProcess, RawClient, decode_records
+from java_tools import Bundle, JavaBroker, JavaNameServer, Peer, finish_program, start_program, wait_for
 
-CHECK_CONF = {"transactionCheckInterval": "1000", "transactionTimeOut": "1000"}
+#: checks every second, a transaction older than a second checked, discarded after 3 checks
+CHECK_CONF = {"transactionCheckInterval": "1000", "transactionTimeOut": "1000", "transactionCheckMax": "3"}
 HALF = "RMQ_SYS_TRANS_HALF_TOPIC"
+MAX_TIME = "TRANS_CHECK_MAX_TIME_TOPIC"
 
 
 @attrs.define(slots=True, frozen=True)
@@ -188,6 +190,35 @@ def test_trocket_transaction_producer_outcomes(txn_peer, tool, tmp_path):
     assert sorted(b for b, _, _ in got) == ["m0-commit", "m2-unknown:commit", "m4-unknown:unknown:commit"]
 
 
+def test_discarded_after_transaction_check_max(txn_peer, tool, tmp_path):
+    """A transaction the producer never decides (every check answered UNKNOW) is checked
+    ``transactionCheckMax`` (3) times, then moved to ``TRANS_CHECK_MAX_TIME_TOPIC`` with
+    its check count and real topic, and never delivered: the same on both brokers."""
+    peer = txn_peer
+    topic, pgroup, _ = _names(peer, "discard")
+    with RawClient(peer.hostport) as c:
+        c.create_topic(topic, queues=4)
+    lines = tool.run(["txn", peer.namesrv, topic, pgroup, "12", "unknown"], home=tmp_path, timeout=60)
+    assert [line.split()[2:4] for line in lines if line.startswith("SENT ")] == [["SEND_OK", "UNKNOW"]], lines
+    checks = [line.split() for line in lines if line.startswith("CHECK ")]
+    assert [c[2] for c in checks] == ["1", "2", "3"], lines
+    assert lines[-1] == "DONE answered=0 pending=1", lines
+
+    def discarded() -> list[dict]:
+        with RawClient(peer.hostport) as c:
+            resp, body = c.pull(MAX_TIME, 0, 0, max_msgs=256)
+        if resp["code"] != 0 or not body:
+            return []
+        return [r for r in decode_records(body) if r["props"].get("REAL_TOPIC") == topic]
+
+    assert wait_for(discarded, 20), f"nothing of {topic} on {MAX_TIME}"
+    [gone] = discarded()
+    assert gone["body"] == b"m0-unknown" and gone["props"]["TRANSACTION_CHECK_TIMES"] == "3", gone
+    assert gone["props"]["PGROUP"] == pgroup, gone
+    with RawClient(peer.hostport) as c:
+        assert sum(c.max_offset(topic, q) for q in range(4)) == 0
+
+
 # -- bad input ----------------------------------------------------------------------------------
 
 
@@ -263,7 +294,7 @@ def test_end_transaction_bad_input(txn_peer, tool):
             assert code == 1 and remark in (
                 "The transaction of this prepared message has already been committed or rolled back",
                 "The prepared message is not pending any more: it was committed or rolled back, or discarded after "
-                "15 checks",
+                "3 checks",
             ), remark
             assert _stored(c, topic) == 2
         else:
