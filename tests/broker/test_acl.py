@@ -198,6 +198,21 @@ class TestValidator:
         acl.do_before_request("127.0.0.1:1", signed(send_req("topicA")))
 
 
+def test_one_signed_field_and_many(acl_file):
+    """The signed values come in key order whatever their number: a request with no
+    header (only ``AccessKey`` signed) and a send (12 fields and the key) verify, a
+    wrong secret does not, for both."""
+    acl = AclValidator(acl_file)
+    for req in (RemotingCommand.request(28), send_req("topicB")):
+        good = signed(req, "rocketmq2", "12345678")
+        acl.do_before_request("127.0.0.1:1", good)
+        bad = signed(RemotingCommand.request(req.code, ext_fields=dict(req.ext_fields or {}), body=req.body),
+                     "rocketmq2", "wrong-secret")
+        with pytest.raises(AclError, match="Check signature failed"):
+            acl.do_before_request("127.0.0.1:1", bad)
+    assert {len(shape) for shape in acl._orders} == {2, 14}  # AccessKey + Signature; a send's 12 more
+
+
 def test_signing_and_verifying_are_request_hooks_that_keep_the_fast_path(acl_file):
     hooks = HookSet.of([AclSigningHook("ak", "sk"), AclValidator(acl_file)])
     assert len(hooks.before) == 2 and hooks.after == ()
