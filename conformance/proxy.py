@@ -29,6 +29,7 @@ import time
 
 import trio
 
+from trocket import interrupt
 from trocket.codecs.capture import FLAG_RAW, Direction, Role
 from trocket.codecs.errors import CodecError
 from trocket.codecs.serialize import decode_command
@@ -205,7 +206,8 @@ async def run_proxy(listen, upstream, tap, *, listen_ssl=None, upstream_ssl=None
             print(f"trocket capture proxy: {listen[0]}:{proxy.port} -> {upstream[0]}:{upstream[1]}, "
                   "recording", file=sys.stderr, flush=True)
             task_status.started(proxy)
-            async for _ in signals:
+            async for signum in signals:
+                interrupt.note(signum)  # flushed and reported, then the exit status is 130 or 143
                 break
             nursery.cancel_scope.cancel()
     return proxy
@@ -223,17 +225,17 @@ def main_proxy(listen: tuple[str, int], upstream: tuple[str, int], out: str, *,
     try:
         proxy = trio.run(functools.partial(run_proxy, listen, upstream, tap, listen_ssl=listen_ssl,
                                            upstream_ssl=upstream_ssl))
-    except KeyboardInterrupt:
-        pass
     except BaseException as exc:  # noqa: BLE001 - unwrap trio's exception groups
+        if interrupt.is_interrupt(exc):  # before the signal receiver was up: still flushed
+            interrupt.note(signal.SIGINT)
+            return 0
         leaf = exc
         while isinstance(leaf, BaseExceptionGroup) and leaf.exceptions:
             leaf = leaf.exceptions[0]
-        if not isinstance(leaf, (OSError, KeyboardInterrupt)):
+        if not isinstance(leaf, OSError):
             raise
-        if isinstance(leaf, OSError):
-            print(f"trocket capture proxy: error: {leaf}", file=sys.stderr)
-            status = 1
+        print(f"trocket capture proxy: error: {leaf}", file=sys.stderr)
+        status = 1
     finally:
         tap.close()
     if proxy is not None:

@@ -249,12 +249,14 @@ async def replay(
     timeout: float = 5.0,
     rewriter: Rewriter | None = None,
     max_frame_length: int = 16 * 1024 * 1024,
+    report: Report | None = None,
 ) -> Report:
     """Replay ``session``; ``target(captured_server_address)`` says where each
     connection goes. ``timeout``: how much longer than the capture an answer may
-    take before its request counts as unanswered."""
+    take before its request counts as unanswered. ``report``: filled in place, also
+    when the replay is cancelled (the exchanges settled so far)."""
     rewriter = rewriter or Rewriter()
-    report = Report()
+    report = Report() if report is None else report
     all_ex = session.exchanges
     answered = sorted((e for e in all_ex if e.expects_answer), key=lambda e: e.response_ts)
     progress = _Progress(answered)
@@ -382,13 +384,26 @@ async def replay(
                 give_up(ex, "not sent: the connection failed" if ex.sent_at is None else "no answer")
         report.errors.extend(dict.fromkeys(broken))
 
-    async with trio.open_nursery() as nursery:
-        for conn, exchanges in session.connections.items():
-            nursery.start_soon(one_connection, conn, exchanges)
+    finished = False
+    try:
+        async with trio.open_nursery() as nursery:
+            for conn, exchanges in session.connections.items():
+                nursery.start_soon(one_connection, conn, exchanges)
+        finished = True
+    finally:
+        _tally(report, all_ex, rewriter, finished, trio.current_time() - t0, start_ts)
+    return report
 
-    report.elapsed = trio.current_time() - t0
+
+def _tally(report: Report, all_ex: list[Exchange], rewriter: Rewriter, finished: bool, elapsed: float,
+           start_ts: float) -> None:
+    """Count every exchange into ``report``; an interrupted replay counts only the
+    exchanges it settled (sent, and answered when an answer was expected)."""
+    report.elapsed = elapsed
     report.start_ts = start_ts
     for ex in all_ex:
+        if not finished and (ex.sent_at is None or (ex.expects_answer and ex.got is None)):
+            continue
         stats = report.by_code[ex.request.code]
         if ex.sent_at is None:
             report.not_sent += 1
@@ -409,7 +424,6 @@ async def replay(
                 report.differences.append(ex)
             else:
                 stats.matched += 1
-    return report
 
 
 def parse_speed(text: str) -> float | None:

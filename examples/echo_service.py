@@ -8,9 +8,11 @@ The server answers request code 100 (ECHO) with code 0 (SUCCESS), the same body
 and the same ext fields; any other code gets RocketMQ's REQUEST_CODE_NOT_SUPPORTED.
 ``--serialize`` on ``serve`` is the header serialization the server uses for the
 calls it makes itself (none here); answers always use the serialization of the
-request they answer. Ctrl-C (SIGINT) or SIGTERM stops ``serve`` cleanly: it stops
-accepting, lets in-flight calls finish, closes its connections, says so in one line and
-exits 0, as ``trocket broker`` does.
+request they answer. ``call`` prints one line per call and a summary (calls, errors,
+latency percentiles). Both follow trocket's Ctrl-C rule (``trocket.interrupt``, as
+every ``trocket`` command): Ctrl-C (SIGINT) stops ``call`` at once with the summary so
+far, and ``serve`` cleanly (it stops accepting, lets in-flight calls finish, closes its
+connections and says so in one line); no traceback, exit status 130 (143 for SIGTERM).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import time
 
 import trio
 
+from trocket import interrupt
 from trocket.codecs.command import RemotingCommand, SerializeType
 from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig, parse_address
 
@@ -44,48 +47,37 @@ async def serve(addr: str) -> None:
         async with server:  # leaving the block shuts the server down gracefully
             print(f"echo service listening on {server.address}", flush=True)
             signum = await anext(aiter(signals))
+    interrupt.note(signum)  # the exit status: 130 or 143
     print(f"echo service stopped ({signal.Signals(signum).name})", flush=True)
 
 
-INTERRUPTED = 130  # the shell's exit status for a command stopped by SIGINT
-
-
 async def call(addr: str, body: bytes, ext: dict[str, str], stype: SerializeType, count: int) -> int:
-    """Make ``count`` calls; Ctrl-C cancels them (the client closes cleanly) and
-    the exit status is 130. SIGINT is received as a signal, not as a
-    KeyboardInterrupt, which trio would raise in whatever task runs at that moment."""
-    status = INTERRUPTED
-    with trio.open_signal_receiver(signal.SIGINT) as signals:
-        async with trio.open_nursery() as nursery:
-
-            async def calls() -> None:
-                nonlocal status
-                status = await _calls(addr, body, ext, stype, count)
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(calls)
-            await anext(aiter(signals))
-            nursery.cancel_scope.cancel()
-    if status == INTERRUPTED:
-        print("interrupted", file=sys.stderr)
-    return status
-
-
-async def _calls(addr: str, body: bytes, ext: dict[str, str], stype: SerializeType, count: int) -> int:
-    async with RemotingClient(ClientConfig()) as client:
+    """Make ``count`` calls, then print a summary; Ctrl-C cancels them (the client
+    closes cleanly) and the summary says how far they got."""
+    latencies: list[float] = []
+    errors = 0
+    begin = time.perf_counter()
+    async with interrupt.stop_on_signal() as stop, RemotingClient(ClientConfig()) as client:
         for _ in range(count):
             request = RemotingCommand.request(ECHO, body=body, ext_fields=dict(ext) or None, serialize_type=stype)
             start = time.perf_counter()
             response = await client.invoke_sync(addr, request, timeout=3)
             ms = (time.perf_counter() - start) * 1000
+            latencies.append(ms)
             print(
                 f"code={response.code} opaque={response.opaque} ext={response.ext_fields} "
                 f"body={response.body!r} ({ms:.2f} ms)",
                 flush=True,
             )
             if response.code != SUCCESS:
-                return 1
-    return 0
+                errors += 1
+                break
+    latencies.sort()
+    pct = (lambda q: latencies[min(len(latencies) - 1, round(q * (len(latencies) - 1)))]) if latencies else (lambda q: 0.0)
+    why = f"; interrupted by {signal.Signals(stop.signum).name}" if stop.interrupted else ""
+    print(f"{len(latencies)} of {count} calls, {errors} failed in {time.perf_counter() - begin:.2f} s: "
+          f"p50 {pct(0.5):.2f} ms, p99 {pct(0.99):.2f} ms{why}", file=sys.stderr, flush=True)
+    return 1 if errors else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,34 +94,21 @@ def main(argv: list[str] | None = None) -> int:
     p_call.add_argument("--count", type=int, default=1)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    return interrupt.run(_run, args)  # Ctrl-C: 130, SIGTERM: 143, no traceback
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         if args.command == "serve":
             trio.run(serve, args.address)
             return 0
         ext = dict(kv.split("=", 1) for kv in args.ext)
         return trio.run(call, args.address, args.body.encode(), ext, SerializeType[args.serialize], args.count)
-    except BaseException as exc:  # a CLI: one line, not a traceback
-        if _holds(KeyboardInterrupt, exc):  # Ctrl-C before call() listens for it
-            print("interrupted", file=sys.stderr)
-            return INTERRUPTED
-        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+    except Exception as exc:  # a CLI: one line, not a traceback
+        while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
             exc = exc.exceptions[0]
-        if not isinstance(exc, Exception):
-            raise
         print(f"error: {exc}", file=sys.stderr)
         return 1
-
-
-def _holds(kind: type[BaseException], exc: BaseException) -> bool:
-    """``exc`` is a ``kind`` or an exception group holding one.
-
-    Trio raises Ctrl-C's KeyboardInterrupt in whichever task runs when it comes: in the
-    connection's reader it tears the connection down, and the call waiting on it fails
-    with a "closed locally" error beside it in the group. That error is a consequence:
-    the user interrupted."""
-    if isinstance(exc, BaseExceptionGroup):
-        return exc.split(kind)[0] is not None
-    return isinstance(exc, kind)
 
 
 if __name__ == "__main__":

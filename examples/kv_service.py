@@ -13,7 +13,8 @@ an expected version (compare-and-set: 0 means "absent"); a mismatch is answered
 VERSION_CONFLICT (409), a missing key NOT_FOUND (404), both as typed errors. After a
 change the server sends every other connected client an INVALIDATED notice (oneway),
 so clients that cache values (:class:`KVClient`) drop what went stale. Ctrl-C (SIGINT)
-or SIGTERM stops ``serve`` cleanly; Ctrl-C stops ``watch``.
+or SIGTERM stops ``serve`` cleanly, and ``watch``; both then exit 130 (SIGTERM: 143), as every
+``trocket`` command does (``trocket.interrupt``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from collections.abc import Callable
 import attrs
 import trio
 
+from trocket import interrupt
 from trocket.codecs.command import SerializeType
 from trocket.codecs.custom_header import field, header
 from trocket.remoting import (
@@ -254,6 +256,7 @@ async def run_serve(addr: str) -> None:
             print(f"kv service listening on {kv.server.address}", flush=True)
             signum = await anext(aiter(signals))
             nursery.cancel_scope.cancel()
+    interrupt.note(signum)  # the exit status: 130 or 143
     print(f"kv service stopped ({signal.Signals(signum).name})", flush=True)
 
 
@@ -290,8 +293,8 @@ async def _watch(client: RemotingClient, addr: str, stype: SerializeType) -> int
     KVClient(client, addr, serialize_type=stype, on_notice=show)
     await client.get_connection(addr)
     print(f"watching {addr}", flush=True)
-    with trio.open_signal_receiver(signal.SIGINT) as signals:
-        await anext(aiter(signals))
+    async with interrupt.stop_on_signal():
+        await trio.sleep_forever()
     return 0
 
 
@@ -311,16 +314,18 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--serialize", choices=["JSON", "ROCKETMQ"], default="JSON")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    return interrupt.run(_run, args)  # trocket's Ctrl-C rule: 130 (SIGTERM 143), no traceback
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         if args.command == "serve":
             trio.run(run_serve, args.address)
             return 0
         return trio.run(run_client, args)
-    except BaseException as exc:  # a CLI: one line, not a traceback
-        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+    except Exception as exc:  # a CLI: one line, not a traceback
+        while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
             exc = exc.exceptions[0]
-        if not isinstance(exc, Exception):
-            raise
         print(f"error: {exc}", file=sys.stderr)
         return 1
 

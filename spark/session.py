@@ -10,13 +10,15 @@ machine or image), as Spark's own Python jobs expect.
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import sys
 import threading
 import time
 from typing import TextIO
 
-__all__ = ["build_session", "Progress"]
+__all__ = ["build_session", "Progress", "stop_quietly"]
 
 _JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
@@ -63,9 +65,64 @@ def build_session(
     conf.update(extra or {})
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    if threading.current_thread() is not threading.main_thread():
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+        return spark
+    # A signal while the JVM starts is held until the session exists (else the JVM
+    # PySpark is launching outlives the command); then PySpark's own SIGINT handler,
+    # which calls the JVM from inside the signal handler, in the middle of the call it
+    # interrupts (a "reentrant call" and Py4J stack traces), is replaced by one that
+    # only raises, with Python's logging off: stop_quietly ends the jobs after.
+    held: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+    finally:
+        signal.signal(signal.SIGTERM, previous[signal.SIGTERM])
+        signal.signal(signal.SIGINT, _interrupt)
+    if held:
+        signal.raise_signal(held[0])  # now handled as any other: trocket/interrupt.py's rule
     return spark
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    logging.disable(logging.CRITICAL)  # Py4J logs every call cut short
+    raise KeyboardInterrupt
+
+
+def stop_quietly(wait: float = 10.0) -> None:
+    """Cancel the jobs and stop the Spark context and its JVM with logging off: no Java
+    stack trace of a cancelled task, and no JVM output after the command has exited
+    (``trocket analyze`` interrupted; trocket/interrupt.py has the rule)."""
+    import subprocess
+
+    from pyspark import SparkContext
+
+    logging.disable(logging.CRITICAL)
+    sc = SparkContext._active_spark_context
+    gateway = SparkContext._gateway
+    if sc is not None:
+        try:
+            sc.setLogLevel("OFF")
+            sc.cancelAllJobs()
+            sc.stop()
+        except Exception:  # noqa: BLE001 - the JVM may be going already; stopping is all that is left
+            pass
+    proc = getattr(gateway, "proc", None)  # the JVM PySpark launched (None under spark-submit)
+    if gateway is not None:
+        try:
+            gateway.shutdown()
+        except Exception:  # noqa: BLE001
+            pass
+    if proc is not None:
+        try:
+            proc.stdin.close()  # PySpark's JVM exits when its stdin closes
+            proc.wait(wait)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
 
 
 class Progress:

@@ -386,7 +386,8 @@ def test_decode_subprocess_exits_cleanly(argv, stdin):
     ],
     ids=["namesrv", "broker"],
 )
-async def test_sigint_stops_the_servers_cleanly(argv, tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=lambda s: signal.Signals(s).name)
+async def test_a_signal_stops_the_servers_cleanly_with_130_or_143(argv, signum, tmp_path):
     proc = await trio.lowlevel.open_process(
         [str(TROCKET), *argv], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -397,11 +398,12 @@ async def test_sigint_stops_the_servers_cleanly(argv, tmp_path):
                 chunk = await proc.stderr.receive_some()
                 assert chunk, log.decode()
                 log += chunk
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signum)
             while chunk := await proc.stderr.receive_some():
                 log += chunk
             code = await proc.wait()
     finally:
         if proc.returncode is None:
             proc.kill()
-    assert code == 0 and b"Traceback" not in log and b"SIGINT: shutting down" in log, log.decode()
+    name = signal.Signals(signum).name.encode()
+    assert code == 128 + signum and b"Traceback" not in log and name + b": shutting down" in log, log.decode()

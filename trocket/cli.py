@@ -108,6 +108,12 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from trocket import interrupt
+
+    return interrupt.run(_main, argv)  # the one Ctrl-C rule: 130 / 143, no traceback
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):
@@ -115,9 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return args.run(args)
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # stdout closed by the reader (| head)
         return EXIT_OK
 
 

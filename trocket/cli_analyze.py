@@ -24,9 +24,20 @@ def add_analyze_command(sub) -> None:
 
 
 def _run_analyze(args: argparse.Namespace) -> int:
+    import time
+
     from trocket.spark.main import run
 
-    return run(args)
+    started = time.monotonic()
+    try:
+        return run(args)
+    except KeyboardInterrupt:  # SIGINT, or SIGTERM (the Ctrl-C rule raises it for both)
+        from trocket.spark.session import stop_quietly
+
+        stop_quietly()
+        print(f"analyze interrupted after {time.monotonic() - started:.1f} s: {args.out} is incomplete "
+              "(no _SUCCESS)", file=sys.stderr)
+        raise
 
 
 def add_synth_command(capture_subparsers) -> None:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from trocket import interrupt
 from trocket.broker.config import BrokerConfig, BrokerConfigError, load_properties_file, parse_hostport
 from trocket.remoting.tls import TlsSettings
 
@@ -233,6 +234,7 @@ async def _until_signal(on_first, on_second, *, task_status=trio.TASK_STATUS_IGN
         count = 0
         async for signum in signals:
             count += 1
+            interrupt.note(signum)  # the exit status: 130 or 143 once shut down
             if count == 1:
                 log.info("signal %s: shutting down (again to abort)", signal.Signals(signum).name)
                 on_first()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from typing import Any
@@ -219,6 +220,7 @@ async def _send(args: argparse.Namespace) -> int:
 
     from trocket.client import ClientError
     from trocket.client.producer import Producer
+    from trocket.interrupt import stop_on_signal
 
     if args.count < 1:
         raise ValueError("--count must be at least 1")
@@ -243,7 +245,10 @@ async def _send(args: argparse.Namespace) -> int:
         key = f"{type(exc).__name__}: {getattr(exc, 'summary', exc)}"
         errors[key] = errors.get(key, 0) + n
 
-    async with Producer(args.group, client_config=client_config(args), send_timeout=args.timeout) as producer:
+    begin = time.perf_counter()
+    elapsed = None
+    async with stop_on_signal() as stop, Producer(args.group, client_config=client_config(args),
+                                                    send_timeout=args.timeout) as producer:
         begin = time.perf_counter()
         if args.batch:
             i = 0
@@ -306,9 +311,11 @@ async def _send(args: argparse.Namespace) -> int:
             for _ in range(args.inflight):  # wait for the last ones
                 await slots.acquire()
         elapsed = time.perf_counter() - begin
+    if elapsed is None:  # interrupted: the summary so far
+        elapsed = time.perf_counter() - begin
     progress.update(sent + failed, f"failed {failed}", force=True)
     progress.close()
-    if args.count == 1 and not args.batch:
+    if args.count == 1 and not args.batch and not stop.interrupted:
         if failed:
             return _error(first_error[0])
         if args.mode == "oneway":
@@ -331,12 +338,15 @@ async def _send(args: argparse.Namespace) -> int:
         f"{unit}_latency_ms_p99": round(_percentile(latencies, 99) * 1000, 3),
         "errors": errors,
     }
+    if stop.interrupted:
+        summary["interrupted"] = signal.Signals(stop.signum).name
     if args.json:
         print(json.dumps(summary))
     else:
         print(f"sent {sent}, failed {failed} in {elapsed:.2f} s: {summary['tps']:,.0f} msg/s, "
               f"{unit} latency p50 {summary[f'{unit}_latency_ms_p50']:.2f} ms, "
-              f"p99 {summary[f'{unit}_latency_ms_p99']:.2f} ms ({args.mode}{f', batch {args.batch}' if args.batch else ''})")
+              f"p99 {summary[f'{unit}_latency_ms_p99']:.2f} ms ({args.mode}{f', batch {args.batch}' if args.batch else ''})"
+              f"{'; interrupted by ' + summary['interrupted'] if stop.interrupted else ''}")
         for text, n in errors.items():
             print(f"  {n} x {text}")
     return EXIT_OK if not failed else EXIT_FAIL

@@ -22,6 +22,7 @@ import sys
 import time
 
 from trocket.cli_client import add_client_security_arguments, client_config
+from trocket.interrupt import Stop
 from trocket.progress import ProgressLine
 
 __all__ = ["add_consume_command"]
@@ -116,37 +117,31 @@ async def _consume(args: argparse.Namespace) -> int:
             args.group, subscriptions={args.topic: args.tag}, listener=listener, instance=inst,
             consume_from=args.from_, max_concurrency=1, await_termination_s=0.5,
         )
-        await _run_until_done(consumer, done)
+        stop = await _run_until_done(consumer, done)
     elapsed = time.perf_counter() - begin
     if progress is not None:
         progress.update(count, force=True)
         progress.close()
     out.flush()
-    if args.quiet or args.count is None:
+    if args.quiet or args.count is None or stop.interrupted:
+        why = f"; interrupted by {signal.Signals(stop.signum).name}" if stop.interrupted else ""
         print(f"consumed {count} messages from {args.topic} as {args.group} in {elapsed:.2f} s "
-              f"({count / max(elapsed, 1e-9):,.0f} msg/s); offsets committed", file=sys.stderr if not args.quiet else sys.stdout)
+              f"({count / max(elapsed, 1e-9):,.0f} msg/s); offsets committed{why}",
+              file=sys.stderr if not args.quiet else sys.stdout)
     return 0
 
 
-async def _run_until_done(consumer, done) -> None:
+async def _run_until_done(consumer, done) -> Stop:
     """Run ``consumer`` until ``done`` is set or SIGINT/SIGTERM arrives; then its
-    graceful close (offsets committed)."""
-    import trio
+    graceful close (offsets committed; a second signal cuts it short)."""
+    from trocket.interrupt import stop_on_signal
 
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    async with stop_on_signal(graceful=done.set) as stop:
         async with consumer:
-            async with trio.open_nursery() as nursery:
-
-                async def on_signal():
-                    async for _ in signals:
-                        done.set()
-                        return
-
-                nursery.start_soon(on_signal)
-                await done.wait()
-                nursery.cancel_scope.cancel()
+            await done.wait()
             # callbacks past --count wait for this: cancelled, their messages unconsumed
             await consumer.aclose(cancel_callbacks=True)
+    return stop
 
 
 def _run_consume(args: argparse.Namespace) -> int:

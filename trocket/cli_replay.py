@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import signal
 import sys
 
 EXIT_OK = 0
@@ -70,6 +71,7 @@ def run_replay_command(args: argparse.Namespace) -> int:
     from trocket.conformance.replay import Report, load_session, parse_speed, replay
     from trocket.conformance.rules import Rewriter
     from trocket.conformance.sources import read_frames
+    from trocket.interrupt import Stop, stop_on_signal
 
     try:
         speed = parse_speed(args.speed)
@@ -131,13 +133,14 @@ def run_replay_command(args: argparse.Namespace) -> int:
     if session.skipped:
         print(f"note: {session.skipped} broker registration requests (REGISTER_BROKER/UNREGISTER_BROKER) "
               "not replayed", file=sys.stderr)
-    try:
-        report: Report = trio.run(
-            lambda: replay(session, target, speed=speed, timeout=args.timeout, rewriter=rewriter)
-        )
-    except KeyboardInterrupt:
-        print("trocket replay: interrupted", file=sys.stderr)
-        return 130
+    report = Report()
+
+    async def run() -> Stop:
+        async with stop_on_signal() as stop:
+            await replay(session, target, speed=speed, timeout=args.timeout, rewriter=rewriter, report=report)
+        return stop
+
+    stop = trio.run(run)
     print(report.table())
     details = report.details(args.show)
     if details:
@@ -148,8 +151,9 @@ def run_replay_command(args: argparse.Namespace) -> int:
     if session.undecodable or session.raw:
         print(f"note: {session.undecodable} undecodable frames and {session.raw} raw records skipped",
               file=sys.stderr)
-    ok = report.ok and not incomplete
-    print(f"{'OK' if ok else 'FAILED'}: {len(report.differences)} differing, {len(report.unanswered)} unanswered, "
+    ok = report.ok and not incomplete and not stop.interrupted
+    verdict = f"INTERRUPTED by {signal.Signals(stop.signum).name}" if stop.interrupted else "OK" if ok else "FAILED"
+    print(f"{verdict}: {len(report.differences)} differing, {len(report.unanswered)} unanswered, "
           f"{len(report.errors)} connection errors in {report.elapsed:.2f} s")
     return EXIT_OK if ok else EXIT_FAIL
 

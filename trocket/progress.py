@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Callable, TextIO
+import weakref
+from typing import Callable, ClassVar, TextIO
 
 __all__ = ["ProgressLine"]
 
@@ -30,6 +31,8 @@ class ProgressLine:
     ``enabled`` None: on when ``stream`` (default stderr) is a terminal. ``text(done)``,
     if given, is the whole line instead of the bar or count and the rate.
     """
+
+    _drawn_lines: ClassVar[weakref.WeakSet[ProgressLine]] = weakref.WeakSet()
 
     def __init__(
         self,
@@ -79,6 +82,7 @@ class ProgressLine:
         self.stream.write("\r" + self.render(done, extra, now))
         self.stream.flush()
         self._drawn = True
+        ProgressLine._drawn_lines.add(self)
 
     def close(self, *, clear: bool = False) -> None:
         """End the line: a newline, so what follows starts on its own line, or with
@@ -87,6 +91,14 @@ class ProgressLine:
             self.stream.write("\r\x1b[K" if clear else "\n")
             self.stream.flush()
             self._drawn = False
+        ProgressLine._drawn_lines.discard(self)
+
+    @classmethod
+    def close_all(cls) -> None:
+        """End every line still drawn (an interrupted command's: the prompt then starts
+        on a line of its own; ``trocket.interrupt``'s rule)."""
+        for line in list(cls._drawn_lines):
+            line.close()
 
 
 def _isatty(stream: TextIO) -> bool:

@@ -65,8 +65,8 @@ async def test_echo_service_serve_call_and_stop_cleanly(signum):
     finally:
         if proc.returncode is None:
             proc.kill()
-    # Ctrl-C is a clean stop, as for `trocket broker`: exit 0, one line, no traceback.
-    assert (code, out, err) == (0, f"echo service stopped ({signal.Signals(signum).name})\n".encode(), b"")
+    # Ctrl-C is a clean stop, as for `trocket broker`: one line, no traceback, 128 + the signal.
+    assert (code, out, err) == (128 + signum, f"echo service stopped ({signal.Signals(signum).name})\n".encode(), b"")
     # ... and the port is free again at once: the listener was closed.
     with trio.fail_after(10):
         host, port = addr.rsplit(":", 1)
@@ -74,7 +74,8 @@ async def test_echo_service_serve_call_and_stop_cleanly(signum):
             await trio.open_tcp_stream(host, int(port))
 
 
-async def test_ctrl_c_during_a_call_is_one_line_and_130():
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=lambda s: signal.Signals(s).name)
+async def test_ctrl_c_during_a_call_is_the_summary_so_far_and_130(signum):
     # A peer that accepts and never answers: the call is waiting when SIGINT comes.
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     port = listeners[0].socket.getsockname()[1]
@@ -93,9 +94,25 @@ async def test_ctrl_c_during_a_call_is_one_line_and_130():
         try:
             with trio.fail_after(20):
                 await requested.wait()
-            code, out, err = await _stop(proc, signal.SIGINT)
+            code, out, err = await _stop(proc, signum)
         finally:
             if proc.returncode is None:
                 proc.kill()
         nursery.cancel_scope.cancel()
-    assert (code, out, err) == (130, b"", b"interrupted\n")
+    name = signal.Signals(signum).name
+    assert (code, out) == (128 + signum, b""), err
+    assert err.startswith(b"0 of 1 calls, 0 failed in ") and err.endswith(f"; interrupted by {name}\n".encode()), err
+    assert len(err.splitlines()) == 1, err
+
+
+async def test_call_count_prints_a_line_per_call_and_a_summary():
+    proc, addr = await _start_server()
+    try:
+        result = await trio.run_process([sys.executable, str(EXAMPLE), "call", addr, "--count", "5"],
+                                        capture_stdout=True, capture_stderr=True)
+    finally:
+        await _stop(proc, signal.SIGTERM)
+    assert result.returncode == 0
+    assert len(result.stdout.decode().splitlines()) == 5
+    summary = result.stderr.decode()
+    assert summary.startswith("5 of 5 calls, 0 failed in ") and " p50 " in summary and " p99 " in summary, summary

@@ -138,10 +138,10 @@ async def test_the_command_line():
         assert await _read_line(watcher.stdout) == "greeting deleted (version 2)\n"
         watcher.send_signal(signal.SIGINT)
         with trio.fail_after(20):
-            assert await watcher.wait() == 0
+            assert await watcher.wait() == 130
         server.send_signal(signal.SIGTERM)
         with trio.fail_after(20):
-            assert await server.wait() == 0
+            assert await server.wait() == 143
         assert await _read_line(server.stdout) == "kv service stopped (SIGTERM)\n"
     finally:
         for proc in (server, watcher):

@@ -89,7 +89,7 @@ def trocket_peer(tmp_path_factory):
         yield Peer("trocket", broker.namesrv, f"127.0.0.1:{broker.port}", broker.store, broker.log_tail)
     finally:
         rc = broker.stop()
-        assert rc == 0, f"trocket broker exited {rc} after SIGINT:\n{broker.log_tail()}"
+        assert rc == 130, f"trocket broker exited {rc} after SIGINT:\n{broker.log_tail()}"
         assert "shut down cleanly" in broker.log_text(), f"no clean shutdown:\n{broker.log_tail()}"
 
 

@@ -141,7 +141,7 @@ def java_master_trocket_slave(java_bundle, java_classes, tmp_path_factory):
         facts = run_pair(tmp, java_bundle, java_classes,
                          master={"namesrv": ns.addr, "addr": master.addr, "kill": master.kill},
                          slave={"addr": f"127.0.0.1:{slave.port}"}, sync_wait=10)
-        assert slave.stop() == 0, slave.log_tail()
+        assert slave.stop() == 130, slave.log_tail()
         facts["logs"] = compare_logs(master.store, slave.store)
         yield facts
     finally:
@@ -255,7 +255,7 @@ def trocket_pair_killed_at_once(java_bundle, java_classes, tmp_path_factory):
         facts = run_pair(tmp, java_bundle, java_classes,
                          master={"namesrv": ns.addr, "addr": f"127.0.0.1:{master.port}", "kill": master.kill},
                          slave={"addr": f"127.0.0.1:{slave.port}"}, sync_wait=0, kill_at_once=True)
-        assert slave.stop() == 0, slave.log_tail()
+        assert slave.stop() == 130, slave.log_tail()
         facts["logs"] = compare_logs(master.store, slave.store)
         yield facts
     finally:

@@ -78,7 +78,7 @@ async def test_sync_master_5000_then_master_killed_cpp_consumes_from_slave(tmp_p
         f"\nslave:\n{slave.log_tail(30)}"
     )
 
-    assert slave.stop() == 0
+    assert slave.stop() == 130
     report = compare_stores(master.store, slave.store, acked, "HaSync")
     assert report["messages"] == 5000
 
@@ -116,7 +116,7 @@ async def test_ha_connection_cut_mid_stream_catches_up_exactly(tmp_path, namesrv
         proxy.refusing = False
         await wait_until(_caught_up(master, slave), 30, interval=0.05)
         assert proxy.connections >= 3
-        assert master.stop() == 0 and slave.stop() == 0
+        assert master.stop() == 130 and slave.stop() == 130
         report = compare_stores(master.store, slave.store)
         assert report["entries"] == 3500
     finally:
@@ -161,7 +161,7 @@ async def test_slave_kill_9_resumes(tmp_path, namesrv, procs):
         sent.set()
     await wait_until(_caught_up(master, slave), 30, interval=0.05)
     assert slave.starts == 2
-    assert master.stop() == 0 and slave.stop() == 0
+    assert master.stop() == 130 and slave.stop() == 130
     report = compare_stores(master.store, slave.store)
     assert report["entries"] == 3000
 
@@ -171,7 +171,7 @@ async def test_slave_ahead_of_master_stops_naming_both_offsets(tmp_path, namesrv
     await send_many(master.addr, "HaAhead", 200, senders=4)
     await wait_until(_caught_up(master, slave), 20, interval=0.05)
     slave_end = int((await runtime_info(slave.addr))["commitLogMaxOffset"])
-    assert master.stop() == 0 and slave.stop() == 0
+    assert master.stop() == 130 and slave.stop() == 130
     # a new, shorter master log at the same address
     import shutil
 
