@@ -19,6 +19,7 @@ equal to the defaults...) are accepted and logged.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import re
@@ -713,7 +714,8 @@ def config_changes_from_properties(
             continue
         spec = PROPERTY_KEYS.get(key)
         if spec is None:
-            near = [k for k in PROPERTY_KEYS if k.lower() == key.lower()]
+            known = [*PROPERTY_KEYS, *_IGNORED_KEYS]
+            near = [k for k in known if k.lower() == key.lower()] or difflib.get_close_matches(key, known, n=1)
             hint = f" (did you mean {near[0]}?)" if near else ""
             raise BrokerConfigError(f"{where}: unknown key{hint}")
         name, parse = spec

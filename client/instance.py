@@ -363,8 +363,32 @@ class ClientInstance(ServiceContextManager):
         if route is None:
             route = await self.update_route(topic, timeout=timeout)
             if route is None:
-                raise NoRouteError(f"no route for topic {topic}: the name servers {list(self.config.namesrv)} do not know it")
+                raise NoRouteError(await self.no_route_reason(topic))
         return route
+
+    async def no_route_reason(self, topic: str, route: TopicRouteData | None = None, *,
+                              default_topic: str | None = None) -> str:
+        """Why ``topic`` has no usable route, in words that say what to do: no broker at
+        all is registered with the name servers (a broker is down or points elsewhere),
+        the topic's brokers have no live master, or the topic does not exist. Asks the
+        name servers for the cluster (only on this error path). ``default_topic``: the
+        topic a send would have created it from, which they do not know either."""
+        where = f"the name servers {';'.join(self.config.namesrv)}"
+        if route is not None:
+            return (f"no broker serves topic {topic}: {where} know it but list no live master with a "
+                    "writable queue for it")
+        try:
+            cluster = await self.api.get_cluster_info(timeout=min(self.config.call_timeout, 3.0))
+        except ClientError:
+            cluster = None
+        if cluster is not None and not any(bd.broker_addrs for bd in cluster.broker_addr_table.values()):
+            return (f"no broker serves topic {topic}: {where} list no live broker (is a broker running and "
+                    "registered with them?)")
+        reason = f"topic {topic} does not exist ({where} have no route for it)"
+        if default_topic is not None:
+            reason += (f", and they know no {default_topic} with a writable queue to create it from (create the topic "
+                       "first, or let the brokers auto-create topics)")
+        return reason
 
     async def subscribe_queues(self, topic: str, *, timeout: float | None = None) -> list[MessageQueue]:
         """``fetchSubscribeMessageQueues``: the topic's readable queues."""
@@ -396,10 +420,7 @@ class ClientInstance(ServiceContextManager):
             if info.ok:
                 self.publish[topic] = info
                 return info
-        raise NoRouteError(
-            f"no route for topic {topic}: the name servers {list(self.config.namesrv)} know neither "
-            f"it nor {default_topic} with a writable queue"
-        )
+        raise NoRouteError(await self.no_route_reason(topic, route, default_topic=default_topic))
 
     def refresh_soon(self, topic: str) -> None:
         """Fetch ``topic``'s route in the background (after a send failure)."""

@@ -33,6 +33,7 @@ from trocket import interrupt
 from trocket.codecs.capture import FLAG_RAW, Direction, Role
 from trocket.codecs.errors import CodecError
 from trocket.codecs.serialize import decode_command
+from trocket.remoting.server import open_listeners
 from trocket.remoting.tap import FileTap
 
 __all__ = ["FrameRecorder", "CaptureProxy", "main_proxy"]
@@ -121,7 +122,7 @@ class CaptureProxy:
         self.port: int | None = None
 
     async def serve(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        listeners = await trio.open_tcp_listeners(self.listen[1], host=self.listen[0])
+        listeners = await open_listeners(self.listen[0], self.listen[1])
         self.port = listeners[0].socket.getsockname()[1]
         task_status.started(self)
         await trio.serve_listeners(self._handle, listeners)
@@ -234,7 +235,7 @@ def main_proxy(listen: tuple[str, int], upstream: tuple[str, int], out: str, *,
             leaf = leaf.exceptions[0]
         if not isinstance(leaf, OSError):
             raise
-        print(f"trocket capture proxy: error: {leaf}", file=sys.stderr)
+        print(f"trocket capture proxy: error: {leaf.strerror or leaf}", file=sys.stderr)
         status = 1
     finally:
         tap.close()

@@ -181,6 +181,24 @@ class Report:
             "  ".join(c.rjust(w) if i != 1 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows
         )
 
+    def difference_table(self) -> str:
+        """The differing answers by request code and field: how many, and one example
+        (a field that differs in every answer of a code stands out at once)."""
+        counts: dict[tuple[int, str], list] = {}
+        for ex in self.differences:
+            for d in ex.diffs:
+                entry = counts.setdefault((ex.request.code, d.field), [0, d])
+                entry[0] += 1
+        if not counts:
+            return ""
+        rows = [("code", "name", "field", "answers", "example")]
+        for (code, field), (n, d) in sorted(counts.items()):
+            rows.append((str(code), request_code_name(code), field, str(n),
+                         _clip(f"expected {d.expected!r}, got {d.got!r}", 80)))
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        return "\n".join("  ".join([r[0].rjust(widths[0]), r[1].ljust(widths[1]), r[2].ljust(widths[2]),
+                                    r[3].rjust(widths[3]), r[4]]).rstrip() for r in rows)
+
     def details(self, limit: int = 5) -> str:
         out = []
         for ex in self.differences[:limit]:
@@ -190,9 +208,8 @@ class Report:
                 f"at +{ex.request_ts - self.start_ts:.3f} s: {len(ex.diffs)} difference(s)"
             )
             if ex.request.ext_fields:
-                ext = repr(ex.request.ext_fields)
-                out.append(f"    request ext: {ext if len(ext) <= 300 else ext[:300] + '...'}")
-            out.extend(f"    {d}" for d in ex.diffs)
+                out.append(f"    request ext: {_clip(repr(ex.request.ext_fields))}")
+            out.extend(f"    {_clip(str(d))}" for d in ex.diffs)
         if len(self.differences) > limit:
             out.append(f"... and {len(self.differences) - limit} more differing answers")
         for ex in self.unanswered[:limit]:
@@ -203,6 +220,12 @@ class Report:
         if len(self.unanswered) > limit:
             out.append(f"... and {len(self.unanswered) - limit} more unanswered requests")
         return "\n".join(out)
+
+
+def _clip(text: str, width: int = 160) -> str:
+    """One line of at most ``width`` characters (a message list or a body would fill the screen)."""
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 # -- replay -----------------------------------------------------------------------------------
@@ -424,6 +447,62 @@ def _tally(report: Report, all_ex: list[Exchange], rewriter: Rewriter, finished:
                 report.differences.append(ex)
             else:
                 stats.matched += 1
+
+
+#: requests only a name server answers: a connection that sent one talked to a name server
+NAMESRV_CODES = frozenset({101, 103, 104, 105, 106, 206, 219, 224})
+#: the question :func:`probe` asks each kind of server (one any such server answers)
+_PROBES = {"name server": 106, "broker": 28}  # GET_BROKER_CLUSTER_INFO, GET_BROKER_RUNTIME_INFO
+
+
+def server_roles(session: Session) -> dict[str, str]:
+    """Captured server address -> ``"name server"`` or ``"broker"`` (by what was asked)."""
+    roles: dict[str, str] = {}
+    for conn, exchanges in session.connections.items():
+        server = session.servers[conn]
+        if any(e.request.code in NAMESRV_CODES for e in exchanges):
+            roles[server] = "name server"
+        else:
+            roles.setdefault(server, "broker")
+    return roles
+
+
+def settled(ex: Exchange) -> bool:
+    """The exchange is done with: answered, given up on, or sent with no answer due."""
+    return ex.got is not None or ex.error is not None or (ex.sent_at is not None and not ex.expects_answer)
+
+
+async def probe(host: str, port: int, role: str, timeout: float = 2.0) -> str | None:
+    """Connect and ask one harmless question a ``role`` server answers; None when it
+    did, else what went wrong (a replay to a wrong target would otherwise wait out
+    every request's timeout). Any answer but REQUEST_CODE_NOT_SUPPORTED counts: a
+    broker with ACL refuses the unsigned question, and is still a broker."""
+    code = _PROBES[role]
+    name = request_code_name(code)
+    try:
+        with trio.fail_after(timeout):
+            stream = await trio.open_tcp_stream(host, port)
+            async with stream:
+                await stream.send_all(encode_command(RemotingCommand.request(code, opaque=1)))
+                decoder = FrameDecoder(16 * 1024 * 1024)
+                while (payload := decoder.next_frame()) is None:
+                    data = await stream.receive_some(65536)
+                    if not data:
+                        return f"closed the connection without answering {name}: is it a RocketMQ {role}?"
+                    decoder.feed(data)
+    except trio.TooSlowError:
+        return f"no answer to {name} within {timeout:g} s: is it a RocketMQ {role}?"
+    except OSError as exc:
+        cause = exc.__cause__  # trio's "all attempts to connect ... failed" holds the reasons
+        if isinstance(cause, BaseExceptionGroup) and isinstance(cause.exceptions[0], OSError):
+            exc = cause.exceptions[0]
+        return f"cannot connect: {(exc.strerror or str(exc)).lower()}"
+    except CodecError as exc:
+        return f"answered with bytes that are no RocketMQ frame ({exc}): is it a RocketMQ {role}?"
+    answer = decode_command(payload)
+    if answer.code == 3:  # REQUEST_CODE_NOT_SUPPORTED
+        return f"does not answer {name} ({(answer.remark or '').strip()}): not a {role}"
+    return None
 
 
 def parse_speed(text: str) -> float | None:

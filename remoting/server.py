@@ -102,7 +102,7 @@ class RemotingServer(RemotingEndpoint, ServiceContextManager):
         cfg = self.config
         host = cfg.listen_host if host is None else host
         port = cfg.listen_port if port is None else port
-        self.listeners = await trio.open_tcp_listeners(port, host=host, backlog=cfg.backlog)
+        self.listeners = await open_listeners(host, port, backlog=cfg.backlog)
         self._sockname = self.listeners[0].socket.getsockname()
         try:
             async with trio.open_nursery() as nursery:
@@ -212,3 +212,13 @@ class RemotingServer(RemotingEndpoint, ServiceContextManager):
     run = serve
     aclose = shutdown
 
+
+async def open_listeners(host: str | None, port: int, **kwargs) -> list[trio.SocketListener]:
+    """``trio.open_tcp_listeners``, its error naming the address: ``cannot listen on
+    127.0.0.1:10911: address already in use`` (the bare OSError names no port)."""
+    try:
+        return await trio.open_tcp_listeners(port, host=host, **kwargs)
+    except OSError as exc:
+        why = (exc.strerror or str(exc)).lower() if exc.errno is not None else str(exc)
+        where = format_address((host or "0.0.0.0", port))
+        raise OSError(exc.errno, f"cannot listen on {where}: {why}") from exc

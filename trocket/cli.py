@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import re
 import sys
@@ -46,8 +47,42 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every ``trocket`` parser (subcommands inherit the class): an unknown option is
+    reported by the subcommand it was given to, with its usage and the nearest options
+    (``--bdoy``: did you mean --body?), not by the top-level parser."""
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(self._unrecognized(extras))
+        return namespace, extras
+
+    def error(self, message: str):  # type: ignore[override]
+        m = _INVALID_CHOICE.search(message)
+        if m:  # a mistyped subcommand or choice: the nearest one
+            near = difflib.get_close_matches(m.group(1), re.findall(r"'([^']*)'", m.group(2)), n=1)
+            if near:
+                message = f"{message} (did you mean {near[0]}?)"
+        super().error(message)
+
+    def _unrecognized(self, extras: list[str]) -> str:
+        known = [opt for action in self._actions for opt in action.option_strings]
+        text = f"unrecognized arguments: {' '.join(extras)}"
+        for extra in extras:
+            if extra.startswith("-"):
+                near = difflib.get_close_matches(extra.partition("=")[0], known, n=2)
+                if near:
+                    text += f" (did you mean {' or '.join(near)}?)"
+                    break
+        return text
+
+
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="trocket",
         description="Apache RocketMQ's remoting protocol on trio: codecs, conformance tools, broker.",
     )

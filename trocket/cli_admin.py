@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from typing import Any
 
@@ -155,6 +156,11 @@ async def _cluster(args: argparse.Namespace) -> int:
             })
     if args.json:
         print(json.dumps(rows))
+    if not rows:  # an empty table would read as success
+        print(f"trocket: error: no broker is registered with the name servers {args.namesrv} (is a broker running "
+              f"with -n {args.namesrv}?)", file=sys.stderr)
+        return EXIT_FAIL
+    if args.json:
         return EXIT_OK
     print(_table(
         ["cluster", "broker", "id", "address", "version", "in tps", "out tps", "in today", "out today", "hours", "disk",

@@ -19,9 +19,10 @@ add the process's signal handling to them.
 from __future__ import annotations
 
 import argparse
-import os
+import errno
 import functools
 import logging
+import os
 import re
 import signal
 import sys
@@ -365,12 +366,20 @@ def _serve(
         if isinstance(leaf, KeyboardInterrupt):
             return 130
         if isinstance(leaf, reported):
-            print(f"trocket {what}: error: {leaf}", file=sys.stderr)
+            print(f"trocket {what}: error: {_explain(leaf, what)}", file=sys.stderr)
             return EXIT_FAIL
         raise
     finally:
         close_tap(tap, what)
     return EXIT_OK
+
+
+def _explain(exc: BaseException, what: str) -> str:
+    """The error line's text; for a port in use, which flags choose another."""
+    if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+        flags = "--listen" if what == "namesrv" else "--listen, --namesrv-listen or --ha-listen"
+        return f"{exc.strerror} (another broker or name server? stop it, or choose another port: {flags})"
+    return str(exc)
 
 
 def _leaf(exc: BaseException) -> BaseException:

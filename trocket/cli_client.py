@@ -20,6 +20,7 @@ import sys
 import time
 from typing import Any
 
+from trocket.argtypes import non_negative_int, positive_float, positive_int
 from trocket.progress import ProgressLine
 
 __all__ = ["add_client_commands"]
@@ -31,7 +32,8 @@ EXIT_FAIL = 1
 def _namesrv_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--namesrv", "-n", default="127.0.0.1:9876", metavar="ADDR",
                    help="name servers, host:port[;host:port...] (default 127.0.0.1:9876)")
-    p.add_argument("--timeout", type=float, default=3.0, metavar="S", help="per call / per send budget (default 3 s)")
+    p.add_argument("--timeout", type=positive_float, default=3.0, metavar="S",
+                   help="per call / per send budget (default 3 s)")
     add_client_security_arguments(p)
 
 
@@ -89,19 +91,21 @@ def add_client_commands(sub: Any) -> None:
     send.add_argument("--keys", help="the KEYS property (space separated keys)")
     body = send.add_mutually_exclusive_group()
     body.add_argument("--body", help="the body text (UTF-8)")
-    body.add_argument("--size", type=int, metavar="N", help="a generated body of N bytes")
-    send.add_argument("--count", "-c", type=int, default=1, metavar="N", help="messages to send (default 1)")
+    body.add_argument("--size", type=positive_int, metavar="N", help="a generated body of N bytes")
+    send.add_argument("--count", "-c", type=positive_int, default=1, metavar="N", help="messages to send (default 1)")
     send.add_argument("--mode", choices=("sync", "async", "oneway"), default="sync")
-    send.add_argument("--batch", type=int, default=0, metavar="K", help="send in batches of K messages")
-    send.add_argument("--delay", type=int, default=0, metavar="LEVEL", help="delay level (1 = 1 s, ... 18 = 2 h)")
+    send.add_argument("--batch", type=non_negative_int, default=0, metavar="K", help="send in batches of K messages")
+    send.add_argument("--delay", type=non_negative_int, default=0, metavar="LEVEL",
+                      help="delay level (1 = 1 s, ... 18 = 2 h)")
     send.add_argument("--property", "-p", action="append", default=[], metavar="K=V", help="a user property (repeatable)")
-    send.add_argument("--inflight", type=int, default=256, metavar="N", help="async sends in flight (default 256)")
+    send.add_argument("--inflight", type=positive_int, default=256, metavar="N",
+                      help="async sends in flight (default 256)")
     send.add_argument(
         "--transaction", choices=("commit", "rollback", "check"),
         help="send in transactions (TransactionProducer) whose local transaction commits, rolls back, or says "
         "unknown and commits when the broker checks back (check: waits for the checks, see --check-wait)",
     )
-    send.add_argument("--check-wait", type=float, default=90.0, metavar="S",
+    send.add_argument("--check-wait", type=positive_float, default=90.0, metavar="S",
                       help="with --transaction check: how long to wait for the broker's checks (default 90 s)")
     send.add_argument("--json", action="store_true", help="print the result or summary as JSON")
     send.set_defaults(run=_run_send)
@@ -114,7 +118,7 @@ def add_client_commands(sub: Any) -> None:
     create = tsub.add_parser("create", help="create or update a topic on every master of a cluster (or one broker)")
     _namesrv_arg(create)
     create.add_argument("--topic", "-t", required=True)
-    create.add_argument("--queues", type=int, default=8, help="read and write queues (default 8)")
+    create.add_argument("--queues", type=positive_int, default=8, help="read and write queues (default 8)")
     create.add_argument("--perm", type=int, default=6, help="permission: 6 read+write, 4 read, 2 write")
     create.add_argument("--order", action="store_true", help="an ordered topic")
     where = create.add_mutually_exclusive_group()
@@ -471,8 +475,8 @@ async def _topic_route(args: argparse.Namespace) -> int:
 
     async with _instance(args) as inst:
         route = await inst.api.get_route(args.topic)
-    if route is None:
-        raise NoRouteError(f"no route for topic {args.topic}: the name servers do not know it")
+        if route is None:
+            raise NoRouteError(await inst.no_route_reason(args.topic))
     if args.json:
         from trocket.codecs.bodies.fastjson import loads
 

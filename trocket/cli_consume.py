@@ -21,6 +21,7 @@ import signal
 import sys
 import time
 
+from trocket.argtypes import positive_int
 from trocket.cli_client import add_client_security_arguments, client_config
 from trocket.interrupt import Stop
 from trocket.progress import ProgressLine
@@ -42,7 +43,8 @@ def add_consume_command(sub) -> None:
                    help="name servers, host:port[;host:port...] (default 127.0.0.1:9876)")
     p.add_argument("--topic", "-t", required=True)
     p.add_argument("--group", "-g", required=True, help="consumer group")
-    p.add_argument("--count", type=int, default=None, metavar="N", help="stop after N messages (default: run until Ctrl-C)")
+    p.add_argument("--count", type=positive_int, default=None, metavar="N",
+                   help="stop after N messages (default: run until Ctrl-C)")
     p.add_argument("--from", dest="from_", choices=("first", "last"), default="last",
                    help="where a queue the group has no offset for starts (default last; a broker answers 0 "
                    "for a new group while the queue's first message is still stored, as Java's does)")

@@ -68,7 +68,8 @@ def run_replay_command(args: argparse.Namespace) -> int:
     import trio
 
     from trocket.codecs.errors import CodecError
-    from trocket.conformance.replay import Report, load_session, parse_speed, replay
+    from trocket.conformance.replay import Report, load_session, parse_speed, replay, server_roles, settled
+    from trocket.progress import ProgressLine
     from trocket.conformance.rules import Rewriter
     from trocket.conformance.sources import read_frames
     from trocket.interrupt import Stop, stop_on_signal
@@ -122,6 +123,15 @@ def run_replay_command(args: argparse.Namespace) -> int:
     def target(server: str) -> tuple[str, int]:
         return mapping.get(server, default)  # type: ignore[return-value]
 
+    roles = server_roles(session)
+    problems = trio.run(_check_targets, roles, target)
+    if problems:
+        for line in problems:
+            print(f"trocket replay: error: {line}", file=sys.stderr)
+        hint = " ".join(f"--target {server}=HOST:PORT" for server in sorted(roles))
+        print(f"trocket replay: give each captured server its own target ({', '.join(f'{s} was a {r}' for s, r in sorted(roles.items()))}): {hint}", file=sys.stderr)
+        return EXIT_FAIL
+
     n = sum(len(x) for x in session.connections.values())
     print(f"replaying {n} requests on {len(session.connections)} connections "
           f"(speed {args.speed}){' with rewrites' if rewriter else ''}")
@@ -134,14 +144,29 @@ def run_replay_command(args: argparse.Namespace) -> int:
         print(f"note: {session.skipped} broker registration requests (REGISTER_BROKER/UNREGISTER_BROKER) "
               "not replayed", file=sys.stderr)
     report = Report()
+    progress = ProgressLine(n, label="settled", unit="req/s")
 
     async def run() -> Stop:
-        async with stop_on_signal() as stop:
+        exchanges = session.exchanges
+
+        async def show_progress() -> None:
+            while True:
+                progress.update(sum(1 for e in exchanges if settled(e)))
+                await trio.sleep(0.2)
+
+        async with stop_on_signal() as stop, trio.open_nursery() as nursery:
+            nursery.start_soon(show_progress)
             await replay(session, target, speed=speed, timeout=args.timeout, rewriter=rewriter, report=report)
+            nursery.cancel_scope.cancel()
         return stop
 
     stop = trio.run(run)
+    progress.close(clear=True)
     print(report.table())
+    by_field = report.difference_table()
+    if by_field:
+        print()
+        print(by_field)
     details = report.details(args.show)
     if details:
         print()
@@ -156,6 +181,26 @@ def run_replay_command(args: argparse.Namespace) -> int:
     print(f"{verdict}: {len(report.differences)} differing, {len(report.unanswered)} unanswered, "
           f"{len(report.errors)} connection errors in {report.elapsed:.2f} s")
     return EXIT_OK if ok else EXIT_FAIL
+
+
+async def _check_targets(roles: dict[str, str], target) -> list[str]:
+    """Every target asked one question at once (2 s at most): what is wrong, one line each."""
+    import trio
+
+    from trocket.conformance.replay import probe
+
+    problems: list[str] = []
+
+    async def check(server: str, role: str) -> None:
+        host, port = target(server)
+        problem = await probe(host, port, role)
+        if problem is not None:
+            problems.append(f"target {host}:{port} (for the {role} the capture talked to at {server}): {problem}")
+
+    async with trio.open_nursery() as nursery:
+        for server, role in sorted(roles.items()):
+            nursery.start_soon(check, server, role)
+    return sorted(problems)
 
 
 def add_proxy_command(capture_sub: argparse._SubParsersAction) -> None:

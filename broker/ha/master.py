@@ -54,6 +54,7 @@ from trocket.codecs.frame import sniff_foreign_protocol
 from trocket.remoting import call_after_read
 from trocket.remoting.direct import direct_or_stream
 from trocket.remoting.ratelog import RateLimitedLog
+from trocket.remoting.server import open_listeners
 
 from ..store import MessageStore
 from .protocol import HEADER, OFFSET, HAProtocolError
@@ -129,12 +130,12 @@ class HAServer:
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         host, port = self.listen
         try:
-            listeners = await trio.open_tcp_listeners(port, host=host)
+            listeners = await open_listeners(host, port)
         except OSError as exc:
             if self.required:
                 raise
-            log.warning("HA service not started: cannot listen on %s:%d (%s); set haListenPort "
-                        "(--ha-listen) for a slave to follow this master", host, port, exc)
+            log.warning("HA service not started: %s; set haListenPort (--ha-listen) for a slave to "
+                        "follow this master", exc.strerror or exc)
             task_status.started(0)
             return
         self.port = listeners[0].socket.getsockname()[1]

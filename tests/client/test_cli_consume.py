@@ -93,8 +93,11 @@ async def test_cli_consume_bad_input_is_one_error_line(tmp_path):
             dead = await run_cli("consume", "--namesrv", "127.0.0.1:1", "--topic", "T", "--group", "G")
             bad_group = await run_cli("consume", "--namesrv", ns, "--topic", "T", "--group", "bad group!")
             bad_count = await run_cli("consume", "--namesrv", ns, "--topic", "T", "--group", "G", "--count", "0")
-    for r, words in ((unknown, "no route for topic NoSuchTopic"), (dead, "127.0.0.1:1"), (bad_group, "bad group!"),
-                     (bad_count, "--count")):
+    for r, words in ((unknown, "topic NoSuchTopic does not exist"), (dead, "127.0.0.1:1"), (bad_group, "bad group!")):
         err = r.stderr.decode()
         assert r.returncode == 1 and err.startswith("trocket: error:") and words in err, err
         assert len(err.strip().splitlines()) == 1, err
+    # a bad option value is a usage error: the subcommand's usage, the option by its name, exit 2
+    err = bad_count.stderr.decode()
+    assert bad_count.returncode == 2 and err.startswith("usage: trocket consume "), err
+    assert err.strip().endswith("trocket consume: error: argument --count: 0 is not a positive integer (1 or more)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -61,11 +62,40 @@ def test_replay_of_a_pcap_with_speed_and_a_rewrite(broker, capsys):
     assert "SEND_MESSAGE_V2" in out and "(speed 20) with rewrites" in out
 
 
-def test_a_target_that_is_down_is_a_clear_failure(capsys):
+def test_a_target_that_is_down_fails_at_once_with_the_target_hint(capsys):
+    t0 = time.monotonic()
     rc = main(["replay", str(CPP), "--target", "127.0.0.1:1", "--timeout", "1"])
     cap = capsys.readouterr()
+    assert rc == 1 and time.monotonic() - t0 < 5
+    assert "target 127.0.0.1:1 (for the broker the capture talked to at 127.0.0.1:44323): cannot connect" in cap.err
+    assert "(for the name server the capture talked to at 127.0.0.1:54999)" in cap.err
+    assert "--target 127.0.0.1:44323=HOST:PORT --target 127.0.0.1:54999=HOST:PORT" in cap.err
+    assert "replaying" not in cap.out and "Traceback" not in cap.err
+
+
+def test_a_target_of_the_wrong_kind_fails_at_once(broker, capsys):
+    """Every captured connection sent to the broker: the name server's questions would
+    each wait out their timeout; the check finds it in one request."""
+    rc = main(["replay", str(CPP), "--target", broker[0]])
+    cap = capsys.readouterr()
+    assert rc == 1 and "replaying" not in cap.out
+    assert f"target {broker[0]} (for the name server the capture talked to at 127.0.0.1:54999): does not answer " \
+           "GET_BROKER_CLUSTER_INFO" in cap.err and "not a name server" in cap.err, cap.err
+
+
+def test_differences_are_tabled_by_code_and_field(broker, capsys):
+    """A second replay into the same broker finds the first one's messages: its
+    differences by code and field, each line clipped (no whole message list)."""
+    assert main(["replay", str(CPP), *_targets(CPP, *broker)]) == 0
+    capsys.readouterr()
+    rc = main(["replay", str(CPP), *_targets(CPP, *broker), "--show", "50"])
+    out = capsys.readouterr().out
     assert rc == 1
-    assert "cannot connect to 127.0.0.1:1" in cap.err and "FAILED" in cap.out and "Traceback" not in cap.err
+    header = next(line for line in out.splitlines() if line.split()[:3] == ["code", "name", "field"])
+    assert header.split() == ["code", "name", "field", "answers", "example"]
+    rows = out.split(header, 1)[1].strip().split("\n\n")[0].splitlines()
+    assert any(" PULL_MESSAGE " in row for row in rows), out
+    assert all(len(line) <= 200 for line in out.splitlines()), max(out.splitlines(), key=len)
 
 
 def test_a_file_that_is_no_capture_and_a_cut_capture(tmp_path, capsys):
@@ -75,10 +105,13 @@ def test_a_file_that_is_no_capture_and_a_cut_capture(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "unknown capture file type" in err and "Traceback" not in err
 
+
+
+def test_a_cut_capture_replays_what_was_read(broker, tmp_path, capsys):
     cut = tmp_path / "cut.trkcap"
     data = CPP.read_bytes()
     cut.write_bytes(data[: len(data) // 2])
-    rc = main(["replay", str(cut), "--target", "127.0.0.1:1", "--timeout", "1"])
+    rc = main(["replay", str(cut), *_targets(CPP, *broker), "--timeout", "1"])
     cap = capsys.readouterr()
     assert rc == 1 and "is incomplete" in cap.err and "replaying" in cap.out
 
