@@ -1,6 +1,6 @@
 """``trocket send`` and ``trocket admin`` (like RocketMQ's ``mqadmin`` and the Kafka console tools).
 
-    trocket send --namesrv ADDR --topic T [--tag X] [--keys K] [--body TEXT | --size N]
+    trocket send --namesrv ADDR --topic T [--tag X] [--keys K] (--body TEXT | --body - | --file F | --size N)
                  [--count N] [--mode sync|async|oneway] [--batch K] [--delay LEVEL]
                  [--transaction commit|rollback|check]
     trocket admin topic create|list|route|delete ...
@@ -22,6 +22,7 @@ from typing import Any
 
 from trocket.argtypes import non_negative_int, positive_float, positive_int
 from trocket.progress import ProgressLine
+from trocket.send_input import add_input_arguments, read_bodies
 
 __all__ = ["add_client_commands"]
 
@@ -89,9 +90,7 @@ def add_client_commands(sub: Any) -> None:
     send.add_argument("--group", "-g", default="trocket_cli_producer", help="producer group")
     send.add_argument("--tag", help="the TAGS property")
     send.add_argument("--keys", help="the KEYS property (space separated keys)")
-    body = send.add_mutually_exclusive_group()
-    body.add_argument("--body", help="the body text (UTF-8)")
-    body.add_argument("--size", type=positive_int, metavar="N", help="a generated body of N bytes")
+    add_input_arguments(send, positive_int)  # --body TEXT|-, --file F, --size N (trocket/send_input.py)
     send.add_argument("--count", "-c", type=positive_int, default=1, metavar="N", help="messages to send (default 1)")
     send.add_argument("--mode", choices=("sync", "async", "oneway"), default="sync")
     send.add_argument("--batch", type=non_negative_int, default=0, metavar="K", help="send in batches of K messages")
@@ -207,14 +206,14 @@ def _messages(args: argparse.Namespace):
         if not sep:
             raise ValueError(f"--property {item!r} is not K=V")
         props[k] = v
-    if args.body is not None:
-        body = args.body.encode("utf-8")
-    else:
-        size = 128 if args.size is None else args.size
-        body = (b"trocket" * (size // 7 + 1))[:size]
+    bodies = read_bodies(args)
+    if bodies.from_input:
+        args.count = len(bodies.bodies)  # a message per line (or the whole input)
+    keys = bodies.keys
 
     def make(i: int):
-        return new_message(args.topic, body, tags=args.tag, keys=args.keys, properties=props, delay_level=args.delay)
+        return new_message(args.topic, bodies.body(i), tags=args.tag, keys=keys[i] if keys else args.keys,
+                           properties=props, delay_level=args.delay)
 
     return make
 

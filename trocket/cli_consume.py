@@ -4,9 +4,10 @@
 ::
 
     trocket consume --namesrv 127.0.0.1:9876 --topic T --group G [--count N]
-                    [--from first|last] [--tag X] [--quiet]
+                    [--from first|last|timestamp:T|offset:N] [--tag X] [--quiet] [--json]
 
-Prints one line per message (topic, queue, offset, msgId, tags, keys, a body preview),
+Prints one line per message (topic, queue, offset, msgId, tags, keys, born and store
+times, user properties, a body preview; ``--json``: every field, all properties),
 or with ``--quiet`` a progress line on stderr (when it is a terminal) and a summary.
 Exits after ``--count`` messages or on Ctrl-C; either way the consumer shuts down
 gracefully, so the group's offsets are committed (exactly the messages printed: a
@@ -16,6 +17,7 @@ message past the count is left unconsumed, for the next run).
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
 import json
 import signal
 import sys
@@ -45,14 +47,61 @@ def add_consume_command(sub) -> None:
     p.add_argument("--group", "-g", required=True, help="consumer group")
     p.add_argument("--count", type=positive_int, default=None, metavar="N",
                    help="stop after N messages (default: run until Ctrl-C)")
-    p.add_argument("--from", dest="from_", choices=("first", "last"), default="last",
-                   help="where a queue the group has no offset for starts (default last; a broker answers 0 "
-                   "for a new group while the queue's first message is still stored, as Java's does)")
+    p.add_argument("--from", dest="from_", type=parse_start, default=("last", None),
+                   metavar="first|last|timestamp:T|offset:N",
+                   help="first / last: where a queue the group has no offset for starts (default last; a broker "
+                   "answers 0 for a new group while the queue's first message is still stored, as Java's does). "
+                   "timestamp:T (Unix seconds or milliseconds, ISO 8601, or yyyyMMddHHmmss local time) or offset:N "
+                   "move the group's offset of every queue there first (as mqadmin resetOffsetByTime)")
     p.add_argument("--tag", default="*", metavar="X", help="tag expression: X, 'A || B' or * (default)")
     p.add_argument("--quiet", action="store_true", help="no message lines: a progress line and a summary")
     p.add_argument("--json", action="store_true", help="one JSON object per message instead of a text line")
     add_client_security_arguments(p)
     p.set_defaults(run=_run_consume)
+
+
+def parse_start(text: str) -> tuple[str, int | None]:
+    """``first``, ``last``, ``timestamp:T`` (-> epoch ms) or ``offset:N``."""
+    kind, _, value = text.partition(":")
+    kind = kind.strip().lower()
+    if kind in ("first", "last") and not value:
+        return kind, None
+    if kind == "offset":
+        try:
+            n = int(value)
+        except ValueError:
+            n = -1
+        if n < 0:
+            raise argparse.ArgumentTypeError(f"offset:{value}: N must be an offset, 0 or more")
+        return "offset", n
+    if kind == "timestamp":
+        return "timestamp", _timestamp_ms(value)
+    raise argparse.ArgumentTypeError(f"{text!r}: first, last, timestamp:T or offset:N")
+
+
+def _timestamp_ms(text: str) -> int:
+    from trocket.client.consumer_base import parse_timestamp
+
+    text = text.strip()
+    if text.isdigit() and len(text) == 14:  # Java's yyyyMMddHHmmss, local time
+        return parse_timestamp(text)
+    if text.isdigit():
+        n = int(text)
+        return n if len(text) >= 13 else n * 1000  # milliseconds, or seconds
+    try:
+        t = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"timestamp:{text}: Unix seconds or milliseconds, ISO 8601 or yyyyMMddHHmmss") from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=_dt.timezone.utc)
+    return int(t.timestamp() * 1000)
+
+
+def _time(ms: int) -> str:
+    """Epoch milliseconds as ISO 8601 UTC with milliseconds."""
+    return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z")
 
 
 def _preview(body: bytes) -> str:
@@ -65,21 +114,32 @@ def _preview(body: bytes) -> str:
 
 
 def _line(msg, as_json: bool) -> str:
+    from trocket.codecs.message import SYSTEM_PROPERTY_NAMES
+
+    user = {k: v for k, v in msg.properties.items() if k not in SYSTEM_PROPERTY_NAMES}
     fields = {
         "topic": msg.topic,
         "queue": msg.queue_id,
         "offset": msg.queue_offset,
         "msgId": msg.client_msg_id,
+        "offsetMsgId": msg.msg_id,
         "tags": msg.tags,
         "keys": " ".join(msg.keys) or None,
+        "bornTimestamp": msg.born_timestamp,
+        "storeTimestamp": msg.store_timestamp,
+        "bornHost": str(msg.born_host),
+        "storeHost": str(msg.store_host),
         "reconsumeTimes": msg.reconsume_times,
+        "properties": dict(msg.properties),
         "size": len(msg.body),
         "body": _preview(msg.body),
     }
     if as_json:
         return json.dumps(fields, ensure_ascii=False)
+    props = " ".join(f"{k}={v}" for k, v in user.items())
     return (f"{msg.topic} queue={msg.queue_id} offset={msg.queue_offset} msgId={fields['msgId']} "
-            f"tags={msg.tags or '-'} keys={fields['keys'] or '-'} body={fields['body']!r}")
+            f"tags={msg.tags or '-'} keys={fields['keys'] or '-'} born={_time(msg.born_timestamp)} "
+            f"stored={_time(msg.store_timestamp)}{' props=' + props if props else ''} body={fields['body']!r}")
 
 
 async def _consume(args: argparse.Namespace) -> int:
@@ -113,11 +173,14 @@ async def _consume(args: argparse.Namespace) -> int:
         return ConsumeResult.SUCCESS
 
     begin = time.perf_counter()
+    start, value = args.from_
     async with ClientInstance(client_config(args)) as inst:
         await inst.route(args.topic)  # a clear error now rather than waiting for a topic that is not there
+        if value is not None:
+            await _move_offsets(inst, args.group, args.topic, start, value)
         consumer = PushConsumer(
             args.group, subscriptions={args.topic: args.tag}, listener=listener, instance=inst,
-            consume_from=args.from_, max_concurrency=1, await_termination_s=0.5,
+            consume_from=start if value is None else "last", max_concurrency=1, await_termination_s=0.5,
         )
         stop = await _run_until_done(consumer, done)
     elapsed = time.perf_counter() - begin
@@ -131,6 +194,22 @@ async def _consume(args: argparse.Namespace) -> int:
               f"({count / max(elapsed, 1e-9):,.0f} msg/s); offsets committed{why}",
               file=sys.stderr if not args.quiet else sys.stdout)
     return 0
+
+
+async def _move_offsets(inst, group: str, topic: str, start: str, value: int) -> None:
+    """The group's offset of every queue of ``topic`` set to the first message stored
+    at or after ``value`` ms (``timestamp``), or to offset ``value`` kept within what
+    the queue holds (``offset``): where the consumer then starts."""
+    for mq in await inst.subscribe_queues(topic):
+        addr = inst.master_addr(mq.broker_name)
+        if addr is None:
+            raise ValueError(f"no live master for {mq.broker_name}: cannot move {group}'s offsets")
+        if start == "timestamp":
+            offset = await inst.api.search_offset(addr, mq, value)
+        else:
+            low, high = await inst.api.get_min_offset(addr, mq), await inst.api.get_max_offset(addr, mq)
+            offset = min(max(value, low), high)
+        await inst.api.update_consumer_offset(addr, group, mq, offset)
 
 
 async def _run_until_done(consumer, done) -> Stop:

@@ -37,7 +37,8 @@ async def test_send_2000_then_check_with_admin_and_pull(broker_process):
     summary = json.loads(many.stdout)
     assert summary["sent"] == 2000 and summary["failed"] == 0 and summary["tps"] > 0
     assert summary["send_latency_ms_p99"] >= summary["send_latency_ms_p50"] > 0
-    batch = await run("send", "-n", ns, "-t", "CliTopic", "--count", "100", "--batch", "32", "--json")
+    batch = await run("send", "-n", ns, "-t", "CliTopic", "--count", "100", "--batch", "32", "--size", "16",
+                      "--json")
     assert json.loads(batch.stdout)["sent"] == 100, batch.stderr
 
     # a group nobody made: said plainly (exit 1), not shown as a lag of every message
