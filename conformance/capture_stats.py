@@ -18,6 +18,7 @@ import attrs
 from trocket.codecs.capture import CaptureProblem, CaptureRecord, Direction, Role
 from trocket.codecs.codes import request_code_name, response_code_name
 from trocket.codecs.errors import CodecError
+from trocket.codecs.headers.send import V2_FIELD_NAMES
 from trocket.codecs.serialize import decode_command
 
 __all__ = ["FrameView", "RequestTracker", "view_record", "CaptureStats", "KEY_FIELDS"]
@@ -28,8 +29,8 @@ KEY_FIELDS = (
     "topic", "consumerGroup", "producerGroup", "group", "queueId", "queueOffset", "maxMsgNums",
     "commitOffset", "offset", "msgId", "brokerName", "clientID", "key",
 )
-_V2_NAMES = {"a": "producerGroup", "b": "topic", "e": "queueId"}
 _V2_CODES = frozenset({310, 320})
+_V2_KEY_FIELDS = ("producerGroup", "topic", "queueId", *KEY_FIELDS)  # a V2 send's summary, as before
 
 
 @attrs.define(slots=True)
@@ -55,18 +56,17 @@ class FrameView:
     version: int | None = None
     error: str | None = None
 
+    def named_ext(self) -> dict[str, str]:
+        """The ext fields by their field names: a SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE
+        request's one-letter keys as V1's names (``b`` -> ``topic``)."""
+        if self.kind in ("request", "oneway") and self.code in _V2_CODES:
+            return {V2_FIELD_NAMES.get(k, k): v for k, v in self.ext.items()}
+        return self.ext
+
     def key_fields(self) -> dict[str, str]:
-        ext = self.ext
-        out: dict[str, str] = {}
-        code = self.request_code if self.kind == "response" else self.code
-        if code in _V2_CODES:
-            for short, name in _V2_NAMES.items():
-                if short in ext:
-                    out[name] = ext[short]
-        for name in KEY_FIELDS:
-            if name in ext and name not in out:
-                out[name] = ext[name]
-        return out
+        ext = self.named_ext()
+        order = _V2_KEY_FIELDS if ext is not self.ext else KEY_FIELDS
+        return {name: ext[name] for name in order if name in ext}
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -81,7 +81,7 @@ class FrameView:
             "opaque": self.opaque,
             "serialize": self.serialize,
             "remark": self.remark,
-            "ext": self.ext,
+            "ext": self.named_ext(),
             "body_len": self.body_len,
             "frame_len": self.frame_len,
         }

@@ -88,7 +88,9 @@ def test_show_json(capsys, capture_file):
     for key in ("ts", "conn", "src", "dst", "kind", "code", "opaque", "serialize", "remark", "ext", "body_len"):
         assert all(key in d for d in docs), key
     assert [d["kind"] for d in docs] == ["request", "response", "oneway", "request", "request", "response"]
-    assert docs[0]["serialize"] == "ROCKETMQ" and docs[0]["ext"]["b"] == "TopicA"
+    # a V2 send's one-letter keys by their field names
+    assert docs[0]["serialize"] == "ROCKETMQ" and docs[0]["ext"]["topic"] == "TopicA" and "b" not in docs[0]["ext"]
+    assert docs[0]["ext"]["producerGroup"] == "PG" and docs[0]["ext"]["queueId"] == "2"
     assert docs[0]["conn"] == conn and docs[0]["src"] == CLIENT and docs[0]["dst"] == SERVER
     assert docs[0]["ts"] == pytest.approx((T0 + 1_000_000) / 1e9) and docs[0]["body_len"] == 5
     assert docs[1]["request_code"] == 310 and docs[5]["code"] == 17
@@ -104,6 +106,18 @@ def test_show_filters(capsys, capture_file):
     assert out == ""
     _, out, _ = run(capsys, "show", "--conn", str(conn), "--code", "11", str(path))
     assert len(out.splitlines()) == 1
+    # a code by its name, in any case
+    _, by_name, _ = run(capsys, "show", "--json", "--code", "send_message_v2", str(path))
+    _, by_number, _ = run(capsys, "show", "--json", "--code", "310", str(path))
+    assert by_name == by_number and by_name
+
+
+def test_show_a_mistyped_code_name_gets_the_nearest():
+    done = subprocess.run([str(Path(sys.executable).with_name("trocket")), "capture", "show", "--code", "SEND_MESAGE_V2", "x"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.startswith("usage: trocket capture show ")
+    assert done.stderr.strip().endswith("argument --code: 'SEND_MESAGE_V2' is no request code (did you mean "
+                                        "SEND_MESSAGE_V2 or SEND_MESSAGE or SEND_REPLY_MESSAGE_V2?)"), done.stderr
 
 
 def test_stats(capsys, capture_file):

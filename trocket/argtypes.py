@@ -5,8 +5,9 @@ never reaches a library check that names an internal field (``send_timeout``).""
 from __future__ import annotations
 
 import argparse
+import os
 
-__all__ = ["non_negative_int", "positive_float", "positive_int"]
+__all__ = ["NAMESRV_HELP", "namesrv_default", "non_negative_int", "positive_float", "positive_int"]
 
 
 def _number(kind: type, text: str) -> int | float:
@@ -38,3 +39,15 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text} is not 0 or more")
     return value
+
+
+DEFAULT_NAMESRV = "127.0.0.1:9876"
+
+
+def namesrv_default() -> str:
+    """``--namesrv``'s default: ``$NAMESRV_ADDR`` (as RocketMQ's tools read it), else
+    127.0.0.1:9876."""
+    return os.environ.get("NAMESRV_ADDR", "").strip() or DEFAULT_NAMESRV
+
+
+NAMESRV_HELP = "name servers, host:port[;host:port...] (default $NAMESRV_ADDR, else 127.0.0.1:9876)"

@@ -108,7 +108,8 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "-n", "--namesrv", action="append", metavar="ADDR",
-        help="external name server(s), host:port, ';'-separated or repeated; none = run an embedded one",
+        help="external name server(s), host:port, ';'-separated or repeated (default: namesrvAddr of --config, "
+        "else $NAMESRV_ADDR); none = run an embedded one",
     )
     g.add_argument(
         "--namesrv-listen", type=_hostport, metavar="HOST:PORT",
@@ -208,6 +209,9 @@ def _with_flags(args: argparse.Namespace, config: BrokerConfig, path: str | None
     namesrv = getattr(args, "namesrv", None)
     if namesrv:
         changes["namesrv_addrs"] = ";".join(namesrv)
+    elif not config.namesrv_addrs and os.environ.get("NAMESRV_ADDR", "").strip():
+        changes["namesrv_addrs"] = os.environ["NAMESRV_ADDR"].strip()  # Java's BrokerConfig reads it too
+        log.info("name servers from $NAMESRV_ADDR: %s", changes["namesrv_addrs"])
     changes.update(security_changes(args, config))
     if changes:
         try:

@@ -59,7 +59,9 @@ def add_capture_parser(sub: argparse._SubParsersAction, *more: Callable[[argpars
         "files, non-RocketMQ bytes) go to stderr.",
     )
     show.add_argument("files", nargs="+", type=Path, metavar="FILE")
-    show.add_argument("--code", type=int, metavar="N", help="only frames of code N: requests with it, responses with it or answering it")
+    show.add_argument("--code", type=request_code, metavar="CODE",
+                      help="only frames of CODE (a number or a name: 310, SEND_MESSAGE_V2): requests with it, "
+                      "responses with it or answering it")
     show.add_argument("--conn", type=int, metavar="C", help="only connection C")
     show.add_argument("--opaque", type=int, metavar="N", help="only frames with opaque N")
     show.add_argument("--json", action="store_true", help="one JSON object a line (ts, conn, src, dst, kind, code, opaque, serialize, remark, ext, body_len, ...)")
@@ -197,6 +199,23 @@ def _format_line(view, rel: float, conn: str) -> str:
 
 def _problem_printer(path: Path, problem) -> None:
     print(f"trocket: {path}: problem: {problem}", file=sys.stderr)
+
+
+def request_code(text: str) -> int:
+    """``--code``: a number, or a ``RequestCode`` name in any case (the nearest names
+    suggested for a typo)."""
+    import difflib
+
+    from trocket.codecs.codes import RequestCode
+
+    if text.strip().lstrip("-").isdigit():
+        return int(text)
+    name = text.strip().upper()
+    if name in RequestCode.__members__:
+        return int(RequestCode[name])
+    near = difflib.get_close_matches(name, list(RequestCode.__members__), n=3)
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is no request code{' (did you mean ' + ' or '.join(near) + '?)' if near else ''}")
 
 
 def run_show(args: argparse.Namespace) -> int:

@@ -20,7 +20,7 @@ import sys
 import time
 from typing import Any
 
-from trocket.argtypes import non_negative_int, positive_float, positive_int
+from trocket.argtypes import NAMESRV_HELP, namesrv_default, non_negative_int, positive_float, positive_int
 from trocket.progress import ProgressLine
 from trocket.send_input import add_input_arguments, read_bodies
 
@@ -31,8 +31,7 @@ EXIT_FAIL = 1
 
 
 def _namesrv_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--namesrv", "-n", default="127.0.0.1:9876", metavar="ADDR",
-                   help="name servers, host:port[;host:port...] (default 127.0.0.1:9876)")
+    p.add_argument("--namesrv", "-n", default=namesrv_default(), metavar="ADDR", help=NAMESRV_HELP)
     p.add_argument("--timeout", type=positive_float, default=3.0, metavar="S",
                    help="per call / per send budget (default 3 s)")
     add_client_security_arguments(p)

@@ -23,7 +23,7 @@ import signal
 import sys
 import time
 
-from trocket.argtypes import positive_int
+from trocket.argtypes import NAMESRV_HELP, namesrv_default, positive_int
 from trocket.cli_client import add_client_security_arguments, client_config
 from trocket.interrupt import Stop
 from trocket.progress import ProgressLine
@@ -41,8 +41,7 @@ def add_consume_command(sub) -> None:
         "(or, with --quiet, a progress line and a summary); stop after --count messages or on "
         "Ctrl-C with the group's offsets committed.",
     )
-    p.add_argument("--namesrv", "-n", default="127.0.0.1:9876", metavar="ADDR",
-                   help="name servers, host:port[;host:port...] (default 127.0.0.1:9876)")
+    p.add_argument("--namesrv", "-n", default=namesrv_default(), metavar="ADDR", help=NAMESRV_HELP)
     p.add_argument("--topic", "-t", required=True)
     p.add_argument("--group", "-g", required=True, help="consumer group")
     p.add_argument("--count", type=positive_int, default=None, metavar="N",

@@ -106,6 +106,15 @@ class SendMessageRequestHeaderV2:
         )
 
 
+#: SEND_MESSAGE_V2's one-letter ext keys -> the V1 (Java) field names they stand for
+#: (``createSendMessageRequestHeaderV1``), for showing a V2 header by its names
+V2_FIELD_NAMES = {
+    "a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums", "e": "queueId",
+    "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties", "j": "reconsumeTimes",
+    "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch", "n": "bname",
+}
+
+
 @header(java_fast_codes=True)
 class SendMessageResponseHeader:
     """Response to 10 / 310 / 320: where the message went."""

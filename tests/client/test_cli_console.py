@@ -121,3 +121,43 @@ async def test_consume_from_a_timestamp_or_an_offset(tmp_path):
         assert r.returncode == 2 and b"offset:-1: N must be an offset, 0 or more" in r.stderr
         r = await cli("consume", "-n", ns, "-t", "Timed", "-g", "G", "--from", "yesterday")
         assert r.returncode == 2 and b"first, last, timestamp:T or offset:N" in r.stderr
+
+
+async def test_namesrv_addr_is_read_where_namesrv_is(tmp_path, nursery):
+    """$NAMESRV_ADDR, as RocketMQ's tools and broker read it: a broker started with it
+    registers there (no embedded name server), and send, consume and admin find it."""
+    from trocket.broker.namesrv.server import NamesrvConfig, NameServer
+
+    ns = NameServer(NamesrvConfig(listen_host="127.0.0.1", listen_port=0))
+    await nursery.start(ns.serve)
+    env = {**os.environ, "NAMESRV_ADDR": ns.address}
+    broker = await trio.lowlevel.open_process(
+        [TROCKET, "broker", "--listen", "127.0.0.1:0", "--store", str(tmp_path / "store"), "--segment-size", "1m"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        log = b""
+        with trio.fail_after(60):
+            while b"boot success" not in log:
+                chunk = await broker.stderr.receive_some()
+                assert chunk, log.decode()
+                log += chunk
+        assert f"name server is {ns.address}".encode() in log, log.decode()
+
+        async def with_env(*args: str) -> subprocess.CompletedProcess:
+            with trio.fail_after(60):
+                return await trio.run_process([TROCKET, *args], capture_stdout=True, capture_stderr=True, check=False,
+                                              env=env)
+
+        sent = await with_env("send", "-t", "EnvT", "--body", "via-env")
+        assert sent.returncode == 0, sent.stderr.decode()
+        got = await with_env("consume", "-t", "EnvT", "-g", "EnvG", "--count", "1", "--from", "first", "--json")
+        assert got.returncode == 0 and json.loads(got.stdout)["body"] == "via-env", got.stderr.decode()
+        cluster = await with_env("admin", "cluster", "--json")
+        assert cluster.returncode == 0 and len(json.loads(cluster.stdout)) == 1, cluster.stderr.decode()
+    finally:
+        broker.send_signal(2)
+        with trio.move_on_after(30):
+            await broker.wait()
+        if broker.returncode is None:
+            broker.kill()
+        await ns.shutdown()
