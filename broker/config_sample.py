@@ -137,6 +137,7 @@ def _line(key: str, doc: str) -> str:
     doc = _KEY_PREFIX.sub("", doc)
     doc = re.sub(r":\w+:`~?([^`]*)`", r"\1", doc).replace("``", "").replace("`", "")
     doc = re.sub(r"^trocket's \w+:\s*", "", doc)
+    doc = re.sub(r"^\(([^)]*)\):\s*", r"in \1: ", doc)  # "(ms): how often ..." -> "In ms: how often ..."
     first = re.split(r"(?<=[a-z0-9)])\.\s", doc, maxsplit=1)[0].rstrip(".")
     return first[:1].upper() + first[1:] + "."
 
