@@ -70,18 +70,26 @@ def build_session(
         spark.sparkContext.setLogLevel("ERROR")
         return spark
     # A signal while the JVM starts is held until the session exists (else the JVM
-    # PySpark is launching outlives the command); then PySpark's own SIGINT handler,
-    # which calls the JVM from inside the signal handler, in the middle of the call it
-    # interrupts (a "reentrant call" and Py4J stack traces), is replaced by one that
-    # only raises, with Python's logging off: stop_quietly ends the jobs after.
+    # PySpark is launching outlives the command). PySpark's own SIGINT handler, which
+    # calls the JVM from inside the signal handler, in the middle of the call it
+    # interrupts (a "reentrant call" and Py4J stack traces), is never put in (the
+    # context's init sets it while the session is still being built): ours only raises,
+    # with Python's logging off, and stop_quietly ends the jobs after.
     held: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
+    real_signal = signal.signal
+    previous = {s: real_signal(s, lambda signum, frame: held.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def keep_sigint(signum, handler):  # signal.signal while PySpark starts
+        return signal.getsignal(signum) if signum == signal.SIGINT else real_signal(signum, handler)
+
+    signal.signal = keep_sigint
     try:
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
     finally:
-        signal.signal(signal.SIGTERM, previous[signal.SIGTERM])
-        signal.signal(signal.SIGINT, _interrupt)
+        signal.signal = real_signal
+        real_signal(signal.SIGTERM, previous[signal.SIGTERM])
+        real_signal(signal.SIGINT, _interrupt)
     if held:
         signal.raise_signal(held[0])  # now handled as any other: trocket/interrupt.py's rule
     return spark
