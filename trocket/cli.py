@@ -14,6 +14,7 @@
     trocket admin topic|group|cluster  topics, consumer progress, the cluster (trocket/cli_client.py)
     trocket capture synth --frames N --out FILE [--pcap]   a synthetic capture and its ground truth
     trocket analyze CAPTURE... --out DIR   Spark analysis of captures (the 'spark' extra)
+    trocket cluster up|status        a local multi-process cluster (trocket/cli_cluster.py)
 """
 
 from __future__ import annotations
@@ -139,6 +140,9 @@ def _build_parser() -> argparse.ArgumentParser:
     add_analyze_command(sub)
     add_client_commands(sub)
     add_consume_command(sub)
+    from trocket.cli_cluster import add_cluster_commands
+
+    add_cluster_commands(sub)
     return parser
 
 
