@@ -166,6 +166,9 @@ def sample_text() -> str:
         out.extend(textwrap.wrap(line, 88, initial_indent="# ", subsequent_indent="# ") or ["#"])
         out.append(f"#{key}={values[key]}")
     out.append("")
+    out.append("# Java's tls.* keys (tls.server.mode, tls.server.certPath, tls.config.file, ...) set up TLS:")
+    out.append("# docs/security.md.")
+    out.append("")
     out.append("# Accepted for stock broker.conf files and ignored (logged):")
     out.extend(textwrap.wrap(", ".join(sorted(_IGNORED_KEYS)), 88, initial_indent="# ", subsequent_indent="# "))
     return "\n".join(out) + "\n"
