@@ -14,8 +14,6 @@ import inspect
 import re
 import sys
 import textwrap
-from typing import Any
-
 from trocket.broker import config as _config
 from trocket.broker.config import _IGNORED_KEYS, PROPERTY_KEYS, BrokerConfig
 
@@ -69,39 +67,13 @@ _LINES = {
 }
 
 
-def _text(value: Any) -> str:
-    """A value as broker.conf writes it (Java's ``true``/``false``, ``host:port``, ``ASYNC_FLUSH``)."""
-    if value is True or value is False:
-        return "true" if value else "false"
-    if value is None:
-        return ""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], int):
-        return f"{value[0]}:{value[1]}"
-    if isinstance(value, (list, tuple)):
-        return ";".join(map(str, value))
-    return str(getattr(value, "value", value))
-
-
 def default_values(config: BrokerConfig | None = None) -> dict[str, str]:
     """Every key of the table with ``config``'s (the defaults') value, as broker.conf
-    writes it; "" for a default derived from another key."""
-    config = config or BrokerConfig()
-    host, port = config.listen
-    out: dict[str, str] = {}
-    for key, (name, _parse) in PROPERTY_KEYS.items():
-        if key in _DERIVED:
-            out[key] = ""
-        elif name == "@listen_port":
-            out[key] = str(port)
-        elif name == "@listen_host":
-            out[key] = host
-        elif name == "@cq_file_size":
-            out[key] = str(config.consume_queue_entries_per_file * 20)
-        else:
-            out[key] = _text(getattr(config, name))
-    return out
+    writes it (GET_BROKER_CONFIG's formatting); "" for a default derived from another key."""
+    from trocket.broker.runtime_config import format_properties
+
+    values = format_properties(config or BrokerConfig())
+    return {key: "" if key in _DERIVED else value for key, value in values.items()}
 
 
 def describe_fields() -> dict[str, str]:

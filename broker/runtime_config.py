@@ -146,10 +146,10 @@ def _text(value: Any) -> str:
         return str(int(value))
     if value is None:
         return ""
-    if isinstance(value, list):
-        return ";".join(map(str, value))
-    if isinstance(value, tuple) and len(value) == 2:
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], int):
         return f"{value[0]}:{value[1]}"
+    if isinstance(value, (list, tuple)):  # namesrvAddr; haAllowedSlaves (a tuple of hosts: () was "()")
+        return ";".join(map(str, value))
     return str(getattr(value, "value", value))
 
 
