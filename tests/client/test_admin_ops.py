@@ -133,7 +133,7 @@ async def test_group_lag_says_when_a_queue_cannot_be_read(broker_process, tmp_pa
             if await routed():
                 break
             await trio.sleep(0.1)
-        assert (await run("send", "-n", ns, "-t", "DownT", "--count", "10")).returncode == 0
+        assert (await run("send", "-n", ns, "-t", "DownT", "--count", "10", "--size", "16")).returncode == 0
         assert (await run("consume", "-n", ns, "-t", "DownT", "-g", "DG", "--count", "10", "--from", "first",
                           "--quiet")).returncode == 0
         os.kill(broker.proc.pid, signal.SIGSTOP)  # the master stops answering; the name server still routes to it
