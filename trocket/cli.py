@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -154,6 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = _build_parser()
+    _complete(parser)
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):
         parser.print_help()
@@ -162,6 +164,17 @@ def _main(argv: Sequence[str] | None) -> int:
         return args.run(args)
     except BrokenPipeError:  # stdout closed by the reader (| head)
         return EXIT_OK
+
+
+def _complete(parser: argparse.ArgumentParser) -> None:
+    """Shell completion (argcomplete): answers and exits when the shell asks (its
+    ``_ARGCOMPLETE`` environment), returns at once otherwise. Set up once per shell with
+    ``eval "$(register-python-argcomplete trocket)"`` (README)."""
+    if "_ARGCOMPLETE" not in os.environ:
+        return
+    import argcomplete
+
+    argcomplete.autocomplete(parser)
 
 
 def _error(message: str) -> int:
