@@ -38,7 +38,10 @@ async def test_cluster_broker_and_topic_stats(broker_process):
     (doc,) = json.loads(stats.stdout)
     figures = doc["figures"]
     assert figures["messages in today"] == 300 and figures["put failures"] == "0"
-    assert float(figures["put tps (10 s / 60 s / 600 s)"].split(" / ")[0]) > 0
+    # the 60 s window (on a loaded machine the sends may be more than 10 s back by now;
+    # the cluster's figure above, read nearer them, checks the 10 s one)
+    tps_10, tps_60, tps_600 = (float(x) for x in figures["put tps (10 s / 60 s / 600 s)"].split(" / "))
+    assert tps_60 > 0 and tps_600 > 0 and tps_10 >= 0
     full = await run("admin", "broker", "stats", "-n", ns, "-b", f"127.0.0.1:{broker.port}", "--all", "--json")
     (doc,) = json.loads(full.stdout)
     assert doc["runtime"]["msgPutTotalTodayNow"] == "300" and "putTps" in doc["runtime"]
