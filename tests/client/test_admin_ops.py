@@ -26,11 +26,19 @@ async def test_cluster_broker_and_topic_stats(broker_process):
     await trio.sleep(max(0.0, 11.5 - (time.monotonic() - started)))
     sent = await run("send", "-n", ns, "-t", "OpsT", "--count", "300", "--size", "50", "--mode", "async")
     assert sent.returncode == 0, sent.stderr
+    sent_at = time.monotonic()
+
+    def within_10_s() -> bool:
+        """The sends are in the broker's 10 s TPS window still (on a loaded machine each
+        command here takes seconds: past the window a 0 is the right answer)."""
+        return time.monotonic() - sent_at < 9.0
 
     cluster = await run("admin", "cluster", "-n", ns, "--json")
     rows = json.loads(cluster.stdout)
     assert len(rows) == 1 and rows[0]["putToday"] == 300 and rows[0]["getToday"] == 0
-    assert rows[0]["putTps"] > 0 and rows[0]["getTps"] == 0.0 and rows[0]["error"] is None
+    assert rows[0]["getTps"] == 0.0 and rows[0]["error"] is None
+    if within_10_s():
+        assert rows[0]["putTps"] > 0
     table = await run("admin", "cluster", "-n", ns)
     assert "in tps" in table.stdout and f"127.0.0.1:{broker.port}" in table.stdout
 
@@ -38,10 +46,10 @@ async def test_cluster_broker_and_topic_stats(broker_process):
     (doc,) = json.loads(stats.stdout)
     figures = doc["figures"]
     assert figures["messages in today"] == 300 and figures["put failures"] == "0"
-    # the 60 s window (on a loaded machine the sends may be more than 10 s back by now;
-    # the cluster's figure above, read nearer them, checks the 10 s one)
-    tps_10, tps_60, tps_600 = (float(x) for x in figures["put tps (10 s / 60 s / 600 s)"].split(" / "))
-    assert tps_60 > 0 and tps_600 > 0 and tps_10 >= 0
+    tps_10, tps_60, tps_600 = figures["put tps (10 s / 60 s / 600 s)"].split(" / ")
+    assert (tps_60, tps_600) == ("-", "-")  # the broker has not run for a minute yet
+    if within_10_s():
+        assert float(tps_10) > 0, figures
     full = await run("admin", "broker", "stats", "-n", ns, "-b", f"127.0.0.1:{broker.port}", "--all", "--json")
     (doc,) = json.loads(full.stdout)
     assert doc["runtime"]["msgPutTotalTodayNow"] == "300" and "putTps" in doc["runtime"]
