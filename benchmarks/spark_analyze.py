@@ -167,8 +167,175 @@ def _spark_run(master: str, path: str, directory: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _tap_records(directory: str) -> int:
+    """Records in the tap's files (each a frame)."""
+    import struct
+
+    n = 0
+    for name in os.listdir(directory):
+        with open(os.path.join(directory, name), "rb") as f:
+            data = f.read()
+        pos = struct.unpack_from(">H", data, 10)[0]
+        while pos + 4 <= len(data):
+            pos += 4 + struct.unpack_from(">I", data, pos)[0]
+            n += 1
+    return n
+
+
+def write_tap(directory: str, capture: str, rate: float, seconds: float, rotate_mb: float) -> None:
+    """``--write-tap`` (a child of ``--part follow --source replay``): the records of
+    ``capture`` written through a real :class:`~trocket.remoting.tap.FileTap` rotating
+    every ``rotate_mb`` MiB into ``directory``, ``rate`` frames a second for ``seconds``,
+    stamped with the time they are written (each pass over the capture with new
+    connection ids). Prints ``start``, ``end`` and a JSON line."""
+    from trocket.codecs.capture import read_records
+    from trocket.remoting.tap import FileTap
+
+    with open(capture, "rb") as f:
+        records = read_records(f.read())
+    tap = FileTap(os.path.join(directory, "broker.cap"), rotate_bytes=int(rotate_mb * (1 << 20)))
+    step = 0.01
+    per_step = rate * step
+    print("start", flush=True)
+    t0 = time.monotonic()
+    n = 0
+    due = 0.0
+    while True:
+        elapsed = time.monotonic() - t0
+        if elapsed >= seconds:
+            break
+        due = min(rate * seconds, (int(elapsed / step) + 1) * per_step)
+        now = time.time_ns()
+        while n < due:
+            r = records[n % len(records)]
+            tap.record(now, r.connection_id + (n // len(records)) * 1_000_000, r.local_address, r.remote_address, r.direction, r.role, r.frame)
+            n += 1
+        time.sleep(max(0.0, t0 + (int(elapsed / step) + 1) * step - time.monotonic()))
+    took = time.monotonic() - t0
+    tap.close()
+    print("end", flush=True)
+    print(json.dumps({"count": n, "seconds": took, "dropped": tap.dropped}), flush=True)
+
+
+def bench_follow(seconds: float, threads: int, rotate_mb: float, source: str = "broker", rate: float = 20000,
+                 directory: str = "/tmp/trocket-spark-bench") -> None:  # fmt: skip
+    """``--part follow``: ``trocket analyze --follow`` (local[2], a batch every second)
+    beside a broker tapping into rotated files under synchronous sends of the C++ client
+    (``benchmarks/cpp_producer.c``: ``threads`` native threads, 128-byte bodies) for
+    ``seconds``, all on this machine; or (``source="replay"``) beside a tap written at
+    exactly ``rate`` frames a second (:func:`write_tap`, a synthetic capture's records
+    through the broker's own FileTap: the follower's load without the broker's). The follower prints each batch's lag (how old the
+    newest frame it counted was when the batch was done, and the bytes the tap had
+    written that no batch had read); then how long it took to catch up once the load
+    stopped, and whether it counted every frame the tap wrote."""
+    import statistics
+    import tempfile
+    import trio
+
+    sys.path.insert(0, HERE)
+    import broker_produce as bp
+
+    from trocket.remoting import ClientConfig, RemotingClient
+    from trocket.spark.follow import follow
+    from trocket.spark.session import build_session
+
+    with tempfile.TemporaryDirectory(prefix="trocket-bench-follow-") as tmp:
+        tap = os.path.join(tmp, "tap")
+        os.makedirs(tap)
+        ns = f"127.0.0.1:{bp.free_port()}"
+        proc = None
+        if source == "broker":
+            proc, addr = bp.start_broker(os.path.join(tmp, "store"), "async", os.path.join(tmp, "broker.log"), namesrv_listen=ns,
+                                         extra_args=("--tap", os.path.join(tap, "broker.cap"), "--tap-rotate-mb", str(rotate_mb)))  # fmt: skip
+        else:
+            os.makedirs(directory, exist_ok=True)
+            replayed = _capture(directory, 200_000)
+
+        async def create_topic() -> None:
+            client = RemotingClient(ClientConfig(default_timeout=10))
+            async with trio.open_nursery() as nursery:
+                await nursery.start(client.run)
+                for q in range(bp.QUEUES):  # the topic, before the C++ client asks its route
+                    await client.invoke_sync(addr, bp.send_request(q), 10)
+                await client.aclose()
+                nursery.cancel_scope.cancel()
+
+        spark = None
+        stop = threading.Event()
+        box: dict = {}
+        follower = None
+        try:
+            if proc is not None:
+                trio.run(create_topic)
+            else:  # one frame, so that the first batch has something to read
+                subprocess.run([sys.executable, os.path.abspath(__file__), "--write-tap", tap, "--capture", replayed, "--rate", "100",
+                                "--seconds", "0.01", "--rotate-mb", str(rotate_mb)], check=True, capture_output=True)  # fmt: skip
+            spark = build_session("local[2]", shuffle_partitions=2)
+            follower = threading.Thread(target=lambda: box.update(done=follow(
+                spark, tap, os.path.join(tmp, "out"), trigger_s=1.0, stop=stop, started=lambda f: box.update(live=f))))  # fmt: skip
+            follower.start()
+            while "live" not in box:
+                time.sleep(0.1)
+            live = box["live"]
+            while not live.batches:  # the first batch (the topic's creation) is done: the query runs
+                time.sleep(0.1)
+            if proc is not None:
+                what = f"the C++ client, {threads} threads of synchronous sends to a tapping broker"
+                argv = bp.cpp_argv(ns, threads, 0, seconds)
+            else:
+                what = f"a FileTap written {rate:,.0f} frames/s (a synthetic capture's records)"
+                argv = [sys.executable, os.path.abspath(__file__), "--write-tap", tap, "--capture", replayed, "--rate", str(rate),
+                        "--seconds", str(seconds), "--rotate-mb", str(rotate_mb)]  # fmt: skip
+            print(f"load: {what} for {seconds:g} s; load average {os.getloadavg()[0]:.2f}", flush=True)
+            frames0, batches0 = live.state.frames, len(live.batches)
+            t0 = time.monotonic()
+            gen = subprocess.run(argv, capture_output=True, text=True, cwd=tmp)
+            t_load = time.monotonic() - t0
+            sent = json.loads([ln for ln in gen.stdout.splitlines() if ln.startswith("{")][-1])
+            during = live.batches[batches0:]
+            time.sleep(1.5)  # the tap hands its records to the disk within a second
+            caught = time.monotonic()
+            deadline = caught + 120
+            while time.monotonic() < deadline:
+                last = live.batches[-1] if live.batches else None
+                if last is not None and last.unread == 0 and time.monotonic() - caught > 2:
+                    break
+                time.sleep(0.2)
+            catch_up = time.monotonic() - caught
+            tapped = _tap_records(tap)
+            counted = (live.state.frames - frames0) / t_load
+            lags = [b.lag_s for b in during if b.lag_s is not None]
+            print(f"{'sends' if proc is not None else 'frames written'}: {sent['count']:,} in {sent['seconds']:.1f} s = "
+                  f"{sent['count'] / sent['seconds']:,.0f}/s; the follower counted {counted:,.0f} frames/s of the load", flush=True)  # fmt: skip
+            if lags:
+                print(f"follower during the load: {len(during)} batches, lag median {statistics.median(lags):.1f} s, max {max(lags):.1f} s; "
+                      f"unread at a batch's end: median {statistics.median(b.unread for b in during) / 1e6:.1f} MB, max "
+                      f"{max(b.unread for b in during) / 1e6:.1f} MB; frames per batch median {statistics.median(b.frames for b in during):,.0f}, "
+                      f"batch time median {statistics.median(b.seconds for b in during):.2f} s", flush=True)  # fmt: skip
+            print(f"after the load: caught up {catch_up:.1f} s after the tap's last write (1.5 s after the load ended); "
+                  f"frames followed {live.state.frames:,}, records in the tap's files {tapped:,}"
+                  f"{'' if live.state.frames == tapped else ' (MISMATCH)'}; load average {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+        finally:
+            stop.set()
+            if follower is not None:
+                follower.join(60)
+            if spark is not None:
+                spark.stop()
+            if proc is not None:
+                bp.stop_broker(proc)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--part", choices=("batch", "follow"), default="batch",
+                   help="batch: the job against the baseline (default); follow: the live mode beside a tapping broker")
+    p.add_argument("--seconds", type=float, default=60, help="--part follow: seconds of load")
+    p.add_argument("--threads", type=int, default=8, help="--part follow: the C++ client's sending threads")
+    p.add_argument("--rotate-mb", type=float, default=64, help="--part follow: the tap's --tap-rotate-mb")
+    p.add_argument("--source", choices=("broker", "replay"), default="broker",
+                   help="--part follow: a broker under the C++ client (default), or a FileTap written at --rate frames/s")
+    p.add_argument("--rate", type=float, default=20000, help="--part follow --source replay: frames a second")
+    p.add_argument("--write-tap", metavar="DIR", help=argparse.SUPPRESS)
     p.add_argument("--frames", type=int, default=2_000_000)
     p.add_argument("--memory-sizes", default="500000", help="smaller captures (comma-separated frame counts) for the memory check")
     p.add_argument("--dir", default="/tmp/trocket-spark-bench")
@@ -179,6 +346,12 @@ def main() -> None:
     args = p.parse_args()
     if args.run_one:
         print(json.dumps(run_one(args.run_one, args.capture, args.out)))
+        return
+    if args.write_tap:
+        write_tap(args.write_tap, args.capture, args.rate, args.seconds, args.rotate_mb)
+        return
+    if args.part == "follow":
+        bench_follow(args.seconds, args.threads, args.rotate_mb, args.source, args.rate, args.dir)
         return
     os.makedirs(args.dir, exist_ok=True)
     path = _capture(args.dir, args.frames)
