@@ -233,6 +233,7 @@ class Follower:
         self.query = None
         self.offset: dict = {}
         self.refresh_s = 10.0
+        self.interrupted = False  # stopped by Ctrl-C
 
     def on_batch(self, df, batch_id: int) -> None:
         if batch_id <= self.state.batch_id:
@@ -319,8 +320,8 @@ def _atomic_write(path: str, text: str) -> None:
 def follow(spark, directory: str, out: str, *, checkpoint: str | None = None, once: bool = False, trigger_s: float = 2.0,
            expire_s: float = 120.0, report_every_s: float = 10.0, split_bytes: int = 8 << 20, max_batch_bytes: int = 256 << 20,
            stop: threading.Event | None = None, quiet: bool = False, started=None) -> Follower:  # fmt: skip
-    """Follow ``directory`` until ``stop`` is set (or, ``once``, until what is there now
-    is read); returns the follower (its state, batches and views). ``started``: called
+    """Follow ``directory`` until ``stop`` is set or Ctrl-C (or, ``once``, until what is
+    there now is read); returns the follower (its state, batches and views). ``started``: called
     with the :class:`Follower` once its query runs (a benchmark samples it)."""
     out = os.path.abspath(out)
     os.makedirs(out, exist_ok=True)
@@ -333,12 +334,15 @@ def follow(spark, directory: str, out: str, *, checkpoint: str | None = None, on
     stop = stop or threading.Event()
     written = 0.0
     try:
-        while q.isActive and not stop.is_set():
-            if f.changed.wait(0.5) and time.monotonic() - written >= report_every_s:
-                f.changed.clear()
-                f.write_pages()
-                written = time.monotonic()
-        if q.exception() is not None:
+        try:
+            while q.isActive and not stop.is_set():
+                if f.changed.wait(0.5) and time.monotonic() - written >= report_every_s:
+                    f.changed.clear()
+                    f.write_pages()
+                    written = time.monotonic()
+        except KeyboardInterrupt:  # Ctrl-C: how a follower is meant to stop
+            f.interrupted = True
+        if not f.interrupted and q.exception() is not None:
             raise RuntimeError(f"the follow query failed: {q.exception()}")
     finally:
         if q.isActive:

@@ -39,13 +39,16 @@ def _io(figs: _Figures, io) -> str:
         v[1] += r["bytes"]
         v[2] += r["errors"]
     x = sorted(by)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, subplot_titles=("frames and error answers per minute", "bytes per minute"))
+    # error answers on their own axis: a few errors among 40k frames would draw as a flat line at 0
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.07, row_heights=[0.4, 0.2, 0.4],
+                        subplot_titles=("frames per minute", "error answers per minute", "bytes per minute"))  # fmt: skip
     span = {"width": [60_000] * len(x), "offset": 0}  # each bar covers its minute (ms on a date axis)
     fig.add_trace(go.Bar(x=x, y=[by[m][0] for m in x], name="frames", **span), 1, 1)
-    fig.add_trace(go.Scatter(x=[m + _HALF for m in x], y=[by[m][2] for m in x], name="error answers", mode="lines+markers"), 1, 1)
-    fig.add_trace(go.Bar(x=x, y=[by[m][1] for m in x], name="bytes", **span), 2, 1)
-    fig.update_layout(height=520, hovermode="x")
-    fig.update_xaxes(title_text="minute (UTC)", row=2, col=1)
+    fig.add_trace(go.Scatter(x=[m + _HALF for m in x], y=[by[m][2] for m in x], name="error answers", mode="lines+markers"), 2, 1)
+    fig.add_trace(go.Bar(x=x, y=[by[m][1] for m in x], name="bytes", **span), 3, 1)
+    fig.update_yaxes(rangemode="tozero", row=2, col=1)
+    fig.update_layout(height=620, hovermode="x")
+    fig.update_xaxes(title_text="minute (UTC)", row=3, col=1)
     return figs.html(fig)
 
 
@@ -138,7 +141,8 @@ def _status(status: dict) -> str:
     ]
     files = [[name, offset] for name, offset in status["files"].items()]
     problems = "".join(f'<li class="bad">{html.escape(p)}</li>' for p in status["problems"])
-    return (_table(["", ""], rows) + _table(["file", "read up to byte"], files[-20:])
+    more = f'<p class="note">The newest 20 of {len(files)} files; all in status.json.</p>' if len(files) > 20 else ""
+    return (_table(["", ""], rows) + more + _table(["file", "read up to byte"], files[-20:])
             + (f"<ul>{problems}</ul>" if problems else ""))  # fmt: skip
 
 

@@ -111,6 +111,8 @@ def run(args: argparse.Namespace, spark=None) -> int:
     print(console_summary(result.summary, out))
     print(f"done in {time.monotonic() - started:.1f} s")
     return 0 if result.summary["complete"] else 1
+
+
 def run_follow(args: argparse.Namespace, spark=None) -> int:
     """``--follow DIR``: the live mode (:mod:`trocket.spark.follow`), until interrupted."""
     from .follow import follow
@@ -133,11 +135,11 @@ def run_follow(args: argparse.Namespace, spark=None) -> int:
             split_bytes=max(4096, int((args.split_mb or 4) * 1024 * 1024)), max_batch_bytes=max(1 << 20, int(args.max_batch_mb * (1 << 20))),
             quiet=args.quiet,
         )  # fmt: skip
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a second Ctrl-C, while the query was being stopped
         print("stopped", file=sys.stderr)
         return 0
     s = f.state
-    print(f"followed {args.follow}: {s.frames:,} frames, {s.calls:,} calls, {len(s.pending):,} requests still open; "
+    print(f"{'stopped; ' if f.interrupted else ''}followed {args.follow}: {s.frames:,} frames, {s.calls:,} calls, {len(s.pending):,} requests still open; "
           f"tables and report in {out} (minutes/, report.html, status.json)")  # fmt: skip
     return 0
 

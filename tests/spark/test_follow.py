@@ -13,6 +13,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -100,6 +101,25 @@ def test_rotated_synthetic_tap_adds_up_to_its_ground_truth(spark, captures, tmp_
 
     again = follow(spark, str(tmp_path / "tap"), str(out), once=True, quiet=True)  # nothing new: nothing merged
     assert again.state.frames == truth["frames"] and again.batches == []
+
+
+def test_ctrl_c_stops_a_follower_cleanly(spark, captures, tmp_path):
+    """Ctrl-C (SIGINT to the main thread, as a terminal sends it) while following: the
+    query stops, the pages are written, and follow returns what it counted."""
+    _rotate(captures["native"], tmp_path / "tap", 2)
+    out = tmp_path / "out"
+
+    def interrupt_after_a_batch(f) -> None:
+        def run() -> None:
+            wait_until_sync(lambda: f.batches, 120, interval=0.1)
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+        threading.Thread(target=run, daemon=True).start()
+
+    f = follow(spark, str(tmp_path / "tap"), str(out), trigger_s=0.5, report_every_s=60, quiet=True, started=interrupt_after_a_batch)
+    assert f.interrupted and not f.query.isActive
+    assert f.state.frames == captures["native_truth"]["frames"]
+    assert json.loads((out / "status.json").read_text())["frames"] == f.state.frames  # written on the way out
 
 
 # -- a real broker tapping into rotated files -----------------------------------------
