@@ -47,9 +47,9 @@ def _capture(directory: str, frames: int) -> str:
     return path
 
 
-def baseline(path: str, out: str) -> tuple[float, dict]:
-    """Seconds and summary of the single-process analysis: the job's own work, same
-    outputs, without Spark (one process, the whole file one stretch)."""
+def baseline(path: str, out: str) -> tuple[float, dict, dict]:
+    """Seconds, summary and (CPU seconds, report seconds) of the single-process analysis:
+    the job's own work, same outputs, without Spark (one process, the whole file one stretch)."""
     import shutil
     from collections import Counter
 
@@ -64,7 +64,7 @@ def baseline(path: str, out: str) -> tuple[float, dict]:
     for d in (frames_dir, calls_dir):
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
-    t = time.monotonic()
+    t, cpu = time.monotonic(), time.process_time()
     inputs = resolve_inputs([path])
     problems: list = list(inputs.problems)
     (capture,) = inputs.captures
@@ -80,8 +80,10 @@ def baseline(path: str, out: str) -> tuple[float, dict]:
     files = sorted(os.path.join(calls_dir, f) for f in os.listdir(calls_dir) if f.endswith(".parquet"))
     selected = select_latencies(files, {code: {b for _, b, _ in found} for code, found in targets.items()})
     summary = summarize(tally, selected, inputs, problems)
+    t_report = time.monotonic()
     write_report(out, summary)  # the views and report.html, as the job writes them
-    return time.monotonic() - t, summary
+    end = time.monotonic()
+    return end - t, summary, {"cpu_s": time.process_time() - cpu, "report_s": end - t_report}
 
 
 def decode_only(path: str) -> float:
@@ -123,6 +125,27 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+def _cpu_s(pid: int, children: bool = True) -> float:
+    """CPU seconds (user + system) of ``pid``, with its children it has waited for."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    ticks = sum(int(x) for x in fields[11:15 if children else 13])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu_s(pid: int) -> float:
+    """CPU seconds of ``pid``'s live descendants (each with the children it reaped)."""
+    total, todo = 0.0, _children(pid)
+    while todo:
+        c = todo.pop()
+        total += _cpu_s(c)
+        todo.extend(_children(c))
+    return total
+
+
 def run_one(master: str, path: str, out: str) -> dict:
     """One Spark run in this process (called in a fresh process by main)."""
     from trocket.spark.job import analyze
@@ -144,16 +167,22 @@ def run_one(master: str, path: str, out: str) -> dict:
     startup = time.monotonic() - t0
     from trocket.spark.main import write_report
 
+    # CPU seconds during the job: this driver, the JVM, the Python workers (the JVM's descendants)
+    cpu0 = {"driver": _cpu_s(os.getpid(), False), "jvm": _cpu_s(jvm_pid, False) if jvm_pid else 0.0,
+            "workers": _tree_cpu_s(jvm_pid) if jvm_pid else 0.0}  # fmt: skip
     t = time.monotonic()
     result = analyze(spark, [path], out)
     t_report = time.monotonic()
-    write_report(out, result.summary)
+    write_report(out, result.summary, spark=spark)
     result.timings["report"] = time.monotonic() - t_report
     elapsed = time.monotonic() - t
+    cpu1 = {"driver": _cpu_s(os.getpid(), False), "jvm": _cpu_s(jvm_pid, False) if jvm_pid else 0.0,
+            "workers": _tree_cpu_s(jvm_pid) if jvm_pid else 0.0}  # fmt: skip
     stop.set()
     spark.stop()
     return {"seconds": elapsed, "startup": startup, "frames": result.summary["frames"], "summary": result.summary,
-            "jvm_rss_mb": peak["jvm"] / 1024, "python_rss_mb": peak["python"] / 1024, "phases": result.timings}  # fmt: skip
+            "jvm_rss_mb": peak["jvm"] / 1024, "python_rss_mb": peak["python"] / 1024, "phases": result.timings,
+            "cpu_s": {k: cpu1[k] - cpu0[k] for k in cpu0}}  # fmt: skip
 
 
 def _spark_run(master: str, path: str, directory: str) -> dict:
@@ -359,10 +388,11 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
 
     def run_baseline() -> float:
-        secs, summary = baseline(path, os.path.join(args.dir, "out-baseline"))
+        secs, summary, extra = baseline(path, os.path.join(args.dir, "out-baseline"))
         rate = summary["frames"] / secs
         print(f"single-process Python baseline (same outputs: frames and calls Parquet, summary, views, report): {summary['frames']} "
-              f"frames in {secs:.1f} s = {rate:,.0f} frames/s; load average {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+              f"frames in {secs:.1f} s = {rate:,.0f} frames/s (CPU {extra['cpu_s']:.1f} s, report {extra['report_s']:.1f} s); "
+              f"load average {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
         base_summaries.append(summary)
         return rate
 
@@ -388,7 +418,8 @@ def main() -> None:
             f"{rates[master][-1]:,.0f} frames/s; load average {os.getloadavg()[0]:.2f}; peak driver memory: "
             f"JVM {r['jvm_rss_mb']:.0f} MB RSS, Python {r['python_rss_mb']:.0f} MB RSS; phases: "
             + ", ".join(f"{k} {v:.1f} s" for k, v in r["phases"].items())
-            + f" (report {100 * r['phases']['report'] / r['seconds']:.0f}% of the run)",
+            + f" (report {100 * r['phases']['report'] / r['seconds']:.0f}% of the run); CPU during the job: "
+            + ", ".join(f"{k} {v:.1f} s" for k, v in r["cpu_s"].items()),
             flush=True,
         )
     base_rate = max(base_rates)

@@ -103,7 +103,7 @@ def run(args: argparse.Namespace, spark=None) -> int:
         if not args.no_report:
             if progress is not None:
                 progress.phase = "writing the views and the report"
-            write_report(out, result.summary, bool(inputs.captures))
+            write_report(out, result.summary, bool(inputs.captures), spark)
         open(os.path.join(out, "_SUCCESS"), "w").close()
     finally:
         if progress is not None:
@@ -144,12 +144,21 @@ def run_follow(args: argparse.Namespace, spark=None) -> int:
     return 0
 
 
-def write_report(out: str, summary: dict, tables: bool = True) -> None:
-    """``out/views/`` (when there are tables) and ``out/report.html``."""
+def write_report(out: str, summary: dict, tables: bool = True, spark=None) -> None:
+    """``out/views/`` (when there are tables) and ``out/report.html``; with ``spark``, the
+    views' passes over the tables run in its executors."""
     from .report import build_report
     from .views import build_views
 
-    views = build_views(out, summary) if tables else None
+    map_parts = None
+    if spark is not None:
+        from .job import map_files
+
+        def map_parts(fn, files):
+            spark.sparkContext.setJobDescription("views")
+            return map_files(spark, fn, files)
+
+    views = build_views(out, summary, map_parts) if tables else None
     page = build_report(views, summary)
     with open(os.path.join(out, "report.html"), "w", encoding="utf-8") as f:
         f.write(page)
