@@ -154,7 +154,7 @@ def run_one(master: str, path: str, out: str) -> dict:
     t0 = time.monotonic()
     spark = build_session(master, driver_memory="1g", shuffle_partitions=4)
     jvm_pid = next((c for c in _children(os.getpid()) if "java" in open(f"/proc/{c}/cmdline", "rb").read().decode(errors="replace")), None)
-    peak = {"jvm": 0, "python": 0}
+    peak = {"jvm": 0, "python": 0, "worker": 0}
     stop = threading.Event()
 
     def sample() -> None:
@@ -162,6 +162,11 @@ def run_one(master: str, path: str, out: str) -> dict:
             peak["python"] = max(peak["python"], _rss_kb(os.getpid()))
             if jvm_pid:
                 peak["jvm"] = max(peak["jvm"], _rss_kb(jvm_pid))
+                todo = _children(jvm_pid)  # the Python workers (and their daemon): the largest one
+                while todo:
+                    c = todo.pop()
+                    peak["worker"] = max(peak["worker"], _rss_kb(c))
+                    todo.extend(_children(c))
 
     threading.Thread(target=sample, daemon=True).start()
     startup = time.monotonic() - t0
@@ -181,7 +186,7 @@ def run_one(master: str, path: str, out: str) -> dict:
     stop.set()
     spark.stop()
     return {"seconds": elapsed, "startup": startup, "frames": result.summary["frames"], "summary": result.summary,
-            "jvm_rss_mb": peak["jvm"] / 1024, "python_rss_mb": peak["python"] / 1024, "phases": result.timings,
+            "jvm_rss_mb": peak["jvm"] / 1024, "python_rss_mb": peak["python"] / 1024, "worker_rss_mb": peak["worker"] / 1024, "phases": result.timings,
             "cpu_s": {k: cpu1[k] - cpu0[k] for k in cpu0}}  # fmt: skip
 
 
@@ -416,7 +421,7 @@ def main() -> None:
         print(
             f"spark {master}: {r['frames']} frames in {r['seconds']:.1f} s (+{r['startup']:.1f} s session start) = "
             f"{rates[master][-1]:,.0f} frames/s; load average {os.getloadavg()[0]:.2f}; peak driver memory: "
-            f"JVM {r['jvm_rss_mb']:.0f} MB RSS, Python {r['python_rss_mb']:.0f} MB RSS; phases: "
+            f"JVM {r['jvm_rss_mb']:.0f} MB RSS, Python {r['python_rss_mb']:.0f} MB RSS; largest Python worker {r['worker_rss_mb']:.0f} MB RSS; phases: "
             + ", ".join(f"{k} {v:.1f} s" for k, v in r["phases"].items())
             + f" (report {100 * r['phases']['report'] / r['seconds']:.0f}% of the run); CPU during the job: "
             + ", ".join(f"{k} {v:.1f} s" for k, v in r["cpu_s"].items()),
@@ -431,7 +436,8 @@ def main() -> None:
     for size in [int(s) for s in args.memory_sizes.split(",") if s.strip()]:
         small = _capture(args.dir, size)
         r = _spark_run("local[2]", small, args.dir)
-        print(f"memory check, {size} frames, local[2]: peak driver JVM {r['jvm_rss_mb']:.0f} MB RSS, Python {r['python_rss_mb']:.0f} MB RSS")
+        print(f"memory check, {size} frames ({os.path.getsize(small) / 1e9:.2f} GB), local[2]: peak driver JVM {r['jvm_rss_mb']:.0f} MB RSS, "
+              f"Python {r['python_rss_mb']:.0f} MB RSS; largest Python worker {r['worker_rss_mb']:.0f} MB RSS")  # fmt: skip
 
 
 if __name__ == "__main__":

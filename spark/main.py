@@ -18,6 +18,8 @@ import os
 import sys
 import time
 
+from .inputs import local_path
+
 __all__ = ["add_arguments", "run", "run_follow", "parse_time", "main_args", "main", "write_report"]
 
 
@@ -82,7 +84,9 @@ def run(args: argparse.Namespace, spark=None) -> int:
     started = time.monotonic()
     # absolute before anything runs: executors resolve a relative path in their own
     # working directory (a standalone worker's is not the driver's)
-    out = os.path.abspath(os.path.expanduser(args.out))
+    out = _out_dir(args.out)
+    if out is None:
+        return 1
     inputs = resolve_inputs(args.captures)
     for warning in inputs.skipped:
         print(f"trocket: warning: {warning}", file=sys.stderr)
@@ -121,16 +125,19 @@ def run_follow(args: argparse.Namespace, spark=None) -> int:
     if args.captures:
         print("trocket: error: --follow DIR takes no CAPTURE", file=sys.stderr)
         return 1
-    if not os.path.isdir(args.follow):
+    directory = local_path(args.follow)
+    if directory is None or not os.path.isdir(directory):
         print(f"trocket: error: --follow {args.follow}: no such folder", file=sys.stderr)
         return 1
-    out = os.path.abspath(os.path.expanduser(args.out))
+    out = _out_dir(args.out)
+    if out is None:
+        return 1
     if spark is None:
         submitted = "PYSPARK_GATEWAY_PORT" in os.environ
         spark = build_session(args.master or (None if submitted else "local[*]"), driver_memory=args.driver_memory)
     try:
         f = follow(
-            spark, args.follow, out, checkpoint=args.checkpoint and os.path.abspath(args.checkpoint), once=args.once,
+            spark, directory, out, checkpoint=args.checkpoint and os.path.abspath(args.checkpoint), once=args.once,
             trigger_s=args.trigger_s, expire_s=args.expire_s, report_every_s=args.report_every_s,
             split_bytes=max(4096, int((args.split_mb or 4) * 1024 * 1024)), max_batch_bytes=max(1 << 20, int(args.max_batch_mb * (1 << 20))),
             quiet=args.quiet,
@@ -142,6 +149,15 @@ def run_follow(args: argparse.Namespace, spark=None) -> int:
     print(f"{'stopped; ' if f.interrupted else ''}followed {args.follow}: {s.frames:,} frames, {s.calls:,} calls, {len(s.pending):,} requests still open; "
           f"tables and report in {out} (minutes/, report.html, status.json)")  # fmt: skip
     return 0
+
+
+def _out_dir(given: str) -> str | None:
+    """``--out`` as an absolute local path (a ``file:`` URI's path), or None and an error."""
+    path = local_path(given)
+    if path is None:
+        print(f"trocket: error: --out {given}: only local paths and file:// URIs are written", file=sys.stderr)
+        return None
+    return os.path.abspath(os.path.expanduser(path))
 
 
 def write_report(out: str, summary: dict, tables: bool = True, spark=None) -> None:

@@ -221,3 +221,5 @@ def test_follow_arguments(tmp_path, capsys):
     assert "no such folder" in capsys.readouterr().err
     assert main(["x.cap", "--follow", str(tmp_path), "--out", str(tmp_path / "o")]) == 1
     assert "takes no CAPTURE" in capsys.readouterr().err
+    assert main(["x.cap", "--out", "s3a://bucket/o"]) == 1  # refused before any JVM starts
+    assert "only local paths and file:// URIs are written" in capsys.readouterr().err
