@@ -251,6 +251,66 @@ def write_tap(directory: str, capture: str, rate: float, seconds: float, rotate_
     print(json.dumps({"count": n, "seconds": took, "dropped": tap.dropped}), flush=True)
 
 
+def big_capture(directory: str, gb: float) -> str:
+    """A native capture of about ``gb`` GB: the 2M-frame synthetic capture's records
+    repeated (for memory, not for counts: its connections repeat)."""
+    import shutil
+    import struct
+
+    src = _capture(directory, 2_000_000)
+    path = os.path.join(directory, f"big-{gb:g}g.cap")
+    if os.path.exists(path) and os.path.getsize(path) >= gb * 1e9:
+        return path
+    with open(src, "rb") as f:
+        (header_len,) = struct.unpack_from(">H", f.read(12), 10)
+        f.seek(0)
+        header = f.read(header_len)
+    body = os.path.getsize(src) - header_len
+    with open(path, "wb") as out:
+        out.write(header)
+        while out.tell() < gb * 1e9:
+            with open(src, "rb") as f:
+                f.seek(header_len)
+                shutil.copyfileobj(f, out, 16 << 20)
+    print(f"wrote {path} ({os.path.getsize(path) / 1e9:.1f} GB, {body / 1e9:.1f} GB of records a copy)", flush=True)
+    return path
+
+
+def worker_memory(path: str, split_mb: float = 32) -> dict:
+    """A Python worker's tasks on ``path`` in this one process, as a reused worker runs
+    them: the plan (a hop over every record length of the file) and the decoding of
+    three of its ranges (first, middle, last: read, decoded, written as Parquet, paired);
+    the process's peak RSS after each."""
+    import resource
+    import tempfile
+    from collections import Counter
+
+    from trocket.spark.native import plan_native, read_native_range
+    from trocket.spark.stretch import decode_stretch
+
+    def peak_mb() -> float:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    import pyarrow.parquet  # noqa: F401 - what a warm worker has imported
+
+    got = {"imports": peak_mb()}
+    t = time.monotonic()
+    plan = plan_native(path, os.path.basename(path), int(split_mb * (1 << 20)), print)
+    got["plan"] = peak_mb()
+    got["plan_s"] = time.monotonic() - t
+    with tempfile.TemporaryDirectory() as d:
+        for sub in ("frames", "calls"):
+            os.makedirs(os.path.join(d, sub))
+        for i in (0, len(plan.ranges) // 2, len(plan.ranges) - 1):
+            account: Counter = Counter()
+            rows = read_native_range(plan.ranges[i], print, account=account)
+            decode_stretch(rows, os.path.join(d, "frames"), os.path.join(d, "calls"), f"part-{i}", account=account)
+        got["ranges"] = peak_mb()
+    got["size_gb"] = os.path.getsize(path) / 1e9
+    got["range_count"] = len(plan.ranges)
+    return got
+
+
 def bench_follow(seconds: float, threads: int, rotate_mb: float, source: str = "broker", rate: float = 20000,
                  directory: str = "/tmp/trocket-spark-bench") -> None:  # fmt: skip
     """``--part follow``: ``trocket analyze --follow`` (local[2], a batch every second)
@@ -361,8 +421,10 @@ def bench_follow(seconds: float, threads: int, rotate_mb: float, source: str = "
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--part", choices=("batch", "follow"), default="batch",
-                   help="batch: the job against the baseline (default); follow: the live mode beside a tapping broker")
+    p.add_argument("--part", choices=("batch", "follow", "worker-memory"), default="batch",
+                   help="batch: the job against the baseline (default); follow: the live mode beside a tapping broker; "
+                        "worker-memory: a Python worker's peak RSS on a capture of --gb GB")  # fmt: skip
+    p.add_argument("--gb", type=float, default=4, help="--part worker-memory: the capture's size")
     p.add_argument("--seconds", type=float, default=60, help="--part follow: seconds of load")
     p.add_argument("--threads", type=int, default=8, help="--part follow: the C++ client's sending threads")
     p.add_argument("--rotate-mb", type=float, default=64, help="--part follow: the tap's --tap-rotate-mb")
@@ -383,6 +445,17 @@ def main() -> None:
         return
     if args.write_tap:
         write_tap(args.write_tap, args.capture, args.rate, args.seconds, args.rotate_mb)
+        return
+    if args.part == "worker-memory":
+        big = big_capture(args.dir, args.gb)
+        proc = subprocess.run([sys.executable, "-c", f"import json, sys; sys.path.insert(0, {HERE!r}); import spark_analyze as b; "
+                               f"print(json.dumps(b.worker_memory({big!r})))"], capture_output=True, text=True)  # fmt: skip
+        if proc.returncode != 0:
+            raise SystemExit(proc.stderr[-4000:])
+        m = json.loads(proc.stdout.strip().splitlines()[-1])
+        print(f"a worker's tasks on {m['size_gb']:.1f} GB ({m['range_count']} ranges of 32 MiB), peak RSS: {m['imports']:.0f} MB after the "
+              f"imports, {m['plan']:.0f} MB after the plan (a hop over the whole file, {m['plan_s']:.1f} s), {m['ranges']:.0f} MB after "
+              f"decoding three ranges (first, middle, last); goal 512 MB")  # fmt: skip
         return
     if args.part == "follow":
         bench_follow(args.seconds, args.threads, args.rotate_mb, args.source, args.rate, args.dir)

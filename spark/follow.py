@@ -53,6 +53,9 @@ __all__ = ["follow", "Follower", "FollowState", "merge_batch", "unread_bytes", "
 STATE_FILE = "trocket-follow-state.json"
 #: minutes stay open this much longer than ``expire``: files read slightly out of order
 MARGIN_NS = 10 * 10**9
+#: starts of the query when its Python source process is too slow to connect back
+START_TRIES = 3
+_SLOW_START = "Python worker failed to connect back"
 
 
 def _stream_of(capture: str, cid: int) -> tuple:
@@ -328,24 +331,33 @@ def follow(spark, directory: str, out: str, *, checkpoint: str | None = None, on
     f = Follower(spark, directory, out, checkpoint or os.path.join(out, "_checkpoint"), expire_s=expire_s,
                  split_bytes=split_bytes, max_batch_bytes=max_batch_bytes, quiet=quiet)  # fmt: skip
     f.refresh_s = report_every_s
-    q = f.start(once=once, trigger_s=trigger_s)
-    if started is not None:
-        started(f)
     stop = stop or threading.Event()
     written = 0.0
+    q = None
     try:
-        try:
-            while q.isActive and not stop.is_set():
-                if f.changed.wait(0.5) and time.monotonic() - written >= report_every_s:
-                    f.changed.clear()
-                    f.write_pages()
-                    written = time.monotonic()
-        except KeyboardInterrupt:  # Ctrl-C: how a follower is meant to stop
-            f.interrupted = True
-        if not f.interrupted and q.exception() is not None:
-            raise RuntimeError(f"the follow query failed: {q.exception()}")
+        for attempt in range(1, START_TRIES + 1):
+            q = f.start(once=once, trigger_s=trigger_s)
+            if attempt == 1 and started is not None:
+                started(f)
+            try:
+                while q.isActive and not stop.is_set():
+                    if f.changed.wait(0.5) and time.monotonic() - written >= report_every_s:
+                        f.changed.clear()
+                        f.write_pages()
+                        written = time.monotonic()
+            except KeyboardInterrupt:  # Ctrl-C: how a follower is meant to stop
+                f.interrupted = True
+            failed = None if f.interrupted else q.exception()
+            if failed is None:
+                break
+            if _SLOW_START in str(failed) and attempt < START_TRIES:
+                # the JVM gives the source's Python process a fixed 10 s to connect back;
+                # on a machine busy enough it takes longer: the query never started, try again
+                print(f"trocket: warning: the follow query did not start ({_SLOW_START}); starting it again", file=sys.stderr)
+                continue
+            raise RuntimeError(f"the follow query failed: {failed}")
     finally:
-        if q.isActive:
+        if q is not None and q.isActive:
             q.stop()
         try:
             f.write_pages()

@@ -25,24 +25,12 @@ from trocket.spark.follow import STATE_FILE, follow
 from trocket.spark.tap_source import TapStreamReader, list_captures, rotation_key
 
 from ..waiting import wait_until_sync
+from .conftest import split_native, stop
 
 
 def _rotate(path: str, out_dir: Path, parts: int) -> list[str]:
     """The records of ``path`` in ``parts`` files named as ``--tap-rotate-mb`` names them."""
-    data = open(path, "rb").read()
-    header, pos, cuts = data[:16], 16, [16]
-    while pos < len(data):
-        pos += 4 + struct.unpack_from(">I", data, pos)[0]
-        cuts.append(pos)
-    step = len(cuts) // parts
-    out_dir.mkdir(exist_ok=True)
-    names = []
-    for i in range(parts):
-        a, b = cuts[i * step], cuts[(i + 1) * step] if i < parts - 1 else len(data)
-        name = out_dir / ("tap.cap" + (f".{i}" if i else ""))
-        name.write_bytes(header + data[a:b])
-        names.append(str(name))
-    return names
+    return split_native(path, out_dir, parts, name=lambda i: "tap.cap" + (f".{i}" if i else ""))
 
 
 def _minutes(out: Path, name: str) -> list[dict]:
@@ -189,12 +177,7 @@ def test_follow_a_tapping_broker_across_restarts(spark, tmp_path):
         assert second.batches and second.state.batch_id > first.state.batch_id
         assert _sent(out) == (250, 250)
     finally:
-        broker.send_signal(signal.SIGINT)
-        try:
-            broker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            broker.kill()
-            broker.wait()
+        stop(broker, 30)
     frames = second.state.frames
 
     # a follower stopped after merging a batch but before Spark committed it: Spark runs
