@@ -14,6 +14,9 @@ Modules, in the order the job uses them:
 - :mod:`.arrow` rows -> Arrow batches -> Parquet parts (how rows leave the Python executors);
 - :mod:`.summary` tallies merged into ``summary.json`` (exact latency percentiles);
   :mod:`.report` ``report.html`` and the console summary;
+- :mod:`.follow` the live mode (``--follow DIR``): :mod:`.tap_source` the Structured
+  Streaming source over a tap's rotated files, :mod:`.live_tally` the per-minute
+  aggregates, :mod:`.live_report` its self-reloading page;
 - :mod:`.session` the SparkSession and the progress line; :mod:`.main` the driver shared
   by the CLI and :mod:`.submit` (the ``spark-submit`` entry point);
 - :mod:`.synth` synthetic captures with their ground truth (``trocket capture synth``).

@@ -17,7 +17,7 @@ from .calls import CALL_FIELDS
 from .rows import FRAME_FIELDS
 
 __all__ = [
-    "BATCH_ROWS", "frames_schema", "calls_schema", "frames_file_schema", "calls_file_schema", "record_batch",
+    "BATCH_ROWS", "schema_of", "frames_schema", "calls_schema", "frames_file_schema", "calls_file_schema", "record_batch",
     "frames_file_batch", "calls_file_batch", "PartWriter", "write_parquet", "partition_dir",
 ]
 
@@ -26,7 +26,7 @@ BATCH_ROWS = 16384
 _SCHEMAS: dict = {}
 
 
-def _schema(fields: tuple[tuple[str, str], ...]):
+def schema_of(fields: tuple[tuple[str, str], ...]):
     import pyarrow as pa
 
     types = {
@@ -43,14 +43,14 @@ def _schema(fields: tuple[tuple[str, str], ...]):
 def frames_schema():
     """The Arrow schema of ``frames`` (:data:`trocket.spark.rows.FRAME_FIELDS`)."""
     if "frames" not in _SCHEMAS:
-        _SCHEMAS["frames"] = _schema(FRAME_FIELDS)
+        _SCHEMAS["frames"] = schema_of(FRAME_FIELDS)
     return _SCHEMAS["frames"]
 
 
 def calls_schema():
     """The Arrow schema of ``calls`` (:data:`trocket.spark.calls.CALL_FIELDS`)."""
     if "calls" not in _SCHEMAS:
-        _SCHEMAS["calls"] = _schema(CALL_FIELDS)
+        _SCHEMAS["calls"] = schema_of(CALL_FIELDS)
     return _SCHEMAS["calls"]
 
 

@@ -16,13 +16,14 @@ given directly, its path below the folder's parent when found in a folder
 from __future__ import annotations
 
 import os
+import urllib.parse
 from collections.abc import Sequence
 
 import attrs
 
 from .problems import Problem
 
-__all__ = ["Capture", "Inputs", "resolve_inputs", "sniff_format", "NATIVE_MAGIC"]
+__all__ = ["Capture", "Inputs", "resolve_inputs", "sniff_format", "local_path", "NATIVE_MAGIC"]
 
 NATIVE_MAGIC = b"TRKCAP\r\n"
 _PCAP_MAGICS = (b"\xa1\xb2\xc3\xd4", b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x4d\x3c\xb2\xa1")
@@ -70,11 +71,27 @@ def _skipped_name(name: str) -> bool:
     return name.startswith((".", "_"))
 
 
+def local_path(p: str) -> str | None:
+    """The local path ``p`` names: itself, or a ``file:`` URI's path (``file:///x``,
+    ``file://localhost/x``, ``file:/x``); None for a URI of another scheme (``s3a://``,
+    ``hdfs://``: not read here)."""
+    if not p.startswith("file:") and "://" not in p:
+        return p
+    u = urllib.parse.urlsplit(p)
+    if u.scheme == "file" and u.netloc in ("", "localhost"):
+        return urllib.parse.unquote(u.path)
+    return None
+
+
 def _expand(paths: Sequence[str]) -> list[tuple[str, str, bool]]:
-    """(path, name, named directly) of every file, folders walked in sorted order."""
+    """(path, name, named directly) of every file, folders walked in sorted order; a
+    URI this reader cannot open stays as given (the caller reports it)."""
     out: list[tuple[str, str, bool]] = []
-    for p in paths:
-        if os.path.isdir(p):
+    for given in paths:
+        p = local_path(given)
+        if p is None:
+            out.append((given, given, True))
+        elif os.path.isdir(p):
             parent = os.path.dirname(os.path.normpath(os.path.abspath(p)))
             for root, dirs, files in os.walk(p):
                 dirs[:] = sorted(d for d in dirs if not _skipped_name(d))
@@ -92,6 +109,12 @@ def resolve_inputs(paths: Sequence[str]) -> Inputs:
     """Expand folders, sniff formats; what cannot be read becomes a problem."""
     inputs = Inputs()
     for path, name, direct in _expand(paths):
+        if local_path(path) is None:
+            inputs.names.append(name)
+            scheme = path.partition(":")[0]
+            inputs.problems.append(Problem("unreadable", name, f"{name}: {scheme}:// is not read (local paths and file:// URIs are; copy the capture here)"))
+            continue
+        path = local_path(path)
         try:
             with open(path, "rb") as f:
                 head = f.read(8)

@@ -45,7 +45,7 @@ import attrs
 from .inputs import Inputs, resolve_inputs
 from .problems import Problem, incomplete, keep, problem_accumulator
 
-__all__ = ["analyze", "decode_and_pair", "latency_values", "write_empty_tables", "finish_tables", "summarize"]
+__all__ = ["analyze", "decode_and_pair", "latency_values", "write_empty_tables", "finish_tables", "summarize", "part_files", "map_files"]
 
 DEFAULT_SPLIT_BYTES = 32 * 1024 * 1024
 
@@ -155,12 +155,12 @@ def finish_tables(frames_path: str, calls_path: str) -> None:
     from .arrow import calls_file_schema, frames_file_schema, write_parquet
 
     for path, schema in ((frames_path, frames_file_schema()), (calls_path, calls_file_schema())):
-        if not _parts(path):
+        if not part_files(path):
             write_parquet([], path, "part-empty.parquet", schema)  # nothing readable: the table exists, empty
         open(os.path.join(path, "_SUCCESS"), "w").close()
 
 
-def _parts(directory: str) -> list[str]:
+def part_files(directory: str) -> list[str]:
     """Every Parquet part file below ``directory`` (partition folders included)."""
     found = []
     for root, dirs, files in os.walk(directory):
@@ -178,14 +178,21 @@ def latency_values(spark, tally, calls_path: str) -> dict:
     if not targets:
         return {}
     wanted = {code: {b for _, b, _ in found} for code, found in targets.items()}
-    files = _parts(calls_path)
-    sc = spark.sparkContext
-    n = max(1, min(len(files), 2 * sc.defaultParallelism))
     out: dict = {}
-    for part in sc.parallelize(files, n).mapPartitions(lambda it: [select_latencies(it, wanted)]).collect():
+    for part in map_files(spark, lambda files: select_latencies(files, wanted), part_files(calls_path)):
         for key, values in part.items():
             out.setdefault(key, []).extend(values)
     return out
+
+
+def map_files(spark, fn, files: list[str]) -> list:
+    """``fn(share)`` for shares of ``files`` (Parquet parts) in the executors, about two
+    tasks a slot; the results, collected."""
+    if not files:
+        return []
+    sc = spark.sparkContext
+    n = max(1, min(len(files), 2 * sc.defaultParallelism))
+    return sc.parallelize(files, n).mapPartitions(lambda it: [fn(share)] if (share := list(it)) else []).collect()
 
 
 def summarize(tally, selected: dict, inputs: Inputs, problems) -> dict:

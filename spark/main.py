@@ -18,7 +18,9 @@ import os
 import sys
 import time
 
-__all__ = ["add_arguments", "run", "parse_time", "main_args", "main", "write_report"]
+from .inputs import local_path
+
+__all__ = ["add_arguments", "run", "run_follow", "parse_time", "main_args", "main", "write_report"]
 
 
 def parse_time(text: str) -> int:
@@ -37,15 +39,25 @@ def parse_time(text: str) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("captures", nargs="+", metavar="CAPTURE", help="native captures, pcap or pcapng files, or folders of them")
+    p.add_argument("captures", nargs="*", metavar="CAPTURE", help="native captures, pcap or pcapng files, or folders of them")
     p.add_argument("--out", required=True, metavar="DIR", help="where frames/, calls/, summary.json and report.html go")
     p.add_argument("--master", metavar="URL", help="Spark master (default: local[*]; spark://HOST:PORT for a standalone cluster)")
     p.add_argument("--since", type=parse_time, metavar="T", help="only frames at or after T (Unix seconds or ISO 8601)")
     p.add_argument("--until", type=parse_time, metavar="T", help="only frames before T")
-    p.add_argument("--split-mb", type=float, default=32, metavar="N", help="read large files in ranges of about N MiB (default 32)")
+    p.add_argument("--split-mb", type=float, metavar="N", help="read large files in ranges of about N MiB (default 32; 4 with --follow)")
     p.add_argument("--driver-memory", default="1g", metavar="SIZE", help="Spark driver memory (default 1g)")
     p.add_argument("--no-report", action="store_true", help="skip report.html")
     p.add_argument("--quiet", action="store_true", help="no progress line")
+    f = p.add_argument_group("live mode")
+    f.add_argument("--follow", metavar="DIR", help="follow the native captures a tap rotates into DIR (trocket broker --tap DIR/FILE "
+                   "--tap-rotate-mb N) and keep per-minute tables and a report in --out up to date, until interrupted")  # fmt: skip
+    f.add_argument("--checkpoint", metavar="DIR", help="with --follow: where Spark and the follower keep their progress (default OUT/_checkpoint)")
+    f.add_argument("--once", action="store_true", help="with --follow: read what is there now, then stop")
+    f.add_argument("--trigger-s", type=float, default=2.0, metavar="S", help="with --follow: start a batch every S seconds (default 2)")
+    f.add_argument("--expire-s", type=float, default=120.0, metavar="S",
+                   help="with --follow: a request not answered S seconds of capture later is unanswered (default 120)")  # fmt: skip
+    f.add_argument("--report-every-s", type=float, default=10.0, metavar="S", help="with --follow: rewrite report.html at most every S seconds (default 10)")
+    f.add_argument("--max-batch-mb", type=float, default=256, metavar="N", help="with --follow: read at most N MiB in one batch (default 256)")
 
 
 def run(args: argparse.Namespace, spark=None) -> int:
@@ -61,13 +73,20 @@ def run(args: argparse.Namespace, spark=None) -> int:
     from .session import Progress, build_session
     from .summary import write_summary
 
+    if args.follow is not None:
+        return run_follow(args, spark)
+    if not args.captures:
+        print("trocket: error: name at least one CAPTURE (or --follow DIR)", file=sys.stderr)
+        return 1
     if args.since is not None and args.until is not None and args.until <= args.since:
         print("trocket: error: --until must be after --since", file=sys.stderr)
         return 1
     started = time.monotonic()
     # absolute before anything runs: executors resolve a relative path in their own
     # working directory (a standalone worker's is not the driver's)
-    out = os.path.abspath(os.path.expanduser(args.out))
+    out = _out_dir(args.out)
+    if out is None:
+        return 1
     inputs = resolve_inputs(args.captures)
     for warning in inputs.skipped:
         print(f"trocket: warning: {warning}", file=sys.stderr)
@@ -82,13 +101,13 @@ def run(args: argparse.Namespace, spark=None) -> int:
     try:
         result = analyze(
             spark, inputs, out, since_ns=args.since, until_ns=args.until,
-            split_bytes=max(4096, int(args.split_mb * 1024 * 1024)), progress=progress,
+            split_bytes=max(4096, int((args.split_mb or 32) * 1024 * 1024)), progress=progress,
         )  # fmt: skip
         write_summary(result.summary, os.path.join(out, "summary.json"))
         if not args.no_report:
             if progress is not None:
                 progress.phase = "writing the views and the report"
-            write_report(out, result.summary, bool(inputs.captures))
+            write_report(out, result.summary, bool(inputs.captures), spark)
         open(os.path.join(out, "_SUCCESS"), "w").close()
     finally:
         if progress is not None:
@@ -96,12 +115,66 @@ def run(args: argparse.Namespace, spark=None) -> int:
     print(console_summary(result.summary, out))
     print(f"done in {time.monotonic() - started:.1f} s")
     return 0 if result.summary["complete"] else 1
-def write_report(out: str, summary: dict, tables: bool = True) -> None:
-    """``out/views/`` (when there are tables) and ``out/report.html``."""
+
+
+def run_follow(args: argparse.Namespace, spark=None) -> int:
+    """``--follow DIR``: the live mode (:mod:`trocket.spark.follow`), until interrupted."""
+    from .follow import follow
+    from .session import build_session
+
+    if args.captures:
+        print("trocket: error: --follow DIR takes no CAPTURE", file=sys.stderr)
+        return 1
+    directory = local_path(args.follow)
+    if directory is None or not os.path.isdir(directory):
+        print(f"trocket: error: --follow {args.follow}: no such folder", file=sys.stderr)
+        return 1
+    out = _out_dir(args.out)
+    if out is None:
+        return 1
+    if spark is None:
+        submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+        spark = build_session(args.master or (None if submitted else "local[*]"), driver_memory=args.driver_memory)
+    try:
+        f = follow(
+            spark, directory, out, checkpoint=args.checkpoint and os.path.abspath(args.checkpoint), once=args.once,
+            trigger_s=args.trigger_s, expire_s=args.expire_s, report_every_s=args.report_every_s,
+            split_bytes=max(4096, int((args.split_mb or 4) * 1024 * 1024)), max_batch_bytes=max(1 << 20, int(args.max_batch_mb * (1 << 20))),
+            quiet=args.quiet,
+        )  # fmt: skip
+    except KeyboardInterrupt:  # a second Ctrl-C, while the query was being stopped
+        print("stopped", file=sys.stderr)
+        return 0
+    s = f.state
+    print(f"{'stopped; ' if f.interrupted else ''}followed {args.follow}: {s.frames:,} frames, {s.calls:,} calls, {len(s.pending):,} requests still open; "
+          f"tables and report in {out} (minutes/, report.html, status.json)")  # fmt: skip
+    return 0
+
+
+def _out_dir(given: str) -> str | None:
+    """``--out`` as an absolute local path (a ``file:`` URI's path), or None and an error."""
+    path = local_path(given)
+    if path is None:
+        print(f"trocket: error: --out {given}: only local paths and file:// URIs are written", file=sys.stderr)
+        return None
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def write_report(out: str, summary: dict, tables: bool = True, spark=None) -> None:
+    """``out/views/`` (when there are tables) and ``out/report.html``; with ``spark``, the
+    views' passes over the tables run in its executors."""
     from .report import build_report
     from .views import build_views
 
-    views = build_views(out, summary) if tables else None
+    map_parts = None
+    if spark is not None:
+        from .job import map_files
+
+        def map_parts(fn, files):
+            spark.sparkContext.setJobDescription("views")
+            return map_files(spark, fn, files)
+
+    views = build_views(out, summary, map_parts) if tables else None
     page = build_report(views, summary)
     with open(os.path.join(out, "report.html"), "w", encoding="utf-8") as f:
         f.write(page)

@@ -31,7 +31,7 @@ from trocket.codecs.errors import CodecError
 from .problems import Problem
 from .rows import endpoints, frame_row
 
-__all__ = ["plan_native", "read_native_range", "NativeRange", "NativePlan"]
+__all__ = ["plan_native", "read_native_range", "NativeRange", "NativePlan", "Scan", "scan_records", "file_header_end", "record_ts"]
 
 _U32 = struct.Struct(">I")
 _HDRLEN = struct.Struct(">H")
@@ -79,6 +79,78 @@ class _Window:
         return rel
 
 
+class Scan(NamedTuple):
+    """Where a hop over record lengths from a record boundary stopped."""
+
+    end: int  # the end of the last whole record met (a record boundary)
+    cuts: list[int]  # boundaries about ``split_bytes`` apart (the ranges' ends), ``end`` not included
+    first_ts: int | None  # of the first whole record
+    last_start: int | None  # offset of the last whole record
+    bad_length: int | None  # an impossible record length at ``end`` (the file is garbled there)
+    torn: int  # bytes at ``end`` that begin a record the file does not hold whole (0: none)
+
+
+def scan_records(f, start: int, size: int, split_bytes: int | None = None, stop: int | None = None) -> Scan:
+    """Hop from the record boundary ``start`` of the open capture ``f`` over the record
+    lengths up to ``size`` (4 bytes looked at per record, read forward in chunks of
+    :data:`CHUNK_BYTES`); ``split_bytes``: also cut about that often; ``stop``: end at
+    the first boundary at or past it (``torn`` is then 0)."""
+    w = _Window(f, start, size)
+    cuts: list[int] = []
+    cut = start + split_bytes if split_bytes else size + 1
+    unpack = _U32.unpack_from
+    lo, hi, last = MIN_RECORD_LENGTH, MAX_RECORD_LENGTH, size - 4
+    off = start
+    last_good = None
+    first_ts = None
+    buf, base = w.buf, w.base
+    if stop is not None and stop < size:
+        last = min(last, stop - 1)
+    while off <= last:  # the hot loop: one unpack and two compares a record
+        rel = off - base
+        if rel + 16 > len(buf):  # the length and the timestamp of the record at off
+            rel = w.ensure(off, 16)
+            buf, base = w.buf, w.base
+        length = unpack(buf, rel)[0]
+        if lo <= length <= hi and off + 4 + length <= size:
+            last_good = off
+            if first_ts is None:
+                first_ts = _TS.unpack_from(buf, rel + 8)[0]
+            off += 4 + length
+            if off >= cut:
+                cuts.append(off)
+                cut = off + split_bytes
+            continue
+        if not lo <= length <= hi:
+            return Scan(off, cuts, first_ts, last_good, length, 0)
+        return Scan(off, cuts, first_ts, last_good, None, size - off)
+    return Scan(off, cuts, first_ts, last_good, None, 0 if stop is not None and off >= stop else size - off)
+
+
+def record_ts(f, offset: int) -> int:
+    """The timestamp of the record at ``offset``."""
+    f.seek(offset + 8)
+    return _TS.unpack(f.read(8))[0]
+
+
+def file_header_end(f, name: str, problem: Report) -> int | None:
+    """Where the records of the open capture ``f`` begin (its header checked), or None
+    and a problem."""
+    f.seek(0)
+    head = f.read(FILE_HEADER_SIZE)
+    reader = CaptureReader()
+    reader.feed(head)
+    try:
+        reader.next_record()
+    except CodecError as exc:
+        problem(Problem("bad-file", name, f"{name}: {exc}"))
+        return None
+    if reader.buffered:  # fewer bytes than a file header
+        problem(Problem("truncated-file", name, f"{name}: capture ends inside its file header"))
+        return None
+    return _HDRLEN.unpack_from(head, 10)[0]
+
+
 def plan_native(path: str, name: str, split_bytes: int, problem: Report) -> NativePlan:
     """Cut one native capture into ranges of whole records; problems go to ``problem``.
     Also the times of the first and last records (the capture's span)."""
@@ -92,58 +164,30 @@ def plan_native(path: str, name: str, split_bytes: int, problem: Report) -> Nati
         if size == 0:
             problem(Problem("not-capture", name, f"{name}: empty file (not a capture)"))
             return NativePlan([], None, None)
-        w = _Window(f, 0, size)
-        reader = CaptureReader()
-        reader.feed(w.buf[: w.ensure(0, FILE_HEADER_SIZE) + FILE_HEADER_SIZE])
-        try:
-            reader.next_record()
-        except CodecError as exc:
-            problem(Problem("bad-file", name, f"{name}: {exc}"))
+        start = file_header_end(f, name, problem)
+        if start is None:
             return NativePlan([], None, None)
-        if reader.buffered:  # fewer bytes than a file header
-            problem(Problem("truncated-file", name, f"{name}: capture ends inside its file header"))
-            return NativePlan([], None, None)
-        (off,) = _HDRLEN.unpack_from(w.buf, 10)
-        ranges: list[NativeRange] = []
-        start = off
-        cut = start + split_bytes
-        unpack = _U32.unpack_from
-        lo, hi, last = MIN_RECORD_LENGTH, MAX_RECORD_LENGTH, size - 4
-        first_off = off
-        last_good = None
-        first_ts = last_ts = None
-        buf, base = w.buf, w.base
-        while off <= last:  # the hot loop: one unpack and two compares a record
-            rel = off - base
-            if rel + 16 > len(buf):  # the length and the timestamp of the record at off
-                rel = w.ensure(off, 16)
-                buf, base = w.buf, w.base
-            length = unpack(buf, rel)[0]
-            if lo <= length <= hi and off + 4 + length <= size:
-                last_good = off
-                if first_ts is None:
-                    first_ts = _TS.unpack_from(buf, rel + 8)[0]
-                off += 4 + length
-                if off >= cut:
-                    ranges.append((path, name, start, off))
-                    start = off
-                    cut = off + split_bytes
-                continue
-            if not lo <= length <= hi:
-                problem(Problem("bad-file", name, f"{name}: impossible record length {length} at offset {off}; the rest of the file ({size - off} bytes) is skipped"))
-            else:
-                problem(Problem("truncated-file", name, f"{name}: capture ends inside a record at offset {off} ({off + 4 + length - size} bytes missing)"))
-            break
-        else:
-            if off < size:
-                problem(Problem("truncated-file", name, f"{name}: capture ends inside a record length at offset {off}"))
-        if off > start:
-            ranges.append((path, name, start, off))
-        if last_good is None:
+        scan = scan_records(f, start, size, split_bytes)
+        off = scan.end
+        if scan.bad_length is not None:
+            problem(Problem("bad-file", name, f"{name}: impossible record length {scan.bad_length} at offset {off}; the rest of the file ({size - off} bytes) is skipped"))
+        elif scan.torn >= 4:
+            (length,) = _U32.unpack(_read_at(f, off, 4))
+            problem(Problem("truncated-file", name, f"{name}: capture ends inside a record at offset {off} ({off + 4 + length - size} bytes missing)"))
+        elif scan.torn:
+            problem(Problem("truncated-file", name, f"{name}: capture ends inside a record length at offset {off}"))
+        bounds = [start, *scan.cuts]
+        if off > bounds[-1]:
+            bounds.append(off)
+        ranges: list[NativeRange] = [(path, name, a, b) for a, b in zip(bounds, bounds[1:])]
+        if scan.last_start is None:
             return NativePlan(ranges, None, None)
-        rel = w.ensure(last_good, 16)
-        last_ts = _TS.unpack_from(w.buf, rel + 8)[0]
-        return NativePlan(ranges, first_ts, last_ts)
+        return NativePlan(ranges, scan.first_ts, record_ts(f, scan.last_start))
+
+
+def _read_at(f, offset: int, n: int) -> bytes:
+    f.seek(offset)
+    return f.read(n)
 
 
 def read_native_range(

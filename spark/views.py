@@ -23,7 +23,6 @@ batch, only the columns a view needs; memory grows with the views, not the table
 
 from __future__ import annotations
 
-import heapq
 import math
 import os
 
@@ -50,21 +49,39 @@ def _width_ns(span_ns: int) -> int:
     return 24 * 36 * 10**11 * math.ceil(target / (24 * 36 * 10**11))
 
 
-def _dataset(path: str):
+def _dataset(files: list[str], base: str):
+    """The Parquet parts ``files`` of the table in ``base`` (its ``capture=NAME`` folders
+    read as a column)."""
     import pyarrow.dataset as ds
 
-    return ds.dataset(path, format="parquet", partitioning="hive", exclude_invalid_files=True)
+    return ds.dataset(files, format="parquet", partitioning="hive", partition_base_dir=base)
 
 
-def _span(frames) -> tuple[int, int] | None:
+def _span(files: list[str]) -> tuple[int, int] | None:
+    """The first and last ``ts_ns`` of the frames parts, from their row groups'
+    statistics (a scan of the column where a row group has none)."""
     import pyarrow.compute as pc
+    import pyarrow.parquet as pq
 
     lo = hi = None
-    for b in frames.to_batches(columns=["ts_ns"], batch_readahead=1, fragment_readahead=1):
-        if b.num_rows:
-            mm = pc.min_max(b.column(0))
-            lo = mm["min"].as_py() if lo is None else min(lo, mm["min"].as_py())
-            hi = mm["max"].as_py() if hi is None else max(hi, mm["max"].as_py())
+    for path in files:
+        pf = pq.ParquetFile(path)
+        md = pf.metadata
+        col = md.schema.names.index("ts_ns")
+        for g in range(md.num_row_groups):
+            rg = md.row_group(g)
+            if not rg.num_rows:
+                continue
+            st = rg.column(col).statistics
+            if st is not None and st.has_min_max and not st.null_count:
+                a, b = st.min, st.max
+            else:
+                mm = pc.min_max(pf.read_row_group(g, columns=["ts_ns"]).column(0))
+                a, b = mm["min"].as_py(), mm["max"].as_py()
+                if a is None:
+                    continue
+            lo = a if lo is None else min(lo, a)
+            hi = b if hi is None else max(hi, b)
     return None if lo is None else (lo, hi)
 
 
@@ -95,6 +112,13 @@ class _Agg:
         merged = t.group_by(self.keys, use_threads=False).aggregate([(f"{c}_{f}", again[f]) for c, f in self.aggs])
         return _renamed(merged, self.aggs)
 
+    def absorb(self, partial) -> None:
+        """Take in another pass's :meth:`result` (None: it saw nothing)."""
+        if partial is not None and partial.num_rows:
+            self.parts.append(partial)
+            if len(self.parts) > 16:
+                self.parts = [self._merge()]
+
     def result(self):
         if not self.parts:
             return None
@@ -113,32 +137,40 @@ def _renamed(merged, aggs):
     return merged.rename_columns(names)
 
 
-def build_views(out: str, summary: dict) -> dict:
-    """Write ``out/views/*.parquet``; returns the views as pyarrow tables (for the report)."""
+def _frames_aggs() -> dict:
+    return {
+        "io": _Agg(["bucket", "capture"], [("frame_len", "count"), ("frame_len", "sum"), ("err", "sum")]),
+        "conv": _Agg(["capture", "connection_id", "connection", "client", "server", "direction"],
+                     [("frame_len", "count"), ("frame_len", "sum"), ("err", "sum"), ("ts_ns", "min"), ("ts_ns", "max")]),
+        "who": _Agg(["capture", "connection_id"], [("is_ns", "max"), ("is_broker", "max"), ("language", "max"), ("version", "max"),
+                                                   ("client_id", "max")]),
+        "lag": _Agg(["minute", "group", "topic", "queue_id"], [("commit_offset", "max"), ("max_offset", "max")]),
+    }  # fmt: skip
+
+
+def _calls_aggs() -> dict:
+    return {
+        "lat": _Agg(["bucket", "capture", "bin"], [("latency_ms", "count")]),
+        "errors": _Agg(["minute", "capture", "request_code_name", "response_code", "response_code_name", "response_remark", "topic",
+                        "group", "client", "server"], [("status", "count"), ("ts_ns", "min"), ("ts_ns", "max")]),
+        "msgs": _Agg(["minute", "topic", "group"], [("put_messages", "sum"), ("put_bytes", "sum"), ("got_messages", "sum"),
+                                                     ("got_bytes", "sum"), ("send_backs", "sum")]),
+        "unanswered": _Agg(["request_capture", "request_connection_id"], [("status", "count")]),
+    }  # fmt: skip
+
+
+def frames_pass(files: list[str], base: str, t0: int, width: int) -> dict:
+    """The frames views' partial aggregates over the parts ``files`` of the table in
+    ``base`` (one :meth:`_Agg.result` per view): a task's share of the pass."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
-    frames = _dataset(os.path.join(out, "frames"))
-    calls = _dataset(os.path.join(out, "calls"))
-    span = _span(frames)
-    views: dict = {"span": span}
-    vdir = os.path.join(out, "views")
-    os.makedirs(vdir, exist_ok=True)
-    t0 = span[0] if span else 0
-    width = _width_ns(span[1] - span[0]) if span else 10**9
-    views["width_ns"] = width
+    aggs = _frames_aggs()
+    io, conv, who, lag = aggs["io"], aggs["conv"], aggs["who"], aggs["lag"]
     minute = 60 * 10**9
-
-    io = _Agg(["bucket", "capture"], [("frame_len", "count"), ("frame_len", "sum"), ("err", "sum")])
-    conv = _Agg(["capture", "connection_id", "connection", "client", "server", "direction"],
-                [("frame_len", "count"), ("frame_len", "sum"), ("err", "sum"), ("ts_ns", "min"), ("ts_ns", "max")])  # fmt: skip
-    who = _Agg(["capture", "connection_id"], [("is_ns", "max"), ("is_broker", "max"), ("language", "max"), ("version", "max"),
-                                              ("client_id", "max")])  # fmt: skip
-    lag = _Agg(["minute", "group", "topic", "queue_id"], [("commit_offset", "max"), ("max_offset", "max")])
     cols = ["capture", "connection_id", "connection", "client", "server", "direction", "kind", "code", "frame_len", "ts_ns",
             "language", "version", "client_id", "topic", "group", "queue_id", "commit_offset", "max_offset"]  # fmt: skip
-    for b in frames.to_batches(columns=cols, batch_size=1 << 16, batch_readahead=1, fragment_readahead=1):
+    for b in _dataset(files, base).to_batches(columns=cols, batch_size=1 << 16, batch_readahead=1, fragment_readahead=1):
         if not b.num_rows:
             continue
         t = pa.Table.from_batches([b])
@@ -158,19 +190,24 @@ def build_views(out: str, summary: dict) -> dict:
         off = off.filter(pc.is_valid(off["group"]))
         if off.num_rows:
             lag.add(off.select(["minute", "group", "topic", "queue_id", "commit_offset", "max_offset"]))
+    return {name: a.result() for name, a in aggs.items()}
 
-    lat = _Agg(["bucket", "capture", "bin"], [("latency_ms", "count")])
-    errors = _Agg(["minute", "capture", "request_code_name", "response_code", "response_code_name", "response_remark", "topic",
-                   "group", "client", "server"], [("status", "count"), ("ts_ns", "min"), ("ts_ns", "max")])  # fmt: skip
-    msgs = _Agg(["minute", "topic", "group"], [("put_messages", "sum"), ("put_bytes", "sum"), ("got_messages", "sum"),
-                                                ("got_bytes", "sum"), ("send_backs", "sum")])  # fmt: skip
-    unanswered = _Agg(["request_capture", "request_connection_id"], [("status", "count")])
+
+def calls_pass(files: list[str], base: str, t0: int, width: int) -> dict:
+    """The calls views' partial aggregates over the parts ``files`` of the table in
+    ``base``, and its slowest calls (held polls apart)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    aggs = _calls_aggs()
+    lat, errors, msgs, unanswered = aggs["lat"], aggs["errors"], aggs["msgs"], aggs["unanswered"]
+    minute = 60 * 10**9
     slowest: list = []
     ccols = ["status", "request_code", "request_code_name", "response_code", "response_code_name", "response_remark", "topic",
              "group", "client", "server", "connection", "request_ts_ns", "response_ts_ns", "latency_ms", "long_poll",
              "request_capture", "request_connection_id", "response_capture", "request_messages", "request_message_bytes",
              "response_messages", "response_message_bytes", "opaque"]  # fmt: skip
-    for b in calls.to_batches(columns=ccols, batch_size=1 << 16, batch_readahead=1, fragment_readahead=1):
+    for b in _dataset(files, base).to_batches(columns=ccols, batch_size=1 << 16, batch_readahead=1, fragment_readahead=1):
         if not b.num_rows:
             continue
         t = pa.Table.from_batches([b])
@@ -186,13 +223,9 @@ def build_views(out: str, summary: dict) -> dict:
             lt = plain.select(["capture", "latency_ms"]).append_column("bin", bins)
             lt = lt.append_column("bucket", pc.divide(pc.subtract(plain["request_ts_ns"], t0), width))
             lat.add(lt)
-            top = plain.sort_by([("latency_ms", "descending")]).slice(0, _SLOWEST).to_pylist()
-            for r in top:
-                item = (r["latency_ms"], r["request_ts_ns"], r)
-                if len(slowest) < _SLOWEST:
-                    heapq.heappush(slowest, item[:2] + (id(r), r))
-                elif item[0] > slowest[0][0]:
-                    heapq.heapreplace(slowest, item[:2] + (id(r), r))
+            # the batch's slowest: sorted by the one column, then only those rows taken
+            top = pc.array_sort_indices(plain["latency_ms"], order="descending")[:_SLOWEST]
+            slowest = _slowest(slowest, plain.take(top).to_pylist())
         bad = t.filter(pc.and_(pc.is_valid(t["response_code"]), pc.invert(pc.is_in(t["response_code"], pa.array(OK_CODES, pa.int32())))))
         if bad.num_rows:
             bad = bad.set_column(bad.column_names.index("response_remark"), "response_remark",
@@ -215,6 +248,52 @@ def build_views(out: str, summary: dict) -> dict:
         un = t.filter(pc.equal(t["status"], "unanswered"))
         if un.num_rows:
             unanswered.add(un.select(["request_capture", "request_connection_id", "status"]))
+    return {**{name: a.result() for name, a in aggs.items()}, "slowest": slowest}
+
+
+def _slowest(kept: list[dict], more: list[dict]) -> list[dict]:
+    """The :data:`_SLOWEST` slowest of two lists of calls (ties: the earlier request first)."""
+    return sorted(kept + more, key=lambda r: (-r["latency_ms"], r["request_ts_ns"], r["opaque"]))[:_SLOWEST]
+
+
+def _serial(fn, files: list[str]) -> list:
+    return [fn(files)] if files else []
+
+
+def build_views(out: str, summary: dict, map_parts=None) -> dict:
+    """Write ``out/views/*.parquet``; returns the views as pyarrow tables (for the report).
+    ``map_parts(fn, files)``: runs ``fn`` over shares of ``files`` and returns its
+    results (the job spreads the passes over the executors); by default one pass here."""
+    import functools
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from .job import part_files
+
+    map_parts = map_parts or _serial
+    frames_dir, calls_dir = os.path.join(out, "frames"), os.path.join(out, "calls")
+    frame_files = part_files(frames_dir)
+    span = _span(frame_files)
+    views: dict = {"span": span}
+    vdir = os.path.join(out, "views")
+    os.makedirs(vdir, exist_ok=True)
+    t0 = span[0] if span else 0
+    width = _width_ns(span[1] - span[0]) if span else 10**9
+    views["width_ns"] = width
+
+    aggs = {**_frames_aggs(), **_calls_aggs()}
+    slowest: list = []
+    for part in map_parts(functools.partial(frames_pass, base=frames_dir, t0=t0, width=width), frame_files):
+        for name, t in part.items():
+            aggs[name].absorb(t)
+    for part in map_parts(functools.partial(calls_pass, base=calls_dir, t0=t0, width=width), part_files(calls_dir)):
+        slowest = _slowest(slowest, part.pop("slowest"))
+        for name, t in part.items():
+            aggs[name].absorb(t)
+    io, conv, who, lag = aggs["io"], aggs["conv"], aggs["who"], aggs["lag"]
+    lat, errors, msgs, unanswered = aggs["lat"], aggs["errors"], aggs["msgs"], aggs["unanswered"]
 
     def write(name: str, table) -> None:
         if table is not None:
@@ -343,7 +422,8 @@ def build_views(out: str, summary: dict) -> dict:
     write("captures", pa.Table.from_pylist(cap_rows) if cap_rows else None)
 
     # the slowest calls, and the frames of their connection around each (the ladder)
-    slow = [r for *_, r in sorted(slowest, key=lambda x: -x[0])]
+    slow = slowest
+    frames = _dataset(frame_files, frames_dir)
     ladders = []
     for i, r in enumerate(slow):
         import pyarrow.dataset as ds

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import struct
+import subprocess
+from collections.abc import Callable
 
 import pytest
 
@@ -51,4 +55,35 @@ def summary_without(summary: dict, *keys: str) -> dict:
     return {k: v for k, v in summary.items() if k not in keys}
 
 
-__all__ = ["summary_without", "os"]
+def split_native(path: str, out_dir, parts: int, name: Callable[[int], str] = lambda i: f"tap{i}.cap") -> list[str]:
+    """The records of ``path`` in ``parts`` files, as ``--tap-rotate-mb`` writes them
+    (each with the file header); ``name(i)``: the i-th file's name."""
+    data = open(path, "rb").read()
+    header, pos, cuts = data[:16], 16, [16]
+    while pos < len(data):
+        pos += 4 + struct.unpack_from(">I", data, pos)[0]
+        cuts.append(pos)
+    step = len(cuts) // parts
+    os.makedirs(out_dir, exist_ok=True)
+    names = []
+    for i in range(parts):
+        a, b = cuts[i * step], cuts[(i + 1) * step] if i < parts - 1 else len(data)
+        file = os.path.join(out_dir, name(i))
+        with open(file, "wb") as f:
+            f.write(header + data[a:b])
+        names.append(file)
+    return names
+
+
+def stop(proc: subprocess.Popen, timeout: float = 20) -> None:
+    """Ctrl-C ``proc`` (a broker, tcpdump) and wait for it; killed if it does not stop."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+__all__ = ["summary_without", "split_native", "stop", "os"]

@@ -169,6 +169,31 @@ def test_views_and_the_interactive_report(spark, native_result, captures):
     assert "PULL_MESSAGE" in page and "TOPIC_NOT_EXIST" in page
 
 
+def test_views_spread_over_the_executors_equal_the_views_made_in_one_pass(spark, native_result):
+    """The job runs the views' passes over the tables' parts in its executors and merges
+    their partial aggregates; the benchmark's baseline runs them in one pass."""
+    from trocket.spark.job import map_files, part_files
+    from trocket.spark.views import build_views
+
+    out = os.path.dirname(native_result.frames_path)
+    assert len(part_files(native_result.frames_path)) > 4  # several parts, several tasks
+    shares: list = []
+
+    def spread(fn, files):
+        shares.append(len(files))
+        return map_files(spark, fn, files)
+
+    apart = build_views(out, native_result.summary, spread)
+    one = build_views(out, native_result.summary)
+    assert len(shares) == 2
+    for name, table in one.items():
+        if name in ("span", "width_ns") or table is None:
+            assert apart[name] == table, name
+            continue
+        keys = [(c, "ascending") for c in table.column_names if not table.schema.field(c).type.equals("null")]
+        assert apart[name].sort_by(keys).to_pylist() == table.sort_by(keys).to_pylist(), name
+
+
 def test_nothing_readable_gives_an_empty_summary_and_report(spark, tmp_path):
     from trocket.spark.report import build_report
 

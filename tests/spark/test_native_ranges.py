@@ -79,6 +79,21 @@ def test_folders_are_walked_and_what_is_no_capture_there_skipped(tmp_path):
                                       "caps/empty.cap: skipped (an empty file)"]  # fmt: skip
 
 
+def test_file_uris_are_read_and_other_schemes_reported(tmp_path):
+    from urllib.parse import quote
+
+    from trocket.spark.inputs import local_path
+
+    good = tmp_path / "a b.cap"
+    synth.write_native(str(good), 10)
+    inputs = resolve_inputs([f"file://{quote(str(good))}", f"file://localhost{tmp_path}", "s3a://bucket/c.cap"])
+    assert [(c.name, c.path) for c in inputs.native] == [("a b.cap", str(good)), (f"{tmp_path.name}/a b.cap", str(good))]
+    assert [(p.kind, p.text) for p in inputs.problems] == [("unreadable", "s3a://bucket/c.cap: s3a:// is not read (local paths and file:// "
+                                                                          "URIs are; copy the capture here)")]  # fmt: skip
+    assert inputs.names[-1] == "s3a://bucket/c.cap"
+    assert local_path("file:/x/y") == "/x/y" and local_path("rel/x.cap") == "rel/x.cap" and local_path("hdfs://nn/x") is None
+
+
 def test_a_header_only_native_file_is_a_complete_capture_of_no_frames(tmp_path):
     from trocket.codecs.capture import FILE_HEADER
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import pytest
 from trocket.spark.job import analyze
 
 from ..waiting import wait_until_sync
+from .conftest import stop
 
 pytestmark = pytest.mark.slow
 
@@ -59,16 +59,6 @@ def _wait_written(pcap: Path, steady: float = 1.0, timeout: float = 20.0) -> Non
         time.sleep(0.1)
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def test_cpp_client_session_recorded_with_tcpdump(spark, tmp_path):
     tcpdump = shutil.which("tcpdump")
     if tcpdump is None:
@@ -105,7 +95,7 @@ def test_cpp_client_session_recorded_with_tcpdump(spark, tmp_path):
         _wait_written(pcap)
     finally:
         for proc in reversed(procs):
-            _stop(proc)
+            stop(proc)
     summary = analyze(spark, [str(pcap)], str(tmp_path / "out")).summary
     sends = {code: n for code, n in summary["requests_by_code"].items() if code in ("10", "310", "320")}
     why = f"{summary}\ntcpdump: {dump_log.read_text(errors='replace')[-300:]}"

@@ -16,7 +16,7 @@ from trocket.spark import synth
 from trocket.spark.job import analyze
 from trocket.spark.streams import Streams
 
-from .conftest import summary_without
+from .conftest import split_native, summary_without
 
 _COUNTS = ("captures", "complete", "incomplete_captures", "stream_problems", "bytes_by_capture", "torn_connections")
 
@@ -44,24 +44,6 @@ def _split_pcap(path: str, out_dir, parts: int) -> list[str]:
     for i in range(parts):
         a, b = starts[i], starts[i + 1] if i < parts - 1 else len(data)
         name = str(out_dir / f"rot{i}.pcap")
-        with open(name, "wb") as f:
-            f.write(header + data[a:b])
-        names.append(name)
-    return names
-
-
-def _split_native(path: str, out_dir, parts: int) -> list[str]:
-    """The records of ``path`` in ``parts`` files, as ``--tap-rotate-mb`` writes them."""
-    data = open(path, "rb").read()
-    header, pos, cuts = data[:16], 16, [16]
-    while pos < len(data):
-        pos += 4 + struct.unpack_from(">I", data, pos)[0]
-        cuts.append(pos)
-    step = len(cuts) // parts
-    names = []
-    for i in range(parts):
-        a, b = cuts[i * step], cuts[(i + 1) * step] if i < parts - 1 else len(data)
-        name = str(out_dir / f"tap{i}.cap")
         with open(name, "wb") as f:
             f.write(header + data[a:b])
         names.append(name)
@@ -105,7 +87,7 @@ def test_rotated_pcaps_in_any_order_are_the_one_capture(spark, captures, tmp_pat
 def test_rotated_native_captures_and_captures_that_reuse_addresses(spark, captures, tmp_path):
     """A tap's rotated files in any order are the one capture; two recordings with the
     same addresses and connection ids at the same times (two synthetic seeds) stay apart."""
-    files = _split_native(captures["native"], tmp_path, 4)
+    files = split_native(captures["native"], tmp_path, 4)
     random.Random(5).shuffle(files)
     other = str(tmp_path / "other.cap")
     other_truth = synth.write_native(other, 1500, seed=12)
