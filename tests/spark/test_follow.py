@@ -134,7 +134,7 @@ def _wait_quiet(directory: Path, steady: float = 1.5, timeout: float = 30.0) -> 
 
 
 def _send(trocket: Path, ns: str, count: int) -> None:
-    done = subprocess.run([str(trocket), "send", "-n", ns, "--topic", "LiveTopic", "--count", str(count), "--json"],
+    done = subprocess.run([str(trocket), "send", "-n", ns, "--topic", "LiveTopic", "--count", str(count), "--size", "64", "--json"],
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
 
