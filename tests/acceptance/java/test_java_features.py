@@ -1,8 +1,9 @@
 """Features other issues bring to trocket's broker, run with the real Java client against
 both brokers (src/FeatureScenarios.java): transactions and request-reply (issue 23),
-SQL92 filters and message trace (issue 25). The trocket runs of what has not landed yet
-(issue 25) are ``xfail(strict=True)``. (ACL, issue 24, runs on brokers with aclEnable of
-their own: test_java_acl.py.)"""
+SQL92 filters and message trace (issue 25). The trocket runs of what has not landed
+are ``xfail(strict=True)`` (SQL92 filtering has: the trocket broker runs with
+``enablePropertyFilter=true``, as the Java one). (ACL, issue 24, runs on brokers with
+aclEnable of their own: test_java_acl.py.)"""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def test_request_reply(scenario):
     assert scenario("request_reply") == {"reply": "re: ping"}
 
 
-@on_both(trocket_xfail="issue 25: SQL92 filtering")
+@on_both()
 def test_sql92_filter(scenario):
     assert scenario("sql92") == {"got": [6, 7, 8, 9]}
 
