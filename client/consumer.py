@@ -76,6 +76,7 @@ from .consumer_base import (
     Listener,
     make_invoker,
     reset_retry_topic,
+    start_errors_unwrapped,
 )
 from .consumer_pull import process_pull_result, pull_header
 from .errors import ClientError, ClientStateError
@@ -167,7 +168,7 @@ class PushConsumer(ConsumerBase):
         self,
         group: str,
         namesrv: str | list[str] | None = None,
-        subscriptions: Mapping[str, str] | None = None,
+        subscriptions: Mapping[str, str | subs.MessageSelector] | None = None,
         listener: Listener | None = None,
         *,
         instance: ClientInstance | None = None,
@@ -196,8 +197,10 @@ class PushConsumer(ConsumerBase):
 
     # -- configuration ------------------------------------------------------------------
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Subscribe to ``topic`` with ``"*"`` or ``"TagA || TagB"`` (before or after start)."""
+    def subscribe(self, topic: str, expression: str | subs.MessageSelector = "*") -> None:
+        """Subscribe to ``topic`` with ``"*"``, ``"TagA || TagB"`` or a
+        :class:`~.subscription.MessageSelector` (``MessageSelector.by_sql("a > 5")``: the
+        broker evaluates it on each message's properties), before or after start."""
         self._subs[topic] = subs.build(topic, expression)
         if self._started:
             assert self._instance is not None
@@ -261,24 +264,25 @@ class PushConsumer(ConsumerBase):
         self._started = True
         self._invoke = make_invoker(self._listener, self._limiter)
         opts = self.options
-        async with trio.open_nursery() as nursery:
-            await self._start_common(
-                nursery,
-                model=opts.message_model,
-                offset_dir=opts.offset_dir,
-                consume_timestamp=opts.consume_timestamp,
-                topics=self._topics,
-                apply=self._apply_allocation,
-                rebalance_interval=opts.rebalance_interval_s,
-            )
-            assert self._rebalancer is not None
-            await self._rebalancer.rebalance_once()
-            nursery.start_soon(self._rebalancer.run, False)
-            nursery.start_soon(self._persist_loop)
-            if opts.orderly and opts.message_model is MessageModel.CLUSTERING:
-                nursery.start_soon(self._lock_loop)
-            task_status.started(self)
-            await trio.sleep_forever()
+        with start_errors_unwrapped():
+            async with trio.open_nursery() as nursery:
+                await self._start_common(
+                    nursery,
+                    model=opts.message_model,
+                    offset_dir=opts.offset_dir,
+                    consume_timestamp=opts.consume_timestamp,
+                    topics=self._topics,
+                    apply=self._apply_allocation,
+                    rebalance_interval=opts.rebalance_interval_s,
+                )
+                assert self._rebalancer is not None
+                await self._rebalancer.rebalance_once()
+                nursery.start_soon(self._rebalancer.run, False)
+                nursery.start_soon(self._persist_loop)
+                if opts.orderly and opts.message_model is MessageModel.CLUSTERING:
+                    nursery.start_soon(self._lock_loop)
+                task_status.started(self)
+                await trio.sleep_forever()
 
     async def aclose(self, *, cancel_callbacks: bool = False) -> None:
         """Graceful shutdown: stop pulling, finish callbacks in flight (up to

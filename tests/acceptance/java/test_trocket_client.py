@@ -20,7 +20,9 @@ from java_tools import on_both, route_queue_datas, wait_for
 from trocket.client import (
     BlockingProducer,
     BlockingPullConsumer,
+    BrokerResponseError,
     ConsumeResult,
+    MessageSelector,
     MessageModel,
     Producer,
     PullConsumer,
@@ -241,6 +243,41 @@ async def test_push_reconsume_later_comes_back_from_retry(peer, broker):
 
 
 # -- the lite pull consumer and the blocking facade --------------------------------------------
+
+
+@on_both()
+async def test_sql92_selectors_push_and_lite_pull(peer, broker):
+    """MessageSelector.by_sql (issue 25) on both brokers (each with enablePropertyFilter):
+    the push and the lite pull consumer get exactly the matching messages; a bad
+    expression fails the start with the broker's SUBSCRIPTION_PARSE_FAILED and Java's
+    parser message."""
+    topic, group = unique(broker, "sql"), unique(broker, "sqlG")
+    create_topic(peer, topic)
+    async with Producer(unique(broker, "sqlP"), peer.namesrv) as producer:
+        for i in range(20):
+            await producer.send(new_message(topic, f"m{i}", tags="T" if i % 2 else "U", properties={"a": str(i)}))
+    want = sorted(f"m{i}" for i in range(20) if i > 10 and i % 2)
+    got: list[str] = []
+    sel = MessageSelector.by_sql("a > 10 AND TAGS = 'T'")
+    async with PushConsumer(group, peer.namesrv, {topic: sel}, lambda m: got.append(m.body.decode()),
+                            consume_from="first", **FAST):
+        with trio.move_on_after(15):
+            while len(got) < len(want):
+                await trio.sleep(0.1)
+        await trio.sleep(0.5)
+    assert sorted(got) == want
+    pulled: list[str] = []
+    async with PullConsumer(group + "L", peer.namesrv, consume_from="first", **FAST) as lite:
+        lite.subscribe(topic, MessageSelector.by_sql("a IN ('3', '4') OR a BETWEEN 18 AND 30"))
+        with trio.move_on_after(15):
+            while len(pulled) < 4:
+                pulled += [m.body.decode() for m in await lite.poll(timeout=0.5)]
+    assert sorted(pulled) == ["m18", "m19", "m3", "m4"]
+    with pytest.raises(BrokerResponseError) as info:
+        async with PushConsumer(group + "B", peer.namesrv, {topic: MessageSelector.by_sql("a >")}, lambda m: None):
+            pass
+    assert info.value.code == 23
+    assert info.value.remark.startswith('org.apache.rocketmq.filter.parser.ParseException: Encountered "<EOF>" at line 1')
 
 
 @on_both()
