@@ -71,11 +71,25 @@ def _record_properties(record: memoryview) -> dict[str, str]:
 
 
 def _sql_filter(compiled: CompiledFilter) -> RecordFilter:
-    evaluate = compiled.evaluate
+    """The record test of a pull: :func:`record_properties_bytes` inlined and the
+    expression's generated evaluator (:mod:`trocket.codecs.sql92.codegen`) on the
+    properties string (one Python call below this one per record: this runs for every
+    record a filtered pull reads)."""
+    evaluate = compiled.evaluate_text
+    i32 = _I32.unpack_from
+    i16 = _I16.unpack_from
+    v6 = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
 
     def matches(record: memoryview) -> bool:
+        at = _BODYLEN_AT
+        flags = i32(record, 36)[0] & v6
+        if flags:
+            at += 12 * ((flags & BORNHOST_V6_FLAG != 0) + (flags & STOREHOSTADDRESS_V6_FLAG != 0))
+        at += 4 + i32(record, at)[0]
+        at += 1 + record[at]
+        end = at + 2 + i16(record, at)[0]
         try:
-            return evaluate(_record_properties(record)) is True
+            return evaluate(str(record[at + 2 : end], "utf-8", "replace")) is True
         except Exception:  # Java: any Throwable of the evaluation is "no match"
             return False
 

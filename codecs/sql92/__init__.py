@@ -10,6 +10,7 @@ the Java broker answers (``MQFilterException.getMessage()``: the cause's
 * :mod:`.grammar`: the grammar (lark, LALR) and JavaCC's error texts;
 * :mod:`.nodes`: the expression tree and the checks Java runs while building it;
 * :mod:`.evaluate`: the tree as closures with Java's null handling and coercions;
+* :mod:`.codegen`: the same rules as one generated function of the properties string;
 * :mod:`.java`: Java's values, string conversions, ``compareTo`` and ``toString``.
 """
 
@@ -17,7 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .evaluate import compile_node
+from .codegen import generate
+from .evaluate import compile_node, property_names
 from .grammar import TokenMgrError, parse
 from .java import JavaError
 from .nodes import Node, ParseError
@@ -38,12 +40,18 @@ class FilterCompileError(ValueError):
 class CompiledFilter:
     """A parsed expression, ready to test messages."""
 
-    __slots__ = ("expression", "tree", "_evaluate")
+    __slots__ = ("expression", "tree", "evaluator", "names", "evaluate_text", "source", "_evaluate")
 
     def __init__(self, expression: str, tree: Node) -> None:
         self.expression = expression
         self.tree = tree
-        self._evaluate = compile_node(tree)
+        #: the closure behind :meth:`evaluate` (hot paths call it directly)
+        self.evaluator = self._evaluate = compile_node(tree)
+        #: the property names the expression reads, in order of appearance
+        self.names: tuple[str, ...] = tuple(dict.fromkeys(property_names(tree)))
+        #: the same evaluation as one generated function of the properties *string*
+        #: (:mod:`.codegen`: the broker's pull path); ``source`` is its code
+        self.evaluate_text, self.source = generate(tree, self.names)
 
     def evaluate(self, properties: Mapping[str, str]) -> object:
         """The raw result: ``True``, ``False`` or ``None`` (unknown); raises

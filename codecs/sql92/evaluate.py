@@ -22,12 +22,13 @@ even under an ``OR`` whose other side is true, exactly as Java.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import operator
+from collections.abc import Callable, Iterator, Mapping
 
-from .java import INT_MIN, JLong, JavaError, _compare_doubles, java_compare, parse_double
+from .java import INT_MIN, JLong, JavaError, _compare_doubles, java_compare, parse_double, parse_int, parse_long
 from .nodes import Binary, Constant, In, Node, Property, Unary
 
-__all__ = ["Evaluator", "compile_node"]
+__all__ = ["Evaluator", "compile_node", "property_names"]
 
 Props = Mapping[str, str]
 Evaluator = Callable[[Props], object]
@@ -66,12 +67,111 @@ def _negate(v: object) -> object:
     return None
 
 
+_SIMPLE_DOUBLE = frozenset("0123456789.eE+-")
+
+#: ``op`` between two numbers of one type (the result of java_compare tested against 0)
+_NUMBER_OPS: dict[str, Callable[[object, object], bool]] = {
+    "==": operator.eq, ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
+}
+
+
+def _as_int(v: str) -> int:
+    """``Integer.valueOf``: plain ASCII digits take the short way."""
+    if v.isascii() and v.isdigit() and len(v) < 10:
+        return int(v)
+    return parse_int(v)
+
+
+def _as_long(v: str) -> int:
+    """``Long.valueOf``."""
+    if v.isascii() and v.isdigit() and len(v) < 19:
+        return int(v)
+    return parse_long(v)
+
+
+def _as_double(v: str) -> float:
+    """``Double.valueOf``: for text of digits, ``.``, exponent and signs only, Python's
+    ``float`` accepts and refuses exactly what Java does, and never gives NaN."""
+    if _SIMPLE_DOUBLE.issuperset(v):
+        try:
+            return float(v)
+        except ValueError:
+            pass
+    return parse_double(v)
+
+
+def _prop_vs_constant(op: str, name: str, const: object) -> Evaluator | None:
+    """``prop <op> constant``, the common shape, in one closure: the property's string
+    converted to the constant's type as ``__compare`` would, then compared. (A Double
+    constant is never 0 nor NaN -- ``createFloat`` refuses those, a negative one is a
+    negation, not a constant -- so plain float comparison is ``Double.compare``.)"""
+    compare = _NUMBER_OPS[op]
+    t = type(const)
+    if t is str:
+        if op != "==":
+            return None
+
+        def str_eq(props: Props) -> object:
+            v = props.get(name)
+            return None if v is None else v == const
+
+        return str_eq
+    if t is bool:
+        if op != "==":
+            return None
+
+        def bool_eq(props: Props) -> object:
+            v = props.get(name)
+            return None if v is None else (v.lower() == "true") is const  # type: ignore[union-attr]
+
+        return bool_eq
+    if t is float:
+
+        def double(props: Props) -> object:
+            v = props.get(name)
+            if v is None:
+                return None
+            x = _as_double(v) if type(v) is str else v
+            if type(x) is not float or x != x:  # NaN: Double.compare puts it above everything
+                return compare(java_compare(x, const), 0)
+            return compare(x, const)
+
+        return double
+    convert = _as_int if t is int else _as_long if t is JLong else None
+    if convert is None:
+        return None
+
+    def number(props: Props) -> object:
+        v = props.get(name)
+        if v is None:
+            return None
+        if type(v) is not str:
+            return compare(java_compare(v, const), 0)
+        return compare(convert(v), const)
+
+    return number
+
+
 _ORDER_TESTS: dict[str, Callable[[int], bool]] = {
     ">": lambda c: c > 0,
     ">=": lambda c: c >= 0,
     "<": lambda c: c < 0,
     "<=": lambda c: c <= 0,
 }
+
+
+def property_names(node: Node) -> Iterator[str]:
+    """The property names ``node`` reads (repeats included)."""
+    t = type(node)
+    if t is Property:
+        yield node.name  # type: ignore[attr-defined]
+    elif t is In:
+        yield node.prop.name  # type: ignore[attr-defined]
+    elif t is Unary:
+        yield from property_names(node.operand)  # type: ignore[attr-defined]
+    elif t is Binary:
+        yield from property_names(node.left)  # type: ignore[attr-defined]
+        yield from property_names(node.right)  # type: ignore[attr-defined]
 
 
 def compile_node(node: Node) -> Evaluator:
@@ -152,21 +252,13 @@ def _compile_binary(node: Binary) -> Evaluator:
             return False
 
         return or_
+    if type(node.left) is Property and type(node.right) is Constant:
+        fast = _prop_vs_constant(op, node.left.name, node.right.value)
+        if fast is not None:
+            return fast
     if op == "==":
         return lambda props: _equal(left(props), right(props))
     test = _ORDER_TESTS[op]
-    if type(node.right) is Constant and type(node.left) is Property:
-        # the common shape, ``prop > 5``: one call less per message
-        name, const = node.left.name, node.right.value
-        if type(const) is int:  # Integer.valueOf on the property, as java_compare would
-
-            def prop_vs_int(props: Props) -> object:
-                v = props.get(name)
-                if v is None:
-                    return None
-                return test(java_compare(v, const))
-
-            return prop_vs_int
 
     def order(props: Props) -> object:
         lv = left(props)

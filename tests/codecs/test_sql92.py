@@ -189,3 +189,53 @@ def test_integer_comparisons_agree_with_python(value, const):
             assert f.evaluate({"a": str(value)}) is py
         else:  # Integer.valueOf refuses it: no match
             assert f.matches({"a": str(value)}) is False
+
+
+# -- the generated evaluator (the broker's) agrees with the closures ---------------------------
+
+_VALUES = ["5", "6", "-5", "6.5", " 6", "abc", "true", "TRUE", "NaN", "2147483648", "06", "+7", "1e3", "x", "\u0663"]
+_OPERANDS = ["a", "b", "c", "5", "6.5", "-5", "'6'", "'x'", "TRUE", "2147483648", "-a"]
+
+
+@st.composite
+def _expressions(draw, depth: int = 0) -> str:
+    kind = draw(st.sampled_from(["cmp", "cmp", "in", "null", "between", "prop"] + (["and", "or", "not"] if depth < 3 else [])))
+    if kind == "cmp":
+        op = draw(st.sampled_from(["=", "<>", ">", ">=", "<", "<="]))
+        return f"{draw(st.sampled_from(_OPERANDS))} {op} {draw(st.sampled_from(_OPERANDS))}"
+    if kind == "in":
+        return f"{draw(st.sampled_from('abc'))} {draw(st.sampled_from(['IN', 'NOT IN']))} ('6', 'x', 'true')"
+    if kind == "null":
+        return f"{draw(st.sampled_from('abc'))} IS {draw(st.sampled_from(['', 'NOT ']))}NULL"
+    if kind == "between":
+        return f"{draw(st.sampled_from('abc'))} {draw(st.sampled_from(['', 'NOT ']))}BETWEEN 1 AND 6.5"
+    if kind == "prop":
+        return draw(st.sampled_from("abc"))
+    if kind == "not":
+        return f"NOT ({draw(_expressions(depth + 1))})"
+    op = "AND" if kind == "and" else "OR"
+    return f"({draw(_expressions(depth + 1))}) {op} ({draw(_expressions(depth + 1))})"
+
+
+def _outcome(fn, arg):
+    try:
+        return fn(arg)
+    except JavaError:
+        return "error"
+
+
+@given(_expressions(), st.dictionaries(st.sampled_from("abcd"), st.sampled_from(_VALUES), max_size=4))
+def test_generated_evaluator_agrees_with_the_closures(expression, properties):
+    try:
+        f = compile_filter(expression)
+    except FilterCompileError:
+        return
+    text = "".join(f"{k}\x01{v}\x02" for k, v in properties.items())
+    assert _outcome(f.evaluate_text, text) == _outcome(f.evaluate, properties), f.source
+
+
+def test_generated_evaluator_decodes_everything_for_many_names():
+    f = compile_filter("a = 1 AND b = 2 AND c = 3 AND d = 4")
+    assert "_decode(text)" in f.source
+    assert f.evaluate_text("a\x011\x02b\x012\x02c\x013\x02d\x014") is True
+    assert "_get(text, 'a')" in compile_filter("a = 1").source
