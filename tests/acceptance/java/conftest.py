@@ -35,8 +35,8 @@ from java_tools import (  # noqa: E402
 _bundle: tuple[Bundle | None, str] | None = None
 
 #: what the trocket broker needs beyond its defaults, as JavaBroker's broker.conf says
-#: for the Java broker (the scenarios' SQL92 subscriptions)
-TROCKET_BROKER_CONF = "enablePropertyFilter=true\n"
+#: for the Java broker (the scenarios' SQL92 subscriptions, the trace topic)
+TROCKET_BROKER_CONF = "enablePropertyFilter=true\ntraceTopicEnable=true\n"
 
 
 def bundle_status() -> tuple[Bundle | None, str]:

@@ -1,9 +1,9 @@
 """Features other issues bring to trocket's broker, run with the real Java client against
 both brokers (src/FeatureScenarios.java): transactions and request-reply (issue 23),
 SQL92 filters and message trace (issue 25). The trocket runs of what has not landed
-are ``xfail(strict=True)`` (SQL92 filtering has: the trocket broker runs with
-``enablePropertyFilter=true``, as the Java one). (ACL, issue 24, runs on brokers with
-aclEnable of their own: test_java_acl.py.)"""
+are ``xfail(strict=True)`` (SQL92 filtering and the trace topic have: the trocket
+broker runs with ``enablePropertyFilter=true`` and ``traceTopicEnable=true``, as the Java
+one). (ACL, issue 24, runs on brokers with aclEnable of their own: test_java_acl.py.)"""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_sql92_filter(scenario):
     assert scenario("sql92") == {"got": [6, 7, 8, 9]}
 
 
-@on_both(trocket_xfail="issue 25: message trace (RMQ_SYS_TRACE_TOPIC)")
+@on_both()
 def test_message_trace(scenario):
     r = scenario("trace")
     assert r["consumed"] is True
