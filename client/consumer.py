@@ -83,6 +83,7 @@ from .errors import ClientError, ClientStateError
 from .instance import ClientInstance
 from .message import PullStatus
 from .process_queue import ProcessQueue
+from .trace import TraceDispatcher, traced_invoker
 
 __all__ = ["PushConsumer", "PushConsumerOptions", "ConsumeResult", "ConsumeFrom", "MessageModel", "ConsumerStats"]
 
@@ -118,6 +119,10 @@ class PushConsumerOptions(ConsumerOptions):
     suspend_orderly_s: float = 1.0
     #: shutdown waits this long for callbacks in flight before cancelling them
     await_termination_s: float = 10.0
+    #: message trace (``enableMsgTrace``): SubBefore / SubAfter records per callback in
+    #: ``trace_topic``, in Java's format, written in batches (:mod:`.trace`)
+    trace: bool = False
+    trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -194,6 +199,8 @@ class PushConsumer(ConsumerBase):
         self._rebalance_lock = trio.Lock()
         self._retry_producer = None
         self.stats = ConsumerStats()
+        #: the trace dispatcher while ``trace`` is on and the consumer runs
+        self.tracer: TraceDispatcher | None = None
 
     # -- configuration ------------------------------------------------------------------
 
@@ -276,6 +283,9 @@ class PushConsumer(ConsumerBase):
                     rebalance_interval=opts.rebalance_interval_s,
                 )
                 assert self._rebalancer is not None
+                if opts.trace:
+                    self.tracer = await nursery.start(TraceDispatcher(self.instance, self.group, opts.trace_topic).run)
+                    self._invoke = traced_invoker(self._invoke, self.tracer, self.group)
                 await self._rebalancer.rebalance_once()
                 nursery.start_soon(self._rebalancer.run, False)
                 nursery.start_soon(self._persist_loop)
@@ -320,6 +330,9 @@ class PushConsumer(ConsumerBase):
                 await self._unlock(list(self._owned), oneway=False)
             if self._retry_producer is not None:
                 await self._retry_producer.aclose()
+            if self.tracer is not None:
+                with trio.move_on_after(3):
+                    await self.tracer.flush()
 
         await self._finish(commit=True, extra=unlock_and_stop_producer)
 

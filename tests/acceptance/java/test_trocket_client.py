@@ -281,6 +281,46 @@ async def test_sql92_selectors_push_and_lite_pull(peer, broker):
 
 
 @on_both()
+async def test_message_trace_from_trocket_clients(peer, broker, java_bundle, java_classes, tmp_path):
+    """Producer and PushConsumer with trace=True (issue 25): Pub, SubBefore and SubAfter
+    records in RMQ_SYS_TRACE_TOPIC on both brokers; on the Java broker, mqadmin
+    QueryMsgTraceById finds them by the message id (Java's index of the trace message's keys)."""
+    from trocket.client.trace import decode
+
+    topic, group = unique(broker, "trc"), unique(broker, "trcG")
+    create_topic(peer, topic)
+    consumed = trio.Event()
+    async with Producer(unique(broker, "trcP"), peer.namesrv, trace=True) as producer:
+        result = await producer.send(new_message(topic, "traced", tags="TagT", keys="trcKey"))
+        async with PushConsumer(group, peer.namesrv, {topic: "*"}, lambda m: consumed.set(), consume_from="first",
+                                trace=True, **FAST):
+            with trio.fail_after(20):
+                await consumed.wait()
+    kinds: set[str] = set()
+    async with PullConsumer(unique(broker, "trcR"), peer.namesrv, auto_commit=False) as reader:
+        queues = await reader.fetch_queues("RMQ_SYS_TRACE_TOPIC")
+        await reader.assign(queues)
+        for mq in queues:
+            await reader.seek(mq, 0)
+        with trio.move_on_after(20):
+            while len(kinds) < 3:
+                for m in await reader.poll(timeout=0.5):
+                    kinds.update(r.trace_type for r in decode(m.body.decode()) if r.msg_id == result.msg_id)
+    assert sorted(kinds) == ["Pub", "SubAfter", "SubBefore"]
+    if broker == "java":  # trocket has no index service (query by key) yet
+        from java_tools import run_step
+
+        out = run_step(java_bundle, java_classes, tmp_path / "mqadmin", "query_msg_trace", namesrv=peer.namesrv,
+                       broker=peer.addr, msgId=result.msg_id)
+        assert not out["failed"], out
+        rows = [line.split() for line in out["output"].splitlines() if line.strip()]
+        # mqadmin's table: a Pub row for the producer group, a Sub row (SubBefore + SubAfter
+        # merged) for the consumer group, both "success"
+        assert any(r[0] == "Pub" and r[1] == producer.group and r[-1] == "success" for r in rows), rows
+        assert any(r[0] == "Sub" and r[1] == group and r[-1] == "success" for r in rows), rows
+
+
+@on_both()
 async def test_pull_consumer_subscribe_assign_seek_commit(peer, broker):
     topic, group = unique(broker, "lp"), unique(broker, "lpG")
     create_topic(peer, topic, 2)
