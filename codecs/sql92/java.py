@@ -22,7 +22,8 @@ from __future__ import annotations
 import math
 import re
 import struct
-from decimal import Decimal
+
+from trocket.codecs.custom_header._java import format_double
 
 __all__ = [
     "INT_MAX",
@@ -205,27 +206,8 @@ def java_compare(lv: object, rv: object) -> int:
 
 
 def java_double_str(d: float) -> str:
-    """``Double.toString``: plain between 1e-3 and 1e7, else ``d.dddE<n>``."""
-    if d != d:
-        return "NaN"
-    if math.isinf(d):
-        return "Infinity" if d > 0 else "-Infinity"
-    if d == 0:
-        return "-0.0" if math.copysign(1.0, d) < 0 else "0.0"
-    sign = "-" if d < 0 else ""
-    a = abs(d)
-    digits_t = Decimal(repr(a)).normalize().as_tuple()
-    digits = "".join(map(str, digits_t.digits))
-    exp10 = len(digits) + int(digits_t.exponent) - 1  # the exponent of the first digit
-    if 1e-3 <= a < 1e7:
-        if exp10 >= 0:
-            whole = digits[: exp10 + 1].ljust(exp10 + 1, "0")
-            frac = digits[exp10 + 1 :] or "0"
-        else:
-            whole = "0"
-            frac = "0" * (-exp10 - 1) + digits
-        return f"{sign}{whole}.{frac}"
-    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exp10}"
+    """``Double.toString`` (the header codecs' :func:`~trocket.codecs.custom_header._java.format_double`)."""
+    return format_double(d)
 
 
 def java_str(value: object) -> str:

@@ -23,7 +23,7 @@ import time
 import pytest
 
 from acc_tools import RawClient, decode_records
-from java_tools import on_both
+from java_tools import on_both, wait_for
 
 pytestmark = pytest.mark.usefixtures("java_bundle")
 
@@ -143,7 +143,8 @@ def loaded(request):
             c.create_topic(topic, queues=1)
             for i, extra in enumerate(MESSAGES):
                 _send(c, topic, i, extra)
-            assert c.max_offset(topic, 0) == len(MESSAGES)
+            # the consume queue is built after the put's answer: wait for it
+            assert wait_for(lambda: c.max_offset(topic, 0) == len(MESSAGES), 15, 0.05), c.max_offset(topic, 0)
         out[kind] = (peer, topic)
     return out
 
