@@ -117,3 +117,48 @@ async def test_many_records_split_by_their_keys(tmp_path):
         assert tracer.failed == 0 and tracer.sent >= 4, (tracer.sent, tracer.failed)
         records = await read_traces(ns, want=1500)
         assert len(records) == 1500
+
+
+async def test_admin_msg_trace_prints_the_timeline(tmp_path):
+    """``trocket admin msg trace MSG_ID``: the trace topic queried by the message id (the
+    broker's index), mqadmin QueryMsgTraceById's table; --json has every record."""
+    import json
+    import os
+    import sys
+    from pathlib import Path
+
+    trocket = [str(Path(sys.executable).with_name("trocket"))]
+    async with running_broker(tmp_path, trace_topic_enable=True) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        consumed = trio.Event()
+        async with Producer("TracePG4", ns, trace=True) as producer:
+            result = await producer.send(new_message("TraceT4", b"traced", tags="TagT", keys="k4"))
+
+            async def on_message(msg):
+                consumed.set()
+                return ConsumeResult.SUCCESS
+
+            async with PushConsumer("TraceCG4", ns, {"TraceT4": "*"}, on_message, consume_from="first", trace=True):
+                with trio.fail_after(10):
+                    await consumed.wait()
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with trio.fail_after(60):
+            while True:  # the index is built off the send path: a moment after the store
+                done = await trio.run_process([*trocket, "admin", "msg", "trace", result.msg_id, "-n", ns, "--json"],
+                                              capture_stdout=True, capture_stderr=True, check=False, env=env)
+                doc = json.loads(done.stdout) if done.returncode == 0 else {"records": []}
+                if {r["type"] for r in doc["records"]} == {"Pub", "SubBefore", "SubAfter"}:
+                    break
+                await trio.sleep(0.2)
+        pub = next(r for r in doc["records"] if r["type"] == "Pub")
+        assert (pub["group"], pub["topic"], pub["tags"], pub["keys"], pub["offsetMsgId"]) == (
+            "TracePG4", "TraceT4", "TagT", "k4", result.offset_msg_id)
+        table = await trio.run_process([*trocket, "admin", "msg", "trace", result.msg_id, "-n", ns],
+                                       capture_stdout=True, capture_stderr=True, check=False, env=env)
+        rows = [line.split() for line in table.stdout.decode().splitlines() if line.strip()]
+        assert rows[0] == ["#Type", "#ProducerGroup", "#ClientHost", "#SendTime", "#CostTimes", "#Status"]
+        assert rows[1][0:2] == ["Pub", "TracePG4"] and rows[1][-1] == "success"
+        assert ["Sub", "TraceCG4"] in [r[0:2] for r in rows] and rows[-1][-1] == "success"
+        missing = await trio.run_process([*trocket, "admin", "msg", "trace", "00" * 16, "-n", ns],
+                                         capture_stdout=True, capture_stderr=True, check=False, env=env)
+        assert missing.returncode == 1 and b"no trace record" in missing.stderr
