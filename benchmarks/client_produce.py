@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/client_produce.py --seconds 2     # shorter windows
     .venv/bin/python benchmarks/client_produce.py --no-cpp        # trocket only
     .venv/bin/python benchmarks/client_produce.py --rounds 3      # alternate sides 3 times, best of each
+    .venv/bin/python benchmarks/client_produce.py --trace --no-cpp --rounds 3   # trocket with trace on vs off
 
 One ``trocket broker`` child process (``ASYNC_FLUSH``, fresh temporary store, embedded
 name server) serves every run; each workload writes its own topic, created by a first
@@ -24,7 +25,10 @@ the C++ client (librocketmq from PyPI ``rocketmq``) as native threads of a child
 from Python threads of this file instead, ``--cpp MODE``, which take turns on the GIL
 and make the C++ side slower than it is). Both share the machine's cores with the broker,
 so the broker's CPU per message (``/proc``) is printed too. The last lines are the ratios
-trocket / C++ per workload (issue 7's goal: >= 1 for sync x16 and async).
+trocket / C++ per workload (issue 7's goal: >= 1 for sync x16 and async). ``--trace``
+adds trocket's producer with message trace on (``Producer(trace=True)``: a Pub record per
+answered send, batched into the trace topic by a background task) beside it, and the
+ratios traced / plain (issue 25's goal: sends at most 10% slower).
 """
 
 from __future__ import annotations
@@ -190,7 +194,7 @@ def run_cpp(namesrv: str, pid: int, name: str, warmup: float, seconds: float) ->
 # -- the trocket side -------------------------------------------------------------------
 
 
-async def run_trocket(namesrv: str, pid: int, name: str, warmup: float, seconds: float) -> dict:
+async def run_trocket(namesrv: str, pid: int, name: str, warmup: float, seconds: float, trace: bool = False) -> dict:
     import trio
 
     from broker_produce import cpu_per_message, cpu_seconds, percentile
@@ -207,7 +211,8 @@ async def run_trocket(namesrv: str, pid: int, name: str, warmup: float, seconds:
     def message():
         return new_message(topic, b"b" * BODY_SIZE, tags="bench")
 
-    async with Producer(f"BenchPy_{name.replace(' ', '_')}", namesrv, send_timeout=10) as producer:
+    group = f"BenchPy_{name.replace(' ', '_')}{'_traced' if trace else ''}"
+    async with Producer(group, namesrv, send_timeout=10, trace=trace) as producer:
         await producer.send(message())  # the topic and its route, before the clock starts
         stop = trio.Event()
 
@@ -362,6 +367,10 @@ async def main(args: argparse.Namespace) -> None:
                     r = await run_trocket(namesrv, proc.pid, name, args.warmup, args.seconds)
                     keep_best(results, ("trocket", name), r)
                     print(line("trocket", name, r), flush=True)
+                    if args.trace:
+                        r = await run_trocket(namesrv, proc.pid, name, args.warmup, args.seconds, trace=True)
+                        keep_best(results, ("traced", name), r)
+                        print(line("traced", name, r), flush=True)
                     if cpp_ok:
                         r = await trio.to_thread.run_sync(run_cpp, namesrv, proc.pid, name, args.warmup, args.seconds)
                         keep_best(results, ("cpp", name), r)
@@ -376,6 +385,12 @@ async def main(args: argparse.Namespace) -> None:
             raise
         finally:
             stop_broker(proc)
+    if args.trace:
+        print(f"\nratios trocket traced / plain (TPS{', best of %d runs each' % args.rounds if args.rounds > 1 else ''}):")
+        for name in WORKLOADS:
+            a, b = results.get(("traced", name)), results.get(("trocket", name))
+            if a and b and b["tps"]:
+                print(f"  {name:10} {a['tps'] / b['tps']:5.2f}x")
     if cpp_ok:
         print(f"\nratios trocket / C++ (TPS{', best of %d runs each' % args.rounds if args.rounds > 1 else ''}):")
         for name in WORKLOADS:
@@ -394,6 +409,7 @@ def parse() -> argparse.Namespace:
     ap.add_argument("--rounds", type=int, default=1,
                     help="runs per workload and side, alternating; the ratios use each side's best (a busy machine)")
     ap.add_argument("--only", action="append", help="a workload name (repeatable), or e2e")
+    ap.add_argument("--trace", action="store_true", help="also trocket with message trace on (Producer(trace=True))")
     broker_produce.add_cpp_driver_option(ap)
     # the C++ child
     ap.add_argument("--cpp", help=argparse.SUPPRESS)

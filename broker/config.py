@@ -312,6 +312,24 @@ class BrokerConfig:
     #: ``accessMessageInMemoryMaxRatio`` (percent of the RAM), 40.
     access_message_in_memory_max_ratio: int = attrs.field(default=40, validator=_nonneg)
 
+    # -- SQL92 filters (broker/consumer_filter.py) -------------------------------------------
+    #: ``enablePropertyFilter``: consumers may subscribe with SQL92 expressions (off, as
+    #: Java). Off: CHECK_CLIENT_CONFIG and pulls refuse them with SYSTEM_ERROR ``The
+    #: broker does not support consumer to filter message by SQL92``.
+    enable_property_filter: bool = False
+    #: ``filterSupportRetry``: a group's retry topic is filtered with the expression of
+    #: the topic each message first came from (off, as Java: retried messages are
+    #: delivered unfiltered, they matched once already).
+    filter_support_retry: bool = False
+
+    # -- message trace ---------------------------------------------------------------------
+    #: ``traceTopicEnable``: the broker creates the trace topic at start (1 queue, perm 6,
+    #: as Java's TopicConfigManager), where clients with message trace on write their
+    #: Pub/SubBefore/SubAfter records (off, as Java).
+    trace_topic_enable: bool = False
+    #: ``msgTraceTopicName``: that topic, ``RMQ_SYS_TRACE_TOPIC``.
+    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
+
     # -- delayed messages (broker/schedule.py) --------------------------------------------
     #: ``messageDelayLevel``: the delay of each level, level 1 first, units s/m/h/d (and
     #: trocket's ms): "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h".
@@ -643,6 +661,10 @@ PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "maxQueueNumsPerTopic": ("max_queue_nums_per_topic", _int),  # trocket's own
     "accessKey": ("access_key", _str),  # trocket's own
     "secretKey": ("secret_key", _str),  # trocket's own
+    "enablePropertyFilter": ("enable_property_filter", _bool),
+    "filterSupportRetry": ("filter_support_retry", _bool),
+    "traceTopicEnable": ("trace_topic_enable", _bool),
+    "msgTraceTopicName": ("msg_trace_topic_name", _str),
 }
 
 #: Java keys accepted for compatibility with stock broker.conf files: value -> None
@@ -659,8 +681,6 @@ _IGNORED_KEYS: dict[str, tuple[str, ...] | None] = {
     "clientWorkerThreads": None,
     "useEpollNativeSelector": None,
     "transientStorePoolEnable": ("false",),
-    "enablePropertyFilter": None,
-    "traceTopicEnable": None,
     "warmMapedFileEnable": None,
 }
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 import attrs
 
 from trocket.broker.client_manager import ConsumerManager, ProducerManager, RebalanceLockManager
+from trocket.broker.consumer_filter import ConsumerFilters
 from trocket.broker.config import BrokerConfig
 from trocket.broker.store import ConsumerOffsetManager, MessageStore, SubscriptionGroupManager, TopicConfigManager
 from trocket.remoting import ChannelEventListener, Connection, RemotingServer
@@ -134,6 +135,10 @@ class BrokerContext:
             ),
             takes_self=True,
         )
+    )
+    #: the consumer groups' compiled SQL92 expressions (broker/consumer_filter.py)
+    filters: ConsumerFilters = attrs.field(
+        default=attrs.Factory(lambda self: ConsumerFilters(self.consumers), takes_self=True)
     )
     #: long polling (broker/long_polling.py); None: pulls are never held
     pull_hold: PullHoldService | None = None

@@ -283,6 +283,8 @@ class BrokerController(ServiceContextManager):
             broker_name=cfg.broker_name,
             auto_create_topic_enable=cfg.auto_create_topic,
             default_topic_queue_nums=cfg.default_topic_queue_nums,
+            trace_topic_enable=cfg.trace_topic_enable,
+            trace_topic_name=cfg.msg_trace_topic_name,
         )
         self.offsets = ConsumerOffsetManager.open(store_cfg.config_dir)
         self.subscriptions = SubscriptionGroupManager.open(

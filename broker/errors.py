@@ -18,6 +18,7 @@ from .store import PutMessageError, PutStatus
 
 __all__ = [
     "BrokerError",
+    "FilterDataNotExistError",
     "HeaderError",
     "MessageRejectedError",
     "NoPermissionError",
@@ -27,6 +28,7 @@ __all__ = [
     "SlaveNotAvailableError",
     "SubscriptionGroupNotExistError",
     "SubscriptionNotExistError",
+    "SubscriptionParseFailedError",
     "SystemBusyError",
     "TopicNotExistError",
     "ConsumerNotOnlineError",
@@ -70,6 +72,14 @@ class SubscriptionGroupNotExistError(BrokerError):
 
 class SubscriptionNotExistError(BrokerError):
     code = int(ResponseCode.SUBSCRIPTION_NOT_EXIST)
+
+
+class SubscriptionParseFailedError(BrokerError):
+    code = int(ResponseCode.SUBSCRIPTION_PARSE_FAILED)
+
+
+class FilterDataNotExistError(BrokerError):
+    code = int(ResponseCode.FILTER_DATA_NOT_EXIST)
 
 
 class SystemBusyError(BrokerError):

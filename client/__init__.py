@@ -86,8 +86,10 @@ from .blocking import (  # noqa: E402
 )
 from .consumer import ConsumeFrom, ConsumeResult, MessageModel, PushConsumer, PushConsumerOptions  # noqa: E402
 from .consumer_lite import PullConsumer, PullConsumerOptions  # noqa: E402
+from .subscription import MessageSelector  # noqa: E402
 
 __all__ += [
+    "MessageSelector",
     "PushConsumer",
     "PushConsumerOptions",
     "PullConsumer",

@@ -35,11 +35,13 @@ from typing import TypeVar
 import trio
 
 from trocket.codecs.bodies.client import (
+    CheckClientRequestBody,
     ConsumerListByGroupResponseBody,
     HeartbeatData,
     LockBatchRequestBody,
     LockBatchResponseBody,
     MessageQueue,
+    SubscriptionData,
     UnlockBatchRequestBody,
 )
 from trocket.codecs.bodies.fastjson import BodyDecodeError
@@ -406,6 +408,19 @@ class ClientAPI:
         resp = await self.invoke(addr, self.request(RequestCode.UNREGISTER_CLIENT, header), timeout)
         if resp.code != ResponseCode.SUCCESS:
             raise response_error(f"unregister {client_id} at {addr}", resp)
+
+    async def check_client_config(
+        self, addr: str, group: str, client_id: str, subscription: SubscriptionData, timeout: float | None = None
+    ) -> None:
+        """CHECK_CLIENT_CONFIG: whether the broker serves ``subscription`` (a SQL92
+        expression: the broker compiles it); its refusal is raised with the broker's code
+        and remark (SUBSCRIPTION_PARSE_FAILED and Java's parser message for a bad
+        expression, SYSTEM_ERROR without ``enablePropertyFilter``)."""
+        body = CheckClientRequestBody(client_id, group, subscription).encode()
+        resp = await self.invoke(addr, self.request(RequestCode.CHECK_CLIENT_CONFIG, body=body), timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise response_error(f"{subscription.expression_type} subscription of {group} to {subscription.topic} "
+                                 f"refused by {addr}", resp)
 
     async def get_consumer_list(self, addr: str, group: str, timeout: float | None = None) -> list[str]:
         req = self.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, GetConsumerListByGroupRequestHeader(consumerGroup=group))

@@ -30,6 +30,7 @@ from .message import Message, MessageExt, MessageQueue, SendResult, SendStatus
 from .producer import Producer
 from .request_reply import send_reply
 from .transaction import LocalTransactionState, TransactionProducer, TransactionSendResult, local_state
+from .subscription import MessageSelector
 
 __all__ = ["BlockingProducer", "BlockingPushConsumer", "BlockingPullConsumer", "BlockingTransactionProducer"]
 
@@ -206,7 +207,7 @@ class BlockingPushConsumer(_Blocking):
         self.consumer = PushConsumer(group, namesrv, subscriptions, listener, **kw)
         super().__init__(self.consumer, f"trocket-push-{group}")
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
         self._loop.call_sync(self.consumer.subscribe, topic, expression)
 
     def assignment(self) -> list[MessageQueue]:
@@ -231,7 +232,7 @@ class BlockingPullConsumer(_Blocking):
         self.consumer = PullConsumer(group, namesrv, **kw)
         super().__init__(self.consumer, f"trocket-pull-{group}")
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
         self._loop.call_sync(self.consumer.subscribe, topic, expression)
 
     def assign(self, queues: Iterable[MessageQueue]) -> None:

@@ -76,12 +76,14 @@ from .consumer_base import (
     Listener,
     make_invoker,
     reset_retry_topic,
+    start_errors_unwrapped,
 )
 from .consumer_pull import process_pull_result, pull_header
 from .errors import ClientError, ClientStateError
 from .instance import ClientInstance
 from .message import PullStatus
 from .process_queue import ProcessQueue
+from .trace import TraceDispatcher, traced_invoker
 
 __all__ = ["PushConsumer", "PushConsumerOptions", "ConsumeResult", "ConsumeFrom", "MessageModel", "ConsumerStats"]
 
@@ -117,6 +119,10 @@ class PushConsumerOptions(ConsumerOptions):
     suspend_orderly_s: float = 1.0
     #: shutdown waits this long for callbacks in flight before cancelling them
     await_termination_s: float = 10.0
+    #: message trace (``enableMsgTrace``): SubBefore / SubAfter records per callback in
+    #: ``trace_topic``, in Java's format, written in batches (:mod:`.trace`)
+    trace: bool = False
+    trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -167,7 +173,7 @@ class PushConsumer(ConsumerBase):
         self,
         group: str,
         namesrv: str | list[str] | None = None,
-        subscriptions: Mapping[str, str] | None = None,
+        subscriptions: Mapping[str, str | subs.MessageSelector] | None = None,
         listener: Listener | None = None,
         *,
         instance: ClientInstance | None = None,
@@ -193,11 +199,15 @@ class PushConsumer(ConsumerBase):
         self._rebalance_lock = trio.Lock()
         self._retry_producer = None
         self.stats = ConsumerStats()
+        #: the trace dispatcher while ``trace`` is on and the consumer runs
+        self.tracer: TraceDispatcher | None = None
 
     # -- configuration ------------------------------------------------------------------
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Subscribe to ``topic`` with ``"*"`` or ``"TagA || TagB"`` (before or after start)."""
+    def subscribe(self, topic: str, expression: str | subs.MessageSelector = "*") -> None:
+        """Subscribe to ``topic`` with ``"*"``, ``"TagA || TagB"`` or a
+        :class:`~.subscription.MessageSelector` (``MessageSelector.by_sql("a > 5")``: the
+        broker evaluates it on each message's properties), before or after start."""
         self._subs[topic] = subs.build(topic, expression)
         if self._started:
             assert self._instance is not None
@@ -261,24 +271,28 @@ class PushConsumer(ConsumerBase):
         self._started = True
         self._invoke = make_invoker(self._listener, self._limiter)
         opts = self.options
-        async with trio.open_nursery() as nursery:
-            await self._start_common(
-                nursery,
-                model=opts.message_model,
-                offset_dir=opts.offset_dir,
-                consume_timestamp=opts.consume_timestamp,
-                topics=self._topics,
-                apply=self._apply_allocation,
-                rebalance_interval=opts.rebalance_interval_s,
-            )
-            assert self._rebalancer is not None
-            await self._rebalancer.rebalance_once()
-            nursery.start_soon(self._rebalancer.run, False)
-            nursery.start_soon(self._persist_loop)
-            if opts.orderly and opts.message_model is MessageModel.CLUSTERING:
-                nursery.start_soon(self._lock_loop)
-            task_status.started(self)
-            await trio.sleep_forever()
+        with start_errors_unwrapped():
+            async with trio.open_nursery() as nursery:
+                await self._start_common(
+                    nursery,
+                    model=opts.message_model,
+                    offset_dir=opts.offset_dir,
+                    consume_timestamp=opts.consume_timestamp,
+                    topics=self._topics,
+                    apply=self._apply_allocation,
+                    rebalance_interval=opts.rebalance_interval_s,
+                )
+                assert self._rebalancer is not None
+                if opts.trace:
+                    self.tracer = await nursery.start(TraceDispatcher(self.instance, self.group, opts.trace_topic).run)
+                    self._invoke = traced_invoker(self._invoke, self.tracer, self.group)
+                await self._rebalancer.rebalance_once()
+                nursery.start_soon(self._rebalancer.run, False)
+                nursery.start_soon(self._persist_loop)
+                if opts.orderly and opts.message_model is MessageModel.CLUSTERING:
+                    nursery.start_soon(self._lock_loop)
+                task_status.started(self)
+                await trio.sleep_forever()
 
     async def aclose(self, *, cancel_callbacks: bool = False) -> None:
         """Graceful shutdown: stop pulling, finish callbacks in flight (up to
@@ -316,6 +330,9 @@ class PushConsumer(ConsumerBase):
                 await self._unlock(list(self._owned), oneway=False)
             if self._retry_producer is not None:
                 await self._retry_producer.aclose()
+            if self.tracer is not None:
+                with trio.move_on_after(3):
+                    await self.tracer.flush()
 
         await self._finish(commit=True, extra=unlock_and_stop_producer)
 

@@ -18,6 +18,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, Union
 
+import contextlib
+from collections.abc import Iterator
+
 import attrs
 import trio
 
@@ -106,6 +109,31 @@ class ConsumerOptions:
 
 
 Listener = Callable[[MessageExt], Union[ConsumeResult, None, Awaitable[Union[ConsumeResult, None]]]]
+
+
+@contextlib.contextmanager
+def start_errors_unwrapped() -> Iterator[None]:
+    """Around a consumer's nursery in ``run``: a single :class:`~.errors.ClientError`
+    (a start refused by a broker, such as a SQL92 expression it does not accept) leaves
+    as itself, not wrapped in the nursery's ExceptionGroup, so ``async with consumer``
+    raises what the caller can catch."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        match, rest = group.split(ClientError)
+        if match is not None and rest is None:
+            leaves = list(_leaves(match))
+            if len(leaves) == 1:
+                raise leaves[0] from None
+        raise
+
+
+def _leaves(group: BaseExceptionGroup) -> Iterator[BaseException]:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(exc)
+        else:
+            yield exc
 
 
 def make_invoker(listener: Listener, limiter: trio.CapacityLimiter) -> Callable[[MessageExt], Awaitable[ConsumeResult]]:
@@ -377,6 +405,11 @@ class ConsumerBase(ServiceContextManager):
                 await inst.update_route(topic)
             except ClientError as exc:
                 log.warning("route of %s not found at start: %s", topic, exc)
+        try:
+            await self._check_client_config(inst)
+        except ClientError:
+            inst.consumers.pop(self.group, None)
+            raise
         await inst.send_heartbeat()
         self._rebalancer = Rebalancer(
             client_id=inst.client_id,
@@ -388,6 +421,24 @@ class ConsumerBase(ServiceContextManager):
             interval=rebalance_interval,
         )
         return inst
+
+    async def _check_client_config(self, inst: ClientInstance) -> None:
+        """``MQClientInstance.checkClientInBroker``: each SQL92 subscription is shown to one
+        broker of its topic (CHECK_CLIENT_CONFIG) before the first heartbeat, so a bad
+        expression, or a broker without ``enablePropertyFilter``, fails the start with
+        the broker's code and remark (:class:`~.errors.BrokerResponseError`)."""
+        for sub in self.consumer_data().subscriptions:  # type: ignore[attr-defined]
+            if sub.is_tag_type:
+                continue
+            route = inst.routes.get(sub.topic)
+            addr = None
+            if route is not None:
+                for bd in route.broker_datas:
+                    addr = inst.broker_addr(bd.broker_name)
+                    if addr is not None:
+                        break
+            if addr is not None:
+                await inst.api.check_client_config(addr, self.group, inst.client_id, sub)
 
     async def _finish(self, *, commit: bool, extra: Callable[[], Awaitable[None]] | None = None) -> None:
         """Shielded end of a graceful close: commit the owned queues' offsets, ``extra``

@@ -28,7 +28,7 @@ from trocket.codecs.bodies.client import ConsumerData, ConsumeType, MessageModel
 
 from . import subscription as subs
 from .config import ClientConfig
-from .consumer_base import ConsumerBase, ConsumerOptions, InstanceOffsets
+from .consumer_base import ConsumerBase, ConsumerOptions, InstanceOffsets, start_errors_unwrapped
 from .consumer_pull import process_pull_result, pull_header
 from .errors import ClientError, ClientStateError
 from .instance import ClientInstance
@@ -95,8 +95,10 @@ class PullConsumer(ConsumerBase):
 
     # -- what to consume ----------------------------------------------------------------
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Consume ``topic`` (``"*"`` or ``"TagA || TagB"``) with the group's rebalance."""
+    def subscribe(self, topic: str, expression: str | subs.MessageSelector = "*") -> None:
+        """Consume ``topic`` (``"*"``, ``"TagA || TagB"`` or a
+        :class:`~.subscription.MessageSelector`, e.g. ``MessageSelector.by_sql("a > 5")``)
+        with the group's rebalance."""
         if self._assigned is not None:
             raise ClientStateError("subscribe and assign are exclusive (as DefaultLitePullConsumer)")
         self._subs[topic] = subs.build(topic, expression)
@@ -144,26 +146,27 @@ class PullConsumer(ConsumerBase):
         if self._running or self._closing:
             raise ClientStateError("a PullConsumer starts once")
         opts = self.options
-        async with trio.open_nursery() as nursery:
-            await self._start_common(
-                nursery,
-                model=opts.message_model,
-                offset_dir=opts.offset_dir,
-                consume_timestamp=opts.consume_timestamp,
-                topics=lambda: [] if self._assigned is not None else list(self._subs),
-                apply=self._apply_allocation,
-                rebalance_interval=opts.rebalance_interval_s,
-            )
-            assert self._rebalancer is not None
-            self._running = True
-            self._last_commit = trio.current_time()
-            if self._assigned is not None:
-                await self._set_queues(None, self._assigned)
-            elif self._subs:
-                await self._rebalancer.rebalance_once()
-            nursery.start_soon(self._rebalancer.run, False)
-            task_status.started(self)
-            await trio.sleep_forever()
+        with start_errors_unwrapped():
+            async with trio.open_nursery() as nursery:
+                await self._start_common(
+                    nursery,
+                    model=opts.message_model,
+                    offset_dir=opts.offset_dir,
+                    consume_timestamp=opts.consume_timestamp,
+                    topics=lambda: [] if self._assigned is not None else list(self._subs),
+                    apply=self._apply_allocation,
+                    rebalance_interval=opts.rebalance_interval_s,
+                )
+                assert self._rebalancer is not None
+                self._running = True
+                self._last_commit = trio.current_time()
+                if self._assigned is not None:
+                    await self._set_queues(None, self._assigned)
+                elif self._subs:
+                    await self._rebalancer.rebalance_once()
+                nursery.start_soon(self._rebalancer.run, False)
+                task_status.started(self)
+                await trio.sleep_forever()
 
     async def aclose(self) -> None:
         """Stop pulling; commit (with ``auto_commit``); unregister; close."""

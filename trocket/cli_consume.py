@@ -4,7 +4,11 @@
 ::
 
     trocket consume --namesrv 127.0.0.1:9876 --topic T --group G [--count N]
-                    [--from first|last|timestamp:T|offset:N] [--tag X] [--quiet] [--json]
+                    [--from first|last|timestamp:T|offset:N] [--tag X | --sql EXPR] [--quiet] [--json]
+
+``--sql "a > 5 AND TAGS IN ('A', 'B')"`` subscribes with a SQL92 selector (the broker
+needs ``enablePropertyFilter=true``; a bad expression is refused at start with the
+broker's remark).
 
 Prints one line per message (topic, queue, offset, msgId, tags, keys, born and store
 times, user properties, a body preview; ``--json``: every field, all properties),
@@ -52,7 +56,11 @@ def add_consume_command(sub) -> None:
                    "answers 0 for a new group while the queue's first message is still stored, as Java's does). "
                    "timestamp:T (Unix seconds or milliseconds, ISO 8601, or yyyyMMddHHmmss local time) or offset:N "
                    "move the group's offset of every queue there first (as mqadmin resetOffsetByTime)")
-    p.add_argument("--tag", default="*", metavar="X", help="tag expression: X, 'A || B' or * (default)")
+    select = p.add_mutually_exclusive_group()
+    select.add_argument("--tag", default="*", metavar="X", help="tag expression: X, 'A || B' or * (default)")
+    select.add_argument("--sql", metavar="EXPR",
+                        help="SQL92 selector on the message's properties, e.g. \"a > 5 AND TAGS = 'A'\" "
+                        "(the broker needs enablePropertyFilter=true)")
     p.add_argument("--quiet", action="store_true", help="no message lines: a progress line and a summary")
     p.add_argument("--json", action="store_true", help="one JSON object per message instead of a text line")
     add_client_security_arguments(p)
@@ -146,13 +154,15 @@ async def _consume(args: argparse.Namespace) -> int:
 
     from trocket.client.consumer import ConsumeResult, PushConsumer
     from trocket.client.instance import ClientInstance
+    from trocket.client.subscription import MessageSelector
     from trocket.client.subscription import build as build_subscription
     from trocket.codecs.names import validate_group
 
     if args.count is not None and args.count < 1:
         raise ValueError("--count must be at least 1")
     validate_group(args.group)
-    build_subscription(args.topic, args.tag)  # the topic's name and the tag expression
+    selector = args.tag if args.sql is None else MessageSelector.by_sql(args.sql)
+    build_subscription(args.topic, selector)  # the topic's name and the expression
     done = trio.Event()
     count = 0
     progress = ProgressLine(args.count, label="consumed") if args.quiet else None
@@ -178,7 +188,7 @@ async def _consume(args: argparse.Namespace) -> int:
         if value is not None:
             await _move_offsets(inst, args.group, args.topic, start, value)
         consumer = PushConsumer(
-            args.group, subscriptions={args.topic: args.tag}, listener=listener, instance=inst,
+            args.group, subscriptions={args.topic: selector}, listener=listener, instance=inst,
             consume_from=start if value is None else "last", max_concurrency=1, await_termination_s=0.5,
         )
         stop = await _run_until_done(consumer, done)

@@ -6,6 +6,7 @@
     trocket admin msg query --id OFFSET_MSG_ID            (-t TOPIC: also as a unique key)
     trocket admin msg query -t TOPIC --queue Q --offset N [--broker-name B]
     trocket admin msg show ID [-t TOPIC]
+    trocket admin msg trace MSG_ID [--trace-topic T]     (trocket/cli_trace.py)
 
 A query by key asks every broker of the topic's route (the master, else a slave) for
 what its index holds (QUERY_MESSAGE) and keeps the messages whose keys really match (an
@@ -70,6 +71,10 @@ def add_msg_commands(asub: Any) -> None:
     show.add_argument("--topic", "-t", help="look the id up as a unique key when it is no offset message id")
     show.add_argument("--json", action="store_true")
     show.set_defaults(run=lambda a: _run_trio(_show, a))
+
+    from trocket.cli_trace import add_trace_command
+
+    add_trace_command(msub)
 
 
 # -- helpers -----------------------------------------------------------------------------

@@ -25,7 +25,11 @@ RocketMQ 4.9.8's ``ClientManageProcessor``, ``ConsumerManageProcessor.getConsume
   ``no consumer for this group, <group>`` (Java's answer).
 * 46 CHECK_CLIENT_CONFIG: SUCCESS for TAG subscriptions; SQL92 and other expression
   types -> SYSTEM_ERROR ``The broker does not support consumer to filter message by
-  <type>`` (Java with ``enablePropertyFilter=false``, the default).
+  <type>`` unless ``enablePropertyFilter`` (off by default, as Java); with it, a SQL92
+  expression is compiled (and cached, :mod:`trocket.broker.consumer_filter`): SUCCESS,
+  or SUBSCRIPTION_PARSE_FAILED with Java's remark (``MQFilterException.getMessage()``,
+  e.g. ``java.lang.RuntimeException: 'NULL' cannot be compared.``). A heartbeat's SQL92
+  subscriptions are compiled as they come.
 
 A heartbeat that creates a group's retry topic answers only once the topic is
 registered with the name servers (up to :data:`REGISTER_NOW_TIMEOUT`), but that wait
@@ -48,6 +52,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from trocket.codecs.bodies.client import (
+    EXPRESSION_TYPE_SQL92,
     ConsumerData,
     ConsumerListByGroupResponseBody,
     HeartbeatData,
@@ -56,6 +61,7 @@ from trocket.codecs.bodies.client import (
 from trocket.codecs.bodies.fastjson import BodyDecodeError, loads
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
+from trocket.codecs.sql92 import FilterCompileError
 from trocket.codecs.headers import (
     GetConsumerListByGroupRequestHeader,
     NotifyConsumerIdsChangedRequestHeader,
@@ -67,6 +73,7 @@ from trocket.remoting import Connection, exception_simple_desc, next_opaque
 from trocket.remoting.errors import RemotingError
 
 from ..client_manager import ClientChannelInfo
+from ..outer_api import BROKER_VERSION
 from ..store import TopicConfig
 from . import decode_request_header, reply
 
@@ -276,7 +283,7 @@ class ClientManageProcessor:
         ]
         self._register_clients(conn, request, data)
         if not new_retry:
-            return reply(ResponseCode.SUCCESS)
+            return _heartbeat_answer(reply(ResponseCode.SUCCESS))
         # creating a retry topic waits for the disk and the name servers: off the reader
         conn.start_handler(self._create_retry_topics_then_answer, conn, request, new_retry)
         return None
@@ -295,6 +302,7 @@ class ClientManageProcessor:
                 language=request.language,
                 version=request.version,
             )
+            ctx.filters.register(consumer.group_name, consumer.subscriptions)
             if changed:
                 log.info(
                     "consumer group %s changed: client %s from %s",
@@ -312,7 +320,7 @@ class ClientManageProcessor:
         try:
             for consumer, queue_nums in consumers:
                 await ensure_retry_topic(self.ctx, consumer.group_name, consumer.unit_mode, queue_nums)
-            response = reply(ResponseCode.SUCCESS)
+            response = _heartbeat_answer(reply(ResponseCode.SUCCESS))
         except Exception as exc:  # answered here: this handler is past the endpoint's catch-all
             log.warning("heartbeat from %s: creating retry topics failed", conn.remote_address, exc_info=True)
             response = reply(ResponseCode.SYSTEM_ERROR, exception_simple_desc(exc))
@@ -357,10 +365,28 @@ class ClientManageProcessor:
         sub = SubscriptionData.from_json(raw, "subscriptionData")
         if sub.is_tag_type:
             return reply(ResponseCode.SUCCESS)
-        return reply(
-            ResponseCode.SYSTEM_ERROR,
-            f"The broker does not support consumer to filter message by {sub.expression_type}",
-        )
+        if not self.ctx.config.enable_property_filter:
+            return reply(
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {sub.expression_type}",
+            )
+        if sub.expression_type != EXPRESSION_TYPE_SQL92:
+            return reply(ResponseCode.SUBSCRIPTION_PARSE_FAILED)  # Java: a NullPointerException, no message
+        group = obj.get("group") if isinstance(obj.get("group"), str) else ""
+        try:
+            self.ctx.filters.compile(group, sub.topic, sub.sub_string or "")
+        except FilterCompileError as exc:
+            return reply(ResponseCode.SUBSCRIPTION_PARSE_FAILED, exc.remark)
+        return reply(ResponseCode.SUCCESS)
+
+
+def _heartbeat_answer(response: RemotingCommand) -> RemotingCommand:
+    """A heartbeat's SUCCESS carries the broker's version, as every Java 4.9.8 answer
+    does: the Java client keeps it per broker (``brokerVersionTable``) and refuses to
+    send a SQL92 pull to a broker older than V4_1_0 (``The broker[...] does not
+    upgrade to support for filter message by SQL92``)."""
+    response.version = BROKER_VERSION
+    return response
 
 
 def register(ctx: BrokerContext) -> ClientManageProcessor:

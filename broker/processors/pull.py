@@ -6,15 +6,21 @@ consumer group name (SUBSCRIPTION_GROUP_NOT_EXIST: an illegal name is a group th
 cannot exist), the group's subscription-group config (created with the defaults when
 ``autoCreateSubscriptionGroup``, else SUBSCRIPTION_GROUP_NOT_EXIST; ``consumeEnable``
 false -> NO_PERMISSION), topic (TOPIC_NOT_EXIST; ``%RETRY%<group>`` is created on demand
-with 1 queue, perm 6), topic read permission, queue id (SYSTEM_ERROR), subscription
-(TAG expressions only; SQL92 -> SYSTEM_ERROR as a broker with
-``enablePropertyFilter=false``; without the subscription bit the heartbeat's, and a
-broadcasting group whose config has ``consumeBroadcastEnable`` false -> NO_PERMISSION).
+with 1 queue, perm 6), topic read permission, queue id (SYSTEM_ERROR), subscription: a
+TAG expression, or a SQL92 one (:mod:`trocket.broker.consumer_filter`) -- SYSTEM_ERROR
+``The broker does not support consumer to filter message by SQL92`` unless
+``enablePropertyFilter``; from the group's heartbeat (a broadcasting group whose config
+has ``consumeBroadcastEnable`` false -> NO_PERMISSION), one that did not compile ->
+FILTER_DATA_NOT_EXIST; carried by the pull, SUBSCRIPTION_PARSE_FAILED ``parse the
+consumer's subscription failed``.
 
 Reading: the store filters by tag hash in the consume queue (the subscription's code
 set); the records found are then checked against the exact tag strings (a hash
 collision must not deliver a foreign tag) -- what is left is the FOUND body, the
-stored records back to back. Statuses map to codes as in Java, the remark is the
+stored records back to back. A SQL92 subscription is evaluated on each record's
+properties while the store reads, which scans on past the records it refuses (as
+Java's ``isMatchedByCommitLog``); with ``filterSupportRetry`` a group's retry topic is
+filtered too, each record by the expression of the topic it came from. Statuses map to codes as in Java, the remark is the
 status name, and every answer carries a ``PullMessageResponseHeader``:
 ``suggestWhichBrokerId``, ``nextBeginOffset``, ``minOffset`` and ``maxOffset``.
 ``suggestWhichBrokerId`` is 0 (the master) unless the master has ``slaveReadEnable``:
@@ -43,25 +49,27 @@ are held already is answered SYSTEM_BUSY ``[PULL_HOLD_FULL]``.
 from __future__ import annotations
 
 import logging
-import struct
 import time
 from typing import TYPE_CHECKING
 
+from trocket.codecs.bodies.client import EXPRESSION_TYPE_SQL92, MessageModel, SubscriptionData
 from trocket.codecs.codes import RequestCode, ResponseCode
-from trocket.codecs.bodies.client import MessageModel
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.errors import InvalidNameError
 from trocket.codecs.headers import PullMessageRequestHeader, PullMessageResponseHeader
-from trocket.codecs.message.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 from trocket.codecs.message.properties import PROPERTY_TAGS, get_property
 from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX, validate_group
+from trocket.codecs.sql92 import FilterCompileError
 from trocket.remoting import Connection, ResponseCodeError, error_reply
 
+from ..consumer_filter import RecordFilter, record_properties_bytes
 from ..errors import (
     BrokerError,
+    FilterDataNotExistError,
     NoPermissionError,
     SubscriptionGroupNotExistError,
     SubscriptionNotExistError,
+    SubscriptionParseFailedError,
     SystemBusyError,
     TopicNotExistError,
 )
@@ -100,26 +108,11 @@ _CODES = {
 }
 
 _perf_ns = time.perf_counter_ns
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_BODYLEN_AT = 84  # IPv4 born and store hosts
 
 
 def record_tags(record: memoryview | bytes) -> str | None:
     """The TAGS property of a stored record, without decoding the rest."""
-    (sys_flag,) = _I32.unpack_from(record, 36)
-    at = _BODYLEN_AT
-    if sys_flag & BORNHOST_V6_FLAG:
-        at += 12
-    if sys_flag & STOREHOSTADDRESS_V6_FLAG:
-        at += 12
-    (body_len,) = _I32.unpack_from(record, at)
-    at += 4 + body_len
-    topic_len = record[at]
-    at += 1 + topic_len
-    (props_len,) = _I16.unpack_from(record, at)
-    at += 2
-    return get_property(record[at : at + props_len], PROPERTY_TAGS)
+    return get_property(record_properties_bytes(record), PROPERTY_TAGS)
 
 
 class Subscription:
@@ -162,6 +155,9 @@ class PullProcessor:
         self.offsets = ctx.offsets
         self.consumers = ctx.consumers
         self.subscriptions = ctx.subscriptions
+        self.filters = ctx.filters
+        #: ``filterSupportRetry``: a retry topic is filtered with the original topics' expressions
+        self.filter_retry = ctx.config.filter_support_retry
         self.hold = ctx.pull_hold
         self.long_polling = ctx.config.long_polling
         #: a master with ``slaveReadEnable`` sends slow consumers to its slave (id 1)
@@ -234,17 +230,33 @@ class PullProcessor:
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
                 f"[{tc.read_queue_nums}] consumer:[{conn.remote_address}]"
             )
+        record_filter = None
         if sys_flag & FLAG_SUBSCRIPTION:
             expression_type = header.expressionType
             if expression_type and expression_type.upper() != "TAG":
-                raise BrokerError(f"The broker does not support consumer to filter message by {expression_type}")
-            sub = parse_subscription(header.subscription)
+                record_filter = self._sql_filter(group, topic, header.subscription, expression_type)
+                sub = _ALL
+            else:
+                sub = parse_subscription(header.subscription)
         else:
-            sub = self._registered_subscription(group, topic, sg.consume_broadcast_enable)
+            data = self._registered_subscription(group, topic, sg.consume_broadcast_enable)
+            if data.is_tag_type:
+                sub = parse_subscription(data.sub_string)
+            else:
+                if self.filters.registered(group, topic) is None:
+                    raise FilterDataNotExistError(
+                        "The broker's consumer filter data is not exist!Your expression may be wrong!"
+                    )
+                record_filter = self._sql_filter(group, topic, data.sub_string, data.expression_type)
+                sub = _ALL
+        if self.filter_retry and record_filter is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            record_filter = self.filters.retry_filter(topic[len(RETRY_GROUP_TOPIC_PREFIX):])
 
         offset = header.queueOffset
         t0 = _perf_ns()
-        result = self.store.get_message(group, topic, queue_id, offset, max(1, header.maxMsgNums), sub.codes)
+        result = self.store.get_message(
+            group, topic, queue_id, offset, max(1, header.maxMsgNums), sub.codes, record_filter
+        )
         elapsed = _perf_ns() - t0
         if elapsed > self.get_time_max_ns:
             self.get_time_max_ns = elapsed
@@ -328,7 +340,7 @@ class PullProcessor:
         if not keep:
             result.status = GetStatus.NO_MATCHED_MESSAGE
 
-    def _registered_subscription(self, group: str, topic: str, broadcast_enable: bool) -> Subscription:
+    def _registered_subscription(self, group: str, topic: str, broadcast_enable: bool) -> SubscriptionData:
         """Without the subscription bit Java uses what the group's heartbeat said (and
         refuses a broadcasting group its config does not let consume that way)."""
         info = self.consumers.group_info(group)
@@ -343,7 +355,22 @@ class PullProcessor:
             raise SubscriptionNotExistError(
                 "the consumer's subscription not exist" + suggest_todo(SAME_GROUP_DIFFERENT_TOPIC_URL)
             )
-        return parse_subscription(data.sub_string)
+        return data
+
+    def _sql_filter(self, group: str, topic: str, expression: str | None, expression_type: str) -> RecordFilter:
+        """The record filter of a SQL92 subscription; SYSTEM_ERROR while
+        ``enablePropertyFilter`` is off, SUBSCRIPTION_PARSE_FAILED for an expression that
+        does not compile (Java 4.9.8 would deliver everything unfiltered there: its
+        ``ConsumerFilterManager.build`` returns null, and the ``assert`` after it is off
+        in production)."""
+        if not self.config.enable_property_filter:
+            raise BrokerError(f"The broker does not support consumer to filter message by {expression_type}")
+        if expression_type != EXPRESSION_TYPE_SQL92:
+            raise SubscriptionParseFailedError("parse the consumer's subscription failed")
+        try:
+            return self.filters.record_filter(group, topic, expression or "")
+        except FilterCompileError:
+            raise SubscriptionParseFailedError("parse the consumer's subscription failed") from None
 
 
 def register(ctx: BrokerContext) -> PullProcessor:

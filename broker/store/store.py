@@ -22,7 +22,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 import attrs
 import trio
@@ -307,10 +307,13 @@ class MessageStore:
         offset: int,
         max_msgs: int = 32,
         tag_hashes: Collection[int] | None = None,
+        record_filter: Callable[[memoryview], bool] | None = None,
     ) -> GetResult:
         """``DefaultMessageStore.getMessage`` (4.9.8): up to ``max_msgs`` records from
         queue offset ``offset``. ``tag_hashes`` is the subscription's code set (None or
-        empty: ``*``, everything matches)."""
+        empty: ``*``, everything matches); ``record_filter`` tests each record read
+        (``MessageFilter.isMatchedByCommitLog``: the SQL92 filter), the scan going on past
+        the records it refuses."""
         cq = self.queues.find(topic, queue_id)
         if cq is None:
             return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
@@ -331,7 +334,7 @@ class MessageStore:
             return GetResult(
                 GetStatus.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_offset, max_offset
             )
-        return self._collect(cq, entries, offset, max_msgs, tag_hashes, min_offset, max_offset)
+        return self._collect(cq, entries, offset, max_msgs, tag_hashes, min_offset, max_offset, record_filter)
 
     def _collect(
         self,
@@ -342,6 +345,7 @@ class MessageStore:
         tag_hashes: Collection[int] | None,
         min_offset: int,
         max_offset: int,
+        record_filter: Callable[[memoryview], bool] | None = None,
     ) -> GetResult:
         config = self.config
         commit_log = self.commit_log
@@ -374,6 +378,11 @@ class MessageStore:
                 if not total:
                     status = GetStatus.MESSAGE_WAS_REMOVING
                 next_phy_file_start = commit_log.roll_next_file(phys)
+                continue
+            if record_filter is not None and not record_filter(view):
+                view.release()
+                if not total:
+                    status = GetStatus.NO_MATCHED_MESSAGE
                 continue
             buffers.append(view)
             queue_offsets.append(offset + i // CQ_STORE_UNIT_SIZE - 1)

@@ -138,6 +138,7 @@ class TopicConfigManager:
         auto_create_topic_enable: bool = True,
         default_topic_queue_nums: int = 8,
         trace_topic_enable: bool = False,
+        trace_topic_name: str = RMQ_SYS_TRACE_TOPIC,
     ) -> TopicConfigManager:
         """The defaults, then whatever ``topics.json`` holds on top (as Java's load)."""
         mgr = cls(os.path.join(config_dir, "topics.json"), auto_create_topic_enable)
@@ -147,6 +148,7 @@ class TopicConfigManager:
             auto_create_topic_enable=auto_create_topic_enable,
             default_topic_queue_nums=default_topic_queue_nums,
             trace_topic_enable=trace_topic_enable,
+            trace_topic_name=trace_topic_name,
         ):
             mgr._table[tc.topic_name] = tc
         mgr.load()

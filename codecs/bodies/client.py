@@ -47,6 +47,7 @@ __all__ = [
     "HeartbeatData",
     "MessageQueue",
     "ConsumerListByGroupResponseBody",
+    "CheckClientRequestBody",
     "LockBatchRequestBody",
     "LockBatchResponseBody",
     "UnlockBatchRequestBody",
@@ -402,6 +403,22 @@ class HeartbeatData:
             consumerDataSet=[c.to_json() for c in self.consumers],
             producerDataSet=[p.to_json() for p in self.producers],
         )
+
+    def encode(self) -> bytes:
+        return dumps_bytes(self.to_json())
+
+
+@attrs.define(slots=True)
+class CheckClientRequestBody:
+    """``CheckClientRequestBody`` (CHECK_CLIENT_CONFIG, 46): a consumer asks a broker
+    whether it can serve one subscription (a SQL92 one) before it starts."""
+
+    client_id: str
+    group: str
+    subscription: SubscriptionData
+
+    def to_json(self) -> Bean:
+        return Bean(clientId=self.client_id, group=self.group, subscriptionData=self.subscription.to_json())
 
     def encode(self) -> bytes:
         return dumps_bytes(self.to_json())

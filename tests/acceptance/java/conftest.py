@@ -34,6 +34,10 @@ from java_tools import (  # noqa: E402
 
 _bundle: tuple[Bundle | None, str] | None = None
 
+#: what the trocket broker needs beyond its defaults, as JavaBroker's broker.conf says
+#: for the Java broker (the scenarios' SQL92 subscriptions, the trace topic)
+TROCKET_BROKER_CONF = "enablePropertyFilter=true\ntraceTopicEnable=true\n"
+
 
 def bundle_status() -> tuple[Bundle | None, str]:
     global _bundle
@@ -83,7 +87,9 @@ def java_peer(java_bundle, tmp_path_factory, figures):
 def trocket_peer(tmp_path_factory):
     """``trocket broker`` (embedded name server), once per session; must stop cleanly."""
     tmp = tmp_path_factory.mktemp("trocket-peer")
-    broker = BrokerProcess(tmp / "store", tmp / "broker.log")
+    conf = tmp / "broker.conf"
+    conf.write_text(TROCKET_BROKER_CONF)
+    broker = BrokerProcess(tmp / "store", tmp / "broker.log", extra=["-c", str(conf)])
     broker.start()
     try:
         yield Peer("trocket", broker.namesrv, f"127.0.0.1:{broker.port}", broker.store, broker.log_tail)

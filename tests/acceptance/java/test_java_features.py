@@ -1,8 +1,9 @@
 """Features other issues bring to trocket's broker, run with the real Java client against
 both brokers (src/FeatureScenarios.java): transactions and request-reply (issue 23),
-SQL92 filters and message trace (issue 25). The trocket runs of what has not landed yet
-(issue 25) are ``xfail(strict=True)``. (ACL, issue 24, runs on brokers with aclEnable of
-their own: test_java_acl.py.)"""
+SQL92 filters and message trace (issue 25). The trocket runs of what has not landed
+are ``xfail(strict=True)`` (SQL92 filtering and the trace topic have: the trocket
+broker runs with ``enablePropertyFilter=true`` and ``traceTopicEnable=true``, as the Java
+one). (ACL, issue 24, runs on brokers with aclEnable of their own: test_java_acl.py.)"""
 
 from __future__ import annotations
 
@@ -26,13 +27,30 @@ def test_request_reply(scenario):
     assert scenario("request_reply") == {"reply": "re: ping"}
 
 
-@on_both(trocket_xfail="issue 25: SQL92 filtering")
+@on_both()
 def test_sql92_filter(scenario):
     assert scenario("sql92") == {"got": [6, 7, 8, 9]}
 
 
-@on_both(trocket_xfail="issue 25: message trace (RMQ_SYS_TRACE_TOPIC)")
-def test_message_trace(scenario):
+@on_both()
+def test_message_trace(scenario, peer):
     r = scenario("trace")
     assert r["consumed"] is True
     assert r["traceKinds"] == ["Pub", "SubAfter", "SubBefore"]
+    # the Java client's records, read by trocket admin msg trace (the broker's index of
+    # the trace messages' keys, then the records about the id)
+    import json
+    import subprocess
+    import time
+
+    from acc_tools import trocket_command
+
+    deadline = time.monotonic() + 30
+    while True:
+        done = subprocess.run([*trocket_command(), "admin", "msg", "trace", r["msgId"], "-n", peer.namesrv, "--json"],
+                              capture_output=True, text=True, timeout=60)
+        kinds = {rec["type"] for rec in json.loads(done.stdout)["records"]} if done.returncode == 0 else set()
+        if kinds == {"Pub", "SubBefore", "SubAfter"} or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert kinds == {"Pub", "SubBefore", "SubAfter"}, done.stderr

@@ -168,6 +168,7 @@ final class FeatureScenarios {
                 if (kinds.size() < 3) Thread.sleep(500);
             }
             out.put("consumed", consumed.contains(id));
+            out.put("msgId", id);
             out.put("traceKinds", kinds);
         } finally {
             p.shutdown();

@@ -55,6 +55,9 @@ final class Scenarios {
         m.put("consume", StepScenarios::consume);
         m.put("acl_probe", AclScenarios::aclProbe);
         m.put("tls_probe", AclScenarios::tlsProbe);
+        m.put("query_msg_trace", c -> AdminScenarios.mqadmin(
+            new org.apache.rocketmq.tools.command.message.QueryMsgTraceByIdSubCommand(),
+            "-n", c.namesrv, "-i", c.params.get("msgId")));
         return m;
     }
 }

@@ -1,0 +1,144 @@
+"""SQL92 subscriptions on a real broker (``enablePropertyFilter=true``): CHECK_CLIENT_CONFIG,
+heartbeats, pulls with and without the subscription in them, the scan past refused
+records, retry topics with ``filterSupportRetry`` (issue 25)."""
+
+from __future__ import annotations
+
+import json
+
+from trocket.broker.outer_api import BROKER_VERSION
+from trocket.codecs.command import RemotingCommand
+from trocket.codecs.message.record import decode_records
+
+FLAG_COMMIT_SUSPEND = 0x3  # a push consumer's pull: no subscription in it
+
+
+def heartbeat(group: str, topic: str, expression: str, expression_type: str = "SQL92",
+              sub_version: int = 1) -> RemotingCommand:
+    body = {"clientID": "c1", "producerDataSet": [], "consumerDataSet": [{
+        "groupName": group, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
+        "consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET", "unitMode": False,
+        "subscriptionDataSet": [{"topic": topic, "subString": expression, "expressionType": expression_type,
+                                 "classFilterMode": False, "subVersion": sub_version, "tagsSet": [], "codeSet": []}]}]}
+    return RemotingCommand.request(34, ext_fields={}, body=json.dumps(body).encode())
+
+
+def check_config(expression: str, expression_type: str = "SQL92") -> RemotingCommand:
+    body = {"clientId": "c1", "group": "G", "subscriptionData": {
+        "topic": "T", "subString": expression, "expressionType": expression_type}}
+    return RemotingCommand.request(46, ext_fields={}, body=json.dumps(body).encode())
+
+
+def values(resp: RemotingCommand, key: str = "a") -> list[str]:
+    assert resp.code == 0, (resp.code, resp.remark)
+    return [m.properties.get(key) for m in decode_records(resp.body)]
+
+
+async def send_all(c, addr, wire, topic: str, props_list: list[dict[str, str]]) -> None:
+    for p in props_list:
+        r = await c.invoke_sync(addr, wire.send_v1(topic, b"x", properties=wire.props(**p)))
+        assert r.code == 0, r.remark
+
+
+async def test_check_client_config_compiles_sql92(tmp_path, wire):
+    async with wire.running_broker(tmp_path, enable_property_filter=True) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        assert (await c.invoke_sync(addr, check_config("a > 5 AND b IN ('x')"))).code == 0
+        r = await c.invoke_sync(addr, check_config("a = NULL"))
+        assert (r.code, r.remark) == (23, "java.lang.RuntimeException: 'NULL' cannot be compared.")
+        r = await c.invoke_sync(addr, check_config("a > 5", "FOO"))
+        assert (r.code, r.remark) == (23, None)
+        assert broker.ctx.filters.compiled == 1 and broker.ctx.filters.compile_errors == 1
+        # compiled once: asking again reuses the cached result
+        await c.invoke_sync(addr, check_config("a = NULL"))
+        assert broker.ctx.filters.compile_errors == 1
+
+
+async def test_heartbeat_subscription_filters_the_pull(tmp_path, wire):
+    async with wire.running_broker(tmp_path, enable_property_filter=True) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        r = await c.invoke_sync(addr, heartbeat("G", "ST", "a > 5 OR TAGS = 'T1'"))
+        assert r.code == 0 and r.version == BROKER_VERSION  # the Java client checks it before a SQL92 pull
+        await send_all(c, addr, wire, "ST", [{"a": str(i)} for i in range(10)] + [{"tags": "T1"}, {"a": "x"}])
+        r = await c.invoke_sync(addr, wire.pull("ST", group="G", sys_flag=FLAG_COMMIT_SUSPEND, subscription=None,
+                                                expression_type="SQL92"))
+        assert values(r) == ["6", "7", "8", "9", None]
+        assert r.ext_fields["nextBeginOffset"] == "12"
+        # the group changes its expression (a newer subVersion): the next pull uses the new one
+        await c.invoke_sync(addr, heartbeat("G", "ST", "a BETWEEN 2 AND 3", sub_version=2))
+        r = await c.invoke_sync(addr, wire.pull("ST", group="G", sys_flag=FLAG_COMMIT_SUSPEND, subscription=None,
+                                                expression_type="SQL92"))
+        assert values(r) == ["2", "3"]
+
+
+async def test_bad_expressions_are_refused_at_pull(tmp_path, wire):
+    async with wire.running_broker(tmp_path, enable_property_filter=True) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        await send_all(c, addr, wire, "ST", [{"a": "1"}])
+        await c.invoke_sync(addr, heartbeat("G", "ST", "a >"))
+        r = await c.invoke_sync(addr, wire.pull("ST", group="G", sys_flag=FLAG_COMMIT_SUSPEND, subscription=None,
+                                                expression_type="SQL92"))
+        assert (r.code, r.remark) == (27, "The broker's consumer filter data is not exist!Your expression may be wrong!")
+        r = await c.invoke_sync(addr, wire.pull("ST", group="G", subscription="a >", expression_type="SQL92"))
+        assert (r.code, r.remark) == (23, "parse the consumer's subscription failed")
+
+
+async def test_the_scan_goes_past_refused_records(tmp_path, wire):
+    """Java's getMessage scans on past what the filter refuses: one pull of 32 finds the
+    two matches among 300 records."""
+    async with wire.running_broker(tmp_path, enable_property_filter=True) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        await send_all(c, addr, wire, "ST", [{"a": "1" if i in (150, 299) else "0"} for i in range(300)])
+        r = await c.invoke_sync(addr, wire.pull("ST", max_msgs=32, subscription="a = 1", expression_type="SQL92"))
+        assert values(r) == ["1", "1"] and r.ext_fields["nextBeginOffset"] == "300"
+        # nothing matching: NO_MATCHED_MESSAGE, and the next offset moves on
+        r = await c.invoke_sync(addr, wire.pull("ST", max_msgs=32, subscription="a = 2", expression_type="SQL92"))
+        assert (r.code, r.remark, r.ext_fields["nextBeginOffset"]) == (20, "NO_MATCHED_MESSAGE", "300")
+
+
+async def test_held_pull_answers_the_first_match(tmp_path, wire):
+    import trio
+
+    async with wire.running_broker(tmp_path, enable_property_filter=True) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        await send_all(c, addr, wire, "ST", [{"a": "0"}])
+        got = {}
+
+        async def pull() -> None:
+            got["r"] = await c.invoke_sync(addr, wire.pull("ST", offset=1, subscription="a = 1",
+                                                           expression_type="SQL92", suspend_ms=5000))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pull)
+            await wire_held(broker)
+            await send_all(c, addr, wire, "ST", [{"a": "1"}])
+        assert values(got["r"]) == ["1"]
+
+
+async def wire_held(broker) -> None:
+    from .conftest import held_count_reaches
+
+    await held_count_reaches(broker, 1)
+
+
+async def test_retry_topic_filtered_with_filter_support_retry(tmp_path, wire):
+    for support, expected in ((True, ["7"]), (False, ["7", "1"])):
+        async with wire.running_broker(tmp_path / str(support), enable_property_filter=True,
+                                       filter_support_retry=support) as broker, wire.client() as c:
+            addr = broker.broker_addr
+            await c.invoke_sync(addr, heartbeat("G", "ST", "a > 5"))
+            await send_all(c, addr, wire, "%RETRY%G", [{"a": "7", "RETRY_TOPIC": "ST"}, {"a": "1", "RETRY_TOPIC": "ST"}])
+            r = await c.invoke_sync(addr, wire.pull("%RETRY%G", group="G", subscription="*"))
+            assert values(r) == expected
+
+
+async def test_disabled_by_default(tmp_path, wire):
+    async with wire.running_broker(tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        r = await c.invoke_sync(addr, check_config("a > 5"))
+        assert (r.code, r.remark) == (1, "The broker does not support consumer to filter message by SQL92")
+        await c.invoke_sync(addr, heartbeat("G", "ST", "a > 5"))
+        await send_all(c, addr, wire, "ST", [{"a": "6"}])
+        r = await c.invoke_sync(addr, wire.pull("ST", group="G", sys_flag=FLAG_COMMIT_SUSPEND, subscription=None,
+                                                expression_type="SQL92"))
+        assert (r.code, r.remark) == (1, "The broker does not support consumer to filter message by SQL92")

@@ -1,0 +1,164 @@
+"""Message trace in trocket's client (issue 25): Pub records from a producer and
+SubBefore / SubAfter from a push consumer with ``trace=True``, in Java's format, in the
+broker's trace topic (``traceTopicEnable``); a trace topic that cannot be written costs
+the user's messages nothing."""
+
+from __future__ import annotations
+
+import trio
+
+from trocket.client.consumer import ConsumeResult, PushConsumer
+from trocket.client.consumer_lite import PullConsumer
+from trocket.client.message import new_message
+from trocket.client.producer import Producer
+from trocket.client.trace import TraceBean, TraceContext, TraceType, decode, encode
+from trocket.codecs.headers import CreateTopicRequestHeader
+
+from .conftest import running_broker
+
+
+def test_encode_is_javas_format():
+    pub = TraceContext(TraceType.Pub, "PG", timestamp=1700000000000, cost_time=3, beans=[TraceBean(
+        topic="T", msg_id="ID1", offset_msg_id="OFF1", tags="TagA", keys="k1 k2", store_host="127.0.0.1:10911",
+        body_length=5)])
+    data, keys = encode(pub)
+    assert data == ("Pub\x011700000000000\x01DefaultRegion\x01PG\x01T\x01ID1\x01TagA\x01k1 k2\x01127.0.0.1:10911\x01"
+                    "5\x013\x010\x01OFF1\x01true\x02")
+    assert keys == ["ID1", "k1", "k2"]
+    after = TraceContext(TraceType.SubAfter, "CG", timestamp=1700000000001, cost_time=7, success=False,
+                         request_id="R", context_code=4, beans=[TraceBean(msg_id="ID1", keys=None)])
+    assert encode(after)[0] == "SubAfter\x01R\x01ID1\x017\x01false\x01null\x014\x011700000000001\x01CG\x02"
+    records = decode(data + encode(after)[0])
+    assert [(r.trace_type, r.msg_id, r.success) for r in records] == [("Pub", "ID1", True), ("SubAfter", "ID1", False)]
+    assert records[0].offset_msg_id == "OFF1" and records[1].context_code == 4
+
+
+async def read_traces(ns: str, topic: str = "RMQ_SYS_TRACE_TOPIC", want: int = 3, timeout: float = 10) -> list:
+    got = []
+    async with PullConsumer("TraceReader", ns, auto_commit=False) as reader:
+        queues = await reader.fetch_queues(topic)
+        await reader.assign(queues)
+        for mq in queues:
+            await reader.seek(mq, 0)
+        with trio.move_on_after(timeout):
+            while len(got) < want:
+                for m in await reader.poll(timeout=0.5):
+                    got.extend((r, m.keys) for r in decode(m.body.decode()))
+    return got
+
+
+async def test_producer_and_consumer_write_java_traces(tmp_path):
+    async with running_broker(tmp_path, trace_topic_enable=True) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        consumed = trio.Event()
+        async with Producer("TracePG", ns, trace=True) as producer:
+            result = await producer.send(new_message("TraceT", b"traced", tags="TagT", keys="traceKey"))
+
+            async def on_message(msg):
+                consumed.set()
+                return ConsumeResult.SUCCESS
+
+            async with PushConsumer("TraceCG", ns, {"TraceT": "*"}, on_message, consume_from="first", trace=True):
+                with trio.fail_after(10):
+                    await consumed.wait()
+        mine = [(r, keys) for r, keys in await read_traces(ns) if r.msg_id == result.msg_id]
+        kinds = {r.trace_type: r for r, _ in mine}
+        assert sorted(kinds) == ["Pub", "SubAfter", "SubBefore"]
+        pub = kinds["Pub"]
+        assert (pub.group, pub.topic, pub.tags, pub.keys, pub.offset_msg_id, pub.success) == (
+            "TracePG", "TraceT", "TagT", "traceKey", result.offset_msg_id, True)
+        assert kinds["SubBefore"].group == "TraceCG" and kinds["SubAfter"].success is True
+        assert kinds["SubBefore"].request_id == kinds["SubAfter"].request_id != ""
+        # indexed as Java's: by the message id and its keys
+        assert all(result.msg_id in keys and "traceKey" in keys for _, keys in mine)
+
+
+async def test_an_unwritable_trace_topic_loses_no_user_message(tmp_path):
+    """No trace topic and no auto-create: every trace send fails, every send succeeds."""
+    async with running_broker(tmp_path, auto_create_topic=False) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        async with Producer("TracePG2", ns, trace=True) as producer:
+            header = CreateTopicRequestHeader(topic="UserT", defaultTopic="TBW102", readQueueNums=4, writeQueueNums=4,
+                                              perm=6, topicFilterType="SINGLE_TAG", topicSysFlag=0, order=False)
+            await producer.instance.api.create_topic(broker.broker_addr, header)
+            with trio.fail_after(10):
+                while await producer.instance.update_route("UserT") is None:
+                    await trio.sleep(0.05)
+            results = [await producer.send(new_message("UserT", f"m{i}".encode())) for i in range(20)]
+            assert all(r.ok for r in results)
+            tracer = producer.tracer
+            assert tracer is not None
+        assert tracer.appended == 20 and tracer.sent == 0 and tracer.failed >= 1
+
+
+def test_pub_record_is_encode_of_a_pub_context():
+    from trocket.client.trace import pub_record
+
+    ctx = TraceContext(TraceType.Pub, "G", timestamp=5, region_id="R", cost_time=2, success=False, beans=[TraceBean(
+        topic="T", msg_id="M", offset_msg_id="O", tags=None, keys="a b", store_host="h:1", body_length=9, msg_type=3)])
+    assert pub_record(5, "R", "G", "T", "M", None, "a b", "h:1", 9, 2, 3, "O", False) == encode(ctx)[0]
+
+
+async def test_many_records_split_by_their_keys(tmp_path):
+    """1,500 records of long batch ids: their keys would pass the broker's 32 KiB of
+    properties in one trace message; they go in several, none refused."""
+    async with running_broker(tmp_path, trace_topic_enable=True) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        async with Producer("TracePG3", ns, trace=True) as producer:
+            tracer = producer.tracer
+            assert tracer is not None
+            from trocket.client.trace import pub_record
+
+            for i in range(1500):
+                msg_id = ",".join(f"{i:08d}{j:024X}" for j in range(3))  # a batch's ids
+                tracer.append_record(pub_record(i, "R", "G", "T", msg_id, None, "k", "h:1", 1, 1, 0, "O", True),
+                                     msg_id, "k")
+            await tracer.flush()
+        assert tracer.failed == 0 and tracer.sent >= 4, (tracer.sent, tracer.failed)
+        records = await read_traces(ns, want=1500)
+        assert len(records) == 1500
+
+
+async def test_admin_msg_trace_prints_the_timeline(tmp_path):
+    """``trocket admin msg trace MSG_ID``: the trace topic queried by the message id (the
+    broker's index), mqadmin QueryMsgTraceById's table; --json has every record."""
+    import json
+    import os
+    import sys
+    from pathlib import Path
+
+    trocket = [str(Path(sys.executable).with_name("trocket"))]
+    async with running_broker(tmp_path, trace_topic_enable=True) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        consumed = trio.Event()
+        async with Producer("TracePG4", ns, trace=True) as producer:
+            result = await producer.send(new_message("TraceT4", b"traced", tags="TagT", keys="k4"))
+
+            async def on_message(msg):
+                consumed.set()
+                return ConsumeResult.SUCCESS
+
+            async with PushConsumer("TraceCG4", ns, {"TraceT4": "*"}, on_message, consume_from="first", trace=True):
+                with trio.fail_after(10):
+                    await consumed.wait()
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with trio.fail_after(60):
+            while True:  # the index is built off the send path: a moment after the store
+                done = await trio.run_process([*trocket, "admin", "msg", "trace", result.msg_id, "-n", ns, "--json"],
+                                              capture_stdout=True, capture_stderr=True, check=False, env=env)
+                doc = json.loads(done.stdout) if done.returncode == 0 else {"records": []}
+                if {r["type"] for r in doc["records"]} == {"Pub", "SubBefore", "SubAfter"}:
+                    break
+                await trio.sleep(0.2)
+        pub = next(r for r in doc["records"] if r["type"] == "Pub")
+        assert (pub["group"], pub["topic"], pub["tags"], pub["keys"], pub["offsetMsgId"]) == (
+            "TracePG4", "TraceT4", "TagT", "k4", result.offset_msg_id)
+        table = await trio.run_process([*trocket, "admin", "msg", "trace", result.msg_id, "-n", ns],
+                                       capture_stdout=True, capture_stderr=True, check=False, env=env)
+        rows = [line.split() for line in table.stdout.decode().splitlines() if line.strip()]
+        assert rows[0] == ["#Type", "#ProducerGroup", "#ClientHost", "#SendTime", "#CostTimes", "#Status"]
+        assert rows[1][0:2] == ["Pub", "TracePG4"] and rows[1][-1] == "success"
+        assert ["Sub", "TraceCG4"] in [r[0:2] for r in rows] and rows[-1][-1] == "success"
+        missing = await trio.run_process([*trocket, "admin", "msg", "trace", "00" * 16, "-n", ns],
+                                         capture_stdout=True, capture_stderr=True, check=False, env=env)
+        assert missing.returncode == 1 and b"no trace record" in missing.stderr
