@@ -307,17 +307,17 @@ async def test_message_trace_from_trocket_clients(peer, broker, java_bundle, jav
                 for m in await reader.poll(timeout=0.5):
                     kinds.update(r.trace_type for r in decode(m.body.decode()) if r.msg_id == result.msg_id)
     assert sorted(kinds) == ["Pub", "SubAfter", "SubBefore"]
-    if broker == "java":  # trocket has no index service (query by key) yet
-        from java_tools import run_step
+    # mqadmin finds the trace by the message id (the index: query by key, on both brokers)
+    from java_tools import run_step
 
-        out = run_step(java_bundle, java_classes, tmp_path / "mqadmin", "query_msg_trace", namesrv=peer.namesrv,
-                       broker=peer.addr, msgId=result.msg_id)
-        assert not out["failed"], out
-        rows = [line.split() for line in out["output"].splitlines() if line.strip()]
-        # mqadmin's table: a Pub row for the producer group, a Sub row (SubBefore + SubAfter
-        # merged) for the consumer group, both "success"
-        assert any(r[0] == "Pub" and r[1] == producer.group and r[-1] == "success" for r in rows), rows
-        assert any(r[0] == "Sub" and r[1] == group and r[-1] == "success" for r in rows), rows
+    out = run_step(java_bundle, java_classes, tmp_path / "mqadmin", "query_msg_trace", namesrv=peer.namesrv,
+                   broker=peer.addr, msgId=result.msg_id)
+    assert not out["failed"], out
+    rows = [line.split() for line in out["output"].splitlines() if line.strip()]
+    # mqadmin's table: a Pub row for the producer group, a Sub row (SubBefore + SubAfter
+    # merged) for the consumer group, both "success"
+    assert any(r[0] == "Pub" and r[1] == producer.group and r[-1] == "success" for r in rows), rows
+    assert any(r[0] == "Sub" and r[1] == group and r[-1] == "success" for r in rows), rows
 
 
 @on_both()
