@@ -84,6 +84,19 @@ async def test_send_prints_its_summary_so_far(tmp_path, signum):
     assert summary["interrupted"] == name and summary["sent"] > 0 and summary["failed"] == 0, summary
 
 
+async def test_send_in_transactions_prints_its_summary_so_far(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        code, out, err = await interrupted(
+            ["send", "-n", ns, "-t", "IntTx", "--body", "x", "--count", "1000000", "--transaction", "commit", "--json"],
+            signal.SIGINT, when=b'"COMMIT_MESSAGE"')
+    assert code == 130, (out, err)
+    no_traceback(err)
+    lines = [json.loads(line) for line in out.splitlines()]
+    summary = lines[-1]
+    assert summary["interrupted"] == "SIGINT" and summary["transactions"] == len(lines) - 1 > 0, summary
+
+
 async def test_send_interrupted_on_a_terminal_ends_its_progress_line(tmp_path):
     async with running_broker(tmp_path) as broker:
         ns = ";".join(broker.namesrv_addrs)
