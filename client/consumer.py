@@ -38,8 +38,11 @@ in flight finish (up to ``await_termination_s``), commits, unlocks and unregiste
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import time
+import traceback
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -56,6 +59,18 @@ from trocket.codecs.bodies.client import (
     UnlockBatchRequestBody,
 )
 from trocket.codecs.bodies.groups import ResetOffsetBody
+from trocket.codecs.bodies.running import (
+    PROP_CLIENT_VERSION,
+    PROP_CONSUME_ORDERLY,
+    PROP_CONSUME_TYPE,
+    PROP_CONSUMER_START_TIMESTAMP,
+    PROP_NAMESERVER_ADDR,
+    PROP_THREADPOOL_CORE_SIZE,
+    CMResult,
+    ConsumeMessageDirectlyResult,
+    ConsumerRunningInfo,
+    ProcessQueueInfo,
+)
 from trocket.codecs.headers import ConsumerSendMsgBackRequestHeader
 from trocket.codecs.message.message import Message, MessageExt
 from trocket.codecs.message.properties import (
@@ -187,6 +202,7 @@ class PushConsumer(ConsumerBase):
             raise TypeError("give either options= or option keywords, not both")
         self.options = options or PushConsumerOptions(**option_kw)
         self._started = False
+        self._start_ms = 0
         self._retry_sub: SubscriptionData | None = None
         self._subs: dict[str, SubscriptionData] = {}
         for topic, expression in (subscriptions or {}).items():
@@ -269,6 +285,7 @@ class PushConsumer(ConsumerBase):
         if not self._subs:
             raise ClientStateError("no subscription: pass subscriptions or call subscribe before starting")
         self._started = True
+        self._start_ms = int(time.time() * 1000)
         self._invoke = make_invoker(self._listener, self._limiter)
         opts = self.options
         with start_errors_unwrapped():
@@ -399,6 +416,74 @@ class PushConsumer(ConsumerBase):
             await self._unlock([o.mq], oneway=True)
 
     # -- the broker's requests ------------------------------------------------------------
+
+    async def running_info(self) -> bytes:
+        """GET_CONSUMER_RUNNING_INFO: Java's ``ConsumerRunningInfo`` (what mqadmin
+        ``consumerStatus`` prints): the options as properties, the subscriptions and
+        each owned queue's cache; ``statusTable`` stays empty (no per-topic rates are kept)."""
+        opts = self.options
+        props = {name: str(getattr(opts, name)) for name in attrs.fields_dict(type(opts))}
+        props.update({
+            "consumerGroup": self.group,
+            PROP_CONSUME_ORDERLY: str(opts.orderly).lower(),
+            PROP_THREADPOOL_CORE_SIZE: str(opts.max_concurrency),
+            PROP_CONSUMER_START_TIMESTAMP: str(self._start_ms),
+            PROP_NAMESERVER_ADDR: ";".join(self.instance.config.namesrv),
+            PROP_CONSUME_TYPE: "CONSUME_PASSIVELY",
+            PROP_CLIENT_VERSION: "V4_9_8",
+        })
+        store = self._store
+        now_wall, now_trio = time.time(), trio.current_time()
+
+        def wall_ms(t: float) -> int:
+            return int((now_wall - (now_trio - t)) * 1000) if t else 0
+
+        table = {}
+        for mq, o in self._owned.items():
+            pq = o.pq
+            table[mq] = ProcessQueueInfo(
+                commit_offset=store.read_memory(mq) if store is not None else -1,
+                cached_msg_min_offset=pq.min_cached_offset,
+                cached_msg_max_offset=max(pq.queue_offset_max, 0) if pq.msg_count else 0,
+                cached_msg_count=pq.msg_count,
+                cached_msg_size_mib=pq.msg_size // (1024 * 1024),
+                locked=pq.locked,
+                last_lock_timestamp=wall_ms(pq.last_lock_time),
+                dropped=pq.dropped,
+                last_pull_timestamp=wall_ms(pq.last_pull_time),
+                last_consume_timestamp=pq.last_consume_ms,
+            )
+        subs_ = list(self._subs.values()) + ([self._retry_sub] if self._retry_sub is not None else [])
+        return ConsumerRunningInfo(properties=props, subscriptions=subs_, mq_table=table).encode()
+
+    async def consume_directly(self, msg: MessageExt, broker_name: str | None) -> bytes:
+        """CONSUME_MESSAGE_DIRECTLY: hand ``msg`` to the listener once, outside the
+        queues (no offset moves, nothing is sent back), and say what it returned
+        (Java's ``consumeMessageDirectly``)."""
+        listener = self._listener
+        if listener is None:
+            raise NotImplementedError
+        reset_retry_topic(msg, self.group, int(time.time() * 1000))
+        begin = time.monotonic()
+        remark = None
+        try:
+            if inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(getattr(listener, "__call__", None)):
+                result = await listener(msg)
+            else:
+                result = await trio.to_thread.run_sync(functools.partial(listener, msg))
+        except Exception as exc:  # noqa: BLE001 - reported to the admin, as Java does
+            outcome, remark = CMResult.CR_THROW_EXCEPTION, "".join(traceback.format_exception(exc))
+        else:
+            if result is None:
+                outcome = CMResult.CR_RETURN_NULL
+            elif result is ConsumeResult.SUCCESS:
+                outcome = CMResult.CR_SUCCESS
+            else:
+                outcome = CMResult.CR_LATER
+        return ConsumeMessageDirectlyResult(
+            order=self.options.orderly, consume_result=outcome, remark=remark,
+            spent_time_ms=int((time.monotonic() - begin) * 1000),
+        ).encode()
 
     async def reset_offset(self, topic: str, timestamp: int, body: bytes) -> None:
         """RESET_CONSUMER_CLIENT_OFFSET (Java's ``MQClientInstance.resetOffset``): every

@@ -13,6 +13,7 @@ Messages are put in increasing offset order (one queue, one pull loop), so an
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict, deque
 from collections.abc import Iterable
 
@@ -40,6 +41,7 @@ class ProcessQueue:
         "locked",
         "last_lock_time",
         "last_pull_time",
+        "last_consume_ms",
         "consuming",
         "closing",
     )
@@ -55,6 +57,8 @@ class ProcessQueue:
         self.locked = False
         self.last_lock_time = 0.0
         self.last_pull_time = trio.current_time() if _in_trio() else 0.0
+        #: wall clock (epoch ms) of the last consumed batch, for GET_CONSUMER_RUNNING_INFO
+        self.last_consume_ms = int(time.time() * 1000)
         self.consuming = False  # orderly: a message of this queue is in the callback
         self.closing = False  # the consumer is shutting down: take nothing more
 
@@ -123,6 +127,7 @@ class ProcessQueue:
         if not msgs:
             return -1
         result = self.queue_offset_max + 1
+        self.last_consume_ms = int(time.time() * 1000)
         for msg in messages:
             if msgs.pop(msg.queue_offset, None) is not None:
                 self.msg_count -= 1
@@ -130,6 +135,11 @@ class ProcessQueue:
         if msgs:
             result = next(iter(msgs))
         return result
+
+    @property
+    def min_cached_offset(self) -> int:
+        """The smallest cached offset, 0 when nothing is cached."""
+        return next(iter(self._msgs)) if self._msgs else 0
 
     def clear(self) -> None:
         self._msgs.clear()

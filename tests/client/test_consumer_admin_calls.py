@@ -1,0 +1,81 @@
+"""A PushConsumer answers the broker's forwarded admin calls (what mqadmin
+``consumerStatus`` and ``consumeMessage`` send): GET_CONSUMER_RUNNING_INFO (307) with
+Java's ``ConsumerRunningInfo`` and CONSUME_MESSAGE_DIRECTLY (309), through a real trocket
+broker on loopback."""
+
+from __future__ import annotations
+
+import trio
+
+from trocket.client.config import ClientConfig
+from trocket.client.consumer import ConsumeResult, PushConsumer
+from trocket.client.instance import ClientInstance
+from trocket.client.message import Message
+from trocket.client.producer import Producer
+from trocket.codecs.bodies.client import MessageQueue
+from trocket.codecs.bodies.fastjson import loads
+from trocket.codecs.command import RemotingCommand
+from trocket.codecs.headers import ConsumeMessageDirectlyResultRequestHeader, GetConsumerRunningInfoRequestHeader
+
+from .conftest import running_broker
+
+
+async def test_running_info_and_consume_directly_through_the_broker(tmp_path):
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        seen: list[bytes] = []
+        four = trio.Event()
+
+        async def on_message(msg):
+            seen.append(msg.body)
+            if {b"m0", b"m1", b"m2", b"m3"} <= set(seen):
+                four.set()
+            if msg.body == b"boom":
+                raise RuntimeError("the callback failed")
+            return ConsumeResult.RECONSUME_LATER if msg.body == b"later" else ConsumeResult.SUCCESS
+
+        async with Producer("AP", ns) as producer:
+            sent = [await producer.send(Message("AT", f"m{i}".encode())) for i in range(4)]
+            later = await producer.send(Message("AT", b"later"))
+            boom = await producer.send(Message("AT", b"boom"))
+        async with PushConsumer("AG", ns, {"AT": "*"}, on_message, consume_from="first",
+                                max_concurrency=7) as consumer, \
+                ClientInstance(ClientConfig(namesrv=ns)) as admin:
+            with trio.fail_after(10):
+                await four.wait()
+            addr = broker.broker_addr
+            r = await admin.api.invoke(addr, RemotingCommand.request(307, GetConsumerRunningInfoRequestHeader(
+                consumerGroup="AG", clientId=consumer.client_id, jstackEnable=False)))
+            assert r.code == 0, r.remark
+            info = loads(r.body)
+            props = info["properties"]
+            assert props["consumerGroup"] == "AG"
+            assert props["PROP_CONSUMEORDERLY"] == "false"
+            assert props["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
+            assert props["PROP_THREADPOOL_CORE_SIZE"] == "7"
+            assert props["PROP_NAMESERVER_ADDR"] == ns
+            assert int(props["PROP_CONSUMER_START_TIMESTAMP"]) > 0
+            assert sorted(s["topic"] for s in info["subscriptionSet"]) == ["%RETRY%AG", "AT"]
+            table = {MessageQueue.from_key(k): v for k, v in info["mqTable"].items()}
+            owned = set(consumer.assignment())
+            assert set(table) == owned
+            name = broker.config.broker_name
+            committed = sum(table[MessageQueue("AT", name, q)]["commitOffset"] for q in range(4))
+            assert committed >= 4  # consumed offsets the consumer holds in memory
+            pq = table[MessageQueue("AT", name, sent[0].queue.queue_id)]
+            assert pq["droped"] is False and pq["lastPullTimestamp"] > 0 and pq["lastConsumeTimestamp"] > 0
+            assert info["statusTable"] == {}
+
+            async def direct(offset_msg_id: str) -> dict:
+                r = await admin.api.invoke(addr, RemotingCommand.request(309, ConsumeMessageDirectlyResultRequestHeader(
+                    consumerGroup="AG", clientId=consumer.client_id, msgId=offset_msg_id)))
+                assert r.code == 0, r.remark
+                return loads(r.body)
+
+            n = len(seen)
+            ok = await direct(sent[1].offset_msg_id)
+            assert (ok["consumeResult"], ok["order"], ok["autoCommit"]) == ("CR_SUCCESS", False, True)
+            assert seen[n] == b"m1"  # the listener got the message again
+            assert (await direct(later.offset_msg_id))["consumeResult"] == "CR_LATER"
+            failed = await direct(boom.offset_msg_id)
+            assert failed["consumeResult"] == "CR_THROW_EXCEPTION" and "the callback failed" in failed["remark"]
