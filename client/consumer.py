@@ -474,12 +474,8 @@ class PushConsumer(ConsumerBase):
         except Exception as exc:  # noqa: BLE001 - reported to the admin, as Java does
             outcome, remark = CMResult.CR_THROW_EXCEPTION, "".join(traceback.format_exception(exc))
         else:
-            if result is None:
-                outcome = CMResult.CR_RETURN_NULL
-            elif result is ConsumeResult.SUCCESS:
-                outcome = CMResult.CR_SUCCESS
-            else:
-                outcome = CMResult.CR_LATER
+            # as the queues treat it: None is SUCCESS here (Java's null would be CR_RETURN_NULL)
+            outcome = CMResult.CR_SUCCESS if result is None or result is ConsumeResult.SUCCESS else CMResult.CR_LATER
         return ConsumeMessageDirectlyResult(
             order=self.options.orderly, consume_result=outcome, remark=remark,
             spent_time_ms=int((time.monotonic() - begin) * 1000),

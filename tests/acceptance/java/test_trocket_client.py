@@ -321,6 +321,50 @@ async def test_message_trace_from_trocket_clients(peer, broker, java_bundle, jav
 
 
 @on_both()
+async def test_mqadmin_consumer_status_and_consume_directly(peer, broker, java_bundle, java_classes, tmp_path):
+    """mqadmin ``consumerStatus -i`` (GET_CONSUMER_RUNNING_INFO 307) and ``queryMsgById
+    -g -d`` (CONSUME_MESSAGE_DIRECTLY 309) against a running trocket PushConsumer."""
+    import functools
+
+    from java_tools import run_step
+
+    topic, group = unique(broker, "cst"), unique(broker, "cstG")
+    create_topic(peer, topic)
+    seen: list[str] = []
+    consumed = trio.Event()
+
+    async def on(msg):
+        seen.append(msg.body.decode())
+        consumed.set()
+
+    async with Producer(unique(broker, "cstP"), peer.namesrv) as producer:
+        result = await producer.send(new_message(topic, "status"))
+    async with PushConsumer(group, peer.namesrv, {topic: "*"}, on, consume_from="first", **FAST) as consumer:
+        with trio.fail_after(60):
+            await consumed.wait()
+
+        def step(scenario: str, **params: str) -> dict:
+            return run_step(java_bundle, java_classes, tmp_path / scenario, scenario, namesrv=peer.namesrv,
+                            broker=peer.addr, **params)
+
+        out = await trio.to_thread.run_sync(functools.partial(step, "consumer_status", group=group,
+                                                              clientId=consumer.client_id))
+        assert not out["failed"], out
+        text = out["output"]
+        assert "#Consumer Properties#" in text and "#Consumer Subscription#" in text, text
+        assert "PROP_CONSUME_TYPE" in text and "CONSUME_PASSIVELY" in text, text
+        assert topic in text and f"%RETRY%{group}" in text, text
+        assert "#Consumer MQ Detail#" in text, text
+        n = len(seen)
+        out = await trio.to_thread.run_sync(functools.partial(step, "consume_directly", group=group,
+                                                              clientId=consumer.client_id,
+                                                              msgId=result.offset_msg_id))
+        assert not out["failed"], out
+        assert "consumeResult=CR_SUCCESS" in out["output"], out  # None is SUCCESS in trocket
+        assert seen[n:] == ["status"]
+
+
+@on_both()
 async def test_pull_consumer_subscribe_assign_seek_commit(peer, broker):
     topic, group = unique(broker, "lp"), unique(broker, "lpG")
     create_topic(peer, topic, 2)

@@ -55,6 +55,13 @@ final class Scenarios {
         m.put("consume", StepScenarios::consume);
         m.put("acl_probe", AclScenarios::aclProbe);
         m.put("tls_probe", AclScenarios::tlsProbe);
+        // a running consumer's GET_CONSUMER_RUNNING_INFO (307) and CONSUME_MESSAGE_DIRECTLY (309)
+        m.put("consumer_status", c -> AdminScenarios.mqadmin(
+            new org.apache.rocketmq.tools.command.consumer.ConsumerStatusSubCommand(),
+            "-n", c.namesrv, "-g", c.params.get("group"), "-i", c.params.get("clientId")));
+        m.put("consume_directly", c -> AdminScenarios.mqadmin(
+            new org.apache.rocketmq.tools.command.message.QueryMsgByIdSubCommand(),
+            "-n", c.namesrv, "-i", c.params.get("msgId"), "-g", c.params.get("group"), "-d", c.params.get("clientId")));
         m.put("query_msg_trace", c -> AdminScenarios.mqadmin(
             new org.apache.rocketmq.tools.command.message.QueryMsgTraceByIdSubCommand(),
             "-n", c.namesrv, "-i", c.params.get("msgId")));
