@@ -108,6 +108,8 @@ log = logging.getLogger(__name__)
 PULL_DELAY_ON_ERROR_S = 3.0
 #: ``PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL``
 PULL_DELAY_ON_FLOW_CONTROL_S = 0.05
+#: a suspended consumer's queues look again this often (Java: 1 s)
+PULL_DELAY_WHEN_SUSPENDED_S = 1.0
 #: a failed message whose send-back failed is consumed again after this (Java: 5 s)
 RECONSUME_LOCAL_DELAY_S = 5.0
 #: after OFFSET_ILLEGAL the queue is dropped and its offset corrected after this (Java: 10 s)
@@ -203,6 +205,8 @@ class PushConsumer(ConsumerBase):
         self.options = options or PushConsumerOptions(**option_kw)
         self._started = False
         self._start_ms = 0
+        self._resumed = trio.Event()  # unset while suspended
+        self._resumed.set()
         self._retry_sub: SubscriptionData | None = None
         self._subs: dict[str, SubscriptionData] = {}
         for topic, expression in (subscriptions or {}).items():
@@ -229,6 +233,28 @@ class PushConsumer(ConsumerBase):
             assert self._instance is not None
             self._instance.heartbeat_now()
             self._rebalancer.wakeup()  # type: ignore[union-attr]
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stop consuming ``topic``: the next rebalance (started now) gives up its queues
+        and the brokers stop listing it for this client (Java's ``unsubscribe``)."""
+        if self._subs.pop(topic, None) is not None and self._started:
+            assert self._instance is not None
+            self._instance.heartbeat_now()
+            self._rebalancer.wakeup()  # type: ignore[union-attr]
+
+    def suspend(self) -> None:
+        """Stop pulling (every queue's next pull waits; what is cached is still consumed)
+        until :meth:`resume` (Java's ``suspend``)."""
+        if self._resumed.is_set():
+            self._resumed = trio.Event()
+
+    def resume(self) -> None:
+        """Pull again after :meth:`suspend`."""
+        self._resumed.set()
+
+    @property
+    def suspended(self) -> bool:
+        return not self._resumed.is_set()
 
     def register_listener(self, listener: Listener) -> Listener:
         """Set the callback (usable as a decorator)."""
@@ -298,6 +324,7 @@ class PushConsumer(ConsumerBase):
                     topics=self._topics,
                     apply=self._apply_allocation,
                     rebalance_interval=opts.rebalance_interval_s,
+                    truncate_unsubscribed=True,
                 )
                 assert self._rebalancer is not None
                 if opts.trace:
@@ -540,6 +567,10 @@ class PushConsumer(ConsumerBase):
         with o.pull_scope:
             while not pq.dropped:
                 pq.last_pull_time = trio.current_time()  # Java: at every pullMessage, flow-controlled or not
+                if not self._resumed.is_set():  # suspended: look again every second (Java's delay)
+                    with trio.move_on_after(PULL_DELAY_WHEN_SUSPENDED_S):
+                        await self._resumed.wait()
+                    continue
                 if (
                     pq.msg_count > opts.pull_threshold_for_queue
                     or pq.msg_size > threshold_bytes

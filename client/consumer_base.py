@@ -380,6 +380,7 @@ class ConsumerBase(ServiceContextManager):
         topics: Callable[[], list[str]],
         apply: Callable[[str, set[MessageQueue]], Awaitable[None]],
         rebalance_interval: float,
+        truncate_unsubscribed: bool = False,
     ) -> ClientInstance:
         """Start the own instance (if any), the offset store, register, learn the routes
         and heartbeat (so the brokers list this client before the first rebalance)."""
@@ -419,6 +420,7 @@ class ConsumerBase(ServiceContextManager):
             consumer_ids=lambda topic: consumer_ids(inst, self.group, topic),
             apply=apply,
             interval=rebalance_interval,
+            owned_topics=(lambda: {mq.topic for mq in self._owned_queues()}) if truncate_unsubscribed else None,
         )
         return inst
 

@@ -45,6 +45,7 @@ class Rebalancer:
         interval: float = 20.0,
         retry_interval: float = 1.0,
         allocate: Allocate = allocate_averagely,
+        owned_topics: Callable[[], Iterable[str]] | None = None,
     ) -> None:
         self.client_id = client_id
         self.model = model
@@ -56,6 +57,9 @@ class Rebalancer:
         self.retry_interval = min(retry_interval, interval)
         self._complete = True
         self.allocate = allocate
+        #: topics of the queues held now; those no longer in ``topics()`` are given up
+        #: (Java: ``truncateMessageQueueNotMyTopic``, after an unsubscribe)
+        self._owned_topics = owned_topics
         self._wake = trio.Event()
         self.rounds = 0
 
@@ -93,6 +97,10 @@ class Rebalancer:
             except Exception:  # noqa: BLE001 - a bug or an odd answer must not end the loop
                 log.exception("applying the rebalance of %s failed", topic)
                 complete = False
+        if self._owned_topics is not None:
+            subscribed = set(self._topics())
+            for topic in sorted(set(self._owned_topics()) - subscribed):
+                await self._apply(topic, set())
         self._complete = complete
         return complete
 

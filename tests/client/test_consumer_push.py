@@ -151,3 +151,50 @@ async def test_reset_by_timestamp_while_consuming_re_consumes_from_there(tmp_pat
                 await consumer.commit()
             for q in range(2):
                 assert broker.offsets.query_offset("RG", "RP", q) == 20
+
+
+async def test_suspend_resume_and_unsubscribe(tmp_path):
+    """``suspend()`` stops pulling until ``resume()``; ``unsubscribe(topic)`` gives the
+    topic's queues up at once (the rebalance it starts) while the other topic goes on."""
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        got: list[bytes] = []
+        arrived = trio.Event()
+
+        async def on_message(msg):
+            got.append(msg.body)
+            arrived.set()
+
+        async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
+            await raw_send(inst, "SU1", b"first", queue_id=0)
+            await raw_send(inst, "SU2", b"other", queue_id=0)
+            async with PushConsumer("SUG", ns, {"SU1": "*", "SU2": "*"}, on_message, consume_from="first",
+                                    broker_suspend_s=0.5) as consumer:
+                with trio.fail_after(10):
+                    while len(got) < 2:
+                        arrived = trio.Event()
+                        await arrived.wait()
+                consumer.suspend()
+                assert consumer.suspended
+                await trio.sleep(1.0)  # pulls in flight (0.5 s long polls) end
+                await raw_send(inst, "SU1", b"while suspended", queue_id=0)
+                await trio.sleep(2.0)
+                assert b"while suspended" not in got
+                consumer.resume()
+                with trio.fail_after(10):
+                    while b"while suspended" not in got:
+                        arrived = trio.Event()
+                        await arrived.wait()
+                consumer.unsubscribe("SU1")
+                with trio.fail_after(10):
+                    while any(mq.topic == "SU1" for mq in consumer.assignment()):
+                        await trio.sleep(0.05)
+                assert any(mq.topic == "SU2" for mq in consumer.assignment())
+                await raw_send(inst, "SU1", b"after unsubscribe", queue_id=0)
+                await raw_send(inst, "SU2", b"still subscribed", queue_id=0)
+                with trio.fail_after(10):
+                    while b"still subscribed" not in got:
+                        arrived = trio.Event()
+                        await arrived.wait()
+                await trio.sleep(1.0)
+                assert b"after unsubscribe" not in got
