@@ -198,3 +198,40 @@ async def test_suspend_resume_and_unsubscribe(tmp_path):
                         await arrived.wait()
                 await trio.sleep(1.0)
                 assert b"after unsubscribe" not in got
+
+
+async def test_max_reconsume_times_sends_the_message_to_the_dlq(tmp_path):
+    """A message whose callback keeps failing is consumed 1 + ``max_reconsume_times``
+    times (the original, then each retry), then the broker puts it in ``%DLQ%<group>``."""
+    from trocket.codecs.message.record import decode_record
+
+    # short delay levels: retries come back in 0.1 s, not 10 s, 30 s...
+    async with running_broker(tmp_path, message_delay_level=" ".join(["100ms"] * 18)) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        tries: list[int] = []
+
+        async def on_message(msg):
+            tries.append(msg.reconsume_times)
+            return ConsumeResult.RECONSUME_LATER
+
+        def dlq() -> list:
+            got = broker.store.get_message("DG", "%DLQ%DG", 0, 0, 32)
+            if got is None or not getattr(got, "buffers", None):
+                return []
+            try:
+                return [decode_record(buf, decompress=False)[0] for buf in got.buffers]
+            finally:
+                got.release()
+
+        async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
+            await raw_send(inst, "DT", b"poison", queue_id=0)
+            async with PushConsumer("DG", ns, {"DT": "*"}, on_message, consume_from="first",
+                                    max_reconsume_times=2):
+                with trio.fail_after(120):
+                    while not dlq():
+                        await trio.sleep(0.2)
+                await trio.sleep(1.0)
+        assert tries == [0, 1, 2]
+        (dead,) = dlq()
+        # as Java's broker: the DLQ copy counts the last failure too
+        assert dead.body == b"poison" and dead.reconsume_times == 3
