@@ -74,6 +74,7 @@ from trocket.codecs.bodies.running import (
 from trocket.codecs.headers import ConsumerSendMsgBackRequestHeader
 from trocket.codecs.message.message import Message, MessageExt
 from trocket.codecs.message.properties import (
+    PROPERTY_CONSUME_START_TIMESTAMP,
     PROPERTY_MAX_RECONSUME_TIMES,
     PROPERTY_ORIGIN_MESSAGE_ID,
     PROPERTY_RECONSUME_TIME,
@@ -133,6 +134,9 @@ class PushConsumerOptions(ConsumerOptions):
     persist_interval_s: float | None = None
     lock_interval_s: float = 20.0
     max_reconsume_times: int = 16
+    #: a message whose callback started longer ago than this is sent back (delay level 3)
+    #: and passed over, checked this often (``consumeTimeout``, 15 min; concurrent only)
+    consume_timeout_s: float = 15 * 60.0
     suspend_orderly_s: float = 1.0
     #: shutdown waits this long for callbacks in flight before cancelling them
     await_termination_s: float = 10.0
@@ -143,6 +147,8 @@ class PushConsumerOptions(ConsumerOptions):
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
+        if self.consume_timeout_s <= 0:
+            raise ValueError(f"consume_timeout_s must be positive, not {self.consume_timeout_s}")
         for name in ("max_concurrency", "queue_parallelism"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
@@ -333,6 +339,8 @@ class PushConsumer(ConsumerBase):
                 await self._rebalancer.rebalance_once()
                 nursery.start_soon(self._rebalancer.run, False)
                 nursery.start_soon(self._persist_loop)
+                if not opts.orderly:
+                    nursery.start_soon(self._clean_expired_loop)
                 if opts.orderly and opts.message_model is MessageModel.CLUSTERING:
                     nursery.start_soon(self._lock_loop)
                 task_status.started(self)
@@ -704,7 +712,7 @@ class PushConsumer(ConsumerBase):
 
     # -- send back ----------------------------------------------------------------------
 
-    async def _send_back(self, mq: MessageQueue, msg: MessageExt) -> bool:
+    async def _send_back(self, mq: MessageQueue, msg: MessageExt, delay_level: int = 0) -> bool:
         """CONSUMER_SEND_MSG_BACK; on failure the Java fallback (a new message to
         ``%RETRY%<group>``). False when both failed."""
         inst = self.instance
@@ -712,7 +720,7 @@ class PushConsumer(ConsumerBase):
         header = ConsumerSendMsgBackRequestHeader(
             offset=msg.commit_log_offset,
             group=self.group,
-            delayLevel=0,
+            delayLevel=delay_level,
             originMsgId=msg.client_msg_id,  # Java: MessageClientExt.getMsgId, the UNIQ_KEY
             originTopic=msg.topic,
             unitMode=False,
@@ -756,6 +764,38 @@ class PushConsumer(ConsumerBase):
         await self._retry_producer.send(new)
 
     # -- offsets and locks --------------------------------------------------------------
+
+    async def _clean_expired_loop(self) -> None:
+        """Every ``consume_timeout_s``, :meth:`_clean_expired` on each owned queue."""
+        while not self._closing:
+            await trio.sleep(self.options.consume_timeout_s)
+            for o in list(self._owned.values()):
+                if self._closing:
+                    return
+                if not o.pq.dropped:
+                    await self._clean_expired(o)
+
+    async def _clean_expired(self, o: _Owned) -> None:
+        """Java's ``ProcessQueue.cleanExpiredMsg``: up to 16 times, while the first cached
+        message's callback started more than ``consume_timeout_s`` ago, send it back
+        (delay level 3) and forget it, so the queue's offset can pass it. The callback
+        itself runs on (as in Java); its result, when it comes, is handled as usual."""
+        pq, store = o.pq, self._store
+        assert store is not None
+        limit_ms = self.options.consume_timeout_s * 1000
+        for _ in range(16):
+            msg = pq.first_cached()
+            started = msg.properties.get(PROPERTY_CONSUME_START_TIMESTAMP) if msg is not None else None
+            if msg is None or not started or time.time() * 1000 - int(started) <= limit_ms:
+                return
+            log.warning("consume of %s (queue %s offset %d) has run over %.0f s; sending it back",
+                        msg.msg_id, o.mq, msg.queue_offset, self.options.consume_timeout_s)
+            if not await self._send_back(o.mq, msg, delay_level=3):
+                return  # kept: the next round tries again (Java: the exception is logged)
+            if pq.first_cached() is msg:
+                offset = pq.remove([msg])
+                if offset >= 0:
+                    store.update(o.mq, offset, increase_only=True)
 
     async def _persist_loop(self) -> None:
         assert self._store is not None

@@ -141,6 +141,10 @@ class ProcessQueue:
         """The smallest cached offset, 0 when nothing is cached."""
         return next(iter(self._msgs)) if self._msgs else 0
 
+    def first_cached(self) -> MessageExt | None:
+        """The cached message of the smallest offset (``msgTreeMap.firstEntry``)."""
+        return next(iter(self._msgs.values())) if self._msgs else None
+
     def clear(self) -> None:
         self._msgs.clear()
         self._pending.clear()

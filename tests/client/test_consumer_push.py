@@ -235,3 +235,31 @@ async def test_max_reconsume_times_sends_the_message_to_the_dlq(tmp_path):
         (dead,) = dlq()
         # as Java's broker: the DLQ copy counts the last failure too
         assert dead.body == b"poison" and dead.reconsume_times == 3
+
+
+async def test_consume_timeout_sends_a_stuck_message_back_and_moves_on(tmp_path):
+    """A callback that never returns: after ``consume_timeout_s`` the message is sent
+    back (cleanExpiredMsg), the queue's offset passes it, and its retry copy is consumed."""
+    async with running_broker(tmp_path, message_delay_level=" ".join(["100ms"] * 18)) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        calls: list[tuple[bytes, int]] = []
+        retried = trio.Event()
+
+        async def on_message(msg):
+            calls.append((msg.body, msg.reconsume_times))
+            if msg.body == b"stuck" and msg.reconsume_times == 0:
+                await trio.sleep_forever()
+            if msg.body == b"stuck":
+                retried.set()
+
+        async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
+            await raw_send(inst, "TT", b"stuck", queue_id=0)
+            await raw_send(inst, "TT", b"next", queue_id=0)
+            async with PushConsumer("TG", ns, {"TT": "*"}, on_message, consume_from="first", queue_parallelism=2,
+                                    consume_timeout_s=1.0, persist_interval_s=0.2) as consumer:
+                with trio.fail_after(20):
+                    await retried.wait()
+                mq = next(mq for mq in consumer.assignment() if mq.topic == "TT" and mq.queue_id == 0)
+                assert consumer._store.read_memory(mq) == 2  # passed over "stuck" and "next"
+                await consumer.aclose(cancel_callbacks=True)
+        assert (b"stuck", 0) in calls and (b"next", 0) in calls and (b"stuck", 1) in calls
