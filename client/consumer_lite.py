@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 
 _DELAY_ON_ERROR_S = 3.0
 _DELAY_ON_FLOW_CONTROL_S = 0.05
+#: a paused queue looks again this often (Java: PULL_TIME_DELAY_MILLS_WHEN_PAUSE, 1 s)
+_DELAY_WHEN_PAUSED_S = 1.0
 
 
 @attrs.define(slots=True, kw_only=True)
@@ -92,6 +94,8 @@ class PullConsumer(ConsumerBase):
         self._lock = trio.Lock()
         self._running = False
         self._last_commit = 0.0
+        self._paused: set[MessageQueue] = set()
+        self._unpaused = trio.lowlevel.ParkingLot()
 
     # -- what to consume ----------------------------------------------------------------
 
@@ -106,6 +110,38 @@ class PullConsumer(ConsumerBase):
             self.instance.heartbeat_now()
             assert self._rebalancer is not None
             self._rebalancer.wakeup()
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stop consuming ``topic``: its queues are dropped now, with what is cached and
+        not polled (Java's ``unsubscribe``; offsets consumed since the last commit are not
+        committed)."""
+        if self._subs.pop(topic, None) is None:
+            return
+        if self._assigned is not None:
+            self._assigned = {mq for mq in self._assigned if mq.topic != topic}
+        for mq, s in list(self._sessions.items()):
+            if mq.topic == topic:
+                self._drop(s)
+        if self._running:
+            self.instance.heartbeat_now()
+
+    def pause(self, queues: Iterable[MessageQueue]) -> None:
+        """Stop pulling ``queues`` until :meth:`resume` (what is cached is still polled);
+        kept across seeks and rebalances (Java's ``pause``)."""
+        self._paused.update(queues)
+
+    def resume(self, queues: Iterable[MessageQueue]) -> None:
+        """Pull ``queues`` again after :meth:`pause`."""
+        self._paused.difference_update(queues)
+        self._unpaused.unpark_all()
+
+    def is_paused(self, mq: MessageQueue) -> bool:
+        return mq in self._paused
+
+    async def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        """``offsetForTimestamp``: the broker's offset of ``mq`` for a store time
+        (SEARCH_OFFSET_BY_TIMESTAMP); :meth:`seek` to it to consume from then."""
+        return await InstanceOffsets(self.instance).search_offset(mq, timestamp_ms)
 
     async def assign(self, queues: Iterable[MessageQueue]) -> None:
         """Consume exactly ``queues`` (no group balancing)."""
@@ -187,7 +223,8 @@ class PullConsumer(ConsumerBase):
     async def _apply_allocation(self, topic: str, allocated: set[MessageQueue]) -> None:
         async with self._lock:
             if self._assigned is None and not self._closing:
-                await self._set_queues(topic, allocated)
+                # a rebalance that raced an unsubscribe takes nothing of the topic
+                await self._set_queues(topic, allocated if topic in self._subs else set())
 
     async def _set_queues(self, topic: str | None, wanted: set[MessageQueue]) -> None:
         """Drop sessions (of ``topic``, or all) not in ``wanted``; start the new ones."""
@@ -246,9 +283,15 @@ class PullConsumer(ConsumerBase):
     async def _pull_loop(self, s: _Session, offset: int) -> None:
         opts = self.options
         mq, pq = s.mq, s.pq
-        sub = self._subs[mq.topic]
+        sub = self._subs.get(mq.topic)
+        if sub is None:  # unsubscribed before this task began
+            return
         with s.scope:
             while not pq.dropped:
+                if mq in self._paused:
+                    with trio.move_on_after(_DELAY_WHEN_PAUSED_S):
+                        await self._unpaused.park()
+                    continue
                 if pq.msg_count > opts.pull_threshold_for_queue or self._cached > opts.pull_threshold_for_all:
                     with trio.move_on_after(_DELAY_ON_FLOW_CONTROL_S * 20):
                         await self._space.park()

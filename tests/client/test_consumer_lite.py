@@ -74,3 +74,40 @@ async def test_assign_and_seek(tmp_path):
             assert await c.poll(timeout=0.3) == []
             with pytest.raises(ClientStateError):
                 await c.seek(queues[1], 0)
+
+
+async def test_pause_resume_offset_for_timestamp_and_unsubscribe(tmp_path):
+    """``pause`` stops a queue's pulls until ``resume``; ``offset_for_timestamp`` finds
+    where messages stored after a time begin; ``unsubscribe`` drops the topic's queues."""
+    import time
+
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        await produce(ns, "LPZ", 8)
+        time.sleep(0.05)  # the store's clock is the wall clock
+        between = int(time.time() * 1000)
+        time.sleep(0.005)
+        await produce(ns, "LPZ", 8, start=8)
+        async with PullConsumer("LPG", ns, consume_from="first", auto_commit=False) as c:
+            queues = await c.fetch_queues("LPZ")
+            c.pause(queues)
+            assert all(c.is_paused(mq) for mq in queues)
+            await c.assign(queues)
+            assert await c.poll(timeout=2) == []  # nothing pulled while paused
+            c.resume(queues[:1])
+            got = await poll_until(c, 4)
+            assert {m.queue_id for m in got} == {queues[0].queue_id}
+            c.resume(queues)
+            got += await poll_until(c, 16 - len(got))
+            assert sorted(m.body for m in got) == sorted(f"m{i}".encode() for i in range(16))
+            for mq in queues:
+                later = sorted(m.queue_offset for m in got if m.queue_id == mq.queue_id
+                               and int(m.body[1:]) >= 8)
+                assert await c.offset_for_timestamp(mq, between) == later[0]
+        async with PullConsumer("LPU", ns, consume_from="first", auto_commit=False) as c:
+            c.subscribe("LPZ")
+            await poll_until(c, 16)
+            c.unsubscribe("LPZ")
+            assert c.assignment() == []
+            await produce(ns, "LPZ", 4, start=16)
+            assert await c.poll(timeout=2) == []
