@@ -150,6 +150,8 @@ class ProducerConfig:
     default_topic: str = AUTO_CREATE_TOPIC_KEY_TOPIC  # createTopicKey
     default_topic_queue_nums: int = 4  # defaultTopicQueueNums
     retry_another_broker_when_not_store_ok: bool = False
+    #: broker answers retried on another queue (``retryResponseCodes``; Java's six by default)
+    retry_response_codes: frozenset[int] = attrs.field(default=RETRY_CODES, converter=lambda v: frozenset(map(int, v)))
     #: latency fault tolerance (``sendLatencyFaultEnable``; Java's default is off)
     latency_fault: bool = True
     #: async sends in flight at once; past it ``send_async`` waits (within its budget)
@@ -427,7 +429,7 @@ class Producer(ServiceContextManager):
         self.faults.update(broker, took, isolation=True)
         error = response_error(f"send to {p.topic}", response)
         progress.attempts.append(Attempt(target_name(addr, mq), error.summary.partition(": ")[2], took))
-        if response.code in RETRY_CODES and retry:
+        if response.code in self.config.retry_response_codes and retry:
             progress.last_error = error
             progress.last_broker = broker
             return None
@@ -523,12 +525,22 @@ class Producer(ServiceContextManager):
 
     # -- the send API -------------------------------------------------------------------
 
-    async def send(self, msg: Message, *, timeout: float | None = None) -> SendResult:
-        """Send and wait for the broker's answer (sync), with retries, within one budget."""
+    async def send(
+        self, msg: Message, *, queue: MessageQueue | None = None, timeout: float | None = None,
+    ) -> SendResult:
+        """Send and wait for the broker's answer (sync), with retries, within one budget;
+        to ``queue`` when given (of the message's topic; no retry elsewhere, as Java's
+        ``send(msg, mq)``)."""
         self._check_running()
         begin = trio.current_time()
+        deadline = begin + (timeout or self.config.send_timeout)
+        if queue is not None and queue.topic != msg.topic:
+            raise ValueError(f"the queue's topic {queue.topic!r} is not the message's {msg.topic!r}")
         p = self._prepare(msg)
-        return await self._send_loop(p, begin, begin + (timeout or self.config.send_timeout), self.config.retries)
+        if queue is None:
+            return await self._send_loop(p, begin, deadline, self.config.retries)
+        await self._publish_info(p.topic, begin, deadline)  # the broker's address
+        return await self._send_loop(p, begin, deadline, 0, queue=queue)
 
     async def send_async(
         self,

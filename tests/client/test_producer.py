@@ -3,6 +3,7 @@ against fakes that misbehave in one precise way."""
 
 from __future__ import annotations
 
+import contextlib
 import zlib
 
 import pytest
@@ -416,3 +417,48 @@ async def test_a_success_answer_without_its_header_is_a_typed_error():
         async with Producer("PG", ns) as producer:
             with pytest.raises(BrokerResponseError, match="does not decode"):
                 await producer.send(new_message("T", b"x"))
+
+
+async def test_send_to_an_explicit_queue(namesrv):
+    async with Producer("PG", namesrv) as producer:
+        await producer.send(new_message("TQ", b"warm"))
+        (mq,) = [q for q in producer.instance.publish["TQ"].queues if q.queue_id == 2]
+        results = [await producer.send(new_message("TQ", f"q{i}".encode()), queue=mq) for i in range(3)]
+        assert {r.queue for r in results} == {mq}
+        with pytest.raises(ValueError, match="not the message's"):
+            await producer.send(new_message("OTHER", b"x"), queue=mq)
+        stored = await pull_all(producer.instance, "TQ")
+    assert sorted(m.body for m in stored if m.queue_id == 2) == [b"q0", b"q1", b"q2"]
+
+
+async def test_retry_response_codes_adds_a_code_to_retry():
+    seen = []
+
+    def answer(name, code):
+        async def proc(conn, request):
+            seen.append(name)
+            if code:
+                return request.make_response(code, "[TIMEOUT_CLEAN_QUEUE]broker busy")
+            return request.make_response(
+                0, ext_fields={"msgId": "7F000001000027110000000000000000", "queueId": "1", "queueOffset": "7"}
+            )
+
+        return proc
+
+    async with fake_server({310: answer("busy", 2)}) as busy, fake_server({310: answer("good", 0)}) as good:
+        async with fake_namesrv({"broker-1": busy, "broker-2": good}) as ns:
+            for codes, retried in ((None, False), ({2, 1}, True)):
+                extra = {} if codes is None else {"retry_response_codes": codes}
+                async with Producer("PG", ns, latency_fault=False, **extra) as producer:
+                    with contextlib.suppress(BrokerBusyError):  # the route is cached now
+                        await producer.send(new_message("T", b"warm"))
+                    seen.clear()
+                    producer.instance.publish["T"].index = -1  # the next pick is broker-1's queue 0
+                    if retried:
+                        result = await producer.send(new_message("T", b"x"))
+                        assert result.queue.broker_name == "broker-2"
+                        assert seen[:2] == ["busy", "good"]
+                    else:
+                        with pytest.raises(BrokerBusyError):
+                            await producer.send(new_message("T", b"x"))
+                        assert seen == ["busy"]
