@@ -196,3 +196,20 @@ async def test_analyze_stops_spark_quietly(tmp_path):
     assert "Py4J" not in err and "ERROR" not in err, err
     assert err.rstrip().splitlines()[-1].startswith("analyze interrupted after "), err
     assert not (tmp_path / "out" / "_SUCCESS").exists()
+
+
+def test_an_error_raised_while_an_interrupt_unwinds_is_the_interrupt():
+    """Py4J's cleanup failing on the connection the interrupt cut (analyze stopped
+    mid-call) is part of the interrupt: exit 130, no traceback."""
+    from trocket.interrupt import is_interrupt
+
+    def cut_short() -> None:
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise ConnectionError("Answer from Java side is empty")
+
+    with pytest.raises(ConnectionError) as info:
+        cut_short()
+    assert is_interrupt(info.value)
+    assert not is_interrupt(ConnectionError("a failure of its own"))

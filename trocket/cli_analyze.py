@@ -28,10 +28,16 @@ def _run_analyze(args: argparse.Namespace) -> int:
 
     from trocket.spark.main import run
 
+    from trocket.interrupt import is_interrupt
+
     started = time.monotonic()
     try:
         return run(args)
-    except KeyboardInterrupt:  # SIGINT, or SIGTERM (the Ctrl-C rule raises it for both)
+    except BaseException as exc:
+        # SIGINT, or SIGTERM (the Ctrl-C rule raises it for both), or what Py4J raised
+        # while the interrupt unwound a call it cut short
+        if not is_interrupt(exc):
+            raise
         from trocket.spark.session import stop_quietly
 
         stop_quietly()

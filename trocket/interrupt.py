@@ -58,10 +58,19 @@ def exit_status() -> int:
 
 def is_interrupt(exc: BaseException) -> bool:
     """``exc`` is a KeyboardInterrupt, or an exception group holding one (trio raises it
-    in whatever task runs when it comes; what fails beside it is its consequence)."""
-    if isinstance(exc, BaseExceptionGroup):
-        return exc.split(KeyboardInterrupt)[0] is not None
-    return isinstance(exc, KeyboardInterrupt)
+    in whatever task runs when it comes; what fails beside it is its consequence), or an
+    error raised while one was unwinding (a library's cleanup that fails because the
+    interrupt cut its connection short: Py4J's, when ``analyze`` is stopped mid-call)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, BaseExceptionGroup):
+            if exc.split(KeyboardInterrupt)[0] is not None:
+                return True
+        elif isinstance(exc, KeyboardInterrupt):
+            return True
+        exc = exc.__context__
+    return False
 
 
 def _sigterm(signum: int, frame: FrameType | None) -> None:
