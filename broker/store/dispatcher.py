@@ -17,9 +17,11 @@ thread), under the dispatch lock: they must be quick and thread-safe (for a trio
 broker, e.g. ``trio.lowlevel.TrioToken.run_sync_soon``) and decide themselves how to
 batch wake-ups. A listener given a topic hears only that topic's messages (the
 schedule service: ``SCHEDULE_TOPIC_XXXX``), and a listener is registered only while it
-has something to do (long polling: while pulls are held; HA: while a slave follows; the
-index: while it waits for a record, once it has indexed everything), so the common put
--- no held pull, an ordinary topic, the index busy -- makes no listener call.
+has something to do (long polling: while pulls are held; HA: while a slave follows), so
+the common put -- no held pull, an ordinary topic -- makes no listener call. A waiter
+that needs to know only that something came (the index, caught up) registers a one-shot
+wake-up instead (:meth:`Dispatcher.wake_once`): the next dispatch calls it once and drops
+it, so the puts that follow until the waiter runs call nothing.
 
 Recovery uses :meth:`Dispatcher.reput`, which reads the records back from the commit
 log (``doReput``) instead of taking them from the put path.
@@ -72,6 +74,8 @@ class Dispatcher:
     _listeners: tuple[MessageArrivingListener, ...] = ()
     #: topic -> the listeners of that topic only
     _topic_listeners: dict[str, tuple[MessageArrivingListener, ...]] = attrs.field(factory=dict)
+    #: one-shot wake-ups (:meth:`wake_once`), dropped by the next dispatch that calls them
+    _wakeups: tuple[Callable[[], None], ...] = ()
     _lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False)
     #: End of the last record dispatched (Java's ``reputFromOffset``).
     dispatched_offset: int = 0
@@ -100,6 +104,19 @@ class Dispatcher:
             if left:
                 by_topic[topic] = left
         self._topic_listeners = by_topic
+
+    def wake_once(self, wake: Callable[[], None]) -> None:
+        """Call ``wake()`` once, after the next record is dispatched (from the thread that
+        dispatches it, under :attr:`lock`; a listener of every record would be called for
+        each record until its waiter ran again to remove it). For a waiter that needs to
+        know only that something came: the index."""
+        with self._lock:
+            self._wakeups = self._wakeups + (wake,)
+
+    def cancel_wake(self, wake: Callable[[], None]) -> None:
+        """Drop ``wake`` if no dispatch has called it yet."""
+        with self._lock:
+            self._wakeups = tuple(w for w in self._wakeups if w is not wake)
 
     @property
     def lock(self) -> threading.Lock:
@@ -149,6 +166,14 @@ class Dispatcher:
                 self.dispatched_offset = end
             self.last_store_timestamp = store_ts
             self.dispatched_count += 1
+        wakeups = self._wakeups
+        if wakeups:
+            self._wakeups = ()
+            for wake in wakeups:
+                try:
+                    wake()
+                except Exception:  # a waiter must not break the store
+                    log.exception("dispatch wake-up failed")
 
     def apply_all(self, requests: Iterable[DispatchRequest]) -> None:
         with self._lock:

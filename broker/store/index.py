@@ -22,7 +22,7 @@ work (the keys read from the properties, hashed and put) is
 :func:`trocket.codecs.message.index.index_records`, compiled: in Python it cost a
 third of a send's broker CPU. It runs in the store's index task
 (:meth:`IndexService.run`), which looks every 10 ms while records come and, once it has
-indexed everything, waits for the next record (a one-shot dispatch listener, registered
+indexed everything, waits for the next record (a one-shot dispatch wake-up, registered
 only while it waits, so a busy broker's puts call nothing for it; an idle broker wakes
 once a second) and builds in bounded passes: on a busy broker a pass takes the
 hundreds of records that came meanwhile. What was indexed is known from the last
@@ -86,7 +86,8 @@ PASS_RECORDS = 2048
 #: each look is one timer, so a busy broker's pass takes what came meanwhile
 TICK_SECONDS = 0.01
 #: with everything indexed, the task waits for the next record's dispatch, or this long
-#: at most (a record no listener hears of: a prepared transaction's)
+#: at most (the dispatcher's wake-up comes for every record, a prepared transaction's
+#: too: this is only a safety net)
 IDLE_WAIT_SECONDS = 1.0
 
 
@@ -341,28 +342,24 @@ class IndexService:
 
     async def _next_dispatch(self, dispatcher: Dispatcher, token: trio.lowlevel.TrioToken) -> None:
         """Until the dispatcher dispatches a record past :attr:`next_offset` (at most
-        :data:`IDLE_WAIT_SECONDS`): a listener that wakes this task once, from whichever
-        thread put the record, registered only for the wait."""
+        :data:`IDLE_WAIT_SECONDS`): a one-shot wake-up (:meth:`Dispatcher.wake_once`)
+        that wakes this task from whichever thread put the record, registered only for
+        the wait: the puts after the one that wakes it call nothing."""
         woken = trio.Event()
-        fired = False
 
-        def on_arrival(topic: str, queue_id: int, queue_offset: int, tag: int, store_ts: int) -> None:
-            nonlocal fired
-            if fired:  # listeners run under the dispatch lock: one call at a time
-                return
-            fired = True
+        def wake() -> None:
             try:
                 token.run_sync_soon(woken.set)
             except trio.RunFinishedError:
                 pass
 
-        dispatcher.add_listener(on_arrival)
+        dispatcher.wake_once(wake)
         try:
             if self.next_offset >= dispatcher.dispatched_offset:  # nothing came while it registered
                 with trio.move_on_after(IDLE_WAIT_SECONDS):
                     await woken.wait()
         finally:
-            dispatcher.remove_listener(on_arrival)
+            dispatcher.cancel_wake(wake)
 
     # -- queries --------------------------------------------------------------------
 

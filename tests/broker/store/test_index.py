@@ -125,15 +125,15 @@ def test_every_acknowledged_key_is_indexed_after_a_crash(tmp_path):
 
 
 def test_the_index_task_waits_for_the_next_record_once_caught_up(tmp_path):
-    """Caught up, the index task waits for the next dispatch (a listener registered for
-    the wait only, no 10 ms timer: an idle broker, and a test's MockClock, are not held
-    back); the record that wakes it is indexed TICK_SECONDS later; while records come
-    it registers nothing."""
+    """Caught up, the index task waits for the next dispatch (a one-shot wake-up
+    registered for the wait only, no 10 ms timer: an idle broker, and a test's MockClock,
+    are not held back); the record that wakes it is indexed TICK_SECONDS later and drops
+    the wake-up; while records come it registers nothing, and no listener ever."""
     from trocket.broker.store import index as index_module
 
     async def main() -> None:
         store = _open(tmp_path / "i")
-        listening = lambda: len(store.dispatcher._listeners)  # noqa: E731
+        listening = lambda: len(store.dispatcher._wakeups)  # noqa: E731
         async with trio.open_nursery() as nursery:
             await nursery.start(store.run)
             await trio.testing.wait_all_tasks_blocked()
@@ -141,7 +141,9 @@ def test_the_index_task_waits_for_the_next_record_once_caught_up(tmp_path):
             await trio.sleep(5.5)
             await trio.testing.wait_all_tasks_blocked()
             assert listening() == 1  # still waiting (it looks once a second, for a record nobody announced)
+            assert store.dispatcher._listeners == ()
             store.put_message(_keyed(0))
+            assert listening() == 0  # the put that woke it dropped the wake-up
             start = trio.current_time()
             while store.index.next_offset < store.commit_log.max_offset:
                 await trio.sleep(0.001)

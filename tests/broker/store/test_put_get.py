@@ -347,3 +347,29 @@ def test_listeners_all_topics_or_one_and_removed_by_equality(store):
     store.remove_listener(only_b.on)
     store.put_message(msg("B", queue_id=1))
     assert len(every.heard) == 2 and len(only_b.heard) == 1
+
+
+def test_a_wake_up_is_called_by_the_next_dispatch_only_and_can_be_cancelled(store):
+    """``wake_once``: the next dispatched record calls it (after its consume-queue entry
+    is written), the records after it do not; one cancelled before any dispatch is never
+    called; a failing one does not break the put."""
+    dispatcher = store.dispatcher
+    calls: list[int] = []
+    dispatcher.wake_once(lambda: calls.append(store.get_max_offset("W", 0)))
+    store.put_message(msg("W"))
+    store.put_message(msg("W"))
+    assert calls == [1]
+
+    def cancelled() -> None:
+        calls.append(-1)
+
+    def failing() -> None:
+        raise RuntimeError("a broken waiter")
+
+    dispatcher.wake_once(cancelled)
+    dispatcher.wake_once(failing)
+    dispatcher.cancel_wake(cancelled)
+    store.put_message(msg("W"))
+    store.put_message(msg("W"))
+    assert calls == [1]
+    assert store.get_max_offset("W", 0) == 4
