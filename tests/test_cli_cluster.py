@@ -91,8 +91,11 @@ async def test_cluster_up_spread_read_failover_and_stop(tmp_path):
         assert sorted(json.loads(line)["body"] for line in got.stdout.decode().splitlines()) == sorted(
             f"m{i}" for i in range(200))
 
-        up.send_signal(signal.SIGINT)
         err = b""
+        with trio.fail_after(10):  # the supervisor looks at its members twice a second
+            while b"exited with -9" not in err:
+                err += await up.stderr.receive_some()
+        up.send_signal(signal.SIGINT)
         with trio.fail_after(90):
             while chunk := await up.stderr.receive_some():
                 err += chunk

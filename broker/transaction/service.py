@@ -327,9 +327,13 @@ class TransactionalMessageService:
             self.ctx.topics.create_in_send_back(HALF_TOPIC, 1, PERM_READ | PERM_WRITE, 0)
             self.ctx.topic_created(HALF_TOPIC)
         start = self.clock()
+        # the pass ends where the half queue ended when it began: its own put-back copies,
+        # and halves stored meanwhile, wait for the next pass (Java compares store times to
+        # the pass's start, which in the same millisecond stops before halves stored earlier)
+        end = store.get_max_offset(HALF_TOPIC, HALF_QUEUE_ID)
         sent = 0
         while True:
-            checks, more = self._pass_step(start)
+            checks, more = self._pass_step(start, end)
             for check in checks:
                 sent += await self._send_check(check)
             if not more:
@@ -339,9 +343,9 @@ class TransactionalMessageService:
         self._commit_offsets()
         return sent
 
-    def _pass_step(self, start: int) -> tuple[list[_Check], bool]:
-        """Up to :data:`PASS_STEP` half messages from the check offset on: the checks to
-        send, and whether the pass goes on."""
+    def _pass_step(self, start: int, end: int) -> tuple[list[_Check], bool]:
+        """Up to :data:`PASS_STEP` half messages from the check offset on, below ``end``:
+        the checks to send, and whether the pass goes on."""
         store = self.store
         if store.closed:
             raise StoreClosedError("message store is shut down")
@@ -349,7 +353,7 @@ class TransactionalMessageService:
         timeout = cfg.transaction_timeout_ms
         check_max = cfg.transaction_check_max
         reserved_ms = cfg.file_reserved_time_hours * 3600 * 1000
-        hi = store.get_max_offset(HALF_TOPIC, HALF_QUEUE_ID)
+        hi = min(end, store.get_max_offset(HALF_TOPIC, HALF_QUEUE_ID))
         lo = store.get_min_offset(HALF_TOPIC, HALF_QUEUE_ID)
         if self.half_offset < lo:  # retention took the head of the queue
             self.half_offset = lo
@@ -381,8 +385,6 @@ class TransactionalMessageService:
                 self.latest.pop(origin, None)
                 self.half_offset = i + 1
                 continue
-            if head.store_timestamp >= start:  # stored during this pass (its own copies)
-                return checks, False
             age = now - head.born_timestamp
             immunity_text = half.properties.get(PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS)
             if immunity_text is not None:
