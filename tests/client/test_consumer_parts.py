@@ -154,6 +154,35 @@ async def test_remote_store_commits_only_moved_offsets_of_assigned_queues():
     assert calls.updates == 2 and store.read_memory(b) == -1
 
 
+async def test_remote_store_commits_one_broker_at_a_time_and_brokers_together():
+    """One update in flight per broker: Java 4.9.8's broker loses one of two racing first
+    commits of a group and topic (each makes the topic's table anew)."""
+
+    class SlowCalls(FakeCalls):
+        def __init__(self):
+            super().__init__()
+            self.in_flight: dict[str, int] = {}
+            self.most: dict[str, int] = {}
+            self.overlapped_brokers = False
+
+        async def update_consumer_offset(self, group, mq, offset):
+            self.in_flight[mq.broker_name] = self.in_flight.get(mq.broker_name, 0) + 1
+            self.most[mq.broker_name] = max(self.most.get(mq.broker_name, 0), self.in_flight[mq.broker_name])
+            self.overlapped_brokers |= len([n for n in self.in_flight.values() if n]) > 1
+            await trio.sleep(0.01)
+            self.in_flight[mq.broker_name] -= 1
+            await super().update_consumer_offset(group, mq, offset)
+
+    calls = SlowCalls()
+    queues = mqs(3, broker="a") + mqs(3, broker="b")
+    store = RemoteBrokerOffsetStore("G", calls)
+    for i, mq in enumerate(queues):
+        store.update(mq, 10 + i)
+    await store.persist_all(queues)
+    assert calls.broker == {mq: 10 + i for i, mq in enumerate(queues)}
+    assert calls.most == {"a": 1, "b": 1} and calls.overlapped_brokers
+
+
 async def test_local_store_round_trip(tmp_path):
     a, b = mqs(2)
     store = LocalFileOffsetStore("G", "127.0.0.1@1", tmp_path)
