@@ -35,6 +35,13 @@ Rounds alternate which side runs first; each line prints the median over rounds 
 each side and the ratio trocket / Java (for CPU per message, lower is better: the
 ratio is trocket's CPU over Java's). The two cores are shared by brokers and clients,
 and by whatever else the machine runs: measure on a quiet machine.
+
+For produce and consume the load generator's own CPU per message is printed too
+(``gen cpu µs``, Java side / trocket side: the script's JVM, its start included), and
+the ``ceiling``: the TPS ratio trocket could reach if its broker cost nothing while the
+generator and the broker share the machine's cores, (Java's generator + Java's broker) /
+trocket's generator, per message. When the figures are CPU-bound, a goal above the
+ceiling cannot be met on this machine by the broker alone.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import socket
 import statistics
@@ -206,21 +214,28 @@ def stored_messages(namesrv: str, topic: str) -> int:
     return trio.run(count)
 
 
-def run_bundle(bundle, script: str, args: list[str], timeout: float, work: Path) -> str:
+def run_bundle(bundle, script: str, args: list[str], timeout: float, work: Path) -> tuple[str, float]:
+    """Run one of the bundle's scripts; its output and the CPU seconds (user + sys) its
+    process tree used, the JVM's start included (``RUSAGE_CHILDREN``: the script waits
+    for its JVM, so the JVM's time is counted when the script is reaped)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run([str(bundle.home / script), *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, "RMQJ_RUN_DIR": str(work / "run")})
-    return done.stdout + done.stderr
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return done.stdout + done.stderr, cpu
 
 
 def produce_once(bundle, side: Side, topic: str, threads: int, seconds: float, work: Path) -> dict[str, float]:
     cpu0 = cpu_seconds(side.pid)
-    out = run_bundle(bundle, "run-producer.sh", [side.namesrv, topic, threads, int(seconds), BODY_SIZE],
-                     seconds + 120, work)
+    out, gen_cpu = run_bundle(bundle, "run-producer.sh", [side.namesrv, topic, threads, int(seconds), BODY_SIZE],
+                              seconds + 120, work)
     cpu1 = cpu_seconds(side.pid)
     fields = result_fields(out, f"run-producer.sh against {side.name}")
     stored = stored_messages(side.namesrv, topic)
     return {"tps": float(fields["msgs_per_s"]), "errors": float(fields["errors"]),
-            "cpu_us": cpu_per_message(cpu0, cpu1, stored)["cpu_us"] if stored else float("nan")}
+            "cpu_us": cpu_per_message(cpu0, cpu1, stored)["cpu_us"] if stored else float("nan"),
+            "gen_cpu_us": gen_cpu * 1e6 / stored if stored else float("nan")}
 
 
 def fill(bundle, side: Side, topic: str, count: int, work: Path) -> None:
@@ -231,12 +246,13 @@ def fill(bundle, side: Side, topic: str, count: int, work: Path) -> None:
 
 def consume_once(bundle, side: Side, topic: str, group: str, count: int, work: Path) -> dict[str, float]:
     cpu0 = cpu_seconds(side.pid)
-    out = run_bundle(bundle, "run-consumer.sh", [side.namesrv, topic, group, count, 300], 420, work)
+    out, gen_cpu = run_bundle(bundle, "run-consumer.sh", [side.namesrv, topic, group, count, 300], 420, work)
     cpu1 = cpu_seconds(side.pid)
     fields = result_fields(out, f"run-consumer.sh against {side.name}")
     consumed = int(fields["consumed"])
     return {"tps": float(fields["msgs_per_s"]), "consumed": consumed,
-            "cpu_us": cpu_per_message(cpu0, cpu1, consumed)["cpu_us"] if consumed else float("nan")}
+            "cpu_us": cpu_per_message(cpu0, cpu1, consumed)["cpu_us"] if consumed else float("nan"),
+            "gen_cpu_us": gen_cpu * 1e6 / consumed if consumed else float("nan")}
 
 
 def echo_servers(bundle, work: Path) -> tuple[Side, dict[str, str]]:
@@ -258,7 +274,7 @@ def echo_servers(bundle, work: Path) -> tuple[Side, dict[str, str]]:
 
 
 def echo_once(bundle, addr: str, mode: str, ser: str, seconds: float, work: Path) -> dict[str, float]:
-    out = run_bundle(bundle, "run-echo-client.sh", [addr, mode, int(seconds), ser], seconds + 90, work)
+    out, _ = run_bundle(bundle, "run-echo-client.sh", [addr, mode, int(seconds), ser], seconds + 90, work)
     fields = result_fields(out, f"run-echo-client.sh {mode} {ser} against {addr}")
     if int(fields.get("errors", "0")):
         raise RuntimeError(f"echo {mode} {ser} against {addr}: {fields['errors']} errors")
@@ -293,7 +309,8 @@ class Table:
         print(f"\n{title}")
         head = f"{'':28} {base + ' /s':>12} {new + ' /s':>12} {'ratio':>7}"
         if cpu:
-            head += f" {base + ' cpu µs':>13} {new + ' cpu µs':>16} {'cpu ratio':>9}"
+            head += (f" {base + ' cpu µs':>13} {new + ' cpu µs':>16} {'cpu ratio':>9}"
+                     f" {'gen cpu µs j/t':>15} {'ceiling':>8}")
         print(head)
         ratios = []
         for row, sides in self.rows.items():
@@ -305,7 +322,11 @@ class Table:
             if cpu:
                 bc, nc = self.median(sides[base], "cpu_us"), self.median(sides[new], "cpu_us")
                 cpu_ratio = nc / bc if bc else float("nan")
-                line += f" {bc:13.1f} {nc:16.1f} {cpu_ratio:9.2f}"
+                bg, ng = self.median(sides[base], "gen_cpu_us"), self.median(sides[new], "gen_cpu_us")
+                # CPU-bound (the generator and the broker share the cores), the TPS ratio
+                # could be at most (gen + broker on the base side) / (gen on the new side):
+                # the new broker costing nothing
+                line += f" {bc:13.1f} {nc:16.1f} {cpu_ratio:9.2f} {bg:7.1f}/{ng:<7.1f} {(bg + bc) / ng:8.2f}"
             print(line, flush=True)
             ratios.append((row, n / b if b else float("nan"), cpu_ratio))
         return ratios

@@ -10,13 +10,14 @@ machine or image), as Spark's own Python jobs expect.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import sys
 import threading
 import time
-from typing import TextIO
+from typing import Iterator, TextIO
 
 __all__ = ["build_session", "Progress", "stop_quietly"]
 
@@ -84,7 +85,8 @@ def build_session(
 
     signal.signal = keep_sigint
     try:
-        spark = builder.getOrCreate()
+        with _JVM_STDERR.inherited():
+            spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
     finally:
         signal.signal = real_signal
@@ -93,6 +95,55 @@ def build_session(
     if held:
         signal.raise_signal(held[0])  # now handled as any other: trocket/interrupt.py's rule
     return spark
+
+
+class _ForwardedStderr:
+    """The stderr the JVM PySpark launches inherits: a pipe this process copies to its
+    own stderr, until :meth:`mute`. Once a command is interrupted, what the dying JVM
+    and its Python workers print (a worker's BrokenPipeError traceback, an executor's
+    ERROR line) must not reach the terminal, and the JVM may print it before it reads
+    the log level set to OFF."""
+
+    def __init__(self) -> None:
+        self._muted = False
+
+    @contextlib.contextmanager
+    def inherited(self) -> Iterator[None]:
+        """Point fd 2 at the pipe while the block launches the JVM (not when PySpark
+        attaches to a gateway it was given, or to a JVM already running)."""
+        from pyspark import SparkContext
+
+        if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+            yield
+            return
+        read_end, write_end = os.pipe()
+        saved = os.dup(2)
+        threading.Thread(target=self._forward, args=(read_end, saved), name="jvm-stderr", daemon=True).start()
+        sys.stderr.flush()
+        os.dup2(write_end, 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(write_end)
+
+    def mute(self) -> None:
+        self._muted = True
+
+    def _forward(self, read_end: int, to: int) -> None:
+        try:
+            while data := os.read(read_end, 65536):
+                while data and not self._muted:
+                    data = data[os.write(to, data):]
+        except OSError:  # our stderr closed: nothing left to copy to
+            pass
+        finally:
+            os.close(read_end)
+            os.close(to)
+
+
+_JVM_STDERR = _ForwardedStderr()
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -109,6 +160,7 @@ def stop_quietly(wait: float = 10.0) -> None:
     from pyspark import SparkContext
 
     logging.disable(logging.CRITICAL)
+    _JVM_STDERR.mute()  # what the JVM and its Python workers print while they die
     sc = SparkContext._active_spark_context
     gateway = SparkContext._gateway
     if sc is not None:
