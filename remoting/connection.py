@@ -41,12 +41,17 @@ registration's capacity until that answer is given (:meth:`Connection.hold_answe
 
 After a read that left the socket empty the reader asks it (``FIONREAD``) whether the
 peer's next requests arrived meanwhile and reads them at once if so: waiting for them
-costs a pass through trio's run loop even when they are already there.
+costs a pass through trio's run loop even when they are already there. The answers of
+such a run of reads (up to the reads it makes between two yields) go out together, in
+one write after its last read: a write to a socket a peer waits on costs both sides a
+system call and a wake-up, and the requests already there are answered within
+microseconds anyway.
 
 Code that runs inline in a reader (a processor, or what it calls) can have a function
-called when the reader has handled every frame of its current read and flushed their
-answers (:func:`call_after_read`, Netty's ``channelReadComplete``): work that many
-requests of one read share, done once for them without waking another task.
+called when the reader has handled every frame of its current read (or run of reads)
+and written their answers (:func:`call_after_read`, Netty's ``channelReadComplete``):
+work that many requests of one read share, done once for them without waking another
+task.
 """
 
 from __future__ import annotations
@@ -142,8 +147,9 @@ _reading: contextvars.ContextVar[Connection | None] = contextvars.ContextVar("tr
 
 def call_after_read(fn: Callable[[], object]) -> bool:
     """Call ``fn()`` once the connection reader that is running now has handled every
-    frame of its current read and flushed their answers, before it waits for the next
-    (Netty's ``channelReadComplete``) -- or earlier, when a request of that read makes
+    frame of its current read (or run of reads: see the module docstring) and written
+    their answers, before it waits for the next (Netty's ``channelReadComplete``) --
+    or earlier, when a request of that read makes
     the reader wait (an answer waiting for room, an async processor): before any other
     task runs. For code that runs inline in a reader -- a processor registered inline,
     or what it calls -- and wants to do once, for all the requests of one read, what it
@@ -645,100 +651,137 @@ class Connection:
         current_time = trio.lowlevel.current_clock().current_time
         inq = array.array("i", [0])  # FIONREAD's answer: bytes waiting in the socket
         unyielded = 0
+        # the answers of the reads since the last write, corked: when more has arrived
+        # by the end of a read, that read comes at once and one write carries the
+        # answers of both (a write to a socket a peer waits on costs both sides a wake-up)
+        held = False
+        held_completed = 0  # the calls those reads completed (Outbox.end_read's count)
         after_read: list[Callable[[], object]] = []
         _reading.set(self)  # this task's context: call_after_read finds this connection
-        with self._read_scope:
-            while True:
-                try:
-                    if fd >= 0:
-                        # ``receive_some`` on the fd, skipping the read that would fail:
-                        # after a read that did not fill the buffer the socket is almost
-                        # surely drained, so wait for readiness first instead of trying a
-                        # ``recv`` that raises EAGAIN (a syscall and an exception per
-                        # message on a request/response connection). ``data`` is a view
-                        # of the thread's buffer: the decoder copies it before the next await.
-                        if not self._drained or unyielded >= _MAX_READS_WITHOUT_YIELD:
-                            await _checkpoint()  # a busy peer must not starve the other tasks
-                            unyielded = 0
-                        elif bytes_waiting(fd, inq):
-                            # More arrived while we handled the last read: read it now (a
-                            # wait would cost a pass through trio's run loop for data
-                            # already there). Still a cancellation point: a processor that
-                            # closed the connection (or stop_reading) ends the reader here.
-                            await _checkpoint_if_cancelled()
-                            unyielded += 1
-                        else:
-                            await _wait_readable(fd)
-                            unyielded = 0
-                        n = await read_into(fd, bufs)
-                        self._drained = n < size
-                        data = view[:n]
-                    else:
-                        data = await receive(size)
-                except _IO_ERRORS as exc:
-                    self._fail(exc, "receive")
-                    return
-                if not data:
-                    if decoder.buffered:
-                        endpoint.io_log.log(
-                            logging.INFO, "connection #%d from %s: peer closed inside a frame (%d bytes buffered)",
-                            self.id, self.remote_address, decoder.buffered,
-                        )
-                    return
-                self._last_read = current_time()
-                outbox.corked = True
-                self._after_read = after_read
-                completed = 0
-                taps = tap.begin() if tap is not None else None
-                try:
-                    decoder.feed(data)
-                    while (payload := decoder.next_frame()) is not None:
-                        if taps is not None:
-                            taps.append(RECEIVED_PAYLOAD)
-                            taps.append(payload)
-                        try:
-                            cmd = decode_command(payload)
-                        except CodecError as exc:
-                            self._bad_input(RemotingCommandDecodeError, exc)
-                            return
-                        if cmd.flag & RPC_RESPONSE:
-                            fut = pop_pending(cmd.opaque)
-                            if fut is None:
-                                stats.dropped_responses += 1
-                            else:
-                                fut.set_response(cmd)
-                                completed += 1
-                        else:
-                            pending = dispatch(self, cmd)
-                            if pending is not None:
-                                if tap is not None:  # the stretch ends: what others send now records itself
-                                    tap.end()
-                                # ... and what was queued to run after it runs now: other
-                                # tasks run while this one waits
-                                self._after_read = None
-                                if after_read:
-                                    _run_after_read(after_read)
-                                await pending
-                                self._after_read = after_read
-                                if tap is not None:
-                                    taps = tap.resume()
-                except FrameError as exc:
-                    self._bad_input(RemotingFrameError, exc)
-                    return
-                finally:
+        try:
+            with self._read_scope:
+                while True:
                     try:
-                        if tap is not None:
-                            tap.end()
-                        if decoder.buffered != self.partial_bytes:  # a frame begun, finished or grown
-                            endpoint.partial_changed(self, decoder.buffered)
-                        if life.state < _CLOSING:
-                            # write what the read's answers queued, with one write; decide
-                            # whether the next frame may go straight to the socket
-                            outbox.end_read(completed)
-                    finally:  # what was queued runs whatever happened above
-                        self._after_read = None
-                        if after_read:
-                            _run_after_read(after_read)
+                        if fd >= 0:
+                            # ``receive_some`` on the fd, skipping the read that would fail:
+                            # after a read that did not fill the buffer the socket is almost
+                            # surely drained, so wait for readiness first instead of trying a
+                            # ``recv`` that raises EAGAIN (a syscall and an exception per
+                            # message on a request/response connection). ``data`` is a view
+                            # of the thread's buffer: the decoder copies it before the next await.
+                            if self._drained and unyielded < _MAX_READS_WITHOUT_YIELD and bytes_waiting(fd, inq):
+                                # More arrived while we handled the last read: read it now (a
+                                # wait would cost a pass through trio's run loop for data
+                                # already there), its answers joining the held ones. Still a
+                                # cancellation point: a processor that closed the connection
+                                # (or stop_reading) ends the reader here.
+                                await _checkpoint_if_cancelled()
+                                unyielded += 1
+                            else:
+                                if held:  # the run of reads ends: one write for its answers
+                                    held = False
+                                    self._end_run(held_completed, after_read)
+                                    held_completed = 0
+                                if not self._drained or unyielded >= _MAX_READS_WITHOUT_YIELD:
+                                    await _checkpoint()  # a busy peer must not starve the other tasks
+                                else:
+                                    await _wait_readable(fd)
+                                unyielded = 0
+                            n = await read_into(fd, bufs)
+                            self._drained = n < size
+                            data = view[:n]
+                        else:
+                            if held:
+                                held = False
+                                self._end_run(held_completed, after_read)
+                                held_completed = 0
+                            data = await receive(size)
+                    except _IO_ERRORS as exc:
+                        self._fail(exc, "receive")
+                        return
+                    if not data:
+                        if decoder.buffered:
+                            endpoint.io_log.log(
+                                logging.INFO, "connection #%d from %s: peer closed inside a frame (%d bytes buffered)",
+                                self.id, self.remote_address, decoder.buffered,
+                            )
+                        return
+                    self._last_read = current_time()
+                    outbox.corked = True
+                    self._after_read = after_read
+                    completed = held_completed
+                    handled = False
+                    taps = tap.begin() if tap is not None else None
+                    try:
+                        decoder.feed(data)
+                        while (payload := decoder.next_frame()) is not None:
+                            if taps is not None:
+                                taps.append(RECEIVED_PAYLOAD)
+                                taps.append(payload)
+                            try:
+                                cmd = decode_command(payload)
+                            except CodecError as exc:
+                                self._bad_input(RemotingCommandDecodeError, exc)
+                                return
+                            if cmd.flag & RPC_RESPONSE:
+                                fut = pop_pending(cmd.opaque)
+                                if fut is None:
+                                    stats.dropped_responses += 1
+                                else:
+                                    fut.set_response(cmd)
+                                    completed += 1
+                            else:
+                                pending = dispatch(self, cmd)
+                                if pending is not None:
+                                    if tap is not None:  # the stretch ends: what others send now records itself
+                                        tap.end()
+                                    # ... and what was queued to run after it runs now: other
+                                    # tasks run while this one waits
+                                    self._after_read = None
+                                    if after_read:
+                                        _run_after_read(after_read)
+                                    await pending
+                                    self._after_read = after_read
+                                    if tap is not None:
+                                        taps = tap.resume()
+                        handled = True
+                    except FrameError as exc:
+                        self._bad_input(RemotingFrameError, exc)
+                        return
+                    finally:
+                        try:
+                            if tap is not None:
+                                tap.end()
+                            if decoder.buffered != self.partial_bytes:  # a frame begun, finished or grown
+                                endpoint.partial_changed(self, decoder.buffered)
+                            if handled:
+                                # the answers (and what call_after_read queued) wait, corked,
+                                # for the loop's next turn: one write, unless more has arrived
+                                # to join them (:meth:`_end_run`)
+                                held, held_completed = True, completed
+                            else:
+                                held, held_completed = False, 0
+                                if life.state < _CLOSING:
+                                    # write what was queued, with one write; decide whether
+                                    # the next frame may go straight to the socket
+                                    outbox.end_read(completed)
+                        finally:  # what was queued runs whatever happened above
+                            self._after_read = None
+                            if after_read and not held:
+                                _run_after_read(after_read)
+        finally:
+            if held:  # stopped between two reads of a run
+                self._end_run(held_completed, after_read)
+
+    def _end_run(self, completed: int, after_read: list[Callable[[], object]]) -> None:
+        """The end of a run of reads: write their answers with one write (unless the
+        connection is closing), then call what :func:`call_after_read` queued."""
+        try:
+            if self.life.state < _CLOSING:
+                self.outbox.end_read(completed)
+        finally:
+            if after_read:
+                _run_after_read(after_read)
 
     def _bad_input(self, kind: type, exc: CodecError) -> None:
         error = kind(f"bad input from {self.remote_address}: {exc}", self.remote_address)

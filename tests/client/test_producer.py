@@ -421,14 +421,14 @@ async def test_a_success_answer_without_its_header_is_a_typed_error():
 
 async def test_send_to_an_explicit_queue(namesrv):
     async with Producer("PG", namesrv) as producer:
-        await producer.send(new_message("TQ", b"warm"))
-        (mq,) = [q for q in producer.instance.publish["TQ"].queues if q.queue_id == 2]
+        warm = await producer.send(new_message("TQ", b"warm"))  # to a queue of the producer's choice
+        mq = next(q for q in producer.instance.publish["TQ"].queues if q.queue_id != warm.queue.queue_id)
         results = [await producer.send(new_message("TQ", f"q{i}".encode()), queue=mq) for i in range(3)]
         assert {r.queue for r in results} == {mq}
         with pytest.raises(ValueError, match="not the message's"):
             await producer.send(new_message("OTHER", b"x"), queue=mq)
         stored = await pull_all(producer.instance, "TQ")
-    assert sorted(m.body for m in stored if m.queue_id == 2) == [b"q0", b"q1", b"q2"]
+    assert sorted(m.body for m in stored if m.queue_id == mq.queue_id) == [b"q0", b"q1", b"q2"]
 
 
 async def test_retry_response_codes_adds_a_code_to_retry():
