@@ -38,7 +38,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 11
+ABI = 12
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -58,6 +58,7 @@ cdef object _py_dispatch_fields = None
 cdef object _py_encode_send_ok = None
 cdef object _py_offset_msg_id = None
 cdef object _py_encode_binary_header = None
+cdef object _py_encode_json_header = None
 cdef object _py_encode_send_message_v2 = None
 cdef object _py_encode_pull_message = None
 cdef object _py_java_string_hash = None
@@ -72,7 +73,7 @@ def set_pure(str name, fn):
     global _py_decode_properties, _py_encode_record_batch, _py_decode_send_fields, _py_place_record
     global _py_send_properties
     global _py_dispatch_fields
-    global _py_encode_send_ok, _py_offset_msg_id, _py_encode_binary_header
+    global _py_encode_send_ok, _py_offset_msg_id, _py_encode_binary_header, _py_encode_json_header
     global _py_encode_send_message_v2, _py_encode_pull_message
     global _py_java_string_hash, _py_index_records
     if name == "FrameDecoder":
@@ -85,6 +86,8 @@ def set_pure(str name, fn):
         _py_decode_binary_header = fn
     elif name == "decode_json_header":
         _py_decode_json_header = fn
+    elif name == "encode_json_header":
+        _py_encode_json_header = fn
     elif name == "decode_send_message":
         _py_decode_send_message = fn
     elif name == "decode_send_message_v2":
@@ -785,6 +788,147 @@ def decode_json_header(header):
         if cmd is not _FAIL:
             return cmd
     return _py_decode_json_header(header)
+
+
+cdef dict _LANG_NAME_BYTES = {lang: lang.name.encode() for lang in LanguageCode}
+
+
+cdef inline Py_ssize_t _plain_ascii(object s):
+    """The length of ``s`` when it is a str of printable ASCII with no ``"`` or
+    backslash (written as-is by fastjson and by Python's encoder alike), else -1."""
+    cdef Py_ssize_t n, i
+    cdef const unsigned char* p
+    cdef unsigned char ch
+    if not isinstance(s, str) or not PyUnicode_IS_ASCII(s):
+        return -1
+    n = PyUnicode_GET_LENGTH(s)
+    p = PyUnicode_1BYTE_DATA(s)
+    for i in range(n):
+        ch = p[i]
+        if ch < 0x20 or ch == 0x22 or ch == 0x5C or ch == 0x7F:
+            return -1
+    return n
+
+
+cdef inline bint _json_int(object v, char* buf, Py_ssize_t* n):
+    """An int (not a bool) that fits a long long, in decimal into ``buf`` (24 bytes)."""
+    cdef int overflow = 0
+    cdef long long x
+    cdef unsigned long long u
+    cdef char tmp[24]
+    cdef int k = 0, j = 0
+    if not isinstance(v, int) or isinstance(v, bool):
+        return False
+    x = PyLong_AsLongLongAndOverflow(v, &overflow)
+    if overflow != 0:
+        return False
+    if x < 0:
+        buf[j] = 45  # -
+        j += 1
+        u = <unsigned long long>(-(x + 1)) + 1
+    else:
+        u = <unsigned long long>x
+    while True:
+        tmp[k] = <char>(48 + u % 10)
+        k += 1
+        u //= 10
+        if u == 0:
+            break
+    while k > 0:
+        k -= 1
+        buf[j] = tmp[k]
+        j += 1
+    n[0] = j
+    return True
+
+
+cdef inline Py_ssize_t _put(unsigned char* w, Py_ssize_t pos, const char* src, Py_ssize_t n) noexcept:
+    memcpy(w + pos, src, n)
+    return pos + n
+
+
+def encode_json_header(cmd, ext):
+    """Twin of :func:`trocket.codecs.header_json.encode_json_header`: a command of int
+    fields, a known language, and ext fields (a dict of str to str or None: left out)
+    and a remark of printable ASCII without quotes or backslashes, written as fastjson
+    writes it in one pass; anything else to the pure function."""
+    cdef char code_b[24]
+    cdef char flag_b[24]
+    cdef char opaque_b[24]
+    cdef char version_b[24]
+    cdef Py_ssize_t code_n, flag_n, opaque_n, version_n, total, pos, klen, vlen, rlen = -1, dpos
+    cdef PyObject* key
+    cdef PyObject* value
+    cdef bint first
+    cdef bytes out
+    cdef unsigned char* w
+    if type(cmd) is not _RC or (ext is not None and type(ext) is not dict):
+        return _py_encode_json_header(cmd, ext)
+    lang = _LANG_NAME_BYTES.get(cmd.language)
+    if (lang is None or not _json_int(cmd.code, code_b, &code_n) or not _json_int(cmd.flag, flag_b, &flag_n)
+            or not _json_int(cmd.opaque, opaque_b, &opaque_n) or not _json_int(cmd.version, version_b, &version_n)):
+        return _py_encode_json_header(cmd, ext)
+    remark = cmd.remark
+    # {"code":C,"flag":F,"language":"L","opaque":O,"serializeTypeCurrentRPC":"JSON","version":V}
+    total = 85 + code_n + flag_n + PyBytes_GET_SIZE(lang) + opaque_n + version_n
+    if remark is not None:
+        rlen = _plain_ascii(remark)
+        if rlen < 0:
+            return _py_encode_json_header(cmd, ext)
+        total += 12 + rlen  # ,"remark":""
+    if ext is not None:
+        total += 15  # ,"extFields":{}
+        first = True
+        dpos = 0
+        while PyDict_Next(ext, &dpos, &key, &value):
+            if <object>value is None:
+                continue
+            klen = _plain_ascii(<object>key)
+            vlen = _plain_ascii(<object>value)
+            if klen < 0 or vlen < 0:
+                return _py_encode_json_header(cmd, ext)
+            total += klen + vlen + (5 if first else 6)  # ,"k":"v"
+            first = False
+    out = PyBytes_FromStringAndSize(NULL, total)
+    w = <unsigned char*>PyBytes_AS_STRING(out)
+    pos = _put(w, 0, '{"code":', 8)
+    pos = _put(w, pos, code_b, code_n)
+    if ext is not None:
+        pos = _put(w, pos, ',"extFields":{', 14)
+        first = True
+        dpos = 0
+        while PyDict_Next(ext, &dpos, &key, &value):
+            if <object>value is None:
+                continue
+            if not first:
+                w[pos] = 44  # ,
+                pos += 1
+            first = False
+            w[pos] = 34
+            pos = _put(w, pos + 1, <const char*>PyUnicode_1BYTE_DATA(<object>key), PyUnicode_GET_LENGTH(<object>key))
+            pos = _put(w, pos, '":"', 3)
+            pos = _put(w, pos, <const char*>PyUnicode_1BYTE_DATA(<object>value), PyUnicode_GET_LENGTH(<object>value))
+            w[pos] = 34
+            pos += 1
+        w[pos] = 125  # }
+        pos += 1
+    pos = _put(w, pos, ',"flag":', 8)
+    pos = _put(w, pos, flag_b, flag_n)
+    pos = _put(w, pos, ',"language":"', 13)
+    pos = _put(w, pos, PyBytes_AS_STRING(lang), PyBytes_GET_SIZE(lang))
+    pos = _put(w, pos, '","opaque":', 11)
+    pos = _put(w, pos, opaque_b, opaque_n)
+    if rlen >= 0:
+        pos = _put(w, pos, ',"remark":"', 11)
+        pos = _put(w, pos, <const char*>PyUnicode_1BYTE_DATA(remark), rlen)
+        w[pos] = 34
+        pos += 1
+    pos = _put(w, pos, ',"serializeTypeCurrentRPC":"JSON","version":', 44)
+    pos = _put(w, pos, version_b, version_n)
+    w[pos] = 125
+    pos += 1
+    assert pos == total
+    return out
 
 
 # -- frames ---------------------------------------------------------------------------

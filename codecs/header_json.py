@@ -241,3 +241,4 @@ def decode_json_header(header: bytes | memoryview) -> RemotingCommand:
 from .accel import accelerated  # noqa: E402
 
 decode_json_header = accelerated(decode_json_header)
+encode_json_header = accelerated(encode_json_header)

@@ -64,6 +64,7 @@ DIFFERENTIAL = {
     "decode_send_message_v2": "test_send_header_v2_differential",
     "dispatch_fields": "test_dispatch_fields_differential",
     "encode_binary_header": "test_binary_header_encode_differential",
+    "encode_json_header": "test_json_header_encode_differential",
     "encode_pull_message": "test_pull_header_encode_differential",
     "encode_record_batch": "test_capture_batch::test_record_batch_differential",
     "encode_record_into": "test_record_encode_differential",
@@ -289,6 +290,30 @@ def test_binary_header_encode_differential(cmd, code, language, opaque, remark, 
     ext.update(extra)
     same("encode_binary_header", cmd, ext)
     same("encode_binary_header", cmd, None)
+
+
+@needs_accel
+@given(
+    commands(SerializeType.JSON),
+    st.none() | st.integers(-(2**70), 2**70) | st.booleans() | st.sampled_from(list(LanguageCode)),  # code
+    st.none() | st.integers(-5, 300) | st.sampled_from(list(LanguageCode)),  # language
+    st.none() | st.integers(-(2**65), 2**65),  # opaque
+    st.none() | text | st.just("") | st.just('q"\\') | st.just("\x7f\u2028") | st.integers(),  # remark
+    st.lists(st.tuples(text | st.integers() | st.just("k\x01"), odd_values), max_size=3),  # extra ext items
+)
+def test_json_header_encode_differential(cmd, code, language, opaque, remark, extra):
+    """The JSON encoder's twin: fastjson's bytes, or the pure function's own error, for
+    what a command holds and for what it should not (numbers past a long, bools, unknown
+    languages, characters fastjson escapes, non-str keys and values, None values)."""
+    assert same("encode_json_header", cmd, cmd.ext_fields)[0] == "ok"  # what a command holds encodes
+    for name, value in (("code", code), ("language", language), ("opaque", opaque), ("remark", remark)):
+        if value is not None:
+            setattr(cmd, name, value)
+    ext = dict(cmd.ext_fields or {})
+    ext.update(extra)
+    same("encode_json_header", cmd, ext)
+    same("encode_json_header", cmd, {})
+    same("encode_json_header", cmd, None)
 
 
 def test_binary_header_encode_round_trips(impl):
