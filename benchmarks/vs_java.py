@@ -37,7 +37,8 @@ ratio is trocket's CPU over Java's). The two cores are shared by brokers and cli
 and by whatever else the machine runs: measure on a quiet machine.
 
 For produce and consume the load generator's own CPU per message is printed too
-(``gen cpu µs``, Java side / trocket side: the script's JVM, its start included), and
+(``gen cpu µs``, Java side / trocket side: the script's JVM, the marginal cost over a
+short run of the same program, so its start is left out), and
 the ``ceiling``: the TPS ratio trocket could reach if its broker cost nothing while the
 generator and the broker share the machine's cores, (Java's generator + Java's broker) /
 trocket's generator, per message. When the figures are CPU-bound, a goal above the
@@ -235,7 +236,7 @@ def produce_once(bundle, side: Side, topic: str, threads: int, seconds: float, w
     stored = stored_messages(side.namesrv, topic)
     return {"tps": float(fields["msgs_per_s"]), "errors": float(fields["errors"]),
             "cpu_us": cpu_per_message(cpu0, cpu1, stored)["cpu_us"] if stored else float("nan"),
-            "gen_cpu_us": gen_cpu * 1e6 / stored if stored else float("nan")}
+            "gen_cpu": gen_cpu, "count": stored}
 
 
 def fill(bundle, side: Side, topic: str, count: int, work: Path) -> None:
@@ -252,7 +253,16 @@ def consume_once(bundle, side: Side, topic: str, group: str, count: int, work: P
     consumed = int(fields["consumed"])
     return {"tps": float(fields["msgs_per_s"]), "consumed": consumed,
             "cpu_us": cpu_per_message(cpu0, cpu1, consumed)["cpu_us"] if consumed else float("nan"),
-            "gen_cpu_us": gen_cpu * 1e6 / consumed if consumed else float("nan")}
+            "gen_cpu": gen_cpu, "count": consumed}
+
+
+def with_generator_cost(fig: dict[str, float], short: dict[str, float]) -> dict[str, float]:
+    """``fig`` with the generator's CPU per message (``gen_cpu_us``): the marginal cost
+    between a short run of the same program (``short``: the JVM's start, a few messages)
+    and this one, so the JVM's start and JIT are not counted per message."""
+    extra = fig["count"] - short["count"]
+    fig["gen_cpu_us"] = (fig["gen_cpu"] - short["gen_cpu"]) * 1e6 / extra if extra > 0 else float("nan")
+    return fig
 
 
 def echo_servers(bundle, work: Path) -> tuple[Side, dict[str, str]]:
@@ -367,23 +377,27 @@ def main(argv: list[str] | None = None) -> int:
                 produce_once(bundle, side, "VsJava_warmup", 4, args.warmup, work)
         if "produce" in parts:
             table = Table()
+            shorts = {(side.name, t): produce_once(bundle, side, f"VsJava_p{t}_short", t, 0, work)
+                      for side in brokers for t in threads}  # the 1 s warm-up only: the generator's start
             for r in range(args.rounds):
                 for t in threads:
                     for side in brokers if r % 2 == 0 else brokers[::-1]:
                         fig = produce_once(bundle, side, f"VsJava_p{t}_r{r}", t, args.seconds, work)
-                        table.add(f"produce {t:2d} threads", side.name, fig)
+                        table.add(f"produce {t:2d} threads", side.name, with_generator_cost(fig, shorts[side.name, t]))
             for row, ratio, cpu in table.print("produce (run-producer.sh; broker CPU per stored message)",
                                                "java", "trocket", cpu=True):
                 summary.append(f"{row}: {ratio:.2f}x TPS, {cpu:.2f}x CPU/msg")
         if "consume" in parts:
             table = Table()
             topic = "VsJava_consume"
+            shorts = {}
             for side in brokers:
                 fill(bundle, side, topic, args.consume_count, work)
+                shorts[side.name] = consume_once(bundle, side, topic, f"VsJavaCG_{side.name}_short", 1, work)
             for r in range(args.rounds):
                 for side in brokers if r % 2 == 0 else brokers[::-1]:
                     fig = consume_once(bundle, side, topic, f"VsJavaCG_{side.name}_{r}", args.consume_count, work)
-                    table.add(f"consume {args.consume_count:,}", side.name, fig)
+                    table.add(f"consume {args.consume_count:,}", side.name, with_generator_cost(fig, shorts[side.name]))
             for row, ratio, cpu in table.print("consume (run-consumer.sh, push consumer from offset 0)",
                                                "java", "trocket", cpu=True):
                 summary.append(f"{row}: {ratio:.2f}x TPS, {cpu:.2f}x CPU/msg")
