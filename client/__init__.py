@@ -84,7 +84,7 @@ from .blocking import (  # noqa: E402
     BlockingPushConsumer,
     BlockingTransactionProducer,
 )
-from .consumer import ConsumeFrom, ConsumeResult, MessageModel, PushConsumer, PushConsumerOptions  # noqa: E402
+from .consumer import ConsumeContext, ConsumeFrom, ConsumeResult, MessageModel, PushConsumer, PushConsumerOptions  # noqa: E402
 from .consumer_lite import PullConsumer, PullConsumerOptions  # noqa: E402
 from .subscription import MessageSelector  # noqa: E402
 
@@ -95,6 +95,7 @@ __all__ += [
     "PullConsumer",
     "PullConsumerOptions",
     "ConsumeResult",
+    "ConsumeContext",
     "ConsumeFrom",
     "MessageModel",
     "BlockingProducer",

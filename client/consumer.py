@@ -13,8 +13,8 @@ What runs, in the consumer's nursery:
   control: it waits while the queue holds more than ``pull_threshold_for_queue``
   messages or ``pull_threshold_size_mib`` MiB of bodies, or (concurrently) spans more
   than ``max_span`` offsets;
-- per owned queue, consume tasks that hand messages to the callback, one at a time, in
-  queue order (``queue_parallelism`` > 1 lets a queue's messages run side by side, as
+- per owned queue, consume tasks that hand messages to the callback, one at a time (or
+  batches of up to ``consume_batch_max_size`` to a batch listener), in queue order (``queue_parallelism`` > 1 lets a queue's messages run side by side, as
   Java's concurrent service does, giving up their order); all callbacks of the consumer
   share ``max_concurrency`` slots; plain functions run in worker threads;
 - offsets: the smallest offset not yet consumed of each queue is committed every 5 s and
@@ -38,8 +38,6 @@ in flight finish (up to ``await_termination_s``), commits, unlocks and unregiste
 
 from __future__ import annotations
 
-import functools
-import inspect
 import logging
 import time
 import traceback
@@ -90,7 +88,10 @@ from .consumer_base import (
     ConsumerOptions,
     ConsumeResult,
     Listener,
+    ConsumeContext,
     make_invoker,
+    listener_caller,
+    takes_context,
     reset_retry_topic,
     start_errors_unwrapped,
 )
@@ -101,7 +102,7 @@ from .message import PullStatus
 from .process_queue import ProcessQueue
 from .trace import TraceDispatcher, traced_invoker
 
-__all__ = ["PushConsumer", "PushConsumerOptions", "ConsumeResult", "ConsumeFrom", "MessageModel", "ConsumerStats"]
+__all__ = ["PushConsumer", "PushConsumerOptions", "ConsumeResult", "ConsumeContext", "ConsumeFrom", "MessageModel", "ConsumerStats"]
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +128,9 @@ class PushConsumerOptions(ConsumerOptions):
     max_concurrency: int = 20
     #: callbacks in flight per queue; 1 keeps each queue's order
     queue_parallelism: int = 1
+    #: messages of one queue a batch listener, ``listener(msgs, context)``, gets at once
+    #: (``consumeMessageBatchMaxSize``); its result applies to the whole batch
+    consume_batch_max_size: int = 1
     pull_threshold_size_mib: float = 100
     #: concurrent consumption: stop pulling while a queue's cached offsets span more than this
     max_span: int = 2000
@@ -149,9 +153,11 @@ class PushConsumerOptions(ConsumerOptions):
         super().__attrs_post_init__()
         if self.consume_timeout_s <= 0:
             raise ValueError(f"consume_timeout_s must be positive, not {self.consume_timeout_s}")
-        for name in ("max_concurrency", "queue_parallelism"):
+        for name in ("max_concurrency", "queue_parallelism", "consume_batch_max_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.consume_batch_max_size > 1024:  # Java's checkConfig
+            raise ValueError(f"consume_batch_max_size must be at most 1024, not {self.consume_batch_max_size}")
         if self.orderly and self.queue_parallelism != 1:
             raise ValueError("an orderly consumer consumes one message of a queue at a time (queue_parallelism=1)")
 
@@ -222,6 +228,7 @@ class PushConsumer(ConsumerBase):
         self._owned: dict[MessageQueue, _Owned] = {}
         self._limiter = trio.CapacityLimiter(self.options.max_concurrency)
         self._invoke = None
+        self._takes_context = False
         self._rebalance_lock = trio.Lock()
         self._retry_producer = None
         self.stats = ConsumerStats()
@@ -319,6 +326,11 @@ class PushConsumer(ConsumerBase):
         self._started = True
         self._start_ms = int(time.time() * 1000)
         self._invoke = make_invoker(self._listener, self._limiter)
+        self._takes_context = takes_context(self._listener)
+        if self.options.consume_batch_max_size > 1 and not self._takes_context:
+            raise ClientStateError(
+                "consume_batch_max_size > 1 needs a batch listener, listener(msgs, context): "
+                "a listener of one argument is given one message at a time")
         opts = self.options
         with start_errors_unwrapped():
             async with trio.open_nursery() as nursery:
@@ -501,11 +513,9 @@ class PushConsumer(ConsumerBase):
         reset_retry_topic(msg, self.group, int(time.time() * 1000))
         begin = time.monotonic()
         remark = None
+        call = listener_caller(listener)
         try:
-            if inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(getattr(listener, "__call__", None)):
-                result = await listener(msg)
-            else:
-                result = await trio.to_thread.run_sync(functools.partial(listener, msg))
+            result = await call([msg], ConsumeContext(mq=MessageQueue(msg.topic, broker_name or "", msg.queue_id)))
         except Exception as exc:  # noqa: BLE001 - reported to the admin, as Java does
             outcome, remark = CMResult.CR_THROW_EXCEPTION, "".join(traceback.format_exception(exc))
         else:
@@ -636,77 +646,103 @@ class PushConsumer(ConsumerBase):
         return not o.pq.dropped and not self._closing
 
     async def _consume_concurrently(self, o: _Owned) -> None:
-        pq = o.pq
+        """``ConsumeMessageConcurrentlyService``: batches of up to
+        ``consume_batch_max_size`` messages of the queue to the listener; its result (and
+        the context's ``ack_index``) says which of them are consumed (``processConsumeResult``)."""
+        pq, mq = o.pq, o.mq
         invoke = self._invoke
         assert invoke is not None
         store = self._store
         assert store is not None
         clustering = self.options.message_model is MessageModel.CLUSTERING
+        batch_size = self.options.consume_batch_max_size
+        with_context = self._takes_context  # a one-message listener has no context: none is made
         while True:
             await pq.wait_pending()
             if not self._running(o):
                 return
-            msgs = pq.take(1)
+            msgs = pq.take(batch_size)
             if not msgs:
                 continue
-            msg = msgs[0]
-            reset_retry_topic(msg, self.group, int(time.time() * 1000))
-            result = await invoke(msg)
+            now_ms = int(time.time() * 1000)
+            for msg in msgs:
+                reset_retry_topic(msg, self.group, now_ms)
+            context = ConsumeContext(mq=mq) if with_context else None
+            result = await invoke(msgs, context)
             if pq.dropped:
                 return  # given up: the new owner consumes from the committed offset
+            size = len(msgs)
             if result is ConsumeResult.SUCCESS:
-                self.stats.consumed += 1
+                ack = size - 1 if context is None else max(-1, min(context.ack_index, size - 1))
             else:
-                self.stats.reconsume_later += 1
-                if clustering and not await self._send_back(o.mq, msg):
-                    msg.reconsume_times += 1
-                    self._nursery.start_soon(self._reconsume_later, pq, msg)  # type: ignore[union-attr]
-                    continue  # stays cached: the offset does not pass it
-            offset = pq.remove(msgs)
+                ack = -1
+            self.stats.consumed += ack + 1
+            done = msgs
+            if ack + 1 < size:
+                self.stats.reconsume_later += size - ack - 1
+                if clustering:
+                    back_failed = []
+                    for msg in msgs[ack + 1:]:
+                        if not await self._send_back(mq, msg):
+                            msg.reconsume_times += 1
+                            back_failed.append(msg)
+                    if back_failed:  # they stay cached: the offset does not pass them
+                        failed_ids = {id(m) for m in back_failed}
+                        done = [m for m in msgs if id(m) not in failed_ids]
+                        self._nursery.start_soon(self._reconsume_later, pq, back_failed)  # type: ignore[union-attr]
+            offset = pq.remove(done)
             if offset >= 0:
-                store.update(o.mq, offset, increase_only=True)
+                store.update(mq, offset, increase_only=True)
 
-    async def _reconsume_later(self, pq: ProcessQueue, msg: MessageExt) -> None:
+    async def _reconsume_later(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
         await trio.sleep(RECONSUME_LOCAL_DELAY_S)
         if not pq.dropped:
-            pq.give_back([msg])
+            pq.give_back(msgs)
 
     async def _consume_orderly(self, o: _Owned) -> None:
-        pq = o.pq
+        """``ConsumeMessageOrderlyService``: batches of up to ``consume_batch_max_size``
+        in queue order, one batch of the queue at a time; SUCCESS commits the batch,
+        RECONSUME_LATER gives it back to be consumed again after the pause."""
+        pq, mq = o.pq, o.mq
         invoke = self._invoke
         assert invoke is not None
         store = self._store
         assert store is not None
         locking = self.options.message_model is MessageModel.CLUSTERING
+        batch_size = self.options.consume_batch_max_size
+        with_context = self._takes_context  # a one-message listener has no context: none is made
         while True:
             await pq.wait_pending()
             if not self._running(o):
                 return
             if locking and (not pq.locked or pq.lock_expired(trio.current_time())):
-                locked = await self._lock([o.mq])  # tryLockLaterAndReconsume
-                if o.mq not in locked:
+                locked = await self._lock([mq])  # tryLockLaterAndReconsume
+                if mq not in locked:
                     await trio.sleep(self.options.suspend_orderly_s)
                 continue
-            msgs = pq.take(1)
+            msgs = pq.take(batch_size)
             if not msgs:
                 continue
-            msg = msgs[0]
-            reset_retry_topic(msg, self.group, int(time.time() * 1000))
+            now_ms = int(time.time() * 1000)
+            for msg in msgs:
+                reset_retry_topic(msg, self.group, now_ms)
+            context = ConsumeContext(mq=mq) if with_context else None
             pq.consuming = True
             try:
-                result = await invoke(msg)
+                result = await invoke(msgs, context)
             finally:
                 pq.consuming = False
             if pq.dropped:
                 return
             if result is ConsumeResult.SUCCESS:
-                self.stats.consumed += 1
+                self.stats.consumed += len(msgs)
                 offset = pq.remove(msgs)
                 if offset >= 0:
-                    store.update(o.mq, offset)
+                    store.update(mq, offset)
             else:
-                self.stats.reconsume_later += 1
-                msg.reconsume_times += 1
+                self.stats.reconsume_later += len(msgs)
+                for msg in msgs:
+                    msg.reconsume_times += 1
                 pq.give_back(msgs)
                 await trio.sleep(self.options.suspend_orderly_s)
 

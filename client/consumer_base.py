@@ -45,6 +45,10 @@ __all__ = [
     "Listener",
     "parse_consume_from",
     "make_invoker",
+    "listener_caller",
+    "takes_context",
+    "ConsumeContext",
+    "ACK_ALL",
     "reset_retry_topic",
     "start_offset",
     "OffsetCalls",
@@ -108,7 +112,29 @@ class ConsumerOptions:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
 
 
-Listener = Callable[[MessageExt], Union[ConsumeResult, None, Awaitable[Union[ConsumeResult, None]]]]
+#: the ack index meaning "every message of the batch" (Java's ``Integer.MAX_VALUE``)
+ACK_ALL = 2**31 - 1
+
+
+@attrs.define(slots=True, kw_only=True)
+class ConsumeContext:
+    """What a two-argument listener, ``listener(msgs, context)``, is given besides the
+    batch, and may set: Java's ``ConsumeConcurrentlyContext`` / ``ConsumeOrderlyContext``."""
+
+    #: the queue the batch comes from
+    mq: MessageQueue
+    #: concurrent consumption, on SUCCESS: messages ``[0, ack_index]`` are consumed, the
+    #: later ones failed (sent back as with RECONSUME_LATER); default: all consumed
+    ack_index: int = ACK_ALL
+
+
+#: a one-message listener, ``listener(msg)``, or a batch listener, ``listener(msgs, context)``
+Listener = Union[
+    Callable[[MessageExt], Union[ConsumeResult, None, Awaitable[Union[ConsumeResult, None]]]],
+    Callable[[list[MessageExt], ConsumeContext], Union[ConsumeResult, None, Awaitable[Union[ConsumeResult, None]]]],
+]
+#: ``await invoke(msgs, context)``: a listener's result for a batch, never raising
+Invoker = Callable[[list[MessageExt], "ConsumeContext | None"], Awaitable[ConsumeResult]]
 
 
 @contextlib.contextmanager
@@ -136,26 +162,63 @@ def _leaves(group: BaseExceptionGroup) -> Iterator[BaseException]:
             yield exc
 
 
-def make_invoker(listener: Listener, limiter: trio.CapacityLimiter) -> Callable[[MessageExt], Awaitable[ConsumeResult]]:
-    """``await invoke(msg)`` -> a :class:`ConsumeResult`, never raising (but for
-    cancellation): async callbacks run in this task, plain ones in a worker thread; both
-    hold a token of ``limiter`` (the bound on callbacks in flight)."""
-    is_async = inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(
-        getattr(listener, "__call__", None)
-    )
+def takes_context(listener: Callable[..., Any]) -> bool:
+    """True for a batch listener: one whose call needs two positional arguments
+    (``(msgs, context)``); a listener of one required argument gets one message."""
+    try:
+        params = inspect.signature(listener).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: one message
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = [p for p in params if p.kind in positional and p.default is inspect.Parameter.empty]
+    return len(required) >= 2 or any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
 
-    async def invoke(msg: MessageExt) -> ConsumeResult:
+
+def _is_async(listener: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(getattr(listener, "__call__", None))
+
+
+def listener_caller(listener: Listener) -> Callable[[list[MessageExt], "ConsumeContext | None"], Awaitable[Any]]:
+    """``await call(msgs, context)``: the listener's own answer (exceptions raised):
+    async listeners in this task, plain ones in a worker thread; a one-message listener
+    gets ``msgs[0]`` (its batches are of one), a batch listener the list and the context."""
+    is_async = _is_async(listener)
+    batch = takes_context(listener)
+
+    async def call(msgs: list[MessageExt], context: ConsumeContext | None) -> Any:
+        args: tuple[Any, ...] = (msgs, context) if batch else (msgs[0],)
+        if is_async:
+            return await listener(*args)  # type: ignore[misc,operator]
+        return await trio.to_thread.run_sync(functools.partial(listener, *args))  # type: ignore[arg-type]
+
+    return call
+
+
+def make_invoker(listener: Listener, limiter: trio.CapacityLimiter) -> Invoker:
+    """``await invoke(msgs, context)`` -> a :class:`ConsumeResult` for the batch, never
+    raising (but for cancellation): the listener called as :func:`listener_caller` does
+    (inlined: this runs per message), holding a token of ``limiter`` (the bound on
+    callbacks in flight); an exception is RECONSUME_LATER."""
+    is_async = _is_async(listener)
+    batch = takes_context(listener)
+
+    async def invoke(msgs: list[MessageExt], context: ConsumeContext | None) -> ConsumeResult:
         try:
             async with limiter:
-                if is_async:
-                    result: Any = await listener(msg)  # type: ignore[misc]
+                if batch:
+                    args: tuple[Any, ...] = (msgs, context)
                 else:
-                    result = await trio.to_thread.run_sync(functools.partial(listener, msg))
+                    args = (msgs[0],)
+                if is_async:
+                    result: Any = await listener(*args)  # type: ignore[misc,operator]
+                else:
+                    result = await trio.to_thread.run_sync(functools.partial(listener, *args))  # type: ignore[arg-type]
         except trio.Cancelled:
             raise
         except Exception:  # noqa: BLE001 - the user's failure is a RECONSUME_LATER
-            log.warning("consume callback failed on %s (queue %d offset %d); reconsume later",
-                        msg.topic, msg.queue_id, msg.queue_offset, exc_info=True)
+            first = msgs[0]
+            log.warning("consume callback failed on %s (queue %d offset %d, %d messages); reconsume later",
+                        first.topic, first.queue_id, first.queue_offset, len(msgs), exc_info=True)
             return ConsumeResult.RECONSUME_LATER
         if result is None or result is ConsumeResult.SUCCESS:
             return ConsumeResult.SUCCESS
