@@ -118,6 +118,14 @@ RECONSUME_LOCAL_DELAY_S = 5.0
 OFFSET_ILLEGAL_DELAY_S = 10.0
 
 
+def _suspend_time(context: ConsumeContext | None, default_s: float) -> float:
+    """An orderly queue's pause after RECONSUME_LATER: the context's
+    ``suspend_current_queue_time_s`` or ``default_s``, within Java's 10 ms - 30 s."""
+    chosen = default_s if context is None or context.suspend_current_queue_time_s is None \
+        else context.suspend_current_queue_time_s
+    return min(max(chosen, 0.01), 30.0)
+
+
 @attrs.define(slots=True, kw_only=True)
 class PushConsumerOptions(ConsumerOptions):
     """A push consumer's knobs; defaults are ``DefaultMQPushConsumer``'s (times in s);
@@ -682,8 +690,9 @@ class PushConsumer(ConsumerBase):
                 self.stats.reconsume_later += size - ack - 1
                 if clustering:
                     back_failed = []
+                    delay_level = 0 if context is None else context.delay_level_when_next_consume
                     for msg in msgs[ack + 1:]:
-                        if not await self._send_back(mq, msg):
+                        if not await self._send_back(mq, msg, delay_level):
                             msg.reconsume_times += 1
                             back_failed.append(msg)
                     if back_failed:  # they stay cached: the offset does not pass them
@@ -744,7 +753,7 @@ class PushConsumer(ConsumerBase):
                 for msg in msgs:
                     msg.reconsume_times += 1
                 pq.give_back(msgs)
-                await trio.sleep(self.options.suspend_orderly_s)
+                await trio.sleep(_suspend_time(context, self.options.suspend_orderly_s))
 
     # -- send back ----------------------------------------------------------------------
 

@@ -126,6 +126,14 @@ class ConsumeContext:
     #: concurrent consumption, on SUCCESS: messages ``[0, ack_index]`` are consumed, the
     #: later ones failed (sent back as with RECONSUME_LATER); default: all consumed
     ack_index: int = ACK_ALL
+    #: concurrent consumption: the delay level failed messages are sent back with
+    #: (``delayLevelWhenNextConsume``): 0 the broker decides (3 + reconsume times),
+    #: -1 straight to the DLQ, N > 0 that level of the broker's ``messageDelayLevel``
+    delay_level_when_next_consume: int = 0
+    #: orderly consumption, on RECONSUME_LATER: the pause before the queue is consumed
+    #: again (``suspendCurrentQueueTimeMillis``, kept within 0.01-30 s as Java);
+    #: None: the consumer's ``suspend_orderly_s``
+    suspend_current_queue_time_s: float | None = None
 
 
 #: a one-message listener, ``listener(msg)``, or a batch listener, ``listener(msgs, context)``

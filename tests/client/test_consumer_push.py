@@ -381,3 +381,68 @@ async def test_batch_size_needs_a_batch_listener(tmp_path):
     consumer = PushConsumer("G", "127.0.0.1:1", {"T": "*"}, lambda msg: None, consume_batch_max_size=2)
     with pytest.raises(ClientStateError, match="batch listener"):
         await consumer.run()
+
+
+async def test_delay_level_when_next_consume_picks_the_level_or_the_dlq(tmp_path):
+    """``context.delay_level_when_next_consume``: 1 brings the message back after level 1
+    (100 ms here, where the broker's own choice, level 3, is 30 s); -1 puts it in
+    ``%DLQ%<group>`` at once, never consumed again."""
+    from trocket.codecs.message.record import decode_record
+
+    levels = " ".join(["100ms", "100ms"] + ["30s"] * 16)
+    async with running_broker(tmp_path, message_delay_level=levels) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        seen: list[tuple[bytes, int]] = []
+
+        async def on(msgs, context):
+            (msg,) = msgs
+            seen.append((msg.body, msg.reconsume_times))
+            if msg.reconsume_times == 0:
+                context.delay_level_when_next_consume = 1 if msg.body == b"soon" else -1
+                return ConsumeResult.RECONSUME_LATER
+            return ConsumeResult.SUCCESS
+
+        def dlq() -> list:
+            got = broker.store.get_message("LG", "%DLQ%LG", 0, 0, 32)
+            if got is None or not getattr(got, "buffers", None):
+                return []
+            try:
+                return [decode_record(buf, decompress=False)[0] for buf in got.buffers]
+            finally:
+                got.release()
+
+        async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
+            await raw_send(inst, "LT", b"soon", queue_id=0)
+            await raw_send(inst, "LT", b"dead", queue_id=1)
+            async with PushConsumer("LG", ns, {"LT": "*"}, on, consume_from="first"):
+                with trio.fail_after(10):
+                    while (b"soon", 1) not in seen or not dlq():
+                        await trio.sleep(0.05)
+                await trio.sleep(0.5)
+        assert sorted(seen) == [(b"dead", 0), (b"soon", 0), (b"soon", 1)]
+        (dead,) = dlq()
+        assert dead.body == b"dead"
+
+
+async def test_orderly_context_sets_the_queue_pause(tmp_path):
+    """Orderly RECONSUME_LATER with ``context.suspend_current_queue_time_s = 0.3``: the
+    message comes again after about 0.3 s, not the consumer's ``suspend_orderly_s`` (5 s)."""
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        times: list[float] = []
+
+        async def on(msgs, context):
+            times.append(trio.current_time())
+            if len(times) == 1:
+                context.suspend_current_queue_time_s = 0.3
+                return ConsumeResult.RECONSUME_LATER
+            return ConsumeResult.SUCCESS
+
+        async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
+            await raw_send(inst, "ST", b"o", queue_id=0)
+            async with PushConsumer("SG", ns, {"ST": "*"}, on, consume_from="first", orderly=True,
+                                    suspend_orderly_s=5.0):
+                with trio.fail_after(4):
+                    while len(times) < 2:
+                        await trio.sleep(0.02)
+        assert 0.25 <= times[1] - times[0] < 2.0, times

@@ -242,6 +242,58 @@ async def test_push_reconsume_later_comes_back_from_retry(peer, broker):
     assert (second.topic, second.body, second.tags, second.properties["color"]) == (topic, b"again", "TagR", "red")
 
 
+@on_both()
+async def test_push_batch_and_delay_level_when_next_consume(peer, broker):
+    """A batch listener (issue 25): ``consume_batch_max_size=8`` hands the queue's
+    messages over in batches; ``context.delay_level_when_next_consume`` = 1 brings a
+    failed message back from %RETRY% after level 1 (1 s; the broker's choice, level 3,
+    is 10 s), -1 sends it straight to %DLQ%<group>, never consumed again."""
+    topic, group = unique(broker, "dl"), unique(broker, "dlG")
+    create_topic(peer, topic, 1)
+    create_topic(peer, f"%RETRY%{group}", 1)
+    deliveries: list[tuple[float, bytes, int]] = []
+    sizes: list[int] = []
+
+    async def on(msgs, context):
+        sizes.append(len(msgs))
+        failed = False
+        for msg in msgs:
+            deliveries.append((trio.current_time(), msg.body, msg.reconsume_times))
+        for i, msg in enumerate(msgs):
+            if msg.reconsume_times == 0 and msg.body in (b"soon", b"dead"):
+                context.ack_index = i - 1  # the ones before are consumed
+                context.delay_level_when_next_consume = 1 if msg.body == b"soon" else -1
+                failed = True
+                break
+        return ConsumeResult.SUCCESS if not failed or context.ack_index >= 0 else ConsumeResult.RECONSUME_LATER
+
+    async with Producer(unique(broker, "dlP"), peer.namesrv) as producer:
+        for i in range(5):
+            await producer.send(new_message(topic, f"ok{i}"))
+    async with PushConsumer(group, peer.namesrv, {topic: "*"}, on, consume_from="first",
+                            consume_batch_max_size=8, **FAST):
+        with trio.fail_after(20):
+            while sum(1 for d in deliveries if d[1].startswith(b"ok")) < 5:
+                await trio.sleep(0.1)
+        async with Producer(unique(broker, "dlP"), peer.namesrv) as producer:
+            await producer.send(new_message(topic, "soon"))
+        with trio.fail_after(20):
+            while not any(b == b"soon" and r == 1 for _, b, r in deliveries):
+                await trio.sleep(0.1)
+        async with Producer(unique(broker, "dlP"), peer.namesrv) as producer:
+            await producer.send(new_message(topic, "dead"))
+        await trio.sleep(4.0)
+    assert max(sizes) == 5  # the five sent before the start came as one batch
+    soon = [(t, r) for t, b, r in deliveries if b == b"soon"]
+    assert [r for _, r in soon] == [0, 1]
+    assert 0.5 <= soon[1][0] - soon[0][0] <= 6.0, soon
+    assert [(b, r) for _, b, r in deliveries if b == b"dead"] == [(b"dead", 0)]
+    dlq = f"%DLQ%{group}"
+    assert wait_for(lambda: route_queues(peer, dlq) > 0, 20, 0.2), f"no route of {dlq}"
+    (dead,) = await read_topic(peer, dlq, 1)
+    assert dead.body == b"dead"
+
+
 # -- the lite pull consumer and the blocking facade --------------------------------------------
 
 
