@@ -350,6 +350,7 @@ class PushConsumer(ConsumerBase):
                     topics=self._topics,
                     apply=self._apply_allocation,
                     rebalance_interval=opts.rebalance_interval_s,
+                    strategy=opts.allocate_strategy,
                     truncate_unsubscribed=True,
                 )
                 assert self._rebalancer is not None

@@ -37,6 +37,7 @@ from .message import PullResult
 from .consumer_pull import FLAG_COMMIT_OFFSET
 from .offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from .rebalance import Rebalancer
+from .rebalance_strategy import AllocateAveragely, AllocateStrategy
 from .route import MASTER_ID
 
 __all__ = [
@@ -105,6 +106,9 @@ class ConsumerOptions:
     rebalance_interval_s: float = 20.0
     #: broadcasting: the local offset files' root (default ``~/.trocket_offsets``)
     offset_dir: str | None = None
+    #: clustering: how the group's clients split the queues
+    #: (``allocateMessageQueueStrategy``; :mod:`.rebalance_strategy`)
+    allocate_strategy: AllocateStrategy = attrs.field(factory=AllocateAveragely)
 
     def __attrs_post_init__(self) -> None:
         for name in ("pull_batch_size", "pull_threshold_for_queue"):
@@ -451,6 +455,7 @@ class ConsumerBase(ServiceContextManager):
         topics: Callable[[], list[str]],
         apply: Callable[[str, set[MessageQueue]], Awaitable[None]],
         rebalance_interval: float,
+        strategy: AllocateStrategy,
         truncate_unsubscribed: bool = False,
     ) -> ClientInstance:
         """Start the own instance (if any), the offset store, register, learn the routes
@@ -491,6 +496,8 @@ class ConsumerBase(ServiceContextManager):
             consumer_ids=lambda topic: consumer_ids(inst, self.group, topic),
             apply=apply,
             interval=rebalance_interval,
+            group=self.group,
+            strategy=strategy,
             owned_topics=(lambda: {mq.topic for mq in self._owned_queues()}) if truncate_unsubscribed else None,
         )
         return inst

@@ -192,6 +192,7 @@ class PullConsumer(ConsumerBase):
                     topics=lambda: [] if self._assigned is not None else list(self._subs),
                     apply=self._apply_allocation,
                     rebalance_interval=opts.rebalance_interval_s,
+                    strategy=opts.allocate_strategy,
                 )
                 assert self._rebalancer is not None
                 self._running = True
