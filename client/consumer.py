@@ -140,6 +140,15 @@ class PushConsumerOptions(ConsumerOptions):
     #: (``consumeMessageBatchMaxSize``); its result applies to the whole batch
     consume_batch_max_size: int = 1
     pull_threshold_size_mib: float = 100
+    #: messages cached for all the owned queues together (``pullThresholdForTopic``):
+    #: each queue's limit becomes this over the queues owned (at least 1), replacing
+    #: ``pull_threshold_for_queue``; -1: off
+    pull_threshold_for_topic: int = -1
+    #: MiB of bodies cached for all the owned queues together
+    #: (``pullThresholdSizeForTopic``), divided likewise; -1: off
+    pull_threshold_size_for_topic_mib: int = -1
+    #: a pause after each pull that found messages (``pullInterval``; 0: pull again at once)
+    pull_interval_s: float = 0.0
     #: concurrent consumption: stop pulling while a queue's cached offsets span more than this
     max_span: int = 2000
     #: offsets committed this often; None: the client config's ``persist_offset_interval`` (5 s)
@@ -164,6 +173,13 @@ class PushConsumerOptions(ConsumerOptions):
         for name in ("max_concurrency", "queue_parallelism", "consume_batch_max_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.pull_threshold_for_topic != -1 and not 1 <= self.pull_threshold_for_topic <= 6553500:
+            raise ValueError(f"pull_threshold_for_topic must be -1 or within 1-6553500, not {self.pull_threshold_for_topic}")
+        if self.pull_threshold_size_for_topic_mib != -1 and not 1 <= self.pull_threshold_size_for_topic_mib <= 102400:
+            raise ValueError("pull_threshold_size_for_topic_mib must be -1 or within 1-102400, not "
+                             f"{self.pull_threshold_size_for_topic_mib}")
+        if not 0 <= self.pull_interval_s <= 65.535:
+            raise ValueError(f"pull_interval_s must be within 0-65.535, not {self.pull_interval_s}")
         if self.consume_batch_max_size > 1024:  # Java's checkConfig
             raise ValueError(f"consume_batch_max_size must be at most 1024, not {self.consume_batch_max_size}")
         if self.orderly and self.queue_parallelism != 1:
@@ -237,6 +253,10 @@ class PushConsumer(ConsumerBase):
         self._limiter = trio.CapacityLimiter(self.options.max_concurrency)
         self._invoke = None
         self._takes_context = False
+        #: each queue's flow-control limits now: the options', or the topic-wide ones
+        #: divided over the queues owned (:meth:`_divide_thresholds`)
+        self._queue_threshold = self.options.pull_threshold_for_queue
+        self._queue_threshold_bytes = int(self.options.pull_threshold_size_mib * 1024 * 1024)
         self._rebalance_lock = trio.Lock()
         self._retry_producer = None
         self.stats = ConsumerStats()
@@ -451,6 +471,18 @@ class PushConsumer(ConsumerBase):
                     self._on_assignment(mq, True)
                 assert self._nursery is not None
                 self._nursery.start_soon(self._queue_main, o, offset)
+            self._divide_thresholds()
+
+    def _divide_thresholds(self) -> None:
+        """``RebalancePushImpl.messageQueueChanged``: the topic-wide limits, when set,
+        divided over every queue owned now (each at least 1)."""
+        opts, owned = self.options, len(self._owned)
+        if not owned:
+            return
+        if opts.pull_threshold_for_topic != -1:
+            self._queue_threshold = max(1, opts.pull_threshold_for_topic // owned)
+        if opts.pull_threshold_size_for_topic_mib != -1:
+            self._queue_threshold_bytes = max(1, opts.pull_threshold_size_for_topic_mib // owned) * 1024 * 1024
 
     async def _give_up(self, o: _Owned) -> None:
         """``removeUnnecessaryMessageQueue``: stop, commit what was consumed, unlock."""
@@ -588,7 +620,7 @@ class PushConsumer(ConsumerBase):
         mq, pq = o.mq, o.pq
         sub = self._sub_of(mq.topic)
         clustering = opts.message_model is MessageModel.CLUSTERING
-        threshold_bytes = int(opts.pull_threshold_size_mib * 1024 * 1024)
+        interval = opts.pull_interval_s
         store = self._store
         assert store is not None
         with o.pull_scope:
@@ -599,8 +631,8 @@ class PushConsumer(ConsumerBase):
                         await self._resumed.wait()
                     continue
                 if (
-                    pq.msg_count > opts.pull_threshold_for_queue
-                    or pq.msg_size > threshold_bytes
+                    pq.msg_count > self._queue_threshold
+                    or pq.msg_size > self._queue_threshold_bytes
                     or (not opts.orderly and pq.max_span > opts.max_span)
                 ):
                     self.stats.flow_controlled += 1
@@ -630,6 +662,8 @@ class PushConsumer(ConsumerBase):
                     offset = result.next_begin_offset
                     if result.messages:
                         self.stats.pulled += pq.put(result.messages)
+                        if interval:
+                            await trio.sleep(interval)
                     elif pq.msg_count == 0:
                         store.update(mq, offset, increase_only=True)
                 elif status is PullStatus.NO_NEW_MSG or status is PullStatus.NO_MATCHED_MSG:
