@@ -58,11 +58,7 @@ from trocket.codecs.bodies.client import (
 )
 from trocket.codecs.bodies.groups import ResetOffsetBody
 from trocket.codecs.bodies.running import (
-    PROP_CLIENT_VERSION,
     PROP_CONSUME_ORDERLY,
-    PROP_CONSUME_TYPE,
-    PROP_CONSUMER_START_TIMESTAMP,
-    PROP_NAMESERVER_ADDR,
     PROP_THREADPOOL_CORE_SIZE,
     CMResult,
     ConsumeMessageDirectlyResult,
@@ -240,7 +236,6 @@ class PushConsumer(ConsumerBase):
             raise TypeError("give either options= or option keywords, not both")
         self.options = options or PushConsumerOptions(**option_kw)
         self._started = False
-        self._start_ms = 0
         self._resumed = trio.Event()  # unset while suspended
         self._resumed.set()
         self._retry_sub: SubscriptionData | None = None
@@ -352,7 +347,6 @@ class PushConsumer(ConsumerBase):
         if not self._subs:
             raise ClientStateError("no subscription: pass subscriptions or call subscribe before starting")
         self._started = True
-        self._start_ms = int(time.time() * 1000)
         self._invoke = make_invoker(self._listener, self._limiter)
         self._takes_context = takes_context(self._listener)
         if self.options.consume_batch_max_size > 1 and not self._takes_context:
@@ -510,16 +504,9 @@ class PushConsumer(ConsumerBase):
         ``consumerStatus`` prints): the options as properties, the subscriptions and
         each owned queue's cache; ``statusTable`` stays empty (no per-topic rates are kept)."""
         opts = self.options
-        props = {name: str(getattr(opts, name)) for name in attrs.fields_dict(type(opts))}
-        props.update({
-            "consumerGroup": self.group,
-            PROP_CONSUME_ORDERLY: str(opts.orderly).lower(),
-            PROP_THREADPOOL_CORE_SIZE: str(opts.max_concurrency),
-            PROP_CONSUMER_START_TIMESTAMP: str(self._start_ms),
-            PROP_NAMESERVER_ADDR: ";".join(self.instance.config.namesrv),
-            PROP_CONSUME_TYPE: "CONSUME_PASSIVELY",
-            PROP_CLIENT_VERSION: "V4_9_8",
-        })
+        props = self._running_properties(opts, ConsumeType.CONSUME_PASSIVELY)
+        props[PROP_CONSUME_ORDERLY] = str(opts.orderly).lower()
+        props[PROP_THREADPOOL_CORE_SIZE] = str(opts.max_concurrency)
         store = self._store
         now_wall, now_trio = time.time(), trio.current_time()
 

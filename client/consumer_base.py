@@ -24,7 +24,13 @@ from collections.abc import Iterator
 import attrs
 import trio
 
-from trocket.codecs.bodies.client import ConsumeFromWhere, MessageModel, MessageQueue
+from trocket.codecs.bodies.client import ConsumeFromWhere, ConsumeType, MessageModel, MessageQueue
+from trocket.codecs.bodies.running import (
+    PROP_CLIENT_VERSION,
+    PROP_CONSUME_TYPE,
+    PROP_CONSUMER_START_TIMESTAMP,
+    PROP_NAMESERVER_ADDR,
+)
 from trocket.codecs.message.message import MessageExt
 from trocket.codecs.message.properties import PROPERTY_CONSUME_START_TIMESTAMP, PROPERTY_RETRY_TOPIC
 from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX, validate_group
@@ -409,6 +415,8 @@ class ConsumerBase(ServiceContextManager):
         self._nursery: trio.Nursery | None = None
         self._closing = False
         self._timestamp_ms = 0
+        #: wall clock (epoch ms) the consumer started at (``consumerStartTimestamp``)
+        self._start_ms = 0
         #: ``pullFromWhichNodeTable``: the broker id each queue's last pull answer suggested
         self._pull_from_which: dict[MessageQueue, int] = {}
 
@@ -436,6 +444,20 @@ class ConsumerBase(ServiceContextManager):
 
     async def running_info(self) -> bytes:
         raise NotImplementedError
+
+    def _running_properties(self, options: Any, consume_type: ConsumeType) -> dict[str, str]:
+        """GET_CONSUMER_RUNNING_INFO's properties: Java's ``MixAll.object2Properties`` of
+        the consumer (here its options, by name), the start time, and what
+        ``MQClientInstance.consumerRunningInfo`` adds (name servers, consume type, version)."""
+        props = {name: str(getattr(options, name)) for name in attrs.fields_dict(type(options))}
+        props.update({
+            "consumerGroup": self.group,
+            PROP_CONSUMER_START_TIMESTAMP: str(self._start_ms),
+            PROP_NAMESERVER_ADDR: ";".join(self.instance.config.namesrv),
+            PROP_CONSUME_TYPE: consume_type.name,
+            PROP_CLIENT_VERSION: "V4_9_8",
+        })
+        return props
 
     async def consume_directly(self, msg: MessageExt, broker_name: str | None) -> bytes:
         raise NotImplementedError
@@ -466,6 +488,7 @@ class ConsumerBase(ServiceContextManager):
             await nursery.start(self._instance.run)
         inst = self.instance
         self._nursery = nursery
+        self._start_ms = int(time.time() * 1000)
         self._timestamp_ms = (
             parse_timestamp(consume_timestamp)
             if consume_timestamp is not None

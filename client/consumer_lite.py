@@ -16,15 +16,17 @@ is dropped). Broadcasting keeps offsets in a local file, as the push consumer.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections import deque
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Union
 
 import attrs
 import trio
 
 from trocket.codecs.bodies.client import ConsumerData, ConsumeType, MessageModel, MessageQueue, SubscriptionData
+from trocket.codecs.bodies.running import ConsumerRunningInfo
 
 from . import subscription as subs
 from .config import ClientConfig
@@ -34,10 +36,14 @@ from .errors import ClientError, ClientStateError
 from .instance import ClientInstance
 from .message import MessageExt, PullStatus
 from .process_queue import ProcessQueue
+from .route import subscribe_queues
 
-__all__ = ["PullConsumer", "PullConsumerOptions"]
+__all__ = ["PullConsumer", "PullConsumerOptions", "QueueChangeListener"]
 
 log = logging.getLogger(__name__)
+
+#: ``TopicMessageQueueChangeListener.onChanged(topic, queues)``
+QueueChangeListener = Callable[[str, set[MessageQueue]], Union[None, Awaitable[None]]]
 
 _DELAY_ON_ERROR_S = 3.0
 _DELAY_ON_FLOW_CONTROL_S = 0.05
@@ -56,6 +62,9 @@ class PullConsumerOptions(ConsumerOptions):
     pull_threshold_for_all: int = 10_000
     broker_suspend_s: float = 20.0
     poll_timeout_s: float = 5.0
+    #: how often the queues of topics with a change listener are fetched again and
+    #: compared (``topicMetadataCheckIntervalMillis``, 30 s; the first after 10 s)
+    topic_metadata_check_interval_s: float = 30.0
 
 
 @attrs.define(slots=True, eq=False)
@@ -96,6 +105,9 @@ class PullConsumer(ConsumerBase):
         self._last_commit = 0.0
         self._paused: set[MessageQueue] = set()
         self._unpaused = trio.lowlevel.ParkingLot()
+        #: ``topicMessageQueueChangeListenerMap`` and ``messageQueuesForTopic``
+        self._queue_listeners: dict[str, QueueChangeListener] = {}
+        self._known_queues: dict[str, set[MessageQueue] | None] = {}
 
     # -- what to consume ----------------------------------------------------------------
 
@@ -142,6 +154,57 @@ class PullConsumer(ConsumerBase):
         """``offsetForTimestamp``: the broker's offset of ``mq`` for a store time
         (SEARCH_OFFSET_BY_TIMESTAMP); :meth:`seek` to it to consume from then."""
         return await InstanceOffsets(self.instance).search_offset(mq, timestamp_ms)
+
+    def register_topic_message_queue_change_listener(self, topic: str, listener: QueueChangeListener) -> None:
+        """``listener(topic, queues)`` is called when ``topic``'s readable queues change
+        (Java's ``TopicMessageQueueChangeListener``): they are fetched from the name
+        server at start (or now, when running) and again every
+        ``topic_metadata_check_interval_s``, and a set unlike the last one is reported.
+        A listener registered again for a topic replaces the earlier one. It runs in the
+        trio thread (an async one is awaited) and must not block."""
+        if not topic or listener is None:
+            raise ValueError("a topic and a listener are needed")
+        self._queue_listeners[topic] = listener
+        if self._running:
+            assert self._nursery is not None
+            self._nursery.start_soon(self._fetch_known_queues, topic)
+
+    async def _fetch_queues_now(self, topic: str) -> set[MessageQueue] | None:
+        """``fetchMessageQueues``: the topic's readable queues from a fresh route
+        (None when the name servers do not know it)."""
+        route = await self.instance.update_route(topic)
+        return None if route is None else set(subscribe_queues(topic, route))
+
+    async def _fetch_known_queues(self, topic: str) -> None:
+        try:
+            self._known_queues[topic] = await self._fetch_queues_now(topic)
+        except ClientError as exc:
+            log.info("queues of %s not fetched: %s", topic, exc)
+
+    async def _queue_change_loop(self) -> None:
+        """``fetchTopicMessageQueuesAndCompare``, 10 s after start and every interval."""
+        interval = self.options.topic_metadata_check_interval_s
+        await trio.sleep(min(10.0, interval))
+        while True:
+            for topic, listener in list(self._queue_listeners.items()):
+                try:
+                    new = await self._fetch_queues_now(topic)
+                except ClientError as exc:
+                    log.info("queues of %s not fetched: %s", topic, exc)
+                    continue
+                old = self._known_queues.get(topic)
+                if new is not None and old is not None and new and new == old:  # Java's isSetEqual
+                    continue
+                if new is None and old is None:
+                    continue
+                self._known_queues[topic] = new
+                try:
+                    result = listener(topic, set(new or ()))
+                    if inspect.isawaitable(result):
+                        await result
+                except Exception:  # noqa: BLE001 - the user's listener must not end the loop
+                    log.exception("queue change listener of %s failed", topic)
+            await trio.sleep(interval)
 
     async def assign(self, queues: Iterable[MessageQueue]) -> None:
         """Consume exactly ``queues`` (no group balancing)."""
@@ -201,7 +264,10 @@ class PullConsumer(ConsumerBase):
                     await self._set_queues(None, self._assigned)
                 elif self._subs:
                     await self._rebalancer.rebalance_once()
+                for topic in list(self._queue_listeners):
+                    await self._fetch_known_queues(topic)
                 nursery.start_soon(self._rebalancer.run, False)
+                nursery.start_soon(self._queue_change_loop)
                 task_status.started(self)
                 await trio.sleep_forever()
 
@@ -218,6 +284,16 @@ class PullConsumer(ConsumerBase):
 
     def _owned_queues(self) -> list[MessageQueue]:
         return list(self._sessions)
+
+    # -- the broker's requests ------------------------------------------------------------
+
+    async def running_info(self) -> bytes:
+        """GET_CONSUMER_RUNNING_INFO, as ``DefaultLitePullConsumerImpl.consumerRunningInfo``:
+        the options as properties and the subscriptions (Java's lite consumer lists no
+        queues). CONSUME_MESSAGE_DIRECTLY stays unanswered (a SYSTEM_ERROR): a lite
+        consumer has no listener to give the message to (Java's fails too)."""
+        props = self._running_properties(self.options, ConsumeType.CONSUME_ACTIVELY)
+        return ConsumerRunningInfo(properties=props, subscriptions=list(self._subs.values())).encode()
 
     # -- queues -------------------------------------------------------------------------
 

@@ -421,6 +421,53 @@ async def test_mqadmin_consumer_status_and_consume_directly(peer, broker, java_b
 
 
 @on_both()
+async def test_pull_consumer_queue_change_listener_and_admin_calls(peer, broker, java_bundle, java_classes, tmp_path):
+    """The lite consumer (issue 25): a queue-change listener is told when its topic
+    grows from 4 to 8 queues (not at start); mqadmin ``consumerStatus -i`` reads its
+    GET_CONSUMER_RUNNING_INFO (CONSUME_ACTIVELY, its subscription); ``queryMsgById -d``
+    (CONSUME_MESSAGE_DIRECTLY) is refused, a lite consumer having no listener."""
+    import functools
+
+    from java_tools import run_step
+
+    topic, group = unique(broker, "qc"), unique(broker, "qcG")
+    create_topic(peer, topic, 4)
+    changes: list[tuple[str, set]] = []
+    async with Producer(unique(broker, "qcP"), peer.namesrv) as producer:
+        result = await producer.send(new_message(topic, "direct"))
+    async with PullConsumer(group, peer.namesrv, consume_from="first", topic_metadata_check_interval_s=0.3,
+                            **FAST) as consumer:
+        consumer.subscribe(topic)
+        consumer.register_topic_message_queue_change_listener(topic, lambda t, qs: changes.append((t, qs)))
+        got = []
+        with trio.fail_after(15):
+            while not got:
+                got += await consumer.poll(timeout=0.5)
+        await trio.sleep(1.0)
+        assert changes == []  # the queues as at start: nothing to report
+        await trio.to_thread.run_sync(create_topic, peer, topic, 8)
+        with trio.fail_after(15):
+            while not changes:
+                await trio.sleep(0.1)
+        (t, queues), = changes
+        assert t == topic and sorted(mq.queue_id for mq in queues) == list(range(8))
+
+        def step(scenario: str, **params: str) -> dict:
+            return run_step(java_bundle, java_classes, tmp_path / scenario, scenario, namesrv=peer.namesrv,
+                            broker=peer.addr, **params)
+
+        out = await trio.to_thread.run_sync(functools.partial(step, "consumer_status", group=group,
+                                                              clientId=consumer.client_id))
+        assert not out["failed"], out
+        text = out["output"]
+        assert "#Consumer Properties#" in text and "CONSUME_ACTIVELY" in text and topic in text, text
+        out = await trio.to_thread.run_sync(functools.partial(step, "consume_directly", group=group,
+                                                              clientId=consumer.client_id,
+                                                              msgId=result.offset_msg_id))
+        assert "consumeResult=" not in out["output"], out  # (the push consumer's test finds CR_SUCCESS)
+
+
+@on_both()
 async def test_pull_consumer_subscribe_assign_seek_commit(peer, broker):
     topic, group = unique(broker, "lp"), unique(broker, "lpG")
     create_topic(peer, topic, 2)
