@@ -124,6 +124,34 @@ async def test_producer_every_mode_auto_creates_and_round_trips(peer, broker):
         assert m.msg_id == r.offset_msg_id
 
 
+@on_both()
+async def test_producer_namespace_wraps_the_topic_on_the_wire(peer, broker):
+    """``namespace="nsX"`` (issue 25): sync, orderly (the selector sees the topic as the
+    user named it), to an explicit queue, and batch sends of ``T`` are stored in
+    ``nsX%T``; every result names ``T``."""
+    topic = unique(broker, "nsT")
+    wire = f"nsX%{topic}"
+    create_topic(peer, wire, 2)
+    seen_by_selector = []
+
+    def selector(queues, msg, arg):
+        seen_by_selector.extend(q.topic for q in queues)
+        return queues[1]
+
+    async with Producer(unique(broker, "nsP"), peer.namesrv, namespace="nsX") as producer:
+        assert producer.group.startswith("nsX%")
+        r1 = await producer.send(new_message(topic, "plain"))
+        r2 = await producer.send_orderly(new_message(topic, "orderly"), selector)
+        r3 = await producer.send(new_message(topic, "to-queue"), queue=r2.queue)
+        (r4,) = await producer.send_batch([new_message(topic, f"b{i}") for i in range(2)])
+    assert {r.queue.topic for r in (r1, r2, r3, r4)} == {topic}
+    assert set(seen_by_selector) == {topic}
+    assert (r2.queue.queue_id, r3.queue.queue_id) == (1, 1)
+    got = await read_topic(peer, wire, 5)
+    assert sorted(m.body.decode() for m in got) == ["b0", "b1", "orderly", "plain", "to-queue"]
+    assert {m.topic for m in got} == {wire}
+
+
 # -- the push consumer ----------------------------------------------------------------------------
 
 
