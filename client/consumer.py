@@ -67,6 +67,7 @@ from trocket.codecs.bodies.running import (
 )
 from trocket.codecs.headers import ConsumerSendMsgBackRequestHeader
 from trocket.codecs.message.message import Message, MessageExt
+from trocket.codecs.namespace import without_namespace
 from trocket.codecs.message.properties import (
     PROPERTY_CONSUME_START_TIMESTAMP,
     PROPERTY_MAX_RECONSUME_TIMES,
@@ -235,6 +236,7 @@ class PushConsumer(ConsumerBase):
         if options is not None and option_kw:
             raise TypeError("give either options= or option keywords, not both")
         self.options = options or PushConsumerOptions(**option_kw)
+        self._set_namespace(self.options.namespace)
         self._started = False
         self._resumed = trio.Event()  # unset while suspended
         self._resumed.set()
@@ -264,6 +266,7 @@ class PushConsumer(ConsumerBase):
         """Subscribe to ``topic`` with ``"*"``, ``"TagA || TagB"`` or a
         :class:`~.subscription.MessageSelector` (``MessageSelector.by_sql("a > 5")``: the
         broker evaluates it on each message's properties), before or after start."""
+        topic = self._wire_topic(topic)
         self._subs[topic] = subs.build(topic, expression)
         if self._started:
             assert self._instance is not None
@@ -273,7 +276,7 @@ class PushConsumer(ConsumerBase):
     def unsubscribe(self, topic: str) -> None:
         """Stop consuming ``topic``: the next rebalance (started now) gives up its queues
         and the brokers stop listing it for this client (Java's ``unsubscribe``)."""
-        if self._subs.pop(topic, None) is not None and self._started:
+        if self._subs.pop(self._wire_topic(topic), None) is not None and self._started:
             assert self._instance is not None
             self._instance.heartbeat_now()
             self._rebalancer.wakeup()  # type: ignore[union-attr]
@@ -300,13 +303,13 @@ class PushConsumer(ConsumerBase):
         return listener
 
     def assignment(self) -> list[MessageQueue]:
-        """The queues this consumer owns now."""
-        return sorted(self._owned)
+        """The queues this consumer owns now (named without the namespace)."""
+        return sorted(map(self._user_mq, self._owned))
 
     def cached(self) -> dict[MessageQueue, tuple[int, int]]:
         """Per owned queue: messages pulled and not yet consumed, and their body bytes
         (what flow control limits)."""
-        return {mq: (o.pq.msg_count, o.pq.msg_size) for mq, o in sorted(self._owned.items())}
+        return {self._user_mq(mq): (o.pq.msg_count, o.pq.msg_size) for mq, o in sorted(self._owned.items())}
 
     def _topics(self) -> list[str]:
         topics = list(self._subs)
@@ -370,7 +373,8 @@ class PushConsumer(ConsumerBase):
                 assert self._rebalancer is not None
                 if opts.trace:
                     self.tracer = await nursery.start(TraceDispatcher(self.instance, self.group, opts.trace_topic).run)
-                    self._invoke = traced_invoker(self._invoke, self.tracer, self.group)
+                    # Java's trace hook names the group without the namespace
+                    self._invoke = traced_invoker(self._invoke, self.tracer, without_namespace(self.group))
                 await self._rebalancer.rebalance_once()
                 nursery.start_soon(self._rebalancer.run, False)
                 nursery.start_soon(self._persist_loop)
@@ -462,7 +466,7 @@ class PushConsumer(ConsumerBase):
                 o = _Owned(mq, pq)
                 self._owned[mq] = o
                 if self._on_assignment is not None:
-                    self._on_assignment(mq, True)
+                    self._on_assignment(self._user_mq(mq), True)
                 assert self._nursery is not None
                 self._nursery.start_soon(self._queue_main, o, offset)
             self._divide_thresholds()
@@ -485,7 +489,7 @@ class PushConsumer(ConsumerBase):
         o.pq.wake()
         self._owned.pop(o.mq, None)
         if self._on_assignment is not None:
-            self._on_assignment(o.mq, False)
+            self._on_assignment(self._user_mq(o.mq), False)
         assert self._store is not None
         try:
             await self._store.persist(o.mq)
@@ -538,7 +542,7 @@ class PushConsumer(ConsumerBase):
         listener = self._listener
         if listener is None:
             raise NotImplementedError
-        reset_retry_topic(msg, self.group, int(time.time() * 1000))
+        reset_retry_topic(msg, self.group, int(time.time() * 1000), self.namespace)
         begin = time.monotonic()
         remark = None
         call = listener_caller(listener)
@@ -687,6 +691,7 @@ class PushConsumer(ConsumerBase):
         clustering = self.options.message_model is MessageModel.CLUSTERING
         batch_size = self.options.consume_batch_max_size
         with_context = self._takes_context  # a one-message listener has no context: none is made
+        namespace = self.namespace
         while True:
             await pq.wait_pending()
             if not self._running(o):
@@ -696,7 +701,7 @@ class PushConsumer(ConsumerBase):
                 continue
             now_ms = int(time.time() * 1000)
             for msg in msgs:
-                reset_retry_topic(msg, self.group, now_ms)
+                reset_retry_topic(msg, self.group, now_ms, namespace)
             context = ConsumeContext(mq=mq) if with_context else None
             result = await invoke(msgs, context)
             if pq.dropped:
@@ -742,6 +747,7 @@ class PushConsumer(ConsumerBase):
         locking = self.options.message_model is MessageModel.CLUSTERING
         batch_size = self.options.consume_batch_max_size
         with_context = self._takes_context  # a one-message listener has no context: none is made
+        namespace = self.namespace
         while True:
             await pq.wait_pending()
             if not self._running(o):
@@ -756,7 +762,7 @@ class PushConsumer(ConsumerBase):
                 continue
             now_ms = int(time.time() * 1000)
             for msg in msgs:
-                reset_retry_topic(msg, self.group, now_ms)
+                reset_retry_topic(msg, self.group, now_ms, namespace)
             context = ConsumeContext(mq=mq) if with_context else None
             pq.consuming = True
             try:
@@ -789,7 +795,7 @@ class PushConsumer(ConsumerBase):
             group=self.group,
             delayLevel=delay_level,
             originMsgId=msg.client_msg_id,  # Java: MessageClientExt.getMsgId, the UNIQ_KEY
-            originTopic=msg.topic,
+            originTopic=self._wire_topic(msg.topic),  # Java: withNamespace before sending back
             unitMode=False,
             maxReconsumeTimes=self.options.max_reconsume_times,
             bname=mq.broker_name,
@@ -823,7 +829,7 @@ class PushConsumer(ConsumerBase):
         props = new.properties
         if not props.get(PROPERTY_ORIGIN_MESSAGE_ID, "").strip():
             props[PROPERTY_ORIGIN_MESSAGE_ID] = msg.client_msg_id
-        props[PROPERTY_RETRY_TOPIC] = msg.topic
+        props[PROPERTY_RETRY_TOPIC] = self._wire_topic(msg.topic)
         props[PROPERTY_RECONSUME_TIME] = str(msg.reconsume_times + 1)
         props[PROPERTY_MAX_RECONSUME_TIMES] = str(self.options.max_reconsume_times)
         props.pop(PROPERTY_TRANSACTION_PREPARED, None)

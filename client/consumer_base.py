@@ -34,6 +34,7 @@ from trocket.codecs.bodies.running import (
 from trocket.codecs.message.message import MessageExt
 from trocket.codecs.message.properties import PROPERTY_CONSUME_START_TIMESTAMP, PROPERTY_RETRY_TOPIC
 from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX, validate_group
+from trocket.codecs.namespace import without_namespace, wrap_namespace
 from trocket.remoting import ServiceContextManager
 
 from .config import ClientConfig
@@ -112,6 +113,9 @@ class ConsumerOptions:
     rebalance_interval_s: float = 20.0
     #: broadcasting: the local offset files' root (default ``~/.trocket_offsets``)
     offset_dir: str | None = None
+    #: ``namespace`` (Java's ``NamespaceUtil``): the group and topics go on the wire as
+    #: ``<namespace>%<name>``; what the consumer hands back names them as given
+    namespace: str | None = None
     #: clustering: how the group's clients split the queues
     #: (``allocateMessageQueueStrategy``; :mod:`.rebalance_strategy`)
     allocate_strategy: AllocateStrategy = attrs.field(factory=AllocateAveragely)
@@ -248,12 +252,15 @@ def make_invoker(listener: Listener, limiter: trio.CapacityLimiter) -> Invoker:
     return invoke
 
 
-def reset_retry_topic(msg: MessageExt, group: str, now_ms: int) -> None:
-    """A message pulled from ``%RETRY%<group>`` shows its real topic (``RETRY_TOPIC``);
-    every message gets ``CONSUME_START_TIME``."""
+def reset_retry_topic(msg: MessageExt, group: str, now_ms: int, namespace: str | None = None) -> None:
+    """``resetRetryAndNamespace``: a message pulled from ``%RETRY%<group>`` shows its real
+    topic (``RETRY_TOPIC``), and the topic without the consumer's ``namespace``; every
+    message gets ``CONSUME_START_TIME``."""
     real = msg.properties.get(PROPERTY_RETRY_TOPIC)
     if real is not None and msg.topic == RETRY_GROUP_TOPIC_PREFIX + group:
         msg.topic = real
+    if namespace:
+        msg.topic = without_namespace(msg.topic, namespace)
     msg.properties[PROPERTY_CONSUME_START_TIMESTAMP] = str(now_ms)
 
 
@@ -404,7 +411,9 @@ class ConsumerBase(ServiceContextManager):
         client_config: ClientConfig | None,
     ) -> None:
         validate_group(group)
+        #: the group as the brokers see it (in the namespace, once the subclass set its options)
         self.group = group
+        self.namespace: str | None = None
         if instance is None and client_config is None and namesrv is None:
             raise ValueError(f"a {type(self).__name__} needs namesrv, client_config or instance")
         self._own_instance = instance is None
@@ -419,6 +428,27 @@ class ConsumerBase(ServiceContextManager):
         self._start_ms = 0
         #: ``pullFromWhichNodeTable``: the broker id each queue's last pull answer suggested
         self._pull_from_which: dict[MessageQueue, int] = {}
+
+    def _set_namespace(self, namespace: str | None) -> None:
+        """Wrap the group in ``namespace`` (Java's ``start``); the subclass calls it once
+        its options are set."""
+        self.namespace = namespace or None
+        self.group = wrap_namespace(self.namespace, self.group)
+
+    def _wire_topic(self, topic: str) -> str:
+        return wrap_namespace(self.namespace, topic)
+
+    def _wire_mq(self, mq: MessageQueue) -> MessageQueue:
+        """``queueWithNamespace``: a queue the user named, as the brokers know it."""
+        if not self.namespace:
+            return mq
+        return MessageQueue(wrap_namespace(self.namespace, mq.topic), mq.broker_name, mq.queue_id)
+
+    def _user_mq(self, mq: MessageQueue) -> MessageQueue:
+        """A queue as the user names it (its topic without the namespace)."""
+        if not self.namespace:
+            return mq
+        return MessageQueue(without_namespace(mq.topic, self.namespace), mq.broker_name, mq.queue_id)
 
     @property
     def instance(self) -> ClientInstance:

@@ -27,6 +27,7 @@ import trio
 
 from trocket.codecs.bodies.client import ConsumerData, ConsumeType, MessageModel, MessageQueue, SubscriptionData
 from trocket.codecs.bodies.running import ConsumerRunningInfo
+from trocket.codecs.namespace import without_namespace
 
 from . import subscription as subs
 from .config import ClientConfig
@@ -93,6 +94,7 @@ class PullConsumer(ConsumerBase):
         if options is not None and option_kw:
             raise TypeError("give either options= or option keywords, not both")
         self.options = options or PullConsumerOptions(**option_kw)
+        self._set_namespace(self.options.namespace)
         self._subs: dict[str, SubscriptionData] = {}
         self._assigned: set[MessageQueue] | None = None  # assign mode
         self._sessions: dict[MessageQueue, _Session] = {}
@@ -117,6 +119,7 @@ class PullConsumer(ConsumerBase):
         with the group's rebalance."""
         if self._assigned is not None:
             raise ClientStateError("subscribe and assign are exclusive (as DefaultLitePullConsumer)")
+        topic = self._wire_topic(topic)
         self._subs[topic] = subs.build(topic, expression)
         if self._running:
             self.instance.heartbeat_now()
@@ -127,6 +130,7 @@ class PullConsumer(ConsumerBase):
         """Stop consuming ``topic``: its queues are dropped now, with what is cached and
         not polled (Java's ``unsubscribe``; offsets consumed since the last commit are not
         committed)."""
+        topic = self._wire_topic(topic)
         if self._subs.pop(topic, None) is None:
             return
         if self._assigned is not None:
@@ -140,20 +144,20 @@ class PullConsumer(ConsumerBase):
     def pause(self, queues: Iterable[MessageQueue]) -> None:
         """Stop pulling ``queues`` until :meth:`resume` (what is cached is still polled);
         kept across seeks and rebalances (Java's ``pause``)."""
-        self._paused.update(queues)
+        self._paused.update(map(self._wire_mq, queues))
 
     def resume(self, queues: Iterable[MessageQueue]) -> None:
         """Pull ``queues`` again after :meth:`pause`."""
-        self._paused.difference_update(queues)
+        self._paused.difference_update(map(self._wire_mq, queues))
         self._unpaused.unpark_all()
 
     def is_paused(self, mq: MessageQueue) -> bool:
-        return mq in self._paused
+        return self._wire_mq(mq) in self._paused
 
     async def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
         """``offsetForTimestamp``: the broker's offset of ``mq`` for a store time
         (SEARCH_OFFSET_BY_TIMESTAMP); :meth:`seek` to it to consume from then."""
-        return await InstanceOffsets(self.instance).search_offset(mq, timestamp_ms)
+        return await InstanceOffsets(self.instance).search_offset(self._wire_mq(mq), timestamp_ms)
 
     def register_topic_message_queue_change_listener(self, topic: str, listener: QueueChangeListener) -> None:
         """``listener(topic, queues)`` is called when ``topic``'s readable queues change
@@ -164,10 +168,10 @@ class PullConsumer(ConsumerBase):
         trio thread (an async one is awaited) and must not block."""
         if not topic or listener is None:
             raise ValueError("a topic and a listener are needed")
-        self._queue_listeners[topic] = listener
+        self._queue_listeners[self._wire_topic(topic)] = listener
         if self._running:
             assert self._nursery is not None
-            self._nursery.start_soon(self._fetch_known_queues, topic)
+            self._nursery.start_soon(self._fetch_known_queues, self._wire_topic(topic))
 
     async def _fetch_queues_now(self, topic: str) -> set[MessageQueue] | None:
         """``fetchMessageQueues``: the topic's readable queues from a fresh route
@@ -199,7 +203,8 @@ class PullConsumer(ConsumerBase):
                     continue
                 self._known_queues[topic] = new
                 try:
-                    result = listener(topic, set(new or ()))
+                    result = listener(without_namespace(topic, self.namespace),
+                                      {self._user_mq(mq) for mq in new or ()})
                     if inspect.isawaitable(result):
                         await result
                 except Exception:  # noqa: BLE001 - the user's listener must not end the loop
@@ -210,7 +215,7 @@ class PullConsumer(ConsumerBase):
         """Consume exactly ``queues`` (no group balancing)."""
         if self._subs and self._assigned is None:
             raise ClientStateError("subscribe and assign are exclusive (as DefaultLitePullConsumer)")
-        self._assigned = set(queues)
+        self._assigned = set(map(self._wire_mq, queues))
         for mq in self._assigned:
             if mq.topic not in self._subs:
                 self._subs[mq.topic] = subs.build(mq.topic, "*")
@@ -220,10 +225,10 @@ class PullConsumer(ConsumerBase):
 
     async def fetch_queues(self, topic: str) -> list[MessageQueue]:
         """``fetchMessageQueues``: the topic's readable queues."""
-        return sorted(await self.instance.subscribe_queues(topic))
+        return sorted(map(self._user_mq, await self.instance.subscribe_queues(self._wire_topic(topic))))
 
     def assignment(self) -> list[MessageQueue]:
-        return sorted(self._sessions)
+        return sorted(map(self._user_mq, self._sessions))
 
     # -- ConsumerHandle -----------------------------------------------------------------
 
@@ -342,6 +347,7 @@ class PullConsumer(ConsumerBase):
 
     async def seek(self, mq: MessageQueue, offset: int) -> None:
         """The next :meth:`poll` of ``mq`` starts at ``offset`` (what was cached is dropped)."""
+        mq = self._wire_mq(mq)
         async with self._lock:
             s = self._sessions.get(mq)
             if s is None:
@@ -350,10 +356,10 @@ class PullConsumer(ConsumerBase):
             self._start_session(mq, offset)
 
     async def seek_to_begin(self, mq: MessageQueue) -> None:
-        await self.seek(mq, await InstanceOffsets(self.instance).min_offset(mq))
+        await self.seek(mq, await InstanceOffsets(self.instance).min_offset(self._wire_mq(mq)))
 
     async def seek_to_end(self, mq: MessageQueue) -> None:
-        await self.seek(mq, await InstanceOffsets(self.instance).max_offset(mq))
+        await self.seek(mq, await InstanceOffsets(self.instance).max_offset(self._wire_mq(mq)))
 
     # -- pulling ------------------------------------------------------------------------
 
@@ -363,6 +369,7 @@ class PullConsumer(ConsumerBase):
         sub = self._subs.get(mq.topic)
         if sub is None:  # unsubscribed before this task began
             return
+        namespace = self.namespace
         with s.scope:
             while not pq.dropped:
                 if mq in self._paused:
@@ -385,6 +392,9 @@ class PullConsumer(ConsumerBase):
                     log.warning("pull offset %d of %s is illegal; moving to %d", offset, mq, result.next_begin_offset)
                 offset = result.next_begin_offset
                 msgs = process_pull_result(result, sub).messages if result.status is PullStatus.FOUND else []
+                if namespace:  # the user sees the topic without it
+                    for msg in msgs:
+                        msg.topic = without_namespace(msg.topic, namespace)
                 added = pq.put(msgs) if msgs else 0
                 if added:
                     self._cached += added
@@ -431,4 +441,4 @@ class PullConsumer(ConsumerBase):
     async def committed(self, mq: MessageQueue) -> int:
         """The offset the group has stored for ``mq`` (-1: none)."""
         assert self._store is not None
-        return await self._store.read_store(mq)
+        return await self._store.read_store(self._wire_mq(mq))

@@ -152,6 +152,48 @@ async def test_producer_namespace_wraps_the_topic_on_the_wire(peer, broker):
     assert {m.topic for m in got} == {wire}
 
 
+@on_both()
+async def test_consumers_namespace(peer, broker):
+    """Push and lite consumers with ``namespace="nsY"`` (issue 25) read what a producer of
+    that namespace sent to ``T`` (stored in ``nsY%T``), and see ``T``: in messages, in a
+    message back from ``%RETRY%nsY%<group>`` after RECONSUME_LATER, in the lite
+    consumer's queues and assignment."""
+    topic, group = unique(broker, "nsC"), unique(broker, "nsG")
+    create_topic(peer, f"nsY%{topic}", 2)
+    create_topic(peer, f"%RETRY%nsY%{group}", 1)
+    seen: list[tuple[str, str, int]] = []
+
+    async def on(msg):
+        seen.append((msg.topic, msg.body.decode(), msg.reconsume_times))
+        if msg.body == b"again" and msg.reconsume_times == 0:
+            return ConsumeResult.RECONSUME_LATER
+        return ConsumeResult.SUCCESS
+
+    async with PushConsumer(group, peer.namesrv, {topic: "*"}, on, consume_from="first", namespace="nsY",
+                            **FAST) as consumer:
+        assert consumer.group == f"nsY%{group}"
+        async with Producer(unique(broker, "nsP"), peer.namesrv, namespace="nsY") as producer:
+            await producer.send(new_message(topic, "once"))
+            await producer.send(new_message(topic, "again"))
+        with trio.fail_after(30):
+            while len(seen) < 3:
+                await trio.sleep(0.1)
+        assert {mq.topic for mq in consumer.assignment()} == {topic, f"%RETRY%{group}"}
+    assert sorted(seen) == [(topic, "again", 0), (topic, "again", 1), (topic, "once", 0)]
+    async with PullConsumer(group + "L", peer.namesrv, namespace="nsY", auto_commit=False) as lite:
+        queues = await lite.fetch_queues(topic)
+        assert {mq.topic for mq in queues} == {topic} and len(queues) == 2
+        await lite.assign(queues)
+        for mq in queues:
+            await lite.seek(mq, 0)
+        got = []
+        with trio.fail_after(15):
+            while len(got) < 2:
+                got += await lite.poll(timeout=0.5)
+        assert lite.assignment() == queues
+        assert sorted((m.topic, m.body.decode()) for m in got) == [(topic, "again"), (topic, "once")]
+
+
 # -- the push consumer ----------------------------------------------------------------------------
 
 
