@@ -75,7 +75,7 @@ from trocket.codecs.names import (
 )
 from trocket.remoting import ServiceContextManager
 
-from .api import response_error, target_name
+from .api import response_error, target_name, vip_channel_addr
 from .config import ClientConfig
 from .errors import (
     Attempt,
@@ -238,6 +238,8 @@ class Producer(ServiceContextManager):
         self.instance = instance
         #: every request goes through the instance's typed API (its remoting client's calls)
         self._api = instance.api
+        #: sends go to each broker's VIP channel, its port - 2 (``sendMessageWithVIPChannel``)
+        self._vip = instance.config.vip_channel_enabled
         self.faults = LatencyFaultTolerance(self.config.latency_fault)
         self._ids = UniqueIdGenerator(
             ip=instance.config.client_ip, pid=os.getpid(), class_loader_hash=random.getrandbits(32)
@@ -525,6 +527,8 @@ class Producer(ServiceContextManager):
                     now = trio.current_time()
                     remaining = deadline - now
             addr = self.instance.master_addr(mq.broker_name)
+            if self._vip and addr is not None:
+                addr = vip_channel_addr(addr)
             if addr is None:
                 attempts.append(Attempt(target_name(addr, mq), "no master address in the route", 0.0))
                 progress.last_error = NoRouteError(f"no master address for broker {mq.broker_name}")
@@ -594,6 +598,8 @@ class Producer(ServiceContextManager):
         if info is not None and info.ok:
             mq = select_queue(info, self.faults, None)
             addr = self.instance.master_addr(mq.broker_name)
+            if self._vip and addr is not None:
+                addr = vip_channel_addr(addr)
             connected = addr is not None and self._api.is_connected(addr)
         if connected:
             await self._attempt_async(p, begin, deadline, fut, mq, addr)
@@ -678,6 +684,8 @@ class Producer(ServiceContextManager):
         addr = self.instance.master_addr(mq.broker_name)
         if addr is None:
             raise NoRouteError(f"no master address for broker {mq.broker_name}")
+        if self._vip:
+            addr = vip_channel_addr(addr)
         try:
             await self._api.invoke_oneway(
                 addr, self._request(p, mq), max(deadline - trio.current_time(), 0.001),

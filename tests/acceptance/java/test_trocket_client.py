@@ -194,6 +194,41 @@ async def test_consumers_namespace(peer, broker):
         assert sorted((m.topic, m.body.decode()) for m in got) == [(topic, "again"), (topic, "once")]
 
 
+@on_both()
+async def test_vip_channel_sends_and_offsets_go_to_port_minus_2(peer, broker):
+    """``ClientConfig(vip_channel_enabled=True)`` (issue 25; Java's
+    ``sendMessageWithVIPChannel``): sends and the offset calls reach the broker's VIP
+    channel, its port - 2, and work there; without it nothing connects to that port."""
+    from trocket.client.api import vip_channel_addr
+    from trocket.client.config import ClientConfig
+
+    topic = unique(broker, "vip")
+    create_topic(peer, topic, 1)
+    vip = vip_channel_addr(peer.addr)
+    config = ClientConfig(namesrv=peer.namesrv, vip_channel_enabled=True)
+    async with Producer(unique(broker, "vipP"), client_config=config) as producer:
+        results = [await producer.send(new_message(topic, f"v{i}")) for i in range(3)]
+        await producer.send_oneway(new_message(topic, "v3"))
+        assert producer.instance.api.is_connected(vip)
+    assert [r.queue_offset for r in results] == [0, 1, 2]
+    group = unique(broker, "vipG")
+    lite_config = ClientConfig(namesrv=peer.namesrv, vip_channel_enabled=True)
+    async with PullConsumer(group, client_config=lite_config, auto_commit=False) as consumer:
+        (mq,) = await consumer.fetch_queues(topic)
+        await consumer.assign([mq])
+        await consumer.seek_to_begin(mq)  # GET_MIN_OFFSET at the VIP channel
+        got = []
+        with trio.fail_after(15):
+            while len(got) < 4:
+                got += await consumer.poll(timeout=0.5)
+        await consumer.commit()  # UPDATE_CONSUMER_OFFSET at the VIP channel
+        assert await consumer.committed(mq) == 4
+        assert consumer.instance.api.is_connected(vip)
+    async with Producer(unique(broker, "vipP"), peer.namesrv) as plain:
+        await plain.send(new_message(topic, "plain"))
+        assert not plain.instance.api.is_connected(vip)
+
+
 # -- the push consumer ----------------------------------------------------------------------------
 
 
