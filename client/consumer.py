@@ -151,7 +151,9 @@ class PushConsumerOptions(ConsumerOptions):
     #: offsets committed this often; None: the client config's ``persist_offset_interval`` (5 s)
     persist_interval_s: float | None = None
     lock_interval_s: float = 20.0
-    max_reconsume_times: int = 16
+    #: deliveries of a failing message before the DLQ (``maxReconsumeTimes``); -1 (the
+    #: default): 16 for concurrent consumption, no limit for orderly, as Java
+    max_reconsume_times: int = -1
     #: a message whose callback started longer ago than this is sent back (delay level 3)
     #: and passed over, checked this often (``consumeTimeout``, 15 min; concurrent only)
     consume_timeout_s: float = 15 * 60.0
@@ -778,10 +780,34 @@ class PushConsumer(ConsumerBase):
                     store.update(mq, offset)
             else:
                 self.stats.reconsume_later += len(msgs)
-                for msg in msgs:
-                    msg.reconsume_times += 1
-                pq.give_back(msgs)
-                await trio.sleep(_suspend_time(context, self.options.suspend_orderly_s))
+                if await self._check_reconsume_times(msgs):
+                    pq.give_back(msgs)
+                    await trio.sleep(_suspend_time(context, self.options.suspend_orderly_s))
+                else:  # every message went to the DLQ: the batch is done
+                    offset = pq.remove(msgs)
+                    if offset >= 0:
+                        store.update(mq, offset)
+
+    async def _check_reconsume_times(self, msgs: list[MessageExt]) -> bool:
+        """Orderly ``checkReconsumeTimes``: a message failed ``max_reconsume_times`` times
+        already goes to the broker's retry topic at that count, which the broker turns
+        into the DLQ; the others count one more failure. True when the batch must be
+        consumed again (a message below the limit, or one that could not be sent)."""
+        limit = self._max_reconsume_times()
+        suspend = False
+        for msg in msgs:
+            if msg.reconsume_times >= limit:
+                msg.properties[PROPERTY_RECONSUME_TIME] = str(msg.reconsume_times)
+                try:
+                    await self._resend_to_retry(msg, msg.reconsume_times)
+                    self.stats.resent_to_retry += 1
+                    continue
+                except ClientError as exc:
+                    log.warning("message %s over max_reconsume_times could not be sent to the DLQ (%s); "
+                                "consuming it again", msg.msg_id, exc)
+            suspend = True
+            msg.reconsume_times += 1
+        return suspend
 
     # -- send back ----------------------------------------------------------------------
 
@@ -797,7 +823,7 @@ class PushConsumer(ConsumerBase):
             originMsgId=msg.client_msg_id,  # Java: MessageClientExt.getMsgId, the UNIQ_KEY
             originTopic=self._wire_topic(msg.topic),  # Java: withNamespace before sending back
             unitMode=False,
-            maxReconsumeTimes=self.options.max_reconsume_times,
+            maxReconsumeTimes=self._max_reconsume_times(),
             bname=mq.broker_name,
         )
         try:
@@ -817,7 +843,18 @@ class PushConsumer(ConsumerBase):
                         msg.msg_id, exc)
             return False
 
-    async def _resend_to_retry(self, msg: MessageExt) -> None:
+    def _max_reconsume_times(self) -> int:
+        """``getMaxReconsumeTimes``: the option, or for -1, 16 (concurrent) or no limit
+        (orderly: Java's ``Integer.MAX_VALUE``)."""
+        value = self.options.max_reconsume_times
+        if value != -1:
+            return value
+        return 2**31 - 1 if self.options.orderly else 16
+
+    async def _resend_to_retry(self, msg: MessageExt, reconsume_time: int | None = None) -> None:
+        """A copy of ``msg`` sent to ``%RETRY%<group>`` (delay level 3 + retries), its
+        ``RECONSUME_TIME`` one more than the message's (Java's fallback of a failed
+        send-back), or ``reconsume_time`` (the orderly consumer's ``sendMessageBack``)."""
         from .producer import Producer
 
         if self._retry_producer is None:
@@ -830,8 +867,8 @@ class PushConsumer(ConsumerBase):
         if not props.get(PROPERTY_ORIGIN_MESSAGE_ID, "").strip():
             props[PROPERTY_ORIGIN_MESSAGE_ID] = msg.client_msg_id
         props[PROPERTY_RETRY_TOPIC] = self._wire_topic(msg.topic)
-        props[PROPERTY_RECONSUME_TIME] = str(msg.reconsume_times + 1)
-        props[PROPERTY_MAX_RECONSUME_TIMES] = str(self.options.max_reconsume_times)
+        props[PROPERTY_RECONSUME_TIME] = str(msg.reconsume_times + 1 if reconsume_time is None else reconsume_time)
+        props[PROPERTY_MAX_RECONSUME_TIMES] = str(self._max_reconsume_times())
         props.pop(PROPERTY_TRANSACTION_PREPARED, None)
         new.delay_time_level = 3 + msg.reconsume_times
         await self._retry_producer.send(new)

@@ -446,3 +446,48 @@ async def test_orderly_context_sets_the_queue_pause(tmp_path):
                     while len(times) < 2:
                         await trio.sleep(0.02)
         assert 0.25 <= times[1] - times[0] < 2.0, times
+
+
+async def test_orderly_max_reconsume_times_sends_the_message_to_the_dlq_and_moves_on(tmp_path):
+    """Orderly ``checkReconsumeTimes``: a message failing ``max_reconsume_times`` (2)
+    suspensions goes to ``%DLQ%<group>`` through the retry topic, and the queue moves on
+    to the next message; without the option (-1) orderly retries without limit."""
+    from trocket.codecs.message.record import decode_record
+
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        calls: list[tuple[bytes, int]] = []
+        done = trio.Event()
+
+        async def on(msg):
+            calls.append((msg.body, msg.reconsume_times))
+            if msg.body == b"next":
+                done.set()
+                return ConsumeResult.SUCCESS
+            return ConsumeResult.RECONSUME_LATER
+
+        def dlq() -> list:
+            got = broker.store.get_message("QG", "%DLQ%QG", 0, 0, 32)
+            if got is None or not getattr(got, "buffers", None):
+                return []
+            try:
+                return [decode_record(buf, decompress=False)[0] for buf in got.buffers]
+            finally:
+                got.release()
+
+        async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
+            await raw_send(inst, "QT", b"poison", queue_id=0)
+            await raw_send(inst, "QT", b"next", queue_id=0)
+            async with PushConsumer("QG", ns, {"QT": "*"}, on, consume_from="first", orderly=True,
+                                    suspend_orderly_s=0.05, max_reconsume_times=2) as consumer:
+                with trio.fail_after(15):
+                    await done.wait()
+                    while not dlq():
+                        await trio.sleep(0.05)
+                assert consumer._max_reconsume_times() == 2
+        assert calls == [(b"poison", 0), (b"poison", 1), (b"poison", 2), (b"next", 0)]
+        (dead,) = dlq()
+        assert dead.body == b"poison"
+    unlimited = PushConsumer("G", "127.0.0.1:1", {"T": "*"}, on, orderly=True)
+    assert unlimited._max_reconsume_times() == 2**31 - 1
+    assert PushConsumer("G", "127.0.0.1:1", {"T": "*"}, on)._max_reconsume_times() == 16

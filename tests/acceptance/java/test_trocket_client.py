@@ -399,6 +399,37 @@ async def test_push_batch_and_delay_level_when_next_consume(peer, broker):
     assert dead.body == b"dead"
 
 
+@on_both()
+async def test_push_orderly_max_reconsume_times_dead_letters(peer, broker):
+    """Orderly with ``max_reconsume_times=0`` (issue 25; Java's checkReconsumeTimes): a
+    message that fails goes to the retry topic with reconsumeTimes = the limit, which the
+    broker turns into %DLQ%<group> (``reconsumeTimes >= maxReconsumeTimes``), and the
+    queue moves on. (Java's broker keeps the copy's DELAY, level 3: it reaches the DLQ
+    10 s later; trocket's stores it there at once.)"""
+    topic, group = unique(broker, "odl"), unique(broker, "odlG")
+    create_topic(peer, topic, 1)
+    create_topic(peer, f"%RETRY%{group}", 1)
+    calls: list[tuple[str, int]] = []
+
+    async def on(msg):
+        calls.append((msg.body.decode(), msg.reconsume_times))
+        return ConsumeResult.SUCCESS if msg.body == b"next" else ConsumeResult.RECONSUME_LATER
+
+    async with Producer(unique(broker, "odlP"), peer.namesrv) as producer:
+        await producer.send(new_message(topic, "poison"))
+        await producer.send(new_message(topic, "next"))
+    async with PushConsumer(group, peer.namesrv, {topic: "*"}, on, consume_from="first", orderly=True,
+                            suspend_orderly_s=0.1, max_reconsume_times=0, **FAST):
+        with trio.fail_after(30):
+            while ("next", 0) not in calls:
+                await trio.sleep(0.1)
+    assert calls == [("poison", 0), ("next", 0)]
+    dlq = f"%DLQ%{group}"
+    assert wait_for(lambda: route_queues(peer, dlq) > 0, 20, 0.2), f"no route of {dlq}"
+    (dead,) = await read_topic(peer, dlq, 1, timeout=30)
+    assert dead.body == b"poison"
+
+
 # -- the lite pull consumer and the blocking facade --------------------------------------------
 
 
