@@ -61,6 +61,20 @@ def _check(client_id: str, all_queues: Sequence[MessageQueue], all_client_ids: S
     return client_id in all_client_ids
 
 
+class _Checked:
+    """``AbstractAllocateMessageQueueStrategy``: :func:`_check` the inputs, then the
+    strategy's own ``_allocate``."""
+
+    __slots__ = ()
+
+    def allocate(
+        self, group: str, client_id: str, all_queues: Sequence[MessageQueue], all_client_ids: Sequence[str]
+    ) -> list[MessageQueue]:
+        if not _check(client_id, all_queues, all_client_ids):
+            return []
+        return self._allocate(group, client_id, all_queues, all_client_ids)  # type: ignore[attr-defined]
+
+
 def allocate_averagely(
     current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
 ) -> list[MessageQueue]:
@@ -86,30 +100,26 @@ def allocate_averagely(
 
 
 @attrs.frozen
-class AllocateAveragely:
+class AllocateAveragely(_Checked):
     """``AllocateMessageQueueAveragely`` (the consumers' default): consecutive blocks."""
 
     name = "AVG"
 
-    def allocate(
+    def _allocate(
         self, group: str, client_id: str, all_queues: Sequence[MessageQueue], all_client_ids: Sequence[str]
     ) -> list[MessageQueue]:
-        if not _check(client_id, all_queues, all_client_ids):
-            return []
         return allocate_averagely(client_id, all_queues, all_client_ids)
 
 
 @attrs.frozen
-class AllocateAveragelyByCircle:
+class AllocateAveragelyByCircle(_Checked):
     """``AllocateMessageQueueAveragelyByCircle``: queue i to client i mod n (round robin)."""
 
     name = "AVG_BY_CIRCLE"
 
-    def allocate(
+    def _allocate(
         self, group: str, client_id: str, all_queues: Sequence[MessageQueue], all_client_ids: Sequence[str]
     ) -> list[MessageQueue]:
-        if not _check(client_id, all_queues, all_client_ids):
-            return []
         index = list(all_client_ids).index(client_id)
         n = len(all_client_ids)
         return [mq for i, mq in enumerate(all_queues) if i >= index and i % n == index]
@@ -126,7 +136,7 @@ def _queue_key(mq: MessageQueue) -> str:
 
 
 @attrs.frozen
-class AllocateConsistentHash:
+class AllocateConsistentHash(_Checked):
     """``AllocateMessageQueueConsistentHash``: a hash ring of ``virtual_nodes`` points per
     client (``<client id>-<i>``, MD5), each queue to the first point at or after its
     key's hash (``ConsistentHashRouter``); a client joining or leaving moves few queues.
@@ -140,11 +150,9 @@ class AllocateConsistentHash:
         if self.virtual_nodes < 0:
             raise ValueError(f"illegal virtual_nodes: {self.virtual_nodes}")
 
-    def allocate(
+    def _allocate(
         self, group: str, client_id: str, all_queues: Sequence[MessageQueue], all_client_ids: Sequence[str]
     ) -> list[MessageQueue]:
-        if not _check(client_id, all_queues, all_client_ids):
-            return []
         ring: dict[int, str] = {}  # a later point of the same hash replaces the earlier (TreeMap.put)
         replicas: dict[str, int] = {}
         for cid in all_client_ids:
@@ -177,7 +185,7 @@ class AllocateByConfig:
 
 
 @attrs.frozen
-class AllocateByMachineRoom:
+class AllocateByMachineRoom(_Checked):
     """``AllocateMessageQueueByMachineRoom``: only queues of brokers named
     ``<room>@<name>`` with a room in ``consumer_idcs``, in blocks, the remainder one
     each to the first clients."""
@@ -185,11 +193,9 @@ class AllocateByMachineRoom:
     consumer_idcs: frozenset[str] = attrs.field(converter=frozenset)
     name = "MACHINE_ROOM"
 
-    def allocate(
+    def _allocate(
         self, group: str, client_id: str, all_queues: Sequence[MessageQueue], all_client_ids: Sequence[str]
     ) -> list[MessageQueue]:
-        if not _check(client_id, all_queues, all_client_ids):
-            return []
         index = list(all_client_ids).index(client_id)
         mine = []
         for mq in all_queues:
@@ -205,7 +211,7 @@ class AllocateByMachineRoom:
 
 
 @attrs.frozen
-class AllocateMachineRoomNearby:
+class AllocateMachineRoomNearby(_Checked):
     """``AllocateMachineRoomNearby``: each room's queues go to that room's clients (by
     ``strategy``); the queues of a room without clients are shared by all.
     ``broker_room(mq)`` and ``consumer_room(client_id)`` say where each is deployed
@@ -219,11 +225,9 @@ class AllocateMachineRoomNearby:
     def name(self) -> str:
         return f"MACHINE_ROOM_NEARBY-{self.strategy.name}"
 
-    def allocate(
+    def _allocate(
         self, group: str, client_id: str, all_queues: Sequence[MessageQueue], all_client_ids: Sequence[str]
     ) -> list[MessageQueue]:
-        if not _check(client_id, all_queues, all_client_ids):
-            return []
         queues_by_room: dict[str, list[MessageQueue]] = {}
         for mq in all_queues:
             room = self.broker_room(mq)

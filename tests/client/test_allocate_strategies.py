@@ -9,7 +9,6 @@ and checks the file is what it prints, so the vectors can be regenerated:
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,8 +24,9 @@ from trocket.client.rebalance_strategy import (
 )
 from trocket.codecs.bodies.client import MessageQueue
 
+from ..java_vectors import java_prints
+
 VECTORS = Path(__file__).resolve().parent / "data" / "allocate_vectors.json"
-SOURCE = Path(__file__).resolve().parent.parent / "acceptance" / "scripts" / "AllocateVectors.java"
 CASES = json.loads(VECTORS.read_text())
 
 
@@ -83,22 +83,7 @@ def test_a_client_the_broker_does_not_list_gets_nothing_and_empty_input_is_an_er
 
 def test_vectors_file_is_what_java_prints():
     """Java's classes, run now, print exactly the committed vectors."""
-    import sys
-
-    sys.path.insert(0, str(SOURCE.parent.parent))
-    sys.path.insert(0, str(SOURCE.parent.parent / "java"))
-    from java_tools import find_bundle
-
-    bundle, why = find_bundle()
-    if bundle is None:
-        pytest.skip(why)
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as out:
-        subprocess.run([bundle.javac, "-cp", bundle.classpath, "-d", out, str(SOURCE)], check=True)
-        printed = subprocess.run([bundle.java, *bundle.jdk17_opts, "-cp", f"{bundle.classpath}:{out}", "AllocateVectors"],
-                                 check=True, capture_output=True, text=True, timeout=120).stdout
-    assert json.loads(printed) == CASES
+    assert json.loads(java_prints("AllocateVectors")) == CASES
 
 
 async def test_push_and_lite_consumers_use_the_strategy_they_are_given(tmp_path):

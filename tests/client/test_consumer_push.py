@@ -12,8 +12,20 @@ from trocket.client.instance import ClientInstance
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.headers import SendMessageRequestHeaderV2
 from trocket.codecs.message.properties import encode_properties
+from trocket.codecs.message.record import decode_record
 
 from .conftest import running_broker
+
+
+def dead_letters(broker, group: str) -> list:
+    """The messages in the broker's ``%DLQ%<group>`` (read from its store)."""
+    got = broker.store.get_message(group, f"%DLQ%{group}", 0, 0, 32)
+    if got is None or not getattr(got, "buffers", None):
+        return []
+    try:
+        return [decode_record(buf, decompress=False)[0] for buf in got.buffers]
+    finally:
+        got.release()
 
 
 async def raw_send(inst: ClientInstance, topic: str, body: bytes, *, queue_id: int, tags: str | None = None,
@@ -203,8 +215,6 @@ async def test_suspend_resume_and_unsubscribe(tmp_path):
 async def test_max_reconsume_times_sends_the_message_to_the_dlq(tmp_path):
     """A message whose callback keeps failing is consumed 1 + ``max_reconsume_times``
     times (the original, then each retry), then the broker puts it in ``%DLQ%<group>``."""
-    from trocket.codecs.message.record import decode_record
-
     # short delay levels: retries come back in 0.1 s, not 10 s, 30 s...
     async with running_broker(tmp_path, message_delay_level=" ".join(["100ms"] * 18)) as broker:
         ns = ";".join(broker.namesrv_addrs)
@@ -215,13 +225,7 @@ async def test_max_reconsume_times_sends_the_message_to_the_dlq(tmp_path):
             return ConsumeResult.RECONSUME_LATER
 
         def dlq() -> list:
-            got = broker.store.get_message("DG", "%DLQ%DG", 0, 0, 32)
-            if got is None or not getattr(got, "buffers", None):
-                return []
-            try:
-                return [decode_record(buf, decompress=False)[0] for buf in got.buffers]
-            finally:
-                got.release()
+            return dead_letters(broker, "DG")
 
         async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
             await raw_send(inst, "DT", b"poison", queue_id=0)
@@ -387,8 +391,6 @@ async def test_delay_level_when_next_consume_picks_the_level_or_the_dlq(tmp_path
     """``context.delay_level_when_next_consume``: 1 brings the message back after level 1
     (100 ms here, where the broker's own choice, level 3, is 30 s); -1 puts it in
     ``%DLQ%<group>`` at once, never consumed again."""
-    from trocket.codecs.message.record import decode_record
-
     levels = " ".join(["100ms", "100ms"] + ["30s"] * 16)
     async with running_broker(tmp_path, message_delay_level=levels) as broker:
         ns = ";".join(broker.namesrv_addrs)
@@ -403,13 +405,7 @@ async def test_delay_level_when_next_consume_picks_the_level_or_the_dlq(tmp_path
             return ConsumeResult.SUCCESS
 
         def dlq() -> list:
-            got = broker.store.get_message("LG", "%DLQ%LG", 0, 0, 32)
-            if got is None or not getattr(got, "buffers", None):
-                return []
-            try:
-                return [decode_record(buf, decompress=False)[0] for buf in got.buffers]
-            finally:
-                got.release()
+            return dead_letters(broker, "LG")
 
         async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
             await raw_send(inst, "LT", b"soon", queue_id=0)
@@ -452,8 +448,6 @@ async def test_orderly_max_reconsume_times_sends_the_message_to_the_dlq_and_move
     """Orderly ``checkReconsumeTimes``: a message failing ``max_reconsume_times`` (2)
     suspensions goes to ``%DLQ%<group>`` through the retry topic, and the queue moves on
     to the next message; without the option (-1) orderly retries without limit."""
-    from trocket.codecs.message.record import decode_record
-
     async with running_broker(tmp_path) as broker:
         ns = ";".join(broker.namesrv_addrs)
         calls: list[tuple[bytes, int]] = []
@@ -467,13 +461,7 @@ async def test_orderly_max_reconsume_times_sends_the_message_to_the_dlq_and_move
             return ConsumeResult.RECONSUME_LATER
 
         def dlq() -> list:
-            got = broker.store.get_message("QG", "%DLQ%QG", 0, 0, 32)
-            if got is None or not getattr(got, "buffers", None):
-                return []
-            try:
-                return [decode_record(buf, decompress=False)[0] for buf in got.buffers]
-            finally:
-                got.release()
+            return dead_letters(broker, "QG")
 
         async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
             await raw_send(inst, "QT", b"poison", queue_id=0)

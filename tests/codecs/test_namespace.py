@@ -6,12 +6,7 @@ program again when Java is here and checks the file is what it prints."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
-
-import pytest
 
 from trocket.codecs.namespace import (
     is_already_with_namespace,
@@ -20,8 +15,9 @@ from trocket.codecs.namespace import (
     wrap_namespace_and_retry,
 )
 
+from ..java_vectors import java_prints
+
 VECTORS = Path(__file__).resolve().parent / "data" / "namespace_vectors.json"
-SOURCE = Path(__file__).resolve().parent.parent / "acceptance" / "scripts" / "NamespaceVectors.java"
 ROWS = json.loads(VECTORS.read_text())
 
 FUNCTIONS = {
@@ -40,15 +36,5 @@ def test_every_row_is_java_s_answer():
 
 
 def test_vectors_file_is_what_java_prints():
-    sys.path.insert(0, str(SOURCE.parent.parent))
-    sys.path.insert(0, str(SOURCE.parent.parent / "java"))
-    from java_tools import find_bundle
-
-    bundle, why = find_bundle()
-    if bundle is None:
-        pytest.skip(why)
-    with tempfile.TemporaryDirectory() as out:
-        subprocess.run([bundle.javac, "-cp", bundle.classpath, "-d", out, str(SOURCE)], check=True)
-        printed = subprocess.run([bundle.java, *bundle.jdk17_opts, "-cp", f"{bundle.classpath}:{out}",
-                                  "NamespaceVectors"], check=True, capture_output=True, text=True, timeout=120).stdout
-    assert json.loads(printed) == ROWS
+    """Java's classes, run now, print exactly the committed vectors."""
+    assert json.loads(java_prints("NamespaceVectors")) == ROWS

@@ -68,6 +68,18 @@ async def read_topic(peer, topic: str, want: int, timeout: float = 15.0) -> list
     return got
 
 
+async def admin_step(java_bundle, java_classes, tmp_path, peer, scenario: str, **params: str) -> dict:
+    """One mqadmin scenario of the Java runner (``Scenarios.java``) against ``peer``, in a
+    worker thread: what it printed and whether it failed."""
+    import functools
+
+    from java_tools import run_step
+
+    return await trio.to_thread.run_sync(functools.partial(
+        run_step, java_bundle, java_classes, tmp_path / scenario, scenario, namesrv=peer.namesrv, broker=peer.addr,
+        **params))
+
+
 # -- the producer -----------------------------------------------------------------------------
 
 
@@ -516,10 +528,6 @@ async def test_message_trace_from_trocket_clients(peer, broker, java_bundle, jav
 async def test_mqadmin_consumer_status_and_consume_directly(peer, broker, java_bundle, java_classes, tmp_path):
     """mqadmin ``consumerStatus -i`` (GET_CONSUMER_RUNNING_INFO 307) and ``queryMsgById
     -g -d`` (CONSUME_MESSAGE_DIRECTLY 309) against a running trocket PushConsumer."""
-    import functools
-
-    from java_tools import run_step
-
     topic, group = unique(broker, "cst"), unique(broker, "cstG")
     create_topic(peer, topic)
     seen: list[str] = []
@@ -535,12 +543,8 @@ async def test_mqadmin_consumer_status_and_consume_directly(peer, broker, java_b
         with trio.fail_after(60):
             await consumed.wait()
 
-        def step(scenario: str, **params: str) -> dict:
-            return run_step(java_bundle, java_classes, tmp_path / scenario, scenario, namesrv=peer.namesrv,
-                            broker=peer.addr, **params)
-
-        out = await trio.to_thread.run_sync(functools.partial(step, "consumer_status", group=group,
-                                                              clientId=consumer.client_id))
+        out = await admin_step(java_bundle, java_classes, tmp_path, peer, "consumer_status", group=group,
+                               clientId=consumer.client_id)
         assert not out["failed"], out
         text = out["output"]
         assert "#Consumer Properties#" in text and "#Consumer Subscription#" in text, text
@@ -548,9 +552,8 @@ async def test_mqadmin_consumer_status_and_consume_directly(peer, broker, java_b
         assert topic in text and f"%RETRY%{group}" in text, text
         assert "#Consumer MQ Detail#" in text, text
         n = len(seen)
-        out = await trio.to_thread.run_sync(functools.partial(step, "consume_directly", group=group,
-                                                              clientId=consumer.client_id,
-                                                              msgId=result.offset_msg_id))
+        out = await admin_step(java_bundle, java_classes, tmp_path, peer, "consume_directly", group=group,
+                               clientId=consumer.client_id, msgId=result.offset_msg_id)
         assert not out["failed"], out
         assert "consumeResult=CR_SUCCESS" in out["output"], out  # None is SUCCESS in trocket
         assert seen[n:] == ["status"]
@@ -562,10 +565,6 @@ async def test_pull_consumer_queue_change_listener_and_admin_calls(peer, broker,
     grows from 4 to 8 queues (not at start); mqadmin ``consumerStatus -i`` reads its
     GET_CONSUMER_RUNNING_INFO (CONSUME_ACTIVELY, its subscription); ``queryMsgById -d``
     (CONSUME_MESSAGE_DIRECTLY) is refused, a lite consumer having no listener."""
-    import functools
-
-    from java_tools import run_step
-
     topic, group = unique(broker, "qc"), unique(broker, "qcG")
     create_topic(peer, topic, 4)
     changes: list[tuple[str, set]] = []
@@ -588,18 +587,13 @@ async def test_pull_consumer_queue_change_listener_and_admin_calls(peer, broker,
         (t, queues), = changes
         assert t == topic and sorted(mq.queue_id for mq in queues) == list(range(8))
 
-        def step(scenario: str, **params: str) -> dict:
-            return run_step(java_bundle, java_classes, tmp_path / scenario, scenario, namesrv=peer.namesrv,
-                            broker=peer.addr, **params)
-
-        out = await trio.to_thread.run_sync(functools.partial(step, "consumer_status", group=group,
-                                                              clientId=consumer.client_id))
+        out = await admin_step(java_bundle, java_classes, tmp_path, peer, "consumer_status", group=group,
+                               clientId=consumer.client_id)
         assert not out["failed"], out
         text = out["output"]
         assert "#Consumer Properties#" in text and "CONSUME_ACTIVELY" in text and topic in text, text
-        out = await trio.to_thread.run_sync(functools.partial(step, "consume_directly", group=group,
-                                                              clientId=consumer.client_id,
-                                                              msgId=result.offset_msg_id))
+        out = await admin_step(java_bundle, java_classes, tmp_path, peer, "consume_directly", group=group,
+                               clientId=consumer.client_id, msgId=result.offset_msg_id)
         assert "consumeResult=" not in out["output"], out  # (the push consumer's test finds CR_SUCCESS)
 
 
