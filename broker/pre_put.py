@@ -108,10 +108,10 @@ class PrePut:
 
 
 def dead_letter_step(ctx: BrokerContext) -> PrePutStep:
-    """``handleRetryAndDLQ``: a message sent to ``%RETRY%<group>`` with more reconsume
-    times than the header's ``maxReconsumeTimes`` (else the group's ``retryMaxTimes``,
-    16 by default) goes to ``%DLQ%<group>``, queue 0; the topic is made (1 queue, perm 6)
-    if it is new."""
+    """``handleRetryAndDLQ``: a message sent to ``%RETRY%<group>`` with as many reconsume
+    times as the header's ``maxReconsumeTimes`` or more (else the group's
+    ``retryMaxTimes``, 16 by default; Java's ``reconsumeTimes >= maxReconsumeTimes``)
+    goes to ``%DLQ%<group>``, queue 0; the topic is made (1 queue, perm 6) if it is new."""
     topics = ctx.topics
     subscriptions = ctx.subscriptions
 
@@ -123,7 +123,7 @@ def dead_letter_step(ctx: BrokerContext) -> PrePutStep:
         if max_times is None:
             sg = subscriptions.find(topic[len(RETRY_GROUP_TOPIC_PREFIX) :])
             max_times = sg.retry_max_times if sg is not None else DEFAULT_MAX_RECONSUME_TIMES
-        if msg.reconsume_times <= max_times:
+        if msg.reconsume_times < max_times:
             return None
         dlq = DLQ_GROUP_TOPIC_PREFIX + topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
         if topics.select(dlq) is None:
@@ -169,10 +169,12 @@ def delay_step(schedule: ScheduleMessageService) -> PrePutStep:
     return PrePutStep(delay, property_names=("DELAY",))
 
 
-def pre_put(ctx: BrokerContext) -> PrePut:
+def pre_put(ctx: BrokerContext, *, dead_letter: bool = True) -> PrePut:
     """The broker's steps, in Java's order: dead letter, half message, delay (a context
-    without a schedule service -- bare test setups -- does not delay)."""
-    steps = [dead_letter_step(ctx), half_step(ctx)]
+    without a schedule service -- bare test setups -- does not delay). The send-back
+    path leaves the dead-letter step out (``dead_letter=False``): it decides the DLQ
+    itself, on the stored message's count, and Java's never runs ``handleRetryAndDLQ``."""
+    steps = [dead_letter_step(ctx), half_step(ctx)] if dead_letter else [half_step(ctx)]
     if ctx.schedule is not None:
         steps.append(delay_step(ctx.schedule))
     return PrePut(tuple(steps))

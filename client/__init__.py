@@ -84,17 +84,34 @@ from .blocking import (  # noqa: E402
     BlockingPushConsumer,
     BlockingTransactionProducer,
 )
-from .consumer import ConsumeFrom, ConsumeResult, MessageModel, PushConsumer, PushConsumerOptions  # noqa: E402
+from .consumer import ConsumeContext, ConsumeFrom, ConsumeResult, MessageModel, PushConsumer, PushConsumerOptions  # noqa: E402
 from .consumer_lite import PullConsumer, PullConsumerOptions  # noqa: E402
+from .rebalance_strategy import (  # noqa: E402
+    AllocateAveragely,
+    AllocateAveragelyByCircle,
+    AllocateByConfig,
+    AllocateByMachineRoom,
+    AllocateConsistentHash,
+    AllocateMachineRoomNearby,
+    AllocateStrategy,
+)
 from .subscription import MessageSelector  # noqa: E402
 
 __all__ += [
+    "AllocateStrategy",
+    "AllocateAveragely",
+    "AllocateAveragelyByCircle",
+    "AllocateConsistentHash",
+    "AllocateByConfig",
+    "AllocateByMachineRoom",
+    "AllocateMachineRoomNearby",
     "MessageSelector",
     "PushConsumer",
     "PushConsumerOptions",
     "PullConsumer",
     "PullConsumerOptions",
     "ConsumeResult",
+    "ConsumeContext",
     "ConsumeFrom",
     "MessageModel",
     "BlockingProducer",

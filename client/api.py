@@ -154,9 +154,16 @@ from .errors import (
 )
 from .message import MessageExt, PullResult, PullStatus
 
-__all__ = ["ClientAPI", "response_error", "remoting_error", "decoded", "target_name", "REFUSED_CODES"]
+__all__ = ["vip_channel_addr", "ClientAPI", "response_error", "remoting_error", "decoded", "target_name", "REFUSED_CODES"]
 
 T = TypeVar("T")
+
+
+def vip_channel_addr(addr: str) -> str:
+    """``MixAll.brokerVIPChannel``: ``host:port`` -> ``host:(port - 2)``, the broker's
+    VIP channel."""
+    host, _, port = addr.rpartition(":")
+    return f"{host}:{int(port) - 2}"
 #: what a call's outcome is given to: ``(response, None)`` or ``(None, client error)``
 AnswerCallback = Callable[[RemotingCommand | None, ClientError | None], object]
 
@@ -260,6 +267,11 @@ class ClientAPI:
             custom_header=header,
             serialize_type=self.config.serialize_type,
         )
+
+    def vip(self, addr: str) -> str:
+        """``MixAll.brokerVIPChannel``: the broker's VIP channel address (port - 2) when
+        ``vip_channel_enabled``, else ``addr``; the calls Java sends there use it."""
+        return vip_channel_addr(addr) if self.config.vip_channel_enabled else addr
 
     def _timeout(self, timeout: float | None) -> float:
         return self.config.call_timeout if timeout is None else timeout
@@ -423,6 +435,7 @@ class ClientAPI:
                                  f"refused by {addr}", resp)
 
     async def get_consumer_list(self, addr: str, group: str, timeout: float | None = None) -> list[str]:
+        addr = self.vip(addr)
         req = self.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, GetConsumerListByGroupRequestHeader(consumerGroup=group))
         resp = await self.invoke(addr, req, timeout)
         if resp.code != ResponseCode.SUCCESS:
@@ -448,6 +461,7 @@ class ClientAPI:
         self, addr: str, group: str, mq: MessageQueue, timeout: float | None = None
     ) -> int | None:
         """QUERY_CONSUMER_OFFSET; ``None`` when the broker has none (QUERY_NOT_FOUND)."""
+        addr = self.vip(addr)
         req = self.request(
             RequestCode.QUERY_CONSUMER_OFFSET,
             QueryConsumerOffsetRequestHeader(consumerGroup=group, topic=mq.topic, queueId=mq.queue_id, bname=mq.broker_name),
@@ -462,6 +476,7 @@ class ClientAPI:
     async def update_consumer_offset(
         self, addr: str, group: str, mq: MessageQueue, offset: int, *, oneway: bool = False, timeout: float | None = None
     ) -> None:
+        addr = self.vip(addr)
         req = self.request(
             RequestCode.UPDATE_CONSUMER_OFFSET,
             UpdateConsumerOffsetRequestHeader(
@@ -476,6 +491,7 @@ class ClientAPI:
             raise response_error(f"update offset of {group} on {mq}", resp)
 
     async def lock_batch(self, addr: str, body: LockBatchRequestBody, timeout: float | None = None) -> list[MessageQueue]:
+        addr = self.vip(addr)
         resp = await self.invoke(addr, self.request(RequestCode.LOCK_BATCH_MQ, body=body.encode()), timeout)
         if resp.code != ResponseCode.SUCCESS:
             raise response_error(f"lock queues at {addr}", resp)
@@ -484,6 +500,7 @@ class ClientAPI:
     async def unlock_batch(
         self, addr: str, body: UnlockBatchRequestBody, *, oneway: bool = False, timeout: float | None = None
     ) -> None:
+        addr = self.vip(addr)
         req = self.request(RequestCode.UNLOCK_BATCH_MQ, body=body.encode())
         if oneway:
             await self.invoke_oneway(addr, req, timeout)
@@ -494,11 +511,13 @@ class ClientAPI:
 
     async def send_back(self, addr: str, header: ConsumerSendMsgBackRequestHeader, timeout: float | None = None) -> None:
         """CONSUMER_SEND_MSG_BACK (RECONSUME_LATER)."""
+        addr = self.vip(addr)
         resp = await self.invoke(addr, self.request(RequestCode.CONSUMER_SEND_MSG_BACK, header), timeout)
         if resp.code != ResponseCode.SUCCESS:
             raise response_error(f"send back {header.originMsgId} at {addr}", resp)
 
     async def search_offset(self, addr: str, mq: MessageQueue, timestamp_ms: int, timeout: float | None = None) -> int:
+        addr = self.vip(addr)
         req = self.request(
             RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
             SearchOffsetRequestHeader(topic=mq.topic, queueId=mq.queue_id, timestamp=timestamp_ms, bname=mq.broker_name),
@@ -507,12 +526,14 @@ class ClientAPI:
                                         refused=f"search offset of {mq} at {timestamp_ms}")
 
     async def get_max_offset(self, addr: str, mq: MessageQueue, timeout: float | None = None) -> int:
+        addr = self.vip(addr)
         req = self.request(
             RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic=mq.topic, queueId=mq.queue_id, bname=mq.broker_name)
         )
         return await self._offset_query(addr, req, GetMaxOffsetResponseHeader, f"max offset of {mq}", timeout)
 
     async def get_min_offset(self, addr: str, mq: MessageQueue, timeout: float | None = None) -> int:
+        addr = self.vip(addr)
         req = self.request(
             RequestCode.GET_MIN_OFFSET, GetMinOffsetRequestHeader(topic=mq.topic, queueId=mq.queue_id, bname=mq.broker_name)
         )
@@ -541,6 +562,7 @@ class ClientAPI:
     # -- broker: admin ------------------------------------------------------------------
 
     async def create_topic(self, addr: str, header: CreateTopicRequestHeader, timeout: float | None = None) -> None:
+        addr = self.vip(addr)
         resp = await self.invoke(addr, self.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header), timeout)
         if resp.code != ResponseCode.SUCCESS:
             raise response_error(f"create topic {header.topic} at {addr}", resp)
@@ -562,12 +584,14 @@ class ClientAPI:
     async def update_acl_config(self, addr: str, header: CreateAccessConfigRequestHeader,
                                 timeout: float | None = None) -> None:
         """UPDATE_AND_CREATE_ACL_CONFIG: create or update an account."""
+        addr = self.vip(addr)
         resp = await self.invoke(addr, self.request(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, header), timeout)
         if resp.code != ResponseCode.SUCCESS:
             raise response_error(f"update ACL account {header.accessKey} at {addr}", resp)
 
     async def delete_acl_config(self, addr: str, access_key: str, timeout: float | None = None) -> None:
         """DELETE_ACL_CONFIG: remove an account."""
+        addr = self.vip(addr)
         header = DeleteAccessConfigRequestHeader(accessKey=access_key)
         resp = await self.invoke(addr, self.request(RequestCode.DELETE_ACL_CONFIG, header), timeout)
         if resp.code != ResponseCode.SUCCESS:
@@ -576,6 +600,7 @@ class ClientAPI:
     async def update_global_white_addrs(self, addr: str, addresses: list[str], acl_file: str = "",
                                         timeout: float | None = None) -> None:
         """UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: replace ``globalWhiteRemoteAddresses``."""
+        addr = self.vip(addr)
         header = UpdateGlobalWhiteAddrsConfigRequestHeader(globalWhiteAddrs=",".join(addresses), aclFileFullPath=acl_file)
         resp = await self.invoke(addr, self.request(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, header), timeout)
         if resp.code != ResponseCode.SUCCESS:
@@ -583,6 +608,7 @@ class ClientAPI:
 
     async def get_broker_acl_info(self, addr: str, timeout: float | None = None) -> GetBrokerAclConfigResponseHeader:
         """GET_BROKER_CLUSTER_ACL_INFO: the ACL file's version, the broker's names."""
+        addr = self.vip(addr)
         resp = await self.invoke(addr, self.request(RequestCode.GET_BROKER_CLUSTER_ACL_INFO), timeout)
         if resp.code != ResponseCode.SUCCESS:
             raise response_error(f"ACL info of {addr}", resp)
@@ -645,6 +671,7 @@ class ClientAPI:
 
     async def update_subscription_group(self, addr: str, config: SubscriptionGroupConfig, timeout: float | None = None) -> None:
         """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: create or replace a group's config."""
+        addr = self.vip(addr)
         await self.call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None,
                         f"update subscription group {config.group_name} at {addr}", body=config.to_body(), timeout=timeout)
 
@@ -726,6 +753,7 @@ class ClientAPI:
         or with ``unique`` a unique key) on ``topic`` stored within ``[begin_ms, end_ms]``;
         hash collisions included (the caller filters), none found is an empty list. Also
         the index's last update time and commit-log offset."""
+        addr = self.vip(addr)
         header = QueryMessageRequestHeader(topic=topic, key=key, maxNum=max_num, beginTimestamp=begin_ms,
                                            endTimestamp=end_ms)
         req = self.request(RequestCode.QUERY_MESSAGE, header,
@@ -741,6 +769,7 @@ class ClientAPI:
     async def view_message(self, addr: str, commit_log_offset: int, timeout: float | None = None) -> MessageExt:
         """VIEW_MESSAGE_BY_ID: the message stored at ``commit_log_offset`` (the offset an
         offset message id names)."""
+        addr = self.vip(addr)
 
         def decode(resp: RemotingCommand) -> MessageExt:
             found = list(iter_records(resp.body))
@@ -769,6 +798,7 @@ class ClientAPI:
 
     async def get_earliest_msg_storetime(self, addr: str, mq: MessageQueue, timeout: float | None = None) -> int:
         """GET_EARLIEST_MSG_STORETIME: the store time of the oldest message in the queue (-1: none)."""
+        addr = self.vip(addr)
         header = GetEarliestMsgStoretimeRequestHeader(topic=mq.topic, queueId=mq.queue_id)
         return await self.call(
             addr, RequestCode.GET_EARLIEST_MSG_STORETIME, header, f"earliest store time of {mq}",

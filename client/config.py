@@ -85,6 +85,9 @@ class ClientConfig:
     #: JSON is Java's default (``rocketmq.serialize.type``)
     serialize_type: SerializeType = SerializeType.ROCKETMQ
     language: LanguageCode = LanguageCode.PYTHON
+    #: sends and the broker calls Java sends there go to each broker's VIP channel, its
+    #: listen port - 2 (``vipChannelEnabled`` / ``sendMessageWithVIPChannel``; off, as 4.9.8)
+    vip_channel_enabled: bool = False
     #: async calls in flight per instance (``clientAsyncSemaphoreValue``)
     async_permits: int = 65535
     oneway_permits: int = 65535

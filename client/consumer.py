@@ -13,8 +13,8 @@ What runs, in the consumer's nursery:
   control: it waits while the queue holds more than ``pull_threshold_for_queue``
   messages or ``pull_threshold_size_mib`` MiB of bodies, or (concurrently) spans more
   than ``max_span`` offsets;
-- per owned queue, consume tasks that hand messages to the callback, one at a time, in
-  queue order (``queue_parallelism`` > 1 lets a queue's messages run side by side, as
+- per owned queue, consume tasks that hand messages to the callback, one at a time (or
+  batches of up to ``consume_batch_max_size`` to a batch listener), in queue order (``queue_parallelism`` > 1 lets a queue's messages run side by side, as
   Java's concurrent service does, giving up their order); all callbacks of the consumer
   share ``max_concurrency`` slots; plain functions run in worker threads;
 - offsets: the smallest offset not yet consumed of each queue is committed every 5 s and
@@ -38,8 +38,6 @@ in flight finish (up to ``await_termination_s``), commits, unlocks and unregiste
 
 from __future__ import annotations
 
-import functools
-import inspect
 import logging
 import time
 import traceback
@@ -60,11 +58,7 @@ from trocket.codecs.bodies.client import (
 )
 from trocket.codecs.bodies.groups import ResetOffsetBody
 from trocket.codecs.bodies.running import (
-    PROP_CLIENT_VERSION,
     PROP_CONSUME_ORDERLY,
-    PROP_CONSUME_TYPE,
-    PROP_CONSUMER_START_TIMESTAMP,
-    PROP_NAMESERVER_ADDR,
     PROP_THREADPOOL_CORE_SIZE,
     CMResult,
     ConsumeMessageDirectlyResult,
@@ -73,6 +67,7 @@ from trocket.codecs.bodies.running import (
 )
 from trocket.codecs.headers import ConsumerSendMsgBackRequestHeader
 from trocket.codecs.message.message import Message, MessageExt
+from trocket.codecs.namespace import without_namespace
 from trocket.codecs.message.properties import (
     PROPERTY_CONSUME_START_TIMESTAMP,
     PROPERTY_MAX_RECONSUME_TIMES,
@@ -90,7 +85,10 @@ from .consumer_base import (
     ConsumerOptions,
     ConsumeResult,
     Listener,
+    ConsumeContext,
     make_invoker,
+    listener_caller,
+    takes_context,
     reset_retry_topic,
     start_errors_unwrapped,
 )
@@ -101,7 +99,7 @@ from .message import PullStatus
 from .process_queue import ProcessQueue
 from .trace import TraceDispatcher, traced_invoker
 
-__all__ = ["PushConsumer", "PushConsumerOptions", "ConsumeResult", "ConsumeFrom", "MessageModel", "ConsumerStats"]
+__all__ = ["PushConsumer", "PushConsumerOptions", "ConsumeResult", "ConsumeContext", "ConsumeFrom", "MessageModel", "ConsumerStats"]
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +115,14 @@ RECONSUME_LOCAL_DELAY_S = 5.0
 OFFSET_ILLEGAL_DELAY_S = 10.0
 
 
+def _suspend_time(context: ConsumeContext | None, default_s: float) -> float:
+    """An orderly queue's pause after RECONSUME_LATER: the context's
+    ``suspend_current_queue_time_s`` or ``default_s``, within Java's 10 ms - 30 s."""
+    chosen = default_s if context is None or context.suspend_current_queue_time_s is None \
+        else context.suspend_current_queue_time_s
+    return min(max(chosen, 0.01), 30.0)
+
+
 @attrs.define(slots=True, kw_only=True)
 class PushConsumerOptions(ConsumerOptions):
     """A push consumer's knobs; defaults are ``DefaultMQPushConsumer``'s (times in s);
@@ -127,13 +133,27 @@ class PushConsumerOptions(ConsumerOptions):
     max_concurrency: int = 20
     #: callbacks in flight per queue; 1 keeps each queue's order
     queue_parallelism: int = 1
+    #: messages of one queue a batch listener, ``listener(msgs, context)``, gets at once
+    #: (``consumeMessageBatchMaxSize``); its result applies to the whole batch
+    consume_batch_max_size: int = 1
     pull_threshold_size_mib: float = 100
+    #: messages cached for all the owned queues together (``pullThresholdForTopic``):
+    #: each queue's limit becomes this over the queues owned (at least 1), replacing
+    #: ``pull_threshold_for_queue``; -1: off
+    pull_threshold_for_topic: int = -1
+    #: MiB of bodies cached for all the owned queues together
+    #: (``pullThresholdSizeForTopic``), divided likewise; -1: off
+    pull_threshold_size_for_topic_mib: int = -1
+    #: a pause after each pull that found messages (``pullInterval``; 0: pull again at once)
+    pull_interval_s: float = 0.0
     #: concurrent consumption: stop pulling while a queue's cached offsets span more than this
     max_span: int = 2000
     #: offsets committed this often; None: the client config's ``persist_offset_interval`` (5 s)
     persist_interval_s: float | None = None
     lock_interval_s: float = 20.0
-    max_reconsume_times: int = 16
+    #: deliveries of a failing message before the DLQ (``maxReconsumeTimes``); -1 (the
+    #: default): 16 for concurrent consumption, no limit for orderly, as Java
+    max_reconsume_times: int = -1
     #: a message whose callback started longer ago than this is sent back (delay level 3)
     #: and passed over, checked this often (``consumeTimeout``, 15 min; concurrent only)
     consume_timeout_s: float = 15 * 60.0
@@ -149,9 +169,18 @@ class PushConsumerOptions(ConsumerOptions):
         super().__attrs_post_init__()
         if self.consume_timeout_s <= 0:
             raise ValueError(f"consume_timeout_s must be positive, not {self.consume_timeout_s}")
-        for name in ("max_concurrency", "queue_parallelism"):
+        for name in ("max_concurrency", "queue_parallelism", "consume_batch_max_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.pull_threshold_for_topic != -1 and not 1 <= self.pull_threshold_for_topic <= 6553500:
+            raise ValueError(f"pull_threshold_for_topic must be -1 or within 1-6553500, not {self.pull_threshold_for_topic}")
+        if self.pull_threshold_size_for_topic_mib != -1 and not 1 <= self.pull_threshold_size_for_topic_mib <= 102400:
+            raise ValueError("pull_threshold_size_for_topic_mib must be -1 or within 1-102400, not "
+                             f"{self.pull_threshold_size_for_topic_mib}")
+        if not 0 <= self.pull_interval_s <= 65.535:
+            raise ValueError(f"pull_interval_s must be within 0-65.535, not {self.pull_interval_s}")
+        if self.consume_batch_max_size > 1024:  # Java's checkConfig
+            raise ValueError(f"consume_batch_max_size must be at most 1024, not {self.consume_batch_max_size}")
         if self.orderly and self.queue_parallelism != 1:
             raise ValueError("an orderly consumer consumes one message of a queue at a time (queue_parallelism=1)")
 
@@ -209,8 +238,8 @@ class PushConsumer(ConsumerBase):
         if options is not None and option_kw:
             raise TypeError("give either options= or option keywords, not both")
         self.options = options or PushConsumerOptions(**option_kw)
+        self._set_namespace(self.options.namespace)
         self._started = False
-        self._start_ms = 0
         self._resumed = trio.Event()  # unset while suspended
         self._resumed.set()
         self._retry_sub: SubscriptionData | None = None
@@ -222,6 +251,11 @@ class PushConsumer(ConsumerBase):
         self._owned: dict[MessageQueue, _Owned] = {}
         self._limiter = trio.CapacityLimiter(self.options.max_concurrency)
         self._invoke = None
+        self._takes_context = False
+        #: each queue's flow-control limits now: the options', or the topic-wide ones
+        #: divided over the queues owned (:meth:`_divide_thresholds`)
+        self._queue_threshold = self.options.pull_threshold_for_queue
+        self._queue_threshold_bytes = int(self.options.pull_threshold_size_mib * 1024 * 1024)
         self._rebalance_lock = trio.Lock()
         self._retry_producer = None
         self.stats = ConsumerStats()
@@ -234,6 +268,7 @@ class PushConsumer(ConsumerBase):
         """Subscribe to ``topic`` with ``"*"``, ``"TagA || TagB"`` or a
         :class:`~.subscription.MessageSelector` (``MessageSelector.by_sql("a > 5")``: the
         broker evaluates it on each message's properties), before or after start."""
+        topic = self._wire_topic(topic)
         self._subs[topic] = subs.build(topic, expression)
         if self._started:
             assert self._instance is not None
@@ -243,7 +278,7 @@ class PushConsumer(ConsumerBase):
     def unsubscribe(self, topic: str) -> None:
         """Stop consuming ``topic``: the next rebalance (started now) gives up its queues
         and the brokers stop listing it for this client (Java's ``unsubscribe``)."""
-        if self._subs.pop(topic, None) is not None and self._started:
+        if self._subs.pop(self._wire_topic(topic), None) is not None and self._started:
             assert self._instance is not None
             self._instance.heartbeat_now()
             self._rebalancer.wakeup()  # type: ignore[union-attr]
@@ -270,13 +305,13 @@ class PushConsumer(ConsumerBase):
         return listener
 
     def assignment(self) -> list[MessageQueue]:
-        """The queues this consumer owns now."""
-        return sorted(self._owned)
+        """The queues this consumer owns now (named without the namespace)."""
+        return sorted(map(self._user_mq, self._owned))
 
     def cached(self) -> dict[MessageQueue, tuple[int, int]]:
         """Per owned queue: messages pulled and not yet consumed, and their body bytes
         (what flow control limits)."""
-        return {mq: (o.pq.msg_count, o.pq.msg_size) for mq, o in sorted(self._owned.items())}
+        return {self._user_mq(mq): (o.pq.msg_count, o.pq.msg_size) for mq, o in sorted(self._owned.items())}
 
     def _topics(self) -> list[str]:
         topics = list(self._subs)
@@ -317,8 +352,12 @@ class PushConsumer(ConsumerBase):
         if not self._subs:
             raise ClientStateError("no subscription: pass subscriptions or call subscribe before starting")
         self._started = True
-        self._start_ms = int(time.time() * 1000)
         self._invoke = make_invoker(self._listener, self._limiter)
+        self._takes_context = takes_context(self._listener)
+        if self.options.consume_batch_max_size > 1 and not self._takes_context:
+            raise ClientStateError(
+                "consume_batch_max_size > 1 needs a batch listener, listener(msgs, context): "
+                "a listener of one argument is given one message at a time")
         opts = self.options
         with start_errors_unwrapped():
             async with trio.open_nursery() as nursery:
@@ -330,12 +369,14 @@ class PushConsumer(ConsumerBase):
                     topics=self._topics,
                     apply=self._apply_allocation,
                     rebalance_interval=opts.rebalance_interval_s,
+                    strategy=opts.allocate_strategy,
                     truncate_unsubscribed=True,
                 )
                 assert self._rebalancer is not None
                 if opts.trace:
                     self.tracer = await nursery.start(TraceDispatcher(self.instance, self.group, opts.trace_topic).run)
-                    self._invoke = traced_invoker(self._invoke, self.tracer, self.group)
+                    # Java's trace hook names the group without the namespace
+                    self._invoke = traced_invoker(self._invoke, self.tracer, without_namespace(self.group))
                 await self._rebalancer.rebalance_once()
                 nursery.start_soon(self._rebalancer.run, False)
                 nursery.start_soon(self._persist_loop)
@@ -427,9 +468,21 @@ class PushConsumer(ConsumerBase):
                 o = _Owned(mq, pq)
                 self._owned[mq] = o
                 if self._on_assignment is not None:
-                    self._on_assignment(mq, True)
+                    self._on_assignment(self._user_mq(mq), True)
                 assert self._nursery is not None
                 self._nursery.start_soon(self._queue_main, o, offset)
+            self._divide_thresholds()
+
+    def _divide_thresholds(self) -> None:
+        """``RebalancePushImpl.messageQueueChanged``: the topic-wide limits, when set,
+        divided over every queue owned now (each at least 1)."""
+        opts, owned = self.options, len(self._owned)
+        if not owned:
+            return
+        if opts.pull_threshold_for_topic != -1:
+            self._queue_threshold = max(1, opts.pull_threshold_for_topic // owned)
+        if opts.pull_threshold_size_for_topic_mib != -1:
+            self._queue_threshold_bytes = max(1, opts.pull_threshold_size_for_topic_mib // owned) * 1024 * 1024
 
     async def _give_up(self, o: _Owned) -> None:
         """``removeUnnecessaryMessageQueue``: stop, commit what was consumed, unlock."""
@@ -438,7 +491,7 @@ class PushConsumer(ConsumerBase):
         o.pq.wake()
         self._owned.pop(o.mq, None)
         if self._on_assignment is not None:
-            self._on_assignment(o.mq, False)
+            self._on_assignment(self._user_mq(o.mq), False)
         assert self._store is not None
         try:
             await self._store.persist(o.mq)
@@ -457,16 +510,9 @@ class PushConsumer(ConsumerBase):
         ``consumerStatus`` prints): the options as properties, the subscriptions and
         each owned queue's cache; ``statusTable`` stays empty (no per-topic rates are kept)."""
         opts = self.options
-        props = {name: str(getattr(opts, name)) for name in attrs.fields_dict(type(opts))}
-        props.update({
-            "consumerGroup": self.group,
-            PROP_CONSUME_ORDERLY: str(opts.orderly).lower(),
-            PROP_THREADPOOL_CORE_SIZE: str(opts.max_concurrency),
-            PROP_CONSUMER_START_TIMESTAMP: str(self._start_ms),
-            PROP_NAMESERVER_ADDR: ";".join(self.instance.config.namesrv),
-            PROP_CONSUME_TYPE: "CONSUME_PASSIVELY",
-            PROP_CLIENT_VERSION: "V4_9_8",
-        })
+        props = self._running_properties(opts, ConsumeType.CONSUME_PASSIVELY)
+        props[PROP_CONSUME_ORDERLY] = str(opts.orderly).lower()
+        props[PROP_THREADPOOL_CORE_SIZE] = str(opts.max_concurrency)
         store = self._store
         now_wall, now_trio = time.time(), trio.current_time()
 
@@ -498,14 +544,12 @@ class PushConsumer(ConsumerBase):
         listener = self._listener
         if listener is None:
             raise NotImplementedError
-        reset_retry_topic(msg, self.group, int(time.time() * 1000))
+        reset_retry_topic(msg, self.group, int(time.time() * 1000), self.namespace)
         begin = time.monotonic()
         remark = None
+        call = listener_caller(listener)
         try:
-            if inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(getattr(listener, "__call__", None)):
-                result = await listener(msg)
-            else:
-                result = await trio.to_thread.run_sync(functools.partial(listener, msg))
+            result = await call([msg], ConsumeContext(mq=MessageQueue(msg.topic, broker_name or "", msg.queue_id)))
         except Exception as exc:  # noqa: BLE001 - reported to the admin, as Java does
             outcome, remark = CMResult.CR_THROW_EXCEPTION, "".join(traceback.format_exception(exc))
         else:
@@ -569,7 +613,7 @@ class PushConsumer(ConsumerBase):
         mq, pq = o.mq, o.pq
         sub = self._sub_of(mq.topic)
         clustering = opts.message_model is MessageModel.CLUSTERING
-        threshold_bytes = int(opts.pull_threshold_size_mib * 1024 * 1024)
+        interval = opts.pull_interval_s
         store = self._store
         assert store is not None
         with o.pull_scope:
@@ -580,8 +624,8 @@ class PushConsumer(ConsumerBase):
                         await self._resumed.wait()
                     continue
                 if (
-                    pq.msg_count > opts.pull_threshold_for_queue
-                    or pq.msg_size > threshold_bytes
+                    pq.msg_count > self._queue_threshold
+                    or pq.msg_size > self._queue_threshold_bytes
                     or (not opts.orderly and pq.max_span > opts.max_span)
                 ):
                     self.stats.flow_controlled += 1
@@ -611,6 +655,8 @@ class PushConsumer(ConsumerBase):
                     offset = result.next_begin_offset
                     if result.messages:
                         self.stats.pulled += pq.put(result.messages)
+                        if interval:
+                            await trio.sleep(interval)
                     elif pq.msg_count == 0:
                         store.update(mq, offset, increase_only=True)
                 elif status is PullStatus.NO_NEW_MSG or status is PullStatus.NO_MATCHED_MSG:
@@ -636,79 +682,132 @@ class PushConsumer(ConsumerBase):
         return not o.pq.dropped and not self._closing
 
     async def _consume_concurrently(self, o: _Owned) -> None:
-        pq = o.pq
+        """``ConsumeMessageConcurrentlyService``: batches of up to
+        ``consume_batch_max_size`` messages of the queue to the listener; its result (and
+        the context's ``ack_index``) says which of them are consumed (``processConsumeResult``)."""
+        pq, mq = o.pq, o.mq
         invoke = self._invoke
         assert invoke is not None
         store = self._store
         assert store is not None
         clustering = self.options.message_model is MessageModel.CLUSTERING
+        batch_size = self.options.consume_batch_max_size
+        with_context = self._takes_context  # a one-message listener has no context: none is made
+        namespace = self.namespace
         while True:
             await pq.wait_pending()
             if not self._running(o):
                 return
-            msgs = pq.take(1)
+            msgs = pq.take(batch_size)
             if not msgs:
                 continue
-            msg = msgs[0]
-            reset_retry_topic(msg, self.group, int(time.time() * 1000))
-            result = await invoke(msg)
+            now_ms = int(time.time() * 1000)
+            for msg in msgs:
+                reset_retry_topic(msg, self.group, now_ms, namespace)
+            context = ConsumeContext(mq=mq) if with_context else None
+            result = await invoke(msgs, context)
             if pq.dropped:
                 return  # given up: the new owner consumes from the committed offset
+            size = len(msgs)
             if result is ConsumeResult.SUCCESS:
-                self.stats.consumed += 1
+                ack = size - 1 if context is None else max(-1, min(context.ack_index, size - 1))
             else:
-                self.stats.reconsume_later += 1
-                if clustering and not await self._send_back(o.mq, msg):
-                    msg.reconsume_times += 1
-                    self._nursery.start_soon(self._reconsume_later, pq, msg)  # type: ignore[union-attr]
-                    continue  # stays cached: the offset does not pass it
-            offset = pq.remove(msgs)
+                ack = -1
+            self.stats.consumed += ack + 1
+            done = msgs
+            if ack + 1 < size:
+                self.stats.reconsume_later += size - ack - 1
+                if clustering:
+                    back_failed = []
+                    delay_level = 0 if context is None else context.delay_level_when_next_consume
+                    for msg in msgs[ack + 1:]:
+                        if not await self._send_back(mq, msg, delay_level):
+                            msg.reconsume_times += 1
+                            back_failed.append(msg)
+                    if back_failed:  # they stay cached: the offset does not pass them
+                        failed_ids = {id(m) for m in back_failed}
+                        done = [m for m in msgs if id(m) not in failed_ids]
+                        self._nursery.start_soon(self._reconsume_later, pq, back_failed)  # type: ignore[union-attr]
+            offset = pq.remove(done)
             if offset >= 0:
-                store.update(o.mq, offset, increase_only=True)
+                store.update(mq, offset, increase_only=True)
 
-    async def _reconsume_later(self, pq: ProcessQueue, msg: MessageExt) -> None:
+    async def _reconsume_later(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
         await trio.sleep(RECONSUME_LOCAL_DELAY_S)
         if not pq.dropped:
-            pq.give_back([msg])
+            pq.give_back(msgs)
 
     async def _consume_orderly(self, o: _Owned) -> None:
-        pq = o.pq
+        """``ConsumeMessageOrderlyService``: batches of up to ``consume_batch_max_size``
+        in queue order, one batch of the queue at a time; SUCCESS commits the batch,
+        RECONSUME_LATER gives it back to be consumed again after the pause."""
+        pq, mq = o.pq, o.mq
         invoke = self._invoke
         assert invoke is not None
         store = self._store
         assert store is not None
         locking = self.options.message_model is MessageModel.CLUSTERING
+        batch_size = self.options.consume_batch_max_size
+        with_context = self._takes_context  # a one-message listener has no context: none is made
+        namespace = self.namespace
         while True:
             await pq.wait_pending()
             if not self._running(o):
                 return
             if locking and (not pq.locked or pq.lock_expired(trio.current_time())):
-                locked = await self._lock([o.mq])  # tryLockLaterAndReconsume
-                if o.mq not in locked:
+                locked = await self._lock([mq])  # tryLockLaterAndReconsume
+                if mq not in locked:
                     await trio.sleep(self.options.suspend_orderly_s)
                 continue
-            msgs = pq.take(1)
+            msgs = pq.take(batch_size)
             if not msgs:
                 continue
-            msg = msgs[0]
-            reset_retry_topic(msg, self.group, int(time.time() * 1000))
+            now_ms = int(time.time() * 1000)
+            for msg in msgs:
+                reset_retry_topic(msg, self.group, now_ms, namespace)
+            context = ConsumeContext(mq=mq) if with_context else None
             pq.consuming = True
             try:
-                result = await invoke(msg)
+                result = await invoke(msgs, context)
             finally:
                 pq.consuming = False
             if pq.dropped:
                 return
             if result is ConsumeResult.SUCCESS:
-                self.stats.consumed += 1
+                self.stats.consumed += len(msgs)
                 offset = pq.remove(msgs)
                 if offset >= 0:
-                    store.update(o.mq, offset)
+                    store.update(mq, offset)
             else:
-                self.stats.reconsume_later += 1
-                msg.reconsume_times += 1
-                pq.give_back(msgs)
-                await trio.sleep(self.options.suspend_orderly_s)
+                self.stats.reconsume_later += len(msgs)
+                if await self._check_reconsume_times(msgs):
+                    pq.give_back(msgs)
+                    await trio.sleep(_suspend_time(context, self.options.suspend_orderly_s))
+                else:  # every message went to the DLQ: the batch is done
+                    offset = pq.remove(msgs)
+                    if offset >= 0:
+                        store.update(mq, offset)
+
+    async def _check_reconsume_times(self, msgs: list[MessageExt]) -> bool:
+        """Orderly ``checkReconsumeTimes``: a message failed ``max_reconsume_times`` times
+        already goes to the broker's retry topic at that count, which the broker turns
+        into the DLQ; the others count one more failure. True when the batch must be
+        consumed again (a message below the limit, or one that could not be sent)."""
+        limit = self._max_reconsume_times()
+        suspend = False
+        for msg in msgs:
+            if msg.reconsume_times >= limit:
+                msg.properties[PROPERTY_RECONSUME_TIME] = str(msg.reconsume_times)
+                try:
+                    await self._resend_to_retry(msg, msg.reconsume_times)
+                    self.stats.resent_to_retry += 1
+                    continue
+                except ClientError as exc:
+                    log.warning("message %s over max_reconsume_times could not be sent to the DLQ (%s); "
+                                "consuming it again", msg.msg_id, exc)
+            suspend = True
+            msg.reconsume_times += 1
+        return suspend
 
     # -- send back ----------------------------------------------------------------------
 
@@ -722,9 +821,9 @@ class PushConsumer(ConsumerBase):
             group=self.group,
             delayLevel=delay_level,
             originMsgId=msg.client_msg_id,  # Java: MessageClientExt.getMsgId, the UNIQ_KEY
-            originTopic=msg.topic,
+            originTopic=self._wire_topic(msg.topic),  # Java: withNamespace before sending back
             unitMode=False,
-            maxReconsumeTimes=self.options.max_reconsume_times,
+            maxReconsumeTimes=self._max_reconsume_times(),
             bname=mq.broker_name,
         )
         try:
@@ -744,7 +843,18 @@ class PushConsumer(ConsumerBase):
                         msg.msg_id, exc)
             return False
 
-    async def _resend_to_retry(self, msg: MessageExt) -> None:
+    def _max_reconsume_times(self) -> int:
+        """``getMaxReconsumeTimes``: the option, or for -1, 16 (concurrent) or no limit
+        (orderly: Java's ``Integer.MAX_VALUE``)."""
+        value = self.options.max_reconsume_times
+        if value != -1:
+            return value
+        return 2**31 - 1 if self.options.orderly else 16
+
+    async def _resend_to_retry(self, msg: MessageExt, reconsume_time: int | None = None) -> None:
+        """A copy of ``msg`` sent to ``%RETRY%<group>`` (delay level 3 + retries), its
+        ``RECONSUME_TIME`` one more than the message's (Java's fallback of a failed
+        send-back), or ``reconsume_time`` (the orderly consumer's ``sendMessageBack``)."""
         from .producer import Producer
 
         if self._retry_producer is None:
@@ -756,9 +866,9 @@ class PushConsumer(ConsumerBase):
         props = new.properties
         if not props.get(PROPERTY_ORIGIN_MESSAGE_ID, "").strip():
             props[PROPERTY_ORIGIN_MESSAGE_ID] = msg.client_msg_id
-        props[PROPERTY_RETRY_TOPIC] = msg.topic
-        props[PROPERTY_RECONSUME_TIME] = str(msg.reconsume_times + 1)
-        props[PROPERTY_MAX_RECONSUME_TIMES] = str(self.options.max_reconsume_times)
+        props[PROPERTY_RETRY_TOPIC] = self._wire_topic(msg.topic)
+        props[PROPERTY_RECONSUME_TIME] = str(msg.reconsume_times + 1 if reconsume_time is None else reconsume_time)
+        props[PROPERTY_MAX_RECONSUME_TIMES] = str(self._max_reconsume_times())
         props.pop(PROPERTY_TRANSACTION_PREPARED, None)
         new.delay_time_level = 3 + msg.reconsume_times
         await self._retry_producer.send(new)

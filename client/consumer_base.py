@@ -24,10 +24,17 @@ from collections.abc import Iterator
 import attrs
 import trio
 
-from trocket.codecs.bodies.client import ConsumeFromWhere, MessageModel, MessageQueue
+from trocket.codecs.bodies.client import ConsumeFromWhere, ConsumeType, MessageModel, MessageQueue
+from trocket.codecs.bodies.running import (
+    PROP_CLIENT_VERSION,
+    PROP_CONSUME_TYPE,
+    PROP_CONSUMER_START_TIMESTAMP,
+    PROP_NAMESERVER_ADDR,
+)
 from trocket.codecs.message.message import MessageExt
 from trocket.codecs.message.properties import PROPERTY_CONSUME_START_TIMESTAMP, PROPERTY_RETRY_TOPIC
 from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX, validate_group
+from trocket.codecs.namespace import without_namespace, wrap_namespace
 from trocket.remoting import ServiceContextManager
 
 from .config import ClientConfig
@@ -37,6 +44,7 @@ from .message import PullResult
 from .consumer_pull import FLAG_COMMIT_OFFSET
 from .offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from .rebalance import Rebalancer
+from .rebalance_strategy import AllocateAveragely, AllocateStrategy
 from .route import MASTER_ID
 
 __all__ = [
@@ -45,6 +53,10 @@ __all__ = [
     "Listener",
     "parse_consume_from",
     "make_invoker",
+    "listener_caller",
+    "takes_context",
+    "ConsumeContext",
+    "ACK_ALL",
     "reset_retry_topic",
     "start_offset",
     "OffsetCalls",
@@ -101,6 +113,12 @@ class ConsumerOptions:
     rebalance_interval_s: float = 20.0
     #: broadcasting: the local offset files' root (default ``~/.trocket_offsets``)
     offset_dir: str | None = None
+    #: ``namespace`` (Java's ``NamespaceUtil``): the group and topics go on the wire as
+    #: ``<namespace>%<name>``; what the consumer hands back names them as given
+    namespace: str | None = None
+    #: clustering: how the group's clients split the queues
+    #: (``allocateMessageQueueStrategy``; :mod:`.rebalance_strategy`)
+    allocate_strategy: AllocateStrategy = attrs.field(factory=AllocateAveragely)
 
     def __attrs_post_init__(self) -> None:
         for name in ("pull_batch_size", "pull_threshold_for_queue"):
@@ -108,7 +126,37 @@ class ConsumerOptions:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
 
 
-Listener = Callable[[MessageExt], Union[ConsumeResult, None, Awaitable[Union[ConsumeResult, None]]]]
+#: the ack index meaning "every message of the batch" (Java's ``Integer.MAX_VALUE``)
+ACK_ALL = 2**31 - 1
+
+
+@attrs.define(slots=True, kw_only=True)
+class ConsumeContext:
+    """What a two-argument listener, ``listener(msgs, context)``, is given besides the
+    batch, and may set: Java's ``ConsumeConcurrentlyContext`` / ``ConsumeOrderlyContext``."""
+
+    #: the queue the batch comes from
+    mq: MessageQueue
+    #: concurrent consumption, on SUCCESS: messages ``[0, ack_index]`` are consumed, the
+    #: later ones failed (sent back as with RECONSUME_LATER); default: all consumed
+    ack_index: int = ACK_ALL
+    #: concurrent consumption: the delay level failed messages are sent back with
+    #: (``delayLevelWhenNextConsume``): 0 the broker decides (3 + reconsume times),
+    #: -1 straight to the DLQ, N > 0 that level of the broker's ``messageDelayLevel``
+    delay_level_when_next_consume: int = 0
+    #: orderly consumption, on RECONSUME_LATER: the pause before the queue is consumed
+    #: again (``suspendCurrentQueueTimeMillis``, kept within 0.01-30 s as Java);
+    #: None: the consumer's ``suspend_orderly_s``
+    suspend_current_queue_time_s: float | None = None
+
+
+#: a one-message listener, ``listener(msg)``, or a batch listener, ``listener(msgs, context)``
+Listener = Union[
+    Callable[[MessageExt], Union[ConsumeResult, None, Awaitable[Union[ConsumeResult, None]]]],
+    Callable[[list[MessageExt], ConsumeContext], Union[ConsumeResult, None, Awaitable[Union[ConsumeResult, None]]]],
+]
+#: ``await invoke(msgs, context)``: a listener's result for a batch, never raising
+Invoker = Callable[[list[MessageExt], "ConsumeContext | None"], Awaitable[ConsumeResult]]
 
 
 @contextlib.contextmanager
@@ -136,26 +184,63 @@ def _leaves(group: BaseExceptionGroup) -> Iterator[BaseException]:
             yield exc
 
 
-def make_invoker(listener: Listener, limiter: trio.CapacityLimiter) -> Callable[[MessageExt], Awaitable[ConsumeResult]]:
-    """``await invoke(msg)`` -> a :class:`ConsumeResult`, never raising (but for
-    cancellation): async callbacks run in this task, plain ones in a worker thread; both
-    hold a token of ``limiter`` (the bound on callbacks in flight)."""
-    is_async = inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(
-        getattr(listener, "__call__", None)
-    )
+def takes_context(listener: Callable[..., Any]) -> bool:
+    """True for a batch listener: one whose call needs two positional arguments
+    (``(msgs, context)``); a listener of one required argument gets one message."""
+    try:
+        params = inspect.signature(listener).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: one message
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = [p for p in params if p.kind in positional and p.default is inspect.Parameter.empty]
+    return len(required) >= 2 or any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
 
-    async def invoke(msg: MessageExt) -> ConsumeResult:
+
+def _is_async(listener: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(getattr(listener, "__call__", None))
+
+
+def listener_caller(listener: Listener) -> Callable[[list[MessageExt], "ConsumeContext | None"], Awaitable[Any]]:
+    """``await call(msgs, context)``: the listener's own answer (exceptions raised):
+    async listeners in this task, plain ones in a worker thread; a one-message listener
+    gets ``msgs[0]`` (its batches are of one), a batch listener the list and the context."""
+    is_async = _is_async(listener)
+    batch = takes_context(listener)
+
+    async def call(msgs: list[MessageExt], context: ConsumeContext | None) -> Any:
+        args: tuple[Any, ...] = (msgs, context) if batch else (msgs[0],)
+        if is_async:
+            return await listener(*args)  # type: ignore[misc,operator]
+        return await trio.to_thread.run_sync(functools.partial(listener, *args))  # type: ignore[arg-type]
+
+    return call
+
+
+def make_invoker(listener: Listener, limiter: trio.CapacityLimiter) -> Invoker:
+    """``await invoke(msgs, context)`` -> a :class:`ConsumeResult` for the batch, never
+    raising (but for cancellation): the listener called as :func:`listener_caller` does
+    (inlined: this runs per message), holding a token of ``limiter`` (the bound on
+    callbacks in flight); an exception is RECONSUME_LATER."""
+    is_async = _is_async(listener)
+    batch = takes_context(listener)
+
+    async def invoke(msgs: list[MessageExt], context: ConsumeContext | None) -> ConsumeResult:
         try:
             async with limiter:
-                if is_async:
-                    result: Any = await listener(msg)  # type: ignore[misc]
+                if batch:
+                    args: tuple[Any, ...] = (msgs, context)
                 else:
-                    result = await trio.to_thread.run_sync(functools.partial(listener, msg))
+                    args = (msgs[0],)
+                if is_async:
+                    result: Any = await listener(*args)  # type: ignore[misc,operator]
+                else:
+                    result = await trio.to_thread.run_sync(functools.partial(listener, *args))  # type: ignore[arg-type]
         except trio.Cancelled:
             raise
         except Exception:  # noqa: BLE001 - the user's failure is a RECONSUME_LATER
-            log.warning("consume callback failed on %s (queue %d offset %d); reconsume later",
-                        msg.topic, msg.queue_id, msg.queue_offset, exc_info=True)
+            first = msgs[0]
+            log.warning("consume callback failed on %s (queue %d offset %d, %d messages); reconsume later",
+                        first.topic, first.queue_id, first.queue_offset, len(msgs), exc_info=True)
             return ConsumeResult.RECONSUME_LATER
         if result is None or result is ConsumeResult.SUCCESS:
             return ConsumeResult.SUCCESS
@@ -167,12 +252,15 @@ def make_invoker(listener: Listener, limiter: trio.CapacityLimiter) -> Callable[
     return invoke
 
 
-def reset_retry_topic(msg: MessageExt, group: str, now_ms: int) -> None:
-    """A message pulled from ``%RETRY%<group>`` shows its real topic (``RETRY_TOPIC``);
-    every message gets ``CONSUME_START_TIME``."""
+def reset_retry_topic(msg: MessageExt, group: str, now_ms: int, namespace: str | None = None) -> None:
+    """``resetRetryAndNamespace``: a message pulled from ``%RETRY%<group>`` shows its real
+    topic (``RETRY_TOPIC``), and the topic without the consumer's ``namespace``; every
+    message gets ``CONSUME_START_TIME``."""
     real = msg.properties.get(PROPERTY_RETRY_TOPIC)
     if real is not None and msg.topic == RETRY_GROUP_TOPIC_PREFIX + group:
         msg.topic = real
+    if namespace:
+        msg.topic = without_namespace(msg.topic, namespace)
     msg.properties[PROPERTY_CONSUME_START_TIMESTAMP] = str(now_ms)
 
 
@@ -323,7 +411,9 @@ class ConsumerBase(ServiceContextManager):
         client_config: ClientConfig | None,
     ) -> None:
         validate_group(group)
+        #: the group as the brokers see it (in the namespace, once the subclass set its options)
         self.group = group
+        self.namespace: str | None = None
         if instance is None and client_config is None and namesrv is None:
             raise ValueError(f"a {type(self).__name__} needs namesrv, client_config or instance")
         self._own_instance = instance is None
@@ -334,8 +424,31 @@ class ConsumerBase(ServiceContextManager):
         self._nursery: trio.Nursery | None = None
         self._closing = False
         self._timestamp_ms = 0
+        #: wall clock (epoch ms) the consumer started at (``consumerStartTimestamp``)
+        self._start_ms = 0
         #: ``pullFromWhichNodeTable``: the broker id each queue's last pull answer suggested
         self._pull_from_which: dict[MessageQueue, int] = {}
+
+    def _set_namespace(self, namespace: str | None) -> None:
+        """Wrap the group in ``namespace`` (Java's ``start``); the subclass calls it once
+        its options are set."""
+        self.namespace = namespace or None
+        self.group = wrap_namespace(self.namespace, self.group)
+
+    def _wire_topic(self, topic: str) -> str:
+        return wrap_namespace(self.namespace, topic)
+
+    def _wire_mq(self, mq: MessageQueue) -> MessageQueue:
+        """``queueWithNamespace``: a queue the user named, as the brokers know it."""
+        if not self.namespace:
+            return mq
+        return MessageQueue(wrap_namespace(self.namespace, mq.topic), mq.broker_name, mq.queue_id)
+
+    def _user_mq(self, mq: MessageQueue) -> MessageQueue:
+        """A queue as the user names it (its topic without the namespace)."""
+        if not self.namespace:
+            return mq
+        return MessageQueue(without_namespace(mq.topic, self.namespace), mq.broker_name, mq.queue_id)
 
     @property
     def instance(self) -> ClientInstance:
@@ -362,6 +475,20 @@ class ConsumerBase(ServiceContextManager):
     async def running_info(self) -> bytes:
         raise NotImplementedError
 
+    def _running_properties(self, options: Any, consume_type: ConsumeType) -> dict[str, str]:
+        """GET_CONSUMER_RUNNING_INFO's properties: Java's ``MixAll.object2Properties`` of
+        the consumer (here its options, by name), the start time, and what
+        ``MQClientInstance.consumerRunningInfo`` adds (name servers, consume type, version)."""
+        props = {name: str(getattr(options, name)) for name in attrs.fields_dict(type(options))}
+        props.update({
+            "consumerGroup": self.group,
+            PROP_CONSUMER_START_TIMESTAMP: str(self._start_ms),
+            PROP_NAMESERVER_ADDR: ";".join(self.instance.config.namesrv),
+            PROP_CONSUME_TYPE: consume_type.name,
+            PROP_CLIENT_VERSION: "V4_9_8",
+        })
+        return props
+
     async def consume_directly(self, msg: MessageExt, broker_name: str | None) -> bytes:
         raise NotImplementedError
 
@@ -380,6 +507,7 @@ class ConsumerBase(ServiceContextManager):
         topics: Callable[[], list[str]],
         apply: Callable[[str, set[MessageQueue]], Awaitable[None]],
         rebalance_interval: float,
+        strategy: AllocateStrategy,
         truncate_unsubscribed: bool = False,
     ) -> ClientInstance:
         """Start the own instance (if any), the offset store, register, learn the routes
@@ -390,6 +518,7 @@ class ConsumerBase(ServiceContextManager):
             await nursery.start(self._instance.run)
         inst = self.instance
         self._nursery = nursery
+        self._start_ms = int(time.time() * 1000)
         self._timestamp_ms = (
             parse_timestamp(consume_timestamp)
             if consume_timestamp is not None
@@ -420,6 +549,8 @@ class ConsumerBase(ServiceContextManager):
             consumer_ids=lambda topic: consumer_ids(inst, self.group, topic),
             apply=apply,
             interval=rebalance_interval,
+            group=self.group,
+            strategy=strategy,
             owned_topics=(lambda: {mq.topic for mq in self._owned_queues()}) if truncate_unsubscribed else None,
         )
         return inst

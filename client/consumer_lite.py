@@ -16,15 +16,18 @@ is dropped). Broadcasting keeps offsets in a local file, as the push consumer.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections import deque
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Union
 
 import attrs
 import trio
 
 from trocket.codecs.bodies.client import ConsumerData, ConsumeType, MessageModel, MessageQueue, SubscriptionData
+from trocket.codecs.bodies.running import ConsumerRunningInfo
+from trocket.codecs.namespace import without_namespace
 
 from . import subscription as subs
 from .config import ClientConfig
@@ -34,10 +37,14 @@ from .errors import ClientError, ClientStateError
 from .instance import ClientInstance
 from .message import MessageExt, PullStatus
 from .process_queue import ProcessQueue
+from .route import subscribe_queues
 
-__all__ = ["PullConsumer", "PullConsumerOptions"]
+__all__ = ["PullConsumer", "PullConsumerOptions", "QueueChangeListener"]
 
 log = logging.getLogger(__name__)
+
+#: ``TopicMessageQueueChangeListener.onChanged(topic, queues)``
+QueueChangeListener = Callable[[str, set[MessageQueue]], Union[None, Awaitable[None]]]
 
 _DELAY_ON_ERROR_S = 3.0
 _DELAY_ON_FLOW_CONTROL_S = 0.05
@@ -56,6 +63,9 @@ class PullConsumerOptions(ConsumerOptions):
     pull_threshold_for_all: int = 10_000
     broker_suspend_s: float = 20.0
     poll_timeout_s: float = 5.0
+    #: how often the queues of topics with a change listener are fetched again and
+    #: compared (``topicMetadataCheckIntervalMillis``, 30 s; the first after 10 s)
+    topic_metadata_check_interval_s: float = 30.0
 
 
 @attrs.define(slots=True, eq=False)
@@ -84,6 +94,7 @@ class PullConsumer(ConsumerBase):
         if options is not None and option_kw:
             raise TypeError("give either options= or option keywords, not both")
         self.options = options or PullConsumerOptions(**option_kw)
+        self._set_namespace(self.options.namespace)
         self._subs: dict[str, SubscriptionData] = {}
         self._assigned: set[MessageQueue] | None = None  # assign mode
         self._sessions: dict[MessageQueue, _Session] = {}
@@ -96,6 +107,9 @@ class PullConsumer(ConsumerBase):
         self._last_commit = 0.0
         self._paused: set[MessageQueue] = set()
         self._unpaused = trio.lowlevel.ParkingLot()
+        #: ``topicMessageQueueChangeListenerMap`` and ``messageQueuesForTopic``
+        self._queue_listeners: dict[str, QueueChangeListener] = {}
+        self._known_queues: dict[str, set[MessageQueue] | None] = {}
 
     # -- what to consume ----------------------------------------------------------------
 
@@ -105,6 +119,7 @@ class PullConsumer(ConsumerBase):
         with the group's rebalance."""
         if self._assigned is not None:
             raise ClientStateError("subscribe and assign are exclusive (as DefaultLitePullConsumer)")
+        topic = self._wire_topic(topic)
         self._subs[topic] = subs.build(topic, expression)
         if self._running:
             self.instance.heartbeat_now()
@@ -115,6 +130,7 @@ class PullConsumer(ConsumerBase):
         """Stop consuming ``topic``: its queues are dropped now, with what is cached and
         not polled (Java's ``unsubscribe``; offsets consumed since the last commit are not
         committed)."""
+        topic = self._wire_topic(topic)
         if self._subs.pop(topic, None) is None:
             return
         if self._assigned is not None:
@@ -128,26 +144,78 @@ class PullConsumer(ConsumerBase):
     def pause(self, queues: Iterable[MessageQueue]) -> None:
         """Stop pulling ``queues`` until :meth:`resume` (what is cached is still polled);
         kept across seeks and rebalances (Java's ``pause``)."""
-        self._paused.update(queues)
+        self._paused.update(map(self._wire_mq, queues))
 
     def resume(self, queues: Iterable[MessageQueue]) -> None:
         """Pull ``queues`` again after :meth:`pause`."""
-        self._paused.difference_update(queues)
+        self._paused.difference_update(map(self._wire_mq, queues))
         self._unpaused.unpark_all()
 
     def is_paused(self, mq: MessageQueue) -> bool:
-        return mq in self._paused
+        return self._wire_mq(mq) in self._paused
 
     async def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
         """``offsetForTimestamp``: the broker's offset of ``mq`` for a store time
         (SEARCH_OFFSET_BY_TIMESTAMP); :meth:`seek` to it to consume from then."""
-        return await InstanceOffsets(self.instance).search_offset(mq, timestamp_ms)
+        return await InstanceOffsets(self.instance).search_offset(self._wire_mq(mq), timestamp_ms)
+
+    def register_topic_message_queue_change_listener(self, topic: str, listener: QueueChangeListener) -> None:
+        """``listener(topic, queues)`` is called when ``topic``'s readable queues change
+        (Java's ``TopicMessageQueueChangeListener``): they are fetched from the name
+        server at start (or now, when running) and again every
+        ``topic_metadata_check_interval_s``, and a set unlike the last one is reported.
+        A listener registered again for a topic replaces the earlier one. It runs in the
+        trio thread (an async one is awaited) and must not block."""
+        if not topic or listener is None:
+            raise ValueError("a topic and a listener are needed")
+        self._queue_listeners[self._wire_topic(topic)] = listener
+        if self._running:
+            assert self._nursery is not None
+            self._nursery.start_soon(self._fetch_known_queues, self._wire_topic(topic))
+
+    async def _fetch_queues_now(self, topic: str) -> set[MessageQueue] | None:
+        """``fetchMessageQueues``: the topic's readable queues from a fresh route
+        (None when the name servers do not know it)."""
+        route = await self.instance.update_route(topic)
+        return None if route is None else set(subscribe_queues(topic, route))
+
+    async def _fetch_known_queues(self, topic: str) -> None:
+        try:
+            self._known_queues[topic] = await self._fetch_queues_now(topic)
+        except ClientError as exc:
+            log.info("queues of %s not fetched: %s", topic, exc)
+
+    async def _queue_change_loop(self) -> None:
+        """``fetchTopicMessageQueuesAndCompare``, 10 s after start and every interval."""
+        interval = self.options.topic_metadata_check_interval_s
+        await trio.sleep(min(10.0, interval))
+        while True:
+            for topic, listener in list(self._queue_listeners.items()):
+                try:
+                    new = await self._fetch_queues_now(topic)
+                except ClientError as exc:
+                    log.info("queues of %s not fetched: %s", topic, exc)
+                    continue
+                old = self._known_queues.get(topic)
+                if new is not None and old is not None and new and new == old:  # Java's isSetEqual
+                    continue
+                if new is None and old is None:
+                    continue
+                self._known_queues[topic] = new
+                try:
+                    result = listener(without_namespace(topic, self.namespace),
+                                      {self._user_mq(mq) for mq in new or ()})
+                    if inspect.isawaitable(result):
+                        await result
+                except Exception:  # noqa: BLE001 - the user's listener must not end the loop
+                    log.exception("queue change listener of %s failed", topic)
+            await trio.sleep(interval)
 
     async def assign(self, queues: Iterable[MessageQueue]) -> None:
         """Consume exactly ``queues`` (no group balancing)."""
         if self._subs and self._assigned is None:
             raise ClientStateError("subscribe and assign are exclusive (as DefaultLitePullConsumer)")
-        self._assigned = set(queues)
+        self._assigned = set(map(self._wire_mq, queues))
         for mq in self._assigned:
             if mq.topic not in self._subs:
                 self._subs[mq.topic] = subs.build(mq.topic, "*")
@@ -157,10 +225,10 @@ class PullConsumer(ConsumerBase):
 
     async def fetch_queues(self, topic: str) -> list[MessageQueue]:
         """``fetchMessageQueues``: the topic's readable queues."""
-        return sorted(await self.instance.subscribe_queues(topic))
+        return sorted(map(self._user_mq, await self.instance.subscribe_queues(self._wire_topic(topic))))
 
     def assignment(self) -> list[MessageQueue]:
-        return sorted(self._sessions)
+        return sorted(map(self._user_mq, self._sessions))
 
     # -- ConsumerHandle -----------------------------------------------------------------
 
@@ -192,6 +260,7 @@ class PullConsumer(ConsumerBase):
                     topics=lambda: [] if self._assigned is not None else list(self._subs),
                     apply=self._apply_allocation,
                     rebalance_interval=opts.rebalance_interval_s,
+                    strategy=opts.allocate_strategy,
                 )
                 assert self._rebalancer is not None
                 self._running = True
@@ -200,7 +269,10 @@ class PullConsumer(ConsumerBase):
                     await self._set_queues(None, self._assigned)
                 elif self._subs:
                     await self._rebalancer.rebalance_once()
+                for topic in list(self._queue_listeners):
+                    await self._fetch_known_queues(topic)
                 nursery.start_soon(self._rebalancer.run, False)
+                nursery.start_soon(self._queue_change_loop)
                 task_status.started(self)
                 await trio.sleep_forever()
 
@@ -217,6 +289,16 @@ class PullConsumer(ConsumerBase):
 
     def _owned_queues(self) -> list[MessageQueue]:
         return list(self._sessions)
+
+    # -- the broker's requests ------------------------------------------------------------
+
+    async def running_info(self) -> bytes:
+        """GET_CONSUMER_RUNNING_INFO, as ``DefaultLitePullConsumerImpl.consumerRunningInfo``:
+        the options as properties and the subscriptions (Java's lite consumer lists no
+        queues). CONSUME_MESSAGE_DIRECTLY stays unanswered (a SYSTEM_ERROR): a lite
+        consumer has no listener to give the message to (Java's fails too)."""
+        props = self._running_properties(self.options, ConsumeType.CONSUME_ACTIVELY)
+        return ConsumerRunningInfo(properties=props, subscriptions=list(self._subs.values())).encode()
 
     # -- queues -------------------------------------------------------------------------
 
@@ -265,6 +347,7 @@ class PullConsumer(ConsumerBase):
 
     async def seek(self, mq: MessageQueue, offset: int) -> None:
         """The next :meth:`poll` of ``mq`` starts at ``offset`` (what was cached is dropped)."""
+        mq = self._wire_mq(mq)
         async with self._lock:
             s = self._sessions.get(mq)
             if s is None:
@@ -273,10 +356,10 @@ class PullConsumer(ConsumerBase):
             self._start_session(mq, offset)
 
     async def seek_to_begin(self, mq: MessageQueue) -> None:
-        await self.seek(mq, await InstanceOffsets(self.instance).min_offset(mq))
+        await self.seek(mq, await InstanceOffsets(self.instance).min_offset(self._wire_mq(mq)))
 
     async def seek_to_end(self, mq: MessageQueue) -> None:
-        await self.seek(mq, await InstanceOffsets(self.instance).max_offset(mq))
+        await self.seek(mq, await InstanceOffsets(self.instance).max_offset(self._wire_mq(mq)))
 
     # -- pulling ------------------------------------------------------------------------
 
@@ -286,6 +369,7 @@ class PullConsumer(ConsumerBase):
         sub = self._subs.get(mq.topic)
         if sub is None:  # unsubscribed before this task began
             return
+        namespace = self.namespace
         with s.scope:
             while not pq.dropped:
                 if mq in self._paused:
@@ -308,6 +392,9 @@ class PullConsumer(ConsumerBase):
                     log.warning("pull offset %d of %s is illegal; moving to %d", offset, mq, result.next_begin_offset)
                 offset = result.next_begin_offset
                 msgs = process_pull_result(result, sub).messages if result.status is PullStatus.FOUND else []
+                if namespace:  # the user sees the topic without it
+                    for msg in msgs:
+                        msg.topic = without_namespace(msg.topic, namespace)
                 added = pq.put(msgs) if msgs else 0
                 if added:
                     self._cached += added
@@ -354,4 +441,4 @@ class PullConsumer(ConsumerBase):
     async def committed(self, mq: MessageQueue) -> int:
         """The offset the group has stored for ``mq`` (-1: none)."""
         assert self._store is not None
-        return await self._store.read_store(mq)
+        return await self._store.read_store(self._wire_mq(mq))

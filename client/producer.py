@@ -65,6 +65,7 @@ from trocket.codecs.message.properties import (
     get_property,
 )
 from trocket.codecs.message.sysflag import COMPRESSED_FLAG
+from trocket.codecs.namespace import without_namespace, wrap_namespace
 from trocket.codecs.names import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -74,7 +75,7 @@ from trocket.codecs.names import (
 )
 from trocket.remoting import ServiceContextManager
 
-from .api import response_error, target_name
+from .api import response_error, target_name, vip_channel_addr
 from .config import ClientConfig
 from .errors import (
     Attempt,
@@ -164,6 +165,9 @@ class ProducerConfig:
     trace: bool = False
     #: ``customizedTraceTopic``
     trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
+    #: ``namespace`` (Java's ``NamespaceUtil``): topics and the group go on the wire as
+    #: ``<namespace>%<name>``; results name the topic as given
+    namespace: str | None = None
 
 
 @attrs.define(slots=True)
@@ -190,6 +194,8 @@ class _Prepared:
     max_reconsume_times: int | None = None
     #: the request code: SEND_MESSAGE_V2, SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE_V2 for a reply
     code: int = _SEND_V2
+    #: the topic as the user named it, when a namespace made ``topic`` differ
+    user_topic: str | None = None
 
 
 class Producer(ServiceContextManager):
@@ -216,8 +222,10 @@ class Producer(ServiceContextManager):
             validate_group(group)
         except InvalidNameError as exc:
             raise ValueError(f"producer group {group!r}: {exc}") from None
-        self.group = group
         self.config = ProducerConfig(**options)
+        #: the group as the brokers see it (wrapped in the namespace, as Java's ``start``)
+        self.group = wrap_namespace(self.config.namespace, group)
+        self._namespace = self.config.namespace or None
         if self.config.send_timeout <= 0 or self.config.retries < 0 or self.config.max_message_size <= 0:
             raise ValueError("send_timeout and max_message_size must be positive, retries >= 0")
         self._own_instance = instance is None
@@ -230,6 +238,8 @@ class Producer(ServiceContextManager):
         self.instance = instance
         #: every request goes through the instance's typed API (its remoting client's calls)
         self._api = instance.api
+        #: sends go to each broker's VIP channel, its port - 2 (``sendMessageWithVIPChannel``)
+        self._vip = instance.config.vip_channel_enabled
         self.faults = LatencyFaultTolerance(self.config.latency_fault)
         self._ids = UniqueIdGenerator(
             ip=instance.config.client_ip, pid=os.getpid(), class_loader_hash=random.getrandbits(32)
@@ -240,6 +250,7 @@ class Producer(ServiceContextManager):
         self._running = False
         #: the trace dispatcher while ``trace`` is on and the producer runs
         self.tracer: TraceDispatcher | None = None
+        self._trace_group = without_namespace(self.group, self._namespace)
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -329,6 +340,9 @@ class Producer(ServiceContextManager):
         except TypeError as exc:
             raise self._refuse(msg.topic, f"property values must be strings: {exc}") from None
         prepared = _Prepared(msg.topic, body, sys_flag, text, msg_id, msg.flag)
+        if self._namespace:
+            prepared.topic = wrap_namespace(self._namespace, msg.topic)
+            prepared.user_topic = msg.topic
         if PROPERTY_MESSAGE_TYPE in props and props[PROPERTY_MESSAGE_TYPE] == REPLY_MESSAGE_FLAG:
             prepared.code = _SEND_REPLY_V2  # a reply goes as SEND_REPLY_MESSAGE_V2, as Java's
         if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -371,14 +385,18 @@ class Producer(ServiceContextManager):
         return self._api.request(p.code, header, p.body)
 
     @staticmethod
-    def _result(response: RemotingCommand, status: SendStatus, mq: MessageQueue, msg_id: str) -> SendResult:
+    def _result(
+        response: RemotingCommand, status: SendStatus, mq: MessageQueue, msg_id: str, user_topic: str | None = None,
+    ) -> SendResult:
+        """The result of an answered send; its queue names ``user_topic`` (the topic
+        without its namespace, as Java's ``processSendResponse``) when given."""
         ext = response.ext_fields or {}
         header = decode_header(SendMessageResponseHeader, ext)
         return SendResult(
             status=status,
             msg_id=msg_id,
             offset_msg_id=header.msgId,
-            queue=MessageQueue(mq.topic, mq.broker_name, header.queueId),
+            queue=MessageQueue(user_topic or mq.topic, mq.broker_name, header.queueId),
             queue_offset=header.queueOffset,
             transaction_id=header.transactionId,
             region_id=ext.get("MSG_REGION", "DefaultRegion"),
@@ -409,7 +427,7 @@ class Producer(ServiceContextManager):
         if status is not None:
             self.faults.update(broker, took)
             try:
-                result = self._result(response, status, mq, p.msg_id)
+                result = self._result(response, status, mq, p.msg_id, p.user_topic)
             except CodecError as exc:  # stored, says the code; where, the header cannot say
                 outcome = f"{status.value} with a bad header: {exc}"
                 progress.attempts.append(Attempt(target_name(addr, mq), outcome, took))
@@ -448,7 +466,9 @@ class Producer(ServiceContextManager):
         keys = get_property(props, PROPERTY_KEYS)
         cost = int(took * 1000)
         data = pub_record(
-            int(time.time() * 1000) - cost, result.region_id, self.group, p.topic, result.msg_id,
+            # Java's trace hook names the group and topic without the namespace
+            int(time.time() * 1000) - cost, result.region_id, self._trace_group, p.user_topic or p.topic,
+            result.msg_id,
             get_property(props, PROPERTY_TAGS), keys, addr, len(p.body), cost,
             3 if get_property(props, PROPERTY_DELAY_TIME_LEVEL) is not None else 0, result.offset_msg_id,
             result.status is SendStatus.SEND_OK,
@@ -507,6 +527,8 @@ class Producer(ServiceContextManager):
                     now = trio.current_time()
                     remaining = deadline - now
             addr = self.instance.master_addr(mq.broker_name)
+            if self._vip and addr is not None:
+                addr = vip_channel_addr(addr)
             if addr is None:
                 attempts.append(Attempt(target_name(addr, mq), "no master address in the route", 0.0))
                 progress.last_error = NoRouteError(f"no master address for broker {mq.broker_name}")
@@ -539,6 +561,8 @@ class Producer(ServiceContextManager):
         p = self._prepare(msg)
         if queue is None:
             return await self._send_loop(p, begin, deadline, self.config.retries)
+        if self._namespace:  # Java's queueWithNamespace
+            queue = MessageQueue(p.topic, queue.broker_name, queue.queue_id)
         await self._publish_info(p.topic, begin, deadline)  # the broker's address
         return await self._send_loop(p, begin, deadline, 0, queue=queue)
 
@@ -574,6 +598,8 @@ class Producer(ServiceContextManager):
         if info is not None and info.ok:
             mq = select_queue(info, self.faults, None)
             addr = self.instance.master_addr(mq.broker_name)
+            if self._vip and addr is not None:
+                addr = vip_channel_addr(addr)
             connected = addr is not None and self._api.is_connected(addr)
         if connected:
             await self._attempt_async(p, begin, deadline, fut, mq, addr)
@@ -658,6 +684,8 @@ class Producer(ServiceContextManager):
         addr = self.instance.master_addr(mq.broker_name)
         if addr is None:
             raise NoRouteError(f"no master address for broker {mq.broker_name}")
+        if self._vip:
+            addr = vip_channel_addr(addr)
         try:
             await self._api.invoke_oneway(
                 addr, self._request(p, mq), max(deadline - trio.current_time(), 0.001),
@@ -687,9 +715,14 @@ class Producer(ServiceContextManager):
         info = await self._publish_info(p.topic, begin, deadline)
         if selector is None:
             selector, arg = select_by_hash, key
-        mq = selector(list(info.queues), msg, arg)
-        if not isinstance(mq, MessageQueue) or mq not in info.queues:
+        queues = list(info.queues)
+        if self._namespace:  # the selector sees the topic as the user named it (Java's sendSelectImpl)
+            queues = [MessageQueue(msg.topic, q.broker_name, q.queue_id) for q in queues]
+        mq = selector(queues, msg, arg)
+        if not isinstance(mq, MessageQueue) or mq not in queues:
             raise ValueError(f"the selector returned {mq!r}, not one of the topic's queues")
+        if self._namespace:
+            mq = MessageQueue(p.topic, mq.broker_name, mq.queue_id)
         return await self._send_loop(p, begin, deadline, 0, queue=mq)
 
     # -- request-reply ------------------------------------------------------------------
@@ -729,10 +762,11 @@ class Producer(ServiceContextManager):
         deadline = begin + timeout
         instance = self.instance
         correlation_id = prepare_request(msg, instance.client_id, timeout)
-        if msg.topic not in instance.routes:
+        topic = wrap_namespace(self._namespace, msg.topic)
+        if topic not in instance.routes:
             # the broker pushes the reply over this client's connection, found by its
             # heartbeat: tell every broker of the route about us first (Java's way)
-            await self._publish_info(msg.topic, begin, deadline)
+            await self._publish_info(topic, begin, deadline)
             await instance.send_heartbeat()
         fut = RequestFuture(correlation_id, callback, deadline, int(timeout * 1000))
         instance.requests.add(fut)
@@ -819,11 +853,13 @@ class Producer(ServiceContextManager):
         begin = trio.current_time()
         deadline = begin + (timeout or self.config.send_timeout)
         topic, wait, entries = self._batch_entries(msgs)
+        wire_topic = wrap_namespace(self._namespace, topic)
         results = []
         for chunk in self._chunks(entries):
             body = b"".join(e[0] for _, e in chunk)
             ids = ",".join(e[1] for _, e in chunk)
-            p = _Prepared(topic, body, 0, _BATCH_PROPS[wait], ids, 0, code=_SEND_BATCH)
+            p = _Prepared(wire_topic, body, 0, _BATCH_PROPS[wait], ids, 0, code=_SEND_BATCH,
+                          user_topic=topic if wire_topic != topic else None)
             results.append(await self._send_loop(p, begin, deadline, self.config.retries, batch=True))
         return results
 

@@ -2,7 +2,8 @@
 
 Java: ``RebalanceImpl.doRebalance`` / ``rebalanceByTopic``. Clustering: each topic's
 readable queues (from its route) and the group's client ids (GET_CONSUMER_LIST_BY_GROUP
-at one of the topic's brokers) are sorted and split by :func:`allocate_averagely`;
+at one of the topic's brokers) are sorted and split by the consumer's allocation
+strategy (:mod:`.rebalance_strategy`; allocate-averagely by default);
 broadcasting: every client owns every queue. The result goes to the owner's
 ``apply(topic, allocated)``, which stops what it no longer owns and starts what is new
 (``updateProcessQueueTableInRebalance``). A topic whose route or client list cannot be
@@ -23,13 +24,11 @@ import trio
 
 from trocket.codecs.bodies.client import MessageModel, MessageQueue
 
-from .rebalance_strategy import allocate_averagely
+from .rebalance_strategy import AllocateAveragely, AllocateStrategy
 
-__all__ = ["Rebalancer", "Allocate"]
+__all__ = ["Rebalancer"]
 
 log = logging.getLogger(__name__)
-
-Allocate = Callable[[str, list[MessageQueue], list[str]], list[MessageQueue]]
 
 
 class Rebalancer:
@@ -44,7 +43,8 @@ class Rebalancer:
         apply: Callable[[str, set[MessageQueue]], Awaitable[None]],
         interval: float = 20.0,
         retry_interval: float = 1.0,
-        allocate: Allocate = allocate_averagely,
+        group: str = "",
+        strategy: AllocateStrategy = AllocateAveragely(),
         owned_topics: Callable[[], Iterable[str]] | None = None,
     ) -> None:
         self.client_id = client_id
@@ -56,7 +56,8 @@ class Rebalancer:
         self.interval = interval
         self.retry_interval = min(retry_interval, interval)
         self._complete = True
-        self.allocate = allocate
+        self.group = group
+        self.strategy = strategy
         #: topics of the queues held now; those no longer in ``topics()`` are given up
         #: (Java: ``truncateMessageQueueNotMyTopic``, after an unsubscribe)
         self._owned_topics = owned_topics
@@ -113,4 +114,4 @@ class Rebalancer:
         cids = await self._consumer_ids(topic)
         if not cids:
             return None
-        return set(self.allocate(self.client_id, sorted(mqs), sorted(cids)))
+        return set(self.strategy.allocate(self.group, self.client_id, sorted(mqs), sorted(cids)))

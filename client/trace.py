@@ -327,26 +327,32 @@ def traced_invoker(invoke, dispatcher: TraceDispatcher, group: str):
     used otherwise)."""
     from .consumer_base import ConsumeResult
 
-    async def invoke_traced(msg):
+    async def invoke_traced(msgs, context):
         now = int(time.time() * 1000)
         request_id = dispatcher.request_id()
-        props = msg.properties
-        bean = TraceBean(
-            topic=msg.topic, msg_id=msg.client_msg_id or msg.msg_id, tags=msg.tags, keys=props.get("KEYS"),
-            store_host=str(msg.store_host),
-            body_length=len(msg.body), retry_times=msg.reconsume_times, store_time=msg.store_timestamp,
-        )
-        region = props.get("MSG_REGION") or DEFAULT_REGION
-        dispatcher.append(TraceContext(TraceType.SubBefore, group, timestamp=now, region_id=region,
-                                       request_id=request_id, beans=[bean]))
+        traced = []  # (bean, region) per message (Java: one context of every bean)
+        for msg in msgs:
+            props = msg.properties
+            bean = TraceBean(
+                topic=msg.topic, msg_id=msg.client_msg_id or msg.msg_id, tags=msg.tags, keys=props.get("KEYS"),
+                store_host=str(msg.store_host),
+                body_length=len(msg.body), retry_times=msg.reconsume_times, store_time=msg.store_timestamp,
+            )
+            region = props.get("MSG_REGION") or DEFAULT_REGION
+            traced.append((bean, region))
+            dispatcher.append(TraceContext(TraceType.SubBefore, group, timestamp=now, region_id=region,
+                                           request_id=request_id, beans=[bean]))
         t0 = time.monotonic()
-        result = await invoke(msg)
+        result = await invoke(msgs, context)
         ok = result is ConsumeResult.SUCCESS
-        dispatcher.append(TraceContext(
-            TraceType.SubAfter, group, timestamp=int(time.time() * 1000), region_id=region,
-            cost_time=int((time.monotonic() - t0) * 1000), success=ok, request_id=request_id,
-            context_code=0 if ok else 4, beans=[bean],
-        ))
+        cost = int((time.monotonic() - t0) * 1000) // len(msgs)  # Java: the call's time over the batch's size
+        end = int(time.time() * 1000)
+        for bean, region in traced:
+            dispatcher.append(TraceContext(
+                TraceType.SubAfter, group, timestamp=end, region_id=region,
+                cost_time=cost, success=ok, request_id=request_id,
+                context_code=0 if ok else 4, beans=[bean],
+            ))
         return result
 
     return invoke_traced

@@ -217,7 +217,7 @@ class SendBackProcessor:
 
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
-        self.pre_put = pre_put(ctx)
+        self.pre_put = pre_put(ctx, dead_letter=False)
         #: (original topic, group) -> messages sent back (read by broker/stats.py)
         self.sent_back: dict[tuple[str, str], int] = {}
 

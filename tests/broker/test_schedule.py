@@ -479,3 +479,9 @@ async def test_explicit_send_back_level_and_producer_retry_send(tmp_path, wire, 
         assert r.code == 0
         _, dlq = await pull_now(c, addr, wire, "%DLQ%G2")
         assert [d.body for d in dlq] == [b"dead"]
+        # the limit itself is past it (Java's reconsumeTimes >= maxReconsumeTimes; 16 here,
+        # the group's retryMaxTimes): what an orderly consumer's checkReconsumeTimes sends
+        r = await c.invoke_sync(addr, retry_send(wire, "%RETRY%G2", b"dead16", p, 16))
+        assert r.code == 0
+        _, dlq = await pull_now(c, addr, wire, "%DLQ%G2")
+        assert [d.body for d in dlq] == [b"dead", b"dead16"]

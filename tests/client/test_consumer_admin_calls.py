@@ -79,3 +79,35 @@ async def test_running_info_and_consume_directly_through_the_broker(tmp_path):
             assert (await direct(later.offset_msg_id))["consumeResult"] == "CR_LATER"
             failed = await direct(boom.offset_msg_id)
             assert failed["consumeResult"] == "CR_THROW_EXCEPTION" and "the callback failed" in failed["remark"]
+
+
+async def test_lite_consumer_running_info_and_no_consume_directly(tmp_path):
+    """A PullConsumer answers GET_CONSUMER_RUNNING_INFO as Java's lite consumer (its
+    options and subscriptions, CONSUME_ACTIVELY, no queue table) and refuses
+    CONSUME_MESSAGE_DIRECTLY with SYSTEM_ERROR: it has no listener to give it to."""
+    from trocket.client import PullConsumer
+
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        async with Producer("LP", ns) as producer:
+            sent = await producer.send(Message("LT", b"x"))
+        async with PullConsumer("LG", ns, consume_from="first", pull_batch_size=7) as consumer, \
+                ClientInstance(ClientConfig(namesrv=ns)) as admin:
+            consumer.subscribe("LT", "TagA || TagB")
+            with trio.fail_after(10):
+                while not consumer.assignment():
+                    await trio.sleep(0.05)
+            addr = broker.broker_addr
+            r = await admin.api.invoke(addr, RemotingCommand.request(307, GetConsumerRunningInfoRequestHeader(
+                consumerGroup="LG", clientId=consumer.client_id, jstackEnable=False)))
+            assert r.code == 0, r.remark
+            info = loads(r.body)
+            props = info["properties"]
+            assert (props["consumerGroup"], props["PROP_CONSUME_TYPE"], props["pull_batch_size"]) == \
+                ("LG", "CONSUME_ACTIVELY", "7")
+            assert int(props["PROP_CONSUMER_START_TIMESTAMP"]) > 0 and props["PROP_NAMESERVER_ADDR"] == ns
+            assert [(s["topic"], s["subString"]) for s in info["subscriptionSet"]] == [("LT", "TagA || TagB")]
+            assert info["mqTable"] == {}
+            r = await admin.api.invoke(addr, RemotingCommand.request(309, ConsumeMessageDirectlyResultRequestHeader(
+                consumerGroup="LG", clientId=consumer.client_id, msgId=sent.offset_msg_id)))
+            assert r.code == 1 and "CONSUME_MESSAGE_DIRECTLY" in r.remark, (r.code, r.remark)

@@ -192,3 +192,66 @@ async def test_flow_control_bounds_what_a_queue_caches(tmp_path, limit, count_li
             with trio.fail_after(10):
                 await all_seen.wait()
         assert seen == list(range(60))
+
+
+@pytest.mark.parametrize("body_size,option,value,low,high", [
+    # 20 messages for the topic over 5 queues (4 + the retry queue): 4 a queue
+    (100, "pull_threshold_for_topic", 20, 4, 8),
+    # 1 MiB over 5 queues is below 1 MiB a queue: 1 MiB (Java's max(1, ...)), 16 bodies of 64 KiB
+    (64 * 1024, "pull_threshold_size_for_topic_mib", 1, 16, 20),
+])
+async def test_topic_flow_control_is_divided_over_the_owned_queues(tmp_path, body_size, option, value, low, high):
+    """``pullThresholdForTopic`` / ``pullThresholdSizeForTopic``: the queue's limit is the
+    topic's over the queues owned (RebalancePushImpl.messageQueueChanged), where the
+    per-queue defaults (1000 messages, 100 MiB) would let all 60 in."""
+    import os
+
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        async with Producer("PG", ns, compress_over=10 * 1024 * 1024) as producer:
+            for _ in range(60):
+                await producer.send_orderly(new_message("FTT", os.urandom(body_size)), key="one-queue")
+        release = trio.Event()
+        peak = 0
+
+        async def slow(msg):
+            await release.wait()
+
+        async with PushConsumer("FTG", ns, {"FTT": "*"}, slow, consume_from="first", pull_batch_size=4,
+                                **{option: value}) as consumer:
+            def flow_controlled() -> bool:
+                nonlocal peak
+                peak = max([peak] + [n for n, _ in consumer.cached().values()])
+                return consumer.stats.flow_controlled >= 5
+
+            await wait_until(flow_controlled, 10)
+            peak = max([peak] + [n for n, _ in consumer.cached().values()])
+            assert len(consumer.assignment()) == 5
+            assert low < peak <= high, peak
+            release.set()
+
+
+async def test_pull_interval_spaces_the_pulls_that_found_messages(tmp_path):
+    """``pull_interval_s=0.4`` with 2 messages a pull: 10 messages of one queue come in 5
+    pulls at least 0.4 s apart (the pause follows a pull that found messages)."""
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        async with Producer("PG", ns) as producer:
+            for i in range(10):
+                await producer.send_orderly(new_message("PIT", b"%d" % i), key="one-queue")
+        times: list[float] = []
+
+        async def on(msg):
+            times.append(trio.current_time())
+
+        async with PushConsumer("PIG", ns, {"PIT": "*"}, on, consume_from="first", pull_batch_size=2,
+                                pull_interval_s=0.4) as consumer:
+            with trio.fail_after(10):
+                while len(times) < 10:
+                    await trio.sleep(0.02)
+            assert consumer.stats.pulled == 10
+        assert times[-1] - times[0] >= 4 * 0.4 - 0.05, times
+    with pytest.raises(ValueError, match="pull_interval_s"):
+        PushConsumer("G", "127.0.0.1:1", {"T": "*"}, on, pull_interval_s=70)
+    with pytest.raises(ValueError, match="pull_threshold_for_topic"):
+        PushConsumer("G", "127.0.0.1:1", {"T": "*"}, on, pull_threshold_for_topic=0)

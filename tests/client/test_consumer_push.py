@@ -12,8 +12,20 @@ from trocket.client.instance import ClientInstance
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.headers import SendMessageRequestHeaderV2
 from trocket.codecs.message.properties import encode_properties
+from trocket.codecs.message.record import decode_record
 
 from .conftest import running_broker
+
+
+def dead_letters(broker, group: str) -> list:
+    """The messages in the broker's ``%DLQ%<group>`` (read from its store)."""
+    got = broker.store.get_message(group, f"%DLQ%{group}", 0, 0, 32)
+    if got is None or not getattr(got, "buffers", None):
+        return []
+    try:
+        return [decode_record(buf, decompress=False)[0] for buf in got.buffers]
+    finally:
+        got.release()
 
 
 async def raw_send(inst: ClientInstance, topic: str, body: bytes, *, queue_id: int, tags: str | None = None,
@@ -203,8 +215,6 @@ async def test_suspend_resume_and_unsubscribe(tmp_path):
 async def test_max_reconsume_times_sends_the_message_to_the_dlq(tmp_path):
     """A message whose callback keeps failing is consumed 1 + ``max_reconsume_times``
     times (the original, then each retry), then the broker puts it in ``%DLQ%<group>``."""
-    from trocket.codecs.message.record import decode_record
-
     # short delay levels: retries come back in 0.1 s, not 10 s, 30 s...
     async with running_broker(tmp_path, message_delay_level=" ".join(["100ms"] * 18)) as broker:
         ns = ";".join(broker.namesrv_addrs)
@@ -215,13 +225,7 @@ async def test_max_reconsume_times_sends_the_message_to_the_dlq(tmp_path):
             return ConsumeResult.RECONSUME_LATER
 
         def dlq() -> list:
-            got = broker.store.get_message("DG", "%DLQ%DG", 0, 0, 32)
-            if got is None or not getattr(got, "buffers", None):
-                return []
-            try:
-                return [decode_record(buf, decompress=False)[0] for buf in got.buffers]
-            finally:
-                got.release()
+            return dead_letters(broker, "DG")
 
         async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
             await raw_send(inst, "DT", b"poison", queue_id=0)
@@ -263,3 +267,215 @@ async def test_consume_timeout_sends_a_stuck_message_back_and_moves_on(tmp_path)
                 assert consumer._store.read_memory(mq) == 2  # passed over "stuck" and "next"
                 await consumer.aclose(cancel_callbacks=True)
         assert (b"stuck", 0) in calls and (b"next", 0) in calls and (b"stuck", 1) in calls
+
+
+async def test_batch_listener_gets_up_to_n_messages_of_one_queue_in_order(tmp_path):
+    """``consume_batch_max_size=4``: a batch listener gets lists of at most 4 messages,
+    each of one queue, in offset order; every message once; offsets committed."""
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        batches: list[list[tuple[int, int]]] = []
+        contexts = []
+        done = trio.Event()
+
+        async def on_batch(msgs, context):
+            batches.append([(m.queue_id, m.queue_offset) for m in msgs])
+            contexts.append(context.mq)
+            if sum(map(len, batches)) == 20:
+                done.set()
+            return ConsumeResult.SUCCESS
+
+        async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
+            for i in range(20):
+                await raw_send(inst, "BT", b"m%d" % i, queue_id=i % 2)
+            async with PushConsumer("BG", ns, {"BT": "*"}, on_batch, consume_from="first",
+                                    consume_batch_max_size=4) as consumer:
+                with trio.fail_after(10):
+                    await done.wait()
+                await consumer.commit()
+                committed = {mq.queue_id: consumer._store.read_memory(mq) for mq in consumer.assignment()
+                             if mq.topic == "BT"}
+        assert all(1 <= len(b) <= 4 for b in batches) and max(map(len, batches)) == 4
+        for b, mq in zip(batches, contexts):
+            assert {q for q, _ in b} == {mq.queue_id} and mq.topic == "BT"
+            offs = [o for _, o in b]
+            assert offs == list(range(offs[0], offs[0] + len(offs)))
+        assert sorted(p for b in batches for p in b) == sorted((q, o) for q in range(2) for o in range(10))
+        assert committed == {0: 10, 1: 10, 2: 0, 3: 0}
+
+
+async def test_batch_ack_index_and_reconsume_later_send_back_the_rest(tmp_path):
+    """On SUCCESS with ``context.ack_index = 1`` the batch's first two messages are
+    consumed and the others sent back (they come again from the retry topic, once
+    more); RECONSUME_LATER sends the whole batch back (Java's processConsumeResult)."""
+    async with running_broker(tmp_path, message_delay_level=" ".join(["100ms"] * 18)) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        seen: list[tuple[bytes, int]] = []
+        first_batch: list[bytes] = []
+
+        async def on_batch(msgs, context):
+            seen.extend((m.body, m.reconsume_times) for m in msgs)
+            if all(m.reconsume_times == 0 for m in msgs) and not first_batch:
+                first_batch.extend(m.body for m in msgs)
+                context.ack_index = 1
+                return ConsumeResult.SUCCESS
+            if any(m.body == b"fail" and m.reconsume_times == 0 for m in msgs):
+                return ConsumeResult.RECONSUME_LATER
+            return ConsumeResult.SUCCESS
+
+        async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
+            for body in (b"a", b"b", b"c", b"d"):
+                await raw_send(inst, "AT", body, queue_id=0)
+            async with PushConsumer("AG", ns, {"AT": "*"}, on_batch, consume_from="first",
+                                    consume_batch_max_size=4) as consumer:
+                with trio.fail_after(20):
+                    while {b for b, r in seen if r == 1} != {b"c", b"d"}:
+                        await trio.sleep(0.05)
+                await raw_send(inst, "AT", b"fail", queue_id=1)
+                await raw_send(inst, "AT", b"fail", queue_id=1)
+                with trio.fail_after(20):
+                    while sum(1 for b, r in seen if b == b"fail" and r == 1) < 2:
+                        await trio.sleep(0.05)
+                await trio.sleep(0.5)
+                assert consumer.stats.reconsume_later >= 4
+        assert first_batch == [b"a", b"b", b"c", b"d"]
+        assert sorted(seen) == sorted([(b"a", 0), (b"b", 0), (b"c", 0), (b"d", 0), (b"c", 1), (b"d", 1),
+                                       (b"fail", 0), (b"fail", 0), (b"fail", 1), (b"fail", 1)])
+
+
+async def test_orderly_batch_is_given_again_whole_after_reconsume_later(tmp_path):
+    """Orderly with batches: RECONSUME_LATER gives the same batch again (in order, each
+    message's reconsume count up by one) before later messages of the queue."""
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        calls: list[list[tuple[bytes, int]]] = []
+        done = trio.Event()
+
+        async def on_batch(msgs, context):
+            calls.append([(m.body, m.reconsume_times) for m in msgs])
+            if len(calls) == 1:
+                return ConsumeResult.RECONSUME_LATER
+            if sum(len(c) for c in calls[1:]) == 6:
+                done.set()
+            return ConsumeResult.SUCCESS
+
+        async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
+            for i in range(6):
+                await raw_send(inst, "OT", b"o%d" % i, queue_id=0)
+            async with PushConsumer("OG", ns, {"OT": "*"}, on_batch, consume_from="first", orderly=True,
+                                    consume_batch_max_size=3, suspend_orderly_s=0.1):
+                with trio.fail_after(15):
+                    await done.wait()
+        assert calls[0] == [(b"o0", 0), (b"o1", 0), (b"o2", 0)]
+        assert calls[1] == [(b"o0", 1), (b"o1", 1), (b"o2", 1)]
+        assert [b for c in calls[1:] for b, _ in c] == [b"o%d" % i for i in range(6)]
+
+
+async def test_batch_size_needs_a_batch_listener(tmp_path):
+    import pytest
+
+    from trocket.client.consumer_base import takes_context
+    from trocket.client.errors import ClientStateError
+
+    assert takes_context(lambda msgs, context: None)
+    assert not takes_context(lambda msg: None)
+    assert not takes_context(lambda msg, extra=None: None)
+    with pytest.raises(ValueError, match="at most 1024"):
+        PushConsumer("G", "127.0.0.1:1", {"T": "*"}, lambda msg: None, consume_batch_max_size=1025)
+    consumer = PushConsumer("G", "127.0.0.1:1", {"T": "*"}, lambda msg: None, consume_batch_max_size=2)
+    with pytest.raises(ClientStateError, match="batch listener"):
+        await consumer.run()
+
+
+async def test_delay_level_when_next_consume_picks_the_level_or_the_dlq(tmp_path):
+    """``context.delay_level_when_next_consume``: 1 brings the message back after level 1
+    (100 ms here, where the broker's own choice, level 3, is 30 s); -1 puts it in
+    ``%DLQ%<group>`` at once, never consumed again."""
+    levels = " ".join(["100ms", "100ms"] + ["30s"] * 16)
+    async with running_broker(tmp_path, message_delay_level=levels) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        seen: list[tuple[bytes, int]] = []
+
+        async def on(msgs, context):
+            (msg,) = msgs
+            seen.append((msg.body, msg.reconsume_times))
+            if msg.reconsume_times == 0:
+                context.delay_level_when_next_consume = 1 if msg.body == b"soon" else -1
+                return ConsumeResult.RECONSUME_LATER
+            return ConsumeResult.SUCCESS
+
+        def dlq() -> list:
+            return dead_letters(broker, "LG")
+
+        async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
+            await raw_send(inst, "LT", b"soon", queue_id=0)
+            await raw_send(inst, "LT", b"dead", queue_id=1)
+            async with PushConsumer("LG", ns, {"LT": "*"}, on, consume_from="first"):
+                with trio.fail_after(10):
+                    while (b"soon", 1) not in seen or not dlq():
+                        await trio.sleep(0.05)
+                await trio.sleep(0.5)
+        assert sorted(seen) == [(b"dead", 0), (b"soon", 0), (b"soon", 1)]
+        (dead,) = dlq()
+        assert dead.body == b"dead"
+
+
+async def test_orderly_context_sets_the_queue_pause(tmp_path):
+    """Orderly RECONSUME_LATER with ``context.suspend_current_queue_time_s = 0.3``: the
+    message comes again after about 0.3 s, not the consumer's ``suspend_orderly_s`` (5 s)."""
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        times: list[float] = []
+
+        async def on(msgs, context):
+            times.append(trio.current_time())
+            if len(times) == 1:
+                context.suspend_current_queue_time_s = 0.3
+                return ConsumeResult.RECONSUME_LATER
+            return ConsumeResult.SUCCESS
+
+        async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
+            await raw_send(inst, "ST", b"o", queue_id=0)
+            async with PushConsumer("SG", ns, {"ST": "*"}, on, consume_from="first", orderly=True,
+                                    suspend_orderly_s=5.0):
+                with trio.fail_after(4):
+                    while len(times) < 2:
+                        await trio.sleep(0.02)
+        assert 0.25 <= times[1] - times[0] < 2.0, times
+
+
+async def test_orderly_max_reconsume_times_sends_the_message_to_the_dlq_and_moves_on(tmp_path):
+    """Orderly ``checkReconsumeTimes``: a message failing ``max_reconsume_times`` (2)
+    suspensions goes to ``%DLQ%<group>`` through the retry topic, and the queue moves on
+    to the next message; without the option (-1) orderly retries without limit."""
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        calls: list[tuple[bytes, int]] = []
+        done = trio.Event()
+
+        async def on(msg):
+            calls.append((msg.body, msg.reconsume_times))
+            if msg.body == b"next":
+                done.set()
+                return ConsumeResult.SUCCESS
+            return ConsumeResult.RECONSUME_LATER
+
+        def dlq() -> list:
+            return dead_letters(broker, "QG")
+
+        async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
+            await raw_send(inst, "QT", b"poison", queue_id=0)
+            await raw_send(inst, "QT", b"next", queue_id=0)
+            async with PushConsumer("QG", ns, {"QT": "*"}, on, consume_from="first", orderly=True,
+                                    suspend_orderly_s=0.05, max_reconsume_times=2) as consumer:
+                with trio.fail_after(15):
+                    await done.wait()
+                    while not dlq():
+                        await trio.sleep(0.05)
+                assert consumer._max_reconsume_times() == 2
+        assert calls == [(b"poison", 0), (b"poison", 1), (b"poison", 2), (b"next", 0)]
+        (dead,) = dlq()
+        assert dead.body == b"poison"
+    unlimited = PushConsumer("G", "127.0.0.1:1", {"T": "*"}, on, orderly=True)
+    assert unlimited._max_reconsume_times() == 2**31 - 1
+    assert PushConsumer("G", "127.0.0.1:1", {"T": "*"}, on)._max_reconsume_times() == 16

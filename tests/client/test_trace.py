@@ -162,3 +162,35 @@ async def test_admin_msg_trace_prints_the_timeline(tmp_path):
         missing = await trio.run_process([*trocket, "admin", "msg", "trace", "00" * 16, "-n", ns],
                                          capture_stdout=True, capture_stderr=True, check=False, env=env)
         assert missing.returncode == 1 and b"no trace record" in missing.stderr
+
+
+async def test_a_traced_batch_and_a_namespace(tmp_path):
+    """A batch listener with ``trace=True``: a SubBefore and a SubAfter per message of
+    the batch, one request id for the call; with a namespace, Pub and Sub records name
+    the topic and group without it (Java's trace hooks)."""
+    async with running_broker(tmp_path, trace_topic_enable=True) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        got = trio.Event()
+        sizes = []
+        async with Producer("TracePB", ns, trace=True, namespace="tns") as producer:
+            results = [await producer.send_orderly(new_message("TraceB", b"b%d" % i), key="q") for i in range(3)]
+
+            async def on_batch(msgs, context):
+                sizes.append(len(msgs))
+                if sum(sizes) >= 3:
+                    got.set()
+
+            async with PushConsumer("TraceBG", ns, {"TraceB": "*"}, on_batch, consume_from="first", trace=True,
+                                    consume_batch_max_size=8, namespace="tns"):
+                with trio.fail_after(10):
+                    await got.wait()
+        ids = {r.msg_id for r in results}
+        records = [r for r, _ in await read_traces(ns, want=9) if r.msg_id in ids]
+        by_kind: dict[str, list] = {}
+        for r in records:
+            by_kind.setdefault(r.trace_type, []).append(r)
+        assert {k: len(v) for k, v in by_kind.items()} == {"Pub": 3, "SubBefore": 3, "SubAfter": 3}
+        assert {(r.group, r.topic) for r in by_kind["Pub"]} == {("TracePB", "TraceB")}
+        assert {r.group for r in by_kind["SubBefore"] + by_kind["SubAfter"]} == {"TraceBG"}
+        assert sizes == [3]  # one queue, all there before the start: one call, one request id
+        assert len({r.request_id for r in by_kind["SubBefore"] + by_kind["SubAfter"]}) == 1

@@ -68,6 +68,18 @@ async def read_topic(peer, topic: str, want: int, timeout: float = 15.0) -> list
     return got
 
 
+async def admin_step(java_bundle, java_classes, tmp_path, peer, scenario: str, **params: str) -> dict:
+    """One mqadmin scenario of the Java runner (``Scenarios.java``) against ``peer``, in a
+    worker thread: what it printed and whether it failed."""
+    import functools
+
+    from java_tools import run_step
+
+    return await trio.to_thread.run_sync(functools.partial(
+        run_step, java_bundle, java_classes, tmp_path / scenario, scenario, namesrv=peer.namesrv, broker=peer.addr,
+        **params))
+
+
 # -- the producer -----------------------------------------------------------------------------
 
 
@@ -122,6 +134,111 @@ async def test_producer_every_mode_auto_creates_and_round_trips(peer, broker):
         assert m.body.decode() == sent[r.msg_id][1]
         assert (m.queue_id, m.queue_offset) == (r.queue.queue_id, r.queue_offset)
         assert m.msg_id == r.offset_msg_id
+
+
+@on_both()
+async def test_producer_namespace_wraps_the_topic_on_the_wire(peer, broker):
+    """``namespace="nsX"`` (issue 25): sync, orderly (the selector sees the topic as the
+    user named it), to an explicit queue, and batch sends of ``T`` are stored in
+    ``nsX%T``; every result names ``T``."""
+    topic = unique(broker, "nsT")
+    wire = f"nsX%{topic}"
+    create_topic(peer, wire, 2)
+    seen_by_selector = []
+
+    def selector(queues, msg, arg):
+        seen_by_selector.extend(q.topic for q in queues)
+        return queues[1]
+
+    async with Producer(unique(broker, "nsP"), peer.namesrv, namespace="nsX") as producer:
+        assert producer.group.startswith("nsX%")
+        r1 = await producer.send(new_message(topic, "plain"))
+        r2 = await producer.send_orderly(new_message(topic, "orderly"), selector)
+        r3 = await producer.send(new_message(topic, "to-queue"), queue=r2.queue)
+        (r4,) = await producer.send_batch([new_message(topic, f"b{i}") for i in range(2)])
+    assert {r.queue.topic for r in (r1, r2, r3, r4)} == {topic}
+    assert set(seen_by_selector) == {topic}
+    assert (r2.queue.queue_id, r3.queue.queue_id) == (1, 1)
+    got = await read_topic(peer, wire, 5)
+    assert sorted(m.body.decode() for m in got) == ["b0", "b1", "orderly", "plain", "to-queue"]
+    assert {m.topic for m in got} == {wire}
+
+
+@on_both()
+async def test_consumers_namespace(peer, broker):
+    """Push and lite consumers with ``namespace="nsY"`` (issue 25) read what a producer of
+    that namespace sent to ``T`` (stored in ``nsY%T``), and see ``T``: in messages, in a
+    message back from ``%RETRY%nsY%<group>`` after RECONSUME_LATER, in the lite
+    consumer's queues and assignment."""
+    topic, group = unique(broker, "nsC"), unique(broker, "nsG")
+    create_topic(peer, f"nsY%{topic}", 2)
+    create_topic(peer, f"%RETRY%nsY%{group}", 1)
+    seen: list[tuple[str, str, int]] = []
+
+    async def on(msg):
+        seen.append((msg.topic, msg.body.decode(), msg.reconsume_times))
+        if msg.body == b"again" and msg.reconsume_times == 0:
+            return ConsumeResult.RECONSUME_LATER
+        return ConsumeResult.SUCCESS
+
+    async with PushConsumer(group, peer.namesrv, {topic: "*"}, on, consume_from="first", namespace="nsY",
+                            **FAST) as consumer:
+        assert consumer.group == f"nsY%{group}"
+        async with Producer(unique(broker, "nsP"), peer.namesrv, namespace="nsY") as producer:
+            await producer.send(new_message(topic, "once"))
+            await producer.send(new_message(topic, "again"))
+        with trio.fail_after(30):
+            while len(seen) < 3:
+                await trio.sleep(0.1)
+        assert {mq.topic for mq in consumer.assignment()} == {topic, f"%RETRY%{group}"}
+    assert sorted(seen) == [(topic, "again", 0), (topic, "again", 1), (topic, "once", 0)]
+    async with PullConsumer(group + "L", peer.namesrv, namespace="nsY", auto_commit=False) as lite:
+        queues = await lite.fetch_queues(topic)
+        assert {mq.topic for mq in queues} == {topic} and len(queues) == 2
+        await lite.assign(queues)
+        for mq in queues:
+            await lite.seek(mq, 0)
+        got = []
+        with trio.fail_after(15):
+            while len(got) < 2:
+                got += await lite.poll(timeout=0.5)
+        assert lite.assignment() == queues
+        assert sorted((m.topic, m.body.decode()) for m in got) == [(topic, "again"), (topic, "once")]
+
+
+@on_both()
+async def test_vip_channel_sends_and_offsets_go_to_port_minus_2(peer, broker):
+    """``ClientConfig(vip_channel_enabled=True)`` (issue 25; Java's
+    ``sendMessageWithVIPChannel``): sends and the offset calls reach the broker's VIP
+    channel, its port - 2, and work there; without it nothing connects to that port."""
+    from trocket.client.api import vip_channel_addr
+    from trocket.client.config import ClientConfig
+
+    topic = unique(broker, "vip")
+    create_topic(peer, topic, 1)
+    vip = vip_channel_addr(peer.addr)
+    config = ClientConfig(namesrv=peer.namesrv, vip_channel_enabled=True)
+    async with Producer(unique(broker, "vipP"), client_config=config) as producer:
+        results = [await producer.send(new_message(topic, f"v{i}")) for i in range(3)]
+        await producer.send_oneway(new_message(topic, "v3"))
+        assert producer.instance.api.is_connected(vip)
+    assert [r.queue_offset for r in results] == [0, 1, 2]
+    group = unique(broker, "vipG")
+    lite_config = ClientConfig(namesrv=peer.namesrv, vip_channel_enabled=True)
+    async with PullConsumer(group, client_config=lite_config, auto_commit=False) as consumer:
+        (mq,) = await consumer.fetch_queues(topic)
+        await consumer.assign([mq])
+        await consumer.seek_to_begin(mq)  # GET_MIN_OFFSET at the VIP channel
+        got = []
+        with trio.fail_after(15):
+            while len(got) < 4:
+                got += await consumer.poll(timeout=0.5)
+        await consumer.commit()  # UPDATE_CONSUMER_OFFSET at the VIP channel
+        assert await consumer.committed(mq) == 4
+        assert consumer.instance.api.is_connected(vip)
+    async with Producer(unique(broker, "vipP"), peer.namesrv) as plain:
+        await plain.send(new_message(topic, "plain"))
+        assert not plain.instance.api.is_connected(vip)
 
 
 # -- the push consumer ----------------------------------------------------------------------------
@@ -242,6 +359,89 @@ async def test_push_reconsume_later_comes_back_from_retry(peer, broker):
     assert (second.topic, second.body, second.tags, second.properties["color"]) == (topic, b"again", "TagR", "red")
 
 
+@on_both()
+async def test_push_batch_and_delay_level_when_next_consume(peer, broker):
+    """A batch listener (issue 25): ``consume_batch_max_size=8`` hands the queue's
+    messages over in batches; ``context.delay_level_when_next_consume`` = 1 brings a
+    failed message back from %RETRY% after level 1 (1 s; the broker's choice, level 3,
+    is 10 s), -1 sends it straight to %DLQ%<group>, never consumed again."""
+    topic, group = unique(broker, "dl"), unique(broker, "dlG")
+    create_topic(peer, topic, 1)
+    create_topic(peer, f"%RETRY%{group}", 1)
+    deliveries: list[tuple[float, bytes, int]] = []
+    sizes: list[int] = []
+
+    async def on(msgs, context):
+        sizes.append(len(msgs))
+        failed = False
+        for msg in msgs:
+            deliveries.append((trio.current_time(), msg.body, msg.reconsume_times))
+        for i, msg in enumerate(msgs):
+            if msg.reconsume_times == 0 and msg.body in (b"soon", b"dead"):
+                context.ack_index = i - 1  # the ones before are consumed
+                context.delay_level_when_next_consume = 1 if msg.body == b"soon" else -1
+                failed = True
+                break
+        return ConsumeResult.SUCCESS if not failed or context.ack_index >= 0 else ConsumeResult.RECONSUME_LATER
+
+    async with Producer(unique(broker, "dlP"), peer.namesrv) as producer:
+        for i in range(5):
+            await producer.send(new_message(topic, f"ok{i}"))
+    async with PushConsumer(group, peer.namesrv, {topic: "*"}, on, consume_from="first",
+                            consume_batch_max_size=8, **FAST):
+        with trio.fail_after(20):
+            while sum(1 for d in deliveries if d[1].startswith(b"ok")) < 5:
+                await trio.sleep(0.1)
+        async with Producer(unique(broker, "dlP"), peer.namesrv) as producer:
+            await producer.send(new_message(topic, "soon"))
+        with trio.fail_after(20):
+            while not any(b == b"soon" and r == 1 for _, b, r in deliveries):
+                await trio.sleep(0.1)
+        async with Producer(unique(broker, "dlP"), peer.namesrv) as producer:
+            await producer.send(new_message(topic, "dead"))
+        await trio.sleep(4.0)
+    assert max(sizes) == 5  # the five sent before the start came as one batch
+    soon = [(t, r) for t, b, r in deliveries if b == b"soon"]
+    assert [r for _, r in soon] == [0, 1]
+    assert 0.5 <= soon[1][0] - soon[0][0] <= 6.0, soon
+    assert [(b, r) for _, b, r in deliveries if b == b"dead"] == [(b"dead", 0)]
+    dlq = f"%DLQ%{group}"
+    assert wait_for(lambda: route_queues(peer, dlq) > 0, 20, 0.2), f"no route of {dlq}"
+    (dead,) = await read_topic(peer, dlq, 1)
+    assert dead.body == b"dead"
+
+
+@on_both()
+async def test_push_orderly_max_reconsume_times_dead_letters(peer, broker):
+    """Orderly with ``max_reconsume_times=0`` (issue 25; Java's checkReconsumeTimes): a
+    message that fails goes to the retry topic with reconsumeTimes = the limit, which the
+    broker turns into %DLQ%<group> (``reconsumeTimes >= maxReconsumeTimes``), and the
+    queue moves on. (Java's broker keeps the copy's DELAY, level 3: it reaches the DLQ
+    10 s later; trocket's stores it there at once.)"""
+    topic, group = unique(broker, "odl"), unique(broker, "odlG")
+    create_topic(peer, topic, 1)
+    create_topic(peer, f"%RETRY%{group}", 1)
+    calls: list[tuple[str, int]] = []
+
+    async def on(msg):
+        calls.append((msg.body.decode(), msg.reconsume_times))
+        return ConsumeResult.SUCCESS if msg.body == b"next" else ConsumeResult.RECONSUME_LATER
+
+    async with Producer(unique(broker, "odlP"), peer.namesrv) as producer:
+        await producer.send(new_message(topic, "poison"))
+        await producer.send(new_message(topic, "next"))
+    async with PushConsumer(group, peer.namesrv, {topic: "*"}, on, consume_from="first", orderly=True,
+                            suspend_orderly_s=0.1, max_reconsume_times=0, **FAST):
+        with trio.fail_after(30):
+            while ("next", 0) not in calls:
+                await trio.sleep(0.1)
+    assert calls == [("poison", 0), ("next", 0)]
+    dlq = f"%DLQ%{group}"
+    assert wait_for(lambda: route_queues(peer, dlq) > 0, 20, 0.2), f"no route of {dlq}"
+    (dead,) = await read_topic(peer, dlq, 1, timeout=30)
+    assert dead.body == b"poison"
+
+
 # -- the lite pull consumer and the blocking facade --------------------------------------------
 
 
@@ -328,10 +528,6 @@ async def test_message_trace_from_trocket_clients(peer, broker, java_bundle, jav
 async def test_mqadmin_consumer_status_and_consume_directly(peer, broker, java_bundle, java_classes, tmp_path):
     """mqadmin ``consumerStatus -i`` (GET_CONSUMER_RUNNING_INFO 307) and ``queryMsgById
     -g -d`` (CONSUME_MESSAGE_DIRECTLY 309) against a running trocket PushConsumer."""
-    import functools
-
-    from java_tools import run_step
-
     topic, group = unique(broker, "cst"), unique(broker, "cstG")
     create_topic(peer, topic)
     seen: list[str] = []
@@ -347,12 +543,8 @@ async def test_mqadmin_consumer_status_and_consume_directly(peer, broker, java_b
         with trio.fail_after(60):
             await consumed.wait()
 
-        def step(scenario: str, **params: str) -> dict:
-            return run_step(java_bundle, java_classes, tmp_path / scenario, scenario, namesrv=peer.namesrv,
-                            broker=peer.addr, **params)
-
-        out = await trio.to_thread.run_sync(functools.partial(step, "consumer_status", group=group,
-                                                              clientId=consumer.client_id))
+        out = await admin_step(java_bundle, java_classes, tmp_path, peer, "consumer_status", group=group,
+                               clientId=consumer.client_id)
         assert not out["failed"], out
         text = out["output"]
         assert "#Consumer Properties#" in text and "#Consumer Subscription#" in text, text
@@ -360,12 +552,49 @@ async def test_mqadmin_consumer_status_and_consume_directly(peer, broker, java_b
         assert topic in text and f"%RETRY%{group}" in text, text
         assert "#Consumer MQ Detail#" in text, text
         n = len(seen)
-        out = await trio.to_thread.run_sync(functools.partial(step, "consume_directly", group=group,
-                                                              clientId=consumer.client_id,
-                                                              msgId=result.offset_msg_id))
+        out = await admin_step(java_bundle, java_classes, tmp_path, peer, "consume_directly", group=group,
+                               clientId=consumer.client_id, msgId=result.offset_msg_id)
         assert not out["failed"], out
         assert "consumeResult=CR_SUCCESS" in out["output"], out  # None is SUCCESS in trocket
         assert seen[n:] == ["status"]
+
+
+@on_both()
+async def test_pull_consumer_queue_change_listener_and_admin_calls(peer, broker, java_bundle, java_classes, tmp_path):
+    """The lite consumer (issue 25): a queue-change listener is told when its topic
+    grows from 4 to 8 queues (not at start); mqadmin ``consumerStatus -i`` reads its
+    GET_CONSUMER_RUNNING_INFO (CONSUME_ACTIVELY, its subscription); ``queryMsgById -d``
+    (CONSUME_MESSAGE_DIRECTLY) is refused, a lite consumer having no listener."""
+    topic, group = unique(broker, "qc"), unique(broker, "qcG")
+    create_topic(peer, topic, 4)
+    changes: list[tuple[str, set]] = []
+    async with Producer(unique(broker, "qcP"), peer.namesrv) as producer:
+        result = await producer.send(new_message(topic, "direct"))
+    async with PullConsumer(group, peer.namesrv, consume_from="first", topic_metadata_check_interval_s=0.3,
+                            **FAST) as consumer:
+        consumer.subscribe(topic)
+        consumer.register_topic_message_queue_change_listener(topic, lambda t, qs: changes.append((t, qs)))
+        got = []
+        with trio.fail_after(15):
+            while not got:
+                got += await consumer.poll(timeout=0.5)
+        await trio.sleep(1.0)
+        assert changes == []  # the queues as at start: nothing to report
+        await trio.to_thread.run_sync(create_topic, peer, topic, 8)
+        with trio.fail_after(15):
+            while not changes:
+                await trio.sleep(0.1)
+        (t, queues), = changes
+        assert t == topic and sorted(mq.queue_id for mq in queues) == list(range(8))
+
+        out = await admin_step(java_bundle, java_classes, tmp_path, peer, "consumer_status", group=group,
+                               clientId=consumer.client_id)
+        assert not out["failed"], out
+        text = out["output"]
+        assert "#Consumer Properties#" in text and "CONSUME_ACTIVELY" in text and topic in text, text
+        out = await admin_step(java_bundle, java_classes, tmp_path, peer, "consume_directly", group=group,
+                               clientId=consumer.client_id, msgId=result.offset_msg_id)
+        assert "consumeResult=" not in out["output"], out  # (the push consumer's test finds CR_SUCCESS)
 
 
 @on_both()
