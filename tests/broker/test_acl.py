@@ -14,7 +14,7 @@ import trio
 
 from trocket.broker.acl import AclConfigError, AclError, AclValidator, load_acl
 from trocket.broker.acl.validator import NAMESRV_WRITE_CODES
-from trocket.broker.acl.address import address_matcher
+from trocket.broker.acl.address import address_matcher, loopback_only
 from trocket.broker.acl.permission import ANY, DENY, PUB, SUB, check_permission, parse_perm
 from trocket.client.acl import AclSigningHook
 from trocket.codecs.acl import request_signature, sign_request, verifying_signature
@@ -344,6 +344,33 @@ async def test_unknown_code_is_checked_by_acl_first(tmp_path, wire, acl_file):
         resp = await anon.invoke_sync(broker.broker_addr, RemotingCommand.request(9999))
         assert (resp.code, resp.remark) == (3, " request type 9999 not supported")
         assert broker.server.processors.default is None
+
+
+def test_loopback_only():
+    assert all(loopback_only(h) for h in ("127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost", "LOCALHOST"))
+    assert not any(loopback_only(h) for h in ("", "0.0.0.0", "::", "10.0.0.5", "192.168.1.1", "broker.example"))
+
+
+HA_WARNING = "ACL is on but the HA port"
+
+
+async def test_ha_port_warning_only_when_reachable_from_elsewhere(tmp_path, wire, caplog):
+    """An ACL broker whose HA port is bound to loopback serves only this machine: no
+    warning; bound to every interface, with no white list nor haAllowedSlaves: warned."""
+    caplog.set_level("WARNING", logger="trocket")
+    acl_file = tmp_path / "no_white_list.yml"
+    acl_file.write_text("accounts:\n  - accessKey: RocketMQ\n    secretKey: '12345678'\n")
+    async with wire.running_broker(tmp_path / "lo", acl_enable=True, acl_file=str(acl_file)):
+        pass
+    assert HA_WARNING not in caplog.text
+    async with wire.running_broker(tmp_path / "any", acl_enable=True, acl_file=str(acl_file), ha_listen=("0.0.0.0", 0)):
+        pass
+    assert HA_WARNING in caplog.text and "(0.0.0.0)" in caplog.text
+    caplog.clear()
+    async with wire.running_broker(tmp_path / "allowed", acl_enable=True, acl_file=str(acl_file),
+                                   ha_listen=("0.0.0.0", 0), ha_allowed_slaves="10.0.0.2"):
+        pass
+    assert HA_WARNING not in caplog.text
 
 
 async def test_acl_file_reloaded_when_it_changes(tmp_path, wire, acl_file):
