@@ -307,6 +307,7 @@ class BrokerController(ServiceContextManager):
             idle_timeout=cfg.channel_expired_timeout_ms / 1000.0,
             system_reply_ext_fields=True,  # the C++ client needs an extFields object in every reply
             tls_mode=cfg.tls.server_mode,
+            max_connections_per_host=cfg.max_connections_per_host,
         )
         self.server = server = RemotingServer(
             server_cfg, tap=self.tap, ssl_context=server_ssl, hooks=[self.acl] if self.acl else (),
