@@ -383,6 +383,10 @@ class BrokerConfig:
     rebalance_lock_max_live_ms: int = attrs.field(default=60_000, validator=_pos)
     #: ``channelExpiredTimeout`` (ms): clients silent this long are dropped, 120000.
     channel_expired_timeout_ms: int = attrs.field(default=120_000, validator=_pos)
+    #: trocket's ``maxConnectionsPerHost``: connections served at once from one host, on
+    #: the client port and the VIP channel each (1000); past it a new one is closed at
+    #: once, logged once a minute per host (remoting's ``max_connections_per_host``).
+    max_connections_per_host: int = attrs.field(default=1000, validator=_pos)
 
     # -- periodic tasks ------------------------------------------------------------------
     #: ``registerNameServerPeriod`` (ms): re-registration with the name servers, 30000.
@@ -629,6 +633,7 @@ PROPERTY_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "shortPollingTimeMills": ("short_polling_time_ms", _int),
     "notifyConsumerIdsChangedEnable": ("notify_consumer_ids_changed", _bool),
     "channelExpiredTimeout": ("channel_expired_timeout_ms", _int),
+    "maxConnectionsPerHost": ("max_connections_per_host", _int),  # trocket's own
     "registerNameServerPeriod": ("register_interval_ms", _int),
     "registerBrokerTimeoutMills": ("register_timeout_ms", _int),
     "flushConsumerOffsetInterval": ("flush_consumer_offset_interval_ms", _int),

@@ -77,6 +77,7 @@ from trocket.codecs.message.hosts import HostAddress
 from trocket.remoting import ClientConfig, RemotingClient, RemotingServer, ServerConfig, ServiceContextManager, TlsMode
 
 from .acl import AclValidator, NamesrvAclHook
+from .acl.address import loopback_only
 from .config import BrokerConfig, BrokerConfigError
 from .context import BrokerContext
 from .ha import HAService
@@ -306,6 +307,7 @@ class BrokerController(ServiceContextManager):
             idle_timeout=cfg.channel_expired_timeout_ms / 1000.0,
             system_reply_ext_fields=True,  # the C++ client needs an extFields object in every reply
             tls_mode=cfg.tls.server_mode,
+            max_connections_per_host=cfg.max_connections_per_host,
         )
         self.server = server = RemotingServer(
             server_cfg, tap=self.tap, ssl_context=server_ssl, hooks=[self.acl] if self.acl else (),
@@ -428,9 +430,11 @@ class BrokerController(ServiceContextManager):
                 (cfg.tls.client_context_always if cfg.is_slave else cfg.tls.server_context_always)()
         except (ValueError, OSError) as exc:
             raise BrokerConfigError(str(exc)) from None
-        if cfg.acl_enable and not cfg.ha_allowed_slaves and not cfg.is_slave and not self.acl.table.global_white:
-            log.warning("ACL is on but the HA port serves any host: list the slaves' hosts in "
-                        "globalWhiteRemoteAddresses or haAllowedSlaves")
+        ha = cfg.ha_listen_addr()
+        if (cfg.acl_enable and not cfg.ha_allowed_slaves and ha is not None and not loopback_only(ha[0])
+                and not self.acl.table.global_white):
+            log.warning("ACL is on but the HA port (%s) serves any host that reaches it: list the slaves' hosts "
+                        "in globalWhiteRemoteAddresses or haAllowedSlaves", ha[0] or "every interface")
         return contexts
 
     async def _serve_vip_channel(self, services: trio.Nursery, server_cfg: ServerConfig, ctx: BrokerContext) -> None:

@@ -30,6 +30,7 @@ cdef extern from "Python.h":
     const unsigned char* PyUnicode_1BYTE_DATA(object o)
     bint PyDict_Next(object d, Py_ssize_t* pos, PyObject** key, PyObject** value)
     const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
+    PyObject* PyDict_GetItemWithError(object d, object key) except? NULL
 
 import zlib
 
@@ -38,7 +39,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 12
+ABI = 13
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -63,6 +64,7 @@ cdef object _py_encode_send_message_v2 = None
 cdef object _py_encode_pull_message = None
 cdef object _py_java_string_hash = None
 cdef object _py_index_records = None
+cdef object _py_signature_matches = None
 
 
 def set_pure(str name, fn):
@@ -75,7 +77,7 @@ def set_pure(str name, fn):
     global _py_dispatch_fields
     global _py_encode_send_ok, _py_offset_msg_id, _py_encode_binary_header, _py_encode_json_header
     global _py_encode_send_message_v2, _py_encode_pull_message
-    global _py_java_string_hash, _py_index_records
+    global _py_java_string_hash, _py_index_records, _py_signature_matches
     if name == "FrameDecoder":
         _py_FrameDecoder = fn
         from trocket.codecs.frame import sniff_foreign_protocol
@@ -122,6 +124,8 @@ def set_pure(str name, fn):
         _py_java_string_hash = fn
     elif name == "index_records":
         _py_index_records = fn
+    elif name == "signature_matches":
+        _py_signature_matches = fn
     else:
         raise KeyError(name)
 
@@ -136,6 +140,8 @@ cdef dict _LANG_BY_NAME = {lang.name: lang for lang in LanguageCode}
 cdef bytes _EMPTY = b""
 #: Returned by the parsers instead of a result: hand the input to the pure function.
 cdef object _FAIL = object()
+cdef str SIGNATURE_KEY = "Signature"
+cdef str UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 
 
 cdef inline object _command(int code, object lang, int version, int opaque, int flag,
@@ -2404,6 +2410,196 @@ def index_records(log, pos, limit, index, slot_num, index_num, header, max_recor
         rest = _py_index_records(log, p_at, limit, index, slot_num, index_num, header, max_records - records)
         return (rest[0], records + rest[1], keys_put + rest[2], rest[3])
     return (p_at, records, keys_put, status)
+
+
+# -- ACL: HMAC-SHA1 of a request's signed fields ------------------------------------------
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    typedef struct { uint32_t h[5]; unsigned char buf[64]; size_t used; uint64_t total; } trocket_sha1;
+    #define TR_ROL(v, n) (((v) << (n)) | ((v) >> (32 - (n))))
+    /* the SHA-1 compression function, unrolled (after Steve Reid's public-domain SHA-1) */
+    #if defined(__GNUC__) || defined(__clang__)
+    static inline uint32_t trocket_be32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return __builtin_bswap32(v); }
+    #else
+    static inline uint32_t trocket_be32(const unsigned char *p) {
+        return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+    }
+    #endif
+    #define TR_BLK0(i) (l[i] = trocket_be32(p + 4*(i)))
+    #define TR_BLK(i) (l[(i)&15] = TR_ROL(l[((i)+13)&15] ^ l[((i)+8)&15] ^ l[((i)+2)&15] ^ l[(i)&15], 1))
+    #define TR_R0(v,w,x,y,z,i) z += ((w&(x^y))^y) + TR_BLK0(i) + 0x5A827999u + TR_ROL(v,5); w = TR_ROL(w,30);
+    #define TR_R1(v,w,x,y,z,i) z += ((w&(x^y))^y) + TR_BLK(i) + 0x5A827999u + TR_ROL(v,5); w = TR_ROL(w,30);
+    #define TR_R2(v,w,x,y,z,i) z += (w^x^y) + TR_BLK(i) + 0x6ED9EBA1u + TR_ROL(v,5); w = TR_ROL(w,30);
+    #define TR_R3(v,w,x,y,z,i) z += (((w|x)&y)|(w&x)) + TR_BLK(i) + 0x8F1BBCDCu + TR_ROL(v,5); w = TR_ROL(w,30);
+    #define TR_R4(v,w,x,y,z,i) z += (w^x^y) + TR_BLK(i) + 0xCA62C1D6u + TR_ROL(v,5); w = TR_ROL(w,30);
+    static void trocket_sha1_block(uint32_t *h, const unsigned char *p) {
+        uint32_t l[16], a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
+        TR_R0(a,b,c,d,e, 0) TR_R0(e,a,b,c,d, 1) TR_R0(d,e,a,b,c, 2) TR_R0(c,d,e,a,b, 3)
+        TR_R0(b,c,d,e,a, 4) TR_R0(a,b,c,d,e, 5) TR_R0(e,a,b,c,d, 6) TR_R0(d,e,a,b,c, 7)
+        TR_R0(c,d,e,a,b, 8) TR_R0(b,c,d,e,a, 9) TR_R0(a,b,c,d,e,10) TR_R0(e,a,b,c,d,11)
+        TR_R0(d,e,a,b,c,12) TR_R0(c,d,e,a,b,13) TR_R0(b,c,d,e,a,14) TR_R0(a,b,c,d,e,15)
+        TR_R1(e,a,b,c,d,16) TR_R1(d,e,a,b,c,17) TR_R1(c,d,e,a,b,18) TR_R1(b,c,d,e,a,19)
+        TR_R2(a,b,c,d,e,20) TR_R2(e,a,b,c,d,21) TR_R2(d,e,a,b,c,22) TR_R2(c,d,e,a,b,23)
+        TR_R2(b,c,d,e,a,24) TR_R2(a,b,c,d,e,25) TR_R2(e,a,b,c,d,26) TR_R2(d,e,a,b,c,27)
+        TR_R2(c,d,e,a,b,28) TR_R2(b,c,d,e,a,29) TR_R2(a,b,c,d,e,30) TR_R2(e,a,b,c,d,31)
+        TR_R2(d,e,a,b,c,32) TR_R2(c,d,e,a,b,33) TR_R2(b,c,d,e,a,34) TR_R2(a,b,c,d,e,35)
+        TR_R2(e,a,b,c,d,36) TR_R2(d,e,a,b,c,37) TR_R2(c,d,e,a,b,38) TR_R2(b,c,d,e,a,39)
+        TR_R3(a,b,c,d,e,40) TR_R3(e,a,b,c,d,41) TR_R3(d,e,a,b,c,42) TR_R3(c,d,e,a,b,43)
+        TR_R3(b,c,d,e,a,44) TR_R3(a,b,c,d,e,45) TR_R3(e,a,b,c,d,46) TR_R3(d,e,a,b,c,47)
+        TR_R3(c,d,e,a,b,48) TR_R3(b,c,d,e,a,49) TR_R3(a,b,c,d,e,50) TR_R3(e,a,b,c,d,51)
+        TR_R3(d,e,a,b,c,52) TR_R3(c,d,e,a,b,53) TR_R3(b,c,d,e,a,54) TR_R3(a,b,c,d,e,55)
+        TR_R3(e,a,b,c,d,56) TR_R3(d,e,a,b,c,57) TR_R3(c,d,e,a,b,58) TR_R3(b,c,d,e,a,59)
+        TR_R4(a,b,c,d,e,60) TR_R4(e,a,b,c,d,61) TR_R4(d,e,a,b,c,62) TR_R4(c,d,e,a,b,63)
+        TR_R4(b,c,d,e,a,64) TR_R4(a,b,c,d,e,65) TR_R4(e,a,b,c,d,66) TR_R4(d,e,a,b,c,67)
+        TR_R4(c,d,e,a,b,68) TR_R4(b,c,d,e,a,69) TR_R4(a,b,c,d,e,70) TR_R4(e,a,b,c,d,71)
+        TR_R4(d,e,a,b,c,72) TR_R4(c,d,e,a,b,73) TR_R4(b,c,d,e,a,74) TR_R4(a,b,c,d,e,75)
+        TR_R4(e,a,b,c,d,76) TR_R4(d,e,a,b,c,77) TR_R4(c,d,e,a,b,78) TR_R4(b,c,d,e,a,79)
+        h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e;
+    }
+    /* a state that already took one 64-byte block (an HMAC pad) */
+    static void trocket_sha1_resume(trocket_sha1 *s, const uint32_t *mid) {
+        memcpy(s->h, mid, 20); s->used = 0; s->total = 64;
+    }
+    static void trocket_sha1_update(trocket_sha1 *s, const unsigned char *p, size_t n) {
+        s->total += n;
+        if (s->used) {
+            size_t take = 64 - s->used < n ? 64 - s->used : n;
+            memcpy(s->buf + s->used, p, take); s->used += take; p += take; n -= take;
+            if (s->used < 64) return;
+            trocket_sha1_block(s->h, s->buf); s->used = 0;
+        }
+        for (; n >= 64; p += 64, n -= 64) trocket_sha1_block(s->h, p);
+        memcpy(s->buf, p, n); s->used = n;
+    }
+    static void trocket_sha1_final(trocket_sha1 *s, unsigned char *out) {
+        uint64_t bits = s->total * 8; int i;
+        s->buf[s->used++] = 0x80;
+        if (s->used > 56) { memset(s->buf + s->used, 0, 64 - s->used); trocket_sha1_block(s->h, s->buf); s->used = 0; }
+        memset(s->buf + s->used, 0, 56 - s->used);
+        for (i = 0; i < 8; i++) s->buf[56 + i] = (unsigned char)(bits >> (56 - 8 * i));
+        trocket_sha1_block(s->h, s->buf);
+        for (i = 0; i < 20; i++) out[i] = (unsigned char)(s->h[i >> 2] >> (24 - 8 * (i & 3)));
+    }
+    static void trocket_sha1_mid(const unsigned char *padded, unsigned char x, uint32_t *mid) {
+        unsigned char block[64]; int i;
+        static const uint32_t init[5] = {0x67452301u, 0xEFCDAB89u, 0x98BADCFEu, 0x10325476u, 0xC3D2E1F0u};
+        for (i = 0; i < 64; i++) block[i] = padded[i] ^ x;
+        memcpy(mid, init, 20);
+        trocket_sha1_block(mid, block);
+    }
+    """
+    ctypedef unsigned int uint32_t
+    ctypedef struct trocket_sha1:
+        pass
+    void trocket_sha1_resume(trocket_sha1* s, const uint32_t* mid) noexcept
+    void trocket_sha1_update(trocket_sha1* s, const unsigned char* p, size_t n) noexcept
+    void trocket_sha1_final(trocket_sha1* s, unsigned char* out) noexcept
+    void trocket_sha1_mid(const unsigned char* padded, unsigned char x, uint32_t* mid) noexcept
+
+cdef struct _HmacKey:
+    uint32_t inner[5]
+    uint32_t outer[5]
+
+#: padded HMAC key (bytes) -> its two SHA-1 midstates (_HmacKey as bytes); bounded
+cdef dict _hmac_keys = {}
+cdef const char* _B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+cdef bytes _hmac_key(object padded):
+    cdef _HmacKey k
+    cdef object hit = _hmac_keys.get(padded)
+    if hit is not None:
+        return <bytes>hit
+    if type(padded) is not bytes or PyBytes_GET_SIZE(padded) != 64:
+        return None
+    trocket_sha1_mid(<const unsigned char*>PyBytes_AS_STRING(padded), 0x36, k.inner)
+    trocket_sha1_mid(<const unsigned char*>PyBytes_AS_STRING(padded), 0x5C, k.outer)
+    if len(_hmac_keys) >= 256:
+        _hmac_keys.clear()
+    hit = PyBytes_FromStringAndSize(<const char*>&k, sizeof(_HmacKey))
+    _hmac_keys[padded] = hit
+    return <bytes>hit
+
+
+#: a body past this goes the pure way: OpenSSL's SHA-1 (SHA-NI where the CPU has it) is
+#: faster there; below, this one wins by skipping OpenSSL's context copies (measured on
+#: a SHA-NI CPU: 0.56 against 1.21 us at 128 bytes, even at 2 KiB, 7.5 against 5.1 us at 8 KiB)
+DEF _HMAC_C_MAX_BODY = 2048
+
+
+def signature_matches(ext_fields, tuple signed, body, key, signature):
+    """Twin of :func:`trocket.codecs.acl.signature_matches` for a decoded request: a
+    dict of str values, a bytes body of at most 2 KiB (or None), an ASCII signature;
+    the HMAC-SHA1 is computed here from the key's two midstates (kept per key), the
+    values' UTF-8 fed as they are, with no joined string."""
+    cdef trocket_sha1 st
+    cdef const _HmacKey* k
+    cdef unsigned char digest[20]
+    cdef unsigned char b64[28]
+    cdef const unsigned char* sig
+    cdef const char* data
+    cdef Py_ssize_t n, i, j, unsigned_n
+    cdef unsigned int v, diff
+    cdef PyObject* item
+    cdef object kbytes
+    if (type(ext_fields) is not dict or not (body is None or type(body) is bytes)
+            or type(signature) is not str or not PyUnicode_IS_ASCII(signature)
+            or body is not None and PyBytes_GET_SIZE(body) > _HMAC_C_MAX_BODY):
+        return _py_signature_matches(ext_fields, signed, body, key, signature)
+    unsigned_n = (SIGNATURE_KEY in <dict>ext_fields) + (UNIQUE_KEY_QUERY in <dict>ext_fields)
+    if len(<dict>ext_fields) != len(signed) + unsigned_n:
+        return None
+    kbytes = _hmac_key(getattr(key, "padded", None))
+    if kbytes is None:
+        return _py_signature_matches(ext_fields, signed, body, key, signature)
+    k = <const _HmacKey*>PyBytes_AS_STRING(kbytes)
+    trocket_sha1_resume(&st, k.inner)
+    for name in signed:  # each value looked up once, hashed as it comes
+        item = PyDict_GetItemWithError(ext_fields, name)
+        if item is NULL:
+            return None
+        value = <object>item
+        if type(value) is not str:
+            return _py_signature_matches(ext_fields, signed, body, key, signature)
+        if PyUnicode_IS_ASCII(value):
+            data = <const char*>PyUnicode_1BYTE_DATA(value)
+            n = PyUnicode_GET_LENGTH(value)
+        else:
+            try:
+                data = PyUnicode_AsUTF8AndSize(value, &n)
+            except UnicodeError:  # a lone surrogate: the pure path's own error
+                return _py_signature_matches(ext_fields, signed, body, key, signature)
+        trocket_sha1_update(&st, <const unsigned char*>data, n)
+    if body is not None:
+        trocket_sha1_update(&st, <const unsigned char*>PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body))
+    trocket_sha1_final(&st, digest)
+    trocket_sha1_resume(&st, k.outer)
+    trocket_sha1_update(&st, digest, 20)
+    trocket_sha1_final(&st, digest)
+    # base64 of 20 bytes: 28 characters, the last one "="
+    j = 0
+    for i in range(0, 18, 3):
+        v = (digest[i] << 16) | (digest[i + 1] << 8) | digest[i + 2]
+        b64[j] = _B64[v >> 18]
+        b64[j + 1] = _B64[(v >> 12) & 63]
+        b64[j + 2] = _B64[(v >> 6) & 63]
+        b64[j + 3] = _B64[v & 63]
+        j += 4
+    v = (digest[18] << 16) | (digest[19] << 8)
+    b64[24] = _B64[v >> 18]
+    b64[25] = _B64[(v >> 12) & 63]
+    b64[26] = _B64[(v >> 6) & 63]
+    b64[27] = 61  # "="
+    if PyUnicode_GET_LENGTH(signature) != 28:
+        return False
+    sig = PyUnicode_1BYTE_DATA(signature)
+    diff = 0
+    for i in range(28):  # every byte compared: no early exit on the first difference
+        diff |= b64[i] ^ sig[i]
+    return diff == 0
 
 
 def provide(str name, value):

@@ -17,6 +17,7 @@ import hashlib
 import hmac
 from collections.abc import Mapping
 
+from .accel import accelerated
 from .command import RemotingCommand
 from .serialize import wire_ext_fields
 
@@ -30,6 +31,7 @@ __all__ = [
     "request_signature",
     "sign_request",
     "signature",
+    "signature_matches",
     "verifying_signature",
 ]
 
@@ -48,12 +50,15 @@ class SigningKey:
     signature of a send against 20k and 27k). ``digest(content, body)`` equals
     ``hmac.new(key, content + body, sha1).digest()``."""
 
-    __slots__ = ("_inner", "_outer")
+    __slots__ = ("padded", "_inner", "_outer")
 
     def __init__(self, secret_key: bytes) -> None:
         if len(secret_key) > 64:
             secret_key = _sha1(secret_key).digest()
         padded = secret_key.ljust(64, b"\0")
+        #: the key as HMAC pads it (64 bytes): the compiled twin of
+        #: :func:`signature_matches` keys its own SHA-1 with it
+        self.padded = padded
         self._inner = _sha1(bytes(b ^ 0x36 for b in padded))
         self._outer = _sha1(bytes(b ^ 0x5C for b in padded))
 
@@ -96,6 +101,32 @@ def verifying_signature(
     return signature(content, body, secret_key)
 
 
+def signature_matches(
+    ext_fields: Mapping[str, str],
+    signed: tuple[str, ...],
+    body: bytes | bytearray | memoryview | None,
+    key: SigningKey,
+    signature: str | None,
+) -> bool | None:
+    """Whether ``signature`` signs a received request (its ext fields and body) with
+    ``key``: what :func:`verifying_signature` computes, compared in constant time, with
+    the signed names given in signing order (``signed``: the sorted names, ``Signature``
+    and ``_UNIQUE_KEY_QUERY`` left out; a broker caches it per set of names). ``None``
+    when the request's names are not ``signed`` and the unsigned ones: the caller sorts
+    them again. Compiled twin: the broker verifies every signed send with it."""
+    unsigned = (SIGNATURE in ext_fields) + (UNIQUE_MSG_QUERY_FLAG in ext_fields)
+    if len(ext_fields) != len(signed) + unsigned:
+        return None
+    try:
+        values = [ext_fields[k] for k in signed]
+    except KeyError:
+        return None
+    if signature is None:
+        return False
+    digest = key.digest("".join(values).encode("utf-8"), body)
+    return hmac.compare_digest(base64.b64encode(digest), signature.encode("utf-8", "replace"))
+
+
 def sign_request(request: RemotingCommand, access_key: str, secret_key: str | bytes) -> None:
     """Add ``AccessKey`` and ``Signature`` ext fields to ``request``."""
     request.add_ext_field(ACCESS_KEY, access_key)
@@ -115,3 +146,6 @@ class AclSigningHook:
 
     def do_before_request(self, remote_addr: str | None, request: RemotingCommand) -> None:
         sign_request(request, self.access_key, self._secret)
+
+
+signature_matches = accelerated(signature_matches)

@@ -85,12 +85,15 @@ class ServerConfig(EndpointConfig):
     ``listen_host`` is loopback unless you say otherwise: a server reachable from
     other machines is a choice (see ``docs/security.md``), not a default.
     ``max_connections``: connections served at once; one more is accepted and closed at
-    once (logged at most once a second)."""
+    once (logged at most once a second). ``max_connections_per_host``: the same for the
+    connections from one host (one client machine cannot take every slot; logged at
+    most once a minute per host)."""
 
     async_permits: int = attrs.field(default=64, validator=_positive)
     oneway_permits: int = attrs.field(default=256, validator=_positive)
     listen_host: str = "127.0.0.1"
     max_connections: int = attrs.field(default=10_000, validator=_positive)
+    max_connections_per_host: int = attrs.field(default=1000, validator=_positive)
     listen_port: int = 8888
     tls_mode: TlsMode = TlsMode.DISABLED
     #: listen(2) backlog (RocketMQ's ``serverSocketBacklog`` is 1024).

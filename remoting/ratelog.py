@@ -5,8 +5,10 @@ check or a port scan) would otherwise log one line each. :class:`RateLimitedLog`
 logs the first ``burst`` messages of every ``interval`` and counts the rest; the
 count comes out as one summary line when the interval is over (the endpoint's
 periodic scan calls :meth:`flush`, so the summary appears even after the flood
-stops). Time is trio's clock, so tests drive it with ``MockClock``. RocketMQ has
-no counterpart (Netty logs every ``closeChannel``).
+stops). :class:`KeyedRateLimitedLog` does the same per key (a peer's host): one line
+per key and interval, the next one saying how many were held back. Time is trio's
+clock, so tests drive it with ``MockClock``. RocketMQ has no counterpart (Netty logs
+every ``closeChannel``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import logging
 
 import trio
 
-__all__ = ["RateLimitedLog"]
+__all__ = ["KeyedRateLimitedLog", "RateLimitedLog"]
 
 
 class RateLimitedLog:
@@ -59,3 +61,41 @@ class RateLimitedLog:
         self._suppressed = 0
         self.logger.info("%d more %s suppressed in the last %.0f s", n, self._what, self.interval)
         return n
+
+
+class KeyedRateLimitedLog:
+    """At most one line per key every ``interval`` seconds; a key's next line carries
+    how many of its messages were held back meanwhile (``held`` in the arguments given
+    to the format: the message must end with a ``%d`` for it). At most ``max_keys``
+    keys are tracked: past that, keys whose interval is over are forgotten first, and
+    if none is, all (so a flood from many keys costs bounded memory)."""
+
+    __slots__ = ("logger", "interval", "max_keys", "_keys")
+
+    def __init__(self, logger: logging.Logger, *, interval: float = 60.0, max_keys: int = 4096) -> None:
+        self.logger = logger
+        self.interval = interval
+        self.max_keys = max_keys
+        #: key -> [end of its interval, messages held back in it]
+        self._keys: dict[object, list] = {}
+
+    def log(self, key: object, level: int, msg: str, *args) -> bool:
+        """Log ``msg % (*args, held)`` unless ``key`` logged within the interval; True if logged."""
+        now = trio.current_time()
+        entry = self._keys.get(key)
+        if entry is not None and now < entry[0]:
+            entry[1] += 1
+            return False
+        held = entry[1] if entry is not None else 0
+        if entry is None and len(self._keys) >= self.max_keys:
+            self._forget(now)
+        self._keys[key] = [now + self.interval, 0]
+        self.logger.log(level, msg, *args, held)
+        return True
+
+    def _forget(self, now: float) -> None:
+        over = [key for key, (end, _) in self._keys.items() if end <= now]
+        for key in over:
+            del self._keys[key]
+        if len(self._keys) >= self.max_keys:
+            self._keys.clear()

@@ -26,7 +26,7 @@ from .config import ServerConfig
 from .connection import Connection, format_address
 from .endpoint import RemotingEndpoint
 from .events import ChannelEventListener
-from .ratelog import RateLimitedLog
+from .ratelog import KeyedRateLimitedLog, RateLimitedLog
 from .response import InvokeCallback, ResponseFuture
 from .tls import TlsMode, starts_with_tls
 
@@ -76,8 +76,13 @@ class RemotingServer(RemotingEndpoint, ServiceContextManager):
         #: refused past ``max_connections``
         self._serving = 0
         self.refused_connections = 0
+        #: the connections served per host, and those refused past ``max_connections_per_host``
+        self.serving_per_host: dict[str, int] = {}
+        self.refused_connections_per_host = 0
         #: accept-side trouble (refusals, EMFILE) is logged at most once a second
         self._accept_log = RateLimitedLog(log, burst=1, interval=1.0, what="accept messages")
+        #: a host's refusals past its limit, at most once a minute per host
+        self._host_log = KeyedRateLimitedLog(log, interval=60.0)
 
     # -- addresses ---------------------------------------------------------------------
 
@@ -131,6 +136,8 @@ class RemotingServer(RemotingEndpoint, ServiceContextManager):
         nursery = self._nursery
         accept = listener.socket.accept
         limit = self.config.max_connections
+        host_limit = self.config.max_connections_per_host
+        per_host = self.serving_per_host
         while True:
             try:
                 sock, sockaddr = await accept()
@@ -150,14 +157,31 @@ class RemotingServer(RemotingEndpoint, ServiceContextManager):
                 )
                 sock.close()
                 continue
+            host = sockaddr[0] if isinstance(sockaddr, tuple) else str(sockaddr)
+            served = per_host.get(host, 0)
+            if served >= host_limit:
+                self.refused_connections_per_host += 1
+                self._host_log.log(
+                    host, logging.WARNING, "refused connections from %s: %d served from that host already "
+                    "(max_connections_per_host); %d more refused since the last line",
+                    host, served,
+                )
+                sock.close()
+                continue
+            per_host[host] = served + 1
             self._serving += 1
-            nursery.start_soon(self._serve_connection, trio.SocketStream(sock), format_address(sockaddr))
+            nursery.start_soon(self._serve_connection, trio.SocketStream(sock), format_address(sockaddr), host)
 
-    async def _serve_connection(self, stream: trio.SocketStream, peer: str) -> None:
+    async def _serve_connection(self, stream: trio.SocketStream, peer: str, host: str) -> None:
         try:
             await self._handshake_and_serve(stream, peer)
         finally:
             self._serving -= 1
+            left = self.serving_per_host[host] - 1
+            if left:
+                self.serving_per_host[host] = left
+            else:
+                del self.serving_per_host[host]
 
     async def _handshake_and_serve(self, stream: trio.SocketStream, peer: str) -> None:
         mode = self.config.tls_mode

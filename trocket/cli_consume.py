@@ -191,7 +191,7 @@ async def _consume(args: argparse.Namespace) -> int:
             args.group, subscriptions={args.topic: selector}, listener=listener, instance=inst,
             consume_from=start if value is None else "last", max_concurrency=1, await_termination_s=0.5,
         )
-        stop = await _run_until_done(consumer, done)
+        stop = await _run_until_done(consumer, done, lambda: _check_access(inst, args.topic))
     elapsed = time.perf_counter() - begin
     if progress is not None:
         progress.update(count, force=True)
@@ -221,13 +221,28 @@ async def _move_offsets(inst, group: str, topic: str, start: str, value: int) ->
         await inst.api.update_consumer_offset(addr, group, mq, offset)
 
 
-async def _run_until_done(consumer, done) -> Stop:
+async def _check_access(inst, topic: str) -> None:
+    """The consumer's heartbeat (just registered) sent to every master of ``topic`` and
+    awaited: a broker that refuses it -- ACL: a wrong key, no SUB on the topic or the
+    group -- refuses every pull too, which a consumer only logs (as Java's does), so the
+    command reports the refusal (:class:`~trocket.client.errors.BrokerResponseError`:
+    code and remark) and exits 1 instead of waiting in silence."""
+    data = inst.heartbeat_data()
+    addrs = {inst.master_addr(mq.broker_name) for mq in await inst.subscribe_queues(topic)}
+    for addr in sorted(a for a in addrs if a is not None):
+        await inst.api.heartbeat(addr, data)
+
+
+async def _run_until_done(consumer, done, check=None) -> Stop:
     """Run ``consumer`` until ``done`` is set or SIGINT/SIGTERM arrives; then its
-    graceful close (offsets committed; a second signal cuts it short)."""
+    graceful close (offsets committed; a second signal cuts it short). ``check``: a
+    coroutine function awaited once the consumer started (its error ends the run)."""
     from trocket.interrupt import stop_on_signal
 
     async with stop_on_signal(graceful=done.set) as stop:
         async with consumer:
+            if check is not None:
+                await check()
             await done.wait()
             # callbacks past --count wait for this: cancelled, their messages unconsumed
             await consumer.aclose(cancel_callbacks=True)

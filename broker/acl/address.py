@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from .permission import AclConfigError
 
-__all__ = ["AddressMatcher", "address_matcher", "expand_ip", "host_of"]
+__all__ = ["AddressMatcher", "address_matcher", "expand_ip", "host_of", "loopback_only"]
 
 AddressMatcher = Callable[[str], bool]
 
@@ -32,6 +32,18 @@ def host_of(remote_addr: str | None) -> str | None:
         return None
     host = remote_addr.rpartition(":")[0] if ":" in remote_addr else remote_addr
     return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+def loopback_only(host: str) -> bool:
+    """A server bound to ``host`` is reachable from this machine only: a loopback address
+    (``127.0.0.0/8``, ``::1``, ``localhost``). The wildcard (``""``, ``0.0.0.0``,
+    ``::``), any other address and any other name: reachable from elsewhere."""
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _is_v4(text: str) -> bool:

@@ -10,6 +10,12 @@ name, address and cluster. ACL's own check (:class:`~trocket.broker.acl.AclValid
 runs before these, and trocket makes 50, 51 and 53 admin-only (4.9.8 lets any account
 with a valid signature send them: docs/security.md).
 
+With ACL on, a code no processor serves is answered by :func:`unknown_code`, the
+broker's default processor, after ACL's check, as Java's broker answers it from its
+default processor (``AdminBrokerProcessor``) after its RPC hooks: a request without a
+valid key gets ACL's refusal, not "request type N not supported" (with ACL off
+remoting answers those codes itself, as before).
+
 With ACL off, Java answers 50, 51, 53 with their failure code and a ``null`` remark and
 52 not at all (its handler fails on the missing validator); trocket answers the failure
 codes, SYSTEM_ERROR for 52, with "ACL is not enabled on this broker (aclEnable=false)".
@@ -31,7 +37,7 @@ from trocket.codecs.headers import (
     GetBrokerAclConfigResponseHeader,
     UpdateGlobalWhiteAddrsConfigRequestHeader,
 )
-from trocket.remoting import Connection
+from trocket.remoting import Connection, SysResponseCode
 
 from ..acl import AclConfigError, AclValidator, PlainAccessConfig
 from ..acl import plain
@@ -134,9 +140,20 @@ class AclAdminProcessor:
         ))
 
 
+def unknown_code(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+    """``AdminBrokerProcessor.getUnknownCmdResponse``: REQUEST_CODE_NOT_SUPPORTED with
+    Java's remark (what remoting answers without a default processor), counted as
+    remoting counts its own."""
+    conn.endpoint.stats.not_supported_replies += 1
+    return reply(SysResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported")
+
+
 def register(ctx: BrokerContext, acl: AclValidator | None, broker_addr: Callable[[], str]) -> AclAdminProcessor:
-    """Register 50-53 on ``ctx.server`` (tasks: they write a file)."""
+    """Register 50-53 on ``ctx.server`` (tasks: they write a file); with ACL on, also
+    :func:`unknown_code` as the default processor."""
     proc = AclAdminProcessor(ctx, acl, broker_addr)
     for code in proc.codes:
         ctx.server.register_processor(code, proc, limit=1, queue=64)
+    if acl is not None:
+        ctx.server.register_default_processor(unknown_code, inline=True)
     return proc

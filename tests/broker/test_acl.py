@@ -14,7 +14,7 @@ import trio
 
 from trocket.broker.acl import AclConfigError, AclError, AclValidator, load_acl
 from trocket.broker.acl.validator import NAMESRV_WRITE_CODES
-from trocket.broker.acl.address import address_matcher
+from trocket.broker.acl.address import address_matcher, loopback_only
 from trocket.broker.acl.permission import ANY, DENY, PUB, SUB, check_permission, parse_perm
 from trocket.client.acl import AclSigningHook
 from trocket.codecs.acl import request_signature, sign_request, verifying_signature
@@ -295,9 +295,8 @@ async def test_every_broker_code_refused_unsigned(tmp_path, wire, acl_file):
     """What a client without credentials can do to a broker with ACL on: nothing. Every
     code the broker serves is refused with Java's AclException before any processor runs,
     with no key and with a wrong secret, on the client port and the VIP channel; the
-    broker's topics are as they were. (A code it does not serve is answered
-    REQUEST_CODE_NOT_SUPPORTED before the hooks: Java's broker, whose default processor
-    takes every code, answers it with the AclException.)"""
+    broker's topics are as they were. A code it does not serve too: Java's broker
+    answers it from its default processor, after ACL's check (``test_unknown_code_...``)."""
     async with wire.running_broker(tmp_path, acl_enable=True, acl_file=str(acl_file)) as broker:
         servers = [broker.server] + ([broker.vip_server] if broker.vip_server else [])
         assert {10, 11, 15, 17, 21, 34, 41, 43, 50, 215, 310, 320} <= set(broker.server.processors.by_code)
@@ -318,6 +317,60 @@ async def test_every_broker_code_refused_unsigned(tmp_path, wire, acl_file):
                     assert ("Check signature failed for accessKey=RocketMQ" in resp.remark
                             or code == 34 and "heartbeat: the body is empty" in resp.remark), (code, resp.remark)
         assert broker.topics.all() == topics
+
+
+async def test_unknown_code_is_checked_by_acl_first(tmp_path, wire, acl_file):
+    """Java 4.9.8's broker serves every code no processor registered with its default
+    processor (``AdminBrokerProcessor``), after the RPC hooks: with ACL on, a code nobody
+    serves gets ACL's refusal without a valid key (``PlainAccessValidator.parse`` maps
+    it to no resource), and REQUEST_CODE_NOT_SUPPORTED with Java's remark with one; so
+    does PULL_MESSAGE on the VIP channel, which does not serve it. With ACL off the
+    answer is remoting's own, as before."""
+    async with wire.running_broker(tmp_path, acl_enable=True, acl_file=str(acl_file)) as broker:
+        servers = [(broker.server, 9999)] + ([(broker.vip_server, 11)] if broker.vip_server else [])
+        async with client_with() as anon, client_with("RocketMQ", "wrong-secret") as bad, \
+                client_with("RocketMQ", "12345678") as good:
+            for server, code in servers:
+                before = server.stats.not_supported_replies
+                resp = await anon.invoke_sync(server.address, RemotingCommand.request(code))
+                assert (resp.code, resp.remark) == (1, f"{EXC}: No accessKey is configured, "
+                                                       f"{MGR}.validate(PlainPermissionManager.java:664)")
+                resp = await bad.invoke_sync(server.address, RemotingCommand.request(code, ext_fields={"x": "1"}))
+                assert resp.code == 1 and "Check signature failed for accessKey=RocketMQ" in resp.remark
+                resp = await good.invoke_sync(server.address, RemotingCommand.request(code, ext_fields={"x": "1"}))
+                assert (resp.code, resp.remark) == (3, f" request type {code} not supported")
+                assert server.stats.not_supported_replies == before + 1
+    async with wire.running_broker(tmp_path / "off") as broker, client_with() as anon:
+        resp = await anon.invoke_sync(broker.broker_addr, RemotingCommand.request(9999))
+        assert (resp.code, resp.remark) == (3, " request type 9999 not supported")
+        assert broker.server.processors.default is None
+
+
+def test_loopback_only():
+    assert all(loopback_only(h) for h in ("127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost", "LOCALHOST"))
+    assert not any(loopback_only(h) for h in ("", "0.0.0.0", "::", "10.0.0.5", "192.168.1.1", "broker.example"))
+
+
+HA_WARNING = "ACL is on but the HA port"
+
+
+async def test_ha_port_warning_only_when_reachable_from_elsewhere(tmp_path, wire, caplog):
+    """An ACL broker whose HA port is bound to loopback serves only this machine: no
+    warning; bound to every interface, with no white list nor haAllowedSlaves: warned."""
+    caplog.set_level("WARNING", logger="trocket")
+    acl_file = tmp_path / "no_white_list.yml"
+    acl_file.write_text("accounts:\n  - accessKey: RocketMQ\n    secretKey: '12345678'\n")
+    async with wire.running_broker(tmp_path / "lo", acl_enable=True, acl_file=str(acl_file)):
+        pass
+    assert HA_WARNING not in caplog.text
+    async with wire.running_broker(tmp_path / "any", acl_enable=True, acl_file=str(acl_file), ha_listen=("0.0.0.0", 0)):
+        pass
+    assert HA_WARNING in caplog.text and "(0.0.0.0)" in caplog.text
+    caplog.clear()
+    async with wire.running_broker(tmp_path / "allowed", acl_enable=True, acl_file=str(acl_file),
+                                   ha_listen=("0.0.0.0", 0), ha_allowed_slaves="10.0.0.2"):
+        pass
+    assert HA_WARNING not in caplog.text
 
 
 async def test_acl_file_reloaded_when_it_changes(tmp_path, wire, acl_file):

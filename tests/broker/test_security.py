@@ -195,3 +195,29 @@ async def test_a_huge_route_fails_fast_within_the_send_budget(tmp_path):
             with pytest.raises(NoRouteError, match="lists 2147483647 queues"):
                 await producer.send(new_message("Huge", b"x"))
             assert trio.current_time() - t0 < 2
+
+
+async def test_max_connections_per_host_from_broker_conf(tmp_path):
+    """broker.conf's ``maxConnectionsPerHost`` is the limit of the client port and the
+    VIP channel: one more connection from the host is closed at once."""
+    from trocket.broker.config import load_properties_file
+
+    from .conftest import broker_config
+
+    conf = tmp_path / "broker.conf"
+    conf.write_text("maxConnectionsPerHost=1\n")
+    config = load_properties_file(conf, broker_config(tmp_path))
+    assert config.max_connections_per_host == 1
+    async with running_broker(tmp_path, max_connections_per_host=1) as broker:
+        servers = [broker.server] + ([broker.vip_server] if broker.vip_server else [])
+        for server in servers:
+            assert server.config.max_connections_per_host == 1
+            host, port = server.address.rsplit(":", 1)
+            first = await trio.open_tcp_stream(host, int(port))
+            await wait_until(lambda: server.serving_per_host.get("127.0.0.1") == 1, what="the first connection")
+            second = await trio.open_tcp_stream(host, int(port))
+            with trio.fail_after(10):
+                assert await second.receive_some(1) == b""  # closed at once
+            assert server.refused_connections_per_host == 1
+            await first.aclose()
+            await second.aclose()

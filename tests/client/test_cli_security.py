@@ -62,6 +62,14 @@ async def test_acl_from_the_command_line(broker_process, tmp_path):
     r = await run("send", "-n", ns, "-t", "Orders", "--body", "x", "--timeout", "2", "--access-key", "producer1",
                   "--secret-key", "not-the-secret")
     assert r.returncode == 1 and "Check signature failed for accessKey=producer1" in r.stderr, r.stderr
+    # a consumer the broker refuses says so and stops, as a send does (not a silent wait)
+    r = await run("consume", "-n", ns, "-t", "Orders", "-g", "Readers", "--count", "1", env=env)
+    assert r.returncode == 1 and "No default permission for" in r.stderr and "SYSTEM_ERROR (1)" in r.stderr, r.stderr
+    r = await run("consume", "-n", ns, "-t", "Orders", "-g", "Readers", "--count", "1", "--access-key", "producer1",
+                  "--secret-key", "not-the-secret")
+    assert r.returncode == 1 and "Check signature failed for accessKey=producer1" in r.stderr, r.stderr
+    r = await run("consume", "-n", ns, "-t", "Orders", "-g", "Readers", "--count", "1", "--from", "first", *op)
+    assert r.returncode == 0 and "Orders queue=" in r.stdout, r.stderr
 
     # an operator gives producer1 the Audit topic; the file is rewritten and used at once
     r = await run("admin", "acl", "update", "-n", ns, "--account", "producer1", "--secret", "producer-secret",

@@ -76,6 +76,7 @@ DIFFERENTIAL = {
     "offset_msg_id": "test_offset_msg_id_differential",
     "place_record": "test_place_record_differential",
     "send_properties": "test_send_properties_differential",
+    "signature_matches": "test_signature_matches_differential",
 }
 GOLDEN = Path(__file__).resolve().parents[2] / "conformance" / "golden"
 PURE_FORCED = os.environ.get("TROCKET_PURE", "") not in ("", "0")
@@ -585,6 +586,47 @@ def test_java_string_hash_differential(value):
         for ch in value:
             h = (31 * h + ord(ch)) % 2**32
         assert got == ("ok", h)
+
+
+_SIGN_NAMES = ["AccessKey", "a", "b", "i", "Signature", "_UNIQUE_KEY_QUERY", "é"]
+
+
+@needs_accel
+@settings(max_examples=300)
+@given(
+    st.dictionaries(st.sampled_from(_SIGN_NAMES) | text,
+                    st.text(max_size=80) | st.sampled_from(["", "SendPath", "TAGS\x01é\x02", "\ud800"]) | st.none(),
+                    max_size=8),
+    st.binary(max_size=300) | st.none() | st.builds(bytearray, st.binary(max_size=70))
+    | st.sampled_from([b"y" * 2048, b"y" * 2049]),  # the compiled SHA-1's limit, and past it OpenSSL's
+    st.binary(min_size=1, max_size=80),
+    st.sampled_from(["right", "wrong", "short", "none", "non-ascii", "bytes"]),
+    st.sampled_from(["sorted", "missing", "extra", "unsorted"]),
+)
+def test_signature_matches_differential(ext, body, secret, which, names):
+    """The broker's signature check (codecs/acl.py) on both paths: any field set, value
+    type (a lone surrogate, None), body type, key length (over 64 bytes: hashed first)
+    and signature; a right signature is what the signer (``verifying_signature``) computes."""
+    from trocket.codecs.acl import SigningKey, verifying_signature
+
+    signed = tuple(k for k in sorted(ext) if k not in ("Signature", "_UNIQUE_KEY_QUERY"))
+    if names == "missing" and signed:
+        signed = signed[1:]
+    elif names == "extra":
+        signed += ("not-there",)
+    elif names == "unsorted":
+        signed = signed[::-1]
+    try:
+        right = verifying_signature(ext, body, secret)
+    except (TypeError, UnicodeError):
+        right = "x" * 28
+    signature = {
+        "right": right, "wrong": right[:-2] + ("A=" if right[-2] != "A" else "B="), "short": right[:10],
+        "none": None, "non-ascii": "é" * 28, "bytes": right.encode(),
+    }[which]
+    got = same("signature_matches", ext, signed, body, SigningKey(secret), signature)
+    if which == "right" and names == "sorted" and got[0] == "ok":
+        assert got[1] is True
 
 
 @needs_accel

@@ -111,3 +111,34 @@ async def test_connections_past_max_connections_are_refused_and_the_rest_served(
         async with client_of() as again:
             assert (await again.invoke_sync(server.address, request(body=b"again"))).body == b"again"
         assert server.refused_connections == 1
+
+
+async def test_connections_past_max_connections_per_host_are_refused_and_logged_once(caplog):
+    """With ``max_connections_per_host=2`` a third and fourth connection from 127.0.0.1
+    are closed at once and counted, with one log line for the host; the two served keep
+    working, and once they end the host is served again."""
+    caplog.set_level("WARNING", logger="trocket.remoting")
+    async with serving(server_config(max_connections_per_host=2)) as server:
+        host, port = server.address.rsplit(":", 1)
+        async with client_of() as first, client_of() as second:
+            for c in (first, second):
+                assert (await c.invoke_sync(server.address, request(body=b"hi"))).body == b"hi"
+            assert server.serving_per_host == {"127.0.0.1": 2}
+            for _ in range(2):
+                extra = await trio.open_tcp_stream(host, int(port))
+                with trio.fail_after(10):
+                    assert await _eof(extra)
+                await extra.aclose()
+            assert server.refused_connections_per_host == 2 and server.refused_connections == 0
+            lines = [r.getMessage() for r in caplog.records if "max_connections_per_host" in r.getMessage()]
+            assert lines == ["refused connections from 127.0.0.1: 2 served from that host already "
+                             "(max_connections_per_host); 0 more refused since the last line"]
+            assert (await first.invoke_sync(server.address, request(body=b"still"))).body == b"still"
+        await wait_until(lambda: not server.serving_per_host, what="the host's count to drop to none")
+        async with client_of() as again:
+            assert (await again.invoke_sync(server.address, request(body=b"again"))).body == b"again"
+        assert server.refused_connections_per_host == 2
+
+
+def test_max_connections_per_host_is_generous_by_default():
+    assert ServerConfig().max_connections_per_host == 1000

@@ -334,3 +334,24 @@ async def test_rate_limited_log_bursts_then_summarises_each_interval(autojump_cl
         "reset 0", "reset 1", "3 more resets suppressed in the last 10 s",
         "reset 5", "reset 6", "1 more resets suppressed in the last 10 s", "reset 8",
     ]
+
+
+async def test_keyed_rate_limited_log_one_line_per_key_and_interval(autojump_clock, caplog):
+    """One line per key and minute, whatever the other keys do; a key's next line says
+    how many it held back; past ``max_keys`` the keys whose minute is over are forgotten."""
+    from trocket.remoting.ratelog import KeyedRateLimitedLog
+
+    caplog.set_level(logging.INFO, logger="t.keyed")
+    klog = KeyedRateLimitedLog(logging.getLogger("t.keyed"), interval=60.0, max_keys=2)
+    msg = "refused %s; %d more"
+    assert [klog.log("a", logging.WARNING, msg, "a") for _ in range(3)] == [True, False, False]
+    assert klog.log("b", logging.WARNING, msg, "b")
+    await trio.sleep(59)
+    assert not klog.log("a", logging.WARNING, msg, "a")
+    await trio.sleep(1)
+    assert klog.log("a", logging.WARNING, msg, "a")  # its minute is over: one line, 3 held back
+    assert klog.log("c", logging.WARNING, msg, "c")  # a third key: "b", whose minute is over, forgotten
+    assert set(klog._keys) == {"a", "c"}
+    assert [r.getMessage() for r in caplog.records] == [
+        "refused a; 0 more", "refused b; 0 more", "refused a; 3 more", "refused c; 0 more",
+    ]
