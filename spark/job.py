@@ -59,7 +59,7 @@ def _native_records(sc, files, split_bytes, acc, frames_path, calls_path, since_
 
     def plan(capture):
         found: list = []
-        got = plan_native(capture.path, capture.name, split_bytes, found.append)
+        got = plan_native(capture.path, capture.name, split_bytes, found.append, capture.base)
         if found:
             acc.add(frozenset(found))
         return capture.name, got
@@ -76,14 +76,18 @@ def _native_records(sc, files, split_bytes, acc, frames_path, calls_path, since_
 
     slots = max(len(files), sc.defaultParallelism)
     plans = sc.parallelize(files, slots).mapPartitions(warm_plan).collect()
-    spans = {name: (p.first_ts, p.last_ts) for name, p in plans if p.first_ts is not None}
+    spans: dict[str, tuple[int, int]] = {}  # a capture's span: of its files' (a rotation set's) together
+    for name, p in plans:
+        if p.first_ts is not None:
+            lo, hi = spans.get(name, (p.first_ts, p.last_ts))
+            spans[name] = (min(lo, p.first_ts), max(hi, p.last_ts))
     ranges = [rng for _, p in plans for rng in p.ranges]
 
     def decode(rng) -> list[tuple]:
         found: list = []
         account: Counter = Counter()
         rows = read_native_range(rng, found.append, since_ns, until_ns, account)
-        records = decode_stretch(rows, frames_path, calls_path, f"part-n{_name_key(rng[1])}-{rng[2]:014d}", "native", account=account)
+        records = decode_stretch(rows, frames_path, calls_path, f"part-n{_name_key(rng[1])}-{rng[4] + rng[2]:014d}", "native", account=account)
         if found:
             acc.add(frozenset(found))
         return records

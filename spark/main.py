@@ -90,6 +90,8 @@ def run(args: argparse.Namespace, spark=None) -> int:
     inputs = resolve_inputs(args.captures)
     for warning in inputs.skipped:
         print(f"trocket: warning: {warning}", file=sys.stderr)
+    for name, files in inputs.rotated.items():
+        print(f"trocket: {name}: {len(files)} files of one rotated tap ({files[0]} ... {files[-1]}) read as one capture", file=sys.stderr)
     progress = None
     if inputs.captures and spark is None:
         # under spark-submit (a gateway already given) its --master stands; else local[*]
