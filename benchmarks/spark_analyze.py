@@ -99,7 +99,7 @@ def decode_only(path: str) -> float:
     t = time.monotonic()
     gc.disable()
     try:
-        for _ in read_native_range((path, os.path.basename(path), header_len, os.path.getsize(path)), print):
+        for _ in read_native_range((path, os.path.basename(path), header_len, os.path.getsize(path), 0), print):
             pass
     finally:
         gc.enable()

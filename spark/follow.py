@@ -60,13 +60,13 @@ _SLOW_START = "Python worker failed to connect back"
 
 def _stream_of(capture: str, cid: int) -> tuple:
     """A connection of a tap is its connection id in the tap's files (``FILE``, ``FILE.1``, ...)."""
-    from .tap_source import rotation_key
+    from .inputs import rotation_key
 
     return rotation_key(capture)[0], cid
 
 
 def _order(row: tuple) -> tuple:
-    from .tap_source import rotation_key
+    from .inputs import rotation_key
 
     return row[F.TS], rotation_key(row[F.CAPTURE]), row[F.SEQ]
 

@@ -11,11 +11,22 @@ skipped silently, as Hadoop and Spark do.
 A capture's *name* (the ``capture`` column, the summary's keys) is its base name when
 given directly, its path below the folder's parent when found in a folder
 (``caps/2026/a.pcap``); two inputs with one name keep the paths as given.
+
+A tap's rotated files (``trocket broker --tap FILE --tap-rotate-mb N`` writes ``FILE``,
+``FILE.1``, ``FILE.2``, ...: one recording cut between records) are ONE capture, named
+by its first file: native captures in one folder named ``X``, ``X.1``, ``X.2``, ...
+(numbers following each other from the first present, ``X`` itself optional) whose
+first records' times do not go back (:data:`~trocket.spark.streams.STITCH_TOLERANCE_NS`
+allowed) form a set; each file is read on its own, its frames' ``seq`` offset by the
+sizes of the set's files before it (:attr:`Capture.base`), so ``(capture,
+connection_id, seq)`` stays unique and a connection cut by a rotation is one connection
+of one capture. Files whose times go back stay captures of their own.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import urllib.parse
 from collections.abc import Sequence
 
@@ -23,7 +34,7 @@ import attrs
 
 from .problems import Problem
 
-__all__ = ["Capture", "Inputs", "resolve_inputs", "sniff_format", "local_path", "NATIVE_MAGIC"]
+__all__ = ["Capture", "Inputs", "resolve_inputs", "sniff_format", "local_path", "rotation_key", "NATIVE_MAGIC"]
 
 NATIVE_MAGIC = b"TRKCAP\r\n"
 _PCAP_MAGICS = (b"\xa1\xb2\xc3\xd4", b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x4d\x3c\xb2\xa1")
@@ -37,6 +48,9 @@ class Capture:
     size: int
     format: str  # "native", "pcap" or "pcapng"
     index: int  # its place among the captures named
+    #: the ``seq`` of the file's first byte: the sizes of the files before it in its
+    #: capture (a tap's rotation set), 0 for a capture of one file
+    base: int = 0
 
 
 @attrs.define(slots=True)
@@ -47,6 +61,8 @@ class Inputs:
     captures: list[Capture] = attrs.Factory(list)  # the readable ones
     problems: list[Problem] = attrs.Factory(list)
     skipped: list[str] = attrs.Factory(list)  # warnings: files in folders that are no captures
+    #: capture name -> its files' names, for the captures that are a tap's rotation set
+    rotated: dict[str, list[str]] = attrs.Factory(dict)
 
     @property
     def native(self) -> list[Capture]:
@@ -141,4 +157,65 @@ def resolve_inputs(paths: Sequence[str]) -> Inputs:
             )
         else:
             inputs.captures.append(Capture(os.path.abspath(path), name, size, fmt, len(inputs.names) - 1))
+    _join_rotation_sets(inputs)
     return inputs
+
+
+_ROTATED = re.compile(r"^(.*)\.(\d+)$")
+
+
+def rotation_key(name: str) -> tuple[str, int]:
+    """``FILE`` -> (FILE, 0), ``FILE.12`` -> (FILE, 12): the order a tap writes them in."""
+    m = _ROTATED.match(name)
+    return (m.group(1), int(m.group(2))) if m else (name, 0)
+
+
+def _first_record_ts(path: str) -> int | None:
+    """The time of a native capture's first record (None: it has none, or no header)."""
+    from .native import file_header_end, record_ts
+
+    with open(path, "rb") as f:
+        start = file_header_end(f, path, lambda p: None)
+        if start is None or os.fstat(f.fileno()).st_size < start + 16:
+            return None
+        return record_ts(f, start)
+
+
+def _join_rotation_sets(inputs: Inputs) -> None:
+    """Make each tap rotation set among the native captures one capture (see the module
+    docstring): its files renamed after the first, their ``base`` set, the later files'
+    names dropped from :attr:`Inputs.names`."""
+    from .streams import STITCH_TOLERANCE_NS
+
+    groups: dict[str, dict[int, Capture]] = {}
+    paths = [c.path for c in inputs.native]
+    for c in inputs.native:
+        if paths.count(c.path) > 1:
+            continue  # a file named twice is two captures, as ever
+        stem, n = rotation_key(c.path)
+        groups.setdefault(stem, {})[n] = c
+    renamed: dict[str, Capture] = {}  # path -> the capture it becomes
+    for files in groups.values():
+        order = sorted(files)
+        run = [files[order[0]]]
+        for n in order[1:]:
+            if n != order[0] + len(run):
+                break  # a file missing: the set ends before it
+            run.append(files[n])
+        if len(run) < 2:
+            continue
+        times = [_first_record_ts(c.path) for c in run]
+        known = [t for t in times if t is not None]
+        if any(b < a - STITCH_TOLERANCE_NS for a, b in zip(known, known[1:])):
+            continue  # not one recording cut in order: captures of their own
+        head, base = run[0], 0
+        for c in run:
+            renamed[c.path] = attrs.evolve(c, name=head.name, index=head.index, base=base)
+            base += c.size
+        inputs.rotated[head.name] = [c.name for c in run]
+    if not renamed:
+        return
+    dropped = {c.name for c in inputs.captures if c.path in renamed and renamed[c.path].name != c.name}
+    inputs.captures = [renamed.get(c.path, c) for c in inputs.captures]
+    inputs.names = [n for n in inputs.names if n not in dropped]
+    inputs.captures = [attrs.evolve(c, index=inputs.names.index(c.name)) for c in inputs.captures]

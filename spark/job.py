@@ -50,7 +50,14 @@ __all__ = ["analyze", "decode_and_pair", "latency_values", "write_empty_tables",
 DEFAULT_SPLIT_BYTES = 32 * 1024 * 1024
 
 
-def _native_records(sc, files, split_bytes, acc, frames_path, calls_path, since_ns, until_ns):
+def _counted(records: list[tuple], frames_acc) -> list[tuple]:
+    """A stretch's records, its frames added to ``frames_acc`` (its tally is the last record)."""
+    if frames_acc is not None:
+        frames_acc.add(sum(records[-1][1].frames.values()))
+    return records
+
+
+def _native_records(sc, files, split_bytes, acc, frames_path, calls_path, since_ns, until_ns, frames_acc=None):
     """Native captures: one task per file plans its ranges (collected: the driver learns
     each capture's span), then each range is decoded, paired and written by the task
     that reads it. (An RDD of stretch records, the native captures' spans.)"""
@@ -59,7 +66,7 @@ def _native_records(sc, files, split_bytes, acc, frames_path, calls_path, since_
 
     def plan(capture):
         found: list = []
-        got = plan_native(capture.path, capture.name, split_bytes, found.append)
+        got = plan_native(capture.path, capture.name, split_bytes, found.append, capture.base)
         if found:
             acc.add(frozenset(found))
         return capture.name, got
@@ -76,17 +83,21 @@ def _native_records(sc, files, split_bytes, acc, frames_path, calls_path, since_
 
     slots = max(len(files), sc.defaultParallelism)
     plans = sc.parallelize(files, slots).mapPartitions(warm_plan).collect()
-    spans = {name: (p.first_ts, p.last_ts) for name, p in plans if p.first_ts is not None}
+    spans: dict[str, tuple[int, int]] = {}  # a capture's span: of its files' (a rotation set's) together
+    for name, p in plans:
+        if p.first_ts is not None:
+            lo, hi = spans.get(name, (p.first_ts, p.last_ts))
+            spans[name] = (min(lo, p.first_ts), max(hi, p.last_ts))
     ranges = [rng for _, p in plans for rng in p.ranges]
 
     def decode(rng) -> list[tuple]:
         found: list = []
         account: Counter = Counter()
         rows = read_native_range(rng, found.append, since_ns, until_ns, account)
-        records = decode_stretch(rows, frames_path, calls_path, f"part-n{_name_key(rng[1])}-{rng[2]:014d}", "native", account=account)
+        records = decode_stretch(rows, frames_path, calls_path, f"part-n{_name_key(rng[1])}-{rng[4] + rng[2]:014d}", "native", account=account)
         if found:
             acc.add(frozenset(found))
-        return records
+        return _counted(records, frames_acc)
 
     if not ranges:
         return None, spans
@@ -100,9 +111,10 @@ def _name_key(name: str) -> str:
 
 
 def decode_and_pair(spark, inputs: Inputs, acc, frames_path: str, calls_path: str, *, split_bytes=DEFAULT_SPLIT_BYTES,
-                    since_ns=None, until_ns=None):  # fmt: skip
+                    since_ns=None, until_ns=None, frames_acc=None):  # fmt: skip
     """Decode every capture in the executors into ``frames_path`` and ``calls_path``
-    (Parquet parts written by the tasks); returns the merged :class:`Tally`. The
+    (Parquet parts written by the tasks); returns the merged :class:`Tally`
+    (``frames_acc``: an accumulator each task adds its frames to, for the progress). The
     stretches, then one sorted shuffle of their pieces, leftovers and tallies by
     address pair (:func:`trocket.spark.stretch.resolve_records`); the driver receives
     one tally per task of that stage."""
@@ -114,14 +126,14 @@ def decode_and_pair(spark, inputs: Inputs, acc, frames_path: str, calls_path: st
     parts = []
     spans: dict = {}
     if inputs.native:
-        native, spans = _native_records(sc, inputs.native, split_bytes, acc, frames_path, calls_path, since_ns, until_ns)
+        native, spans = _native_records(sc, inputs.native, split_bytes, acc, frames_path, calls_path, since_ns, until_ns, frames_acc)
         if native is not None:
             parts.append(native)
     if inputs.pcap:
         from .pcap import pcap_stretches
 
         def decode(i, rows, pieces, account):
-            return decode_stretch(rows, frames_path, calls_path, f"part-p{i:05d}", "pcap", pieces=pieces, account=account)
+            return _counted(decode_stretch(rows, frames_path, calls_path, f"part-p{i:05d}", "pcap", pieces=pieces, account=account), frames_acc)
 
         parts.append(pcap_stretches(sc, inputs.pcap, split_bytes, acc, since_ns, until_ns, decode))
     tally = Tally()
@@ -251,7 +263,11 @@ def analyze(
     acc = problem_accumulator(sc)
     sc.setJobDescription("read, decode and pair")
     phase("reading, decoding and pairing")
-    tally = decode_and_pair(spark, inputs, acc, frames_path, calls_path, split_bytes=split_bytes, since_ns=since_ns, until_ns=until_ns)
+    frames_acc = None
+    if progress is not None:
+        frames_acc = progress.frames = sc.accumulator(0)
+    tally = decode_and_pair(spark, inputs, acc, frames_path, calls_path, split_bytes=split_bytes, since_ns=since_ns, until_ns=until_ns,
+                            frames_acc=frames_acc)  # fmt: skip
     t1 = clock()
     phase("latency percentiles")
     sc.setJobDescription("latency percentiles")

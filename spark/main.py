@@ -60,8 +60,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     f.add_argument("--max-batch-mb", type=float, default=256, metavar="N", help="with --follow: read at most N MiB in one batch (default 256)")
 
 
-def run(args: argparse.Namespace, spark=None) -> int:
-    """Run the job with the parsed arguments (``spark``: an existing session to use)."""
+def run(args: argparse.Namespace, spark=None, progress=None) -> int:
+    """Run the job with the parsed arguments (``spark``: an existing session to use;
+    ``progress``: a :class:`~trocket.spark.session.Progress` the caller keeps, to say what
+    was done when the run is interrupted)."""
     try:
         import pyspark  # noqa: F401
     except ImportError:
@@ -87,17 +89,21 @@ def run(args: argparse.Namespace, spark=None) -> int:
     out = _out_dir(args.out)
     if out is None:
         return 1
+    if progress is None:
+        progress = Progress(show=not args.quiet)
+    progress.phase = "naming the inputs"
     inputs = resolve_inputs(args.captures)
     for warning in inputs.skipped:
         print(f"trocket: warning: {warning}", file=sys.stderr)
-    progress = None
+    for name, files in inputs.rotated.items():
+        print(f"trocket: {name}: {len(files)} files of one rotated tap ({files[0]} ... {files[-1]}) read as one capture", file=sys.stderr)
     if inputs.captures and spark is None:
         # under spark-submit (a gateway already given) its --master stands; else local[*]
+        progress.phase = "starting Spark"
         submitted = "PYSPARK_GATEWAY_PORT" in os.environ
         spark = build_session(args.master or (None if submitted else "local[*]"), driver_memory=args.driver_memory)
-    if inputs.captures and not args.quiet:
-        progress = Progress(spark.sparkContext)
-        progress.__enter__()
+    if inputs.captures:
+        progress.start(spark.sparkContext)
     try:
         result = analyze(
             spark, inputs, out, since_ns=args.since, until_ns=args.until,
@@ -105,13 +111,11 @@ def run(args: argparse.Namespace, spark=None) -> int:
         )  # fmt: skip
         write_summary(result.summary, os.path.join(out, "summary.json"))
         if not args.no_report:
-            if progress is not None:
-                progress.phase = "writing the views and the report"
+            progress.phase = "writing the views and the report"
             write_report(out, result.summary, bool(inputs.captures), spark)
         open(os.path.join(out, "_SUCCESS"), "w").close()
     finally:
-        if progress is not None:
-            progress.__exit__(None, None, None)
+        progress.stop()
     print(console_summary(result.summary, out))
     print(f"done in {time.monotonic() - started:.1f} s")
     return 0 if result.summary["complete"] else 1

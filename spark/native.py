@@ -31,14 +31,19 @@ from trocket.codecs.errors import CodecError
 from .problems import Problem
 from .rows import endpoints, frame_row
 
-__all__ = ["plan_native", "read_native_range", "NativeRange", "NativePlan", "Scan", "scan_records", "file_header_end", "record_ts"]
+__all__ = [
+    "plan_native", "read_native_range", "NativeRange", "NativePlan", "Scan", "scan_records", "file_header_end", "record_ts",
+    "file_label",
+]
 
 _U32 = struct.Struct(">I")
 _HDRLEN = struct.Struct(">H")
 _TS = struct.Struct(">Q")  # a record's timestamp, 8 bytes after its start
 
-#: (path, capture name, start offset, end offset)
-NativeRange = tuple[str, str, int, int]
+#: (path, capture name, start offset, end offset, seq base): a frame's ``seq`` is its
+#: record's offset in the file plus the base (the sizes of the files before it in its
+#: capture: a tap's rotated files are one capture, :mod:`trocket.spark.inputs`)
+NativeRange = tuple[str, str, int, int, int]
 
 
 class NativePlan(NamedTuple):
@@ -151,35 +156,44 @@ def file_header_end(f, name: str, problem: Report) -> int | None:
     return _HDRLEN.unpack_from(head, 10)[0]
 
 
-def plan_native(path: str, name: str, split_bytes: int, problem: Report) -> NativePlan:
-    """Cut one native capture into ranges of whole records; problems go to ``problem``.
-    Also the times of the first and last records (the capture's span)."""
+def file_label(path: str, name: str) -> str:
+    """How problems name the file ``path`` of capture ``name``: the name, or for a later
+    file of a rotation set the name and the file (``tap/b.cap (b.cap.3)``)."""
+    file = os.path.basename(path)
+    return name if file == os.path.basename(name) else f"{name} ({file})"
+
+
+def plan_native(path: str, name: str, split_bytes: int, problem: Report, base: int = 0) -> NativePlan:
+    """Cut one native capture file into ranges of whole records; problems go to
+    ``problem``. Also the times of the first and last records (the file's span).
+    ``base``: the file's seq base (see :data:`NativeRange`)."""
+    label = file_label(path, name)
     try:
         f = open(path, "rb")
     except OSError as exc:
-        problem(Problem("unreadable", name, f"{name}: cannot read ({exc.strerror or exc})"))
+        problem(Problem("unreadable", name, f"{label}: cannot read ({exc.strerror or exc})"))
         return NativePlan([], None, None)
     with f:
         size = os.fstat(f.fileno()).st_size
         if size == 0:
-            problem(Problem("not-capture", name, f"{name}: empty file (not a capture)"))
+            problem(Problem("not-capture", name, f"{label}: empty file (not a capture)"))
             return NativePlan([], None, None)
-        start = file_header_end(f, name, problem)
+        start = file_header_end(f, label, problem)
         if start is None:
             return NativePlan([], None, None)
         scan = scan_records(f, start, size, split_bytes)
         off = scan.end
         if scan.bad_length is not None:
-            problem(Problem("bad-file", name, f"{name}: impossible record length {scan.bad_length} at offset {off}; the rest of the file ({size - off} bytes) is skipped"))
+            problem(Problem("bad-file", name, f"{label}: impossible record length {scan.bad_length} at offset {off}; the rest of the file ({size - off} bytes) is skipped"))
         elif scan.torn >= 4:
             (length,) = _U32.unpack(_read_at(f, off, 4))
-            problem(Problem("truncated-file", name, f"{name}: capture ends inside a record at offset {off} ({off + 4 + length - size} bytes missing)"))
+            problem(Problem("truncated-file", name, f"{label}: capture ends inside a record at offset {off} ({off + 4 + length - size} bytes missing)"))
         elif scan.torn:
-            problem(Problem("truncated-file", name, f"{name}: capture ends inside a record length at offset {off}"))
+            problem(Problem("truncated-file", name, f"{label}: capture ends inside a record length at offset {off}"))
         bounds = [start, *scan.cuts]
         if off > bounds[-1]:
             bounds.append(off)
-        ranges: list[NativeRange] = [(path, name, a, b) for a, b in zip(bounds, bounds[1:])]
+        ranges: list[NativeRange] = [(path, name, a, b, base) for a, b in zip(bounds, bounds[1:])]
         if scan.last_start is None:
             return NativePlan(ranges, None, None)
         return NativePlan(ranges, scan.first_ts, record_ts(f, scan.last_start))
@@ -199,29 +213,29 @@ def read_native_range(
     (every record's frame bytes, raw ones and records that do not decode included),
     ``problem`` (raw bytes, records that do not decode) and ``filtered`` (frames outside
     ``since_ns``/``until_ns``); the rest are the frames' bytes."""
-    path, name, off, end = rng
+    path, name, off, end, base = rng
     raw_bytes: dict[str, int] = {}
     stream = bad = filtered = 0
     with open(path, "rb") as f:
         w = _Window(f, off, end)
-        buf, base = w.buf, w.base
+        buf, at = w.buf, w.base
         while off < end:
-            rel = off - base
+            rel = off - at
             if rel + 4 > len(buf) or rel + 4 + _U32.unpack_from(buf, rel)[0] > len(buf):
                 rel = w.ensure(off, 4)
                 rel = w.ensure(off, 4 + _U32.unpack_from(w.buf, rel)[0])
-                buf, base = w.buf, w.base
+                buf, at = w.buf, w.base
             try:
                 rec, nxt = decode_record(buf, rel)
             except CodecError as exc:
-                problem(Problem("bad-record", name, f"{name}: {exc}"))
+                problem(Problem("bad-record", name, f"{file_label(path, name)}: {exc}"))
                 (length,) = _U32.unpack_from(buf, rel)
                 off += 4 + length  # the plan checked every length: skip the record
                 stream += 4 + length
                 bad += 4 + length
                 continue
-            seq = off
-            off = base + nxt
+            seq = base + off
+            off = at + nxt
             n = len(rec.frame)
             stream += n
             ts = rec.timestamp_ns
@@ -237,7 +251,7 @@ def read_native_range(
                 continue
             yield frame_row(name, rec.connection_id, seq, ts, client, server, direction, rec.frame)
     for conn, n in sorted(raw_bytes.items()):
-        problem(Problem("raw", name, f"{conn}: {n} bytes that are not RocketMQ frames (recorded raw) in {name}"))
+        problem(Problem("raw", name, f"{conn}: {n} bytes that are not RocketMQ frames (recorded raw) in {file_label(path, name)}"))
     if account is not None:
         account[(name, "stream")] += stream
         account[(name, "problem")] += bad + sum(raw_bytes.values())

@@ -186,38 +186,58 @@ def stop_quietly(wait: float = 10.0) -> None:
 
 
 class Progress:
-    """Prints the active stages' task counts about once a second, on one line.
+    """What a run is doing: its phase, and once the session exists the active stages'
+    task counts, polled about once a second and (unless ``show`` is false) printed on
+    one line; :meth:`so_far` says it in words for a run that was interrupted.
 
     Spark's status tracker is polled from a daemon thread in the driver; nothing runs
-    in the executors for it.
+    in the executors for it. ``frames``: an accumulator the job's tasks add the frames
+    they decoded to (read in the driver: no call to the JVM).
     """
 
-    def __init__(self, sc, stream: TextIO | None = None, interval: float = 1.0) -> None:
-        self._sc = sc
+    def __init__(self, stream: TextIO | None = None, interval: float = 1.0, *, show: bool = True) -> None:
         self._stream = stream or sys.stderr
         self._interval = interval
+        self._show = show
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="trocket-progress", daemon=True)
+        self._thread: threading.Thread | None = None
         self.phase = "starting"
+        self.frames = None  # an Accumulator[int], set by the job
+        self.stages = ""  # the active stages' task counts at the last poll
+        self._started = time.monotonic()
         self._last = ""
         self._last_logged = ""
         self._logged_at = 0.0
         self._tty = bool(getattr(self._stream, "isatty", lambda: False)())
 
-    def __enter__(self) -> Progress:
-        self._started = time.monotonic()
+    def start(self, sc) -> Progress:
+        """Poll ``sc``'s status tracker from now on (until :meth:`stop`)."""
+        self._thread = threading.Thread(target=self._run, args=(sc,), name="trocket-progress", daemon=True)
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def stop(self) -> None:
+        """Stop polling and clear the line."""
         self._stop.set()
-        self._thread.join(timeout=5)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
         if self._last:
             self._stream.write("\r" + " " * len(self._last) + "\r")
             self._stream.flush()
+            self._last = ""
 
-    def _run(self) -> None:
-        tracker = self._sc.statusTracker()
+    def so_far(self) -> str:
+        """``while <phase> (<stages>; N frames decoded)``: what was done when it stopped."""
+        done = []
+        if self.stages:
+            done.append(self.stages)
+        frames = self.frames.value if self.frames is not None else 0
+        if frames:
+            done.append(f"{frames:,} frames decoded by the tasks that finished")
+        return f"while {self.phase}" + (f" ({'; '.join(done)})" if done else "")
+
+    def _run(self, sc) -> None:
+        tracker = sc.statusTracker()
         while not self._stop.wait(self._interval):
             try:
                 parts = []
@@ -227,8 +247,11 @@ class Progress:
                         parts.append(f"stage {sid}: {info.numCompletedTasks}/{info.numTasks} tasks")
             except Exception:  # the context is stopping; progress is best effort
                 return
+            self.stages = ", ".join(parts)
+            if not self._show:
+                continue
             elapsed = time.monotonic() - self._started
-            line = f"[{elapsed:6.1f}s] {self.phase}" + (" | " + ", ".join(parts) if parts else "")
+            line = f"[{elapsed:6.1f}s] {self.phase}" + (" | " + self.stages if parts else "")
             if self._tty:
                 pad = max(0, len(self._last) - len(line))
                 self._stream.write("\r" + line + " " * pad)

@@ -31,7 +31,6 @@ follower reports. A file that disappears is dropped from the offset. (This modul
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 
@@ -39,7 +38,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadMaxBytes, SupportsTriggerAvailableNow
 
-from .inputs import NATIVE_MAGIC
+from .inputs import NATIVE_MAGIC, rotation_key
 
 __all__ = ["SCHEMA", "TapSource", "TapStreamReader", "rotation_key", "list_captures", "SOURCE_NAME"]
 
@@ -47,13 +46,6 @@ SOURCE_NAME = "trocket-tap"
 #: a row per range read: the file, the range, its frames, the pickled (tally, leftovers)
 SCHEMA = "capture string, start long, end long, frames long, partial binary"
 _SCHEMA = pa.schema([("capture", pa.string()), ("start", pa.int64()), ("end", pa.int64()), ("frames", pa.int64()), ("partial", pa.binary())])
-_ROTATED = re.compile(r"^(.*)\.(\d+)$")
-
-
-def rotation_key(name: str) -> tuple[str, int]:
-    """``FILE`` -> (FILE, 0), ``FILE.12`` -> (FILE, 12): the order a tap writes them in."""
-    m = _ROTATED.match(name)
-    return (m.group(1), int(m.group(2))) if m else (name, 0)
 
 
 def list_captures(directory: str) -> list[tuple[str, int]]:
@@ -151,7 +143,7 @@ class TapStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             except OSError:
                 continue
             bounds = [at, *(c for c in cuts if c < stop), stop]
-            parts.extend(InputPartition((path, name, a, b)) for a, b in zip(bounds, bounds[1:]))
+            parts.extend(InputPartition((path, name, a, b, 0)) for a, b in zip(bounds, bounds[1:]))
         return parts
 
     def read(self, partition):
@@ -162,7 +154,7 @@ class TapStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from .live_tally import tally_range
         from .native import read_native_range
 
-        path, name, start, end = partition.value
+        path, name, start, end, _ = partition.value
 
         def problem(p) -> None:
             print(f"trocket analyze --follow: {p.text}", file=sys.stderr)

@@ -20,7 +20,7 @@ import sys
 import time
 from typing import Any
 
-from trocket.cli_client import EXIT_FAIL, EXIT_OK, _brokers, _instance, _namesrv_arg, _run_trio, _table
+from trocket.cli_client import EXIT_FAIL, EXIT_OK, _broker_runtimes, _instance, _namesrv_arg, _run_trio, _table
 
 __all__ = ["add_admin_commands", "first_tps"]
 
@@ -130,16 +130,9 @@ def _int(table: dict[str, str], key: str) -> int | None:
 
 
 async def _cluster(args: argparse.Namespace) -> int:
-    from trocket.client import ClientError
-
     rows = []
     async with _instance(args) as inst:
-        for cname, name, bid, addr in await _brokers(inst):
-            try:
-                rt = await inst.api.get_broker_runtime_info(addr)
-                error = None
-            except ClientError as exc:
-                rt, error = {}, exc.summary
+        for cname, name, bid, addr, rt, error in await _broker_runtimes(inst):
             put_now, put_morning = _int(rt, "msgPutTotalTodayNow"), _int(rt, "msgPutTotalTodayMorning")
             get_now, get_morning = _int(rt, "msgGetTotalTodayNow"), _int(rt, "msgGetTotalTodayMorning")
             earliest = _int(rt, "earliestMessageTimeStamp")
@@ -191,15 +184,11 @@ def _half_messages(rt: dict[str, str]) -> dict[str, str | None]:
 
 
 async def _broker_stats(args: argparse.Namespace) -> int:
-    from trocket.client import ClientError
-
     docs = []
     async with _instance(args) as inst:
-        for cname, name, bid, addr in await _brokers(inst, args.cluster, args.broker):
-            try:
-                rt = await inst.api.get_broker_runtime_info(addr)
-            except ClientError as exc:
-                docs.append({"addr": addr, "broker": name, "error": exc.summary})
+        for cname, name, bid, addr, rt, error in await _broker_runtimes(inst, args.cluster, args.broker):
+            if error is not None:
+                docs.append({"addr": addr, "broker": name, "error": error})
                 continue
             docs.append({"addr": addr, "broker": name, "cluster": cname, "id": bid, "runtime": rt})
     if args.json:

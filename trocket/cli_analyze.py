@@ -24,15 +24,18 @@ def add_analyze_command(sub) -> None:
 
 
 def _run_analyze(args: argparse.Namespace) -> int:
+    import signal
     import time
 
     from trocket.spark.main import run
+    from trocket.spark.session import Progress
 
-    from trocket.interrupt import is_interrupt
+    from trocket.interrupt import is_interrupt, received
 
     started = time.monotonic()
+    progress = Progress(show=not args.quiet)
     try:
-        return run(args)
+        return run(args, progress=progress)
     except BaseException as exc:
         # SIGINT, or SIGTERM (the Ctrl-C rule raises it for both), or what Py4J raised
         # while the interrupt unwound a call it cut short
@@ -40,8 +43,10 @@ def _run_analyze(args: argparse.Namespace) -> int:
             raise
         from trocket.spark.session import stop_quietly
 
+        done = progress.so_far()  # before the context stops (the tasks' counts are read as they were)
         stop_quietly()
-        print(f"analyze interrupted after {time.monotonic() - started:.1f} s: {args.out} is incomplete "
+        why = signal.Signals(received() or signal.SIGINT).name
+        print(f"analyze interrupted by {why} after {time.monotonic() - started:.1f} s {done}: {args.out} is incomplete "
               "(no _SUCCESS)", file=sys.stderr)
         raise
 

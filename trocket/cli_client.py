@@ -439,6 +439,24 @@ async def _brokers(inst, cluster: str | None = None, broker: str | None = None) 
     return out
 
 
+async def _broker_runtimes(
+    inst, cluster: str | None = None, broker: str | None = None
+) -> list[tuple[str, str, int, str, dict[str, str], str | None]]:
+    """Every broker of :func:`_brokers` with its runtime figures (GET_BROKER_RUNTIME_INFO,
+    asked one after another): (cluster, broker name, id, address, figures, error); when
+    the call failed, the figures are ``{}`` and the error is its summary, else None."""
+    from trocket.client import ClientError
+
+    out = []
+    for cname, name, bid, addr in await _brokers(inst, cluster, broker):
+        try:
+            rt, error = await inst.api.get_broker_runtime_info(addr), None
+        except ClientError as exc:
+            rt, error = {}, exc.summary
+        out.append((cname, name, bid, addr, rt, error))
+    return out
+
+
 async def _masters(inst, cluster: str | None) -> list[tuple[str, str, str]]:
     """(cluster, broker name, master address) of every master (of ``cluster``)."""
     out = [(cname, name, addr) for cname, name, bid, addr in await _brokers(inst, cluster) if bid == 0]

@@ -230,24 +230,17 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
 
 
 async def _status(args: argparse.Namespace) -> int:
-    from trocket.client import ClientConfig, ClientError, ClientInstance
+    from trocket.cli_client import _broker_runtimes
+    from trocket.client import ClientConfig, ClientInstance
 
     rows: list[dict[str, Any]] = []
     async with ClientInstance(ClientConfig(namesrv=args.namesrv, call_timeout=args.timeout)) as inst:
-        info = await inst.api.get_cluster_info()
-        for cname, names in sorted(info.cluster_addr_table.items()):
-            for name in sorted(names):
-                bd = info.broker_addr_table.get(name)
-                for bid, addr in sorted((bd.broker_addrs if bd else {}).items()):
-                    try:
-                        rt = await inst.api.get_broker_runtime_info(addr)
-                    except ClientError as exc:
-                        rt = {"error": exc.summary}
-                    rows.append({"cluster": cname, "broker": name, "id": bid, "addr": addr,
-                                 "role": rt.get("brokerRole"), "maxOffset": _int(rt.get("commitLogMaxOffset")),
-                                 "minOffset": _int(rt.get("commitLogMinOffset")),
-                                 "haSlaveFallBehind": _int(rt.get("haSlaveFallBehind")),
-                                 "haConnected": rt.get("haConnected"), "error": rt.get("error")})
+        for cname, name, bid, addr, rt, error in await _broker_runtimes(inst):
+            rows.append({"cluster": cname, "broker": name, "id": bid, "addr": addr,
+                         "role": rt.get("brokerRole"), "maxOffset": _int(rt.get("commitLogMaxOffset")),
+                         "minOffset": _int(rt.get("commitLogMinOffset")),
+                         "haSlaveFallBehind": _int(rt.get("haSlaveFallBehind")),
+                         "haConnected": rt.get("haConnected"), "error": error})
     masters = {(r["cluster"], r["broker"]): r for r in rows if r["id"] == 0}
     for r in rows:
         master = masters.get((r["cluster"], r["broker"]))

@@ -3,12 +3,17 @@ and small synthetic captures analyzed once per session."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
 import struct
 import subprocess
-from collections.abc import Callable
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -86,4 +91,52 @@ def stop(proc: subprocess.Popen, timeout: float = 20) -> None:
             proc.wait()
 
 
-__all__ = ["summary_without", "split_native", "stop", "os"]
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+TROCKET = Path(sys.executable).with_name("trocket")
+
+
+@contextlib.contextmanager
+def tapping_broker(tmp_path: Path, tap: Path, rotate_mb: float) -> Iterator[tuple[str, subprocess.Popen, Path]]:
+    """A real ``trocket broker`` (its name server embedded) recording to ``tap/broker.cap``
+    with ``--tap-rotate-mb``; yields (name server address, the process, its log), and
+    Ctrl-Cs it at the end (the tap's files are then complete)."""
+    from ..waiting import wait_until_sync
+
+    port, ns_port = free_port(), free_port()
+    ns = f"127.0.0.1:{ns_port}"
+    tap.mkdir(exist_ok=True)
+    log = tmp_path / "broker.log"
+    with open(log, "wb") as lf:
+        broker = subprocess.Popen(
+            [str(TROCKET), "broker", "--listen", f"127.0.0.1:{port}", "--namesrv-listen", ns, "--store", str(tmp_path / "store"),
+             "--segment-size", "32m", "--tap", str(tap / "broker.cap"), "--tap-rotate-mb", str(rotate_mb)],
+            stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    try:
+        wait_until_sync(lambda: "boot success" in log.read_text(errors="replace") or broker.poll() is not None, 60, interval=0.1)
+        assert broker.poll() is None, log.read_text(errors="replace")[-2000:]
+        yield ns, broker, log
+    finally:
+        stop(broker, 30)
+
+
+def wait_quiet(directory: Path, steady: float = 1.5, timeout: float = 30.0) -> None:
+    """Until a tap has written what it holds: its files stop growing for ``steady``
+    seconds (the tap hands its records to the disk within its 1 s flush interval)."""
+    deadline = time.monotonic() + timeout
+    size, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        now = sum(p.stat().st_size for p in directory.iterdir())
+        if now != size:
+            size, since = now, time.monotonic()
+        elif time.monotonic() - since >= steady:
+            return
+        time.sleep(0.1)
+
+
+__all__ = ["summary_without", "split_native", "stop", "free_port", "tapping_broker", "wait_quiet", "TROCKET", "os"]

@@ -86,6 +86,24 @@ def test_since_until(spark, captures, tmp_path, native_result):
     assert result.summary["frames"] == frames.where((F.col("ts_ns") >= lo) & (F.col("ts_ns") < hi)).count()
 
 
+def test_the_progress_says_what_was_done(spark, captures, tmp_path):
+    """What an interrupted run prints (trocket/cli_analyze.py): the phase, and the frames
+    the finished tasks decoded (an accumulator: no call to the JVM)."""
+    from trocket.spark.session import Progress
+
+    progress = Progress(show=False)
+    assert progress.so_far() == "while starting"
+    progress.start(spark.sparkContext)
+    try:
+        result = analyze(spark, [captures["native"]], str(tmp_path), split_bytes=16 * 1024, progress=progress)
+    finally:
+        progress.stop()
+    frames = captures["native_truth"]["frames"]
+    assert progress.frames.value == result.summary["frames"] == frames
+    assert progress.so_far().startswith("while latency percentiles (")
+    assert progress.so_far().endswith(f"{frames:,} frames decoded by the tasks that finished)")
+
+
 def _http_pcap(path: str) -> None:
     w = PcapWriter()
     flow = TcpFlow(w, "10.9.9.9:50000", "10.9.9.1:80")

@@ -9,12 +9,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import struct
 import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -25,7 +22,7 @@ from trocket.spark.follow import STATE_FILE, follow
 from trocket.spark.tap_source import TapStreamReader, list_captures, rotation_key
 
 from ..waiting import wait_until_sync
-from .conftest import split_native, stop
+from .conftest import TROCKET, split_native, tapping_broker, wait_quiet
 
 
 def _rotate(path: str, out_dir: Path, parts: int) -> list[str]:
@@ -52,7 +49,7 @@ def test_rotation_order_and_a_half_written_record(tmp_path):
         f.write(rec[10:])
     assert reader.latestOffset(first, None)["files"] == {"t.cap": len(FILE_HEADER) + 2 * len(rec)}
     parts = reader.partitions(first, reader.latestOffset(first, None))
-    assert [p.value[2:] for p in parts] == [(len(FILE_HEADER) + len(rec), len(FILE_HEADER) + 2 * len(rec))]
+    assert [p.value[2:4] for p in parts] == [(len(FILE_HEADER) + len(rec), len(FILE_HEADER) + 2 * len(rec))]
 
 
 def test_rotated_synthetic_tap_adds_up_to_its_ground_truth(spark, captures, tmp_path):
@@ -113,26 +110,6 @@ def test_ctrl_c_stops_a_follower_cleanly(spark, captures, tmp_path):
 # -- a real broker tapping into rotated files -----------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_quiet(directory: Path, steady: float = 1.5, timeout: float = 30.0) -> None:
-    """Until the tap has written what it holds: its files stop growing for ``steady``
-    seconds (the tap hands its records to the disk within its 1 s flush interval)."""
-    deadline = time.monotonic() + timeout
-    size, since = -1, time.monotonic()
-    while time.monotonic() < deadline:
-        now = sum(p.stat().st_size for p in directory.iterdir())
-        if now != size:
-            size, since = now, time.monotonic()
-        elif time.monotonic() - since >= steady:
-            return
-        time.sleep(0.1)
-
-
 def _send(trocket: Path, ns: str, count: int) -> None:
     done = subprocess.run([str(trocket), "send", "-n", ns, "--topic", "LiveTopic", "--count", str(count), "--size", "64", "--json"],
                           capture_output=True, text=True, timeout=120)  # fmt: skip
@@ -148,36 +125,21 @@ def _sent(out: Path) -> tuple[int, int]:
 
 
 def test_follow_a_tapping_broker_across_restarts(spark, tmp_path):
-    port, ns_port = _free_port(), _free_port()
-    ns = f"127.0.0.1:{ns_port}"
-    trocket = Path(sys.executable).with_name("trocket")
     tap = tmp_path / "tap"
-    tap.mkdir()
-    log = tmp_path / "broker.log"
-    with open(log, "wb") as lf:
-        broker = subprocess.Popen(
-            [str(trocket), "broker", "--listen", f"127.0.0.1:{port}", "--namesrv-listen", ns, "--store", str(tmp_path / "store"),
-             "--segment-size", "32m", "--tap", str(tap / "broker.cap"), "--tap-rotate-mb", "0.02"],
-            stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
     out = tmp_path / "out"
-    try:
-        wait_until_sync(lambda: "boot success" in log.read_text(errors="replace") or broker.poll() is not None, 60, interval=0.1)
-        assert broker.poll() is None, log.read_text(errors="replace")[-2000:]
-        _send(trocket, ns, 150)
-        _wait_quiet(tap)
+    with tapping_broker(tmp_path, tap, 0.02) as (ns, _, _):
+        _send(TROCKET, ns, 150)
+        wait_quiet(tap)
         first = follow(spark, str(tap), str(out), once=True, split_bytes=8 * 1024, quiet=True)
         assert len(list_captures(str(tap))) > 3  # rotated: the batch read several files
         assert _sent(out) == (150, 150)
         assert first.state.frames > 300
 
-        _send(trocket, ns, 100)  # the broker goes on; the follower is restarted
-        _wait_quiet(tap)
+        _send(TROCKET, ns, 100)  # the broker goes on; the follower is restarted
+        wait_quiet(tap)
         second = follow(spark, str(tap), str(out), once=True, split_bytes=8 * 1024, quiet=True)
         assert second.batches and second.state.batch_id > first.state.batch_id
         assert _sent(out) == (250, 250)
-    finally:
-        stop(broker, 30)
     frames = second.state.frames
 
     # a follower stopped after merging a batch but before Spark committed it: Spark runs

@@ -116,3 +116,38 @@ def test_ranges_are_read_through_a_small_window(tmp_path, monkeypatch):
     small = native.plan_native(path, "a.cap", 16 * 1024, print)
     assert (small.first_ts, small.last_ts) == (whole.first_ts, whole.last_ts)
     assert [r[F.SEQ] for rng in small.ranges for r in native.read_native_range(rng, print)] == rows
+
+
+def test_a_taps_rotated_files_are_one_capture_and_others_stay_apart(tmp_path):
+    """``X``, ``X.1``, ``X.2`` (``--tap-rotate-mb``'s names, times in order) are one
+    capture whose frames' seq runs on across the files; files whose times go back, or
+    with a number missing, stay captures of their own."""
+    import os
+
+    from .conftest import split_native
+
+    path = str(tmp_path / "a.cap")
+    synth.write_native(path, 600, seed=3)
+    d = tmp_path / "caps"
+    files = split_native(path, d, 3, name=lambda i: "tap.cap" + (f".{i}" if i else ""))
+    split_native(path, d, 2, name=lambda i: ("back.cap.1", "back.cap")[i])  # .1 holds the earlier records
+    split_native(path, d, 2, name=lambda i: ("gap.cap", "gap.cap.2")[i])
+    inputs = resolve_inputs([str(d)])
+    assert inputs.names == ["caps/back.cap", "caps/back.cap.1", "caps/gap.cap", "caps/gap.cap.2", "caps/tap.cap"]
+    assert inputs.rotated == {"caps/tap.cap": ["caps/tap.cap", "caps/tap.cap.1", "caps/tap.cap.2"]}
+    tap = [c for c in inputs.captures if c.name == "caps/tap.cap"]
+    sizes = [os.path.getsize(f) for f in files]
+    assert [(c.path, c.base, c.index) for c in tap] == [(files[0], 0, 4), (files[1], sizes[0], 4), (files[2], sizes[0] + sizes[1], 4)]
+    assert [c.index for c in inputs.captures] == [0, 1, 2, 3, 4, 4, 4]
+
+    problems: list = []
+    seqs = [r[F.SEQ] for c in tap for rng in plan_native(c.path, c.name, 4096, problems.append, c.base).ranges
+            for r in read_native_range(rng, problems.append)]  # fmt: skip
+    whole = [r[F.SEQ] for rng in plan_native(path, "a.cap", 4096, problems.append).ranges for r in read_native_range(rng, problems.append)]
+    assert not problems and len(seqs) == len(whole) == len(set(seqs)) and seqs == sorted(seqs)
+    # a problem in a later file names the capture and the file
+    with open(files[1], "ab") as f:
+        f.write(b"\x00\x00\x00\x40")
+    plan_native(files[1], "caps/tap.cap", 4096, problems.append, sizes[0])
+    assert [(p.capture, p.text) for p in problems] == [("caps/tap.cap", "caps/tap.cap (tap.cap.1): capture ends inside a record at offset "
+                                                                       f"{sizes[1]} (64 bytes missing)")]  # fmt: skip

@@ -16,7 +16,7 @@ from trocket.spark import synth
 from trocket.spark.job import analyze
 from trocket.spark.streams import Streams
 
-from .conftest import split_native, summary_without
+from .conftest import TROCKET, split_native, summary_without, tapping_broker
 
 _COUNTS = ("captures", "complete", "incomplete_captures", "stream_problems", "bytes_by_capture", "torn_connections")
 
@@ -100,6 +100,87 @@ def test_rotated_native_captures_and_captures_that_reuse_addresses(spark, captur
     assert both["connections"] == 2 * truth["connections"] + 2 * other_truth["connections"]
     assert both["frames"] == 2 * truth["frames"] + 2 * other_truth["frames"]
     assert both["unmatched_responses"] == 2 * truth["unmatched_responses"] + 2 * other_truth["unmatched_responses"]
+
+
+def test_a_taps_rotated_files_are_one_capture(spark, captures, tmp_path):
+    """``--tap-rotate-mb``'s files (``tap.cap``, ``tap.cap.1``, ...), named in any order:
+    one capture, whose analysis is the whole capture's ground truth."""
+    files = split_native(captures["native"], tmp_path / "tap", 4, name=lambda i: "tap.cap" + (f".{i}" if i else ""))
+    random.Random(5).shuffle(files)
+    result = analyze(spark, files, str(tmp_path / "out"), split_bytes=16 * 1024)
+    s, truth = result.summary, captures["native_truth"]
+    assert s["captures"] == ["tap.cap"] and s["complete"]
+    assert summary_without(s, "captures", "bytes_by_capture") == {**summary_without(truth, "torn_connections", "captures"),
+                                                                  "complete": True, "incomplete_captures": []}  # fmt: skip
+    b = s["bytes_by_capture"]["tap.cap"]
+    assert b["frames"] == truth["frames"] and b["stream"] == b["frame"] and b["unaccounted"] == 0
+    _assert_frame_keys_unique(spark, result)
+
+
+def _assert_frame_keys_unique(spark, result) -> None:
+    from pyspark.sql import functions as F
+
+    frames = spark.read.parquet(result.frames_path)
+    assert frames.groupBy("capture", "connection_id", "seq").count().where(F.col("count") > 1).count() == 0
+    calls = spark.read.parquet(result.calls_path).where(F.col("status") == "answered")
+    keys = frames.select(F.col("capture").alias("request_capture"), F.col("connection_id").alias("request_connection_id"),
+                         F.col("seq").alias("request_seq"))  # fmt: skip
+    assert calls.join(keys, ["request_capture", "request_connection_id", "request_seq"]).count() == calls.count()
+
+
+def _concatenated(files: list[str], path) -> str:
+    """The records of a tap's rotated ``files`` (in order) in one capture at ``path``."""
+    from trocket.codecs.capture import FILE_HEADER
+
+    with open(path, "wb") as out:
+        out.write(FILE_HEADER)
+        for f in files:
+            data = open(f, "rb").read()
+            out.write(data[struct.unpack_from(">H", data, 10)[0] :])
+    return str(path)
+
+
+def test_a_tapping_brokers_rotated_files_are_one_capture(spark, tmp_path):
+    """A real broker's tap rotated every 20 KiB under a producer and a consumer: the
+    files are one capture, with every frame the tap wrote, and its analysis (connections,
+    calls, latencies, views) is that of the same records in one file."""
+    import re
+
+    import pyarrow.parquet as pq
+
+    from trocket.spark.main import write_report
+
+    tap = tmp_path / "tap"
+    with tapping_broker(tmp_path, tap, 0.02) as (ns, _, log):
+        for cmd in (["send", "--topic", "Rot", "--count", "300", "--size", "100"],
+                    ["consume", "--topic", "Rot", "--group", "RotG", "--count", "300", "--from", "first", "--quiet"]):  # fmt: skip
+            done = subprocess.run([str(TROCKET), *cmd, "-n", ns], capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr[-2000:]
+    written, nfiles = map(int, re.search(r"(\d+) frames written in (\d+) files", log.read_text()).groups())
+    files = sorted(map(str, tap.iterdir()), key=lambda p: int(p.rsplit(".", 1)[1]) if p[-1].isdigit() else 0)
+    assert nfiles == len(files) > 5
+
+    rotated = analyze(spark, [str(tap)], str(tmp_path / "out"), split_bytes=8 * 1024)
+    whole = analyze(spark, [_concatenated(files, tmp_path / "whole.cap")], str(tmp_path / "whole"), split_bytes=8 * 1024)
+    s = rotated.summary
+    assert s["captures"] == ["tap/broker.cap"] and s["complete"] and s["stream_problems"] == []
+    assert s["frames"] == written
+    assert summary_without(s, "captures", "bytes_by_capture") == summary_without(whole.summary, "captures", "bytes_by_capture")
+    assert s["bytes_by_capture"]["tap/broker.cap"] == whole.summary["bytes_by_capture"]["whole.cap"]
+    _assert_frame_keys_unique(spark, rotated)
+
+    # the report: one capture, one conversation per connection, the producer's among them across files
+    write_report(str(tmp_path / "out"), s, True, spark)
+    views = tmp_path / "out" / "views"
+    assert set(pq.read_table(views / "io.parquet").column("capture").to_pylist()) == {"tap/broker.cap"}
+    assert pq.read_table(views / "captures.parquet").column("capture").to_pylist() == ["tap/broker.cap"]
+    conv = pq.read_table(views / "conversations.parquet").to_pylist()
+    assert len(conv) == s["connections"]
+    from pyspark.sql import functions as F
+
+    frames = spark.read.parquet(rotated.frames_path)
+    spans = frames.groupBy("connection_id").agg(F.min("seq").alias("lo"), F.max("seq").alias("hi")).collect()
+    assert any(r.lo < os.path.getsize(files[0]) < r.hi for r in spans)  # a connection cut by the first rotation
 
 
 def test_native_pieces_stitch_only_across_captures_that_follow_each_other():
