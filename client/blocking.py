@@ -255,3 +255,8 @@ class BlockingPullConsumer(_Blocking):
 
     def committed(self, mq: MessageQueue) -> int:
         return self._call(self.consumer.committed, mq)
+
+    def register_topic_message_queue_change_listener(self, topic: str, listener: Any) -> None:
+        """``listener(topic, queues)`` on a change of the topic's queues; it runs in the
+        client's trio thread, so it must return quickly."""
+        self._loop.call_sync(self.consumer.register_topic_message_queue_change_listener, topic, listener)

@@ -513,6 +513,9 @@ class PushConsumer(ConsumerBase):
         props = self._running_properties(opts, ConsumeType.CONSUME_PASSIVELY)
         props[PROP_CONSUME_ORDERLY] = str(opts.orderly).lower()
         props[PROP_THREADPOOL_CORE_SIZE] = str(opts.max_concurrency)
+        # the per-queue limits in force (Java's messageQueueChanged sets them on the consumer)
+        props["pull_threshold_for_queue"] = str(self._queue_threshold)
+        props["pull_threshold_size_mib"] = str(self._queue_threshold_bytes / (1024 * 1024))
         store = self._store
         now_wall, now_trio = time.time(), trio.current_time()
 

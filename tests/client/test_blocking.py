@@ -87,6 +87,28 @@ def test_blocking_pull_consumer(thread_broker):
         assert consumer.committed(mq) == len([m for m in got if m.queue_id == mq.queue_id])
 
 
+
+def test_blocking_queue_change_listener_sees_a_topic_made_after_it(thread_broker):
+    """A listener registered before its topic exists is told of the topic's queues once
+    a send creates it (Java's isSetEqual: no set, then a set, is a change)."""
+    ns = thread_broker
+    changes = []
+    told = threading.Event()
+
+    def on_change(topic, queues):
+        changes.append((topic, sorted(mq.queue_id for mq in queues)))
+        told.set()
+
+    with BlockingPullConsumer("BQCG", ns, topic_metadata_check_interval_s=0.2) as consumer:
+        consumer.register_topic_message_queue_change_listener("BQT", on_change)
+        time.sleep(0.5)
+        assert changes == []
+        with BlockingProducer("BQP", ns) as producer:
+            producer.send(new_message("BQT", b"x"))
+        assert told.wait(10)
+    assert changes == [("BQT", [0, 1, 2, 3])]
+
+
 def test_blocking_start_errors_are_the_trio_ones_and_leave_no_thread():
     before = threading.active_count()
     with pytest.raises(ClientStateError, match="no subscription"):

@@ -228,6 +228,11 @@ async def test_topic_flow_control_is_divided_over_the_owned_queues(tmp_path, bod
             peak = max([peak] + [n for n, _ in consumer.cached().values()])
             assert len(consumer.assignment()) == 5
             assert low < peak <= high, peak
+            from trocket.codecs.bodies.fastjson import loads
+
+            props = loads(await consumer.running_info())["properties"]  # the limits in force
+            limits = (props["pull_threshold_for_queue"], props["pull_threshold_size_mib"])
+            assert limits == (("4", "100.0") if option == "pull_threshold_for_topic" else ("1000", "1.0"))
             release.set()
 
 
