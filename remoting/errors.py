@@ -9,6 +9,11 @@ down, and bytes that did not decode (wrapping the codecs' error as ``__cause__``
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from trocket.codecs.command import RemotingCommand
+
 __all__ = [
     "ResponseCodeError",
     "RemotingError",
@@ -37,12 +42,16 @@ class ResponseCodeError(Exception):
 
         raise TopicNotExistError(f"topic[{topic}] not exist")
 
-    ``code=`` on an instance overrides the class's; ``reply()`` (see
-    :func:`~trocket.remoting.replies.error_reply`) is the answer.
+    ``code=`` on an instance overrides the class's; :func:`~trocket.remoting.replies.error_reply`
+    makes the answer. A server whose answers carry more than a code and a remark (the
+    name server's version) builds the whole answer itself and sets it as ``response``:
+    that is then sent as it is.
     """
 
     #: the response code the peer gets (RocketMQ's SYSTEM_ERROR unless a subclass says)
     code: int = 1
+    #: the whole answer, when the raiser built it (else :func:`error_reply` makes one)
+    response: RemotingCommand | None = None
 
     def __init__(self, remark: str, *, code: int | None = None) -> None:
         super().__init__(remark)

@@ -64,6 +64,8 @@ def system_response(request: RemotingCommand, code: int, remark: str, *, ext_fie
 def error_reply(error: ResponseCodeError, *, ext_fields: bool = True) -> RemotingCommand:
     """The answer an error carries: its code, its message as remark, an empty ext-fields
     object unless ``ext_fields`` is False (RocketMQ's Java clients accept either; the
-    C++ client crashes on a response without one). Remoting ties it to its request
-    (opaque, serialization) when it is sent."""
+    C++ client crashes on a response without one); the error's own ``response`` when it
+    carries one. Remoting ties it to its request (opaque, serialization) when it is sent."""
+    if error.response is not None:
+        return error.response
     return RemotingCommand(code=error.code, flag=RPC_RESPONSE, remark=str(error), ext_fields={} if ext_fields else None)

@@ -48,8 +48,11 @@ log = logging.getLogger(__name__)
 #: ``TopicValidator.RMQ_SYS_TRACE_TOPIC``
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 
-#: the session, field-order and published-topic caches are cleared past this many entries
+#: the session and field-order caches are cleared past this many entries
 _CACHE_MAX = 4096
+#: a session's published topics are cleared past this many (4096 sessions of 64 topics
+#: at most: what an account allowed every topic name can make the broker keep is bounded)
+_PUBLISHED_MAX = 64
 
 _EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
 _MANAGER = "org.apache.rocketmq.acl.plain.PlainPermissionManager"
@@ -213,7 +216,7 @@ class AclValidator:
             resource = next(r for r in first if r in refused)
             raise AclError(f"No default permission for {_print_resource(resource)}", _where("checkPerm", refused[resource]))
         if topic is not None:  # a send to a topic it may publish to: the fast path's from now on
-            if len(session.published) >= _CACHE_MAX:
+            if len(session.published) >= _PUBLISHED_MAX:
                 session.published.clear()
             session.published.add(topic)
 

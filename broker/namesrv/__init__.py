@@ -2,7 +2,8 @@
 
 - :class:`NameServer` / :class:`NamesrvConfig` (:mod:`.server`);
 - :class:`RouteInfoManager` (:mod:`.route_info`): the tables, no I/O;
-- :class:`NamesrvProcessor` (:mod:`.processor`): codes 103, 104, 105, 106, 206, 322.
+- :class:`NamesrvProcessor` (:mod:`.processor`): codes 103, 104, 105, 106, 206, 322;
+  the administration codes (:mod:`.admin_processor`); their answers (:mod:`.replies`).
 """
 
 from .processor import NamesrvProcessor, topic_not_exist_remark

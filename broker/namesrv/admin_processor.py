@@ -42,8 +42,6 @@ import trio
 from trocket.codecs.bodies.namesrv import KVTable
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
-from trocket.codecs.custom_header import decode_header
-from trocket.codecs.errors import CodecError
 from trocket.codecs.headers.config import (
     AddWritePermOfBrokerRequestHeader,
     AddWritePermOfBrokerResponseHeader,
@@ -60,7 +58,7 @@ from trocket.remoting import Connection, RemotingEndpoint
 
 from ..config import parse_properties, update_properties_file
 from .kv_config import KVConfigManager
-from .processor import _error, _response
+from .replies import answer, decode_request_header
 
 if TYPE_CHECKING:
     from .route_info import RouteInfoManager
@@ -124,93 +122,72 @@ class NamesrvAdminProcessor:
     # -- KV config ---------------------------------------------------------------------
 
     async def put_kv_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        try:
-            header = decode_header(PutKVConfigRequestHeader, request.ext_fields)
-        except CodecError as exc:
-            return _error(exc)
+        header = decode_request_header(PutKVConfigRequestHeader, request)
         await trio.to_thread.run_sync(self.kv.put, header.namespace, header.key, header.value)
-        return _response(ResponseCode.SUCCESS)
+        return answer(ResponseCode.SUCCESS)
 
     async def get_kv_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        try:
-            header = decode_header(GetKVConfigRequestHeader, request.ext_fields)
-        except CodecError as exc:
-            return _error(exc)
+        header = decode_request_header(GetKVConfigRequestHeader, request)
         value = self.kv.get(header.namespace, header.key)
         if value is None:
-            return _response(ResponseCode.QUERY_NOT_FOUND,
+            return answer(ResponseCode.QUERY_NOT_FOUND,
                              f"No config item, Namespace: {header.namespace} Key: {header.key}")
-        return _response(ResponseCode.SUCCESS, header=GetKVConfigResponseHeader(value=value))
+        return answer(ResponseCode.SUCCESS, header=GetKVConfigResponseHeader(value=value))
 
     async def delete_kv_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        try:
-            header = decode_header(DeleteKVConfigRequestHeader, request.ext_fields)
-        except CodecError as exc:
-            return _error(exc)
+        header = decode_request_header(DeleteKVConfigRequestHeader, request)
         await trio.to_thread.run_sync(self.kv.delete, header.namespace, header.key)
-        return _response(ResponseCode.SUCCESS)
+        return answer(ResponseCode.SUCCESS)
 
     async def get_kv_list_by_namespace(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        try:
-            header = decode_header(GetKVListByNamespaceRequestHeader, request.ext_fields)
-        except CodecError as exc:
-            return _error(exc)
+        header = decode_request_header(GetKVListByNamespaceRequestHeader, request)
         table = self.kv.namespace(header.namespace)
         if table is None:
-            return _response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {header.namespace}")
-        return _response(ResponseCode.SUCCESS, body=KVTable(table).to_body())
+            return answer(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {header.namespace}")
+        return answer(ResponseCode.SUCCESS, body=KVTable(table).to_body())
 
     # -- topics and permissions ----------------------------------------------------------
 
     async def get_topics_by_cluster(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        try:
-            header = decode_header(GetTopicsByClusterRequestHeader, request.ext_fields)
-        except CodecError as exc:
-            return _error(exc)
-        return _response(ResponseCode.SUCCESS, body=self.route_info.get_topics_by_cluster(header.cluster).to_body())
+        header = decode_request_header(GetTopicsByClusterRequestHeader, request)
+        return answer(ResponseCode.SUCCESS, body=self.route_info.get_topics_by_cluster(header.cluster).to_body())
 
     async def get_system_topic_list(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        return _response(ResponseCode.SUCCESS, body=self.route_info.get_system_topic_list().to_body())
+        return answer(ResponseCode.SUCCESS, body=self.route_info.get_system_topic_list().to_body())
 
     async def wipe_write_perm_of_broker(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        try:
-            header = decode_header(WipeWritePermOfBrokerRequestHeader, request.ext_fields)
-        except CodecError as exc:
-            return _error(exc)
+        header = decode_request_header(WipeWritePermOfBrokerRequestHeader, request)
         count = self.route_info.wipe_write_perm_of_broker(header.brokerName)
         log.info("wipe write perm of broker[%s], client: %s, %d", header.brokerName, conn.remote_address, count)
-        return _response(ResponseCode.SUCCESS, header=WipeWritePermOfBrokerResponseHeader(wipeTopicCount=count))
+        return answer(ResponseCode.SUCCESS, header=WipeWritePermOfBrokerResponseHeader(wipeTopicCount=count))
 
     async def add_write_perm_of_broker(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        try:
-            header = decode_header(AddWritePermOfBrokerRequestHeader, request.ext_fields)
-        except CodecError as exc:
-            return _error(exc)
+        header = decode_request_header(AddWritePermOfBrokerRequestHeader, request)
         count = self.route_info.add_write_perm_of_broker(header.brokerName)
         log.info("add write perm of broker[%s], client: %s, %d", header.brokerName, conn.remote_address, count)
-        return _response(ResponseCode.SUCCESS, header=AddWritePermOfBrokerResponseHeader(addTopicCount=count))
+        return answer(ResponseCode.SUCCESS, header=AddWritePermOfBrokerResponseHeader(addTopicCount=count))
 
     # -- the name server's configuration ---------------------------------------------------
 
     async def get_namesrv_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         text = "".join(f"{k}={v}\n" for k, v in self.settings.properties().items())
-        return _response(ResponseCode.SUCCESS, body=text.encode("utf-8"))
+        return answer(ResponseCode.SUCCESS, body=text.encode("utf-8"))
 
     async def update_namesrv_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         log.info("updateConfig called by %s", conn.remote_address)
         try:
             changes = self._parse((request.body or b"").decode("utf-8"))
         except _Refused as exc:
-            return _response(ResponseCode.NO_PERMISSION, str(exc))
+            return answer(ResponseCode.NO_PERMISSION, str(exc))
         except (UnicodeDecodeError, ValueError) as exc:
-            return _response(ResponseCode.SYSTEM_ERROR, str(exc))
+            return answer(ResponseCode.SYSTEM_ERROR, str(exc))
         for field, value in changes.values():
             setattr(self.settings, field, value)
         shown = self.settings.properties()
         path = self.settings.config_store_path
         if path:
             await trio.to_thread.run_sync(update_properties_file, path, {k: shown[k] for k in changes})
-        return _response(ResponseCode.SUCCESS)
+        return answer(ResponseCode.SUCCESS)
 
     @staticmethod
     def _parse(text: str) -> dict[str, tuple[str, object]]:

@@ -18,9 +18,9 @@ code   request                              answer
 =====  ===================================  ==========================================
 
 The administration codes (KV config, permissions, the name server's configuration) are
-:mod:`.admin_processor`'s; other codes get remoting's REQUEST_CODE_NOT_SUPPORTED. Every answer carries an
-``extFields`` object (real clients need one), and errors are answers, never a closed
-connection.
+:mod:`.admin_processor`'s; other codes get remoting's REQUEST_CODE_NOT_SUPPORTED. Every
+answer carries an ``extFields`` object (real clients need one) and the name server's
+version (:mod:`.replies`); errors are answers, never a closed connection.
 """
 
 from __future__ import annotations
@@ -32,8 +32,6 @@ from trocket.codecs.bodies.fastjson import BodyDecodeError
 from trocket.codecs.bodies.namesrv import DataVersion, KVTable, RegisterBrokerBody, TopicConfigSerializeWrapper
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
-from trocket.codecs.custom_header import decode_header
-from trocket.codecs.errors import CodecError
 from trocket.codecs.headers.namesrv import (
     DeleteTopicFromNamesrvRequestHeader,
     GetRouteInfoRequestHeader,
@@ -46,6 +44,7 @@ from trocket.codecs.message.crc import body_crc
 from trocket.remoting import Connection, RemotingEndpoint
 
 from .kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
+from .replies import NAMESRV_VERSION, answer, decode_request_header, error_answer
 from .route_info import RouteInfoManager
 
 if TYPE_CHECKING:
@@ -67,10 +66,6 @@ log = logging.getLogger(__name__)
 FAQ_APPLY_TOPIC_URL = "http://rocketmq.apache.org/docs/faq/"
 NO_TOPIC_ROUTE_REMARK = "No topic route info in name server for the topic: "
 
-#: ``MQVersion.CURRENT_VERSION`` of 4.9.8 (V4_9_8): NamesrvStartup sets it as the
-#: remoting version, so every answer of a Java name server carries it.
-NAMESRV_VERSION = 409
-
 #: ``MQVersion.Version.V3_0_11.ordinal()``: brokers from this version on send a
 #: RegisterBrokerBody (with filter servers); older ones a bare TopicConfigSerializeWrapper.
 V3_0_11 = 37
@@ -79,15 +74,6 @@ V3_0_11 = 37
 def topic_not_exist_remark(topic: str) -> str:
     """The remark of a TOPIC_NOT_EXIST answer: Java's text plus ``FAQUrl.suggestTodo``."""
     return f"{NO_TOPIC_ROUTE_REMARK}{topic}\nSee {FAQ_APPLY_TOPIC_URL} for further details."
-
-
-def _response(code: int, remark: str | None = None, header: object = None, body: bytes = b"") -> RemotingCommand:
-    return RemotingCommand.response(code, remark, header, body=body, ext_fields={}, version=NAMESRV_VERSION)
-
-
-def _error(exc: BaseException, what: str | None = None) -> RemotingCommand:
-    text = f"{type(exc).__name__}: {exc}"
-    return _response(ResponseCode.SYSTEM_ERROR, f"{what}: {text}" if what else text)
 
 
 class NamesrvProcessor:
@@ -121,24 +107,18 @@ class NamesrvProcessor:
     async def delete_topic_in_namesrv(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         """``deleteTopicInNamesrv``: drop the topic's queue datas (a broker registering
         it again brings it back, as with Java)."""
-        try:
-            header = decode_header(DeleteTopicFromNamesrvRequestHeader, request.ext_fields)
-        except CodecError as exc:
-            return _error(exc)
+        header = decode_request_header(DeleteTopicFromNamesrvRequestHeader, request)
         self.route_info.delete_topic(header.topic)
-        return _response(ResponseCode.SUCCESS)
+        return answer(ResponseCode.SUCCESS)
 
     # -- 103 ---------------------------------------------------------------------------
 
     async def register_broker(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        try:
-            header = decode_header(RegisterBrokerRequestHeader, request.ext_fields)
-        except CodecError as exc:
-            return _error(exc)
+        header = decode_request_header(RegisterBrokerRequestHeader, request)
         body = request.body or b""
         if header.bodyCrc32 and body_crc(body) != header.bodyCrc32:
             log.warning("receive registerBroker request, crc32 not match, from %s", conn.remote_address)
-            return _response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
+            return answer(ResponseCode.SYSTEM_ERROR, "crc32 not match")
 
         filter_servers: list[str] | None = None
         try:
@@ -153,7 +133,7 @@ class NamesrvProcessor:
                 wrapper = TopicConfigSerializeWrapper.from_body(body) if body else TopicConfigSerializeWrapper()
         except BodyDecodeError as exc:
             log.warning("REGISTER_BROKER from %s: bad body: %s", conn.remote_address, exc)
-            return _error(exc, "Failed to decode RegisterBrokerBody")
+            return error_answer(exc, "Failed to decode RegisterBrokerBody")
 
         result = self.route_info.register_broker(
             header.clusterName,
@@ -167,7 +147,7 @@ class NamesrvProcessor:
         )
         # the body: the order-topic KV namespace, when there is one (Java's)
         order = self.kv.namespace(NAMESPACE_ORDER_TOPIC_CONFIG) if self.kv is not None else None
-        return _response(
+        return answer(
             ResponseCode.SUCCESS,
             header=RegisterBrokerResponseHeader(haServerAddr=result.ha_server_addr, masterAddr=result.master_addr),
             body=KVTable(order).to_body() if order is not None else b"",
@@ -176,36 +156,30 @@ class NamesrvProcessor:
     # -- 104 ---------------------------------------------------------------------------
 
     async def unregister_broker(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        try:
-            header = decode_header(UnregisterBrokerRequestHeader, request.ext_fields)
-        except CodecError as exc:
-            return _error(exc)
+        header = decode_request_header(UnregisterBrokerRequestHeader, request)
         self.route_info.unregister_broker(header.clusterName, header.brokerAddr, header.brokerName, header.brokerId)
-        return _response(ResponseCode.SUCCESS)
+        return answer(ResponseCode.SUCCESS)
 
     # -- 105 ---------------------------------------------------------------------------
 
     async def get_route_info_by_topic(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        try:
-            header = decode_header(GetRouteInfoRequestHeader, request.ext_fields)
-        except CodecError as exc:
-            return _error(exc)
+        header = decode_request_header(GetRouteInfoRequestHeader, request)
         route = self.route_info.pickup_topic_route_data(header.topic)
         if route is None:
-            return _response(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(header.topic))
+            return answer(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(header.topic))
         if self.settings is not None and self.settings.order_message_enable and self.kv is not None:
             route.order_topic_conf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, header.topic)
-        return _response(ResponseCode.SUCCESS, body=route.to_body())
+        return answer(ResponseCode.SUCCESS, body=route.to_body())
 
     # -- 106, 206 ----------------------------------------------------------------------
 
     async def get_broker_cluster_info(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        return _response(ResponseCode.SUCCESS, body=self.route_info.get_all_cluster_info().to_body())
+        return answer(ResponseCode.SUCCESS, body=self.route_info.get_all_cluster_info().to_body())
 
     async def get_all_topic_list_from_nameserver(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         if not self.enable_all_topic_list:
-            return _response(ResponseCode.SYSTEM_ERROR, "disable")
-        return _response(ResponseCode.SUCCESS, body=self.route_info.get_all_topic_list().to_body())
+            return answer(ResponseCode.SYSTEM_ERROR, "disable")
+        return answer(ResponseCode.SUCCESS, body=self.route_info.get_all_topic_list().to_body())
 
     # -- 322 ---------------------------------------------------------------------------
 
@@ -215,16 +189,16 @@ class NamesrvProcessor:
         ext = request.ext_fields or {}
         broker_addr = ext.get("brokerAddr")
         if broker_addr is None:
-            return _response(ResponseCode.SYSTEM_ERROR, "QueryDataVersionRequestHeader.brokerAddr: missing")
+            return answer(ResponseCode.SYSTEM_ERROR, "QueryDataVersionRequestHeader.brokerAddr: missing")
         try:
             version = DataVersion.from_body(request.body) if request.body else DataVersion()
         except BodyDecodeError as exc:
-            return _error(exc)
+            return error_answer(exc)
         route_info = self.route_info
         changed = route_info.is_broker_topic_config_changed(str(broker_addr), version)
         if not changed:
             route_info.update_broker_info_update_timestamp(str(broker_addr))
         current = route_info.query_broker_topic_config(str(broker_addr))
-        response = _response(ResponseCode.SUCCESS, body=current.to_body() if current is not None else b"")
+        response = answer(ResponseCode.SUCCESS, body=current.to_body() if current is not None else b"")
         response.ext_fields = {"changed": "true" if changed else "false"}
         return response

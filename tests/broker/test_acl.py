@@ -213,6 +213,41 @@ def test_one_signed_field_and_many(acl_file):
     assert {len(shape) for shape in acl._orders} == {2, 14}  # AccessKey + Signature; a send's 12 more
 
 
+def test_a_connections_session_skips_no_check(acl_file):
+    """What the validator keeps per connection (account, signed names, topics checked)
+    only saves lookups: every send's signature is still checked, another account on the
+    connection gets its own permissions, a reloaded file starts every session anew, and
+    the topics kept per session are bounded."""
+    from trocket.broker.acl import validator
+
+    acl = AclValidator(acl_file)
+    peer = "127.0.0.1:1"
+    for _ in range(2):  # the second: the session's way
+        acl.do_before_request(peer, signed(send_req("topicB")))
+    session = acl._sessions[peer]
+    assert session.published == {"topicB"} and session.account.access_key == "RocketMQ"
+    tampered = signed(send_req("topicB"))
+    tampered.body = b"not what was signed"
+    with pytest.raises(AclError, match="Check signature failed for accessKey=RocketMQ"):
+        acl.do_before_request(peer, tampered)
+    with pytest.raises(AclError, match="Check signature failed for accessKey=RocketMQ"):
+        acl.do_before_request(peer, signed(send_req("topicB"), sk="wrong-secret"))
+    with pytest.raises(AclError, match="No default permission for topic:topicA"):
+        acl.do_before_request(peer, signed(send_req("topicA")))
+    with pytest.raises(AclError, match="No acl config for stranger"):
+        acl.do_before_request(peer, signed(send_req("topicB"), "stranger", "12345678"))
+    acl.do_before_request(peer, signed(send_req("topicB")))
+    acl_file.write_text(ACL_YML.replace("topicB=PUB|SUB", "topicB=SUB"))
+    assert acl.reload()
+    with pytest.raises(AclError, match="No default permission for topic:topicB"):
+        acl.do_before_request(peer, signed(send_req("topicB")))
+    acl_file.write_text(ACL_YML.replace("defaultTopicPerm: DENY", "defaultTopicPerm: PUB"))
+    assert acl.reload()
+    for i in range(validator._PUBLISHED_MAX + 5):
+        acl.do_before_request(peer, signed(send_req(f"T{i}")))
+    assert 0 < len(acl._sessions[peer].published) <= validator._PUBLISHED_MAX
+
+
 def test_signing_and_verifying_are_request_hooks_that_keep_the_fast_path(acl_file):
     hooks = HookSet.of([AclSigningHook("ak", "sk"), AclValidator(acl_file)])
     assert len(hooks.before) == 2 and hooks.after == ()

@@ -309,4 +309,7 @@ def test_declarations_are_checked():
     assert repr(SUM) == "Method(1000, request=SumRequest, response=SumResponse)"
     answer = error_reply(Negative("x"))
     assert (answer.code, answer.remark) == (400, "x")
+    carried = Negative("y")  # an error that carries its whole answer is answered with it
+    carried.response = RemotingCommand(code=400, flag=1, remark="y", version=409, ext_fields={})
+    assert error_reply(carried) is carried.response and error_reply(Negative("z")).version == 0
     assert isinstance(Negative("x"), ResponseCodeError) and ServiceError().remark == ""

@@ -109,3 +109,56 @@ async def test_namesrv_config_get_and_update(client, broker_client, tmp_path):  
         route = TopicRouteData.from_body((await client.invoke_sync(ns.address, RemotingCommand.request(
             105, ext_fields={"topic": "PeerTopic"}), 3)).body)
         assert route.order_topic_conf == "broker-a:4"
+
+
+#: every code whose processor decodes a custom header, and a header it cannot decode
+#: (a numeric field that is not a number, or a required field missing)
+BAD_HEADERS = {
+    100: {"namespace": "n"}, 101: {"namespace": "n"}, 102: {"namespace": "n"}, 219: {},
+    224: {}, 205: {}, 327: {}, 103: {"brokerId": "x"}, 104: {"brokerId": "x"}, 105: {}, 216: {},
+}
+
+
+async def test_a_header_that_does_not_decode_is_answered_as_before(client):  # noqa: F811
+    """Whatever the code, a custom header that does not decode gets SYSTEM_ERROR with the
+    codec error's type and text as remark, the name server's version (409) and an
+    extFields object: the answer the processors built by hand before
+    (broker/namesrv/replies.py's decode_request_header raises it now)."""
+    from trocket.codecs.custom_header import decode_header
+    from trocket.codecs.errors import CodecError
+
+    async with NameServer(NamesrvConfig(listen_port=0)) as ns:
+        assert set(BAD_HEADERS) <= set(ns.remoting.processors.by_code)
+        for code, ext in BAD_HEADERS.items():
+            resp = await client.invoke_sync(ns.address, RemotingCommand.request(code, ext_fields=dict(ext)), 3)
+            assert (resp.code, resp.version, resp.ext_fields) == (1, 409, {}), code
+            assert resp.remark.startswith("CustomHeaderError: "), (code, resp.remark)
+            try:
+                decode_header(_CLASS_OF[code], dict(ext))
+            except CodecError as exc:
+                assert resp.remark == f"{type(exc).__name__}: {exc}", code
+            else:
+                raise AssertionError(f"{code}: {ext} decodes")
+
+
+def _class_of() -> dict[int, type]:
+    from trocket.codecs.headers.config import (
+        AddWritePermOfBrokerRequestHeader, DeleteKVConfigRequestHeader, GetKVConfigRequestHeader,
+        GetKVListByNamespaceRequestHeader, GetTopicsByClusterRequestHeader, PutKVConfigRequestHeader,
+        WipeWritePermOfBrokerRequestHeader,
+    )
+    from trocket.codecs.headers.namesrv import (
+        DeleteTopicFromNamesrvRequestHeader, GetRouteInfoRequestHeader, RegisterBrokerRequestHeader,
+        UnregisterBrokerRequestHeader,
+    )
+
+    return {
+        100: PutKVConfigRequestHeader, 101: GetKVConfigRequestHeader, 102: DeleteKVConfigRequestHeader,
+        219: GetKVListByNamespaceRequestHeader, 224: GetTopicsByClusterRequestHeader,
+        205: WipeWritePermOfBrokerRequestHeader, 327: AddWritePermOfBrokerRequestHeader,
+        103: RegisterBrokerRequestHeader, 104: UnregisterBrokerRequestHeader, 105: GetRouteInfoRequestHeader,
+        216: DeleteTopicFromNamesrvRequestHeader,
+    }
+
+
+_CLASS_OF = _class_of()
