@@ -311,9 +311,23 @@ def worker_memory(path: str, split_mb: float = 32) -> dict:
     return got
 
 
+def _progress_ms(query, batch_ids: set[int]) -> dict[str, float]:
+    """The median of each of Spark's per-trigger durations (``durationMs``: latestOffset,
+    queryPlanning, addBatch (our handler), walCommit, commitOffsets, triggerExecution)
+    over the query's recent progress reports of ``batch_ids``."""
+    import statistics
+
+    got: dict[str, list[float]] = {}
+    for p in query.recentProgress or []:
+        if p.batchId in batch_ids:
+            for k, v in (p.durationMs or {}).items():
+                got.setdefault(k, []).append(v)
+    return {k: statistics.median(v) for k, v in sorted(got.items())}
+
+
 def bench_follow(seconds: float, threads: int, rotate_mb: float, source: str = "broker", rate: float = 20000,
-                 directory: str = "/tmp/trocket-spark-bench") -> None:  # fmt: skip
-    """``--part follow``: ``trocket analyze --follow`` (local[2], a batch every second)
+                 directory: str = "/tmp/trocket-spark-bench", trigger_s: float = 1.0, follower_on: bool = True) -> None:  # fmt: skip
+    """``--part follow``: ``trocket analyze --follow`` (local[2], a batch every ``trigger_s``)
     beside a broker tapping into rotated files under synchronous sends of the C++ client
     (``benchmarks/cpp_producer.c``: ``threads`` native threads, 128-byte bodies) for
     ``seconds``, all on this machine; or (``source="replay"``) beside a tap written at
@@ -321,7 +335,9 @@ def bench_follow(seconds: float, threads: int, rotate_mb: float, source: str = "
     through the broker's own FileTap: the follower's load without the broker's). The follower prints each batch's lag (how old the
     newest frame it counted was when the batch was done, and the bytes the tap had
     written that no batch had read); then how long it took to catch up once the load
-    stopped, and whether it counted every frame the tap wrote."""
+    stopped, and whether it counted every frame the tap wrote. ``follower_on`` false: the
+    same load and tap without the follower (what the follower costs the broker on a
+    shared machine)."""
     import statistics
     import tempfile
     import trio
@@ -364,15 +380,16 @@ def bench_follow(seconds: float, threads: int, rotate_mb: float, source: str = "
             else:  # one frame, so that the first batch has something to read
                 subprocess.run([sys.executable, os.path.abspath(__file__), "--write-tap", tap, "--capture", replayed, "--rate", "100",
                                 "--seconds", "0.01", "--rotate-mb", str(rotate_mb)], check=True, capture_output=True)  # fmt: skip
-            spark = build_session("local[2]", shuffle_partitions=2)
-            follower = threading.Thread(target=lambda: box.update(done=follow(
-                spark, tap, os.path.join(tmp, "out"), trigger_s=1.0, stop=stop, started=lambda f: box.update(live=f))))  # fmt: skip
-            follower.start()
-            while "live" not in box:
-                time.sleep(0.1)
-            live = box["live"]
-            while not live.batches:  # the first batch (the topic's creation) is done: the query runs
-                time.sleep(0.1)
+            if follower_on:
+                spark = build_session("local[2]", shuffle_partitions=2)
+                follower = threading.Thread(target=lambda: box.update(done=follow(
+                    spark, tap, os.path.join(tmp, "out"), trigger_s=trigger_s, stop=stop, started=lambda f: box.update(live=f))))  # fmt: skip
+                follower.start()
+                while "live" not in box:
+                    time.sleep(0.1)
+                live = box["live"]
+                while not live.batches:  # the first batch (the topic's creation) is done: the query runs
+                    time.sleep(0.1)
             if proc is not None:
                 what = f"the C++ client, {threads} threads of synchronous sends to a tapping broker"
                 argv = bp.cpp_argv(ns, threads, 0, seconds)
@@ -380,7 +397,13 @@ def bench_follow(seconds: float, threads: int, rotate_mb: float, source: str = "
                 what = f"a FileTap written {rate:,.0f} frames/s (a synthetic capture's records)"
                 argv = [sys.executable, os.path.abspath(__file__), "--write-tap", tap, "--capture", replayed, "--rate", str(rate),
                         "--seconds", str(seconds), "--rotate-mb", str(rotate_mb)]  # fmt: skip
-            print(f"load: {what} for {seconds:g} s; load average {os.getloadavg()[0]:.2f}", flush=True)
+            print(f"load: {what} for {seconds:g} s{'' if follower_on else ', NO follower'}; load average {os.getloadavg()[0]:.2f}", flush=True)
+            if not follower_on:
+                gen = subprocess.run(argv, capture_output=True, text=True, cwd=tmp)
+                sent = json.loads([ln for ln in gen.stdout.splitlines() if ln.startswith("{")][-1])
+                print(f"{'sends' if proc is not None else 'frames written'}: {sent['count']:,} in {sent['seconds']:.1f} s = "
+                      f"{sent['count'] / sent['seconds']:,.0f}/s (no follower)", flush=True)  # fmt: skip
+                return
             frames0, batches0 = live.state.frames, len(live.batches)
             t0 = time.monotonic()
             gen = subprocess.run(argv, capture_output=True, text=True, cwd=tmp)
@@ -406,6 +429,13 @@ def bench_follow(seconds: float, threads: int, rotate_mb: float, source: str = "
                       f"unread at a batch's end: median {statistics.median(b.unread for b in during) / 1e6:.1f} MB, max "
                       f"{max(b.unread for b in during) / 1e6:.1f} MB; frames per batch median {statistics.median(b.frames for b in during):,.0f}, "
                       f"batch time median {statistics.median(b.seconds for b in during):.2f} s", flush=True)  # fmt: skip
+                med = {k: statistics.median(getattr(b, k) for b in during) for k in ("read_s", "merge_s", "write_s")}
+                print(f"where a batch's time goes (medians): the source's tasks (read, decode, pair, count; partials to the driver) "
+                      f"{med['read_s']:.2f} s, the driver's merge {med['merge_s']:.3f} s, the minutes' tables and state "
+                      f"{med['write_s']:.3f} s", flush=True)  # fmt: skip
+                spark_ms = _progress_ms(live.query, {b.batch_id for b in during})
+                if spark_ms:
+                    print("Spark per trigger (medians, ms): " + ", ".join(f"{k} {v:.0f}" for k, v in spark_ms.items()), flush=True)
             print(f"after the load: caught up {catch_up:.1f} s after the tap's last write (1.5 s after the load ended); "
                   f"frames followed {live.state.frames:,}, records in the tap's files {tapped:,}"
                   f"{'' if live.state.frames == tapped else ' (MISMATCH)'}; load average {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
@@ -431,6 +461,8 @@ def main() -> None:
     p.add_argument("--source", choices=("broker", "replay"), default="broker",
                    help="--part follow: a broker under the C++ client (default), or a FileTap written at --rate frames/s")
     p.add_argument("--rate", type=float, default=20000, help="--part follow --source replay: frames a second")
+    p.add_argument("--trigger-s", type=float, default=1.0, help="--part follow: the follower's --trigger-s (default 1)")
+    p.add_argument("--no-follower", action="store_true", help="--part follow: the same load without the follower")
     p.add_argument("--write-tap", metavar="DIR", help=argparse.SUPPRESS)
     p.add_argument("--frames", type=int, default=2_000_000)
     p.add_argument("--memory-sizes", default="500000", help="smaller captures (comma-separated frame counts) for the memory check")
@@ -458,7 +490,7 @@ def main() -> None:
               f"decoding three ranges (first, middle, last); goal 512 MB")  # fmt: skip
         return
     if args.part == "follow":
-        bench_follow(args.seconds, args.threads, args.rotate_mb, args.source, args.rate, args.dir)
+        bench_follow(args.seconds, args.threads, args.rotate_mb, args.source, args.rate, args.dir, args.trigger_s, not args.no_follower)
         return
     os.makedirs(args.dir, exist_ok=True)
     path = _capture(args.dir, args.frames)

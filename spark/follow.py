@@ -206,9 +206,12 @@ class _Tables:
 class BatchInfo:
     batch_id: int
     frames: int
-    seconds: float
+    seconds: float  # the handler's: read_s + merge_s + write_s and the unread count
     lag_s: float | None  # done time minus the newest frame's time
     unread: int  # bytes the tap had written that no batch had read, when it was done
+    read_s: float = 0.0  # the source's tasks (read, decode, pair, count) and their partials to the driver
+    merge_s: float = 0.0  # the driver's merge (:func:`merge_batch`)
+    write_s: float = 0.0  # the minutes' tables and the state written
 
 
 class Follower:
@@ -245,19 +248,22 @@ class Follower:
         self.spark.sparkContext.setJobDescription(f"follow: batch {batch_id}")
         got = df.select("partial").toArrow()
         partials = [pickle.loads(b) for b in got.column(0).to_pylist()]
+        t1 = time.monotonic()
         with self.lock:
             before = self.state.frames
             closed = merge_batch(self.state, partials, batch_id, self.expire_ns)
+            t2 = time.monotonic()
             self.views = self.tables.write(closed, self.state.tally, batch_id)
             self.state.save(self.state_path)
             frames = self.state.frames - before
             last = self.state.tally.last_ts
+        t3 = time.monotonic()
         done = time.time()
         offset = self._batch_offset(batch_id)
         if offset is not None:
             self.offset = offset
         info = BatchInfo(batch_id, frames, time.monotonic() - t0, (done - last / 1e9) if frames and last else None,
-                         unread_bytes(self.directory, offset))  # fmt: skip
+                         unread_bytes(self.directory, offset), t1 - t0, t2 - t1, t3 - t2)  # fmt: skip
         self.batches.append(info)
         self.changed.set()
         if not self.quiet:
@@ -280,7 +286,8 @@ class Follower:
 
         self.spark.dataSource.register(TapSource)
         df = (self.spark.readStream.format(SOURCE_NAME).option("path", self.directory)
-              .option("splitBytes", str(self.split_bytes)).option("maxBytesPerBatch", str(self.max_batch_bytes)).load())  # fmt: skip
+              .option("splitBytes", str(self.split_bytes)).option("maxBytesPerBatch", str(self.max_batch_bytes))
+              .option("slots", str(_slots(self.spark.sparkContext))).load())  # fmt: skip
         w = df.writeStream.foreachBatch(self.on_batch).option("checkpointLocation", self.checkpoint).queryName("trocket-follow")
         w = w.trigger(availableNow=True) if once else w.trigger(processingTime=f"{trigger_s} seconds")
         self.query = w.start()
@@ -314,6 +321,18 @@ class Follower:
         }
 
 
+def _slots(sc) -> int:
+    """The tasks Spark runs at once: ``local[N]``'s N (``*``: the cores), else the
+    default parallelism (a cluster's executor cores, unless set)."""
+    import re
+
+    m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\d+)?\])?", sc.master or "")
+    if m is None:
+        return max(1, sc.defaultParallelism)
+    n = m.group(1)
+    return 1 if n is None else os.cpu_count() or 1 if n == "*" else max(1, int(n))
+
+
 def _atomic_write(path: str, text: str) -> None:
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         f.write(text)
@@ -331,21 +350,26 @@ def follow(spark, directory: str, out: str, *, checkpoint: str | None = None, on
     f = Follower(spark, directory, out, checkpoint or os.path.join(out, "_checkpoint"), expire_s=expire_s,
                  split_bytes=split_bytes, max_batch_bytes=max_batch_bytes, quiet=quiet)  # fmt: skip
     f.refresh_s = report_every_s
+    from .session import interrupts
+
     stop = stop or threading.Event()
     written = 0.0
     q = None
+    seen = interrupts()
     try:
         for attempt in range(1, START_TRIES + 1):
             q = f.start(once=once, trigger_s=trigger_s)
             if attempt == 1 and started is not None:
                 started(f)
             try:
-                while q.isActive and not stop.is_set():
+                while q.isActive and not stop.is_set() and interrupts() == seen:
                     if f.changed.wait(0.5) and time.monotonic() - written >= report_every_s:
                         f.changed.clear()
                         f.write_pages()
                         written = time.monotonic()
             except KeyboardInterrupt:  # Ctrl-C: how a follower is meant to stop
+                f.interrupted = True
+            if interrupts() != seen:  # a Ctrl-C whose KeyboardInterrupt was lost (session.interrupts)
                 f.interrupted = True
             failed = None if f.interrupted else q.exception()
             if failed is None:

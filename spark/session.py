@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Iterator, TextIO
 
-__all__ = ["build_session", "Progress", "stop_quietly"]
+__all__ = ["build_session", "Progress", "stop_quietly", "interrupts"]
 
 _JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
@@ -146,7 +146,19 @@ class _ForwardedStderr:
 _JVM_STDERR = _ForwardedStderr()
 
 
+_INTERRUPTS = [0]  # SIGINTs the handler below has seen
+
+
+def interrupts() -> int:
+    """How many SIGINTs reached the session's handler: a loop that must stop on Ctrl-C
+    checks it too, since the KeyboardInterrupt the handler raises is lost when the
+    signal lands in a garbage-collection callback (Py4J's finalizer of a JavaObject:
+    Python prints it as 'Exception ignored' and goes on)."""
+    return _INTERRUPTS[0]
+
+
 def _interrupt(signum: int, frame: object) -> None:
+    _INTERRUPTS[0] += 1
     logging.disable(logging.CRITICAL)  # Py4J logs every call cut short
     raise KeyboardInterrupt
 

@@ -15,8 +15,11 @@ A PySpark data source (``spark.readStream.format("trocket-tap")``, option ``path
   lengths of each (:func:`trocket.spark.native.scan_records`), at most ``maxBytesPerBatch``
   in all (a restart with a backlog catches up in batches of that size, oldest files
   first);
-- :meth:`TapStreamReader.partitions` cuts each file's new bytes into ranges of about
-  ``splitBytes`` on record boundaries, and :meth:`TapStreamReader.read` reads, decodes
+- :meth:`TapStreamReader.partitions` cuts each file's new bytes into ranges on record
+  boundaries: of about ``splitBytes``, or less when the batch's new bytes would then
+  fill fewer ranges than the ``slots`` Spark runs at once (then into about ``slots``
+  equal ranges, at least :data:`MIN_SPLIT_BYTES` each: a batch of 6 MB on two slots is
+  two ranges of 3 MB, not 4 + 2, so that both slots finish together), and :meth:`TapStreamReader.read` reads, decodes
   (:func:`trocket.spark.native.read_native_range`: the batch job's reader and decoder),
   pairs and counts a range in an executor (:func:`trocket.spark.live_tally.tally_range`)
   and yields one row for it: the file, the range, its frames, and ``partial``, the
@@ -43,6 +46,8 @@ from .inputs import NATIVE_MAGIC, rotation_key
 __all__ = ["SCHEMA", "TapSource", "TapStreamReader", "rotation_key", "list_captures", "SOURCE_NAME"]
 
 SOURCE_NAME = "trocket-tap"
+#: the smallest range a batch is cut into to fill the slots (a task costs a few ms)
+MIN_SPLIT_BYTES = 256 << 10
 #: a row per range read: the file, the range, its frames, the pickled (tally, leftovers)
 SCHEMA = "capture string, start long, end long, frames long, partial binary"
 _SCHEMA = pa.schema([("capture", pa.string()), ("start", pa.int64()), ("end", pa.int64()), ("frames", pa.int64()), ("partial", pa.binary())])
@@ -81,6 +86,7 @@ class TapStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options) -> None:
         self.path = os.path.abspath(options["path"])
         self.split_bytes = int(options.get("splitBytes", 8 << 20))
+        self.slots = max(1, int(options.get("slots", 1)))
         self.max_bytes = int(options.get("maxBytesPerBatch", 256 << 20))
         self.target: dict[str, int] | None = None
 
@@ -129,17 +135,27 @@ class TapStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict, end: dict):
         from .native import file_header_end, scan_records
 
-        parts = []
+        spans = []  # (path, name, from, to) of each file's new bytes
         for name, stop in sorted(end["files"].items(), key=lambda kv: rotation_key(kv[0])):
             path = os.path.join(self.path, name)
             at = start.get("files", {}).get(name) if start else None
+            if at is None:
+                try:
+                    with open(path, "rb") as f:
+                        at = file_header_end(f, name, lambda p: None)
+                except OSError:
+                    continue
+            if at is not None and stop > at:
+                spans.append((path, name, at, stop))
+        new_bytes = sum(stop - at for _, _, at, stop in spans)
+        split = max(MIN_SPLIT_BYTES, min(self.split_bytes, -(-new_bytes // self.slots)))
+        parts = []
+        for path, name, at, stop in spans:
+            n = stop - at  # in about n / split equal ranges, none over splitBytes
+            pieces = max(1, round(n / split), -(-n // self.split_bytes))
             try:
                 with open(path, "rb") as f:
-                    if at is None:
-                        at = file_header_end(f, name, lambda p: None)
-                    if at is None or stop <= at:
-                        continue
-                    cuts = scan_records(f, at, stop, self.split_bytes).cuts
+                    cuts = scan_records(f, at, stop, -(-n // pieces)).cuts
             except OSError:
                 continue
             bounds = [at, *(c for c in cuts if c < stop), stop]

@@ -7,6 +7,7 @@ and nothing is counted twice."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import struct
@@ -107,6 +108,36 @@ def test_ctrl_c_stops_a_follower_cleanly(spark, captures, tmp_path):
     assert json.loads((out / "status.json").read_text())["frames"] == f.state.frames  # written on the way out
 
 
+def test_a_ctrl_c_whose_keyboard_interrupt_was_lost_still_stops_a_follower(spark, captures, tmp_path):
+    """The session's SIGINT handler raises KeyboardInterrupt wherever the main thread is;
+    inside a garbage-collection callback (Py4J's finalizer of a JavaObject) Python prints
+    it as 'Exception ignored' and goes on (seen: the follower of the test above ran on).
+    The handler also counts the signal, and the follower stops on the count."""
+    from trocket.spark import session
+
+    _rotate(captures["native"], tmp_path / "tap", 2)
+
+    def lost_interrupt_after_a_batch(f) -> None:
+        def run() -> None:
+            wait_until_sync(lambda: f.batches, 120, interval=0.1)
+            try:
+                session._interrupt(signal.SIGINT, None)  # the handler, its exception lost
+            except KeyboardInterrupt:
+                pass
+
+        threading.Thread(target=run, daemon=True).start()
+
+    before = session.interrupts()
+    try:
+        f = follow(spark, str(tmp_path / "tap"), str(tmp_path / "out"), trigger_s=0.5, report_every_s=60, quiet=True,
+                   started=lost_interrupt_after_a_batch)  # fmt: skip
+    finally:
+        logging.disable(logging.NOTSET)  # the handler turned logging off, as for a command that stops
+    assert session.interrupts() == before + 1
+    assert f.interrupted and not f.query.isActive
+    assert f.state.frames == captures["native_truth"]["frames"]
+
+
 # -- a real broker tapping into rotated files -----------------------------------------
 
 
@@ -168,3 +199,30 @@ def test_follow_arguments(tmp_path, capsys):
     assert "takes no CAPTURE" in capsys.readouterr().err
     assert main(["x.cap", "--out", "s3a://bucket/o"]) == 1  # refused before any JVM starts
     assert "only local paths and file:// URIs are written" in capsys.readouterr().err
+
+
+def test_a_batch_is_cut_to_fill_the_slots(tmp_path):
+    """A batch's new bytes in ranges of about splitBytes, or, when that would leave slots
+    idle, in about as many equal ranges as there are slots (at least MIN_SPLIT_BYTES)."""
+    from trocket.spark import synth
+    from trocket.spark.tap_source import MIN_SPLIT_BYTES
+
+    synth.write_native(str(tmp_path / "src.cap"), 8000, seed=4)
+    _rotate(str(tmp_path / "src.cap"), tmp_path / "tap", 2)
+    total = sum(size - len(FILE_HEADER) for _, size in list_captures(str(tmp_path / "tap")))
+    assert total > 4 * MIN_SPLIT_BYTES
+
+    def ranges(split: int, slots: int) -> list[int]:
+        reader = TapStreamReader({"path": str(tmp_path / "tap"), "splitBytes": str(split), "slots": str(slots)})
+        start = reader.initialOffset()
+        parts = reader.partitions(start, reader.latestOffset(start, None))
+        assert sum(p.value[3] - p.value[2] for p in parts) == total  # every new byte, once
+        return [p.value[3] - p.value[2] for p in parts]
+
+    assert len(ranges(64 << 20, 1)) == 2  # one range a file
+    two = ranges(64 << 20, 2)  # two files, about half the bytes each: two ranges
+    assert len(two) == 2
+    four = ranges(64 << 20, 4)
+    assert len(four) == 4 and max(four) < 1.2 * total / 4
+    assert len(ranges(64 << 20, 1000)) <= total // MIN_SPLIT_BYTES + 2  # no range much under the floor
+    assert len(ranges(total // 8, 2)) >= 8  # splitBytes still bounds a range
