@@ -46,6 +46,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_port_block() -> int:
+    """A free listen port P whose P-2 (the VIP channel, Java's fastListenPort) and P+1
+    (HA, a master's default HA port, Java's and trocket's) are free too."""
+    for _ in range(200):
+        port = free_port()
+        if port > 1026 and all(_bindable(p) for p in (port, port - 2, port + 1)):
+            return port
+    raise RuntimeError("no free port block for a broker")
+
+
 def trocket_command() -> list[str]:
     """The ``trocket`` console script next to this python, else ``python -m trocket``."""
     exe = Path(sys.executable).with_name("trocket")
@@ -71,7 +90,7 @@ class BrokerProcess:
         self.store = Path(store)
         self.log_path = Path(log_path)
         self.flush = flush
-        self.port = free_port()
+        self.port = free_port_block()  # a master listens for its slaves on port + 1
         self.namesrv_port = free_port()
         self.advertise_port = advertise_port
         self.extra = list(extra or [])

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import attrs
 
-from acc_tools import RawClient, trocket_command
+from acc_tools import RawClient, free_port, free_port_block, trocket_command
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE / "src"
@@ -143,36 +143,6 @@ def compile_programs(bundle: Bundle) -> tuple[Path, bool]:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return target, True
-
-
-# -- ports ----------------------------------------------------------------------------------
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
-def free_port_block() -> int:
-    """A free listen port P whose P-2 (the VIP channel, Java's fastListenPort) and P+1
-    (HA) are free too, as a Java broker needs."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port > 1026 and all(_bindable(p) for p in (port, port - 2, port + 1)):
-            return port
-    raise RuntimeError("no free port block for a Java broker")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # -- processes ------------------------------------------------------------------------------
