@@ -662,39 +662,37 @@ class Connection:
             with self._read_scope:
                 while True:
                     try:
-                        if fd >= 0:
-                            # ``receive_some`` on the fd, skipping the read that would fail:
-                            # after a read that did not fill the buffer the socket is almost
-                            # surely drained, so wait for readiness first instead of trying a
-                            # ``recv`` that raises EAGAIN (a syscall and an exception per
-                            # message on a request/response connection). ``data`` is a view
-                            # of the thread's buffer: the decoder copies it before the next await.
-                            if self._drained and unyielded < _MAX_READS_WITHOUT_YIELD and bytes_waiting(fd, inq):
-                                # More arrived while we handled the last read: read it now (a
-                                # wait would cost a pass through trio's run loop for data
-                                # already there), its answers joining the held ones. Still a
-                                # cancellation point: a processor that closed the connection
-                                # (or stop_reading) ends the reader here.
-                                await _checkpoint_if_cancelled()
-                                unyielded += 1
-                            else:
-                                if held:  # the run of reads ends: one write for its answers
-                                    held = False
-                                    self._end_run(held_completed, after_read)
-                                    held_completed = 0
+                        # ``receive_some`` on the fd, skipping the read that would fail:
+                        # after a read that did not fill the buffer the socket is almost
+                        # surely drained, so wait for readiness first instead of trying a
+                        # ``recv`` that raises EAGAIN (a syscall and an exception per
+                        # message on a request/response connection). ``data`` is a view
+                        # of the thread's buffer: the decoder copies it before the next await.
+                        if (fd >= 0 and self._drained and unyielded < _MAX_READS_WITHOUT_YIELD
+                                and bytes_waiting(fd, inq)):
+                            # More arrived while we handled the last read: read it now (a
+                            # wait would cost a pass through trio's run loop for data
+                            # already there), its answers joining the held ones. Still a
+                            # cancellation point: a processor that closed the connection
+                            # (or stop_reading) ends the reader here.
+                            await _checkpoint_if_cancelled()
+                            unyielded += 1
+                        else:
+                            if held:  # the run of reads ends: one write for its answers
+                                held = False
+                                self._end_run(held_completed, after_read)
+                                held_completed = 0
+                            if fd >= 0:  # (TLS: receive_some below waits itself)
                                 if not self._drained or unyielded >= _MAX_READS_WITHOUT_YIELD:
                                     await _checkpoint()  # a busy peer must not starve the other tasks
                                 else:
                                     await _wait_readable(fd)
-                                unyielded = 0
+                            unyielded = 0
+                        if fd >= 0:
                             n = await read_into(fd, bufs)
                             self._drained = n < size
                             data = view[:n]
                         else:
-                            if held:
-                                held = False
-                                self._end_run(held_completed, after_read)
-                                held_completed = 0
                             data = await receive(size)
                     except _IO_ERRORS as exc:
                         self._fail(exc, "receive")
