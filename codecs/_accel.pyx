@@ -820,31 +820,21 @@ cdef inline bint _json_int(object v, char* buf, Py_ssize_t* n):
     """An int (not a bool) that fits a long long, in decimal into ``buf`` (24 bytes)."""
     cdef int overflow = 0
     cdef long long x
-    cdef unsigned long long u
-    cdef char tmp[24]
-    cdef int k = 0, j = 0
+    cdef unsigned char tmp[24]
+    cdef Py_ssize_t k, j = 0
     if not isinstance(v, int) or isinstance(v, bool):
         return False
     x = PyLong_AsLongLongAndOverflow(v, &overflow)
     if overflow != 0:
         return False
     if x < 0:
-        buf[j] = 45  # -
-        j += 1
-        u = <unsigned long long>(-(x + 1)) + 1
+        buf[0] = 45  # -
+        j = 1
+        k = _decimal(<unsigned long long>(-(x + 1)) + 1, tmp + 24)
     else:
-        u = <unsigned long long>x
-    while True:
-        tmp[k] = <char>(48 + u % 10)
-        k += 1
-        u //= 10
-        if u == 0:
-            break
-    while k > 0:
-        k -= 1
-        buf[j] = tmp[k]
-        j += 1
-    n[0] = j
+        k = _decimal(<unsigned long long>x, tmp + 24)
+    memcpy(buf + j, tmp + 24 - k, k)
+    n[0] = j + k
     return True
 
 
