@@ -630,6 +630,38 @@ def test_signature_matches_differential(ext, body, secret, which, names):
 
 
 @needs_accel
+@pytest.mark.parametrize("engine", ["sha-ni", "portable"])
+def test_signature_matches_both_sha1_engines(engine):
+    """The compiled check's two SHA-1 compressions (the CPU's SHA extensions and the
+    portable one) against ``hmac`` on bodies of every length around the block edges and
+    keys short, block-long and longer than a block; SHA-NI is skipped where the CPU lacks it."""
+    import base64
+    import hashlib
+    import hmac
+    import random
+
+    from trocket.codecs.acl import SigningKey
+
+    before = _accel._sha1_engine()
+    try:
+        if _accel._sha1_engine(engine) != engine:
+            pytest.skip("this CPU has no SHA extensions")
+        rng = random.Random(7)
+        for n in list(range(0, 200)) + [2047, 2048]:
+            secret = rng.randbytes(rng.choice([1, 16, 64, 65, 100]))
+            ext = {"a": "x" * rng.randrange(0, 70), "b": "TopicTest", "Signature": ""}
+            body = rng.randbytes(n) if n else None
+            content = (ext["a"] + ext["b"]).encode() + (body or b"")
+            right = base64.b64encode(hmac.new(secret, content, hashlib.sha1).digest()).decode()
+            ext["Signature"] = right
+            assert _accel.signature_matches(ext, ("a", "b"), body, SigningKey(secret), right) is True
+            wrong = right[:3] + ("B" if right[3] == "A" else "A") + right[4:]
+            assert _accel.signature_matches(ext, ("a", "b"), body, SigningKey(secret), wrong) is False
+    finally:
+        _accel._sha1_engine(before)
+
+
+@needs_accel
 @given(
     st.lists(st.tuples(st.sampled_from(["TAGS", "WAIT", "DELAY", "K", "", "é"]) | text,
                        st.sampled_from(["", "v", "true", "a\x01b"]) | text), max_size=5),
