@@ -961,6 +961,36 @@ def test_index_records_differential(log, edited, slot_num, index_num, max_record
     assert results[0] == results[1]
 
 
+@needs_accel
+@settings(max_examples=60)
+@given(st.integers(1, 64), st.integers(2, 200), st.integers(1, 80), st.lists(_KEY_WORDS, min_size=1, max_size=6))
+def test_index_records_differential_long_runs(slot_num, index_num, max_records, words):
+    """Runs longer than the compiled path's queue of prefetched keys (16): the queue fills
+    and is put, and a file filling up mid-run turns the queued puts into checked ones;
+    the same index bytes, header and counts on both paths."""
+    out = bytearray()
+    for i in range(70):
+        props = f"UNIQ_KEY\x01U{i}\x02KEYS\x01{words[i % len(words)]}".encode()
+        size = record.record_size(3, 9, len(props), 0)
+        at = len(out)
+        out += bytes(size)
+        record.encode_record_into(
+            out, at, topic=b"TopicTest", body=b"abc", properties=props, sys_flag=0, queue_id=0, queue_offset=i,
+            physical_offset=1000 + at, store_timestamp=1_700_000_000_000 + 700 * i,
+            born_host=("127.0.0.1", 1), store_host=("127.0.0.1", 2),
+        )
+    log = bytes(out)
+    size = index_file.INDEX_HEADER_SIZE + slot_num * 4 + index_num * 20
+    results = []
+    for fn in (accel.pure("index_records"), _accel.index_records):
+        index = bytearray(size)
+        hdr = [0, 0, 0, 0, 0, 1]
+        first = outcome(fn, log, 0, len(log), index, slot_num, index_num, hdr, max_records)
+        again = outcome(fn, log, 0, len(log), index, slot_num, index_num, hdr, max_records)  # into a fuller file
+        results.append((first, again, bytes(index), hdr))
+    assert results[0] == results[1]
+
+
 def test_index_records_puts_javas_entries(impl):
     """Two records: the unique key and each KEYS entry under ``topic#key``, Java's hash
     and layout; a rolled-back record nothing; a file that cannot take a record's keys."""
