@@ -16,8 +16,9 @@ defaults (ASYNC_FLUSH, ASYNC_MASTER; 64 MiB commit-log segments; the Java broker
 from elsewhere on the machine hits both alike. After each run the topic's queues are
 read (GET_MAX_OFFSET): every transaction counted must have been committed.
 
-Prints each run's transactions per second, then per thread count the medians over
-``--rounds`` and the ratio trocket / Java (the issue's goal: >= 1.0). Needs the Java
+Prints each run's transactions per second and each broker's CPU (user + system, from
+``/proc``) per committed transaction, then per thread count the medians over ``--rounds``
+and the ratios trocket / Java (the issue's goal: >= 1.0 for the rate). Needs the Java
 bundle and a JDK, as tests/acceptance/java does (its ``java_tools``).
 """
 
@@ -37,7 +38,7 @@ for _p in (HERE, ACCEPTANCE, ACCEPTANCE / "java"):
     sys.path.insert(0, str(_p))
 
 from acc_tools import RawClient  # noqa: E402
-from broker_produce import start_broker, stop_broker  # noqa: E402
+from broker_produce import cpu_seconds, start_broker, stop_broker  # noqa: E402
 from java_tools import (  # noqa: E402
     JavaBroker,
     JavaNameServer,
@@ -69,12 +70,15 @@ def _committed(addr: tuple[str, int], topic: str) -> int:
 
 
 def _run(bundle, classes: Path, kind: str, namesrv: str, addr: tuple[str, int], threads: int, seconds: int,
-         size: int, n: int, home: Path) -> tuple[float, int, int]:
-    """One run: (transactions per second, sent, committed)."""
+         size: int, n: int, home: Path, broker_pid: int) -> tuple[float, int, int, float]:
+    """One run: (transactions per second, sent, committed, the broker's CPU per committed
+    transaction in µs: user + system over the whole program, its warm-up second too, which
+    the committed count includes)."""
     topic = f"TxBench_{kind}_{threads}_{n}"
     with RawClient(addr) as c:
         c.create_topic(topic, queues=QUEUES)
     time.sleep(0.5)  # the name server learns the topic's route
+    cpu0 = sum(cpu_seconds(broker_pid))
     proc = start_program(bundle, classes, "TxnTool",
                          ["bench", namesrv, topic, f"bench_{kind}_{n}", str(threads), str(seconds), str(size)],
                          home=home, jvm=CLIENT_JVM)
@@ -85,8 +89,10 @@ def _run(bundle, classes: Path, kind: str, namesrv: str, addr: tuple[str, int], 
     fields = dict(item.split("=", 1) for item in result.split()[1:])
     if int(fields["errors"]):
         print(f"  ({kind}: {fields['errors']} transactions failed)")
+    cpu = sum(cpu_seconds(broker_pid)) - cpu0
     time.sleep(0.5)
-    return float(fields["tx_per_s"]), int(fields["sent"]), _committed(addr, topic)
+    committed = _committed(addr, topic)
+    return float(fields["tx_per_s"]), int(fields["sent"]), committed, cpu * 1e6 / max(committed, 1)
 
 
 def main() -> None:
@@ -114,30 +120,38 @@ def main() -> None:
         java.wait_ready()
         with open(work / "trocket.log") as f:
             namesrv = next(line for line in f if "boot success" in line).rsplit(" name server is ", 1)[1].strip()
-        peers = {"trocket": (namesrv, hostport(trocket_addr)), "java": (ns.addr, hostport(java.addr))}
+        peers = {"trocket": (namesrv, hostport(trocket_addr), trocket.pid),
+                 "java": (ns.addr, hostport(java.addr), java.proc.pid)}
         time.sleep(2)  # the Java broker's first registration
         n = 0
         for kind in ("trocket", "java"):  # warm-up (a cold JVM broker answers "broker busy" at first)
             n += 1
-            _run(bundle, classes, kind, *peers[kind], max(threads), 3, args.size, n, work / "logs")
+            ns_addr, addr, pid = peers[kind]
+            _run(bundle, classes, kind, ns_addr, addr, max(threads), 3, args.size, n, work / "logs", pid)
         tps: dict[tuple[str, int], list[float]] = {}
+        cpus: dict[tuple[str, int], list[float]] = {}
         for r in range(args.rounds):
             for t in threads:
                 for kind in ("trocket", "java"):
                     n += 1
-                    ns_addr, addr = peers[kind]
-                    rate, sent, committed = _run(bundle, classes, kind, ns_addr, addr, t, args.seconds, args.size, n,
-                                                 work / "logs")
+                    ns_addr, addr, pid = peers[kind]
+                    rate, sent, committed, cpu = _run(bundle, classes, kind, ns_addr, addr, t, args.seconds,
+                                                      args.size, n, work / "logs", pid)
                     tps.setdefault((kind, t), []).append(rate)
+                    cpus.setdefault((kind, t), []).append(cpu)
                     flag = "" if committed >= sent else f"  (only {committed} committed!)"
                     print(f"round {r + 1} {kind:8s} threads={t:<3d} {rate:>9,.0f} tx/s  sent={sent} "
-                          f"committed={committed}{flag}", flush=True)
+                          f"committed={committed}  broker CPU {cpu:5.1f} us/tx{flag}", flush=True)
         print(f"\nmedians of {args.rounds} rounds, {args.seconds} s each, {args.size}-byte bodies:")
-        print(f"{'threads':>8s} {'trocket tx/s':>14s} {'java tx/s':>12s} {'trocket/java':>13s}")
+        print(f"{'threads':>8s} {'trocket tx/s':>14s} {'java tx/s':>12s} {'trocket/java':>13s}"
+              f" {'CPU us/tx trocket':>18s} {'java':>6s} {'trocket/java':>13s}")
         for t in threads:
             a = statistics.median(tps[("trocket", t)])
             b = statistics.median(tps[("java", t)])
-            print(f"{t:>8d} {a:>14,.0f} {b:>12,.0f} {a / b if b else float('nan'):>13.2f}")
+            ca = statistics.median(cpus[("trocket", t)])
+            cb = statistics.median(cpus[("java", t)])
+            print(f"{t:>8d} {a:>14,.0f} {b:>12,.0f} {a / b if b else float('nan'):>13.2f}"
+                  f" {ca:>18.1f} {cb:>6.1f} {ca / cb if cb else float('nan'):>13.2f}")
     finally:
         stop_broker(trocket)
         java.stop()
