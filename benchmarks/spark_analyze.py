@@ -118,11 +118,20 @@ def _rss_kb(pid: int) -> int:
 
 
 def _children(pid: int) -> list[int]:
+    """The child processes of ``pid``, whichever of its threads started them (a JVM starts
+    the Python workers' daemon from an executor thread: its main thread has no child)."""
+    out: list[int] = []
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
+        tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return []
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out.extend(int(x) for x in f.read().split())
+        except OSError:
+            pass
+    return out
 
 
 def _cpu_s(pid: int, children: bool = True) -> float:
