@@ -344,14 +344,16 @@ def traced_invoker(invoke, dispatcher: TraceDispatcher, group: str):
                                            request_id=request_id, beans=[bean]))
         t0 = time.monotonic()
         result = await invoke(msgs, context)
-        ok = result is ConsumeResult.SUCCESS
+        # Java: success for SUCCESS or (orderly) COMMIT; the return type FAILED (4) for
+        # RECONSUME_LATER, SUCCESS (0) otherwise
+        ok = result is ConsumeResult.SUCCESS or result is ConsumeResult.COMMIT
         cost = int((time.monotonic() - t0) * 1000) // len(msgs)  # Java: the call's time over the batch's size
         end = int(time.time() * 1000)
         for bean, region in traced:
             dispatcher.append(TraceContext(
                 TraceType.SubAfter, group, timestamp=end, region_id=region,
                 cost_time=cost, success=ok, request_id=request_id,
-                context_code=0 if ok else 4, beans=[bean],
+                context_code=4 if result is ConsumeResult.RECONSUME_LATER else 0, beans=[bean],
             ))
         return result
 
