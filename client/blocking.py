@@ -195,7 +195,7 @@ class BlockingTransactionProducer(BlockingProducer):
                 state = local_state(value)
             except Exception as exc:  # the local transaction failed: UNKNOW, the broker checks
                 error = exc
-        return self._call(lambda: producer.finish_transaction(result, state, error))
+        return self._call(lambda: producer.finish_transaction(result, state, error, msg))
 
 
 class BlockingPushConsumer(_Blocking):

@@ -160,10 +160,6 @@ class PushConsumerOptions(ConsumerOptions):
     suspend_orderly_s: float = 1.0
     #: shutdown waits this long for callbacks in flight before cancelling them
     await_termination_s: float = 10.0
-    #: message trace (``enableMsgTrace``): SubBefore / SubAfter records per callback in
-    #: ``trace_topic``, in Java's format, written in batches (:mod:`.trace`)
-    trace: bool = False
-    trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()

@@ -122,6 +122,11 @@ class ConsumerOptions:
     #: ``namespace`` (Java's ``NamespaceUtil``): the group and topics go on the wire as
     #: ``<namespace>%<name>``; what the consumer hands back names them as given
     namespace: str | None = None
+    #: message trace (``enableMsgTrace``): SubBefore / SubAfter records in ``trace_topic``
+    #: (``customizedTraceTopic``), in Java's format, written in batches (:mod:`.trace`):
+    #: per callback (push), per pull's found messages (lite pull, as Java's)
+    trace: bool = False
+    trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
     #: clustering: how the group's clients split the queues
     #: (``allocateMessageQueueStrategy``; :mod:`.rebalance_strategy`)
     allocate_strategy: AllocateStrategy = attrs.field(factory=AllocateAveragely)
