@@ -97,7 +97,7 @@ class TraceContext:
     trace_type: TraceType
     group: str
     timestamp: int = attrs.field(factory=lambda: int(time.time() * 1000))
-    region_id: str = DEFAULT_REGION
+    region_id: str | None = DEFAULT_REGION
     cost_time: int = 0
     success: bool = True
     request_id: str = ""
@@ -357,7 +357,7 @@ class TraceDispatcher:
             log.warning("trace data to %s not sent (%d bytes dropped): %s", self.topic, len(data), exc)
 
 
-def _sub_before(dispatcher: TraceDispatcher, group: str, msgs) -> tuple[str, list[tuple[TraceBean, str]]]:
+def _sub_before(dispatcher: TraceDispatcher, group: str, msgs) -> tuple[str, list[tuple[TraceBean, str | None]]]:
     """``ConsumeMessageTraceHookImpl.consumeMessageBefore``: a SubBefore record per
     message, one request id for the call; (that id, (bean, region) per message)."""
     now = int(time.time() * 1000)
@@ -370,14 +370,16 @@ def _sub_before(dispatcher: TraceDispatcher, group: str, msgs) -> tuple[str, lis
             store_host=str(msg.store_host),
             body_length=len(msg.body), retry_times=msg.reconsume_times, store_time=msg.store_timestamp,
         )
-        region = props.get("MSG_REGION") or DEFAULT_REGION
+        # Java's hook takes the stored message's MSG_REGION as it is: null when absent (a
+        # 4.9.8 broker stores it only with a send hook of its own)
+        region = props.get("MSG_REGION")
         traced.append((bean, region))
         dispatcher.append(TraceContext(TraceType.SubBefore, group, timestamp=now, region_id=region,
                                        request_id=request_id, beans=[bean]))
     return request_id, traced
 
 
-def _sub_after(dispatcher: TraceDispatcher, group: str, request_id: str, traced: list[tuple[TraceBean, str]],
+def _sub_after(dispatcher: TraceDispatcher, group: str, request_id: str, traced: list[tuple[TraceBean, str | None]],
                cost: int, ok: bool, code: int) -> None:
     """``consumeMessageAfter``: a SubAfter record per message of the call."""
     end = int(time.time() * 1000)
