@@ -26,6 +26,8 @@ import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import attrs
+
 from trocket.codecs.bodies.client import EXPRESSION_TYPE_SQL92, SubscriptionData
 from trocket.codecs.message.properties import PROPERTY_RETRY_TOPIC, decode_properties
 from trocket.codecs.message.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
@@ -35,7 +37,7 @@ from trocket.codecs.sql92 import CompiledFilter, FilterCompileError, compile_fil
 if TYPE_CHECKING:
     from .client_manager import ConsumerManager
 
-__all__ = ["ConsumerFilters", "RecordFilter", "record_properties_bytes"]
+__all__ = ["ConsumerFilters", "FilterData", "RecordFilter", "record_properties_bytes"]
 
 log = logging.getLogger(__name__)
 
@@ -96,13 +98,25 @@ def _sql_filter(compiled: CompiledFilter) -> RecordFilter:
     return matches
 
 
+@attrs.define(slots=True, frozen=True)
+class FilterData:
+    """``ConsumerFilterData``: a group's SQL92 expression for a topic, compiled, and the
+    ``subVersion`` (``clientVersion``) of the heartbeat that registered it."""
+
+    expression: str
+    compiled: CompiledFilter
+    client_version: int
+
+
 class ConsumerFilters:
     """The compiled SQL92 expressions of the broker's consumer groups, by (group, topic,
-    expression); the registered ones are found through the consumer manager's
-    subscriptions, so a heartbeat that changes the expression changes the filter."""
+    expression), and each group's registered filter data per topic (``ConsumerFilterManager``:
+    what its heartbeats said, by Java's rules: a newer ``subVersion`` replaces it, an older
+    or equal one is ignored, a newer one that does not compile removes it)."""
 
     def __init__(self, consumers: ConsumerManager) -> None:
         self.consumers = consumers
+        self._data: dict[tuple[str, str], FilterData] = {}
         self._compiled: dict[tuple[str, str, str], CompiledFilter | FilterCompileError] = {}
         self._filters: dict[tuple[str, str, str], RecordFilter] = {}
         #: counters (runtime info)
@@ -132,14 +146,27 @@ class ConsumerFilters:
         return got
 
     def register(self, group: str, subscriptions: list[SubscriptionData]) -> None:
-        """A heartbeat's subscriptions: compile the SQL92 ones now (errors are logged and
-        cached; the pull answers FILTER_DATA_NOT_EXIST for them, as Java)."""
+        """A heartbeat's subscriptions (``ConsumerFilterManager.register``): each SQL92
+        one compiled now (errors are logged and cached) and made the group's filter data
+        for its topic when there is none or its ``sub_version`` is newer; a newer one that
+        does not compile removes it (the pull answers FILTER_DATA_NOT_EXIST, as Java)."""
         for sub in subscriptions:
-            if sub.expression_type == EXPRESSION_TYPE_SQL92 and sub.sub_string:
-                try:
-                    self.compile(group, sub.topic, sub.sub_string)
-                except FilterCompileError:
-                    pass
+            if sub.expression_type != EXPRESSION_TYPE_SQL92 or not sub.sub_string:
+                continue  # Java: a TAG subscription leaves the filter data as it is
+            key = (group, sub.topic)
+            old = self._data.get(key)
+            if old is not None and sub.sub_version <= old.client_version:
+                continue
+            try:
+                compiled = self.compile(group, sub.topic, sub.sub_string)
+            except FilterCompileError:
+                self._data.pop(key, None)
+                continue
+            self._data[key] = FilterData(sub.sub_string, compiled, sub.sub_version)
+
+    def filter_data(self, group: str, topic: str) -> FilterData | None:
+        """``ConsumerFilterManager.get(topic, group)``: the group's registered filter data."""
+        return self._data.get((group, topic))
 
     def record_filter(self, group: str, topic: str, expression: str) -> RecordFilter:
         """The pull's test of a record for a SQL92 subscription (raises
@@ -151,16 +178,13 @@ class ConsumerFilters:
         return got
 
     def registered(self, group: str, topic: str) -> CompiledFilter | None:
-        """``ConsumerFilterManager.get(topic, group)``: the group's compiled SQL92
-        expression for ``topic`` from its heartbeats; None without one or when it does
-        not compile."""
+        """The group's compiled SQL92 expression for ``topic`` while its heartbeats
+        subscribe with one (the filter data's, as Java filters with); None else."""
         sub = self.consumers.find_subscription(group, topic)
         if sub is None or sub.expression_type != EXPRESSION_TYPE_SQL92 or not sub.sub_string:
             return None
-        try:
-            return self.compile(group, topic, sub.sub_string)
-        except FilterCompileError:
-            return None
+        data = self._data.get((group, topic))
+        return None if data is None else data.compiled
 
     def retry_filter(self, group: str) -> RecordFilter:
         """``ExpressionForRetryMessageFilter`` on ``%RETRY%<group>``: each record tested

@@ -19,6 +19,7 @@ from .store import PutMessageError, PutStatus
 __all__ = [
     "BrokerError",
     "FilterDataNotExistError",
+    "FilterDataNotLatestError",
     "HeaderError",
     "MessageRejectedError",
     "NoPermissionError",
@@ -28,6 +29,7 @@ __all__ = [
     "SlaveNotAvailableError",
     "SubscriptionGroupNotExistError",
     "SubscriptionNotExistError",
+    "SubscriptionNotLatestError",
     "SubscriptionParseFailedError",
     "SystemBusyError",
     "TopicNotExistError",
@@ -80,6 +82,14 @@ class SubscriptionParseFailedError(BrokerError):
 
 class FilterDataNotExistError(BrokerError):
     code = int(ResponseCode.FILTER_DATA_NOT_EXIST)
+
+
+class FilterDataNotLatestError(BrokerError):
+    code = int(ResponseCode.FILTER_DATA_NOT_LATEST)
+
+
+class SubscriptionNotLatestError(BrokerError):
+    code = int(ResponseCode.SUBSCRIPTION_NOT_LATEST)
 
 
 class SystemBusyError(BrokerError):

@@ -195,7 +195,7 @@ class BlockingTransactionProducer(BlockingProducer):
                 state = local_state(value)
             except Exception as exc:  # the local transaction failed: UNKNOW, the broker checks
                 error = exc
-        return self._call(lambda: producer.finish_transaction(result, state, error))
+        return self._call(lambda: producer.finish_transaction(result, state, error, msg))
 
 
 class BlockingPushConsumer(_Blocking):
@@ -235,8 +235,26 @@ class BlockingPullConsumer(_Blocking):
     def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
         self._loop.call_sync(self.consumer.subscribe, topic, expression)
 
+    def unsubscribe(self, topic: str) -> None:
+        """Stop consuming ``topic``; its queues are dropped now (with what is cached)."""
+        self._loop.call_sync(self.consumer.unsubscribe, topic)
+
     def assign(self, queues: Iterable[MessageQueue]) -> None:
         self._call(self.consumer.assign, list(queues))
+
+    def pause(self, queues: Iterable[MessageQueue]) -> None:
+        """Stop pulling ``queues`` until :meth:`resume` (what is cached is still polled)."""
+        self._loop.call_sync(self.consumer.pause, list(queues))
+
+    def resume(self, queues: Iterable[MessageQueue]) -> None:
+        self._loop.call_sync(self.consumer.resume, list(queues))
+
+    def is_paused(self, mq: MessageQueue) -> bool:
+        return self._loop.call_sync(self.consumer.is_paused, mq)
+
+    def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        """The broker's offset of ``mq`` for a store time (ms); :meth:`seek` to it."""
+        return self._call(self.consumer.offset_for_timestamp, mq, timestamp_ms)
 
     def fetch_queues(self, topic: str) -> list[MessageQueue]:
         return self._call(self.consumer.fetch_queues, topic)
@@ -249,6 +267,12 @@ class BlockingPullConsumer(_Blocking):
 
     def seek(self, mq: MessageQueue, offset: int) -> None:
         self._call(self.consumer.seek, mq, offset)
+
+    def seek_to_begin(self, mq: MessageQueue) -> None:
+        self._call(self.consumer.seek_to_begin, mq)
+
+    def seek_to_end(self, mq: MessageQueue) -> None:
+        self._call(self.consumer.seek_to_end, mq)
 
     def commit(self) -> None:
         self._call(self.consumer.commit)

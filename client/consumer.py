@@ -160,10 +160,6 @@ class PushConsumerOptions(ConsumerOptions):
     suspend_orderly_s: float = 1.0
     #: shutdown waits this long for callbacks in flight before cancelling them
     await_termination_s: float = 10.0
-    #: message trace (``enableMsgTrace``): SubBefore / SubAfter records per callback in
-    #: ``trace_topic``, in Java's format, written in batches (:mod:`.trace`)
-    trace: bool = False
-    trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -352,7 +348,7 @@ class PushConsumer(ConsumerBase):
         if not self._subs:
             raise ClientStateError("no subscription: pass subscriptions or call subscribe before starting")
         self._started = True
-        self._invoke = make_invoker(self._listener, self._limiter)
+        self._invoke = make_invoker(self._listener, self._limiter, orderly=self.options.orderly)
         self._takes_context = takes_context(self._listener)
         if self.options.consume_batch_max_size > 1 and not self._takes_context:
             raise ClientStateError(
@@ -551,15 +547,23 @@ class PushConsumer(ConsumerBase):
         begin = time.monotonic()
         remark = None
         call = listener_caller(listener)
+        context = ConsumeContext(mq=MessageQueue(msg.topic, broker_name or "", msg.queue_id))
         try:
-            result = await call([msg], ConsumeContext(mq=MessageQueue(msg.topic, broker_name or "", msg.queue_id)))
+            result = await call([msg], context)
         except Exception as exc:  # noqa: BLE001 - reported to the admin, as Java does
             outcome, remark = CMResult.CR_THROW_EXCEPTION, "".join(traceback.format_exception(exc))
         else:
             # as the queues treat it: None is SUCCESS here (Java's null would be CR_RETURN_NULL)
-            outcome = CMResult.CR_SUCCESS if result is None or result is ConsumeResult.SUCCESS else CMResult.CR_LATER
+            if result is None or result is ConsumeResult.SUCCESS:
+                outcome = CMResult.CR_SUCCESS
+            elif self.options.orderly and result is ConsumeResult.COMMIT:
+                outcome = CMResult.CR_COMMIT
+            elif self.options.orderly and result is ConsumeResult.ROLLBACK:
+                outcome = CMResult.CR_ROLLBACK
+            else:
+                outcome = CMResult.CR_LATER
         return ConsumeMessageDirectlyResult(
-            order=self.options.orderly, consume_result=outcome, remark=remark,
+            order=self.options.orderly, auto_commit=context.auto_commit, consume_result=outcome, remark=remark,
             spent_time_ms=int((time.monotonic() - begin) * 1000),
         ).encode()
 
@@ -742,8 +746,12 @@ class PushConsumer(ConsumerBase):
 
     async def _consume_orderly(self, o: _Owned) -> None:
         """``ConsumeMessageOrderlyService``: batches of up to ``consume_batch_max_size``
-        in queue order, one batch of the queue at a time; SUCCESS commits the batch,
-        RECONSUME_LATER gives it back to be consumed again after the pause."""
+        in queue order, one batch of the queue at a time, each answer handled as
+        ``processConsumeResult``. With the context's ``auto_commit`` (the default):
+        SUCCESS (and COMMIT / ROLLBACK, taken as it) commits the batch, RECONSUME_LATER
+        gives it back to be consumed again after the pause. Without it: SUCCESS leaves
+        the batch consumed but uncommitted, COMMIT commits all of those, ROLLBACK gives
+        them all back and pauses, RECONSUME_LATER gives back just the batch."""
         pq, mq = o.pq, o.mq
         invoke = self._invoke
         assert invoke is not None
@@ -753,6 +761,8 @@ class PushConsumer(ConsumerBase):
         batch_size = self.options.consume_batch_max_size
         with_context = self._takes_context  # a one-message listener has no context: none is made
         namespace = self.namespace
+        #: consumed, not committed (Java's ``consumingMsgOrderlyTreeMap`` past its batch)
+        uncommitted: list[MessageExt] = []
         while True:
             await pq.wait_pending()
             if not self._running(o):
@@ -776,20 +786,48 @@ class PushConsumer(ConsumerBase):
                 pq.consuming = False
             if pq.dropped:
                 return
-            if result is ConsumeResult.SUCCESS:
+            if context is None or context.auto_commit:
+                if result is not ConsumeResult.RECONSUME_LATER:
+                    if result is not ConsumeResult.SUCCESS:
+                        log.warning("an orderly consumer with auto_commit answered %s: taken as SUCCESS (%s)",
+                                    result.name, mq)
+                    self.stats.consumed += len(msgs)
+                    self._commit_orderly(mq, pq, uncommitted + msgs if uncommitted else msgs)
+                    uncommitted.clear()
+                else:
+                    self.stats.reconsume_later += len(msgs)
+                    if await self._check_reconsume_times(msgs):
+                        pq.give_back(msgs)
+                        await trio.sleep(_suspend_time(context, self.options.suspend_orderly_s))
+                    else:  # every message went to the DLQ: the batch is done
+                        self._commit_orderly(mq, pq, uncommitted + msgs if uncommitted else msgs)
+                        uncommitted.clear()
+            elif result is ConsumeResult.SUCCESS:
                 self.stats.consumed += len(msgs)
-                offset = pq.remove(msgs)
-                if offset >= 0:
-                    store.update(mq, offset)
+                uncommitted.extend(msgs)
+            elif result is ConsumeResult.COMMIT:
+                uncommitted.extend(msgs)
+                self._commit_orderly(mq, pq, uncommitted)
+                uncommitted.clear()
+            elif result is ConsumeResult.ROLLBACK:
+                pq.give_back(uncommitted + msgs)
+                uncommitted.clear()
+                await trio.sleep(_suspend_time(context, self.options.suspend_orderly_s))
             else:
                 self.stats.reconsume_later += len(msgs)
                 if await self._check_reconsume_times(msgs):
                     pq.give_back(msgs)
                     await trio.sleep(_suspend_time(context, self.options.suspend_orderly_s))
-                else:  # every message went to the DLQ: the batch is done
-                    offset = pq.remove(msgs)
-                    if offset >= 0:
-                        store.update(mq, offset)
+                else:  # sent to the DLQ: consumed, committed with the next COMMIT
+                    uncommitted.extend(msgs)
+
+    def _commit_orderly(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        """``ProcessQueue.commit`` + ``updateOffset``: ``msgs`` leave the cache and the
+        queue's offset moves past them."""
+        offset = pq.remove(msgs)
+        if offset >= 0:
+            assert self._store is not None
+            self._store.update(mq, offset)
 
     async def _check_reconsume_times(self, msgs: list[MessageExt]) -> bool:
         """Orderly ``checkReconsumeTimes``: a message failed ``max_reconsume_times`` times

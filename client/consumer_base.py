@@ -77,6 +77,12 @@ class ConsumeResult(enum.Enum):
 
     SUCCESS = "CONSUME_SUCCESS"
     RECONSUME_LATER = "RECONSUME_LATER"
+    #: orderly only (``ConsumeOrderlyStatus.COMMIT`` / ``ROLLBACK``): with the context's
+    #: ``auto_commit`` off, COMMIT commits every message consumed since the last commit
+    #: and ROLLBACK consumes them all again after the suspend time; with it on (the
+    #: default) both are taken as SUCCESS, as Java's (which warns)
+    COMMIT = "COMMIT"
+    ROLLBACK = "ROLLBACK"
 
 
 class ConsumeFrom(enum.Enum):
@@ -116,6 +122,11 @@ class ConsumerOptions:
     #: ``namespace`` (Java's ``NamespaceUtil``): the group and topics go on the wire as
     #: ``<namespace>%<name>``; what the consumer hands back names them as given
     namespace: str | None = None
+    #: message trace (``enableMsgTrace``): SubBefore / SubAfter records in ``trace_topic``
+    #: (``customizedTraceTopic``), in Java's format, written in batches (:mod:`.trace`):
+    #: per callback (push), per pull's found messages (lite pull, as Java's)
+    trace: bool = False
+    trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
     #: clustering: how the group's clients split the queues
     #: (``allocateMessageQueueStrategy``; :mod:`.rebalance_strategy`)
     allocate_strategy: AllocateStrategy = attrs.field(factory=AllocateAveragely)
@@ -148,6 +159,10 @@ class ConsumeContext:
     #: again (``suspendCurrentQueueTimeMillis``, kept within 0.01-30 s as Java);
     #: None: the consumer's ``suspend_orderly_s``
     suspend_current_queue_time_s: float | None = None
+    #: orderly consumption (``ConsumeOrderlyContext.autoCommit``, set per call): True
+    #: commits the batch on SUCCESS; False leaves the offset until the listener answers
+    #: COMMIT (ROLLBACK: everything since the last commit is consumed again)
+    auto_commit: bool = True
 
 
 #: a one-message listener, ``listener(msg)``, or a batch listener, ``listener(msgs, context)``
@@ -216,11 +231,12 @@ def listener_caller(listener: Listener) -> Callable[[list[MessageExt], "ConsumeC
     return call
 
 
-def make_invoker(listener: Listener, limiter: trio.CapacityLimiter) -> Invoker:
+def make_invoker(listener: Listener, limiter: trio.CapacityLimiter, *, orderly: bool = False) -> Invoker:
     """``await invoke(msgs, context)`` -> a :class:`ConsumeResult` for the batch, never
     raising (but for cancellation): the listener called as :func:`listener_caller` does
     (inlined: this runs per message), holding a token of ``limiter`` (the bound on
-    callbacks in flight); an exception is RECONSUME_LATER."""
+    callbacks in flight); an exception is RECONSUME_LATER. COMMIT and ROLLBACK are
+    orderly answers: a concurrent listener's is RECONSUME_LATER, with a warning."""
     is_async = _is_async(listener)
     batch = takes_context(listener)
 
@@ -246,6 +262,11 @@ def make_invoker(listener: Listener, limiter: trio.CapacityLimiter) -> Invoker:
             return ConsumeResult.SUCCESS
         if result is ConsumeResult.RECONSUME_LATER:
             return result
+        if result is ConsumeResult.COMMIT or result is ConsumeResult.ROLLBACK:
+            if orderly:
+                return result
+            log.warning("consume callback returned %s, an orderly consumer's answer; reconsume later", result.name)
+            return ConsumeResult.RECONSUME_LATER
         log.warning("consume callback returned %r, neither a ConsumeResult nor None; reconsume later", result)
         return ConsumeResult.RECONSUME_LATER
 

@@ -38,6 +38,7 @@ from .instance import ClientInstance
 from .message import MessageExt, PullStatus
 from .process_queue import ProcessQueue
 from .route import subscribe_queues
+from .trace import TraceDispatcher, trace_pulled
 
 __all__ = ["PullConsumer", "PullConsumerOptions", "QueueChangeListener"]
 
@@ -110,6 +111,8 @@ class PullConsumer(ConsumerBase):
         #: ``topicMessageQueueChangeListenerMap`` and ``messageQueuesForTopic``
         self._queue_listeners: dict[str, QueueChangeListener] = {}
         self._known_queues: dict[str, set[MessageQueue] | None] = {}
+        #: the trace dispatcher while ``trace`` is on and the consumer runs
+        self.tracer: TraceDispatcher | None = None
 
     # -- what to consume ----------------------------------------------------------------
 
@@ -263,6 +266,8 @@ class PullConsumer(ConsumerBase):
                     strategy=opts.allocate_strategy,
                 )
                 assert self._rebalancer is not None
+                if opts.trace:
+                    self.tracer = await nursery.start(TraceDispatcher(self.instance, self.group, opts.trace_topic).run)
                 self._running = True
                 self._last_commit = trio.current_time()
                 if self._assigned is not None:
@@ -277,15 +282,19 @@ class PullConsumer(ConsumerBase):
                 await trio.sleep_forever()
 
     async def aclose(self) -> None:
-        """Stop pulling; commit (with ``auto_commit``); unregister; close."""
+        """Stop pulling; commit (with ``auto_commit``); the traces queued sent; unregister; close."""
         if self._closing or not self._running:
             return
         self._closing = True
         for s in self._sessions.values():
             s.scope.cancel()
         self._lot.unpark_all()
-        await self._finish(commit=self.options.auto_commit)
+        await self._finish(commit=self.options.auto_commit, extra=self._flush_traces)
         self._running = False
+
+    async def _flush_traces(self) -> None:
+        if self.tracer is not None:
+            await self.tracer.flush()
 
     def _owned_queues(self) -> list[MessageQueue]:
         return list(self._sessions)
@@ -392,6 +401,8 @@ class PullConsumer(ConsumerBase):
                     log.warning("pull offset %d of %s is illegal; moving to %d", offset, mq, result.next_begin_offset)
                 offset = result.next_begin_offset
                 msgs = process_pull_result(result, sub).messages if result.status is PullStatus.FOUND else []
+                if msgs and self.tracer is not None:  # Java's hook in pullSyncImpl, names without the namespace
+                    trace_pulled(self.tracer, without_namespace(self.group), msgs)
                 if namespace:  # the user sees the topic without it
                     for msg in msgs:
                         msg.topic = without_namespace(msg.topic, namespace)

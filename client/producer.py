@@ -61,6 +61,7 @@ from trocket.codecs.message.properties import (
     PROPERTY_RECONSUME_TIME,
     PROPERTY_KEYS,
     PROPERTY_TAGS,
+    PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     get_property,
 )
@@ -136,6 +137,14 @@ def select_by_hash(queues: list[MessageQueue], msg: Message, key: Any) -> Messag
     if h >= 0x8000_0000:
         h = abs(h - 0x1_0000_0000)
     return queues[h % len(queues)]
+
+
+def _msg_type(props: str) -> int:
+    """The trace's ``MessageType`` ordinal of a send (``sendKernelImpl``): Delay_Msg (3)
+    with a delay level, else Trans_Msg_Half (1) for a prepared send, else Normal_Msg (0)."""
+    if get_property(props, PROPERTY_DELAY_TIME_LEVEL) is not None:
+        return 3
+    return 1 if get_property(props, PROPERTY_TRANSACTION_PREPARED) == "true" else 0
 
 
 @attrs.define(slots=True, frozen=True, kw_only=True)
@@ -470,7 +479,7 @@ class Producer(ServiceContextManager):
             int(time.time() * 1000) - cost, result.region_id, self._trace_group, p.user_topic or p.topic,
             result.msg_id,
             get_property(props, PROPERTY_TAGS), keys, addr, len(p.body), cost,
-            3 if get_property(props, PROPERTY_DELAY_TIME_LEVEL) is not None else 0, result.offset_msg_id,
+            _msg_type(props), result.offset_msg_id,
             result.status is SendStatus.SEND_OK,
         )
         self.tracer.append_record(data, result.msg_id, keys)  # type: ignore[union-attr]

@@ -1,5 +1,5 @@
 """Message trace, as the Java 4.9.8 client writes it (``enableMsgTrace``): Pub records for
-sends, SubBefore / SubAfter for consumption, in ``RMQ_SYS_TRACE_TOPIC`` (or a topic of
+sends, EndTransaction for a transaction's end, SubBefore / SubAfter for consumption, in ``RMQ_SYS_TRACE_TOPIC`` (or a topic of
 your own), in Java's format, so mqadmin ``QueryMsgTraceById`` and the console read them.
 
 * :func:`encode`: ``TraceDataEncoder.encoderFromContextBean`` -- the record's fields joined
@@ -33,6 +33,7 @@ from .errors import ClientError
 __all__ = [
     "DEFAULT_TRACE_TOPIC",
     "pub_record",
+    "trace_pulled",
     "traced_invoker",
     "TraceBean",
     "TraceContext",
@@ -41,6 +42,7 @@ __all__ = [
     "TraceType",
     "decode",
     "encode",
+    "end_transaction_context",
 ]
 
 log = logging.getLogger(__name__)
@@ -80,6 +82,12 @@ class TraceBean:
     msg_type: int = 0  # MessageType ordinal: Normal_Msg 0, Trans_Msg_Half 1, Trans_msg_Commit 2, Delay_Msg 3
     retry_times: int = 0
     store_time: int = 0
+    #: EndTransaction only: the transaction id (the message's UNIQ_KEY), the local
+    #: transaction state's name (COMMIT_MESSAGE, ROLLBACK_MESSAGE, UNKNOW) and whether a
+    #: broker's check asked for it
+    transaction_id: str | None = None
+    transaction_state: str = ""
+    from_transaction_check: bool = False
 
 
 @attrs.define(slots=True)
@@ -89,7 +97,7 @@ class TraceContext:
     trace_type: TraceType
     group: str
     timestamp: int = attrs.field(factory=lambda: int(time.time() * 1000))
-    region_id: str = DEFAULT_REGION
+    region_id: str | None = DEFAULT_REGION
     cost_time: int = 0
     success: bool = True
     request_id: str = ""
@@ -119,6 +127,23 @@ def pub_record(
             f"{'true' if success else 'false'}\x02")
 
 
+#: ``MessageType.Trans_msg_Commit``: every EndTransaction record's type, whatever the state
+MSG_TYPE_TRANS_COMMIT = 2
+
+
+def end_transaction_context(
+    group: str, topic: str, msg_id: str, tags: str | None, keys: str | None, broker_addr: str | None,
+    transaction_id: str | None, state: str, from_check: bool, region_id: str | None,
+) -> TraceContext:
+    """``EndTransactionTraceHookImpl.endTransaction``: the EndTransaction context of a
+    transaction's end (``group`` and ``topic`` without the namespace; ``state`` the
+    LocalTransactionState's name; the message's region, else DefaultRegion)."""
+    bean = TraceBean(topic=topic, msg_id=msg_id, tags=tags, keys=keys, store_host=broker_addr,  # type: ignore[arg-type]
+                     msg_type=MSG_TYPE_TRANS_COMMIT, transaction_id=transaction_id, transaction_state=state,
+                     from_transaction_check=from_check)
+    return TraceContext(TraceType.EndTransaction, group, region_id=region_id or DEFAULT_REGION, beans=[bean])
+
+
 def encode(ctx: TraceContext) -> tuple[str, list[str]]:
     """``TraceDataEncoder.encoderFromContextBean``: (the record data, its keys)."""
     c = CONTENT_SPLITOR
@@ -139,6 +164,11 @@ def encode(ctx: TraceContext) -> tuple[str, list[str]]:
             fields = [t.value, ctx.request_id, b.msg_id, ctx.cost_time, ctx.success, b.keys, ctx.context_code,
                       ctx.timestamp, ctx.group]
             parts.append(c.join(map(_s, fields)) + FIELD_SPLITOR)
+    elif t is TraceType.EndTransaction:
+        b = ctx.beans[0]
+        fields = [t.value, ctx.timestamp, ctx.region_id, ctx.group, b.topic, b.msg_id, b.tags, b.keys,
+                  b.store_host, b.msg_type, b.transaction_id, b.transaction_state, b.from_transaction_check]
+        parts.append(c.join(map(_s, fields)) + FIELD_SPLITOR)
     else:
         raise ValueError(f"trace type {t} is not written by this client")
     keys: list[str] = []
@@ -170,6 +200,9 @@ class TraceRecord:
     request_id: str
     retry_times: int
     context_code: int
+    transaction_id: str = ""
+    transaction_state: str = ""
+    from_transaction_check: bool = False
 
 
 def _int(text: str) -> int:
@@ -181,7 +214,7 @@ def _int(text: str) -> int:
 
 def decode(data: str) -> list[TraceRecord]:
     """``TraceDataEncoder.decoderFromTraceDataString``: the records of one trace message
-    (Pub, SubBefore, SubAfter; others and short ones skipped)."""
+    (Pub, SubBefore, SubAfter, EndTransaction; others and short ones skipped)."""
     out = []
     for item in data.split(FIELD_SPLITOR):
         f = item.split(CONTENT_SPLITOR)
@@ -206,6 +239,10 @@ def decode(data: str) -> list[TraceRecord]:
                 blank.update(context_code=_int(f[6]))
             if len(f) >= 9:
                 blank.update(timestamp=_int(f[7]), group=f[8])
+        elif kind == "EndTransaction" and len(f) >= 13:
+            blank.update(timestamp=_int(f[1]), region_id=f[2], group=f[3], topic=f[4], msg_id=f[5], tags=f[6],
+                         keys=f[7], store_host=f[8], msg_type=_int(f[9]), transaction_id=f[10],
+                         transaction_state=f[11], from_transaction_check=f[12] == "true")
         else:
             continue
         out.append(TraceRecord(trace_type=kind, **blank))  # type: ignore[arg-type]
@@ -320,6 +357,47 @@ class TraceDispatcher:
             log.warning("trace data to %s not sent (%d bytes dropped): %s", self.topic, len(data), exc)
 
 
+def _sub_before(dispatcher: TraceDispatcher, group: str, msgs) -> tuple[str, list[tuple[TraceBean, str | None]]]:
+    """``ConsumeMessageTraceHookImpl.consumeMessageBefore``: a SubBefore record per
+    message, one request id for the call; (that id, (bean, region) per message)."""
+    now = int(time.time() * 1000)
+    request_id = dispatcher.request_id()
+    traced = []  # (bean, region) per message (Java: one context of every bean)
+    for msg in msgs:
+        props = msg.properties
+        bean = TraceBean(
+            topic=msg.topic, msg_id=msg.client_msg_id or msg.msg_id, tags=msg.tags, keys=props.get("KEYS"),
+            store_host=str(msg.store_host),
+            body_length=len(msg.body), retry_times=msg.reconsume_times, store_time=msg.store_timestamp,
+        )
+        # Java's hook takes the stored message's MSG_REGION as it is: null when absent (a
+        # 4.9.8 broker stores it only with a send hook of its own)
+        region = props.get("MSG_REGION")
+        traced.append((bean, region))
+        dispatcher.append(TraceContext(TraceType.SubBefore, group, timestamp=now, region_id=region,
+                                       request_id=request_id, beans=[bean]))
+    return request_id, traced
+
+
+def _sub_after(dispatcher: TraceDispatcher, group: str, request_id: str, traced: list[tuple[TraceBean, str | None]],
+               cost: int, ok: bool, code: int) -> None:
+    """``consumeMessageAfter``: a SubAfter record per message of the call."""
+    end = int(time.time() * 1000)
+    for bean, region in traced:
+        dispatcher.append(TraceContext(
+            TraceType.SubAfter, group, timestamp=end, region_id=region,
+            cost_time=cost, success=ok, request_id=request_id, context_code=code, beans=[bean],
+        ))
+
+
+def trace_pulled(dispatcher: TraceDispatcher, group: str, msgs) -> None:
+    """The lite pull consumer's trace (``DefaultLitePullConsumerImpl.pullSyncImpl`` runs
+    the hook on each pull's found messages, before they are polled): SubBefore, then at
+    once SubAfter, successful, no return type (code 0), cost 0."""
+    request_id, traced = _sub_before(dispatcher, group, msgs)
+    _sub_after(dispatcher, group, request_id, traced, 0, True, 0)
+
+
 def traced_invoker(invoke, dispatcher: TraceDispatcher, group: str):
     """``ConsumeMessageTraceHookImpl`` around a push consumer's callback invoker: a
     SubBefore record as the message is handed over, a SubAfter with the cost and the
@@ -328,31 +406,15 @@ def traced_invoker(invoke, dispatcher: TraceDispatcher, group: str):
     from .consumer_base import ConsumeResult
 
     async def invoke_traced(msgs, context):
-        now = int(time.time() * 1000)
-        request_id = dispatcher.request_id()
-        traced = []  # (bean, region) per message (Java: one context of every bean)
-        for msg in msgs:
-            props = msg.properties
-            bean = TraceBean(
-                topic=msg.topic, msg_id=msg.client_msg_id or msg.msg_id, tags=msg.tags, keys=props.get("KEYS"),
-                store_host=str(msg.store_host),
-                body_length=len(msg.body), retry_times=msg.reconsume_times, store_time=msg.store_timestamp,
-            )
-            region = props.get("MSG_REGION") or DEFAULT_REGION
-            traced.append((bean, region))
-            dispatcher.append(TraceContext(TraceType.SubBefore, group, timestamp=now, region_id=region,
-                                           request_id=request_id, beans=[bean]))
+        request_id, traced = _sub_before(dispatcher, group, msgs)
         t0 = time.monotonic()
         result = await invoke(msgs, context)
-        ok = result is ConsumeResult.SUCCESS
+        # Java: success for SUCCESS or (orderly) COMMIT; the return type FAILED (4) for
+        # RECONSUME_LATER, SUCCESS (0) otherwise
+        ok = result is ConsumeResult.SUCCESS or result is ConsumeResult.COMMIT
         cost = int((time.monotonic() - t0) * 1000) // len(msgs)  # Java: the call's time over the batch's size
-        end = int(time.time() * 1000)
-        for bean, region in traced:
-            dispatcher.append(TraceContext(
-                TraceType.SubAfter, group, timestamp=end, region_id=region,
-                cost_time=cost, success=ok, request_id=request_id,
-                context_code=0 if ok else 4, beans=[bean],
-            ))
+        _sub_after(dispatcher, group, request_id, traced, cost, ok,
+                   4 if result is ConsumeResult.RECONSUME_LATER else 0)
         return result
 
     return invoke_traced

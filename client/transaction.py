@@ -52,7 +52,10 @@ from trocket.codecs.headers import CheckTransactionStateRequestHeader, EndTransa
 from trocket.codecs.message.msgid import decode_offset_msg_id
 from trocket.codecs.message.properties import (
     PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_KEYS,
+    PROPERTY_MSG_REGION,
     PROPERTY_PRODUCER_GROUP,
+    PROPERTY_TAGS,
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
@@ -62,10 +65,12 @@ from trocket.codecs.message.sysflag import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
 )
+from trocket.codecs.namespace import without_namespace
 
 from .errors import ClientError, ClientStateError
 from .message import Message, MessageExt, SendResult, SendStatus
 from .producer import Producer
+from .trace import end_transaction_context
 
 __all__ = [
     "LocalTransactionState",
@@ -189,15 +194,16 @@ class TransactionProducer(Producer):
                 error = exc
         elif result.status in _NOT_STORED_SAFELY:
             state = LocalTransactionState.ROLLBACK_MESSAGE
-        return await self.finish_transaction(result, state, error)
+        return await self.finish_transaction(result, state, error, msg)
 
     async def finish_transaction(
-        self, result: SendResult, state: LocalTransactionState, error: BaseException | None = None
+        self, result: SendResult, state: LocalTransactionState, error: BaseException | None = None,
+        msg: Message | None = None,
     ) -> TransactionSendResult:
         """:meth:`end_transaction`, a failure logged (the broker's check ends it then),
         and the :class:`TransactionSendResult`."""
         try:
-            await self.end_transaction(result, state, error)
+            await self.end_transaction(result, state, error, msg)
         except ClientError as exc:
             log.warning("local transaction of %s ended %s, but END_TRANSACTION failed: %s",
                         result.msg_id, state.value, exc)
@@ -232,11 +238,15 @@ class TransactionProducer(Producer):
         return result
 
     async def end_transaction(
-        self, result: SendResult, state: LocalTransactionState, error: BaseException | None = None
+        self, result: SendResult, state: LocalTransactionState, error: BaseException | None = None,
+        msg: Message | None = None,
     ) -> None:
-        """END_TRANSACTION (oneway) for the prepared send ``result`` (``endTransaction``)."""
+        """END_TRANSACTION (oneway) for the prepared send ``result`` (``endTransaction``);
+        with trace on, an EndTransaction record of ``msg`` first (Java's hook)."""
         broker = result.queue.broker_name
         addr = self.instance.master_addr(broker)
+        if self.tracer is not None and msg is not None:
+            self._trace_end(msg, result.msg_id, addr, state, msg.transaction_id, False)
         if addr is None:
             raise ClientError(f"no master address for broker {broker} to end the transaction of {result.msg_id}")
         offset = decode_offset_msg_id(result.offset_msg_id or result.msg_id).offset
@@ -247,6 +257,19 @@ class TransactionProducer(Producer):
         )
         remark = f"executeLocalTransactionBranch exception: {_exception_text(error)}" if error is not None else None
         await self._api.end_transaction_oneway(addr, header, remark, self.config.send_timeout)
+
+    def _trace_end(self, msg: Message, msg_id: str, addr: str | None, state: LocalTransactionState,
+                   transaction_id: str | None, from_check: bool) -> None:
+        """``EndTransactionTraceHookImpl``: an EndTransaction record (none for a message
+        of the trace topic)."""
+        assert self.tracer is not None
+        if msg.topic.startswith(self.config.trace_topic):
+            return
+        props = msg.properties
+        self.tracer.append(end_transaction_context(
+            self._trace_group, without_namespace(msg.topic, self._namespace), msg_id, props.get(PROPERTY_TAGS),
+            props.get(PROPERTY_KEYS), addr, transaction_id, state.value, from_check, props.get(PROPERTY_MSG_REGION),
+        ))
 
     # -- the broker's checks --------------------------------------------------------------------
 
@@ -291,6 +314,8 @@ class TransactionProducer(Producer):
             transactionId=header.transactionId, bname=header.bname,
         )
         remark = f"checkLocalTransactionState Exception: {_exception_text(error)}" if error is not None else None
+        if self.tracer is not None:
+            self._trace_end(msg, end.msgId, addr, state, msg.transaction_id, True)  # the UNIQ_KEY (the instance set it)
         try:
             await self._api.end_transaction_oneway(addr, end, remark, CHECK_ANSWER_TIMEOUT)
         except ClientError as exc:

@@ -54,6 +54,16 @@ def add_client_security_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tls-config", metavar="FILE", help="tls.config.file: tls.client.* keys")
 
 
+def add_client_knob_arguments(p: argparse.ArgumentParser) -> None:
+    """``--namespace NS`` (Java's ``ClientConfig.namespace``: the topic and group go on the
+    wire as ``NS%name``) and ``--vip-channel`` (``vipChannelEnabled``: sends and the other
+    calls Java makes there go to each broker's listen port - 2)."""
+    p.add_argument("--namespace", metavar="NS",
+                   help="wrap the topic and group as NS%%name on the wire (Java's namespace); names print without it")
+    p.add_argument("--vip-channel", action="store_true",
+                   help="use each broker's VIP channel, its port - 2 (Java's vipChannelEnabled; off by default)")
+
+
 def client_config(args: argparse.Namespace, **kw: Any):
     """The :class:`~trocket.client.ClientConfig` of a client command: ``-n``, credentials
     and TLS from the flags, else from the environment."""
@@ -74,6 +84,8 @@ def client_config(args: argparse.Namespace, **kw: Any):
         props.update({"tls.client.authServer": "true", "tls.client.trustCertPath": args.tls_trust})
     if props:
         tls = tls.from_properties(props, tls)
+    if getattr(args, "vip_channel", False):
+        kw.setdefault("vip_channel_enabled", True)
     return ClientConfig(namesrv=args.namesrv, access_key=ak, secret_key=sk, tls=tls, **kw)
 
 
@@ -106,6 +118,7 @@ def add_client_commands(sub: Any) -> None:
     send.add_argument("--check-wait", type=positive_float, default=90.0, metavar="S",
                       help="with --transaction check: how long to wait for the broker's checks (default 90 s)")
     send.add_argument("--json", action="store_true", help="print the result or summary as JSON")
+    add_client_knob_arguments(send)
     send.set_defaults(run=_run_send)
 
     admin = sub.add_parser("admin", help="topics, consumer groups and the cluster (like mqadmin)")
@@ -250,7 +263,8 @@ async def _send(args: argparse.Namespace) -> int:
     begin = time.perf_counter()
     elapsed = None
     async with stop_on_signal() as stop, Producer(args.group, client_config=client_config(args),
-                                                    send_timeout=args.timeout) as producer:
+                                                    send_timeout=args.timeout,
+                                                    namespace=args.namespace) as producer:
         begin = time.perf_counter()
         if args.batch:
             i = 0
@@ -384,7 +398,8 @@ async def _send_in_transactions(args: argparse.Namespace, make) -> int:
 
     ids = []
     async with stop_on_signal() as stop, TransactionProducer(
-        args.group, args.namesrv, CliListener(), send_timeout=args.timeout,
+        args.group, client_config=client_config(args), listener=CliListener(), send_timeout=args.timeout,
+        namespace=args.namespace,
     ) as producer:
         for i in range(args.count):
             r = await producer.send_in_transaction(make(i))

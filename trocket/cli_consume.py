@@ -5,10 +5,13 @@
 
     trocket consume --namesrv 127.0.0.1:9876 --topic T --group G [--count N]
                     [--from first|last|timestamp:T|offset:N] [--tag X | --sql EXPR] [--quiet] [--json]
+                    [--namespace NS] [--vip-channel]
 
 ``--sql "a > 5 AND TAGS IN ('A', 'B')"`` subscribes with a SQL92 selector (the broker
 needs ``enablePropertyFilter=true``; a bad expression is refused at start with the
-broker's remark).
+broker's remark). ``--namespace NS`` consumes ``NS%T`` as group ``NS%G`` (Java's
+namespace; lines name the topic without it); ``--vip-channel`` talks to each broker's
+VIP channel (its port - 2; pulls stay on the main port, as Java's).
 
 Prints one line per message (topic, queue, offset, msgId, tags, keys, born and store
 times, user properties, a body preview; ``--json``: every field, all properties),
@@ -28,7 +31,7 @@ import sys
 import time
 
 from trocket.argtypes import NAMESRV_HELP, namesrv_default, positive_int
-from trocket.cli_client import add_client_security_arguments, client_config
+from trocket.cli_client import add_client_knob_arguments, add_client_security_arguments, client_config
 from trocket.interrupt import Stop
 from trocket.progress import ProgressLine
 
@@ -63,6 +66,7 @@ def add_consume_command(sub) -> None:
                         "(the broker needs enablePropertyFilter=true)")
     p.add_argument("--quiet", action="store_true", help="no message lines: a progress line and a summary")
     p.add_argument("--json", action="store_true", help="one JSON object per message instead of a text line")
+    add_client_knob_arguments(p)
     add_client_security_arguments(p)
     p.set_defaults(run=_run_consume)
 
@@ -157,6 +161,7 @@ async def _consume(args: argparse.Namespace) -> int:
     from trocket.client.subscription import MessageSelector
     from trocket.client.subscription import build as build_subscription
     from trocket.codecs.names import validate_group
+    from trocket.codecs.namespace import wrap_namespace
 
     if args.count is not None and args.count < 1:
         raise ValueError("--count must be at least 1")
@@ -183,15 +188,18 @@ async def _consume(args: argparse.Namespace) -> int:
 
     begin = time.perf_counter()
     start, value = args.from_
+    # the names as the brokers know them (``NS%name`` with --namespace)
+    wire_topic, wire_group = wrap_namespace(args.namespace, args.topic), wrap_namespace(args.namespace, args.group)
     async with ClientInstance(client_config(args)) as inst:
-        await inst.route(args.topic)  # a clear error now rather than waiting for a topic that is not there
+        await inst.route(wire_topic)  # a clear error now rather than waiting for a topic that is not there
         if value is not None:
-            await _move_offsets(inst, args.group, args.topic, start, value)
+            await _move_offsets(inst, wire_group, wire_topic, start, value)
         consumer = PushConsumer(
             args.group, subscriptions={args.topic: selector}, listener=listener, instance=inst,
             consume_from=start if value is None else "last", max_concurrency=1, await_termination_s=0.5,
+            namespace=args.namespace,
         )
-        stop = await _run_until_done(consumer, done, lambda: _check_access(inst, args.topic))
+        stop = await _run_until_done(consumer, done, lambda: _check_access(inst, wire_topic))
     elapsed = time.perf_counter() - begin
     if progress is not None:
         progress.update(count, force=True)

@@ -9,8 +9,10 @@ trace message found are decoded (:func:`trocket.client.trace.decode`, Java's
 ``TraceDataEncoder`` format: written by trocket's client with ``trace=True`` or Java's with
 ``enableMsgTrace``) and those about ``MSG_ID`` kept. As mqadmin: a Pub row per send
 (producer group, the host that wrote the trace, send time, cost, status), then per
-consumer group its Sub rows (from SubAfter: consume time, cost, status). ``--json`` gives
-every record, SubBefore too, in time order. No record found is an error (exit 1).
+consumer group its Sub rows (from SubAfter: consume time, cost, status). A transaction's
+EndTransaction records (which mqadmin leaves out) follow the Pub rows: producer group,
+host, time, the local transaction state and whether a broker's check asked. ``--json``
+gives every record, SubBefore too, in time order. No record found is an error (exit 1).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ MAX_TRACE_MESSAGES = 64
 
 def add_trace_command(msub: Any) -> None:
     p = msub.add_parser(
-        "trace", help="a message's trace: Pub, SubBefore and SubAfter records (mqadmin QueryMsgTraceById)",
+        "trace", help="a message's trace: Pub, EndTransaction, SubBefore and SubAfter records "
+        "(mqadmin QueryMsgTraceById)",
         description="The trace records of MSG_ID (the producer's message id, SendResult.msgId) in the trace topic, "
         "written by trocket's or Java's client with message trace on, as mqadmin QueryMsgTraceById lists them.",
     )
@@ -49,6 +52,12 @@ def _when(ms: int) -> str:
 def _row(*cells: str) -> str:
     """mqadmin's ``%-10s %-20s %-20s %-20s %-10s %-10s``."""
     widths = (10, 20, 20, 20, 10, 10)
+    return " ".join(str(c).ljust(w) for c, w in zip(cells, widths))
+
+
+def _end_row(*cells: str) -> str:
+    """An EndTransaction row: mqadmin's widths, the type and state columns wide enough."""
+    widths = (15, 20, 20, 20, 17, 10)
     return " ".join(str(c).ljust(w) for c, w in zip(cells, widths))
 
 
@@ -73,12 +82,16 @@ async def _trace(args: argparse.Namespace) -> int:
         docs = [{"type": r.trace_type, "group": r.group, "clientHost": host, "timestamp": r.timestamp,
                  "costTime": r.cost_time, "success": r.success, "topic": r.topic or None, "tags": r.tags or None,
                  "keys": r.keys or None, "storeHost": r.store_host or None, "offsetMsgId": r.offset_msg_id or None,
-                 "requestId": r.request_id or None, "retryTimes": r.retry_times}
+                 "requestId": r.request_id or None, "retryTimes": r.retry_times,
+                 **({"msgType": r.msg_type, "transactionId": r.transaction_id or None,
+                     "transactionState": r.transaction_state, "fromTransactionCheck": r.from_transaction_check}
+                    if r.trace_type == "EndTransaction" else {})}
                 for r, host in sorted(views, key=lambda v: v[0].timestamp)]
         print(json.dumps({"msgId": msg_id, "records": docs}))
         return EXIT_OK
     lines: list[str] = []
     consumers: dict[str, list[tuple[Any, str]]] = {}
+    ends: list[tuple[Any, str]] = []
     for r, host in views:
         if r.trace_type == "Pub":
             lines += [_row("#Type", "#ProducerGroup", "#ClientHost", "#SendTime", "#CostTimes", "#Status"),
@@ -86,6 +99,14 @@ async def _trace(args: argparse.Namespace) -> int:
                            "success" if r.success else "failed"), ""]
         elif r.trace_type == "SubAfter":
             consumers.setdefault(r.group, []).append((r, host))
+        elif r.trace_type == "EndTransaction":
+            ends.append((r, host))
+    if ends:
+        lines.append(_end_row("#Type", "#ProducerGroup", "#ClientHost", "#EndTime", "#State", "#FromCheck"))
+        for r, host in sorted(ends, key=lambda v: v[0].timestamp):
+            lines.append(_end_row("EndTransaction", r.group, host, _when(r.timestamp), r.transaction_state,
+                                  "true" if r.from_transaction_check else "false"))
+        lines.append("")
     for group, rows in consumers.items():
         lines.append(_row("#Type", "#ConsumerGroup", "#ClientHost", "#ConsumerTime", "#CostTimes", "#Status"))
         for r, host in rows:

@@ -10,9 +10,13 @@ with 1 queue, perm 6), topic read permission, queue id (SYSTEM_ERROR), subscript
 TAG expression, or a SQL92 one (:mod:`trocket.broker.consumer_filter`) -- SYSTEM_ERROR
 ``The broker does not support consumer to filter message by SQL92`` unless
 ``enablePropertyFilter``; from the group's heartbeat (a broadcasting group whose config
-has ``consumeBroadcastEnable`` false -> NO_PERMISSION), one that did not compile ->
-FILTER_DATA_NOT_EXIST; carried by the pull, SUBSCRIPTION_PARSE_FAILED ``parse the
-consumer's subscription failed``.
+has ``consumeBroadcastEnable`` false -> NO_PERMISSION; one older than the pull's
+``subVersion`` -> SUBSCRIPTION_NOT_LATEST ``the consumer's subscription not latest``), a
+SQL92 one without filter data (it did not compile) -> FILTER_DATA_NOT_EXIST, with filter
+data older than the pull's ``subVersion`` -> FILTER_DATA_NOT_LATEST ``the consumer's
+consumer filter data not latest`` (:class:`~trocket.broker.consumer_filter.ConsumerFilters`
+keeps each group's filter data by Java's rules); carried by the pull,
+SUBSCRIPTION_PARSE_FAILED ``parse the consumer's subscription failed``.
 
 Reading: the store filters by tag hash in the consume queue (the subscription's code
 set); the records found are then checked against the exact tag strings (a hash
@@ -66,9 +70,11 @@ from ..consumer_filter import RecordFilter, record_properties_bytes
 from ..errors import (
     BrokerError,
     FilterDataNotExistError,
+    FilterDataNotLatestError,
     NoPermissionError,
     SubscriptionGroupNotExistError,
     SubscriptionNotExistError,
+    SubscriptionNotLatestError,
     SubscriptionParseFailedError,
     SystemBusyError,
     TopicNotExistError,
@@ -240,14 +246,23 @@ class PullProcessor:
                 sub = parse_subscription(header.subscription)
         else:
             data = self._registered_subscription(group, topic, sg.consume_broadcast_enable)
+            if data.sub_version < header.subVersion:
+                log.warning("The broker's subscription is not latest, group: %s %s", group, data.sub_string)
+                raise SubscriptionNotLatestError("the consumer's subscription not latest")
             if data.is_tag_type:
                 sub = parse_subscription(data.sub_string)
             else:
-                if self.filters.registered(group, topic) is None:
+                filter_data = self.filters.filter_data(group, topic)
+                if filter_data is None or self.filters.registered(group, topic) is None:
                     raise FilterDataNotExistError(
                         "The broker's consumer filter data is not exist!Your expression may be wrong!"
                     )
-                record_filter = self._sql_filter(group, topic, data.sub_string, data.expression_type)
+                if filter_data.client_version < header.subVersion:
+                    log.warning("The broker's consumer filter data is not latest, group: %s, topic: %s, serverV: %d, "
+                                "clientV: %d", group, topic, filter_data.client_version, header.subVersion)
+                    raise FilterDataNotLatestError("the consumer's consumer filter data not latest")
+                # Java filters with the filter data's expression (ExpressionMessageFilter)
+                record_filter = self._sql_filter(group, topic, filter_data.expression, data.expression_type)
                 sub = _ALL
         if self.filter_retry and record_filter is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             record_filter = self.filters.retry_filter(topic[len(RETRY_GROUP_TOPIC_PREFIX):])

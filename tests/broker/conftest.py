@@ -125,11 +125,11 @@ class Wire:
     @staticmethod
     def pull(topic: str, queue_id: int = 0, offset: int = 0, *, group: str = "CG", sys_flag: int = 6,
              suspend_ms: int = 15000, subscription: str | None = "*", max_msgs: int = 32,
-             commit_offset: int = 0, expression_type: str | None = None) -> RemotingCommand:
+             commit_offset: int = 0, expression_type: str | None = None, sub_version: int = 0) -> RemotingCommand:
         h = PullMessageRequestHeader(
             consumerGroup=group, topic=topic, queueId=queue_id, queueOffset=offset, maxMsgNums=max_msgs,
             sysFlag=sys_flag, commitOffset=commit_offset, suspendTimeoutMillis=suspend_ms,
-            subscription=subscription, subVersion=0, expressionType=expression_type,
+            subscription=subscription, subVersion=sub_version, expressionType=expression_type,
         )
         return RemotingCommand.request(11, h)
 

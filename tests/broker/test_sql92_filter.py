@@ -14,8 +14,8 @@ FLAG_COMMIT_SUSPEND = 0x3  # a push consumer's pull: no subscription in it
 
 
 def heartbeat(group: str, topic: str, expression: str, expression_type: str = "SQL92",
-              sub_version: int = 1) -> RemotingCommand:
-    body = {"clientID": "c1", "producerDataSet": [], "consumerDataSet": [{
+              sub_version: int = 1, client_id: str = "c1") -> RemotingCommand:
+    body = {"clientID": client_id, "producerDataSet": [], "consumerDataSet": [{
         "groupName": group, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
         "consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET", "unitMode": False,
         "subscriptionDataSet": [{"topic": topic, "subString": expression, "expressionType": expression_type,
@@ -81,6 +81,40 @@ async def test_bad_expressions_are_refused_at_pull(tmp_path, wire):
         assert (r.code, r.remark) == (27, "The broker's consumer filter data is not exist!Your expression may be wrong!")
         r = await c.invoke_sync(addr, wire.pull("ST", group="G", subscription="a >", expression_type="SQL92"))
         assert (r.code, r.remark) == (23, "parse the consumer's subscription failed")
+
+
+async def test_subscription_and_filter_data_not_latest(tmp_path, wire):
+    """A pull without its subscription and with a ``subVersion`` newer than the broker's
+    (PullMessageProcessor 4.9.8): SUBSCRIPTION_NOT_LATEST when the group's subscription is
+    older, FILTER_DATA_NOT_LATEST when its filter data is. The filter data follows Java's
+    ConsumerFilterManager: a newer version that does not compile removes it; a client of
+    the group with an older, valid one then registers it (no data to be newer than), while
+    the group's subscription stays the newest -- the filter data lags the pull."""
+    async with wire.running_broker(tmp_path, enable_property_filter=True) as broker, \
+            wire.client() as c1, wire.client() as c2:
+        addr = broker.broker_addr
+        await send_all(c1, addr, wire, "ST", [{"a": str(i)} for i in range(10)])
+
+        def pull(sub_version: int):
+            return wire.pull("ST", group="G", sys_flag=FLAG_COMMIT_SUSPEND, subscription=None,
+                             expression_type="SQL92", sub_version=sub_version)
+
+        await c1.invoke_sync(addr, heartbeat("G", "ST", "a > 7", sub_version=100, client_id="c1"))
+        assert values(await c1.invoke_sync(addr, pull(100))) == ["8", "9"]
+        r = await c1.invoke_sync(addr, pull(101))  # newer than the heartbeat's
+        assert (r.code, r.remark) == (25, "the consumer's subscription not latest")
+        # c1's newer expression does not compile: the filter data goes
+        await c1.invoke_sync(addr, heartbeat("G", "ST", "a >", sub_version=200, client_id="c1"))
+        r = await c1.invoke_sync(addr, pull(200))
+        assert (r.code, r.remark) == (27, "The broker's consumer filter data is not exist!Your expression may be wrong!")
+        # c2 of the same group, an older valid expression: the filter data (there is none),
+        # not the subscription (200 is newer)
+        await c2.invoke_sync(addr, heartbeat("G", "ST", "a < 2", sub_version=150, client_id="c2"))
+        assert broker.ctx.filters.filter_data("G", "ST").client_version == 150
+        r = await c1.invoke_sync(addr, pull(200))
+        assert (r.code, r.remark) == (28, "the consumer's consumer filter data not latest")
+        # c2's own pulls (version 150) filter with the filter data's expression
+        assert values(await c2.invoke_sync(addr, pull(150))) == ["0", "1"]
 
 
 async def test_the_scan_goes_past_refused_records(tmp_path, wire):

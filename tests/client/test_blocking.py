@@ -87,6 +87,57 @@ def test_blocking_pull_consumer(thread_broker):
         assert consumer.committed(mq) == len([m for m in got if m.queue_id == mq.queue_id])
 
 
+def _poll_until(consumer, n: int, within: float = 10) -> list:
+    got: list = []
+    deadline = time.monotonic() + within
+    while len(got) < n and time.monotonic() < deadline:
+        got.extend(consumer.poll(timeout=0.5))
+    return got
+
+
+def test_blocking_pull_pause_resume_seek_offset_for_timestamp_unsubscribe(thread_broker):
+    """The lite consumer's queue controls from plain code: a paused queue is not pulled
+    until resumed; seek_to_begin / seek_to_end move it; offset_for_timestamp finds where
+    the messages stored after a time begin; unsubscribe drops the topic's queues."""
+    ns = thread_broker
+    with BlockingProducer("BPG", ns) as producer:
+        for i in range(8):
+            producer.send(new_message("BPZ", f"m{i}".encode()))
+        time.sleep(0.05)  # the store's clock is the wall clock
+        between = int(time.time() * 1000)
+        time.sleep(0.005)
+        for i in range(8, 16):
+            producer.send(new_message("BPZ", f"m{i}".encode()))
+    with BlockingPullConsumer("BLPG", ns, consume_from="first", auto_commit=False) as consumer:
+        queues = consumer.fetch_queues("BPZ")
+        consumer.pause(queues)
+        assert all(consumer.is_paused(mq) for mq in queues)
+        consumer.assign(queues)
+        assert consumer.poll(timeout=1.5) == []  # nothing pulled while paused
+        consumer.resume(queues[:1])
+        assert not consumer.is_paused(queues[0]) and consumer.is_paused(queues[1])
+        first = [m for m in _poll_until(consumer, 4)]
+        assert {m.queue_id for m in first} == {queues[0].queue_id} and len(first) == 4
+        consumer.seek_to_begin(queues[0])
+        assert [m.body for m in _poll_until(consumer, 4)] == [m.body for m in first]
+        consumer.resume(queues)
+        got = first + _poll_until(consumer, 12)
+        assert sorted(m.body for m in got) == sorted(f"m{i}".encode() for i in range(16))
+        for mq in queues:
+            later = sorted(m.queue_offset for m in got if m.queue_id == mq.queue_id and int(m.body[1:]) >= 8)
+            assert consumer.offset_for_timestamp(mq, between) == later[0]
+        consumer.seek_to_begin(queues[1])
+        consumer.seek_to_end(queues[1])
+        assert consumer.poll(timeout=0.5) == []
+    with BlockingPullConsumer("BLPU", ns, consume_from="first", auto_commit=False) as consumer:
+        consumer.subscribe("BPZ")
+        assert len(_poll_until(consumer, 16)) == 16
+        consumer.unsubscribe("BPZ")
+        assert consumer.assignment() == []
+        with BlockingProducer("BPG2", ns) as producer:
+            producer.send(new_message("BPZ", b"after"))
+        assert consumer.poll(timeout=1.5) == []
+
 
 def test_blocking_queue_change_listener_sees_a_topic_made_after_it(thread_broker):
     """A listener registered before its topic exists is told of the topic's queues once

@@ -161,3 +161,34 @@ async def test_namesrv_addr_is_read_where_namesrv_is(tmp_path, nursery):
         if broker.returncode is None:
             broker.kill()
         await ns.shutdown()
+
+
+async def test_send_and_consume_with_a_namespace_and_the_vip_channel(tmp_path):
+    """``--namespace NS``: the topic and the group are ``NS%name`` on the broker, the
+    results and lines name them without it, the offsets are the wrapped group's; a client
+    without the namespace does not see the topic. ``--vip-channel``: the calls go to the
+    broker's listen port - 2, which a client without it never opens."""
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        vip = broker.vip_server
+        assert vip is not None
+        r = await cli("send", "-n", ns, "-t", "Scoped", "--body", "one", "--namespace", "NSA", "--json")
+        assert r.returncode == 0, r.stderr.decode()
+        sent = json.loads(r.stdout)
+        assert sent["topic"] == "Scoped"
+        assert "NSA%Scoped" in broker.topics and "Scoped" not in broker.topics
+        assert vip.stats.connections_opened == 0  # off by default
+        r = await cli("send", "-n", ns, "-t", "Scoped", "--body", "two", "--namespace", "NSA", "--vip-channel",
+                      "--json")
+        assert r.returncode == 0, r.stderr.decode()
+        over_vip = vip.stats.connections_opened
+        assert over_vip >= 1
+        got = await consumed(ns, "Scoped", "G", 2, "--from", "first", "--namespace", "NSA", "--vip-channel")
+        assert sorted(m["body"] for m in got) == ["one", "two"] and {m["topic"] for m in got} == {"Scoped"}
+        assert vip.stats.connections_opened > over_vip
+        tc = broker.topics.select("NSA%Scoped")
+        committed = [broker.offsets.query_offset("NSA%G", "NSA%Scoped", q) for q in range(tc.write_queue_nums)]
+        assert sum(o for o in committed if o > 0) == 2
+        assert all(broker.offsets.query_offset("G", "NSA%Scoped", q) < 0 for q in range(tc.write_queue_nums))
+        r = await cli("consume", "-n", ns, "-t", "Scoped", "-g", "G", "--count", "1")
+        assert r.returncode == 1 and b"Scoped" in r.stderr, r.stderr.decode()

@@ -444,6 +444,62 @@ async def test_orderly_context_sets_the_queue_pause(tmp_path):
         assert 0.25 <= times[1] - times[0] < 2.0, times
 
 
+async def test_orderly_auto_commit_off_commit_and_rollback(tmp_path):
+    """Java's ``ConsumeOrderlyContext.setAutoCommit(false)`` (processConsumeResult, 4.9.8):
+    SUCCESS leaves the offset where it was, COMMIT moves it past everything consumed since
+    the last commit, ROLLBACK gives all of those back, consumed again after the suspend
+    time; with auto_commit on, COMMIT is taken as SUCCESS (it commits what is pending
+    too). The group's offset at the broker is read at the start of every call."""
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        # (auto_commit, answer) for each call, in order
+        plan = [
+            (False, ConsumeResult.SUCCESS),   # m0
+            (False, ConsumeResult.SUCCESS),   # m1
+            (False, ConsumeResult.ROLLBACK),  # m2: m0, m1, m2 again after 0.3 s
+            (False, ConsumeResult.SUCCESS),   # m0
+            (False, ConsumeResult.COMMIT),    # m1: commits up to 2
+            (False, ConsumeResult.SUCCESS),   # m2
+            (True, ConsumeResult.COMMIT),     # m3: as SUCCESS, commits m2 and m3: 4
+            (False, ConsumeResult.SUCCESS),   # m4: not committed
+        ]
+        calls: list[tuple[bytes, int, float]] = []
+        ready, done = trio.Event(), trio.Event()
+        box: dict = {}
+
+        async def on(msgs, context):
+            await ready.wait()
+            await box["consumer"].commit()
+            committed = broker.offsets.query_offset("ACG", "ACT", 0)
+            calls.append((msgs[0].body, committed, trio.current_time()))
+            if len(calls) > len(plan):
+                await trio.sleep_forever()  # past the plan: cancelled at shutdown
+            auto, answer = plan[len(calls) - 1]
+            context.auto_commit = auto
+            context.suspend_current_queue_time_s = 0.3
+            if len(calls) == len(plan):
+                done.set()
+            return answer
+
+        async with ClientInstance(ClientConfig(namesrv=ns)) as inst:
+            for i in range(6):
+                await raw_send(inst, "ACT", f"m{i}".encode(), queue_id=0)
+            async with PushConsumer("ACG", ns, {"ACT": "*"}, on, consume_from="first", orderly=True,
+                                    suspend_orderly_s=5.0) as consumer:
+                box["consumer"] = consumer
+                ready.set()
+                with trio.fail_after(10):
+                    await done.wait()
+                    while len(calls) <= len(plan):  # the call after m4's: m5, offset still 4
+                        await trio.sleep(0.02)
+                await consumer.aclose(cancel_callbacks=True)
+        bodies = [c[0] for c in calls]
+        assert bodies == [b"m0", b"m1", b"m2", b"m0", b"m1", b"m2", b"m3", b"m4", b"m5"], bodies
+        assert [c[1] for c in calls] == [-1, -1, -1, -1, -1, 2, 2, 4, 4], calls  # -1: none committed yet
+        assert calls[3][2] - calls[2][2] >= 0.25  # the rollback's suspend time
+        assert broker.offsets.query_offset("ACG", "ACT", 0) == 4  # m4 answered SUCCESS without auto_commit
+
+
 async def test_orderly_max_reconsume_times_sends_the_message_to_the_dlq_and_moves_on(tmp_path):
     """Orderly ``checkReconsumeTimes``: a message failing ``max_reconsume_times`` (2)
     suspensions goes to ``%DLQ%<group>`` through the retry topic, and the queue moves on

@@ -194,3 +194,112 @@ async def test_a_traced_batch_and_a_namespace(tmp_path):
         assert {r.group for r in by_kind["SubBefore"] + by_kind["SubAfter"]} == {"TraceBG"}
         assert sizes == [3]  # one queue, all there before the start: one call, one request id
         assert len({r.request_id for r in by_kind["SubBefore"] + by_kind["SubAfter"]}) == 1
+
+
+def test_end_transaction_is_javas_format():
+    """``TraceDataEncoder``'s EndTransaction: type, time, region, group, topic, msgId, tags,
+    keys, store host, msgType (Trans_msg_Commit, 2), transactionId, state name, fromCheck."""
+    from trocket.client.trace import end_transaction_context
+
+    ctx = end_transaction_context("PG", "T", "ID1", "TagA", None, "127.0.0.1:10911", "ID1", "ROLLBACK_MESSAGE",
+                                  True, None)
+    ctx.timestamp = 1700000000000
+    data, keys = encode(ctx)
+    assert data == ("EndTransaction\x011700000000000\x01DefaultRegion\x01PG\x01T\x01ID1\x01TagA\x01null\x01"
+                    "127.0.0.1:10911\x012\x01ID1\x01ROLLBACK_MESSAGE\x01true\x02")
+    assert keys == ["ID1"]
+    (r,) = decode(data)
+    assert (r.trace_type, r.timestamp, r.group, r.topic, r.msg_id, r.tags, r.store_host, r.msg_type) == (
+        "EndTransaction", 1700000000000, "PG", "T", "ID1", "TagA", "127.0.0.1:10911", 2)
+    assert (r.transaction_id, r.transaction_state, r.from_transaction_check) == ("ID1", "ROLLBACK_MESSAGE", True)
+
+
+async def test_a_transaction_producer_traces_its_ends_and_admin_msg_trace_shows_them(tmp_path):
+    """``TransactionProducer(trace=True)``: the prepared send's Pub (Trans_Msg_Half, 1),
+    then an EndTransaction record per END_TRANSACTION (Java's EndTransactionTraceHookImpl):
+    the local answer (fromTransactionCheck false) and a check's answer (true), with the
+    broker's address and the message's tags and keys; ``trocket admin msg trace`` lists them."""
+    import json
+    import os
+    import sys
+    from pathlib import Path
+
+    from trocket.client import LocalTransactionState, TransactionProducer
+
+    class Listener:
+        async def execute(self, msg, arg):
+            return LocalTransactionState.UNKNOW if msg.body == b"later" else LocalTransactionState.COMMIT_MESSAGE
+
+        async def check(self, msg):
+            return LocalTransactionState.COMMIT_MESSAGE
+
+    async with running_broker(tmp_path, trace_topic_enable=True, transaction_timeout_ms=0,
+                              transaction_check_interval_ms=3_600_000) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        async with TransactionProducer("TracePT", ns, Listener(), trace=True, namespace="tns") as producer:
+            now = await producer.send_in_transaction(new_message("TraceX", b"now", tags="TagX", keys="kx"))
+            later = await producer.send_in_transaction(new_message("TraceX", b"later", tags="TagY"))
+            with trio.fail_after(5):
+                while not broker.ctx.producers.channels("tns%TracePT"):
+                    await trio.sleep(0.02)
+            assert await broker.transactions.check() == 1
+            with trio.fail_after(5):
+                while producer.checks_answered < 1:
+                    await trio.sleep(0.02)
+        ids = {now.msg_id, later.msg_id}
+        records = [r for r, _ in await read_traces(ns, want=5) if r.msg_id in ids]
+        ends = sorted(((r.msg_id, r.transaction_state, r.from_transaction_check) for r in records
+                       if r.trace_type == "EndTransaction"), key=lambda e: (e[0] != now.msg_id, e[2]))
+        assert ends == [(now.msg_id, "COMMIT_MESSAGE", False), (later.msg_id, "UNKNOW", False),
+                        (later.msg_id, "COMMIT_MESSAGE", True)]
+        first = next(r for r in records if r.trace_type == "EndTransaction" and r.msg_id == now.msg_id)
+        assert (first.group, first.topic, first.tags, first.keys, first.store_host, first.msg_type,
+                first.transaction_id) == ("TracePT", "TraceX", "TagX", "kx", broker.broker_addr, 2, now.msg_id)
+        assert {r.msg_type for r in records if r.trace_type == "Pub"} == {1}
+        trocket = [str(Path(sys.executable).with_name("trocket"))]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with trio.fail_after(60):
+            while True:  # the index is built off the send path: a moment after the store
+                done = await trio.run_process([*trocket, "admin", "msg", "trace", later.msg_id, "-n", ns, "--json"],
+                                              capture_stdout=True, capture_stderr=True, check=False, env=env)
+                doc = json.loads(done.stdout) if done.returncode == 0 else {"records": []}
+                if [r["type"] for r in doc["records"]].count("EndTransaction") == 2:
+                    break
+                await trio.sleep(0.2)
+        assert [(r["transactionState"], r["fromTransactionCheck"]) for r in doc["records"]
+                if r["type"] == "EndTransaction"] == [("UNKNOW", False), ("COMMIT_MESSAGE", True)]
+        table = await trio.run_process([*trocket, "admin", "msg", "trace", later.msg_id, "-n", ns],
+                                       capture_stdout=True, capture_stderr=True, check=False, env=env)
+        rows = [line.split() for line in table.stdout.decode().splitlines() if line.strip()]
+        assert ["#Type", "#ProducerGroup", "#ClientHost", "#EndTime", "#State", "#FromCheck"] in rows
+        assert [(r[1], r[-2], r[-1]) for r in rows if r[0] == "EndTransaction"] == [
+            ("TracePT", "UNKNOW", "false"), ("TracePT", "COMMIT_MESSAGE", "true")]
+
+
+async def test_a_lite_pull_consumer_traces_each_pull(tmp_path):
+    """``PullConsumer(trace=True)``: as Java's DefaultLitePullConsumer (the
+    ConsumeMessageTraceHookImpl run in pullSyncImpl), a SubBefore and a SubAfter per pulled
+    message, one request id per pull, success, return type 0; the group without the
+    namespace."""
+    async with running_broker(tmp_path, trace_topic_enable=True) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        async with Producer("TracePL", ns, namespace="tns") as producer:
+            results = [await producer.send(new_message("TraceL", b"l%d" % i, keys=f"lk{i}")) for i in range(4)]
+        got = []
+        async with PullConsumer("TraceLG", ns, trace=True, consume_from="first", namespace="tns") as consumer:
+            consumer.subscribe("TraceL")
+            with trio.fail_after(10):
+                while len(got) < 4:
+                    got += await consumer.poll(timeout=0.5)
+            tracer = consumer.tracer
+            assert tracer is not None
+        assert tracer.appended == 8 and tracer.failed == 0
+        ids = {r.msg_id for r in results}
+        records = [r for r, _ in await read_traces(ns, want=8) if r.msg_id in ids]
+        before = {r.msg_id: r for r in records if r.trace_type == "SubBefore"}
+        after = {r.msg_id: r for r in records if r.trace_type == "SubAfter"}
+        assert set(before) == set(after) == ids and len(records) == 8
+        assert {(r.group, r.success, r.context_code) for r in after.values()} == {("TraceLG", True, 0)}
+        assert {r.group for r in before.values()} == {"TraceLG"}
+        assert all(before[i].request_id == after[i].request_id != "" for i in ids)
+        assert {before[r.msg_id].keys for r in results} == {f"lk{i}" for i in range(4)}

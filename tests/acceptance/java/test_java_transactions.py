@@ -23,8 +23,10 @@ import pytest
 from acc_tools import BrokerProcess, RawClient, decode_records
 from java_tools import Bundle, JavaBroker, JavaNameServer, Peer, finish_program, start_program, wait_for
 
-#: checks every second, a transaction older than a second checked, discarded after 3 checks
-CHECK_CONF = {"transactionCheckInterval": "1000", "transactionTimeOut": "1000", "transactionCheckMax": "3"}
+#: checks every second, a transaction older than a second checked, discarded after 3 checks;
+#: the trace topic made (the trace scenario)
+CHECK_CONF = {"transactionCheckInterval": "1000", "transactionTimeOut": "1000", "transactionCheckMax": "3",
+              "traceTopicEnable": "true"}
 HALF = "RMQ_SYS_TRANS_HALF_TOPIC"
 MAX_TIME = "TRANS_CHECK_MAX_TIME_TOPIC"
 
@@ -188,6 +190,81 @@ def test_trocket_transaction_producer_outcomes(txn_peer, tool, tmp_path):
     assert checks["m4-unknown:unknown:commit"][:2] == ["1", "2"]
     got = consume(tool, peer, topic, cgroup, 3, tmp_path)
     assert sorted(b for b, _, _ in got) == ["m0-commit", "m2-unknown:commit", "m4-unknown:unknown:commit"]
+
+
+def _trace_shape(fields: list[str], names: dict[str, str]) -> tuple[str, ...]:
+    """A trace record's fields with what differs between two runs named: times, costs,
+    request ids, and the run's own ids, groups and topic (``names``: value -> label)."""
+    varying = {"Pub": {1, 10}, "SubBefore": {1, 4}, "SubAfter": {1, 3, 7}, "EndTransaction": {1}}.get(fields[0], set())
+    shape = ["<var>" if i in varying else names.get(f, f) for i, f in enumerate(fields)]
+    if fields[0] == "Pub" and len(fields) > 12 and fields[12] not in ("", "null"):
+        shape[12] = "<offsetId>"  # (Java's TransactionSendResult has no offset id to name it by)
+    return tuple(shape)
+
+
+def test_trace_of_a_transaction_and_a_lite_pull_consumer_matches_javas(txn_peer, java_classes, tool, tmp_path):
+    """The Java client's TransactionMQProducer and DefaultLitePullConsumer with
+    enableMsgTrace (src/FeatureScenarios.traceTxnLite) and trocket's TransactionProducer
+    and PullConsumer with trace=True, on the same broker: the same records about the
+    message -- Pub (Trans_Msg_Half), EndTransaction (Trans_msg_Commit, COMMIT_MESSAGE, not
+    from a check), SubBefore, SubAfter -- field for field, but for times, costs, request
+    ids and each run's own names and ids. (On these brokers: the suite's shared ones run
+    mqadmin cleanUnusedTopic, which empties the half topic's queue, as Java's does.)"""
+    peer = txn_peer
+    import trio
+
+    from java_tools import run_step
+    from trocket.client import LocalTransactionState, PullConsumer, TransactionProducer, new_message
+    from trocket.client.trace import CONTENT_SPLITOR, FIELD_SPLITOR
+
+    java = run_step(tool.bundle, java_classes, tmp_path / "java", "trace_txn_lite", namesrv=peer.namesrv,
+                    broker=peer.addr)
+    assert java["polled"] is True
+    java_names = {java["msgId"]: "<id>", java["producerGroup"]: "<producer>", java["consumerGroup"]: "<consumer>",
+                  java["topic"]: "<topic>"}
+    java_shapes = sorted(_trace_shape(f, java_names) for f in java["records"])
+    assert sorted(s[0] for s in java_shapes) == ["EndTransaction", "Pub", "SubAfter", "SubBefore"], java_shapes
+
+    class Commit:
+        async def execute(self, msg, arg):
+            return LocalTransactionState.COMMIT_MESSAGE
+
+        async def check(self, msg):
+            return LocalTransactionState.COMMIT_MESSAGE
+
+    topic, pgroup, cgroup = _names(peer, "trace")
+    with RawClient(peer.hostport) as raw:
+        raw.create_topic(topic, queues=4)
+
+    async def main():
+        seen: list[str] = []
+        async with TransactionProducer(pgroup, peer.namesrv, Commit(), trace=True) as producer:
+            result = await producer.send_in_transaction(new_message(topic, "traced", tags="TagX", keys="kx"))
+            async with PullConsumer(cgroup, peer.namesrv, consume_from="first", trace=True,
+                                    rebalance_interval_s=2.0) as lite:
+                lite.subscribe(topic)
+                with trio.move_on_after(60):
+                    while result.msg_id not in seen:
+                        seen += [m.client_msg_id for m in await lite.poll(timeout=0.5)]
+        assert result.msg_id in seen, result
+        records: list[list[str]] = []
+        async with PullConsumer(cgroup + "R", peer.namesrv, auto_commit=False) as reader:
+            queues = await reader.fetch_queues("RMQ_SYS_TRACE_TOPIC")
+            await reader.assign(queues)
+            for mq in queues:
+                await reader.seek(mq, 0)
+            with trio.move_on_after(60):
+                while len(records) < 4:
+                    for m in await reader.poll(timeout=0.5):
+                        for rec in m.body.decode().split(FIELD_SPLITOR):
+                            fields = rec.split(CONTENT_SPLITOR)
+                            if result.msg_id in fields:
+                                records.append(fields)
+        return result, records
+
+    result, records = trio.run(main)
+    names = {result.msg_id: "<id>", pgroup: "<producer>", cgroup: "<consumer>", topic: "<topic>"}
+    assert sorted(_trace_shape(f, names) for f in records) == java_shapes
 
 
 def test_discarded_after_transaction_check_max(txn_peer, tool, tmp_path):

@@ -1,3 +1,4 @@
+import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.MessageSelector;
@@ -19,6 +20,7 @@ import org.apache.rocketmq.common.topic.TopicValidator;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -175,5 +177,80 @@ final class FeatureScenarios {
             pc.shutdown();
         }
         return out;
+    }
+
+    /**
+     * enableMsgTrace on a TransactionMQProducer (Pub of the half message, EndTransaction of
+     * the local commit) and on a DefaultLitePullConsumer (SubBefore / SubAfter per pulled
+     * message): every trace record about the message, split into its fields.
+     */
+    static Map<String, Object> traceTxnLite(Ctx c) throws Exception {
+        String topic = c.name("trtx");
+        c.createTopic(topic, 4);
+        TransactionMQProducer p = new TransactionMQProducer(null, c.name("trtxP"), null, true, null);
+        p.setNamesrvAddr(c.namesrv);
+        p.setInstanceName(c.instance());
+        p.setTransactionListener(new TransactionListener() {
+            @Override public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
+                return LocalTransactionState.COMMIT_MESSAGE;
+            }
+            @Override public LocalTransactionState checkLocalTransaction(MessageExt msg) {
+                return LocalTransactionState.COMMIT_MESSAGE;
+            }
+        });
+        p.start();
+        DefaultLitePullConsumer lite = c.litePull(c.name("trtxL"));
+        lite.setEnableMsgTrace(true);
+        Map<String, Object> out = new LinkedHashMap<>();
+        try {
+            TransactionSendResult r = p.sendMessageInTransaction(
+                new Message(topic, "TagX", "kx", "traced".getBytes(StandardCharsets.UTF_8)), null);
+            String id = r.getMsgId();
+            lite.subscribe(topic, "*");
+            lite.start();
+            boolean polled = false;
+            long until = System.currentTimeMillis() + 20000;
+            while (!polled && System.currentTimeMillis() < until) {
+                for (MessageExt m : lite.poll(500)) polled |= id.equals(m.getMsgId());
+            }
+            out.put("polled", polled);
+            out.put("msgId", id);
+            out.put("producerGroup", p.getProducerGroup());
+            out.put("consumerGroup", lite.getConsumerGroup());
+            out.put("topic", topic);
+            out.put("records", traceRecords(c, id, 4, 20000));
+        } finally {
+            p.shutdown();
+        }
+        return out;
+    }
+
+    /** The trace records (fields split) about {@code id} in RMQ_SYS_TRACE_TOPIC, once {@code want} are there. */
+    @SuppressWarnings("deprecation")
+    private static List<List<String>> traceRecords(Ctx c, String id, int want, long timeoutMs) throws Exception {
+        DefaultMQPullConsumer reader = c.pullConsumer(c.name("traceReader" + c.instance()));
+        List<List<String>> records = new ArrayList<>();
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        while (System.currentTimeMillis() < deadline) {
+            records.clear();
+            for (MessageQueue mq : reader.fetchSubscribeMessageQueues(TopicValidator.RMQ_SYS_TRACE_TOPIC)) {
+                long offset = 0;
+                while (true) {
+                    PullResult pr = reader.pull(mq, "*", offset, 32, 5000);
+                    if (pr.getPullStatus() != PullStatus.FOUND) break;
+                    for (MessageExt m : pr.getMsgFoundList()) {
+                        String body = new String(m.getBody(), StandardCharsets.UTF_8);
+                        for (String rec : body.split(String.valueOf((char) 2))) {
+                            List<String> fields = Arrays.asList(rec.split(String.valueOf((char) 1), -1));
+                            if (fields.contains(id)) records.add(fields);
+                        }
+                    }
+                    offset = pr.getNextBeginOffset();
+                }
+            }
+            if (records.size() >= want) break;
+            Thread.sleep(500);
+        }
+        return records;
     }
 }

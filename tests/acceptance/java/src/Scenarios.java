@@ -62,6 +62,8 @@ final class Scenarios {
         m.put("consume_directly", c -> AdminScenarios.mqadmin(
             new org.apache.rocketmq.tools.command.message.QueryMsgByIdSubCommand(),
             "-n", c.namesrv, "-i", c.params.get("msgId"), "-g", c.params.get("group"), "-d", c.params.get("clientId")));
+        // trace of a transaction's end and of a lite pull consumer, on test_java_transactions' brokers
+        m.put("trace_txn_lite", FeatureScenarios::traceTxnLite);
         m.put("query_msg_trace", c -> AdminScenarios.mqadmin(
             new org.apache.rocketmq.tools.command.message.QueryMsgTraceByIdSubCommand(),
             "-n", c.namesrv, "-i", c.params.get("msgId")));
