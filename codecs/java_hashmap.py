@@ -54,6 +54,10 @@ _ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {}
 _MAX_ORDERS = 4096
 
 
+#: (capacity, *keys in insertion order) -> :class:`JavaHashMap`'s order; bounded likewise
+_MAP_ORDERS: dict[tuple, tuple[str, ...]] = {}
+
+
 def _order(keys: tuple[str, ...]) -> tuple[str, ...]:
     order = _ORDERS.get(keys)
     if order is None:
@@ -106,12 +110,15 @@ class JavaHashMap(MutableMapping[str, str]):
         """``string2messageProperties``: ``k\\x01v`` items split on ``\\x02``; an item
         with an empty key or value (or no ``\\x01``) is skipped; a repeated key keeps its
         first place and its last value."""
-        m = cls()
+        items: dict[str, str] = {}
         if text:
             for item in text.split("\x02"):
                 key, _, value = item.partition("\x01")
                 if key and value:
-                    m[key] = value
+                    items[key] = value
+        m = cls.__new__(cls)
+        m._items = items
+        m._capacity = hashmap_capacity(len(items))  # (no key removed: the size is the largest it was)
         return m
 
     def copy(self) -> JavaHashMap:
@@ -136,15 +143,29 @@ class JavaHashMap(MutableMapping[str, str]):
         return len(self._items)
 
     def __iter__(self) -> Iterator[str]:
-        mask = self._capacity - 1
-        # sorted() is stable: keys sharing a bucket keep their insertion order
-        return iter(sorted(self._items, key=lambda k: _spread(k) & mask))
+        return iter(self._order())
+
+    def _order(self) -> tuple[str, ...]:
+        """The keys in HashMap order; cached per capacity and key sequence (a broker
+        rewrites the same few property sets message after message)."""
+        shape = (self._capacity, *self._items)
+        order = _MAP_ORDERS.get(shape)
+        if order is None:
+            mask = self._capacity - 1
+            # sorted() is stable: keys sharing a bucket keep their insertion order
+            order = tuple(sorted(self._items, key=lambda k: _spread(k) & mask))
+            if len(_MAP_ORDERS) >= _MAX_ORDERS:
+                _MAP_ORDERS.clear()
+            _MAP_ORDERS[shape] = order
+        return order
 
     def to_properties(self, *, without: Container[str] = ()) -> str:
         """``messageProperties2String`` (``without``: keys left out, the others' order
         unchanged)."""
         items = self._items
-        return "\x02".join([f"{k}\x01{items[k]}" for k in self if k not in without])
+        if not without:
+            return "\x02".join([f"{k}\x01{items[k]}" for k in self._order()])
+        return "\x02".join([f"{k}\x01{items[k]}" for k in self._order() if k not in without])
 
     def __repr__(self) -> str:
         return f"JavaHashMap({{{', '.join(f'{k!r}: {v!r}' for k, v in self.items())}}}, capacity={self._capacity})"
