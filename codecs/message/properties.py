@@ -238,13 +238,13 @@ def without_properties_bytes(data: bytes, drop: Collection[bytes]) -> bytes:
     ``drop``; every other byte (order, separators, a trailing one) as it was. On a
     string Java wrote (``HashMap`` order) that is Java's order of the map without those
     keys; it reads no UTF-8, so it also serves a string that is not."""
-    if not any(key in data for key in drop):
-        return data
     parts = data.split(b"\x02")
     trailing = parts[-1] == b""
     if trailing:
         parts.pop()
     kept = [part for part in parts if part.partition(b"\x01")[0] not in drop]
+    if len(kept) == len(parts):
+        return data
     if trailing:
         kept.append(b"")
     return b"\x02".join(kept)
