@@ -139,6 +139,17 @@ class JavaHashMap(MutableMapping[str, str]):
     def __delitem__(self, key: str) -> None:
         del self._items[key]
 
+    # the MutableMapping mixins' get / pop / in go through __getitem__ and KeyError: these
+    # are the dict's own (a send's properties meet them on the broker's send path)
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        return self._items.get(key, default)
+
+    def pop(self, key: str, *default: str | None) -> str | None:  # type: ignore[override]
+        return self._items.pop(key, *default)
+
     def __len__(self) -> int:
         return len(self._items)
 
