@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/remoting_echo.py --serve H:P     # only the echo server
     .venv/bin/python benchmarks/remoting_echo.py --target H:P    # only the client, against
                                                                  # any echo server (code 100)
+    .venv/bin/python benchmarks/remoting_echo.py --floor-serve H:P   # the floor for a real client
 
 The plain command starts the framework echo server and a raw trio echo server
 (no framing, no codecs: it sends back the bytes it reads, or swallows them for
@@ -31,8 +32,11 @@ path's, the steadier measure of what typing costs.
 from __future__ import annotations
 
 import argparse
+import array
 import os
 import pathlib
+import re
+import struct
 import subprocess
 import sys
 import time
@@ -43,6 +47,7 @@ import trio
 from trocket.codecs.command import RemotingCommand, SerializeType
 from trocket.codecs.custom_header import field, header
 from trocket.codecs.serialize import encode_command
+from trocket.remoting.fdio import bytes_waiting, read_into, write_all
 from trocket.remoting import (
     ClientConfig,
     Method,
@@ -135,6 +140,85 @@ async def serve_raw(addr: str) -> None:
     h, p = listeners[0].socket.getsockname()[:2]
     print(f"listening on {h}:{p}", flush=True)
     await trio.serve_listeners(_raw_handler, listeners)
+
+
+_JSON_CODE = re.compile(rb'"code":-?[0-9]+')
+_JSON_FLAG = re.compile(rb'"flag":([0-9]+)')
+_U32 = struct.Struct(">I")
+
+
+def floor_answer(buf: bytearray, pos: int, size: int) -> bytes | bytearray | None:
+    """The floor server's answer to the whole request frame at ``buf[pos:pos + size]``
+    (length prefix included): the frame itself made a response -- code 0, the response
+    flag set, the header's other fields, ext fields and body as they came (what
+    ``echo_processor`` answers) -- or None for a oneway request (nothing copied).
+    ROCKETMQ headers are patched in place (code and flag are fixed-size fields); a JSON
+    header's ``code`` and ``flag`` are rewritten by regular expression, the lengths
+    recomputed."""
+    (mark,) = _U32.unpack_from(buf, pos + 4)
+    if mark >> 24 == SerializeType.ROCKETMQ:
+        (flag,) = _U32.unpack_from(buf, pos + 17)  # after code (2), language (1), version (2), opaque (4)
+        if flag & 2:
+            return None
+        frame = buf[pos : pos + size]
+        frame[8:10] = b"\0\0"
+        _U32.pack_into(frame, 17, flag | 1)
+        return frame
+    header_len = mark & 0xFFFFFF
+    at = buf.find(b'"flag":', pos + 8, pos + 8 + header_len)
+    if at >= 0 and buf[at + 7] - 48 & 2:  # a one-digit flag: 0 request, 2 oneway (an RPC's bits)
+        return None
+    header = bytes(buf[pos + 8 : pos + 8 + header_len])
+    found = _JSON_FLAG.search(header)
+    flag = int(found.group(1)) if found else 0
+    header = _JSON_FLAG.sub(b'"flag":%d' % (flag | 1), _JSON_CODE.sub(b'"code":0', header, 1), 1)
+    body = buf[pos + 8 + header_len : pos + size]
+    return b"".join([_U32.pack(4 + len(header) + len(body)), _U32.pack(len(header) | (mark & 0xFF000000)),
+                     header, body])
+
+
+async def _floor_handler(stream: trio.SocketStream) -> None:
+    """Per connection, the framework's own I/O (``remoting.fdio``: a read waits only when
+    nothing is there; answers are held while more bytes wait, then written at once, the
+    run of reads' answers in one write) around :func:`floor_answer` for every whole frame."""
+    fd = stream.socket.fileno()
+    chunk = bytearray(256 * 1024)
+    bufs, view = (chunk,), memoryview(chunk)
+    waiting = array.array("i", [0])
+    buf = bytearray()
+    held: list = []
+    try:
+        while True:
+            n = await read_into(fd, bufs)
+            if not n:
+                return
+            buf += view[:n]
+            pos, end = 0, len(buf)
+            while end - pos >= 4:
+                size = 4 + _U32.unpack_from(buf, pos)[0]
+                if end - pos < size:
+                    break
+                answer = floor_answer(buf, pos, size)
+                if answer is not None:
+                    held.append(answer)
+                pos += size
+            del buf[:pos]
+            if held and not bytes_waiting(fd, waiting):  # the run of reads ends
+                data = b"".join(held)
+                held.clear()
+                await write_all(fd, data)
+    except OSError:
+        pass
+
+
+async def serve_floor(addr: str) -> None:
+    """The floor for a real client (``vs_java.py``'s echo part): RocketMQ frames read,
+    each answered without a codec or a dispatcher (:func:`floor_answer`)."""
+    host, port = parse_address(addr)
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    h, p = listeners[0].socket.getsockname()[:2]
+    print(f"listening on {h}:{p}", flush=True)
+    await trio.serve_listeners(_floor_handler, listeners)
 
 
 # -- raw floor ---------------------------------------------------------------------------
@@ -481,6 +565,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--serve", metavar="HOST:PORT", help="run only the framework echo server")
     parser.add_argument("--raw-serve", metavar="HOST:PORT", help="run only the raw trio echo server")
+    parser.add_argument("--floor-serve", metavar="HOST:PORT",
+                        help="run only the frame-answering floor server (for real clients: vs_java.py)")
     parser.add_argument("--target", metavar="HOST:PORT", help="run only the client, against this echo server")
     parser.add_argument("--raw-target", metavar="HOST:PORT", help="with --target: a raw echo server for the floor")
     parser.add_argument("--seconds", type=float, default=1.0, help="per measurement (default 1)")
@@ -498,6 +584,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.raw_serve:
         trio.run(serve_raw, args.raw_serve)
+        return
+    if args.floor_serve:
+        trio.run(serve_floor, args.floor_serve)
         return
     stypes = [SerializeType.JSON, SerializeType.ROCKETMQ] if args.serialize == "both" else [SerializeType[args.serialize]]
     procs = []

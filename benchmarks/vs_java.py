@@ -23,7 +23,10 @@ under one client:
   flight, oneway; 128-byte bodies) against Java's ``NettyRemotingServer`` echo
   (``run-echo-server.sh``) and against trocket's remoting echo (``benchmarks/remoting_echo.py
   --serve``: an inline processor answering code 100 with the body and ext fields), in JSON
-  and ROCKETMQ serialization.
+  and ROCKETMQ serialization; and against the floor (``remoting_echo.py --floor-serve``:
+  trio, each frame of a read made its answer by patching code and flag, no codec, no
+  dispatch, the answers of a read in one send). ``ceiling`` is floor / Java: the client
+  runs on the same two cores, so no server of this shape can pass that ratio here.
 * ``client``: the trocket Producer (``benchmarks/client_produce.py``'s sync senders, trio
   tasks of this process) against the Java Producer (``run-producer.sh``), both sending to
   the Java broker, at 4 and 16 senders.
@@ -280,6 +283,11 @@ def echo_servers(bundle, work: Path) -> tuple[Side, dict[str, str]]:
                       "trocket-echo.log")
     wait_port(port, proc, "trocket's echo server")
     addrs["trocket"] = f"127.0.0.1:{port}"
+    port = free_port()
+    proc = side.spawn([sys.executable, str(HERE / "remoting_echo.py"), "--floor-serve", f"127.0.0.1:{port}"],
+                      "floor-echo.log")
+    wait_port(port, proc, "the floor echo server")
+    addrs["floor"] = f"127.0.0.1:{port}"
     return side, addrs
 
 
@@ -315,9 +323,12 @@ class Table:
         values = [r[key] for r in runs if key in r and r[key] == r[key]]
         return statistics.median(values) if values else float("nan")
 
-    def print(self, title: str, base: str, new: str, cpu: bool) -> list[tuple[str, float, float | None]]:
+    def print(self, title: str, base: str, new: str, cpu: bool,
+              floor: str | None = None) -> list[tuple[str, float, float | None]]:
         print(f"\n{title}")
         head = f"{'':28} {base + ' /s':>12} {new + ' /s':>12} {'ratio':>7}"
+        if floor is not None:
+            head += f" {floor + ' /s':>12} {'ceiling':>8}"
         if cpu:
             head += (f" {base + ' cpu µs':>13} {new + ' cpu µs':>16} {'cpu ratio':>9}"
                      f" {'gen cpu µs j/t':>15} {'ceiling':>8}")
@@ -328,6 +339,13 @@ class Table:
                 continue
             b, n = self.median(sides[base], "tps"), self.median(sides[new], "tps")
             line = f"{row:28} {b:12,.0f} {n:12,.0f} {n / b if b else float('nan'):7.2f}"
+            if floor is not None:
+                # the fastest server of the same shape against the same client: the
+                # ratio no server could pass with this client on this machine
+                f = self.median(sides.get(floor, []), "tps")
+                line += f" {f:12,.0f} {f / b if b else float('nan'):8.2f}"
+                if f < n:  # then it is no floor of this shape: the framework does better
+                    line += " (not a floor here: below trocket)"
             cpu_ratio = None
             if cpu:
                 bc, nc = self.median(sides[base], "cpu_us"), self.median(sides[new], "cpu_us")
@@ -423,17 +441,17 @@ def main(argv: list[str] | None = None) -> int:
             echo, addrs = echo_servers(bundle, work)
             sides.append(echo)
             for who, addr in addrs.items():  # untimed: the servers' JIT
-                for ser in SERIALIZATIONS if who == "trocket" else [who.split()[1]]:
+                for ser in SERIALIZATIONS if who in ("trocket", "floor") else [who.split()[1]]:
                     echo_once(bundle, addr, "async", ser, max(1.0, args.warmup / 4), work)
             for r in range(args.rounds):
                 for ser in SERIALIZATIONS:
                     for mode in ECHO_MODES:
-                        order = (f"java {ser}", "trocket") if r % 2 == 0 else ("trocket", f"java {ser}")
+                        order = (f"java {ser}", "trocket", "floor") if r % 2 == 0 else ("floor", "trocket", f"java {ser}")
                         for who in order:
                             fig = echo_once(bundle, addrs[who], mode, ser, args.seconds, work)
                             table.add(f"echo {mode:6} {ser}", who.split()[0], fig)
             for row, ratio, _ in table.print("echo (run-echo-client.sh: NettyRemotingClient)", "java", "trocket",
-                                             cpu=False):
+                                             cpu=False, floor="floor"):
                 summary.append(f"{row}: {ratio:.2f}x")
     finally:
         for side in sides:
