@@ -152,9 +152,10 @@ def floor_answer(buf: bytearray, pos: int, size: int) -> bytes | bytearray | Non
     (length prefix included): the frame itself made a response -- code 0, the response
     flag set, the header's other fields, ext fields and body as they came (what
     ``echo_processor`` answers) -- or None for a oneway request (nothing copied).
-    ROCKETMQ headers are patched in place (code and flag are fixed-size fields); a JSON
-    header's ``code`` and ``flag`` are rewritten by regular expression, the lengths
-    recomputed."""
+    ROCKETMQ headers are patched in place (code and flag are fixed-size fields), and so
+    are JSON ones: a one-digit flag gets the response bit, the code's digits become "0"
+    and spaces (any other shape is rewritten by regular expression, the lengths
+    recomputed)."""
     (mark,) = _U32.unpack_from(buf, pos + 4)
     if mark >> 24 == SerializeType.ROCKETMQ:
         (flag,) = _U32.unpack_from(buf, pos + 17)  # after code (2), language (1), version (2), opaque (4)
@@ -165,14 +166,26 @@ def floor_answer(buf: bytearray, pos: int, size: int) -> bytes | bytearray | Non
         _U32.pack_into(frame, 17, flag | 1)
         return frame
     header_len = mark & 0xFFFFFF
-    at = buf.find(b'"flag":', pos + 8, pos + 8 + header_len)
-    if at >= 0 and buf[at + 7] - 48 & 2:  # a one-digit flag: 0 request, 2 oneway (an RPC's bits)
-        return None
-    header = bytes(buf[pos + 8 : pos + 8 + header_len])
+    start, stop = pos + 8, pos + 8 + header_len
+    at = buf.find(b'"flag":', start, stop) + 7
+    code = buf.find(b'"code":', start, stop) + 7
+    if at >= 7 and code >= 7 and 48 <= buf[at] <= 57 and not 48 <= buf[at + 1] <= 57:  # a one-digit flag
+        if buf[at] - 48 & 2:  # oneway
+            return None
+        frame = buf[pos : pos + size]
+        frame[at - pos] = 48 + ((buf[at] - 48) | 1)
+        end = code
+        while 48 <= buf[end] <= 57 or buf[end] == 45:  # the code's digits: "0" and spaces, same length
+            end += 1
+        frame[code - pos : end - pos] = b"0".ljust(end - code)
+        return frame
+    header = bytes(buf[start:stop])  # any other shape: rewritten, the lengths recomputed
     found = _JSON_FLAG.search(header)
     flag = int(found.group(1)) if found else 0
+    if flag & 2:
+        return None
     header = _JSON_FLAG.sub(b'"flag":%d' % (flag | 1), _JSON_CODE.sub(b'"code":0', header, 1), 1)
-    body = buf[pos + 8 + header_len : pos + size]
+    body = buf[stop : pos + size]
     return b"".join([_U32.pack(4 + len(header) + len(body)), _U32.pack(len(header) | (mark & 0xFF000000)),
                      header, body])
 
