@@ -30,9 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from trocket._version import version
-
-EXIT_OK = 0
-EXIT_FAIL = 1  # the command ran and found a problem (bad frame, nonconforming file)
+from trocket.exit_codes import EXIT_FAIL, EXIT_OK
 
 
 class _VersionAction(argparse.Action):

@@ -20,7 +20,8 @@ import sys
 import time
 from typing import Any
 
-from trocket.cli_client import EXIT_FAIL, EXIT_OK, _broker_runtimes, _instance, _namesrv_arg, _run_trio, _table
+from trocket.cli_client import _broker_runtimes, _instance, _namesrv_arg, _run_trio, _table
+from trocket.exit_codes import EXIT_FAIL, EXIT_OK
 
 __all__ = ["add_admin_commands", "first_tps"]
 

@@ -34,6 +34,7 @@ import trio
 from trocket import interrupt
 from trocket.broker.config import BrokerConfig, BrokerConfigError, load_properties_file, parse_hostport
 from trocket.remoting.tls import TlsSettings
+from trocket.exit_codes import EXIT_FAIL, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
     from trocket.broker.acl import AclValidator
@@ -52,9 +53,6 @@ __all__ = [
 
 log = logging.getLogger("trocket.broker")
 
-EXIT_OK = 0
-EXIT_FAIL = 1
-EXIT_USAGE = 2
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmg]i?b?|b)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}

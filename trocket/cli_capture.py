@@ -30,10 +30,11 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from trocket.exit_codes import EXIT_FAIL as EXIT_INCOMPLETE
+from trocket.exit_codes import EXIT_OK
+
 __all__ = ["add_capture_parser", "run_show", "run_stats"]
 
-EXIT_OK = 0
-EXIT_INCOMPLETE = 1
 _PROGRESS_MIN_BYTES = 16 << 20  # smaller files get no progress line
 _PROGRESS_SECONDS = 0.3  # between updates
 _PROGRESS_RECORDS = 1024  # records between looks at the clock

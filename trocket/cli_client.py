@@ -23,11 +23,9 @@ from typing import Any
 from trocket.argtypes import NAMESRV_HELP, namesrv_default, non_negative_int, positive_float, positive_int
 from trocket.progress import ProgressLine
 from trocket.send_input import add_input_arguments, read_bodies
+from trocket.exit_codes import EXIT_FAIL, EXIT_OK
 
 __all__ = ["add_client_commands"]
-
-EXIT_OK = 0
-EXIT_FAIL = 1
 
 
 def _namesrv_arg(p: argparse.ArgumentParser) -> None:

@@ -30,11 +30,9 @@ from typing import Any
 import attrs
 
 from trocket.argtypes import NAMESRV_HELP, namesrv_default, non_negative_int, positive_float, positive_int
+from trocket.exit_codes import EXIT_FAIL, EXIT_OK
 
 __all__ = ["add_cluster_commands"]
-
-EXIT_OK = 0
-EXIT_FAIL = 1
 
 
 def add_cluster_commands(sub: Any) -> None:

@@ -22,7 +22,8 @@ import sys
 import time
 from typing import Any
 
-from trocket.cli_client import EXIT_FAIL, EXIT_OK, _brokers, _instance, _masters, _namesrv_arg, _run_trio, _table
+from trocket.cli_client import _brokers, _instance, _masters, _namesrv_arg, _run_trio, _table
+from trocket.exit_codes import EXIT_FAIL, EXIT_OK
 
 __all__ = ["add_group_commands", "parse_time"]
 

@@ -28,7 +28,8 @@ import json
 import time
 from typing import Any
 
-from trocket.cli_client import EXIT_OK, _instance, _namesrv_arg, _run_trio, _table
+from trocket.cli_client import _instance, _namesrv_arg, _run_trio, _table
+from trocket.exit_codes import EXIT_OK
 
 __all__ = ["add_msg_commands"]
 

@@ -16,9 +16,7 @@ import re
 import signal
 import sys
 
-EXIT_OK = 0
-EXIT_FAIL = 1
-EXIT_USAGE = 2
+from trocket.exit_codes import EXIT_FAIL, EXIT_OK, EXIT_USAGE
 
 
 def _hostport(text: str) -> tuple[str, int]:

@@ -22,7 +22,8 @@ import json
 import time
 from typing import Any
 
-from trocket.cli_client import EXIT_OK, _instance, _namesrv_arg, _run_trio
+from trocket.cli_client import _instance, _namesrv_arg, _run_trio
+from trocket.exit_codes import EXIT_OK
 
 __all__ = ["add_trace_command"]
 
