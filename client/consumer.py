@@ -92,6 +92,7 @@ from .consumer_base import (
     reset_retry_topic,
     start_errors_unwrapped,
 )
+from .consume_stats import ConsumerStatsManager
 from .consumer_pull import process_pull_result, pull_header
 from .errors import ClientError, ClientStateError
 from .instance import ClientInstance
@@ -255,6 +256,9 @@ class PushConsumer(ConsumerBase):
         self._rebalance_lock = trio.Lock()
         self._retry_producer = None
         self.stats = ConsumerStats()
+        #: per-topic pull and consume rates (Java's ``ConsumerStatsManager``): the
+        #: ``statusTable`` of GET_CONSUMER_RUNNING_INFO
+        self.consume_stats = ConsumerStatsManager()
         #: the trace dispatcher while ``trace`` is on and the consumer runs
         self.tracer: TraceDispatcher | None = None
 
@@ -376,6 +380,7 @@ class PushConsumer(ConsumerBase):
                 await self._rebalancer.rebalance_once()
                 nursery.start_soon(self._rebalancer.run, False)
                 nursery.start_soon(self._persist_loop)
+                nursery.start_soon(self.consume_stats.run)
                 if not opts.orderly:
                     nursery.start_soon(self._clean_expired_loop)
                 if opts.orderly and opts.message_model is MessageModel.CLUSTERING:
@@ -504,7 +509,8 @@ class PushConsumer(ConsumerBase):
     async def running_info(self) -> bytes:
         """GET_CONSUMER_RUNNING_INFO: Java's ``ConsumerRunningInfo`` (what mqadmin
         ``consumerStatus`` prints): the options as properties, the subscriptions and
-        each owned queue's cache; ``statusTable`` stays empty (no per-topic rates are kept)."""
+        each owned queue's cache, and per subscribed topic (the retry topic too) its pull
+        and consume rates (``statusTable``, :mod:`.consume_stats`)."""
         opts = self.options
         props = self._running_properties(opts, ConsumeType.CONSUME_PASSIVELY)
         props[PROP_CONSUME_ORDERLY] = str(opts.orderly).lower()
@@ -534,7 +540,8 @@ class PushConsumer(ConsumerBase):
                 last_consume_timestamp=pq.last_consume_ms,
             )
         subs_ = list(self._subs.values()) + ([self._retry_sub] if self._retry_sub is not None else [])
-        return ConsumerRunningInfo(properties=props, subscriptions=subs_, mq_table=table).encode()
+        status = {sub.topic: self.consume_stats.status(sub.topic) for sub in subs_}
+        return ConsumerRunningInfo(properties=props, subscriptions=subs_, mq_table=table, status_table=status).encode()
 
     async def consume_directly(self, msg: MessageExt, broker_name: str | None) -> bytes:
         """CONSUME_MESSAGE_DIRECTLY: hand ``msg`` to the listener once, outside the
@@ -623,6 +630,8 @@ class PushConsumer(ConsumerBase):
         interval = opts.pull_interval_s
         store = self._store
         assert store is not None
+        topic_stats = self.consume_stats.topic(mq.topic)
+        pull_rt, pull_tps = topic_stats.pull_rt, topic_stats.pull_tps
         with o.pull_scope:
             while not pq.dropped:
                 pq.last_pull_time = trio.current_time()  # Java: at every pullMessage, flow-controlled or not
@@ -649,6 +658,7 @@ class PushConsumer(ConsumerBase):
                     suspend_ms=int(opts.broker_suspend_s * 1000),
                 )
                 self.stats.pulls += 1
+                begin = time.monotonic()
                 result = await self._pull(mq, header, opts.pull_timeout_s)
                 if result is None:
                     self.stats.pull_errors += 1
@@ -658,9 +668,13 @@ class PushConsumer(ConsumerBase):
                     return
                 status = result.status
                 if status is PullStatus.FOUND:
+                    pull_rt.value += int((time.monotonic() - begin) * 1000)  # incPullRT
+                    pull_rt.times += 1
                     result = process_pull_result(result, sub)
                     offset = result.next_begin_offset
                     if result.messages:
+                        pull_tps.value += len(result.messages)  # incPullTPS
+                        pull_tps.times += 1
                         self.stats.pulled += pq.put(result.messages)
                         if interval:
                             await trio.sleep(interval)
@@ -701,6 +715,8 @@ class PushConsumer(ConsumerBase):
         batch_size = self.options.consume_batch_max_size
         with_context = self._takes_context  # a one-message listener has no context: none is made
         namespace = self.namespace
+        topic_stats = self.consume_stats.topic(mq.topic)
+        consume_rt, consume_ok, consume_failed = topic_stats.consume_rt, topic_stats.consume_ok, topic_stats.consume_failed
         while True:
             await pq.wait_pending()
             if not self._running(o):
@@ -713,13 +729,19 @@ class PushConsumer(ConsumerBase):
                 reset_retry_topic(msg, self.group, now_ms, namespace)
             context = ConsumeContext(mq=mq) if with_context else None
             result = await invoke(msgs, context)
+            consume_rt.value += int(time.time() * 1000) - now_ms  # incConsumeRT
+            consume_rt.times += 1
             if pq.dropped:
                 return  # given up: the new owner consumes from the committed offset
             size = len(msgs)
             if result is ConsumeResult.SUCCESS:
                 ack = size - 1 if context is None else max(-1, min(context.ack_index, size - 1))
+                consume_ok.value += ack + 1  # incConsumeOKTPS
+                consume_ok.times += 1
             else:
                 ack = -1
+            consume_failed.value += size - ack - 1  # incConsumeFailedTPS (0 too on SUCCESS, as Java)
+            consume_failed.times += 1
             self.stats.consumed += ack + 1
             done = msgs
             if ack + 1 < size:
@@ -763,6 +785,8 @@ class PushConsumer(ConsumerBase):
         namespace = self.namespace
         #: consumed, not committed (Java's ``consumingMsgOrderlyTreeMap`` past its batch)
         uncommitted: list[MessageExt] = []
+        topic_stats = self.consume_stats.topic(mq.topic)
+        consume_rt, consume_ok, consume_failed = topic_stats.consume_rt, topic_stats.consume_ok, topic_stats.consume_failed
         while True:
             await pq.wait_pending()
             if not self._running(o):
@@ -784,6 +808,8 @@ class PushConsumer(ConsumerBase):
                 result = await invoke(msgs, context)
             finally:
                 pq.consuming = False
+            consume_rt.value += int(time.time() * 1000) - now_ms  # incConsumeRT
+            consume_rt.times += 1
             if pq.dropped:
                 return
             if context is None or context.auto_commit:
@@ -792,10 +818,14 @@ class PushConsumer(ConsumerBase):
                         log.warning("an orderly consumer with auto_commit answered %s: taken as SUCCESS (%s)",
                                     result.name, mq)
                     self.stats.consumed += len(msgs)
+                    consume_ok.value += len(msgs)  # incConsumeOKTPS
+                    consume_ok.times += 1
                     self._commit_orderly(mq, pq, uncommitted + msgs if uncommitted else msgs)
                     uncommitted.clear()
                 else:
                     self.stats.reconsume_later += len(msgs)
+                    consume_failed.value += len(msgs)  # incConsumeFailedTPS
+                    consume_failed.times += 1
                     if await self._check_reconsume_times(msgs):
                         pq.give_back(msgs)
                         await trio.sleep(_suspend_time(context, self.options.suspend_orderly_s))
@@ -804,6 +834,8 @@ class PushConsumer(ConsumerBase):
                         uncommitted.clear()
             elif result is ConsumeResult.SUCCESS:
                 self.stats.consumed += len(msgs)
+                consume_ok.value += len(msgs)
+                consume_ok.times += 1
                 uncommitted.extend(msgs)
             elif result is ConsumeResult.COMMIT:
                 uncommitted.extend(msgs)
@@ -815,6 +847,8 @@ class PushConsumer(ConsumerBase):
                 await trio.sleep(_suspend_time(context, self.options.suspend_orderly_s))
             else:
                 self.stats.reconsume_later += len(msgs)
+                consume_failed.value += len(msgs)
+                consume_failed.times += 1
                 if await self._check_reconsume_times(msgs):
                     pq.give_back(msgs)
                     await trio.sleep(_suspend_time(context, self.options.suspend_orderly_s))

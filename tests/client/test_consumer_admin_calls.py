@@ -5,6 +5,9 @@ broker on loopback."""
 
 from __future__ import annotations
 
+import time
+
+import pytest
 import trio
 
 from trocket.client.config import ClientConfig
@@ -43,6 +46,11 @@ async def test_running_info_and_consume_directly_through_the_broker(tmp_path):
                 ClientInstance(ClientConfig(namesrv=ns)) as admin:
             with trio.fail_after(10):
                 await four.wait()
+                while not {b"later", b"boom"} <= set(seen):
+                    await trio.sleep(0.02)
+            # the sampler's pass (every 10 s in the background) run now
+            stats = consumer.consume_stats
+            stats.sample(int(time.time() * 1000), hour=True)
             addr = broker.broker_addr
             r = await admin.api.invoke(addr, RemotingCommand.request(307, GetConsumerRunningInfoRequestHeader(
                 consumerGroup="AG", clientId=consumer.client_id, jstackEnable=False)))
@@ -64,7 +72,17 @@ async def test_running_info_and_consume_directly_through_the_broker(tmp_path):
             assert committed >= 4  # consumed offsets the consumer holds in memory
             pq = table[MessageQueue("AT", name, sent[0].queue.queue_id)]
             assert pq["droped"] is False and pq["lastPullTimestamp"] > 0 and pq["lastConsumeTimestamp"] > 0
-            assert info["statusTable"] == {}
+            # per subscribed topic, Java's ConsumeStatus from the sampled windows: 4 OK and
+            # 2 failed (RECONSUME_LATER, an exception) on AT; nothing yet on the retry topic
+            status = info["statusTable"]
+            assert set(status) == {"AT", "%RETRY%AG"}
+            assert status["%RETRY%AG"] == {"pullRT": 0.0, "pullTPS": 0.0, "consumeRT": 0.0, "consumeOKTPS": 0.0,
+                                           "consumeFailedTPS": 0.0, "consumeFailedMsgs": 0}
+            at, ok = status["AT"], stats.topic("AT").consume_ok.minute
+            seconds = (ok[-1][0] - ok[0][0]) / 1000
+            assert at["consumeOKTPS"] == pytest.approx(4 / seconds)
+            assert at["consumeFailedTPS"] == pytest.approx(2 / seconds) and at["consumeFailedMsgs"] == 2
+            assert at["pullTPS"] == pytest.approx(6 / seconds) and at["pullRT"] >= 0 and at["consumeRT"] >= 0
 
             async def direct(offset_msg_id: str) -> dict:
                 r = await admin.api.invoke(addr, RemotingCommand.request(309, ConsumeMessageDirectlyResultRequestHeader(

@@ -527,7 +527,9 @@ async def test_message_trace_from_trocket_clients(peer, broker, java_bundle, jav
 @on_both()
 async def test_mqadmin_consumer_status_and_consume_directly(peer, broker, java_bundle, java_classes, tmp_path):
     """mqadmin ``consumerStatus -i`` (GET_CONSUMER_RUNNING_INFO 307) and ``queryMsgById
-    -g -d`` (CONSUME_MESSAGE_DIRECTLY 309) against a running trocket PushConsumer."""
+    -g -d`` (CONSUME_MESSAGE_DIRECTLY 309) against a running trocket PushConsumer; its
+    ``#Consumer RT&TPS#`` rows (the statusTable) once the consumer's sampler has seen the
+    20 messages consumed (every 10 s, as Java's ConsumerStatsManager)."""
     topic, group = unique(broker, "cst"), unique(broker, "cstG")
     create_topic(peer, topic)
     seen: list[str] = []
@@ -535,13 +537,18 @@ async def test_mqadmin_consumer_status_and_consume_directly(peer, broker, java_b
 
     async def on(msg):
         seen.append(msg.body.decode())
-        consumed.set()
+        if len(seen) >= 20:
+            consumed.set()
 
     async with Producer(unique(broker, "cstP"), peer.namesrv) as producer:
         result = await producer.send(new_message(topic, "status"))
+        for i in range(19):
+            await producer.send(new_message(topic, f"more{i}"))
     async with PushConsumer(group, peer.namesrv, {topic: "*"}, on, consume_from="first", **FAST) as consumer:
         with trio.fail_after(60):
             await consumed.wait()
+            while consumer.consume_stats.status(topic).consume_ok_tps == 0:  # the next 10 s pass
+                await trio.sleep(0.2)
 
         out = await admin_step(java_bundle, java_classes, tmp_path, peer, "consumer_status", group=group,
                                clientId=consumer.client_id)
@@ -551,6 +558,14 @@ async def test_mqadmin_consumer_status_and_consume_directly(peer, broker, java_b
         assert "PROP_CONSUME_TYPE" in text and "CONSUME_PASSIVELY" in text, text
         assert topic in text and f"%RETRY%{group}" in text, text
         assert "#Consumer MQ Detail#" in text, text
+        # #Consumer RT&TPS#: topic, pull RT, pull TPS, consume RT, OK TPS, failed TPS, failed msgs
+        rates = text.split("#Consumer RT&TPS#", 1)[1].splitlines()
+        rows = {r.split()[0]: r.split()[1:] for r in rates if r.strip() and not r.startswith("#")
+                and r.split()[0] in (topic, f"%RETRY%{group}")}
+        assert set(rows) == {topic, f"%RETRY%{group}"}, text
+        assert float(rows[topic][1]) > 0 and float(rows[topic][3]) > 0, rows  # pull TPS, consume OK TPS
+        assert float(rows[topic][4]) == 0 and rows[topic][5] == "0", rows  # nothing failed
+        assert [float(v) for v in rows[f"%RETRY%{group}"]] == [0.0] * 6, rows
         n = len(seen)
         out = await admin_step(java_bundle, java_classes, tmp_path, peer, "consume_directly", group=group,
                                clientId=consumer.client_id, msgId=result.offset_msg_id)
