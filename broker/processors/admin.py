@@ -50,7 +50,7 @@ from trocket.codecs.headers import (
     SearchOffsetResponseHeader,
     ViewMessageRequestHeader,
 )
-from trocket.codecs.names import is_system_topic, validate_topic
+from trocket.codecs.names import RMQ_SYS_TRANS_HALF_TOPIC, is_system_topic, validate_topic
 from trocket.remoting import Connection
 
 from ..store import TopicConfig
@@ -161,6 +161,8 @@ class AdminProcessor:
             for d in detached:
                 await trio.to_thread.run_sync(d.remove_files)
                 log.info("cleanUnusedTopic: %s, topic destroyed", d.topic)
+            if self.ctx.transactions is not None and any(d.topic == RMQ_SYS_TRANS_HALF_TOPIC for d in detached):
+                self.ctx.transactions.half_queue_cleaned()
         self.ctx.topic_created(topic)  # the topic table changed: register again
         return reply(ResponseCode.SUCCESS)
 

@@ -198,6 +198,22 @@ class TransactionalMessageService:
             self.half_offset, self.op_offset, len(self.ended), len(self.latest),
         )
 
+    def half_queue_cleaned(self) -> None:
+        """The half topic's queue was removed (``cleanUnusedTopic`` after a topic was
+        deleted: until the first check pass makes its topic config, the half topic has
+        none, as in Java): its offsets start again at 0. What was kept about the old ones
+        goes -- the ended and checked transactions, and the op records written so far,
+        which name old offsets -- so the new half messages are ended and checked as
+        new (otherwise each END would be refused as "not pending any more" until the new
+        queue passed the old check offset). Committed with the check's offsets."""
+        self.half_offset = self.store.get_min_offset(HALF_TOPIC, HALF_QUEUE_ID)
+        self.op_offset = self.store.get_max_offset(OP_TOPIC, HALF_QUEUE_ID)
+        self.ended.clear()
+        self.latest.clear()
+        self.ops.clear()
+        self._commit_offsets()
+        log.info("transactions: the half queue was removed; checks start again at offset %d", self.half_offset)
+
     def _half_at(self, queue_offset: int) -> StoredMessage | None:
         entry = self.store.get_queue_entry(HALF_TOPIC, HALF_QUEUE_ID, queue_offset)
         return read_stored(self.store, entry[0]) if entry is not None else None

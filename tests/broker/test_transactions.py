@@ -22,6 +22,7 @@ from trocket.codecs.command import RemotingCommand
 from trocket.codecs.custom_header import decode_header
 from trocket.codecs.headers import (
     CheckTransactionStateRequestHeader,
+    DeleteTopicRequestHeader,
     EndTransactionRequestHeader,
     SendMessageRequestHeaderV2,
 )
@@ -168,6 +169,32 @@ async def test_commit_stores_the_real_message_and_an_op_record(tmp_path, wire):
         assert {"CLUSTER", "WAIT", "REAL_TOPIC", "REAL_QID", "TRAN_MSG", "PGROUP"} <= set(half_map)
         real_props = read_stored(broker.store, real.commit_log_offset).raw_properties.decode()
         assert real_props == half_map.to_properties(without={"REAL_TOPIC", "REAL_QID", "TRAN_MSG"})
+
+
+async def test_transactions_end_after_a_topic_delete_removed_the_half_queue(tmp_path, wire):
+    """Deleting a topic cleans the consume queues of topics without a config, the half
+    topic's among them until a check pass made its config (as Java's): the half queue
+    starts again at offset 0, and a transaction prepared then is ended as a new one, not
+    refused for the ended transaction that had that offset before."""
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        for body in (b"one", b"two"):
+            prep = await c.invoke_sync(addr, prepared("TxTopic", body))
+            assert (await c.invoke_sync(addr, end_request(prep.ext_fields, COMMIT))).code == 0
+        assert broker.topics.select(HALF) is None  # no check pass yet: no config
+        assert (await c.invoke_sync(addr, prepared("GoneTopic", b"x", tran_msg=False, sys_flag=0))).code == 0
+        r = await c.invoke_sync(addr, RemotingCommand.request(215, DeleteTopicRequestHeader(topic="GoneTopic")))
+        assert r.code == 0, r.remark
+        assert broker.store.get_max_offset(HALF, 0) == 0  # the half queue went with it
+
+        prep = await c.invoke_sync(addr, prepared("TxTopic", b"three"))
+        assert prep.ext_fields["queueOffset"] == "0"  # an offset an ended transaction had
+        r = await c.invoke_sync(addr, end_request(prep.ext_fields, COMMIT))
+        assert r.code == 0, r.remark
+        assert [m.body for m in stored(broker, "TxTopic", 1)] == [b"one", b"two", b"three"]
+        # and the check service sees the new queue from its start: nothing pending
+        assert await broker.transactions.check() == 0
+        assert broker.transactions.half_offset == 1
 
 
 async def test_rollback_stores_only_the_op_record(tmp_path, wire):
