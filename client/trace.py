@@ -359,12 +359,15 @@ class TraceDispatcher:
 
 def _sub_before(dispatcher: TraceDispatcher, group: str, msgs) -> tuple[str, list[tuple[TraceBean, str | None]]]:
     """``ConsumeMessageTraceHookImpl.consumeMessageBefore``: a SubBefore record per
-    message, one request id for the call; (that id, (bean, region) per message)."""
+    message, one request id for the call; (that id, (bean, region) per message). A
+    message whose ``TRACE_ON`` property is ``false`` is left out (Java's "trace switch")."""
     now = int(time.time() * 1000)
     request_id = dispatcher.request_id()
     traced = []  # (bean, region) per message (Java: one context of every bean)
     for msg in msgs:
         props = msg.properties
+        if props.get("TRACE_ON") == "false":
+            continue
         bean = TraceBean(
             topic=msg.topic, msg_id=msg.client_msg_id or msg.msg_id, tags=msg.tags, keys=props.get("KEYS"),
             store_host=str(msg.store_host),

@@ -73,6 +73,36 @@ async def test_producer_and_consumer_write_java_traces(tmp_path):
         assert all(result.msg_id in keys and "traceKey" in keys for _, keys in mine)
 
 
+async def test_a_message_with_its_trace_switch_off_has_no_consume_records(tmp_path):
+    """Java's consume hook skips a message whose ``TRACE_ON`` property is ``false``: no
+    SubBefore or SubAfter for it (its Pub stays: the send hook looks only at the
+    broker's answer)."""
+    async with running_broker(tmp_path, trace_topic_enable=True) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        got: list[bytes] = []
+        both = trio.Event()
+        async with Producer("TraceOffPG", ns, trace=True) as producer:
+            off = new_message("TraceOffT", b"off", keys="kOff")
+            off.properties["TRACE_ON"] = "false"
+            sent_off = await producer.send(off)
+            sent_on = await producer.send(new_message("TraceOffT", b"on", keys="kOn"))
+
+            async def on_message(msg):
+                got.append(msg.body)
+                if len(got) == 2:
+                    both.set()
+                return ConsumeResult.SUCCESS
+
+            async with PushConsumer("TraceOffCG", ns, {"TraceOffT": "*"}, on_message, consume_from="first", trace=True):
+                with trio.fail_after(10):
+                    await both.wait()
+        records = [r for r, _ in await read_traces(ns)]
+        kinds = {(r.msg_id, r.trace_type) for r in records}
+        assert {(sent_on.msg_id, k) for k in ("Pub", "SubBefore", "SubAfter")} <= kinds
+        assert (sent_off.msg_id, "Pub") in kinds
+        assert not {(sent_off.msg_id, k) for k in ("SubBefore", "SubAfter")} & kinds
+
+
 async def test_an_unwritable_trace_topic_loses_no_user_message(tmp_path):
     """No trace topic and no auto-create: every trace send fails, every send succeeds."""
     async with running_broker(tmp_path, auto_create_topic=False) as broker:
