@@ -210,6 +210,21 @@ class BlockingPushConsumer(_Blocking):
     def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
         self._loop.call_sync(self.consumer.subscribe, topic, expression)
 
+    def unsubscribe(self, topic: str) -> None:
+        """Stop consuming ``topic`` (its queues are given up at the next rebalance, started now)."""
+        self._loop.call_sync(self.consumer.unsubscribe, topic)
+
+    def suspend(self) -> None:
+        """Stop pulling until :meth:`resume` (what is cached is still consumed)."""
+        self._loop.call_sync(self.consumer.suspend)
+
+    def resume(self) -> None:
+        self._loop.call_sync(self.consumer.resume)
+
+    @property
+    def suspended(self) -> bool:
+        return self._loop.call_sync(lambda: self.consumer.suspended)
+
     def assignment(self) -> list[MessageQueue]:
         return self._loop.call_sync(self.consumer.assignment)
 

@@ -70,6 +70,44 @@ def test_blocking_producer_and_push_consumer(thread_broker):
         consumer.commit()
 
 
+def test_blocking_push_consumer_suspend_resume_unsubscribe(thread_broker):
+    """Java's suspend / resume / unsubscribe from plain code: once suspended (and the
+    queue's pull in flight has come back) nothing more is pulled, after resume it is; an
+    unsubscribed topic's queues are given up. One queue (an orderly key) throughout."""
+    ns = thread_broker
+    got: list[bytes] = []
+    arrived = threading.Semaphore(0)
+
+    def listener(msg):
+        got.append(msg.body)
+        arrived.release()
+        return ConsumeResult.SUCCESS
+
+    with BlockingProducer("BSPG", ns) as producer, \
+            BlockingPushConsumer("BSCG", ns, {"BST": "*", "BSU": "*"}, listener, consume_from="first") as consumer:
+        producer.send_orderly(new_message("BST", b"first"), key="k")
+        assert arrived.acquire(timeout=10) and got == [b"first"]
+        consumer.suspend()
+        assert consumer.suspended
+        # the long poll already held by the broker brings the next message (as Java's)
+        producer.send_orderly(new_message("BST", b"in flight"), key="k")
+        assert arrived.acquire(timeout=10) and got[-1] == b"in flight"
+        producer.send_orderly(new_message("BST", b"while suspended"), key="k")
+        assert not arrived.acquire(timeout=2) and got[-1] == b"in flight"
+        consumer.resume()
+        assert not consumer.suspended
+        assert arrived.acquire(timeout=10) and got[-1] == b"while suspended"
+        producer.send(new_message("BSU", b"other topic"))  # (the topic exists from now on)
+        assert arrived.acquire(timeout=25) and got[-1] == b"other topic"
+        assert {"BST", "BSU"} <= {mq.topic for mq in consumer.assignment()}
+        consumer.unsubscribe("BSU")
+        deadline = time.monotonic() + 10
+        while "BSU" in {mq.topic for mq in consumer.assignment()} and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "BSU" not in {mq.topic for mq in consumer.assignment()}
+        assert "BST" in {mq.topic for mq in consumer.assignment()}
+
+
 def test_blocking_pull_consumer(thread_broker):
     ns = thread_broker
     with BlockingProducer("BPG", ns) as producer:
