@@ -83,11 +83,15 @@ async def test_pause_resume_offset_for_timestamp_and_unsubscribe(tmp_path):
 
     async with running_broker(tmp_path) as broker:
         ns = ";".join(broker.namesrv_addrs)
-        await produce(ns, "LPZ", 8)
-        time.sleep(0.05)  # the store's clock is the wall clock
-        between = int(time.time() * 1000)
-        time.sleep(0.005)
-        await produce(ns, "LPZ", 8, start=8)
+        # offset_for_timestamp answers the stored message nearest in time (Java 4.9.8): the
+        # time taken is far from the first eight (0.5 s; the store's clock is the wall
+        # clock) and near the next ones (the same producer sends them at once)
+        async with Producer("PG", ns) as producer:
+            for i in range(16):
+                if i == 8:
+                    time.sleep(0.5)
+                    between = int(time.time() * 1000)
+                await producer.send(new_message("LPZ", f"m{i}".encode(), tags="even" if i % 2 == 0 else "odd"))
         async with PullConsumer("LPG", ns, consume_from="first", auto_commit=False) as c:
             queues = await c.fetch_queues("LPZ")
             c.pause(queues)
