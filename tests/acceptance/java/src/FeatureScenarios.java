@@ -148,27 +148,8 @@ final class FeatureScenarios {
             SendResult r = p.send(new Message(topic, "TagT", "traceKey", "traced".getBytes(StandardCharsets.UTF_8)));
             String id = r.getMsgId();
             Ctx.await(15000, () -> consumed.contains(id));
-            DefaultMQPullConsumer reader = c.pullConsumer(c.name("traceReader"));
             Set<String> kinds = new TreeSet<>();
-            long deadline = System.currentTimeMillis() + 20000;
-            while (System.currentTimeMillis() < deadline && kinds.size() < 3) {
-                kinds.clear();
-                for (MessageQueue mq : reader.fetchSubscribeMessageQueues(TopicValidator.RMQ_SYS_TRACE_TOPIC)) {
-                    long offset = 0;
-                    while (true) {
-                        PullResult pr = reader.pull(mq, "*", offset, 32, 5000);
-                        if (pr.getPullStatus() != PullStatus.FOUND) break;
-                        for (MessageExt m : pr.getMsgFoundList()) {
-                            String body = new String(m.getBody(), StandardCharsets.UTF_8);
-                            for (String rec : body.split(String.valueOf((char) 2))) {
-                                if (rec.contains(id)) kinds.add(rec.split(String.valueOf((char) 1))[0]);
-                            }
-                        }
-                        offset = pr.getNextBeginOffset();
-                    }
-                }
-                if (kinds.size() < 3) Thread.sleep(500);
-            }
+            for (List<String> rec : traceRecords(c, id, 3, 20000)) kinds.add(rec.get(0));
             out.put("consumed", consumed.contains(id));
             out.put("msgId", id);
             out.put("traceKinds", kinds);
