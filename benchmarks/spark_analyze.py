@@ -155,7 +155,7 @@ def _tree_cpu_s(pid: int) -> float:
     return total
 
 
-def run_one(master: str, path: str, out: str) -> dict:
+def run_one(master: str, path: str, out: str, split_mb: float | None = None) -> dict:
     """One Spark run in this process (called in a fresh process by main)."""
     from trocket.spark.job import analyze
     from trocket.spark.session import build_session
@@ -185,7 +185,8 @@ def run_one(master: str, path: str, out: str) -> dict:
     cpu0 = {"driver": _cpu_s(os.getpid(), False), "jvm": _cpu_s(jvm_pid, False) if jvm_pid else 0.0,
             "workers": _tree_cpu_s(jvm_pid) if jvm_pid else 0.0}  # fmt: skip
     t = time.monotonic()
-    result = analyze(spark, [path], out)
+    kw = {} if split_mb is None else {"split_bytes": int(split_mb * (1 << 20))}
+    result = analyze(spark, [path], out, **kw)
     t_report = time.monotonic()
     write_report(out, result.summary, spark=spark)
     result.timings["report"] = time.monotonic() - t_report
@@ -199,10 +200,11 @@ def run_one(master: str, path: str, out: str) -> dict:
             "cpu_s": {k: cpu1[k] - cpu0[k] for k in cpu0}}  # fmt: skip
 
 
-def _spark_run(master: str, path: str, directory: str) -> dict:
+def _spark_run(master: str, path: str, directory: str, split_mb: float | None = None) -> dict:
     out = os.path.join(directory, f"out-{master.replace('[', '').replace(']', '')}-{os.path.basename(path)}")
     proc = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--run-one", master, "--capture", path, "--out", out],
+        [sys.executable, os.path.abspath(__file__), "--run-one", master, "--capture", path, "--out", out,
+         *(["--split-mb", str(split_mb)] if split_mb is not None else [])],
         capture_output=True, text=True, cwd=directory,
     )  # fmt: skip
     if proc.returncode != 0:
@@ -285,7 +287,7 @@ def big_capture(directory: str, gb: float) -> str:
     return path
 
 
-def worker_memory(path: str, split_mb: float = 32) -> dict:
+def worker_memory(path: str, split_mb: float = 64) -> dict:
     """A Python worker's tasks on ``path`` in this one process, as a reused worker runs
     them: the plan (a hop over every record length of the file) and the decoding of
     three of its ranges (first, middle, last: read, decoded, written as Parquet, paired);
@@ -479,10 +481,11 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=2, help="runs of the baseline and of local[2], alternating (best counts)")
     p.add_argument("--run-one", metavar="MASTER", help=argparse.SUPPRESS)
     p.add_argument("--capture", help=argparse.SUPPRESS)
+    p.add_argument("--split-mb", type=float, help="the Spark runs' range size (trocket analyze --split-mb; default its own)")
     p.add_argument("--out", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.run_one:
-        print(json.dumps(run_one(args.run_one, args.capture, args.out)))
+        print(json.dumps(run_one(args.run_one, args.capture, args.out, args.split_mb)))
         return
     if args.write_tap:
         write_tap(args.write_tap, args.capture, args.rate, args.seconds, args.rotate_mb)
@@ -528,7 +531,7 @@ def main() -> None:
         if master == "baseline":
             base_rates.append(run_baseline())
             continue
-        r = _spark_run(master, path, args.dir)
+        r = _spark_run(master, path, args.dir, args.split_mb)
         rates[master].append(r["frames"] / r["seconds"])
         if r["summary"] != base_summaries[0]:
             raise SystemExit(f"spark {master} and the baseline disagree:\n{r['summary']}\n{base_summaries[0]}")
@@ -549,7 +552,7 @@ def main() -> None:
           f"{best['local[2]'] / best['local[1]']:.2f}x; load average now {os.getloadavg()[0]:.2f}")  # fmt: skip
     for size in [int(s) for s in args.memory_sizes.split(",") if s.strip()]:
         small = _capture(args.dir, size)
-        r = _spark_run("local[2]", small, args.dir)
+        r = _spark_run("local[2]", small, args.dir, args.split_mb)
         print(f"memory check, {size} frames ({os.path.getsize(small) / 1e9:.2f} GB), local[2]: peak driver JVM {r['jvm_rss_mb']:.0f} MB RSS, "
               f"Python {r['python_rss_mb']:.0f} MB RSS; largest Python worker {r['worker_rss_mb']:.0f} MB RSS")  # fmt: skip
 

@@ -44,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", metavar="URL", help="Spark master (default: local[*]; spark://HOST:PORT for a standalone cluster)")
     p.add_argument("--since", type=parse_time, metavar="T", help="only frames at or after T (Unix seconds or ISO 8601)")
     p.add_argument("--until", type=parse_time, metavar="T", help="only frames before T")
-    p.add_argument("--split-mb", type=float, metavar="N", help="read large files in ranges of about N MiB (default 32; 4 with --follow)")
+    p.add_argument("--split-mb", type=float, metavar="N", help="read large files in ranges of about N MiB (default 64; 4 with --follow)")
     p.add_argument("--driver-memory", default="1g", metavar="SIZE", help="Spark driver memory (default 1g)")
     p.add_argument("--no-report", action="store_true", help="skip report.html")
     p.add_argument("--quiet", action="store_true", help="no progress line")
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace, spark=None, progress=None) -> int:
         print("trocket: error: analyze needs PySpark: pip install 'trocket[spark]'", file=sys.stderr)
         return 1
     from .inputs import resolve_inputs
-    from .job import analyze
+    from .job import DEFAULT_SPLIT_BYTES, analyze
     from .report import console_summary
     from .session import Progress, build_session
     from .summary import write_summary
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace, spark=None, progress=None) -> int:
     try:
         result = analyze(
             spark, inputs, out, since_ns=args.since, until_ns=args.until,
-            split_bytes=max(4096, int((args.split_mb or 32) * 1024 * 1024)), progress=progress,
+            split_bytes=max(4096, int(args.split_mb * 1024 * 1024)) if args.split_mb else DEFAULT_SPLIT_BYTES, progress=progress,
         )  # fmt: skip
         write_summary(result.summary, os.path.join(out, "summary.json"))
         if not args.no_report:
