@@ -812,31 +812,18 @@ class PushConsumer(ConsumerBase):
             consume_rt.times += 1
             if pq.dropped:
                 return
-            if context is None or context.auto_commit:
-                if result is not ConsumeResult.RECONSUME_LATER:
-                    if result is not ConsumeResult.SUCCESS:
-                        log.warning("an orderly consumer with auto_commit answered %s: taken as SUCCESS (%s)",
-                                    result.name, mq)
-                    self.stats.consumed += len(msgs)
-                    consume_ok.value += len(msgs)  # incConsumeOKTPS
-                    consume_ok.times += 1
-                    self._commit_orderly(mq, pq, uncommitted + msgs if uncommitted else msgs)
-                    uncommitted.clear()
-                else:
-                    self.stats.reconsume_later += len(msgs)
-                    consume_failed.value += len(msgs)  # incConsumeFailedTPS
-                    consume_failed.times += 1
-                    if await self._check_reconsume_times(msgs):
-                        pq.give_back(msgs)
-                        await trio.sleep(_suspend_time(context, self.options.suspend_orderly_s))
-                    else:  # every message went to the DLQ: the batch is done
-                        self._commit_orderly(mq, pq, uncommitted + msgs if uncommitted else msgs)
-                        uncommitted.clear()
-            elif result is ConsumeResult.SUCCESS:
+            auto_commit = context is None or context.auto_commit
+            if auto_commit and result is not ConsumeResult.SUCCESS and result is not ConsumeResult.RECONSUME_LATER:
+                log.warning("an orderly consumer with auto_commit answered %s: taken as SUCCESS (%s)", result.name, mq)
+                result = ConsumeResult.SUCCESS
+            if result is ConsumeResult.SUCCESS:
                 self.stats.consumed += len(msgs)
-                consume_ok.value += len(msgs)
+                consume_ok.value += len(msgs)  # incConsumeOKTPS
                 consume_ok.times += 1
                 uncommitted.extend(msgs)
+                if auto_commit:
+                    self._commit_orderly(mq, pq, uncommitted)
+                    uncommitted.clear()
             elif result is ConsumeResult.COMMIT:
                 uncommitted.extend(msgs)
                 self._commit_orderly(mq, pq, uncommitted)
@@ -847,13 +834,16 @@ class PushConsumer(ConsumerBase):
                 await trio.sleep(_suspend_time(context, self.options.suspend_orderly_s))
             else:
                 self.stats.reconsume_later += len(msgs)
-                consume_failed.value += len(msgs)
+                consume_failed.value += len(msgs)  # incConsumeFailedTPS
                 consume_failed.times += 1
                 if await self._check_reconsume_times(msgs):
                     pq.give_back(msgs)
                     await trio.sleep(_suspend_time(context, self.options.suspend_orderly_s))
-                else:  # sent to the DLQ: consumed, committed with the next COMMIT
+                else:  # every message went to the DLQ: consumed, committed now (auto_commit) or with the next COMMIT
                     uncommitted.extend(msgs)
+                    if auto_commit:
+                        self._commit_orderly(mq, pq, uncommitted)
+                        uncommitted.clear()
 
     def _commit_orderly(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
         """``ProcessQueue.commit`` + ``updateOffset``: ``msgs`` leave the cache and the
