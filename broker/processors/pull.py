@@ -253,7 +253,8 @@ class PullProcessor:
                 sub = parse_subscription(data.sub_string)
             else:
                 filter_data = self.filters.filter_data(group, topic)
-                if filter_data is None or self.filters.registered(group, topic) is None:
+                # what registered() tests, on the subscription already looked up
+                if filter_data is None or data.expression_type != EXPRESSION_TYPE_SQL92 or not data.sub_string:
                     raise FilterDataNotExistError(
                         "The broker's consumer filter data is not exist!Your expression may be wrong!"
                     )
