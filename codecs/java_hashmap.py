@@ -58,12 +58,17 @@ _MAX_ORDERS = 4096
 _MAP_ORDERS: dict[tuple, tuple[str, ...]] = {}
 
 
+def _bucket_order(keys: Iterable[str], capacity: int) -> tuple[str, ...]:
+    """``keys`` (in insertion order) by bucket of a ``capacity``-wide table."""
+    mask = capacity - 1
+    # sorted() is stable, so keys sharing a bucket keep their insertion order.
+    return tuple(sorted(keys, key=lambda k: _spread(k) & mask))
+
+
 def _order(keys: tuple[str, ...]) -> tuple[str, ...]:
     order = _ORDERS.get(keys)
     if order is None:
-        mask = hashmap_capacity(len(keys)) - 1
-        # sorted() is stable, so keys sharing a bucket keep their insertion order.
-        order = tuple(sorted(keys, key=lambda k: _spread(k) & mask))
+        order = _bucket_order(keys, hashmap_capacity(len(keys)))
         if len(_ORDERS) >= _MAX_ORDERS:
             _ORDERS.clear()
         _ORDERS[keys] = order
@@ -162,9 +167,7 @@ class JavaHashMap(MutableMapping[str, str]):
         shape = (self._capacity, *self._items)
         order = _MAP_ORDERS.get(shape)
         if order is None:
-            mask = self._capacity - 1
-            # sorted() is stable: keys sharing a bucket keep their insertion order
-            order = tuple(sorted(self._items, key=lambda k: _spread(k) & mask))
+            order = _bucket_order(self._items, self._capacity)
             if len(_MAP_ORDERS) >= _MAX_ORDERS:
                 _MAP_ORDERS.clear()
             _MAP_ORDERS[shape] = order
@@ -174,8 +177,6 @@ class JavaHashMap(MutableMapping[str, str]):
         """``messageProperties2String`` (``without``: keys left out, the others' order
         unchanged)."""
         items = self._items
-        if not without:
-            return "\x02".join([f"{k}\x01{items[k]}" for k in self._order()])
         return "\x02".join([f"{k}\x01{items[k]}" for k in self._order() if k not in without])
 
     def __repr__(self) -> str:
