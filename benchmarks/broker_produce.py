@@ -98,6 +98,7 @@ import time
 
 import trio
 
+from trocket.codecs.acl import ACCESS_KEY, SIGNATURE, AclSigningHook
 from trocket.codecs.bodies.fastjson import loads
 from trocket.codecs.command import RemotingCommand, SerializeType
 from trocket.codecs.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
@@ -591,22 +592,21 @@ accounts:
 
 
 class _SignOnlyHook:
-    """The generator's work of signing a request (``AclSigningHook``), the signature dropped."""
+    """The generator's work of signing a request (``AclSigningHook``'s own), the fields it
+    added dropped again."""
 
-    __slots__ = ("secret",)
+    __slots__ = ("signing",)
 
-    def __init__(self, secret: str) -> None:
-        self.secret = secret
+    def __init__(self, access_key: str, secret: str) -> None:
+        self.signing = AclSigningHook(access_key, secret)
 
     def do_before_request(self, remote_addr, request) -> None:
-        from trocket.codecs.acl import ACCESS_KEY, request_signature
-
         before = request.ext_fields
-        request.add_ext_field(ACCESS_KEY, "benchProducer")
-        request_signature(request, self.secret)
-        request.ext_fields.pop(ACCESS_KEY)
+        self.signing.do_before_request(remote_addr, request)
         if before is None:
             request.ext_fields = None
+        else:
+            del before[ACCESS_KEY], before[SIGNATURE]
 
 
 async def bench_acl(
@@ -621,8 +621,6 @@ async def bench_acl(
     (:class:`_SignOnlyHook`), so both brokers see requests arrive at the same pace: a
     slower generator would hand the broker shorter runs of reads, each paying its
     syscalls, and charge that to ACL.)"""
-    from trocket.client.acl import AclSigningHook
-
     results: dict[tuple[int, str], list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="trocket-bench-") as tmp:
         acl_path = os.path.join(tmp, "plain_acl.yml")
@@ -637,7 +635,7 @@ async def bench_acl(
                                           os.path.join(tmp, label, "broker.log"), extra_args=extra)
                 procs.append(proc)
                 hooks = [AclSigningHook("benchProducer", "bench-secret-key") if extra
-                         else _SignOnlyHook("bench-secret-key")]
+                         else _SignOnlyHook("benchProducer", "bench-secret-key")]
                 brokers.append((label, addr, proc.pid, RemotingClient(ClientConfig(default_timeout=10), hooks=hooks)))
             async with trio.open_nursery() as nursery:
                 for _, addr, _, client in brokers:
