@@ -143,7 +143,15 @@ final class Ctx {
         while (got.size() < want && System.currentTimeMillis() < deadline) {
             boolean any = false;
             for (int q = 0; q < queues; q++) {
-                PullResult r = c.pull(new MessageQueue(topic, brokerName, q), "*", next[q], 32, 5000);
+                PullResult r;
+                try {
+                    r = c.pull(new MessageQueue(topic, brokerName, q), "*", next[q], 32, 5000);
+                } catch (MQClientException e) {
+                    // A topic auto-created by a send reaches the name server by the broker's
+                    // oneway re-registration (Java's broker): until then the route names no broker.
+                    if (e.getMessage() == null || !e.getMessage().contains("not exist")) throw e;
+                    break;
+                }
                 if (r.getPullStatus() == PullStatus.FOUND) {
                     for (MessageExt m : r.getMsgFoundList()) {
                         got.put(String.format("%04d/%012d", m.getQueueId(), m.getQueueOffset()), m);
