@@ -22,17 +22,18 @@ sends it oneway; a two-way request gets Java's answers:
 two-way request here gets SUCCESS (no real client asks). The decisions are
 :meth:`~trocket.broker.transaction.TransactionalMessageService.end`'s; the processor runs
 inline on the connection's reader (the puts are short and never wait: Java's
-``sendFinalMessage`` does not wait for the flush or the slave either). A oneway request
-is ended once the reader has handled its whole read and written the answers of the
-other requests in it (:func:`~trocket.remoting.connection.call_after_read`): Java ends
-transactions in a pool of their own, so a producer's next prepared send, often in the
-same read, does not wait for the previous END's three reads and two puts. Nothing is
-answered either way, and the ENDs of one connection keep their order.
+``sendFinalMessage`` does not wait for the flush or the slave either). The oneway
+requests of one read are ended together once the reader has handled the whole read and
+written the answers of the other requests in it
+(:func:`~trocket.remoting.connection.call_after_read`): Java ends transactions in a pool
+of their own, so a producer's next prepared send, often in the same read, does not wait
+for the previous END's three reads and two puts; and ended together, their records are
+dispatched once (:meth:`~trocket.broker.transaction.TransactionalMessageService.end_all`).
+Nothing is answered either way, and the ENDs of one connection keep their order.
 """
 
 from __future__ import annotations
 
-import logging
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -41,7 +42,6 @@ from trocket.codecs.command import RemotingCommand
 from trocket.codecs.headers import EndTransactionRequestHeader
 from trocket.remoting import Connection, call_after_read
 
-from ..errors import BrokerError
 from ..transaction import TransactionalMessageService
 from . import decode_request_header, reply
 
@@ -50,29 +50,39 @@ if TYPE_CHECKING:
 
 __all__ = ["EndTransactionProcessor", "register"]
 
-log = logging.getLogger(__name__)
-
 
 class EndTransactionProcessor:
     """37, inline."""
 
     def __init__(self, service: TransactionalMessageService) -> None:
         self.service = service
+        #: the connection whose read is running and the oneway ENDs of it not ended yet
+        #: (its reader ends them after the read, before any other task runs)
+        self._batch: tuple[Connection, list[EndTransactionRequestHeader]] | None = None
 
     def process_request(self, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
         header = decode_request_header(EndTransactionRequestHeader, request)
-        if request.is_oneway and call_after_read(partial(self._end_oneway, header)):
-            return None  # ended once the answers of this read are out (see the module docstring)
+        if request.is_oneway:
+            batch = self._batch
+            if batch is not None and batch[0] is conn:
+                batch[1].append(header)
+                return None
+            headers = [header]
+            if call_after_read(partial(self._end_batch, headers)):
+                self._batch = (conn, headers)  # ended once the answers of this read are out
+                return None
+            self.service.end_all(headers)
+            return None
         self.service.end(header)
-        return None if request.is_oneway else reply(ResponseCode.SUCCESS)
+        return reply(ResponseCode.SUCCESS)
 
-    def _end_oneway(self, header: EndTransactionRequestHeader) -> None:
-        """A oneway END_TRANSACTION: its refusal has nobody to go to (counted by the
-        service, as Java logs it)."""
-        try:
-            self.service.end(header)
-        except BrokerError as exc:
-            log.debug("END_TRANSACTION of %s at %d refused: %s", header.msgId, header.commitLogOffset, exc)
+    def _end_batch(self, headers: list[EndTransactionRequestHeader]) -> None:
+        """The oneway ENDs of one read: refusals have nobody to go to (counted by the
+        service, as Java logs them)."""
+        batch = self._batch
+        if batch is not None and batch[1] is headers:
+            self._batch = None
+        self.service.end_all(headers)
 
 
 def register(ctx: BrokerContext) -> EndTransactionProcessor:

@@ -260,6 +260,18 @@ class MessageStore:
         self.dispatcher.drain()
         return result
 
+    def append_message(self, msg: MessageInner) -> PutResult:
+        """:meth:`put_message` without the dispatch: the caller stores several messages
+        this way, then calls :meth:`dispatch` once (in a ``finally``) -- one consume-queue
+        pass and listener wake-up for all of them."""
+        if self._no_puts:
+            self._refuse_put()
+        return self.commit_log.put_message(msg)
+
+    def dispatch(self) -> None:
+        """Dispatch what :meth:`append_message` stored (consume queues, listeners)."""
+        self.dispatcher.drain()
+
     def put_messages(self, batch: BatchInner) -> PutResult:
         """Store a batch body's messages with consecutive queue offsets."""
         if self._no_puts:

@@ -247,6 +247,26 @@ class TransactionalMessageService:
     def end(self, header: EndTransactionRequestHeader) -> None:
         """End the transaction ``header`` names (see the module docstring); returns when
         it is ended (or left to the checks: "unknown"), raises the typed refusal else."""
+        try:
+            self._end(header)
+        finally:
+            self.store.dispatch()
+
+    def end_all(self, headers: list[EndTransactionRequestHeader]) -> None:
+        """End each transaction, in order, as :meth:`end` but with one dispatch of
+        their records for all (the oneway ENDs of one read: nobody to answer, so a
+        refusal is counted and logged at debug, as Java logs it)."""
+        try:
+            for header in headers:
+                try:
+                    self._end(header)
+                except BrokerError as exc:
+                    log.debug("END_TRANSACTION of %s at %d refused: %s", header.msgId, header.commitLogOffset, exc)
+        finally:
+            self.store.dispatch()
+
+    def _end(self, header: EndTransactionRequestHeader) -> None:
+        """:meth:`end`, its records stored but not dispatched."""
         kind = header.commitOrRollback
         if kind not in _ENDS:  # EndTransactionRequestHeader.checkFields
             self.refused += 1
@@ -294,7 +314,7 @@ class TransactionalMessageService:
         if schedule is not None and PROPERTY_DELAY_TIME_LEVEL in half.properties:
             msg = schedule.rewrite(msg)
         try:
-            self.store.put_message(msg)
+            self.store.append_message(msg)
         except PutMessageError as exc:
             status = exc.status
             if status in (PutStatus.MESSAGE_ILLEGAL, PutStatus.PROPERTIES_SIZE_EXCEEDED):
@@ -312,7 +332,7 @@ class TransactionalMessageService:
         self.ended.add(half_queue_offset)
         op = op_message(half_queue_offset, self.store.config.store_host, self.clock())
         try:
-            result = self.store.put_message(op)
+            result = self.store.append_message(op)
         except PutMessageError as exc:
             log.error("the op record of half message %d was not stored: %s", half_queue_offset, exc)
             return

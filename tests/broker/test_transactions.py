@@ -29,6 +29,7 @@ from trocket.codecs.headers import (
 from trocket.codecs.message import decode_record
 from trocket.codecs.message.msgid import decode_offset_msg_id
 from trocket.codecs.message.properties import encode_properties
+from trocket.codecs.serialize import encode_command
 from trocket.codecs.message.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE
 from trocket.codecs.java_hashmap import JavaHashMap
 from trocket.broker.transaction.records import read_stored
@@ -216,6 +217,33 @@ async def test_oneway_end_as_real_clients_send_it(tmp_path, wire):
             while visible(broker, "TxTopic") < 1:
                 await trio.sleep(0.01)
         assert [m.body for m in stored(broker, "TxTopic", 1)] == [b"oneway"]
+
+
+async def test_oneway_ends_of_one_read_end_in_order_and_a_refusal_stops_only_its_own(tmp_path, wire):
+    """Several oneway ENDs in one write (one read of the broker: ended together, after
+    it): each ends as alone would, in order; a refused one (a second end of the same
+    transaction, a wrong group) stores nothing and the others still end."""
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        a, b, d = [(await c.invoke_sync(addr, prepared("TxTopic", body))).ext_fields for body in (b"a", b"b", b"d")]
+        ends = [
+            end_request(a, COMMIT, oneway=True),
+            end_request(a, ROLLBACK, oneway=True),  # already ended: refused
+            end_request(b, ROLLBACK, oneway=True),
+            end_request(d, COMMIT, group="OtherGroup", oneway=True),  # refused
+            end_request(d, COMMIT, oneway=True),
+        ]
+        host, port = addr.rsplit(":", 1)
+        stream = await trio.open_tcp_stream(host, int(port))
+        async with stream:
+            await stream.send_all(b"".join(encode_command(e) for e in ends))
+            with trio.fail_after(5):
+                while len(stored(broker, OP)) < 3:
+                    await trio.sleep(0.01)
+        assert [m.body for m in stored(broker, "TxTopic", 1)] == [b"a", b"d"]
+        assert [op.body for op in stored(broker, OP)] == [b"0", b"1", b"2"]
+        t = broker.transactions
+        assert (t.commits, t.rollbacks, t.refused) == (2, 1, 2)
 
 
 async def test_a_committed_message_with_a_delay_is_delayed(tmp_path, wire):
