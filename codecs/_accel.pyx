@@ -39,7 +39,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 14
+ABI = 15
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -65,6 +65,8 @@ cdef object _py_encode_pull_message = None
 cdef object _py_java_string_hash = None
 cdef object _py_index_records = None
 cdef object _py_signature_matches = None
+cdef object _py_hashmap_properties = None
+cdef object _py_without_properties_bytes = None
 
 
 def set_pure(str name, fn):
@@ -77,7 +79,8 @@ def set_pure(str name, fn):
     global _py_dispatch_fields
     global _py_encode_send_ok, _py_offset_msg_id, _py_encode_binary_header, _py_encode_json_header
     global _py_encode_send_message_v2, _py_encode_pull_message
-    global _py_java_string_hash, _py_index_records, _py_signature_matches
+    global _py_java_string_hash, _py_index_records, _py_signature_matches, _py_hashmap_properties
+    global _py_without_properties_bytes
     if name == "FrameDecoder":
         _py_FrameDecoder = fn
         from trocket.codecs.frame import sniff_foreign_protocol
@@ -126,6 +129,10 @@ def set_pure(str name, fn):
         _py_index_records = fn
     elif name == "signature_matches":
         _py_signature_matches = fn
+    elif name == "hashmap_properties":
+        _py_hashmap_properties = fn
+    elif name == "without_properties_bytes":
+        _py_without_properties_bytes = fn
     else:
         raise KeyError(name)
 
@@ -1960,6 +1967,83 @@ cdef inline Py_ssize_t _item_end(const unsigned char* s, Py_ssize_t n, Py_ssize_
     return end
 
 
+#: without_properties_bytes: at most this many keys to drop and items kept (more: the pure function)
+DEF _WP_DROP = 8
+DEF _WP_ITEMS = 64
+
+
+def without_properties_bytes(data, drop):
+    """Twin of :func:`trocket.codecs.message.properties.without_properties_bytes` for
+    bytes and a frozenset of at most 8 bytes keys: the items (split on \\x02, a trailing
+    one kept) whose key (up to the item's first \\x01) is not dropped, every byte as it
+    was; ``data`` itself when none is."""
+    cdef const unsigned char* s
+    cdef const unsigned char* dp[_WP_DROP]
+    cdef Py_ssize_t dl[_WP_DROP]
+    cdef Py_ssize_t ks[_WP_ITEMS]
+    cdef Py_ssize_t ke[_WP_ITEMS]
+    cdef Py_ssize_t n, limit, start, end, kend, total = 0, w
+    cdef int nd = 0, kept = 0, items = 0, i
+    cdef bint trailing, dropped
+    cdef unsigned char* out
+    if type(data) is not bytes or type(drop) is not frozenset or len(drop) > _WP_DROP:
+        return _py_without_properties_bytes(data, drop)
+    for d in drop:
+        if type(d) is not bytes:
+            return _py_without_properties_bytes(data, drop)
+        dp[nd] = <const unsigned char*>PyBytes_AS_STRING(d)
+        dl[nd] = PyBytes_GET_SIZE(d)
+        nd += 1
+    s = <const unsigned char*>PyBytes_AS_STRING(data)
+    n = PyBytes_GET_SIZE(data)
+    if n == 0:
+        return data
+    trailing = s[n - 1] == 2
+    limit = n - 1 if trailing else n
+    start = 0
+    while True:
+        end = start
+        while end < limit and s[end] != 2:
+            end += 1
+        kend = start
+        while kend < end and s[kend] != 1:
+            kend += 1
+        items += 1
+        dropped = False
+        for i in range(nd):
+            if dl[i] == kend - start and memcmp(dp[i], s + start, kend - start) == 0:
+                dropped = True
+                break
+        if not dropped:
+            if kept == _WP_ITEMS:
+                return _py_without_properties_bytes(data, drop)
+            ks[kept] = start
+            ke[kept] = end
+            total += end - start
+            kept += 1
+        if end >= limit:
+            break
+        start = end + 1
+    if kept == items:
+        return data
+    if kept > 1:
+        total += kept - 1
+    if trailing and kept:
+        total += 1
+    result = PyBytes_FromStringAndSize(NULL, total)
+    out = <unsigned char*>PyBytes_AS_STRING(result)
+    w = 0
+    for i in range(kept):
+        if i:
+            out[w] = 2
+            w += 1
+        memcpy(out + w, s + ks[i], ke[i] - ks[i])
+        w += ke[i] - ks[i]
+    if trailing and kept:
+        out[w] = 2
+    return result
+
+
 #: send_properties: at most this many distinct keys (more: the pure function)
 DEF _SP_MAX = 48
 #: "CLUSTER", "WAIT", "TAGS" and their String.hashCode()
@@ -2164,6 +2248,69 @@ def java_string_hash(s):
     for i in range(n):
         h = 31 * h + p[i]
     return h
+
+
+def hashmap_properties(items, capacity):
+    """Twin of :func:`trocket.codecs.java_hashmap.hashmap_properties` for a dict of at
+    most 48 ASCII str keys and values and a power-of-two capacity: the items in bucket
+    order (the spread ``String.hashCode`` masked), insertion order within a bucket."""
+    cdef Py_ssize_t pos = 0, total = 0, w, kn, vn
+    cdef PyObject* kp
+    cdef PyObject* vp
+    cdef PyObject* keys[_SP_MAX]
+    cdef PyObject* vals[_SP_MAX]
+    cdef unsigned int bucket[_SP_MAX]
+    cdef int order[_SP_MAX]
+    cdef int count = 0, i, j
+    cdef unsigned int h, mask
+    cdef long long cap
+    cdef int overflow = 0
+    cdef unsigned char* out
+    if type(items) is not dict or type(capacity) is not int or len(items) > _SP_MAX:
+        return _py_hashmap_properties(items, capacity)
+    cap = PyLong_AsLongLongAndOverflow(capacity, &overflow)
+    if overflow or cap <= 0 or cap > 0x40000000 or cap & (cap - 1):
+        return _py_hashmap_properties(items, capacity)
+    mask = <unsigned int>(cap - 1)
+    while PyDict_Next(items, &pos, &kp, &vp):
+        k = <object>kp
+        v = <object>vp
+        if type(k) is not str or type(v) is not str or not PyUnicode_IS_ASCII(k) or not PyUnicode_IS_ASCII(v):
+            return _py_hashmap_properties(items, capacity)
+        kn = PyUnicode_GET_LENGTH(k)
+        h = _java_hash(PyUnicode_1BYTE_DATA(k), kn)
+        bucket[count] = (h ^ (h >> 16)) & mask
+        keys[count] = kp
+        vals[count] = vp
+        # insertion sort by bucket, stable: after every key of a bucket <= its own
+        j = count
+        while j > 0 and bucket[order[j - 1]] > bucket[count]:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = count
+        total += kn + 1 + PyUnicode_GET_LENGTH(v)
+        count += 1
+    if count > 1:
+        total += count - 1
+    result = PyUnicode_New(total, 127)
+    out = <unsigned char*>PyUnicode_1BYTE_DATA(result)
+    w = 0
+    for j in range(count):
+        i = order[j]
+        if j:
+            out[w] = 2
+            w += 1
+        k = <object>keys[i]
+        kn = PyUnicode_GET_LENGTH(k)
+        memcpy(out + w, PyUnicode_1BYTE_DATA(k), kn)
+        w += kn
+        out[w] = 1
+        w += 1
+        v = <object>vals[i]
+        vn = PyUnicode_GET_LENGTH(v)
+        memcpy(out + w, PyUnicode_1BYTE_DATA(v), vn)
+        w += vn
+    return result
 
 
 # -- the index file: keys of commit-log records ------------------------------------------

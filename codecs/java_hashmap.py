@@ -65,6 +65,27 @@ def _bucket_order(keys: Iterable[str], capacity: int) -> tuple[str, ...]:
     return tuple(sorted(keys, key=lambda k: _spread(k) & mask))
 
 
+def _map_order(items: dict[str, str], capacity: int) -> tuple[str, ...]:
+    """The keys of ``items`` (in insertion order) in the order of a HashMap of
+    ``capacity`` buckets; cached per capacity and key sequence (a broker rewrites the
+    same few property sets message after message)."""
+    shape = (capacity, *items)
+    order = _MAP_ORDERS.get(shape)
+    if order is None:
+        order = _bucket_order(items, capacity)
+        if len(_MAP_ORDERS) >= _MAX_ORDERS:
+            _MAP_ORDERS.clear()
+        _MAP_ORDERS[shape] = order
+    return order
+
+
+def hashmap_properties(items: dict[str, str], capacity: int) -> str:
+    """``messageProperties2String`` of a HashMap of ``capacity`` buckets (a power of
+    two) holding ``items``, given in insertion order: ``k\x01v`` items joined by
+    ``\x02``, in the map's iteration order."""
+    return "\x02".join([f"{k}\x01{items[k]}" for k in _map_order(items, capacity)])
+
+
 def _order(keys: tuple[str, ...]) -> tuple[str, ...]:
     order = _ORDERS.get(keys)
     if order is None:
@@ -115,12 +136,7 @@ class JavaHashMap(MutableMapping[str, str]):
         """``string2messageProperties``: ``k\\x01v`` items split on ``\\x02``; an item
         with an empty key or value (or no ``\\x01``) is skipped; a repeated key keeps its
         first place and its last value."""
-        items: dict[str, str] = {}
-        if text:
-            for item in text.split("\x02"):
-                key, _, value = item.partition("\x01")
-                if key and value:
-                    items[key] = value
+        items = _properties.decode_properties(text)  # (compiled when the accelerator is on)
         m = cls.__new__(cls)
         m._items = items
         m._capacity = hashmap_capacity(len(items))  # (no key removed: the size is the largest it was)
@@ -159,30 +175,22 @@ class JavaHashMap(MutableMapping[str, str]):
         return len(self._items)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._order())
-
-    def _order(self) -> tuple[str, ...]:
-        """The keys in HashMap order; cached per capacity and key sequence (a broker
-        rewrites the same few property sets message after message)."""
-        shape = (self._capacity, *self._items)
-        order = _MAP_ORDERS.get(shape)
-        if order is None:
-            order = _bucket_order(self._items, self._capacity)
-            if len(_MAP_ORDERS) >= _MAX_ORDERS:
-                _MAP_ORDERS.clear()
-            _MAP_ORDERS[shape] = order
-        return order
+        return iter(_map_order(self._items, self._capacity))
 
     def to_properties(self, *, without: Container[str] = ()) -> str:
         """``messageProperties2String`` (``without``: keys left out, the others' order
         unchanged)."""
         items = self._items
-        return "\x02".join([f"{k}\x01{items[k]}" for k in self._order() if k not in without])
+        if not without:
+            return hashmap_properties(items, self._capacity)
+        return "\x02".join([f"{k}\x01{items[k]}" for k in _map_order(items, self._capacity) if k not in without])
 
     def __repr__(self) -> str:
         return f"JavaHashMap({{{', '.join(f'{k!r}: {v!r}' for k, v in self.items())}}}, capacity={self._capacity})"
 
 
 from .accel import accelerated  # noqa: E402
+from .message import properties as _properties  # noqa: E402  (it imports this module: bound when called)
 
 java_string_hash = accelerated(java_string_hash)
+hashmap_properties = accelerated(hashmap_properties)

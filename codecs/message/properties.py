@@ -264,3 +264,4 @@ from ..accel import accelerated  # noqa: E402
 get_property = accelerated(get_property)
 decode_properties = accelerated(decode_properties)
 send_properties = accelerated(send_properties)
+without_properties_bytes = accelerated(without_properties_bytes)

@@ -71,12 +71,14 @@ DIFFERENTIAL = {
     "encode_send_message_v2": "test_send_header_v2_encode_differential",
     "encode_send_ok": "test_send_response::test_encode_send_ok_is_the_commands_frame",
     "get_property": "test_get_property_differential",
+    "hashmap_properties": "test_hashmap_properties_differential",
     "java_string_hash": "test_java_string_hash_differential",
     "index_records": "test_index_records_differential",
     "offset_msg_id": "test_offset_msg_id_differential",
     "place_record": "test_place_record_differential",
     "send_properties": "test_send_properties_differential",
     "signature_matches": "test_signature_matches_differential",
+    "without_properties_bytes": "test_without_properties_bytes_differential",
 }
 GOLDEN = Path(__file__).resolve().parents[2] / "conformance" / "golden"
 PURE_FORCED = os.environ.get("TROCKET_PURE", "") not in ("", "0")
@@ -586,6 +588,41 @@ def test_java_string_hash_differential(value):
         for ch in value:
             h = (31 * h + ord(ch)) % 2**32
         assert got == ("ok", h)
+
+
+@needs_accel
+@given(
+    st.lists(st.tuples(st.sampled_from(["TAGS", "WAIT", "CLUSTER", "UNIQ_KEY", "KEYS", "Aa", "BB", "REAL_QID", "é"])
+                       | text, st.sampled_from(["v", "true", "a\x01b", "ü"]) | text), max_size=60),
+    st.sampled_from([16, 32, 64, 128, 1 << 30]) | st.integers(min_value=-2, max_value=100) | st.none(),
+)
+def test_hashmap_properties_differential(items, capacity):
+    """HashMap order (bucket, then insertion) at any capacity; up to 48 ASCII items compiled,
+    the rest (more items, non-ASCII, a capacity that is no power of two) the pure path's."""
+    d = dict(items)
+    got = same("hashmap_properties", d, capacity)
+    if got[0] == "ok" and capacity in (16, 32, 64, 128):
+        m = JavaHashMap(d.items())
+        if m._capacity == capacity:
+            assert got[1] == "\x02".join(f"{k}\x01{d[k]}" for k in m)
+
+
+@needs_accel
+@settings(max_examples=400)
+@given(
+    st.lists(st.sampled_from([b"A\x01a", b"B\x01b", b"C\x01", b"", b"BB\x01x", b"X\x01B\x01y", b"\x01", b"B",
+                              b"\xff\x01\xfe", b"REAL_TOPIC\x01T"]), max_size=70),
+    st.booleans(),
+    st.sampled_from([frozenset({b"B"}), frozenset({b"B", b"C", b""}), frozenset(), frozenset({b"REAL_TOPIC"}),
+                     frozenset({bytes([i]) for i in range(9)}), frozenset({"B"}), {b"B"}, (b"B",)]),
+    st.sampled_from([bytes, bytearray]),
+)
+def test_without_properties_bytes_differential(items, trailing, drop, kind):
+    """Up to 64 kept items and 8 bytes keys in a frozenset compiled; the rest the pure path's."""
+    data = kind(b"\x02".join(items) + (b"\x02" if trailing else b""))
+    got = same("without_properties_bytes", data, drop)
+    if got[0] == "ok" and isinstance(drop, frozenset) and kind is bytes and all(type(d) is bytes for d in drop):
+        assert (got[1] is data) == (got[1] == data)  # nothing cut: the same object
 
 
 _SIGN_NAMES = ["AccessKey", "a", "b", "i", "Signature", "_UNIQUE_KEY_QUERY", "é"]
