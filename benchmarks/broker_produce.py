@@ -6,6 +6,7 @@
     .venv/bin/python benchmarks/broker_produce.py --part senders   # issue 12's producer load
     .venv/bin/python benchmarks/broker_produce.py --part senders --generator cpp --senders 4
     .venv/bin/python benchmarks/broker_produce.py --part acl --senders 1,16 --rounds 3  # ACL's cost
+    .venv/bin/python benchmarks/broker_produce.py --part acl --generator java --rounds 5  # ... under the Java producer
 
 For each flush mode (timed ``ASYNC_FLUSH``, then ``SYNC_FLUSH`` with group commit) it
 starts ``trocket broker`` in a child process on a fresh temporary store (embedded name
@@ -96,6 +97,8 @@ import sys
 import tempfile
 import time
 
+from pathlib import Path
+
 import trio
 
 from trocket.codecs.acl import ACCESS_KEY, SIGNATURE, AclSigningHook
@@ -104,6 +107,7 @@ from trocket.codecs.command import RemotingCommand, SerializeType
 from trocket.codecs.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
 from trocket.remoting import ClientConfig, RemotingClient
 
+ACCEPTANCE = Path(__file__).resolve().parent.parent / "tests" / "acceptance"
 TOPIC = "BenchTopic"
 QUEUES = 4
 CONNECTIONS = 4
@@ -588,7 +592,12 @@ accounts:
     defaultTopicPerm: DENY
     topicPerms:
       - {topic}=PUB
+  - accessKey: benchAdmin
+    secretKey: bench-admin-key
+    admin: true
 """
+#: the account the Java generator's set-up (topic, offsets) signs with
+ACL_ADMIN = ("benchAdmin", "bench-admin-key")
 
 
 class _SignOnlyHook:
@@ -664,6 +673,74 @@ async def bench_acl(
             print(f"acl  senders={senders:3d}  {label:8s} TPS={tps:8.0f}  broker CPU={cpu:6.1f} us/msg", flush=True)
         print(f"acl  senders={senders:3d}  broker CPU per message with ACL / without: "
               f"x{med['acl-on'][1] / med['acl-off'][1]:.3f}", flush=True)
+
+
+def bench_acl_java(seconds: float, counts: tuple[int, ...], rounds: int) -> None:
+    """ACL's cost with the Java 4.9.8 producer as the load (``--generator java``): the same
+    program (tests/acceptance/java/src/AclProducerBench.java: ``DefaultMQProducer`` with
+    ``AclClientRPCHook``, N sync-sending threads) against two brokers of this tree, one
+    with ``--acl`` and one without (which ignores the signature): the same client work at
+    the same pace for both, one window each per sender count and round, in turn (every
+    other round in reverse order). A window's broker CPU per message is the broker's
+    user + system time over the whole program (its 1 s warm-up too) divided by the
+    messages stored meanwhile. Needs the Java bundle (``../shared/rocketmq-4.9.8``) and a
+    JDK, as tests/acceptance/java does."""
+    sys.path[:0] = [str(ACCEPTANCE), str(ACCEPTANCE / "java")]
+    from acc_tools import RawClient
+    from java_tools import compile_programs, find_bundle, finish_program, hostport, start_program
+
+    bundle, why = find_bundle()
+    if bundle is None:
+        sys.exit(f"broker_produce.py --part acl --generator java: {why}")
+    classes, _ = compile_programs(bundle)
+    results: dict[tuple[int, str], list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="trocket-bench-") as tmp:
+        acl_path = os.path.join(tmp, "plain_acl.yml")
+        with open(acl_path, "w") as f:
+            f.write(ACL_YML.format(topic=TOPIC))
+        procs: list[subprocess.Popen] = []
+        try:
+            brokers = []
+            for label, extra in (("acl-off", ()), ("acl-on", ("--acl", acl_path))):
+                os.makedirs(os.path.join(tmp, label))
+                log_path = os.path.join(tmp, label, "broker.log")
+                proc, addr = start_broker(os.path.join(tmp, label, "store"), "async", log_path, extra_args=extra)
+                procs.append(proc)
+                with open(log_path) as f:
+                    namesrv = next(line for line in f if "boot success" in line).rsplit(" name server is ", 1)[1]
+                raw = RawClient(hostport(addr), acl=ACL_ADMIN)  # (signed: the broker without ACL ignores it)
+                raw.create_topic(TOPIC, queues=QUEUES)
+                brokers.append((label, namesrv.strip(), proc.pid, raw))
+            time.sleep(1)  # the name servers learn the topic
+            for r in range(-1, rounds):  # round -1: warm-up, not counted
+                for senders in counts:
+                    for label, namesrv, pid, raw in brokers if r % 2 == 0 else brokers[::-1]:
+                        stored0 = sum(raw.max_offset(TOPIC, q) for q in range(QUEUES))
+                        cpu0 = cpu_seconds(pid)
+                        program = start_program(bundle, classes, "AclProducerBench",
+                                                [namesrv, TOPIC, str(senders), str(int(seconds)), str(len(BODY)),
+                                                 "benchProducer", "bench-secret-key"], home=Path(tmp) / "java")
+                        lines = finish_program(program, seconds + 120)
+                        cpu1 = cpu_seconds(pid)
+                        stored = sum(raw.max_offset(TOPIC, q) for q in range(QUEUES)) - stored0
+                        result = next((line for line in lines if line.startswith("RESULT ")), f"RESULT none {lines}")
+                        cpu = cpu_per_message(cpu0, cpu1, stored)["cpu_us"]
+                        if r >= 0:
+                            results.setdefault((senders, label), []).append(cpu)
+                        print(f"{'warm-up' if r < 0 else f'round={r}'} {label:8s} senders={senders:3d} "
+                              f"{result[7:]}  stored={stored}  broker CPU={cpu:6.1f} us/msg", flush=True)
+            for *_, raw in brokers:
+                raw.close()
+        finally:
+            for proc in procs:
+                stop_broker(proc)
+    print(f"medians over {rounds} round(s) (load {os.getloadavg()[0]:.2f}):", flush=True)
+    for senders in counts:
+        off, on = results[(senders, "acl-off")], results[(senders, "acl-on")]
+        print(f"acl  senders={senders:3d}  java generator  broker CPU acl-off {statistics.median(off):6.1f} "
+              f"acl-on {statistics.median(on):6.1f} us/msg: with ACL / without x"
+              f"{statistics.median(on) / statistics.median(off):.3f} (per round: "
+              + ", ".join(f"{b / a:.3f}" for a, b in zip(off, on)) + ")", flush=True)
 
 
 def free_port() -> int:
@@ -908,7 +985,10 @@ async def main(args: argparse.Namespace) -> None:
         print(f"acl: {len(BODY)}-byte bodies, SEND_MESSAGE_V2 ({ser.name}), one connection per broker, ASYNC_FLUSH, "
               f"{args.warmup:.0f} s warm-up + {seconds:.0f} s timed per window (python {sys.version.split()[0]}, "
               f"{os.cpu_count()} CPUs)", flush=True)
-        await bench_acl(args.warmup, seconds, ser, args.senders, args.rounds)
+        if args.generator in ("both", "python"):
+            await bench_acl(args.warmup, seconds, ser, args.senders, args.rounds)
+        if args.generator in ("both", "java"):
+            bench_acl_java(seconds, args.senders, args.rounds)
     if args.part == "floor":
         print(f"floor: the C++ client ({CPP_DRIVER} threads, {len(BODY)}-byte bodies, one connection) against minimal responders and "
               f"trocket broker, {args.warmup:.0f} s warm-up + {seconds:.0f} s timed per run "
@@ -935,8 +1015,9 @@ if __name__ == "__main__":
                         help="message body size for the rollover runs (default 16384)")
     parser.add_argument("--rollover-senders", type=int, default=1,
                         help="concurrent senders in the rollover runs (default 1)")
-    parser.add_argument("--generator", choices=("both", "python", "cpp"), default="both",
-                        help="load generator(s) of the senders runs (default both)")
+    parser.add_argument("--generator", choices=("both", "python", "cpp", "java"), default="both",
+                        help="load generator(s): of the senders runs python and/or cpp, of the acl part "
+                             "python and/or java (default both)")
     parser.add_argument("--serialize", choices=("rocketmq", "json"), default="rocketmq",
                         help="header serialization of the python generator (default rocketmq)")
     parser.add_argument("--senders", type=lambda t: tuple(int(x) for x in t.split(",")), default=SENDER_COUNTS,

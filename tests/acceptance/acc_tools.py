@@ -27,6 +27,8 @@ import zlib
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from trocket.codecs.acl import ACCESS_KEY, SIGNATURE, signature
+
 HERE = Path(__file__).resolve().parent
 SCRIPTS = HERE / "scripts"
 JS_DIR = HERE / "js"
@@ -332,10 +334,12 @@ class CountingProxy:
 class RawClient:
     """One blocking connection; JSON headers as the C++ client writes them."""
 
-    def __init__(self, addr: tuple[str, int], timeout: float = 10.0) -> None:
+    def __init__(self, addr: tuple[str, int], timeout: float = 10.0, *, acl: tuple[str, str] | None = None) -> None:
         self.sock = socket.create_connection(addr, timeout=timeout)
         self.opaque = 0
         self.buf = bytearray()
+        #: (access key, secret key): every request signed, as Java's AclClientRPCHook signs it
+        self.acl = acl
 
     def close(self) -> None:
         self.sock.close()
@@ -348,7 +352,11 @@ class RawClient:
 
     def call(self, code: int, ext: dict | None = None, body: bytes = b"") -> tuple[dict, bytes]:
         self.opaque += 1
-        header = json.dumps({"code": code, "extFields": {k: v for k, v in (ext or {}).items()}, "flag": 0,
+        ext = dict(ext or {})
+        if self.acl is not None:
+            ext[ACCESS_KEY] = self.acl[0]
+            ext[SIGNATURE] = signature("".join(ext[k] for k in sorted(ext)), body, self.acl[1].encode())
+        header = json.dumps({"code": code, "extFields": ext, "flag": 0,
                              "language": "CPP", "opaque": self.opaque, "remark": "", "version": 63},
                             sort_keys=True).encode() + b"\n"
         self.sock.sendall(struct.pack(">ii", 4 + len(header) + len(body), len(header)) + header + body)
