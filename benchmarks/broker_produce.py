@@ -600,6 +600,23 @@ accounts:
 ACL_ADMIN = ("benchAdmin", "bench-admin-key")
 
 
+def start_acl_brokers(tmp: str, procs: list[subprocess.Popen]) -> list[tuple[str, subprocess.Popen, str, str]]:
+    """The acl part's two brokers of this tree under ``tmp``, ``acl-off`` and ``acl-on``
+    (``--acl``: :data:`ACL_YML`): (label, process, address, log path) each; every process
+    started is appended to ``procs`` (the caller stops them)."""
+    acl_path = os.path.join(tmp, "plain_acl.yml")
+    with open(acl_path, "w") as f:
+        f.write(ACL_YML.format(topic=TOPIC))
+    out = []
+    for label, extra in (("acl-off", ()), ("acl-on", ("--acl", acl_path))):
+        os.makedirs(os.path.join(tmp, label))
+        log_path = os.path.join(tmp, label, "broker.log")
+        proc, addr = start_broker(os.path.join(tmp, label, "store"), "async", log_path, extra_args=extra)
+        procs.append(proc)
+        out.append((label, proc, addr, log_path))
+    return out
+
+
 class _SignOnlyHook:
     """The generator's work of signing a request (``AclSigningHook``'s own), the fields it
     added dropped again."""
@@ -632,18 +649,11 @@ async def bench_acl(
     syscalls, and charge that to ACL.)"""
     results: dict[tuple[int, str], list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="trocket-bench-") as tmp:
-        acl_path = os.path.join(tmp, "plain_acl.yml")
-        with open(acl_path, "w") as f:
-            f.write(ACL_YML.format(topic=TOPIC))
         procs: list[subprocess.Popen] = []
         try:
             brokers = []
-            for label, extra in (("acl-off", ()), ("acl-on", ("--acl", acl_path))):
-                os.makedirs(os.path.join(tmp, label))
-                proc, addr = start_broker(os.path.join(tmp, label, "store"), "async",
-                                          os.path.join(tmp, label, "broker.log"), extra_args=extra)
-                procs.append(proc)
-                hooks = [AclSigningHook("benchProducer", "bench-secret-key") if extra
+            for label, proc, addr, _ in start_acl_brokers(tmp, procs):
+                hooks = [AclSigningHook("benchProducer", "bench-secret-key") if label == "acl-on"
                          else _SignOnlyHook("benchProducer", "bench-secret-key")]
                 brokers.append((label, addr, proc.pid, RemotingClient(ClientConfig(default_timeout=10), hooks=hooks)))
             async with trio.open_nursery() as nursery:
@@ -695,17 +705,10 @@ def bench_acl_java(seconds: float, counts: tuple[int, ...], rounds: int) -> None
     classes, _ = compile_programs(bundle)
     results: dict[tuple[int, str], list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="trocket-bench-") as tmp:
-        acl_path = os.path.join(tmp, "plain_acl.yml")
-        with open(acl_path, "w") as f:
-            f.write(ACL_YML.format(topic=TOPIC))
         procs: list[subprocess.Popen] = []
         try:
             brokers = []
-            for label, extra in (("acl-off", ()), ("acl-on", ("--acl", acl_path))):
-                os.makedirs(os.path.join(tmp, label))
-                log_path = os.path.join(tmp, label, "broker.log")
-                proc, addr = start_broker(os.path.join(tmp, label, "store"), "async", log_path, extra_args=extra)
-                procs.append(proc)
+            for label, proc, addr, log_path in start_acl_brokers(tmp, procs):
                 with open(log_path) as f:
                     namesrv = next(line for line in f if "boot success" in line).rsplit(" name server is ", 1)[1]
                 raw = RawClient(hostport(addr), acl=ACL_ADMIN)  # (signed: the broker without ACL ignores it)
