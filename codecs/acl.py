@@ -81,11 +81,14 @@ def signature(content: str, body: bytes | bytearray | memoryview | None, secret_
     return base64.b64encode(mac.digest()).decode("ascii")
 
 
-def request_signature(request: RemotingCommand, secret_key: str | bytes) -> str:
+def request_signature(request: RemotingCommand, secret_key: str | bytes | SigningKey) -> str:
     """The client's signature: the sorted ext-field values (the header merged in, as they
-    go on the wire), minus ``Signature``, then the body."""
+    go on the wire), minus ``Signature``, then the body (``secret_key`` as a
+    :class:`SigningKey`: keyed once, for a signer of many requests)."""
     fields = wire_ext_fields(request) or {}
     content = "".join([fields[k] for k in sorted(fields) if k != SIGNATURE])
+    if isinstance(secret_key, SigningKey):
+        return base64.b64encode(secret_key.digest(content.encode("utf-8"), request.body)).decode("ascii")
     key = secret_key.encode("utf-8") if isinstance(secret_key, str) else secret_key
     return signature(content, request.body, key)
 
@@ -127,7 +130,7 @@ def signature_matches(
     return hmac.compare_digest(base64.b64encode(digest), signature.encode("utf-8", "replace"))
 
 
-def sign_request(request: RemotingCommand, access_key: str, secret_key: str | bytes) -> None:
+def sign_request(request: RemotingCommand, access_key: str, secret_key: str | bytes | SigningKey) -> None:
     """Add ``AccessKey`` and ``Signature`` ext fields to ``request``."""
     request.add_ext_field(ACCESS_KEY, access_key)
     request.add_ext_field(SIGNATURE, request_signature(request, secret_key))
@@ -142,7 +145,7 @@ class AclSigningHook:
 
     def __init__(self, access_key: str, secret_key: str | bytes) -> None:
         self.access_key = access_key
-        self._secret = secret_key
+        self._secret = SigningKey(secret_key.encode("utf-8") if isinstance(secret_key, str) else secret_key)
 
     def do_before_request(self, remote_addr: str | None, request: RemotingCommand) -> None:
         sign_request(request, self.access_key, self._secret)
