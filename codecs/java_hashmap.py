@@ -81,8 +81,8 @@ def _map_order(items: dict[str, str], capacity: int) -> tuple[str, ...]:
 
 def hashmap_properties(items: dict[str, str], capacity: int) -> str:
     """``messageProperties2String`` of a HashMap of ``capacity`` buckets (a power of
-    two) holding ``items``, given in insertion order: ``k\x01v`` items joined by
-    ``\x02``, in the map's iteration order."""
+    two) holding ``items``, given in insertion order: ``k\\x01v`` items joined by
+    ``\\x02``, in the map's iteration order."""
     return "\x02".join([f"{k}\x01{items[k]}" for k in _map_order(items, capacity)])
 
 
