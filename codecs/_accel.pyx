@@ -1937,7 +1937,7 @@ cdef object _utf8_or_replace(const unsigned char* p, Py_ssize_t n):
 
 
 def decode_properties(text):
-    """Twin of :func:`trocket.codecs.message.properties.decode_properties` for an ASCII
+    """Twin of :func:`trocket.codecs.java_hashmap.decode_properties` for an ASCII
     str: items split on \\x02, the key up to the item's first \\x01, items with an empty
     key or value skipped, a repeated key keeping its last value."""
     cdef const unsigned char* s

@@ -35,6 +35,21 @@ def _spread(key: str) -> int:
     return h ^ (h >> 16)
 
 
+def decode_properties(text: str) -> dict[str, str]:
+    """Parse a message's properties string exactly as 4.9.8's
+    ``string2messageProperties`` does (into a ``HashMap``: :meth:`JavaHashMap.from_properties`):
+    ``k\\x01v`` items split on ``\\x02``; an item with an empty key or value (or no
+    ``\\x01``) is skipped; a repeated key keeps its first place and its last value."""
+    result: dict[str, str] = {}
+    if not text:
+        return result
+    for item in text.split("\x02"):
+        key, _, value = item.partition("\x01")
+        if key and value:  # no separator leaves value empty too
+            result[key] = value
+    return result
+
+
 def hashmap_capacity(size: int) -> int:
     """Table size of a default-constructed HashMap after ``size`` insertions."""
     capacity = 16
@@ -133,10 +148,8 @@ class JavaHashMap(MutableMapping[str, str]):
 
     @classmethod
     def from_properties(cls, text: str) -> JavaHashMap:
-        """``string2messageProperties``: ``k\\x01v`` items split on ``\\x02``; an item
-        with an empty key or value (or no ``\\x01``) is skipped; a repeated key keeps its
-        first place and its last value."""
-        items = _properties.decode_properties(text)  # (compiled when the accelerator is on)
+        """``string2messageProperties`` (:func:`decode_properties`)."""
+        items = decode_properties(text)
         m = cls.__new__(cls)
         m._items = items
         m._capacity = hashmap_capacity(len(items))  # (no key removed: the size is the largest it was)
@@ -190,7 +203,7 @@ class JavaHashMap(MutableMapping[str, str]):
 
 
 from .accel import accelerated  # noqa: E402
-from .message import properties as _properties  # noqa: E402  (it imports this module: bound when called)
 
 java_string_hash = accelerated(java_string_hash)
+decode_properties = accelerated(decode_properties)
 hashmap_properties = accelerated(hashmap_properties)

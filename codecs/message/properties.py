@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from ..errors import MessageDecodeError
-from ..java_hashmap import JavaHashMap, hashmap_order
+from ..java_hashmap import JavaHashMap, decode_properties, hashmap_order
 from ..errors import MessageEncodeError
 
 __all__ = [
@@ -154,18 +154,6 @@ def encode_properties_bytes(
     return data
 
 
-def decode_properties(text: str) -> dict[str, str]:
-    """Parse a properties string exactly as 4.9.8's ``string2messageProperties`` does."""
-    result: dict[str, str] = {}
-    if not text:
-        return result
-    for item in text.split(PROPERTY_SEPARATOR):
-        key, sep, value = item.partition(NAME_VALUE_SEPARATOR)
-        if key and value:  # no separator leaves value empty too
-            result[key] = value
-    return result
-
-
 def get_property(props: str | bytes | bytearray | memoryview | None, key: str) -> str | None:
     """The value of ``key`` in a properties string (or its UTF-8 bytes) without parsing
     the rest, as :func:`decode_properties` (Java's ``string2messageProperties``) would
@@ -262,6 +250,5 @@ def utf8(text: str, what: str) -> bytes:
 from ..accel import accelerated  # noqa: E402
 
 get_property = accelerated(get_property)
-decode_properties = accelerated(decode_properties)
 send_properties = accelerated(send_properties)
 without_properties_bytes = accelerated(without_properties_bytes)
