@@ -44,6 +44,7 @@ import attrs
 
 from .inputs import Inputs, resolve_inputs
 from .problems import Problem, incomplete, keep, problem_accumulator
+from .storage import LOCAL
 
 __all__ = ["analyze", "decode_and_pair", "latency_values", "write_empty_tables", "finish_tables", "summarize", "part_files", "map_files"]
 
@@ -60,16 +61,17 @@ def _counted(records: list[tuple], frames_acc) -> list[tuple]:
     return records
 
 
-def _native_records(sc, files, split_bytes, acc, frames_path, calls_path, since_ns, until_ns, frames_acc=None):
+def _native_records(sc, files, split_bytes, acc, frames_path, calls_path, since_ns, until_ns, frames_acc=None, storage=LOCAL):
     """Native captures: one task per file plans its ranges (collected: the driver learns
     each capture's span), then each range is decoded, paired and written by the task
-    that reads it. (An RDD of stretch records, the native captures' spans.)"""
+    that reads it. (An RDD of stretch records, the native captures' spans.) ``storage``:
+    how the tasks reach the files (:class:`trocket.spark.storage.Storage`)."""
     from .native import plan_native, read_native_range
     from .stretch import decode_stretch
 
     def plan(capture):
         found: list = []
-        got = plan_native(capture.path, capture.name, split_bytes, found.append, capture.base)
+        got = plan_native(capture.path, capture.name, split_bytes, found.append, capture.base, storage)
         if found:
             acc.add(frozenset(found))
         return capture.name, got
@@ -96,7 +98,7 @@ def _native_records(sc, files, split_bytes, acc, frames_path, calls_path, since_
     def decode(rng) -> list[tuple]:
         found: list = []
         account: Counter = Counter()
-        rows = read_native_range(rng, found.append, since_ns, until_ns, account)
+        rows = read_native_range(rng, found.append, since_ns, until_ns, account, storage)
         records = decode_stretch(rows, frames_path, calls_path, f"part-n{_name_key(rng[1])}-{rng[4] + rng[2]:014d}", "native", account=account)
         if found:
             acc.add(frozenset(found))
@@ -129,7 +131,7 @@ def decode_and_pair(spark, inputs: Inputs, acc, frames_path: str, calls_path: st
     parts = []
     spans: dict = {}
     if inputs.native:
-        native, spans = _native_records(sc, inputs.native, split_bytes, acc, frames_path, calls_path, since_ns, until_ns, frames_acc)
+        native, spans = _native_records(sc, inputs.native, split_bytes, acc, frames_path, calls_path, since_ns, until_ns, frames_acc, inputs.storage)
         if native is not None:
             parts.append(native)
     if inputs.pcap:
@@ -138,7 +140,7 @@ def decode_and_pair(spark, inputs: Inputs, acc, frames_path: str, calls_path: st
         def decode(i, rows, pieces, account):
             return _counted(decode_stretch(rows, frames_path, calls_path, f"part-p{i:05d}", "pcap", pieces=pieces, account=account), frames_acc)
 
-        parts.append(pcap_stretches(sc, inputs.pcap, split_bytes, acc, since_ns, until_ns, decode))
+        parts.append(pcap_stretches(sc, inputs.pcap, split_bytes, acc, since_ns, until_ns, decode, inputs.storage))
     tally = Tally()
     if parts:
         records = parts[0] if len(parts) == 1 else sc.union(parts)

@@ -18,7 +18,7 @@ import os
 import sys
 import time
 
-from .inputs import local_path
+from .storage import local_path
 
 __all__ = ["add_arguments", "run", "run_follow", "parse_time", "main_args", "main", "write_report"]
 
@@ -40,6 +40,8 @@ def parse_time(text: str) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("captures", nargs="*", metavar="CAPTURE", help="native captures, pcap or pcapng files, or folders of them")
+    p.add_argument("--s3-endpoint", metavar="URL", help="the S3-compatible store s3:// and s3a:// inputs are read from (MinIO, Ceph, ...; "
+                   "default: AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, else AWS itself)")  # fmt: skip
     p.add_argument("--out", required=True, metavar="DIR", help="where frames/, calls/, summary.json and report.html go")
     p.add_argument("--master", metavar="URL", help="Spark master (default: local[*]; spark://HOST:PORT for a standalone cluster)")
     p.add_argument("--since", type=parse_time, metavar="T", help="only frames at or after T (Unix seconds or ISO 8601)")
@@ -73,6 +75,7 @@ def run(args: argparse.Namespace, spark=None, progress=None) -> int:
     from .job import DEFAULT_SPLIT_BYTES, analyze
     from .report import console_summary
     from .session import Progress, build_session
+    from .storage import Storage
     from .summary import write_summary
 
     if args.follow is not None:
@@ -92,7 +95,7 @@ def run(args: argparse.Namespace, spark=None, progress=None) -> int:
     if progress is None:
         progress = Progress(show=not args.quiet)
     progress.phase = "naming the inputs"
-    inputs = resolve_inputs(args.captures)
+    inputs = resolve_inputs(args.captures, Storage.from_environment(args.s3_endpoint))
     for warning in inputs.skipped:
         print(f"trocket: warning: {warning}", file=sys.stderr)
     for name, files in inputs.rotated.items():
