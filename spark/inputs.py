@@ -1,5 +1,7 @@
 """The captures named on the command line: files and folders (walked recursively),
 sniffed by their first bytes, named, and what cannot be read turned into problems.
+Local paths or URIs (``file://``, ``s3://``/``s3a://``, ``hdfs://``: a folder is then a
+prefix), all reached through :mod:`trocket.spark.storage`.
 
 Runs in the driver before any JVM starts: when nothing is readable the job needs no
 Spark at all. A file named on the command line that is missing, empty or not a capture

@@ -133,7 +133,10 @@ def run_follow(args: argparse.Namespace, spark=None) -> int:
         print("trocket: error: --follow DIR takes no CAPTURE", file=sys.stderr)
         return 1
     directory = local_path(args.follow)
-    if directory is None or not os.path.isdir(directory):
+    if directory is None:
+        print(f"trocket: error: --follow {args.follow}: only a local folder is followed (where the tap writes)", file=sys.stderr)
+        return 1
+    if not os.path.isdir(directory):
         print(f"trocket: error: --follow {args.follow}: no such folder", file=sys.stderr)
         return 1
     out = _out_dir(args.out)
@@ -162,7 +165,8 @@ def _out_dir(given: str) -> str | None:
     """``--out`` as an absolute local path (a ``file:`` URI's path), or None and an error."""
     path = local_path(given)
     if path is None:
-        print(f"trocket: error: --out {given}: only local paths and file:// URIs are written", file=sys.stderr)
+        print(f"trocket: error: --out {given}: only local paths and file:// URIs are written (on a cluster, a folder every node "
+              "mounts; copy it to a store afterwards, e.g. aws s3 cp --recursive DIR s3://BUCKET/PREFIX)", file=sys.stderr)
         return None
     return os.path.abspath(os.path.expanduser(path))
 

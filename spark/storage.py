@@ -201,6 +201,11 @@ def _s3(storage: Storage, bucket: str):
     return pafs.S3FileSystem(**kwargs)
 
 
+#: why HDFS could not load, as first said (pyarrow says "Prior attempt to load libhdfs
+#: failed" the second time)
+_hdfs_failure: list[str] = []
+
+
 @functools.lru_cache(maxsize=8)
 def _hdfs(host: str, port: int):
     import pyarrow.fs as pafs
@@ -208,9 +213,14 @@ def _hdfs(host: str, port: int):
     try:
         return pafs.HadoopFileSystem(host, port)
     except OSError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if reason.startswith("Prior attempt") and _hdfs_failure:
+            reason = _hdfs_failure[0]
+        elif not _hdfs_failure:
+            _hdfs_failure.append(reason)
+        where = "the default file system (fs.defaultFS)" if host == "default" else f"{host}{f':{port}' if port else ''}"
         raise StorageError(
-            f"cannot reach HDFS at {host}{f':{port}' if port else ''} ({first}); pyarrow reads HDFS through Hadoop's libhdfs.so "
+            f"cannot reach HDFS at {where} ({reason}); pyarrow reads HDFS through Hadoop's libhdfs.so "
             "and a JVM: set JAVA_HOME, HADOOP_HOME (or ARROW_LIBHDFS_DIR, the folder of libhdfs.so) and "
             "CLASSPATH=$(hadoop classpath --glob)"
         ) from None

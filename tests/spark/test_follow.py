@@ -198,7 +198,9 @@ def test_follow_arguments(tmp_path, capsys):
     assert main(["x.cap", "--follow", str(tmp_path), "--out", str(tmp_path / "o")]) == 1
     assert "takes no CAPTURE" in capsys.readouterr().err
     assert main(["x.cap", "--out", "s3a://bucket/o"]) == 1  # refused before any JVM starts
-    assert "only local paths and file:// URIs are written" in capsys.readouterr().err
+    assert "only local paths and file:// URIs are written (on a cluster, a folder every node mounts; copy it" in capsys.readouterr().err
+    assert main(["--follow", "s3://bucket/tap", "--out", str(tmp_path / "o")]) == 1
+    assert "only a local folder is followed" in capsys.readouterr().err
 
 
 def test_a_batch_is_cut_to_fill_the_slots(tmp_path):
