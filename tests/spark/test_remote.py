@@ -157,3 +157,29 @@ def test_storage_settings_and_schemes(monkeypatch):
     assert isinstance(fs, pafs.LocalFileSystem) and path == "/tmp/x y.cap"
     with pytest.raises(StorageError, match=r"gs:// is not read"):
         filesystem("gs://bkt/x.cap")
+
+
+def test_capture_show_and_stats_read_s3_too(s3, aws_env, tmp_path):
+    """``trocket capture show|stats s3://...``: the same output as for the local file; a
+    missing key is a problem of its own (exit 1, the rest still read)."""
+    url, client = s3
+    local = CORPUS / "cpp-produce-pull.pcap"
+    _put(client, "show/cpp.pcap", local)
+
+    def trocket(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(TROCKET), "capture", *argv], env=aws_env, capture_output=True, text=True, timeout=120)
+
+    for command in (["stats", "--json"], ["show"]):
+        here = trocket(*command, str(local))
+        there = trocket(*command, f"s3a://{BUCKET}/show/cpp.pcap", "--s3-endpoint", url)
+        assert there.returncode == here.returncode and there.stderr == here.stderr, there.stderr
+        if command[0] == "stats":
+            here_doc, there_doc = json.loads(here.stdout), json.loads(there.stdout)
+            assert there_doc.pop("captures") == [f"s3a://{BUCKET}/show/cpp.pcap"] and here_doc.pop("captures") == [str(local)]
+            assert there_doc == here_doc and there_doc["frames"] > 50
+        else:
+            assert there.stdout == here.stdout and there.stdout.count("\n") > 50
+    missing = trocket("stats", f"s3://{BUCKET}/show/none.pcap", f"s3://{BUCKET}/show/cpp.pcap", "--s3-endpoint", url)
+    assert missing.returncode == 1
+    assert f"trocket: error: s3://{BUCKET}/show/none.pcap: No such file or directory" in missing.stderr and "Traceback" not in missing.stderr
+    assert "frames: " in missing.stdout
