@@ -1,4 +1,5 @@
-"""Where captures are read from: a path or URI resolved to a ``pyarrow.fs`` file system.
+"""Where captures are read from and results written to: a path or URI resolved to a
+``pyarrow.fs`` file system.
 
 - a local path, or a ``file:`` URI (``file:///x``, ``file://localhost/x``, ``file:/x``):
   :class:`pyarrow.fs.LocalFileSystem`;
@@ -13,6 +14,11 @@
   ``libhdfs`` and a JVM (``JAVA_HOME``, ``HADOOP_HOME`` or ``ARROW_LIBHDFS_DIR``, and
   ``CLASSPATH`` holding Hadoop's jars); when it cannot load, a :class:`StorageError` that
   says so.
+
+The job's outputs (``--out``) go through the same functions: :func:`make_dirs`,
+:func:`remove_tree`, :func:`write_bytes`, and ``pyarrow.parquet`` given the file system
+:func:`filesystem` returns (a part is written under a hidden name, then renamed: on S3
+a server-side copy and a delete, :class:`trocket.spark.arrow.PartWriter`).
 
 The driver reads the settings once (:meth:`Storage.from_environment`); the
 :class:`Storage` travels to the executors with the job's closures, so they reach the
@@ -33,7 +39,10 @@ from typing import BinaryIO
 
 import attrs
 
-__all__ = ["Storage", "StorageError", "LOCAL", "filesystem", "open_input", "file_size", "local_path", "is_local", "list_files", "stat"]
+__all__ = [
+    "Storage", "StorageError", "LOCAL", "filesystem", "open_input", "file_size", "local_path", "is_local", "list_files", "stat",
+    "join", "make_dirs", "remove_tree", "write_bytes", "store_root",
+]
 
 #: a remote file's read buffer: the readers' small reads (headers, packet records) come
 #: from it, their large ones (8 MiB chunks) go straight to the store, one ranged GET each
@@ -141,13 +150,13 @@ def stat(uri: str, storage: Storage = LOCAL) -> Stat:
 
 def list_files(uri: str, storage: Storage = LOCAL, skip=lambda name: False) -> list[tuple[str, str, int]]:
     """(path or URI, its path relative to ``uri``, size) of every file below the folder
-    ``uri``, recursively, sorted; a file or folder whose name ``skip`` accepts is left
-    out with all below it."""
+    ``uri``, recursively, sorted (none when it is not there); a file or folder whose
+    name ``skip`` accepts is left out with all below it."""
     import pyarrow.fs as pafs
 
     fs, root = filesystem(uri, storage)
     out = []
-    for info in fs.get_file_info(pafs.FileSelector(root, recursive=True)):
+    for info in fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
         if info.type != pafs.FileType.File:
             continue
         rel = posixpath.relpath(info.path, root)
@@ -162,6 +171,44 @@ def open_input(uri: str, storage: Storage = LOCAL) -> BinaryIO:
     cannot be read, FileNotFoundError when it is not there)."""
     fs, path = filesystem(uri, storage)
     return io.BufferedReader(fs.open_input_file(path), REMOTE_BUFFER_BYTES if not is_local(uri) else io.DEFAULT_BUFFER_SIZE)
+
+
+def join(uri: str, *parts: str) -> str:
+    """``uri`` (a local path or a URI) with ``parts`` appended."""
+    return posixpath.join(uri, *parts)
+
+
+def make_dirs(uri: str, storage: Storage = LOCAL) -> None:
+    """The folder ``uri`` and its parents (nothing to do on an object store)."""
+    fs, path = filesystem(uri, storage)
+    if is_local(uri) or _is_hdfs(uri):
+        fs.create_dir(path, recursive=True)
+
+
+def remove_tree(uri: str, storage: Storage = LOCAL) -> None:
+    """The folder ``uri`` and everything below it, gone (nothing there: nothing to do)."""
+    import pyarrow.fs as pafs
+
+    fs, path = filesystem(uri, storage)
+    if fs.get_file_info(path).type == pafs.FileType.Directory:
+        fs.delete_dir(path)
+
+
+def write_bytes(uri: str, data: bytes, storage: Storage = LOCAL) -> None:
+    """The file ``uri`` holding ``data`` (replaced whole when it exists)."""
+    fs, path = filesystem(uri, storage)
+    with fs.open_output_stream(path) as f:
+        f.write(data)
+
+
+def store_root(uri: str) -> str:
+    """The bucket of an ``s3://`` URI (``s3://BUCKET``); other paths and URIs as given."""
+    u = urllib.parse.urlsplit(uri)
+    return f"{u.scheme}://{u.netloc}" if u.scheme.lower() in _S3_SCHEMES else uri
+
+
+def _is_hdfs(uri: str) -> bool:
+    return urllib.parse.urlsplit(uri).scheme.lower() in _HDFS_SCHEMES
 
 
 def file_size(f: BinaryIO) -> int:

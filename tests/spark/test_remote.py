@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -65,18 +66,38 @@ def _rows(path: Path) -> list[dict]:
     return sorted(pq.read_table(path).to_pylist(), key=repr)
 
 
+def _download(client, prefix: str, to: Path) -> list[str]:
+    """Every object below ``prefix`` into the folder ``to`` (by boto3, not the job's
+    reader); their keys relative to the prefix."""
+    keys = []
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
+        for obj in page.get("Contents", []):
+            rel = obj["Key"][len(prefix):]
+            if rel.endswith("/"):  # a folder marker (pyarrow keeps an emptied folder so)
+                continue
+            keys.append(rel)
+            (to / rel).parent.mkdir(parents=True, exist_ok=True)
+            client.download_file(BUCKET, obj["Key"], str(to / rel))
+    return sorted(keys)
+
+
 def test_captures_on_s3_give_the_tables_of_the_same_files_read_locally(spark, captures, s3, aws_env, tmp_path):
     """Synthetic captures (native and pcap) and the real clients' corpus (a C++ client's
-    pcap, a JS client's native tap), in ranges of 64 KiB: every range read by ranged GETs."""
+    pcap, a JS client's native tap), in ranges of 64 KiB (every range read by ranged
+    GETs), the results written to the store too: the same summary, tables, views and
+    report as the same files read and written locally."""
     url, client = s3
     local = [captures["native"], captures["pcap"], str(CORPUS / "js-produce-consume.trkcap"), str(CORPUS / "cpp-produce-pull.pcap")]
     for path in local:
         _put(client, f"same/{os.path.basename(path)}", path)
     remote = [f"s3://{BUCKET}/same/synth.cap", f"s3a://{BUCKET}/same/synth.pcap", f"s3://{BUCKET}/same/js-produce-consume.trkcap",
               f"s3a://{BUCKET}/same/cpp-produce-pull.pcap"]  # fmt: skip
-    opts = ["--quiet", "--no-report", "--split-mb", "0.0625"]
+    opts = ["--quiet", "--split-mb", "0.0625"]
     rc_local = run(main_args([*local, "--out", str(tmp_path / "local"), *opts]), spark=spark)
-    rc_s3 = run(main_args([*remote, "--s3-endpoint", url, "--out", str(tmp_path / "s3"), *opts]), spark=spark)
+    rc_s3 = run(main_args([*remote, "--s3-endpoint", url, "--out", f"s3://{BUCKET}/result/", *opts]), spark=spark)
+    keys = _download(client, "result/", tmp_path / "s3")
+    assert {"summary.json", "report.html", "_SUCCESS", "frames/_SUCCESS", "calls/_SUCCESS", "views/io.parquet"} <= set(keys)
+    assert not [k for k in keys if "/." in "/" + k]  # no part left under its hidden name
     on_disk = json.loads((tmp_path / "local" / "summary.json").read_text())
     on_s3 = json.loads((tmp_path / "s3" / "summary.json").read_text())
     assert rc_s3 == rc_local
@@ -88,6 +109,16 @@ def test_captures_on_s3_give_the_tables_of_the_same_files_read_locally(spark, ca
     for table in ("frames", "calls"):
         rows = _rows(tmp_path / "s3" / table)
         assert len(rows) > 3000 and rows == _rows(tmp_path / "local" / table), table
+    views = sorted(p.name for p in (tmp_path / "local" / "views").iterdir())
+    assert views == sorted(k.removeprefix("views/") for k in keys if k.startswith("views/")) and len(views) > 5
+    for name in views:
+        assert _rows(tmp_path / "s3" / "views" / name) == _rows(tmp_path / "local" / "views" / name), name
+    page, same = ((tmp_path / d / "report.html").read_text() for d in ("s3", "local"))
+    assert _no_ids(page) == _no_ids(same) and "Plotly.newPlot" in page  # the same page, but for plotly's random div ids
+
+
+def _no_ids(page: str) -> str:
+    return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "ID", page)
 
 
 def test_a_folder_prefix_with_the_cli(captures, s3, aws_env, tmp_path):
@@ -117,19 +148,22 @@ def test_a_folder_prefix_with_the_cli(captures, s3, aws_env, tmp_path):
 
 def test_a_missing_key_and_hdfs_without_libhdfs_fail_before_any_jvm(s3, aws_env, tmp_path):
     """A key or bucket that is not there, and hdfs:// where libhdfs cannot load: problems,
-    exit 1, and no JVM (a Java that cannot start would fail the run)."""
-    url, _ = s3
+    exit 1, the summary and report written to the store, and no JVM (a Java that cannot
+    start would fail the run). An --out bucket that is not there: refused at once."""
+    url, client = s3
     env = dict(aws_env, JAVA_HOME=str(tmp_path / "no-java"), PATH=os.path.dirname(sys.executable))
     env.pop("HADOOP_HOME", None)
     env.pop("ARROW_LIBHDFS_DIR", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "trocket", "analyze", f"s3://{BUCKET}/nope/missing.cap", "s3a://no-such-bucket/x.cap", "hdfs://namenode:8020/caps/x.cap",
-         "--s3-endpoint", url, "--out", str(tmp_path / "out"), "--quiet"],
-        env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+
+    def analyze(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "trocket", "analyze", *argv, "--s3-endpoint", url, "--quiet"],
+                              env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+
+    proc = analyze(f"s3://{BUCKET}/nope/missing.cap", "s3a://no-such-bucket/x.cap", "hdfs://namenode:8020/caps/x.cap", "--out", f"s3://{BUCKET}/nothing")
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert {"summary.json", "report.html", "_SUCCESS", "frames/_SUCCESS", "frames/part-empty.parquet"} <= set(_download(client, "nothing/", tmp_path))
+    summary = json.loads((tmp_path / "summary.json").read_text())
     problems = summary["stream_problems"]
     # named as local files are: by their base name, or the URI as given when two share one
     assert summary["captures"] == ["missing.cap", "s3a://no-such-bucket/x.cap", "hdfs://namenode:8020/caps/x.cap"]
@@ -137,6 +171,11 @@ def test_a_missing_key_and_hdfs_without_libhdfs_fail_before_any_jvm(s3, aws_env,
     (hdfs,) = [p for p in problems if p.startswith("hdfs://namenode:8020/caps/x.cap: cannot reach HDFS at namenode:8020 (")]
     assert "libhdfs" in hdfs and "CLASSPATH" in hdfs and "JAVA_HOME" in hdfs
     assert sorted(summary["incomplete_captures"]) == sorted(summary["captures"])
+    assert "missing.cap: no such file" in (tmp_path / "report.html").read_text()
+    proc = analyze(f"s3://{BUCKET}/nope/missing.cap", "--out", "s3://no-such-bucket/out")
+    assert proc.returncode == 1 and "trocket: error: --out s3://no-such-bucket/out: no such bucket (s3://no-such-bucket)" in proc.stderr
+    proc = analyze(f"s3://{BUCKET}/nope/missing.cap", "--out", "hdfs://namenode:8020/out")
+    assert proc.returncode == 1 and "trocket: error: --out hdfs://namenode:8020/out: cannot reach HDFS at namenode:8020 (" in proc.stderr
 
 
 def test_storage_settings_and_schemes(monkeypatch):
