@@ -196,16 +196,11 @@ class _Files:
 
 
 def _size(stream) -> int:
+    from trocket.spark.storage import file_size
+
     try:
-        return os.fstat(stream.fileno()).st_size
-    except (OSError, AttributeError, ValueError):
-        pass
-    try:  # a store's file: no descriptor
-        at = stream.tell()
-        size = stream.seek(0, 2)
-        stream.seek(at)
-        return size
-    except (OSError, AttributeError, ValueError):
+        return file_size(stream)  # by seeking: a store's file has no descriptor
+    except (OSError, ValueError):  # a pipe
         return 0
 
 
