@@ -3,7 +3,8 @@
 Modules, in the order the job uses them:
 
 - :mod:`.inputs` the captures named (folders walked, formats sniffed) and
-  :mod:`.problems` what could not be read, and the exit-status rule;
+  :mod:`.problems` what could not be read, and the exit-status rule; :mod:`.storage`
+  local paths and ``s3://``/``hdfs://`` URIs opened through ``pyarrow.fs``;
 - :mod:`.job` the job: the stretches, the resolve stage, the summary;
 - :mod:`.native` native captures cut into ranges on record boundaries and read;
 - :mod:`.pcap` pcap/pcapng: packets read in ranges, grouped by connection, reassembled;

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import itertools
 import os
+import posixpath
 
 from .calls import CALL_FIELDS
 from .rows import FRAME_FIELDS
+from .storage import LOCAL, Storage, filesystem
 
 __all__ = [
     "BATCH_ROWS", "schema_of", "frames_schema", "calls_schema", "frames_file_schema", "calls_file_schema", "record_batch",
@@ -177,14 +179,17 @@ def record_batch(columns, schema):
 class PartWriter:
     """One Parquet part file ``directory/part``, written under a hidden name and renamed
     when complete: a retried or failed task never leaves half a file where Spark reads
-    (it skips names starting with a dot), and a retry of the same part replaces it whole."""
+    (it skips names starting with a dot), and a retry of the same part replaces it whole.
+    ``directory``: a local path or a URI, reached through ``storage``
+    (:mod:`trocket.spark.storage`)."""
 
-    def __init__(self, directory: str, part: str, schema) -> None:
+    def __init__(self, directory: str, part: str, schema, storage: Storage = LOCAL) -> None:
         import pyarrow.parquet as pq
 
-        self.final = os.path.join(directory, part)
-        self._tmp = os.path.join(directory, f".{part}.{os.getpid()}.tmp")
-        self._writer = pq.ParquetWriter(self._tmp, schema, compression="snappy")
+        self._fs, d = filesystem(directory, storage)
+        self.final = posixpath.join(d, part)
+        self._tmp = posixpath.join(d, f".{part}.{os.getpid()}.tmp")
+        self._writer = pq.ParquetWriter(self._tmp, schema, compression="snappy", filesystem=self._fs)
         self.rows = 0
 
     def write(self, batch) -> None:
@@ -193,21 +198,21 @@ class PartWriter:
 
     def close(self) -> int:
         self._writer.close()
-        os.replace(self._tmp, self.final)
+        self._fs.move(self._tmp, self.final)
         return self.rows
 
     def abort(self) -> None:
         self._writer.close()
         try:
-            os.unlink(self._tmp)
+            self._fs.delete_file(self._tmp)
         except OSError:
             pass
 
 
-def write_parquet(rows, directory: str, part: str, schema=None, batch_rows: int = BATCH_ROWS) -> int:
+def write_parquet(rows, directory: str, part: str, schema=None, batch_rows: int = BATCH_ROWS, storage: Storage = LOCAL) -> int:
     """Write row tuples as one Parquet part file (``frames`` rows by default); the row count."""
     schema = schema if schema is not None else frames_schema()
-    writer = PartWriter(directory, part, schema)
+    writer = PartWriter(directory, part, schema, storage)
     chunk: list[tuple] = []
     try:
         for row in rows:

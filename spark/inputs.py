@@ -1,5 +1,7 @@
 """The captures named on the command line: files and folders (walked recursively),
 sniffed by their first bytes, named, and what cannot be read turned into problems.
+Local paths or URIs (``file://``, ``s3://``/``s3a://``, ``hdfs://``: a folder is then a
+prefix), all reached through :mod:`trocket.spark.storage`.
 
 Runs in the driver before any JVM starts: when nothing is readable the job needs no
 Spark at all. A file named on the command line that is missing, empty or not a capture
@@ -26,13 +28,14 @@ of one capture. Files whose times go back stay captures of their own.
 from __future__ import annotations
 
 import os
+import posixpath
 import re
-import urllib.parse
 from collections.abc import Sequence
 
 import attrs
 
 from .problems import Problem
+from .storage import LOCAL, Stat, Storage, StorageError, file_size, list_files, local_path, open_input, stat
 
 __all__ = ["Capture", "Inputs", "resolve_inputs", "sniff_format", "local_path", "rotation_key", "NATIVE_MAGIC"]
 
@@ -43,7 +46,7 @@ _PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
 
 @attrs.frozen(slots=True)
 class Capture:
-    path: str  # absolute
+    path: str  # absolute, or a URI (:mod:`trocket.spark.storage`)
     name: str
     size: int
     format: str  # "native", "pcap" or "pcapng"
@@ -63,6 +66,8 @@ class Inputs:
     skipped: list[str] = attrs.Factory(list)  # warnings: files in folders that are no captures
     #: capture name -> its files' names, for the captures that are a tap's rotation set
     rotated: dict[str, list[str]] = attrs.Factory(dict)
+    #: how the captures' store is reached: the readers in the executors get it too
+    storage: Storage = LOCAL
 
     @property
     def native(self) -> list[Capture]:
@@ -87,61 +92,64 @@ def _skipped_name(name: str) -> bool:
     return name.startswith((".", "_"))
 
 
-def local_path(p: str) -> str | None:
-    """The local path ``p`` names: itself, or a ``file:`` URI's path (``file:///x``,
-    ``file://localhost/x``, ``file:/x``); None for a URI of another scheme (``s3a://``,
-    ``hdfs://``: not read here)."""
-    if not p.startswith("file:") and "://" not in p:
-        return p
-    u = urllib.parse.urlsplit(p)
-    if u.scheme == "file" and u.netloc in ("", "localhost"):
-        return urllib.parse.unquote(u.path)
-    return None
-
-
-def _expand(paths: Sequence[str]) -> list[tuple[str, str, bool]]:
-    """(path, name, named directly) of every file, folders walked in sorted order; a
-    URI this reader cannot open stays as given (the caller reports it)."""
-    out: list[tuple[str, str, bool]] = []
+def _expand(paths: Sequence[str], storage: Storage) -> list[tuple[str, str, bool, Stat | str]]:
+    """(path or URI, name, named directly, its :class:`Stat` or why it cannot be reached)
+    of every file, folders walked in sorted order (as ``os.walk`` would: the keys of a
+    store's prefix by their path segments)."""
+    out: list[tuple[str, str, bool, Stat | str, str]] = []  # ... and the path as given (for names given twice)
     for given in paths:
-        p = local_path(given)
-        if p is None:
-            out.append((given, given, True))
-        elif os.path.isdir(p):
-            parent = os.path.dirname(os.path.normpath(os.path.abspath(p)))
-            for root, dirs, files in os.walk(p):
-                dirs[:] = sorted(d for d in dirs if not _skipped_name(d))
-                for f in sorted(files):
-                    if not _skipped_name(f):
-                        full = os.path.join(root, f)
-                        out.append((full, os.path.relpath(os.path.abspath(full), parent), False))
-        else:
-            out.append((p, os.path.basename(p) or p, True))
-    names = [n for _, n, _ in out]
-    return [(p, n if names.count(n) == 1 else os.path.normpath(p), direct) for p, n, direct in out]
-
-
-def resolve_inputs(paths: Sequence[str]) -> Inputs:
-    """Expand folders, sniff formats; what cannot be read becomes a problem."""
-    inputs = Inputs()
-    for path, name, direct in _expand(paths):
-        if local_path(path) is None:
-            inputs.names.append(name)
-            scheme = path.partition(":")[0]
-            inputs.problems.append(Problem("unreadable", name, f"{name}: {scheme}:// is not read (local paths and file:// URIs are; copy the capture here)"))
-            continue
-        path = local_path(path)
+        local = local_path(given)
+        p = os.path.abspath(os.path.expanduser(local)) if local is not None else given.rstrip("/")
         try:
-            with open(path, "rb") as f:
+            st = stat(p, storage)
+            if st.kind == "dir":
+                found = list_files(p, storage, _skipped_name)
+        except StorageError as exc:
+            out.append((given, posixpath.basename(p) or given, True, str(exc), given))
+            continue
+        except OSError as exc:
+            out.append((given, posixpath.basename(p) or given, True, f"cannot read ({_why(exc)})", given))
+            continue
+        if st.kind == "dir":
+            top = posixpath.basename(os.path.normpath(p) if local is not None else p)
+            for f, rel, size in found:
+                shown = os.path.normpath(os.path.join(local, rel)) if local is not None else f
+                out.append((f, posixpath.join(top, rel) if top else rel, False, Stat("file", size), shown))
+        else:
+            out.append((p, posixpath.basename(p) or p, True, st, os.path.normpath(local) if local is not None else p))
+    names = [n for _, n, _, _, _ in out]
+    return [(p, n if names.count(n) == 1 else shown, direct, st) for p, n, direct, st, shown in out]
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def resolve_inputs(paths: Sequence[str], storage: Storage = LOCAL) -> Inputs:
+    """Expand folders, sniff formats; what cannot be read becomes a problem. ``storage``:
+    how remote stores are reached (:mod:`trocket.spark.storage`)."""
+    inputs = Inputs(storage=storage)
+    for path, name, direct, st in _expand(paths, storage):
+        if isinstance(st, str) or st.kind == "missing":
+            inputs.names.append(name)
+            if isinstance(st, str):
+                inputs.problems.append(Problem("unreadable", name, f"{name}: {st}"))
+            else:
+                inputs.problems.append(Problem("missing", name, f"{name}: no such file"))
+            continue
+        size = st.size
+        try:
+            with open_input(path, storage) as f:
                 head = f.read(8)
-                size = os.fstat(f.fileno()).st_size
         except FileNotFoundError:
             inputs.names.append(name)
             inputs.problems.append(Problem("missing", name, f"{name}: no such file"))
             continue
         except OSError as exc:
             inputs.names.append(name)
-            inputs.problems.append(Problem("unreadable", name, f"{name}: cannot read ({exc.strerror or exc})"))
+            inputs.problems.append(Problem("unreadable", name, f"{name}: cannot read ({_why(exc)})"))
             continue
         fmt = sniff_format(head)
         if fmt is None and not direct:
@@ -156,7 +164,7 @@ def resolve_inputs(paths: Sequence[str]) -> Inputs:
                 Problem("not-capture", name, f"{name}: not a capture (neither a trocket capture nor pcap/pcapng; first bytes {head!r})")
             )
         else:
-            inputs.captures.append(Capture(os.path.abspath(path), name, size, fmt, len(inputs.names) - 1))
+            inputs.captures.append(Capture(path, name, size, fmt, len(inputs.names) - 1))
     _join_rotation_sets(inputs)
     return inputs
 
@@ -170,13 +178,13 @@ def rotation_key(name: str) -> tuple[str, int]:
     return (m.group(1), int(m.group(2))) if m else (name, 0)
 
 
-def _first_record_ts(path: str) -> int | None:
+def _first_record_ts(path: str, storage: Storage) -> int | None:
     """The time of a native capture's first record (None: it has none, or no header)."""
     from .native import file_header_end, record_ts
 
-    with open(path, "rb") as f:
+    with open_input(path, storage) as f:
         start = file_header_end(f, path, lambda p: None)
-        if start is None or os.fstat(f.fileno()).st_size < start + 16:
+        if start is None or file_size(f) < start + 16:
             return None
         return record_ts(f, start)
 
@@ -204,7 +212,7 @@ def _join_rotation_sets(inputs: Inputs) -> None:
             run.append(files[n])
         if len(run) < 2:
             continue
-        times = [_first_record_ts(c.path) for c in run]
+        times = [_first_record_ts(c.path, inputs.storage) for c in run]
         known = [t for t in times if t is not None]
         if any(b < a - STITCH_TOLERANCE_NS for a, b in zip(known, known[1:])):
             continue  # not one recording cut in order: captures of their own

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -44,6 +43,7 @@ import attrs
 
 from .inputs import Inputs, resolve_inputs
 from .problems import Problem, incomplete, keep, problem_accumulator
+from .storage import LOCAL, Storage, is_local, join, list_files, local_path, make_dirs, remove_tree, write_bytes
 
 __all__ = ["analyze", "decode_and_pair", "latency_values", "write_empty_tables", "finish_tables", "summarize", "part_files", "map_files"]
 
@@ -60,16 +60,17 @@ def _counted(records: list[tuple], frames_acc) -> list[tuple]:
     return records
 
 
-def _native_records(sc, files, split_bytes, acc, frames_path, calls_path, since_ns, until_ns, frames_acc=None):
+def _native_records(sc, files, split_bytes, acc, frames_path, calls_path, since_ns, until_ns, frames_acc=None, storage=LOCAL):
     """Native captures: one task per file plans its ranges (collected: the driver learns
     each capture's span), then each range is decoded, paired and written by the task
-    that reads it. (An RDD of stretch records, the native captures' spans.)"""
+    that reads it. (An RDD of stretch records, the native captures' spans.) ``storage``:
+    how the tasks reach the files (:class:`trocket.spark.storage.Storage`)."""
     from .native import plan_native, read_native_range
     from .stretch import decode_stretch
 
     def plan(capture):
         found: list = []
-        got = plan_native(capture.path, capture.name, split_bytes, found.append, capture.base)
+        got = plan_native(capture.path, capture.name, split_bytes, found.append, capture.base, storage)
         if found:
             acc.add(frozenset(found))
         return capture.name, got
@@ -96,8 +97,9 @@ def _native_records(sc, files, split_bytes, acc, frames_path, calls_path, since_
     def decode(rng) -> list[tuple]:
         found: list = []
         account: Counter = Counter()
-        rows = read_native_range(rng, found.append, since_ns, until_ns, account)
-        records = decode_stretch(rows, frames_path, calls_path, f"part-n{_name_key(rng[1])}-{rng[4] + rng[2]:014d}", "native", account=account)
+        rows = read_native_range(rng, found.append, since_ns, until_ns, account, storage)
+        records = decode_stretch(rows, frames_path, calls_path, f"part-n{_name_key(rng[1])}-{rng[4] + rng[2]:014d}", "native", account=account,
+                                 storage=storage)  # fmt: skip
         if found:
             acc.add(frozenset(found))
         return _counted(records, frames_acc)
@@ -125,66 +127,66 @@ def decode_and_pair(spark, inputs: Inputs, acc, frames_path: str, calls_path: st
     from .summary import Tally
 
     sc = spark.sparkContext
-    _clear_tables(frames_path, calls_path)
+    storage = inputs.storage
+    _clear_tables(storage, frames_path, calls_path)
     parts = []
     spans: dict = {}
     if inputs.native:
-        native, spans = _native_records(sc, inputs.native, split_bytes, acc, frames_path, calls_path, since_ns, until_ns, frames_acc)
+        native, spans = _native_records(sc, inputs.native, split_bytes, acc, frames_path, calls_path, since_ns, until_ns, frames_acc, inputs.storage)
         if native is not None:
             parts.append(native)
     if inputs.pcap:
         from .pcap import pcap_stretches
 
         def decode(i, rows, pieces, account):
-            return _counted(decode_stretch(rows, frames_path, calls_path, f"part-p{i:05d}", "pcap", pieces=pieces, account=account), frames_acc)
+            return _counted(decode_stretch(rows, frames_path, calls_path, f"part-p{i:05d}", "pcap", pieces=pieces, account=account, storage=storage),
+                            frames_acc)  # fmt: skip
 
-        parts.append(pcap_stretches(sc, inputs.pcap, split_bytes, acc, since_ns, until_ns, decode))
+        parts.append(pcap_stretches(sc, inputs.pcap, split_bytes, acc, since_ns, until_ns, decode, inputs.storage))
     tally = Tally()
     if parts:
         records = parts[0] if len(parts) == 1 else sc.union(parts)
         n = max(1, sc.defaultParallelism)
         resolved = records.repartitionAndSortWithinPartitions(n, record_partition(n)).mapPartitionsWithIndex(
-            lambda i, it: [resolve_records(it, calls_path, f"part-r{i:05d}", spans)]
+            lambda i, it: [resolve_records(it, calls_path, f"part-r{i:05d}", spans, storage)]
         )
         for t in resolved.collect():
             tally.merge(t)
-    finish_tables(frames_path, calls_path)
+    finish_tables(frames_path, calls_path, storage)
     return tally
 
 
-def _clear_tables(*paths: str) -> None:
+def _clear_tables(storage: Storage, *paths: str) -> None:
     for path in paths:
-        shutil.rmtree(path, ignore_errors=True)
-        os.makedirs(path)
+        remove_tree(path, storage)
+        make_dirs(path, storage)
 
 
-def write_empty_tables(frames_path: str, calls_path: str) -> None:
+def write_empty_tables(frames_path: str, calls_path: str, storage: Storage = LOCAL) -> None:
     """Both tables, empty (nothing was readable): written without Spark."""
-    _clear_tables(frames_path, calls_path)
-    finish_tables(frames_path, calls_path)
+    _clear_tables(storage, frames_path, calls_path)
+    finish_tables(frames_path, calls_path, storage)
 
 
-def finish_tables(frames_path: str, calls_path: str) -> None:
+def finish_tables(frames_path: str, calls_path: str, storage: Storage = LOCAL) -> None:
     """An empty part where a table got none (it exists, with its columns), and each
     table's ``_SUCCESS`` marker."""
     from .arrow import calls_file_schema, frames_file_schema, write_parquet
 
     for path, schema in ((frames_path, frames_file_schema()), (calls_path, calls_file_schema())):
-        if not part_files(path):
-            write_parquet([], path, "part-empty.parquet", schema)  # nothing readable: the table exists, empty
-        open(os.path.join(path, "_SUCCESS"), "w").close()
+        if not part_files(path, storage):
+            write_parquet([], path, "part-empty.parquet", schema, storage=storage)  # nothing readable: the table exists, empty
+        write_bytes(join(path, "_SUCCESS"), b"", storage)
 
 
-def part_files(directory: str) -> list[str]:
-    """Every Parquet part file below ``directory`` (partition folders included)."""
-    found = []
-    for root, dirs, files in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
-        found.extend(os.path.join(root, n) for n in sorted(files) if n.endswith(".parquet") and not n.startswith((".", "_")))
-    return found
+def part_files(directory: str, storage: Storage = LOCAL) -> list[str]:
+    """Every Parquet part file below ``directory`` (partition folders included; names
+    starting with ``.`` or ``_`` left out, as Spark does)."""
+    hidden = lambda name: name.startswith((".", "_"))  # noqa: E731
+    return [path for path, rel, _ in list_files(directory, storage, hidden) if rel.endswith(".parquet")]
 
 
-def latency_values(spark, tally, calls_path: str) -> dict:
+def latency_values(spark, tally, calls_path: str, storage: Storage = LOCAL) -> dict:
     """The latencies the percentiles need (:meth:`Tally.latency_targets`), found by one
     pass over the ``calls`` parts in the executors."""
     from .summary import select_latencies
@@ -194,7 +196,7 @@ def latency_values(spark, tally, calls_path: str) -> dict:
         return {}
     wanted = {code: {b for _, b, _ in found} for code, found in targets.items()}
     out: dict = {}
-    for part in map_files(spark, lambda files: select_latencies(files, wanted), part_files(calls_path)):
+    for part in map_files(spark, lambda files: select_latencies(files, wanted, storage), part_files(calls_path, storage)):
         for key, values in part.items():
             out.setdefault(key, []).extend(values)
     return out
@@ -247,10 +249,13 @@ def analyze(
     ``captures``: paths, or the :class:`Inputs` already resolved from them."""
     from .summary import Tally
 
-    out = os.path.abspath(out)
-    os.makedirs(out, exist_ok=True)
-    frames_path = os.path.join(out, "frames")
-    calls_path = os.path.join(out, "calls")
+    inputs = captures if isinstance(captures, Inputs) else resolve_inputs(captures)
+    storage = inputs.storage
+    if is_local(out):
+        out = os.path.abspath(local_path(out))
+    make_dirs(out, storage)
+    frames_path = join(out, "frames")
+    calls_path = join(out, "calls")
 
     def phase(text: str) -> None:
         if progress is not None:
@@ -258,9 +263,8 @@ def analyze(
 
     clock = time.monotonic
     t0 = clock()
-    inputs = captures if isinstance(captures, Inputs) else resolve_inputs(captures)
     if not inputs.captures:
-        write_empty_tables(frames_path, calls_path)
+        write_empty_tables(frames_path, calls_path, storage)
         return Result(summarize(Tally(), {}, inputs, inputs.problems), frames_path, calls_path, {})
     sc = spark.sparkContext
     acc = problem_accumulator(sc)
@@ -274,7 +278,7 @@ def analyze(
     t1 = clock()
     phase("latency percentiles")
     sc.setJobDescription("latency percentiles")
-    selected = latency_values(spark, tally, calls_path)
+    selected = latency_values(spark, tally, calls_path, storage)
     summary = summarize(tally, selected, inputs, set(inputs.problems) | set(acc.value))
     timings = {"decode and pair": t1 - t0, "percentiles": clock() - t1}
     return Result(summary, frames_path, calls_path, timings)

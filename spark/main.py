@@ -4,7 +4,9 @@
     spark-submit "$(python -c 'import trocket.spark.submit as m; print(m.__file__)')" CAPTURE... --out DIR
 
 Writes DIR/frames and DIR/calls (Parquet), DIR/views/ (the report's views, Parquet),
-DIR/summary.json, DIR/report.html and DIR/_SUCCESS, and prints a short summary. Exit status 0, or 1 when any capture could not
+DIR/summary.json, DIR/report.html and DIR/_SUCCESS, and prints a short summary. CAPTURE
+and DIR are local paths or URIs (:mod:`trocket.spark.storage`: file://, s3://, s3a://,
+hdfs://). Exit status 0, or 1 when any capture could not
 be read completely (missing, not a capture, cut off, garbled, a stream with lost bytes:
 the rule of ``trocket capture show`` and ``stats``); every problem is listed in the
 summary, and everything readable is analyzed.
@@ -18,7 +20,7 @@ import os
 import sys
 import time
 
-from .inputs import local_path
+from .storage import local_path
 
 __all__ = ["add_arguments", "run", "run_follow", "parse_time", "main_args", "main", "write_report"]
 
@@ -40,7 +42,10 @@ def parse_time(text: str) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("captures", nargs="*", metavar="CAPTURE", help="native captures, pcap or pcapng files, or folders of them")
-    p.add_argument("--out", required=True, metavar="DIR", help="where frames/, calls/, summary.json and report.html go")
+    p.add_argument("--s3-endpoint", metavar="URL", help="the S3-compatible store s3:// and s3a:// inputs are read from (MinIO, Ceph, ...; "
+                   "default: AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, else AWS itself)")  # fmt: skip
+    p.add_argument("--out", required=True, metavar="DIR", help="where frames/, calls/, summary.json and report.html go "
+                   "(a path, or a file://, s3://, s3a:// or hdfs:// URI)")  # fmt: skip
     p.add_argument("--master", metavar="URL", help="Spark master (default: local[*]; spark://HOST:PORT for a standalone cluster)")
     p.add_argument("--since", type=parse_time, metavar="T", help="only frames at or after T (Unix seconds or ISO 8601)")
     p.add_argument("--until", type=parse_time, metavar="T", help="only frames before T")
@@ -73,6 +78,7 @@ def run(args: argparse.Namespace, spark=None, progress=None) -> int:
     from .job import DEFAULT_SPLIT_BYTES, analyze
     from .report import console_summary
     from .session import Progress, build_session
+    from .storage import Storage, join, write_bytes
     from .summary import write_summary
 
     if args.follow is not None:
@@ -84,15 +90,16 @@ def run(args: argparse.Namespace, spark=None, progress=None) -> int:
         print("trocket: error: --until must be after --since", file=sys.stderr)
         return 1
     started = time.monotonic()
+    storage = Storage.from_environment(args.s3_endpoint)
     # absolute before anything runs: executors resolve a relative path in their own
     # working directory (a standalone worker's is not the driver's)
-    out = _out_dir(args.out)
+    out = _out_dir(args.out, storage)
     if out is None:
         return 1
     if progress is None:
         progress = Progress(show=not args.quiet)
     progress.phase = "naming the inputs"
-    inputs = resolve_inputs(args.captures)
+    inputs = resolve_inputs(args.captures, storage)
     for warning in inputs.skipped:
         print(f"trocket: warning: {warning}", file=sys.stderr)
     for name, files in inputs.rotated.items():
@@ -109,11 +116,11 @@ def run(args: argparse.Namespace, spark=None, progress=None) -> int:
             spark, inputs, out, since_ns=args.since, until_ns=args.until,
             split_bytes=max(4096, int(args.split_mb * 1024 * 1024)) if args.split_mb else DEFAULT_SPLIT_BYTES, progress=progress,
         )  # fmt: skip
-        write_summary(result.summary, os.path.join(out, "summary.json"))
+        write_summary(result.summary, join(out, "summary.json"), storage)
         if not args.no_report:
             progress.phase = "writing the views and the report"
-            write_report(out, result.summary, bool(inputs.captures), spark)
-        open(os.path.join(out, "_SUCCESS"), "w").close()
+            write_report(out, result.summary, bool(inputs.captures), spark, storage)
+        write_bytes(join(out, "_SUCCESS"), b"", storage)
     finally:
         progress.stop()
     print(console_summary(result.summary, out))
@@ -130,8 +137,14 @@ def run_follow(args: argparse.Namespace, spark=None) -> int:
         print("trocket: error: --follow DIR takes no CAPTURE", file=sys.stderr)
         return 1
     directory = local_path(args.follow)
-    if directory is None or not os.path.isdir(directory):
+    if directory is None:
+        print(f"trocket: error: --follow {args.follow}: only a local folder is followed (where the tap writes)", file=sys.stderr)
+        return 1
+    if not os.path.isdir(directory):
         print(f"trocket: error: --follow {args.follow}: no such folder", file=sys.stderr)
+        return 1
+    if local_path(args.out) is None:
+        print(f"trocket: error: --out {args.out}: --follow writes a local folder (its tables are rewritten every batch)", file=sys.stderr)
         return 1
     out = _out_dir(args.out)
     if out is None:
@@ -155,21 +168,38 @@ def run_follow(args: argparse.Namespace, spark=None) -> int:
     return 0
 
 
-def _out_dir(given: str) -> str | None:
-    """``--out`` as an absolute local path (a ``file:`` URI's path), or None and an error."""
+def _out_dir(given: str, storage=None) -> str | None:
+    """``--out`` as an absolute local path (a ``file:`` URI's path) or a store's URI (its
+    store checked now, before any JVM), or None and an error."""
+    from .storage import LOCAL, StorageError, stat, store_root
+
     path = local_path(given)
-    if path is None:
-        print(f"trocket: error: --out {given}: only local paths and file:// URIs are written", file=sys.stderr)
+    if path is not None:
+        return os.path.abspath(os.path.expanduser(path))
+    root = store_root(given)
+    try:
+        if stat(root, storage or LOCAL).kind == "missing" and root != given:  # the store answers (an endpoint, keys that work)
+            print(f"trocket: error: --out {given}: no such bucket ({root})", file=sys.stderr)
+            return None
+    except StorageError as exc:
+        print(f"trocket: error: --out {given}: {exc}", file=sys.stderr)
         return None
-    return os.path.abspath(os.path.expanduser(path))
+    except OSError as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"trocket: error: --out {given}: cannot reach it ({reason})", file=sys.stderr)
+        return None
+    return given.rstrip("/")
 
 
-def write_report(out: str, summary: dict, tables: bool = True, spark=None) -> None:
+def write_report(out: str, summary: dict, tables: bool = True, spark=None, storage=None) -> None:
     """``out/views/`` (when there are tables) and ``out/report.html``; with ``spark``, the
-    views' passes over the tables run in its executors."""
+    views' passes over the tables run in its executors. ``out``: a local path or a URI,
+    reached through ``storage`` (:mod:`trocket.spark.storage`)."""
     from .report import build_report
+    from .storage import LOCAL, join, write_bytes
     from .views import build_views
 
+    storage = storage or LOCAL
     map_parts = None
     if spark is not None:
         from .job import map_files
@@ -178,10 +208,9 @@ def write_report(out: str, summary: dict, tables: bool = True, spark=None) -> No
             spark.sparkContext.setJobDescription("views")
             return map_files(spark, fn, files)
 
-    views = build_views(out, summary, map_parts) if tables else None
+    views = build_views(out, summary, map_parts, storage) if tables else None
     page = build_report(views, summary)
-    with open(os.path.join(out, "report.html"), "w", encoding="utf-8") as f:
-        f.write(page)
+    write_bytes(join(out, "report.html"), page.encode("utf-8"), storage)
 
 
 def main_args(argv: list[str] | None = None) -> argparse.Namespace:

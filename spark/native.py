@@ -12,7 +12,7 @@ functions the executors run (and the single-process baseline, too).
 
 from __future__ import annotations
 
-import os
+import posixpath
 import struct
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
@@ -30,6 +30,7 @@ from trocket.codecs.errors import CodecError
 
 from .problems import Problem
 from .rows import endpoints, frame_row
+from .storage import LOCAL, Storage, StorageError, file_size, open_input
 
 __all__ = [
     "plan_native", "read_native_range", "NativeRange", "NativePlan", "Scan", "scan_records", "file_header_end", "record_ts",
@@ -159,22 +160,22 @@ def file_header_end(f, name: str, problem: Report) -> int | None:
 def file_label(path: str, name: str) -> str:
     """How problems name the file ``path`` of capture ``name``: the name, or for a later
     file of a rotation set the name and the file (``tap/b.cap (b.cap.3)``)."""
-    file = os.path.basename(path)
-    return name if file == os.path.basename(name) else f"{name} ({file})"
+    file = posixpath.basename(path)
+    return name if file == posixpath.basename(name) else f"{name} ({file})"
 
 
-def plan_native(path: str, name: str, split_bytes: int, problem: Report, base: int = 0) -> NativePlan:
-    """Cut one native capture file into ranges of whole records; problems go to
-    ``problem``. Also the times of the first and last records (the file's span).
-    ``base``: the file's seq base (see :data:`NativeRange`)."""
+def plan_native(path: str, name: str, split_bytes: int, problem: Report, base: int = 0, storage: Storage = LOCAL) -> NativePlan:
+    """Cut one native capture file (a path or URI, reached through ``storage``) into
+    ranges of whole records; problems go to ``problem``. Also the times of the first and
+    last records (the file's span). ``base``: the file's seq base (see :data:`NativeRange`)."""
     label = file_label(path, name)
     try:
-        f = open(path, "rb")
-    except OSError as exc:
-        problem(Problem("unreadable", name, f"{label}: cannot read ({exc.strerror or exc})"))
+        f = open_input(path, storage)
+    except (OSError, StorageError) as exc:
+        problem(Problem("unreadable", name, f"{label}: cannot read ({getattr(exc, 'strerror', None) or exc})"))
         return NativePlan([], None, None)
     with f:
-        size = os.fstat(f.fileno()).st_size
+        size = file_size(f)
         if size == 0:
             problem(Problem("not-capture", name, f"{label}: empty file (not a capture)"))
             return NativePlan([], None, None)
@@ -205,9 +206,10 @@ def _read_at(f, offset: int, n: int) -> bytes:
 
 
 def read_native_range(
-    rng: NativeRange, problem: Report, since_ns: int | None = None, until_ns: int | None = None, account=None
+    rng: NativeRange, problem: Report, since_ns: int | None = None, until_ns: int | None = None, account=None, storage: Storage = LOCAL
 ) -> Iterator[tuple]:
-    """The ``frames`` rows of one range (raw, unparsed records become problems).
+    """The ``frames`` rows of one range (raw, unparsed records become problems); its
+    file is reached through ``storage``.
 
     ``account`` (a Counter) gets the range's bytes by ``(capture, what)``: ``stream``
     (every record's frame bytes, raw ones and records that do not decode included),
@@ -216,7 +218,7 @@ def read_native_range(
     path, name, off, end, base = rng
     raw_bytes: dict[str, int] = {}
     stream = bad = filtered = 0
-    with open(path, "rb") as f:
+    with open_input(path, storage) as f:
         w = _Window(f, off, end)
         buf, at = w.buf, w.base
         while off < end:

@@ -21,7 +21,6 @@ connection's out-of-order buffer at a time, never a whole partition.
 from __future__ import annotations
 
 import itertools
-import os
 import zlib
 from collections import Counter
 from collections.abc import Iterator
@@ -35,25 +34,26 @@ from trocket.codecs.tcp_connection import ConnectionTracker
 
 from .problems import Problem
 from .rows import TO_CLIENT, TO_SERVER, frame_row
+from .storage import LOCAL, Storage, StorageError, file_size, open_input
 
 __all__ = ["pcap_stretches", "plan_pcap", "read_pcap_range", "reassemble_connection"]
 
 
-def plan_pcap(capture, split_bytes: int, problem) -> list[tuple]:
-    """(path, name, file index, first packet's time, PacketRange) of one file's ranges;
-    a file that cannot be read is a problem."""
+def plan_pcap(capture, split_bytes: int, problem, storage: Storage = LOCAL) -> list[tuple]:
+    """(path, name, file index, first packet's time, PacketRange) of one file's ranges
+    (its path or URI reached through ``storage``); a file that cannot be read is a problem."""
     path, name, index = capture.path, capture.name, capture.index
     try:
-        with open(path, "rb") as f:
+        with open_input(path, storage) as f:
             ranges = split_ranges(f, split_bytes)
-            size = os.fstat(f.fileno()).st_size
+            size = file_size(f)
             first_ts = 0
             if ranges:
                 reader = PacketReader(f, range_=ranges[0])
                 first = next(iter(reader), None)
                 first_ts = first.timestamp_ns if first is not None else 0
-    except (OSError, CodecError) as exc:
-        kind = "unreadable" if isinstance(exc, OSError) else "bad-file"
+    except (OSError, StorageError, CodecError) as exc:
+        kind = "bad-file" if isinstance(exc, CodecError) else "unreadable"
         problem(Problem(kind, name, f"{name}: {exc}"))
         return []
     end = ranges[-1].end if ranges else 0
@@ -62,12 +62,12 @@ def plan_pcap(capture, split_bytes: int, problem) -> list[tuple]:
     return [(path, name, index, first_ts, r) for r in ranges]
 
 
-def read_pcap_range(item: tuple, problem) -> Iterator[tuple]:
+def read_pcap_range(item: tuple, problem, storage: Storage = LOCAL) -> Iterator[tuple]:
     """((address pair, file's first time, file index, file offset), (file index, name,
     segment)) of one range's TCP segments: sorted by that key, a connection's segments
     come file by file, the files in the order they were captured, each in capture order."""
     path, name, index, first_ts, rng = item
-    with open(path, "rb") as f:
+    with open_input(path, storage) as f:
         for seg in packet_range_items(f, rng):
             if type(seg) is TcpSegment:
                 src, dst = seg.src, seg.dst
@@ -204,10 +204,10 @@ def _partition_of(n: int):
     return part
 
 
-def pcap_stretches(sc, files, split_bytes, acc, since_ns, until_ns, decode):
+def pcap_stretches(sc, files, split_bytes, acc, since_ns, until_ns, decode, storage: Storage = LOCAL):
     """The RDD of every pcap/pcapng file's stretch records: ``decode(index, rows,
     pieces, account)`` (:func:`trocket.spark.stretch.decode_stretch`) run on each
-    partition of whole connections."""
+    partition of whole connections; the files reached through ``storage``."""
     import math
 
     n_ranges = max(1, sum(math.ceil(c.size / split_bytes) for c in files))
@@ -215,7 +215,7 @@ def pcap_stretches(sc, files, split_bytes, acc, since_ns, until_ns, decode):
 
     def plan(capture):
         found: list = []
-        out = plan_pcap(capture, split_bytes, found.append)
+        out = plan_pcap(capture, split_bytes, found.append, storage)
         if found:
             acc.add(frozenset(found))
         return out
@@ -223,7 +223,7 @@ def pcap_stretches(sc, files, split_bytes, acc, since_ns, until_ns, decode):
     def read(it):
         found: list = []
         for rng in it:
-            yield from read_pcap_range(rng, found.append)
+            yield from read_pcap_range(rng, found.append, storage)
         if found:
             acc.add(frozenset(found))
 

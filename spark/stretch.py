@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import gc
 import itertools
-import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
@@ -37,6 +36,7 @@ from .arrow import (
 )
 from .calls import C, Pairer, leftover_order, pair_leftovers
 from .rows import F
+from .storage import LOCAL, Storage, join, make_dirs
 from .streams import Streams
 from .summary import Tally
 
@@ -66,17 +66,18 @@ class _Calls:
     """The calls part of a task, opened at its first row (a stretch that pairs nothing
     writes no file)."""
 
-    def __init__(self, directory: str, part: str, tally: Tally) -> None:
+    def __init__(self, directory: str, part: str, tally: Tally, storage: Storage = LOCAL) -> None:
         self._dir = directory
         self._part = part
         self._tally = tally
+        self._storage = storage
         self._writer: PartWriter | None = None
 
     def write(self, rows: list[tuple]) -> None:
         if not rows:
             return
         if self._writer is None:
-            self._writer = PartWriter(self._dir, self._part, calls_file_schema())
+            self._writer = PartWriter(self._dir, self._part, calls_file_schema(), self._storage)
         cols = list(zip(*rows))
         batch = record_batch(cols, calls_schema())
         self._writer.write(calls_file_batch(batch))
@@ -97,10 +98,11 @@ class _Frames:
     each opened at its first row; per (capture, connection id) piece, the first and
     last times and the frames seen (the stream markers)."""
 
-    def __init__(self, directory: str, part: str, tally: Tally) -> None:
+    def __init__(self, directory: str, part: str, tally: Tally, storage: Storage = LOCAL) -> None:
         self._dir = directory
         self._part = part
         self._tally = tally
+        self._storage = storage
         self._writers: dict[str, PartWriter] = {}
         self.pieces: dict[tuple, list] = {}  # (capture, cid, connection) -> [first, last, n]
 
@@ -119,9 +121,9 @@ class _Frames:
         for capture, b in parts:
             writer = self._writers.get(capture)
             if writer is None:
-                d = os.path.join(self._dir, partition_dir("capture", capture))
-                os.makedirs(d, exist_ok=True)
-                writer = self._writers[capture] = PartWriter(d, self._part, frames_file_schema())
+                d = join(self._dir, partition_dir("capture", capture))
+                make_dirs(d, self._storage)
+                writer = self._writers[capture] = PartWriter(d, self._part, frames_file_schema(), self._storage)
             writer.write(frames_file_batch(b))
         self._tally.count_frames(cols[F.KIND], cols[F.CODE], cols[F.SERIALIZE])
         agg = pa.Table.from_batches([batch.select(["capture", "connection_id", "connection", "ts_ns", "frame_len"])]).group_by(
@@ -150,19 +152,20 @@ class _Frames:
 
 def decode_stretch(
     rows: Iterable[tuple], frames_dir: str, calls_dir: str, part: str, fmt: str = "native", *,
-    pieces: list | None = None, account: Counter | None = None, batch_rows: int = BATCH_ROWS,
+    pieces: list | None = None, account: Counter | None = None, batch_rows: int = BATCH_ROWS, storage: Storage = LOCAL,
 ) -> list[tuple]:  # fmt: skip
     """Write ``frames_dir/capture=NAME/part.parquet`` (one per capture met) and
     ``calls_dir/part.parquet`` from ``rows``; returns the records for
     :func:`resolve_records`: (key, value) pairs, the tally's among them. ``fmt``: the
     captures' format (``native`` or ``pcap``: how their pieces are stitched); ``pieces``:
     the pcap reassembly's piece markers (filled while ``rows`` is read); ``account``:
-    the readers' byte counts by (capture, what), merged into the tally."""
+    the readers' byte counts by (capture, what), merged into the tally; ``storage``: how
+    the folders (local paths or URIs) are reached."""
     tally = Tally()
     pairer = Pairer()
     with _NoGc():
-        frames = _Frames(frames_dir, f"{part}.parquet", tally)
-        calls = _Calls(calls_dir, f"{part}.parquet", tally)
+        frames = _Frames(frames_dir, f"{part}.parquet", tally, storage)
+        calls = _Calls(calls_dir, f"{part}.parquet", tally, storage)
         try:
             chunk: list[tuple] = []
             for row in rows:
@@ -201,7 +204,7 @@ def decode_stretch(
     return records
 
 
-def resolve_records(records: Iterable[tuple], calls_dir: str, part: str, spans: dict | None = None) -> Tally:
+def resolve_records(records: Iterable[tuple], calls_dir: str, part: str, spans: dict | None = None, storage: Storage = LOCAL) -> Tally:
     """The second step over records sorted by key, one address pair at a time: its
     pieces resolved into streams (:class:`trocket.spark.streams.Streams`; ``spans``:
     the native captures' (first, last) times), its leftovers paired by stream
@@ -210,7 +213,7 @@ def resolve_records(records: Iterable[tuple], calls_dir: str, part: str, spans: 
     returned."""
     tally = Tally()
     with _NoGc():
-        calls = _Calls(calls_dir, f"{part}.parquet", tally)
+        calls = _Calls(calls_dir, f"{part}.parquet", tally, storage)
         try:
             batch: list[tuple] = []
             for key, group in itertools.groupby(records, key=lambda kv: kv[0][0]):

@@ -23,6 +23,8 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
+from .storage import LOCAL, Storage, filesystem, write_bytes
+
 __all__ = [
     "build_summary",
     "write_summary",
@@ -180,16 +182,17 @@ class Tally:
         return int(counts.sum())
 
 
-def select_latencies(calls_files: Iterable[str], wanted: dict[int, set[int]]) -> dict[tuple[int, int], list[int]]:
+def select_latencies(calls_files: Iterable[str], wanted: dict[int, set[int]], storage: Storage = LOCAL) -> dict[tuple[int, int], list[int]]:
     """The answered calls' latencies (ns) that fall in the wanted buckets of each code,
-    read from ``calls`` Parquet part files."""
+    read from ``calls`` Parquet part files (paths or URIs, reached through ``storage``)."""
     import numpy as np
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     out: dict[tuple[int, int], list[int]] = {}
-    for path in calls_files:
-        t = pq.read_table(path, columns=["status", "request_code", "request_ts_ns", "response_ts_ns", "long_poll"])
+    for uri in calls_files:
+        fs, path = filesystem(uri, storage)
+        t = pq.read_table(path, columns=["status", "request_code", "request_ts_ns", "response_ts_ns", "long_poll"], filesystem=fs)
         t = t.filter(pc.equal(t["status"], "answered"))
         if not t.num_rows:
             continue
@@ -301,7 +304,5 @@ def build_summary(tally: Tally, selected: dict, captures: Sequence[str], problem
     }
 
 
-def write_summary(summary: dict, path: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(summary, f, indent=2, ensure_ascii=False)
-        f.write("\n")
+def write_summary(summary: dict, path: str, storage: Storage = LOCAL) -> None:
+    write_bytes(path, (json.dumps(summary, indent=2, ensure_ascii=False) + "\n").encode("utf-8"), storage)

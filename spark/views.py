@@ -24,7 +24,9 @@ batch, only the columns a view needs; memory grows with the views, not the table
 from __future__ import annotations
 
 import math
-import os
+import posixpath
+
+from .storage import LOCAL, Storage, filesystem, join, make_dirs
 
 __all__ = ["build_views", "NAMESRV_CODES", "OK_CODES"]
 
@@ -49,23 +51,26 @@ def _width_ns(span_ns: int) -> int:
     return 24 * 36 * 10**11 * math.ceil(target / (24 * 36 * 10**11))
 
 
-def _dataset(files: list[str], base: str):
+def _dataset(files: list[str], base: str, storage: Storage = LOCAL):
     """The Parquet parts ``files`` of the table in ``base`` (its ``capture=NAME`` folders
-    read as a column)."""
+    read as a column; paths or URIs, reached through ``storage``)."""
     import pyarrow.dataset as ds
 
-    return ds.dataset(files, format="parquet", partitioning="hive", partition_base_dir=base)
+    fs, base_path = filesystem(base, storage)
+    paths = [filesystem(f, storage)[1] for f in files]
+    return ds.dataset(paths, format="parquet", partitioning="hive", partition_base_dir=base_path, filesystem=fs)
 
 
-def _span(files: list[str]) -> tuple[int, int] | None:
+def _span(files: list[str], storage: Storage = LOCAL) -> tuple[int, int] | None:
     """The first and last ``ts_ns`` of the frames parts, from their row groups'
     statistics (a scan of the column where a row group has none)."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     lo = hi = None
-    for path in files:
-        pf = pq.ParquetFile(path)
+    for uri in files:
+        fs, path = filesystem(uri, storage)
+        pf = pq.ParquetFile(path, filesystem=fs)
         md = pf.metadata
         col = md.schema.names.index("ts_ns")
         for g in range(md.num_row_groups):
@@ -159,7 +164,7 @@ def _calls_aggs() -> dict:
     }  # fmt: skip
 
 
-def frames_pass(files: list[str], base: str, t0: int, width: int) -> dict:
+def frames_pass(files: list[str], base: str, t0: int, width: int, storage: Storage = LOCAL) -> dict:
     """The frames views' partial aggregates over the parts ``files`` of the table in
     ``base`` (one :meth:`_Agg.result` per view): a task's share of the pass."""
     import pyarrow as pa
@@ -170,7 +175,7 @@ def frames_pass(files: list[str], base: str, t0: int, width: int) -> dict:
     minute = 60 * 10**9
     cols = ["capture", "connection_id", "connection", "client", "server", "direction", "kind", "code", "frame_len", "ts_ns",
             "language", "version", "client_id", "topic", "group", "queue_id", "commit_offset", "max_offset"]  # fmt: skip
-    for b in _dataset(files, base).to_batches(columns=cols, batch_size=1 << 16, batch_readahead=1, fragment_readahead=1):
+    for b in _dataset(files, base, storage).to_batches(columns=cols, batch_size=1 << 16, batch_readahead=1, fragment_readahead=1):
         if not b.num_rows:
             continue
         t = pa.Table.from_batches([b])
@@ -193,7 +198,7 @@ def frames_pass(files: list[str], base: str, t0: int, width: int) -> dict:
     return {name: a.result() for name, a in aggs.items()}
 
 
-def calls_pass(files: list[str], base: str, t0: int, width: int) -> dict:
+def calls_pass(files: list[str], base: str, t0: int, width: int, storage: Storage = LOCAL) -> dict:
     """The calls views' partial aggregates over the parts ``files`` of the table in
     ``base``, and its slowest calls (held polls apart)."""
     import pyarrow as pa
@@ -207,7 +212,7 @@ def calls_pass(files: list[str], base: str, t0: int, width: int) -> dict:
              "group", "client", "server", "connection", "request_ts_ns", "response_ts_ns", "latency_ms", "long_poll",
              "request_capture", "request_connection_id", "response_capture", "request_messages", "request_message_bytes",
              "response_messages", "response_message_bytes", "opaque"]  # fmt: skip
-    for b in _dataset(files, base).to_batches(columns=ccols, batch_size=1 << 16, batch_readahead=1, fragment_readahead=1):
+    for b in _dataset(files, base, storage).to_batches(columns=ccols, batch_size=1 << 16, batch_readahead=1, fragment_readahead=1):
         if not b.num_rows:
             continue
         t = pa.Table.from_batches([b])
@@ -260,10 +265,11 @@ def _serial(fn, files: list[str]) -> list:
     return [fn(files)] if files else []
 
 
-def build_views(out: str, summary: dict, map_parts=None) -> dict:
+def build_views(out: str, summary: dict, map_parts=None, storage: Storage = LOCAL) -> dict:
     """Write ``out/views/*.parquet``; returns the views as pyarrow tables (for the report).
     ``map_parts(fn, files)``: runs ``fn`` over shares of ``files`` and returns its
-    results (the job spreads the passes over the executors); by default one pass here."""
+    results (the job spreads the passes over the executors); by default one pass here.
+    ``out``: a local path or a URI, reached through ``storage``."""
     import functools
 
     import pyarrow as pa
@@ -273,22 +279,23 @@ def build_views(out: str, summary: dict, map_parts=None) -> dict:
     from .job import part_files
 
     map_parts = map_parts or _serial
-    frames_dir, calls_dir = os.path.join(out, "frames"), os.path.join(out, "calls")
-    frame_files = part_files(frames_dir)
-    span = _span(frame_files)
+    frames_dir, calls_dir = join(out, "frames"), join(out, "calls")
+    frame_files = part_files(frames_dir, storage)
+    span = _span(frame_files, storage)
     views: dict = {"span": span}
-    vdir = os.path.join(out, "views")
-    os.makedirs(vdir, exist_ok=True)
+    vdir = join(out, "views")
+    make_dirs(vdir, storage)
+    vfs, vpath = filesystem(vdir, storage)
     t0 = span[0] if span else 0
     width = _width_ns(span[1] - span[0]) if span else 10**9
     views["width_ns"] = width
 
     aggs = {**_frames_aggs(), **_calls_aggs()}
     slowest: list = []
-    for part in map_parts(functools.partial(frames_pass, base=frames_dir, t0=t0, width=width), frame_files):
+    for part in map_parts(functools.partial(frames_pass, base=frames_dir, t0=t0, width=width, storage=storage), frame_files):
         for name, t in part.items():
             aggs[name].absorb(t)
-    for part in map_parts(functools.partial(calls_pass, base=calls_dir, t0=t0, width=width), part_files(calls_dir)):
+    for part in map_parts(functools.partial(calls_pass, base=calls_dir, t0=t0, width=width, storage=storage), part_files(calls_dir, storage)):
         slowest = _slowest(slowest, part.pop("slowest"))
         for name, t in part.items():
             aggs[name].absorb(t)
@@ -297,7 +304,7 @@ def build_views(out: str, summary: dict, map_parts=None) -> dict:
 
     def write(name: str, table) -> None:
         if table is not None:
-            pq.write_table(table, os.path.join(vdir, f"{name}.parquet"))
+            pq.write_table(table, posixpath.join(vpath, f"{name}.parquet"), filesystem=vfs)
         views[name] = table
 
     # io: frames, bytes, errors and the latency percentiles per bucket and capture
@@ -423,7 +430,7 @@ def build_views(out: str, summary: dict, map_parts=None) -> dict:
 
     # the slowest calls, and the frames of their connection around each (the ladder)
     slow = slowest
-    frames = _dataset(frame_files, frames_dir)
+    frames = _dataset(frame_files, frames_dir, storage)
     ladders = []
     for i, r in enumerate(slow):
         import pyarrow.dataset as ds

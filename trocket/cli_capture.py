@@ -16,6 +16,10 @@ A native capture's RAW records (bytes a capture proxy forwarded without parsing 
 frames) show as ``raw bytes (N)`` (``"kind": "raw"`` in ``--json``) and are counted apart
 from the frames by ``stats`` (``raw_records``, ``raw_bytes``).
 
+FILE is a local path or a ``file://``, ``s3://``/``s3a://`` or ``hdfs://`` URI (read
+through pyarrow, the ``spark`` extra: :mod:`trocket.spark.storage`; ``--s3-endpoint`` or
+``AWS_ENDPOINT_URL`` for an S3-compatible store).
+
 Exit status: 0 when every file was read completely; 1 when a file is missing, of an
 unknown type, cut off, or a stream had gaps or bytes that are no RocketMQ frames
 (what could be read is still shown).
@@ -24,6 +28,7 @@ unknown type, cut off, or a stream had gaps or bytes that are no RocketMQ frames
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -59,7 +64,8 @@ def add_capture_parser(sub: argparse._SubParsersAction, *more: Callable[[argpars
         "response, code name, opaque, key ext fields, remark, body size. Problems (gaps, cut-off "
         "files, non-RocketMQ bytes) go to stderr.",
     )
-    show.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    show.add_argument("files", nargs="+", type=capture_file, metavar="FILE", help=_FILE_HELP)
+    show.add_argument("--s3-endpoint", metavar="URL", help=_S3_HELP)
     show.add_argument("--code", type=request_code, metavar="CODE",
                       help="only frames of CODE (a number or a name: 310, SEND_MESSAGE_V2): requests with it, "
                       "responses with it or answering it")
@@ -76,7 +82,8 @@ def add_capture_parser(sub: argparse._SubParsersAction, *more: Callable[[argpars
         "by the end of the capture; oneway requests never count), per connection, and the "
         "problems met while reading.",
     )
-    stats.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    stats.add_argument("files", nargs="+", type=capture_file, metavar="FILE", help=_FILE_HELP)
+    stats.add_argument("--s3-endpoint", metavar="URL", help=_S3_HELP)
     stats.add_argument("--json", action="store_true", help="print the counts as one JSON document")
     stats.set_defaults(run=run_stats)
     for add in more:
@@ -85,6 +92,38 @@ def add_capture_parser(sub: argparse._SubParsersAction, *more: Callable[[argpars
 
 
 # -- reading ------------------------------------------------------------------------------
+
+_FILE_HELP = "a capture: a path, or a file://, s3://, s3a:// or hdfs:// URI"
+_S3_HELP = "the S3-compatible store s3:// files are read from (default: AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, else AWS)"
+
+
+def capture_file(text: str) -> Path | str:
+    """FILE: a local path (a ``file:`` URI's path), or a store's URI kept as given."""
+    from trocket.spark.storage import local_path
+
+    local = local_path(text)
+    return Path(local) if local is not None else text
+
+
+def _open(path: Path | str, s3_endpoint: str | None):
+    """A capture file opened for reading: a local one with ``open``, a URI through
+    :mod:`trocket.spark.storage` (OSError when it cannot be read)."""
+    if isinstance(path, Path):
+        return open(path, "rb")
+    from trocket.spark.storage import Storage, StorageError, open_input
+
+    try:
+        return open_input(path, Storage.from_environment(s3_endpoint))
+    except FileNotFoundError:  # said as for a local file
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path) from None
+    except ImportError:
+        raise OSError("reading a URI needs pyarrow: pip install 'trocket[spark]'") from None
+    except StorageError as exc:
+        raise OSError(str(exc)) from None
+
+
+def _name(path: Path | str) -> str:
+    return path.name if isinstance(path, Path) else path.rstrip("/").rpartition("/")[2]
 
 
 def _progress(name: str, size: int):
@@ -102,8 +141,9 @@ def _progress(name: str, size: int):
 class _Files:
     """Items of several capture files, with their problems reported and counted."""
 
-    def __init__(self, paths: list[Path], *, on_problem) -> None:
+    def __init__(self, paths: list[Path | str], *, on_problem, s3_endpoint: str | None = None) -> None:
         self.paths = paths
+        self._s3_endpoint = s3_endpoint
         self.incomplete = False
         self.errors = 0
         self._on_problem = on_problem
@@ -115,7 +155,7 @@ class _Files:
 
         for index, path in enumerate(self.paths):
             try:
-                stream = open(path, "rb")
+                stream = _open(path, self._s3_endpoint)
             except OSError as exc:
                 _error(f"{path}: {exc.strerror or exc}")
                 self.incomplete = True
@@ -134,7 +174,7 @@ class _Files:
                     self.incomplete = True
                     self.errors += 1
                     continue
-                progress = _progress(path.name, _size(stream))
+                progress = _progress(_name(path), _size(stream))
                 n = 0
                 try:
                     for item in capture:
@@ -156,9 +196,11 @@ class _Files:
 
 
 def _size(stream) -> int:
+    from trocket.spark.storage import file_size
+
     try:
-        return os.fstat(stream.fileno()).st_size
-    except (OSError, AttributeError, ValueError):
+        return file_size(stream)  # by seeking: a store's file has no descriptor
+    except (OSError, ValueError):  # a pipe
         return 0
 
 
@@ -198,7 +240,7 @@ def _format_line(view, rel: float, conn: str) -> str:
     return "  ".join(parts)
 
 
-def _problem_printer(path: Path, problem) -> None:
+def _problem_printer(path: Path | str, problem) -> None:
     print(f"trocket: {path}: problem: {problem}", file=sys.stderr)
 
 
@@ -222,7 +264,7 @@ def request_code(text: str) -> int:
 def run_show(args: argparse.Namespace) -> int:
     from trocket.conformance.capture_stats import RequestTracker, view_record
 
-    files = _Files(args.files, on_problem=_problem_printer)
+    files = _Files(args.files, on_problem=_problem_printer, s3_endpoint=args.s3_endpoint)
     tracker = RequestTracker()
     multi = len(args.files) > 1
     first_ns: int | None = None
@@ -267,12 +309,12 @@ def run_stats(args: argparse.Namespace) -> int:
     stats = CaptureStats()
     problems: list[str] = []
 
-    def on_problem(path: Path, problem) -> None:
+    def on_problem(path: Path | str, problem) -> None:
         stats.add_problem(problem)
         if len(problems) < 50:
             problems.append(f"{path}: {problem}")
 
-    files = _Files(args.files, on_problem=on_problem)
+    files = _Files(args.files, on_problem=on_problem, s3_endpoint=args.s3_endpoint)
     multi = len(args.files) > 1
     for index, record in files:
         stats.add(record, f"{index + 1}:{record.connection_id}" if multi else record.connection_id)

@@ -197,8 +197,12 @@ def test_follow_arguments(tmp_path, capsys):
     assert "no such folder" in capsys.readouterr().err
     assert main(["x.cap", "--follow", str(tmp_path), "--out", str(tmp_path / "o")]) == 1
     assert "takes no CAPTURE" in capsys.readouterr().err
-    assert main(["x.cap", "--out", "s3a://bucket/o"]) == 1  # refused before any JVM starts
-    assert "only local paths and file:// URIs are written" in capsys.readouterr().err
+    assert main(["x.cap", "--out", "gs://bucket/o"]) == 1  # refused before any JVM starts
+    assert "--out gs://bucket/o: gs:// is not read" in capsys.readouterr().err
+    assert main(["--follow", "s3://bucket/tap", "--out", str(tmp_path / "o")]) == 1
+    assert "only a local folder is followed" in capsys.readouterr().err
+    assert main(["--follow", str(tmp_path), "--out", "s3://bucket/o"]) == 1
+    assert "--follow writes a local folder" in capsys.readouterr().err
 
 
 def test_a_batch_is_cut_to_fill_the_slots(tmp_path):

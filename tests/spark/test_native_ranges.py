@@ -86,11 +86,11 @@ def test_file_uris_are_read_and_other_schemes_reported(tmp_path):
 
     good = tmp_path / "a b.cap"
     synth.write_native(str(good), 10)
-    inputs = resolve_inputs([f"file://{quote(str(good))}", f"file://localhost{tmp_path}", "s3a://bucket/c.cap"])
+    inputs = resolve_inputs([f"file://{quote(str(good))}", f"file://localhost{tmp_path}", "ftp://host/c.cap"])
     assert [(c.name, c.path) for c in inputs.native] == [("a b.cap", str(good)), (f"{tmp_path.name}/a b.cap", str(good))]
-    assert [(p.kind, p.text) for p in inputs.problems] == [("unreadable", "s3a://bucket/c.cap: s3a:// is not read (local paths and file:// "
-                                                                          "URIs are; copy the capture here)")]  # fmt: skip
-    assert inputs.names[-1] == "s3a://bucket/c.cap"
+    assert [(p.kind, p.text) for p in inputs.problems] == [("unreadable", "c.cap: ftp:// is not read (local paths, file://, "
+                                                                          "s3:// or s3a://, and hdfs:// are)")]  # fmt: skip
+    assert inputs.names[-1] == "c.cap"
     assert local_path("file:/x/y") == "/x/y" and local_path("rel/x.cap") == "rel/x.cap" and local_path("hdfs://nn/x") is None
 
 
