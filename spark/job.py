@@ -202,9 +202,9 @@ def latency_values(spark, tally, calls_path: str, storage: Storage = LOCAL) -> d
     return out
 
 
-def map_files(spark, fn, files: list[str]) -> list:
-    """``fn(share)`` for shares of ``files`` (Parquet parts) in the executors, about two
-    tasks a slot; the results, collected."""
+def map_files(spark, fn, files: list) -> list:
+    """``fn(share)`` for shares of ``files`` (Parquet parts, or items naming them) in the
+    executors, about two tasks a slot; the results, collected."""
     if not files:
         return []
     sc = spark.sparkContext

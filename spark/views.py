@@ -261,14 +261,27 @@ def _slowest(kept: list[dict], more: list[dict]) -> list[dict]:
     return sorted(kept + more, key=lambda r: (-r["latency_ms"], r["request_ts_ns"], r["opaque"]))[:_SLOWEST]
 
 
+def tables_pass(share: list[tuple[str, str]], frames_base: str, calls_base: str, t0: int, width: int,
+                storage: Storage = LOCAL) -> tuple[dict | None, dict | None]:
+    """A task's share of both passes: ``share`` holds ``("frames", part)`` and ``("calls",
+    part)`` items; the :func:`frames_pass` and :func:`calls_pass` results over its parts of
+    each table (None for a table it has none of). One job for both tables keeps every
+    core busy to the end (two jobs would each wait for their slowest task)."""
+    frames = [f for kind, f in share if kind == "frames"]
+    calls = [f for kind, f in share if kind == "calls"]
+    return (frames_pass(frames, frames_base, t0, width, storage) if frames else None,
+            calls_pass(calls, calls_base, t0, width, storage) if calls else None)
+
+
 def _serial(fn, files: list[str]) -> list:
     return [fn(files)] if files else []
 
 
 def build_views(out: str, summary: dict, map_parts=None, storage: Storage = LOCAL) -> dict:
     """Write ``out/views/*.parquet``; returns the views as pyarrow tables (for the report).
-    ``map_parts(fn, files)``: runs ``fn`` over shares of ``files`` and returns its
-    results (the job spreads the passes over the executors); by default one pass here.
+    ``map_parts(fn, items)``: runs ``fn`` over shares of ``items`` (both tables' parts:
+    :func:`tables_pass`) and returns its results (the job spreads the passes over the
+    executors); by default one pass here.
     ``out``: a local path or a URI, reached through ``storage``."""
     import functools
 
@@ -292,13 +305,16 @@ def build_views(out: str, summary: dict, map_parts=None, storage: Storage = LOCA
 
     aggs = {**_frames_aggs(), **_calls_aggs()}
     slowest: list = []
-    for part in map_parts(functools.partial(frames_pass, base=frames_dir, t0=t0, width=width, storage=storage), frame_files):
-        for name, t in part.items():
-            aggs[name].absorb(t)
-    for part in map_parts(functools.partial(calls_pass, base=calls_dir, t0=t0, width=width, storage=storage), part_files(calls_dir, storage)):
-        slowest = _slowest(slowest, part.pop("slowest"))
-        for name, t in part.items():
-            aggs[name].absorb(t)
+    items = [("frames", f) for f in frame_files] + [("calls", f) for f in part_files(calls_dir, storage)]
+    both = functools.partial(tables_pass, frames_base=frames_dir, calls_base=calls_dir, t0=t0, width=width, storage=storage)
+    for frames_part, calls_part in map_parts(both, items):
+        for part in (frames_part, calls_part):
+            if part is None:
+                continue
+            if "slowest" in part:
+                slowest = _slowest(slowest, part.pop("slowest"))
+            for name, t in part.items():
+                aggs[name].absorb(t)
     io, conv, who, lag = aggs["io"], aggs["conv"], aggs["who"], aggs["lag"]
     lat, errors, msgs, unanswered = aggs["lat"], aggs["errors"], aggs["msgs"], aggs["unanswered"]
 
