@@ -282,15 +282,15 @@ def decode_record(data: bytes | bytearray | memoryview, offset: int = 0) -> tupl
         raise CaptureFormatError(
             f"record at offset {offset}: frame says {flen} bytes but the record holds {len(frame) - 4}"
         )
-    try:
-        dir_ = Direction(direction)
-    except ValueError:
-        raise CaptureFormatError(f"record at offset {offset}: unknown direction {direction}") from None
-    try:
-        role_ = Role(role)
-    except ValueError:
-        role_ = Role.UNKNOWN
+    dir_ = _DIRECTIONS.get(direction)  # (the enum by value: a dict lookup, not an Enum call per record)
+    if dir_ is None:
+        raise CaptureFormatError(f"record at offset {offset}: unknown direction {direction}")
+    role_ = _ROLES.get(role, Role.UNKNOWN)
     return CaptureRecord(timestamp, conn_id, local, remote, dir_, frame, role_, flags), end
+
+
+_DIRECTIONS = {d.value: d for d in Direction}
+_ROLES = {r.value: r for r in Role}
 
 
 def _check_header(data: bytes | bytearray | memoryview) -> int:
