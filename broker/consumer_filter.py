@@ -50,6 +50,9 @@ _BODYLEN_AT = 84  # IPv4 born and store hosts
 #: compiled expressions kept at most (Java's parse cache holds 100; the filter data of
 #: live groups is kept besides); beyond it the oldest entries go
 MAX_CACHED = 4096
+#: ``filterDataCleanTimeSpan``: filter data no heartbeat subscribes with any more is kept
+#: this long (seconds; a group that comes back within it finds it), then dropped
+FILTER_DATA_CLEAN_S = 24 * 3600.0
 
 
 def record_properties_bytes(record: memoryview | bytes) -> memoryview | bytes:
@@ -117,6 +120,9 @@ class ConsumerFilters:
     def __init__(self, consumers: ConsumerManager) -> None:
         self.consumers = consumers
         self._data: dict[tuple[str, str], FilterData] = {}
+        #: (group, topic) of filter data no live subscription uses -> since when (the
+        #: consumer manager's clock, seconds): Java's ``deadTime``
+        self._dead: dict[tuple[str, str], float] = {}
         self._compiled: dict[tuple[str, str, str], CompiledFilter | FilterCompileError] = {}
         self._filters: dict[tuple[str, str, str], RecordFilter] = {}
         #: counters (runtime info)
@@ -163,6 +169,31 @@ class ConsumerFilters:
                 self._data.pop(key, None)
                 continue
             self._data[key] = FilterData(sub.sub_string, compiled, sub.sub_version)
+            self._dead.pop(key, None)
+
+    def clean(self, now: float | None = None, keep: float = FILTER_DATA_CLEAN_S) -> int:
+        """``ConsumerFilterManager.clean``, with its marking of the dead: filter data whose
+        group no longer subscribes to its topic with SQL92 (the group gone, or its
+        heartbeats changed) is marked dead, and dropped once dead for ``keep`` seconds;
+        data subscribed again is alive again. Returns how many were dropped (the broker's
+        client housekeeping calls it every scan, so the table is bounded by the groups
+        that subscribed within a day)."""
+        if now is None:
+            now = self.consumers.clock()
+        dropped = 0
+        for key in list(self._data):
+            sub = self.consumers.find_subscription(*key)
+            if sub is not None and sub.expression_type == EXPRESSION_TYPE_SQL92 and sub.sub_string:
+                self._dead.pop(key, None)
+                continue
+            since = self._dead.setdefault(key, now)
+            if now - since >= keep:
+                del self._data[key]
+                del self._dead[key]
+                dropped += 1
+                log.info("consumer group %s: the SQL92 filter data of %s dropped (unused for %.0f s)", key[0], key[1],
+                         now - since)
+        return dropped
 
     def filter_data(self, group: str, topic: str) -> FilterData | None:
         """``ConsumerFilterManager.get(topic, group)``: the group's registered filter data."""

@@ -165,7 +165,9 @@ def connection_closed(ctx: BrokerContext, conn: Connection) -> None:
 def scan_expired_clients(ctx: BrokerContext, now: float | None = None) -> int:
     """``ClientHousekeepingService.scanExceptionChannel``: drop consumers and producers
     silent for longer than the expiry (120 s), close their connections (Java closes the
-    channel too) and notify the groups' remaining members. Returns how many went."""
+    channel too) and notify the groups' remaining members; then drop the SQL92 filter data
+    no group has subscribed with for a day (:meth:`~trocket.broker.consumer_filter.ConsumerFilters.clean`).
+    Returns how many clients went."""
     consumer_expired = ctx.consumers.scan_not_active(now)
     producer_expired = ctx.producers.scan_not_active(now)
     expired: list[tuple[str, ClientChannelInfo[Connection]]] = consumer_expired + producer_expired
@@ -183,6 +185,7 @@ def scan_expired_clients(ctx: BrokerContext, now: float | None = None) -> int:
                 log.debug("closing expired channel failed", exc_info=True)
     for group in {group for group, _ in consumer_expired}:
         notify_group_changed(ctx, group)
+    ctx.filters.clean(now)
     return len(expired)
 
 

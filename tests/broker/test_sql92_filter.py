@@ -176,3 +176,32 @@ async def test_disabled_by_default(tmp_path, wire):
         r = await c.invoke_sync(addr, wire.pull("ST", group="G", sys_flag=FLAG_COMMIT_SUSPEND, subscription=None,
                                                 expression_type="SQL92"))
         assert (r.code, r.remark) == (1, "The broker does not support consumer to filter message by SQL92")
+
+
+def test_filter_data_unused_for_a_day_is_dropped():
+    """ConsumerFilterManager.clean: filter data no heartbeat subscribes with any more (the
+    group gone, or now a TAG subscription) is marked dead and dropped once dead for the
+    clean span (24 h); subscribed again before that, it stays."""
+    from trocket.broker.client_manager import ConsumerManager
+    from trocket.broker.consumer_filter import FILTER_DATA_CLEAN_S, ConsumerFilters
+    from trocket.codecs.bodies.client import EXPRESSION_TYPE_SQL92, SubscriptionData
+
+    consumers: ConsumerManager = ConsumerManager(clock=lambda: 0.0)
+    filters = ConsumerFilters(consumers)
+    sql = [SubscriptionData("T", "a > 5", sub_version=1, expression_type=EXPRESSION_TYPE_SQL92)]
+    for group in ("Gone", "Back", "Stays"):
+        consumers.register(group, group + "-conn", group + "@c", subscriptions=sql, now=0.0)
+        filters.register(group, sql)
+    consumers.unregister("Gone", "Gone-conn")
+    consumers.unregister("Back", "Back-conn")
+    assert filters.clean(now=10.0) == 0  # marked dead, kept
+    assert filters.filter_data("Gone", "T") is not None
+    consumers.register("Back", "Back-conn2", "Back@c", subscriptions=sql, now=20.0)  # subscribes again
+    assert filters.clean(now=10.0 + FILTER_DATA_CLEAN_S - 1) == 0
+    assert filters.clean(now=10.0 + FILTER_DATA_CLEAN_S) == 1
+    assert filters.filter_data("Gone", "T") is None
+    assert filters.filter_data("Back", "T") is not None and filters.filter_data("Stays", "T") is not None
+    consumers.unregister("Back", "Back-conn2")  # gone again: a new day from now
+    assert filters.clean(now=20.0 + FILTER_DATA_CLEAN_S) == 0
+    assert filters.clean(now=20.0 + 2 * FILTER_DATA_CLEAN_S) == 1
+    assert filters.filter_data("Back", "T") is None and filters.filter_data("Stays", "T") is not None
