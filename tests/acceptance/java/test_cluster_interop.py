@@ -136,9 +136,15 @@ def test_java_producer_spreads_over_both_and_a_group_reads_everything(mixed_clus
 
 def test_broker_group_killed_sends_move_to_the_other_nothing_acknowledged_lost(mixed_cluster):
     p2 = mixed_cluster["phase2"]
-    assert p2["statuses"] == {"SEND_OK": PHASE}, (p2["statuses"], p2["errors"])
+    # Every send is acknowledged, except that a send in flight to the trocket broker when
+    # kill -9 hits may time out in the Java client (its failover does not fail a request
+    # pending on a dead connection at once: "sendDefaultImpl call timeout", seen under
+    # CI's load): at most one per producer thread (2), never another status.
+    statuses = dict(p2["statuses"])
+    in_flight = statuses.pop("exception", 0)
+    assert statuses == {"SEND_OK": PHASE - in_flight} and in_flight <= 2, (p2["statuses"], p2["errors"])
     assert p2["brokers"].get("broker-j", 0) > p2["brokers"].get("broker-t", 0), p2["brokers"]
     acked = mixed_cluster["acked"]
-    assert len(acked) == 2 * PHASE
+    assert len(acked) == 2 * PHASE - in_flight
     missing = acked - set(mixed_cluster["g2"]["uids"])
     assert not missing, f"{len(missing)} acknowledged messages never read, e.g. {sorted(missing)[:5]}"
