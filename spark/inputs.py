@@ -35,7 +35,9 @@ from collections.abc import Sequence
 import attrs
 
 from .problems import Problem
-from .storage import LOCAL, Stat, Storage, StorageError, file_size, list_files, local_path, open_input, stat
+from .storage import (
+    LOCAL, Stat, Storage, StorageError, error_reason, file_size, hidden_name, list_files, local_path, open_input, stat,
+)
 
 __all__ = ["Capture", "Inputs", "resolve_inputs", "sniff_format", "local_path", "rotation_key", "NATIVE_MAGIC"]
 
@@ -88,10 +90,6 @@ def sniff_format(head: bytes) -> str | None:
     return None
 
 
-def _skipped_name(name: str) -> bool:
-    return name.startswith((".", "_"))
-
-
 def _expand(paths: Sequence[str], storage: Storage) -> list[tuple[str, str, bool, Stat | str]]:
     """(path or URI, name, named directly, its :class:`Stat` or why it cannot be reached)
     of every file, folders walked in sorted order (as ``os.walk`` would: the keys of a
@@ -103,12 +101,12 @@ def _expand(paths: Sequence[str], storage: Storage) -> list[tuple[str, str, bool
         try:
             st = stat(p, storage)
             if st.kind == "dir":
-                found = list_files(p, storage, _skipped_name)
+                found = list_files(p, storage, hidden_name)
         except StorageError as exc:
             out.append((given, posixpath.basename(p) or given, True, str(exc), given))
             continue
         except OSError as exc:
-            out.append((given, posixpath.basename(p) or given, True, f"cannot read ({_why(exc)})", given))
+            out.append((given, posixpath.basename(p) or given, True, f"cannot read ({error_reason(exc)})", given))
             continue
         if st.kind == "dir":
             top = posixpath.basename(os.path.normpath(p) if local is not None else p)
@@ -119,12 +117,6 @@ def _expand(paths: Sequence[str], storage: Storage) -> list[tuple[str, str, bool
             out.append((p, posixpath.basename(p) or p, True, st, os.path.normpath(local) if local is not None else p))
     names = [n for _, n, _, _, _ in out]
     return [(p, n if names.count(n) == 1 else shown, direct, st) for p, n, direct, st, shown in out]
-
-
-def _why(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def resolve_inputs(paths: Sequence[str], storage: Storage = LOCAL) -> Inputs:
@@ -149,7 +141,7 @@ def resolve_inputs(paths: Sequence[str], storage: Storage = LOCAL) -> Inputs:
             continue
         except OSError as exc:
             inputs.names.append(name)
-            inputs.problems.append(Problem("unreadable", name, f"{name}: cannot read ({_why(exc)})"))
+            inputs.problems.append(Problem("unreadable", name, f"{name}: cannot read ({error_reason(exc)})"))
             continue
         fmt = sniff_format(head)
         if fmt is None and not direct:

@@ -43,7 +43,7 @@ import attrs
 
 from .inputs import Inputs, resolve_inputs
 from .problems import Problem, incomplete, keep, problem_accumulator
-from .storage import LOCAL, Storage, is_local, join, list_files, local_path, make_dirs, remove_tree, write_bytes
+from .storage import LOCAL, Storage, hidden_name, is_local, join, list_files, local_path, make_dirs, remove_tree, write_bytes
 
 __all__ = ["analyze", "decode_and_pair", "latency_values", "write_empty_tables", "finish_tables", "summarize", "part_files", "map_files"]
 
@@ -132,7 +132,7 @@ def decode_and_pair(spark, inputs: Inputs, acc, frames_path: str, calls_path: st
     parts = []
     spans: dict = {}
     if inputs.native:
-        native, spans = _native_records(sc, inputs.native, split_bytes, acc, frames_path, calls_path, since_ns, until_ns, frames_acc, inputs.storage)
+        native, spans = _native_records(sc, inputs.native, split_bytes, acc, frames_path, calls_path, since_ns, until_ns, frames_acc, storage)
         if native is not None:
             parts.append(native)
     if inputs.pcap:
@@ -142,7 +142,7 @@ def decode_and_pair(spark, inputs: Inputs, acc, frames_path: str, calls_path: st
             return _counted(decode_stretch(rows, frames_path, calls_path, f"part-p{i:05d}", "pcap", pieces=pieces, account=account, storage=storage),
                             frames_acc)  # fmt: skip
 
-        parts.append(pcap_stretches(sc, inputs.pcap, split_bytes, acc, since_ns, until_ns, decode, inputs.storage))
+        parts.append(pcap_stretches(sc, inputs.pcap, split_bytes, acc, since_ns, until_ns, decode, storage))
     tally = Tally()
     if parts:
         records = parts[0] if len(parts) == 1 else sc.union(parts)
@@ -182,8 +182,7 @@ def finish_tables(frames_path: str, calls_path: str, storage: Storage = LOCAL) -
 def part_files(directory: str, storage: Storage = LOCAL) -> list[str]:
     """Every Parquet part file below ``directory`` (partition folders included; names
     starting with ``.`` or ``_`` left out, as Spark does)."""
-    hidden = lambda name: name.startswith((".", "_"))  # noqa: E731
-    return [path for path, rel, _ in list_files(directory, storage, hidden) if rel.endswith(".parquet")]
+    return [path for path, rel, _ in list_files(directory, storage, hidden_name) if rel.endswith(".parquet")]
 
 
 def latency_values(spark, tally, calls_path: str, storage: Storage = LOCAL) -> dict:

@@ -20,7 +20,7 @@ import os
 import sys
 import time
 
-from .storage import local_path
+from .storage import LOCAL, Storage, StorageError, error_reason, join, local_path, stat, store_root, write_bytes
 
 __all__ = ["add_arguments", "run", "run_follow", "parse_time", "main_args", "main", "write_report"]
 
@@ -78,7 +78,6 @@ def run(args: argparse.Namespace, spark=None, progress=None) -> int:
     from .job import DEFAULT_SPLIT_BYTES, analyze
     from .report import console_summary
     from .session import Progress, build_session
-    from .storage import Storage, join, write_bytes
     from .summary import write_summary
 
     if args.follow is not None:
@@ -168,38 +167,33 @@ def run_follow(args: argparse.Namespace, spark=None) -> int:
     return 0
 
 
-def _out_dir(given: str, storage=None) -> str | None:
+def _out_dir(given: str, storage: Storage = LOCAL) -> str | None:
     """``--out`` as an absolute local path (a ``file:`` URI's path) or a store's URI (its
     store checked now, before any JVM), or None and an error."""
-    from .storage import LOCAL, StorageError, stat, store_root
-
     path = local_path(given)
     if path is not None:
         return os.path.abspath(os.path.expanduser(path))
     root = store_root(given)
     try:
-        if stat(root, storage or LOCAL).kind == "missing" and root != given:  # the store answers (an endpoint, keys that work)
+        if stat(root, storage).kind == "missing" and root != given:  # the store answers (an endpoint, keys that work)
             print(f"trocket: error: --out {given}: no such bucket ({root})", file=sys.stderr)
             return None
     except StorageError as exc:
         print(f"trocket: error: --out {given}: {exc}", file=sys.stderr)
         return None
     except OSError as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"trocket: error: --out {given}: cannot reach it ({reason})", file=sys.stderr)
+        print(f"trocket: error: --out {given}: cannot reach it ({error_reason(exc)})", file=sys.stderr)
         return None
     return given.rstrip("/")
 
 
-def write_report(out: str, summary: dict, tables: bool = True, spark=None, storage=None) -> None:
+def write_report(out: str, summary: dict, tables: bool = True, spark=None, storage: Storage = LOCAL) -> None:
     """``out/views/`` (when there are tables) and ``out/report.html``; with ``spark``, the
     views' passes over the tables run in its executors. ``out``: a local path or a URI,
     reached through ``storage`` (:mod:`trocket.spark.storage`)."""
     from .report import build_report
-    from .storage import LOCAL, join, write_bytes
     from .views import build_views
 
-    storage = storage or LOCAL
     map_parts = None
     if spark is not None:
         from .job import map_files

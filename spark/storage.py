@@ -41,7 +41,7 @@ import attrs
 
 __all__ = [
     "Storage", "StorageError", "LOCAL", "filesystem", "open_input", "file_size", "local_path", "is_local", "list_files", "stat",
-    "join", "make_dirs", "remove_tree", "write_bytes", "store_root",
+    "join", "make_dirs", "remove_tree", "write_bytes", "store_root", "hidden_name", "error_reason",
 ]
 
 #: a remote file's read buffer: the readers' small reads (headers, packet records) come
@@ -100,6 +100,19 @@ def local_path(p: str) -> str | None:
 
 def is_local(p: str) -> bool:
     return local_path(p) is not None
+
+
+def hidden_name(name: str) -> bool:
+    """A file or folder name Spark (and these readers) leave out: ``.`` or ``_`` first."""
+    return name.startswith((".", "_"))
+
+
+def error_reason(exc: BaseException) -> str:
+    """How a message says why ``exc`` happened: an OSError's ``strerror``, else the
+    first line of its text, else its type's name (pyarrow's errors run over lines)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def filesystem(uri: str, storage: Storage = LOCAL):
@@ -260,7 +273,7 @@ def _hdfs(host: str, port: int):
     try:
         return pafs.HadoopFileSystem(host, port)
     except OSError as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        reason = error_reason(exc)
         if reason.startswith("Prior attempt") and _hdfs_failure:
             reason = _hdfs_failure[0]
         elif not _hdfs_failure:
