@@ -119,12 +119,17 @@ final class AclScenarios {
         out.put("send", attempt(() -> "OK " + p.send(new Message(topic, "T", "over tls".getBytes(StandardCharsets.UTF_8))).getSendStatus()));
         DefaultMQPullConsumer pc = c.pullConsumer(c.name("tlsC"));
         out.put("pull", attempt(() -> {
-            for (MessageQueue mq : pc.fetchSubscribeMessageQueues(topic)) {
-                PullResult r = pc.pull(mq, "*", 0, 32, 5000);
-                if (r.getMsgFoundList() != null && !r.getMsgFoundList().isEmpty()) {
-                    return "OK " + new String(r.getMsgFoundList().get(0).getBody(), StandardCharsets.UTF_8);
+            // (Java's broker queues a message for consumers just after its SEND_OK: poll a while)
+            long deadline = System.currentTimeMillis() + 5000;
+            do {
+                for (MessageQueue mq : pc.fetchSubscribeMessageQueues(topic)) {
+                    PullResult r = pc.pull(mq, "*", 0, 32, 5000);
+                    if (r.getMsgFoundList() != null && !r.getMsgFoundList().isEmpty()) {
+                        return "OK " + new String(r.getMsgFoundList().get(0).getBody(), StandardCharsets.UTF_8);
+                    }
                 }
-            }
+                Thread.sleep(50);
+            } while (System.currentTimeMillis() < deadline);
             return "EMPTY";
         }));
         return out;

@@ -636,6 +636,7 @@ final class ClientScenarios {
             p.send(new Message(topic, i % 2 == 0 ? "TagA" : "TagB", ("p" + i).getBytes(StandardCharsets.UTF_8)), q0);
         }
         DefaultMQPullConsumer pc = c.pullConsumer(group);
+        Ctx.awaitQueued(pc, q0, 6);
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("queues", pc.fetchSubscribeMessageQueues(topic).size());
         out.put("all", pullFacts(pc.pull(q0, "*", 0, 32)));
@@ -711,6 +712,7 @@ final class ClientScenarios {
             out.put("overCode", e.getResponseCode());
         }
         DefaultMQPullConsumer pc = c.pullConsumer(c.name("bigG"));
+        Ctx.awaitQueued(pc, mq, 1);
         PullResult pr = pc.pull(mq, "*", 0, 1);
         out.put("readStatus", pr.getPullStatus().name());
         if (pr.getMsgFoundList() != null && !pr.getMsgFoundList().isEmpty()) {

@@ -92,6 +92,22 @@ final class Ctx {
         return c;
     }
 
+    /**
+     * Waits until {@code mq}'s consume queue holds {@code count} messages. Java's broker
+     * answers SEND_OK once the commit log has a message and builds the consume queue after
+     * (ReputMessageService), so a pull right after the last send can miss it.
+     */
+    @SuppressWarnings("deprecation")
+    static void awaitQueued(DefaultMQPullConsumer pc, MessageQueue mq, long count) throws InterruptedException {
+        await(10000, () -> {
+            try {
+                return pc.maxOffset(mq) >= count;
+            } catch (MQClientException e) {
+                return false;
+            }
+        });
+    }
+
     DefaultMQAdminExt newAdmin() throws MQClientException {
         DefaultMQAdminExt a = new DefaultMQAdminExt(8000);
         a.setNamesrvAddr(namesrv);
