@@ -10,8 +10,8 @@ RocketMQ 4.9.8's ``AdminBrokerProcessor.lockBatchMQ`` / ``unlockBatchMQ`` over
   before each pull).
 * 42, same body: release the caller's locks -> SUCCESS.
 
-A malformed body -> SYSTEM_ERROR (the endpoint's answer, RocketMQ's
-``exceptionSimpleDesc`` remark); the connection stays up.
+A malformed body -> SYSTEM_ERROR "lock batch request does not decode: ..." (nothing
+logged: a client's bad body is its error, not the broker's); the connection stays up.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trocket.codecs.bodies.client import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
+from trocket.codecs.bodies.fastjson import BodyDecodeError
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
 from trocket.remoting import Connection
@@ -40,12 +41,16 @@ class LockProcessor:
         self.locks = ctx.locks
 
     def process_request(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        if request.code == RequestCode.LOCK_BATCH_MQ:
-            body = LockBatchRequestBody.decode(request.body)
+        lock = request.code == RequestCode.LOCK_BATCH_MQ
+        try:
+            body = (LockBatchRequestBody if lock else UnlockBatchRequestBody).decode(request.body)
+        except BodyDecodeError as exc:
+            what = "lock" if lock else "unlock"
+            return reply(ResponseCode.SYSTEM_ERROR, f"{what} batch request does not decode: {exc}")
+        if lock:
             locked = self.locks.try_lock_batch(body.consumer_group, body.mq_set, body.client_id)
             return reply(ResponseCode.SUCCESS, body=LockBatchResponseBody(locked).encode())
-        unlock = UnlockBatchRequestBody.decode(request.body)
-        self.locks.unlock_batch(unlock.consumer_group, unlock.mq_set, unlock.client_id)
+        self.locks.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
         return reply(ResponseCode.SUCCESS)
 
 

@@ -425,12 +425,14 @@ async def test_lock_and_unlock_batch_with_expiry(tmp_path):
         assert locked(await a.call(41, body=lock_body("A"))) == []
 
 
-async def test_malformed_lock_bodies(tmp_path):
+async def test_malformed_lock_bodies(tmp_path, caplog):
     async with broker(tmp_path) as ctx, peers(ctx, 1) as (a,):
         for body in (b"", b"{", b'{"clientId":"A","mqSet":[]}', b'{"clientId":"A","consumerGroup":"G","mqSet":[{"topic":"T"}]}'):
-            for code in (41, 42):
+            for code, what in ((41, "lock"), (42, "unlock")):
                 resp = await a.call(code, body=body)
-                assert resp.code == 1 and resp.ext_fields == {} and resp.remark
+                assert resp.code == 1 and resp.ext_fields == {}
+                assert resp.remark.startswith(f"{what} batch request does not decode: "), resp.remark
+        assert not [r for r in caplog.records if r.exc_info]  # the client's error: no traceback logged
         assert locked(await a.call(41, body=lock_body("A", 3))) == [3]
 
 
