@@ -39,7 +39,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 15
+ABI = 16
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -67,6 +67,8 @@ cdef object _py_index_records = None
 cdef object _py_signature_matches = None
 cdef object _py_hashmap_properties = None
 cdef object _py_without_properties_bytes = None
+cdef object _py_encode_command = None
+cdef object _wire_ext_fields = None
 
 
 def set_pure(str name, fn):
@@ -80,7 +82,7 @@ def set_pure(str name, fn):
     global _py_encode_send_ok, _py_offset_msg_id, _py_encode_binary_header, _py_encode_json_header
     global _py_encode_send_message_v2, _py_encode_pull_message
     global _py_java_string_hash, _py_index_records, _py_signature_matches, _py_hashmap_properties
-    global _py_without_properties_bytes
+    global _py_without_properties_bytes, _py_encode_command, _wire_ext_fields
     if name == "FrameDecoder":
         _py_FrameDecoder = fn
         from trocket.codecs.frame import sniff_foreign_protocol
@@ -133,6 +135,10 @@ def set_pure(str name, fn):
         _py_hashmap_properties = fn
     elif name == "without_properties_bytes":
         _py_without_properties_bytes = fn
+    elif name == "encode_command":
+        _py_encode_command = fn
+        from trocket.codecs.serialize import wire_ext_fields  # defined above its accelerated line
+        _wire_ext_fields = wire_ext_fields
     else:
         raise KeyError(name)
 
@@ -1064,6 +1070,48 @@ def decode_command(payload):
         return _py_decode_command(payload)
     cmd.body = PyBytes_FromStringAndSize(<const char*>p + 4 + hlen, n - 4 - hlen)
     return cmd
+
+
+def encode_command(cmd):
+    """Twin of :func:`trocket.codecs.serialize.encode_command`: a plain command (its class
+    exactly RemotingCommand, a bytes body or none, a JSON or ROCKETMQ serialize type),
+    its header by the header twins above, the frame made in one allocation (no prefix
+    struct, no join); anything else, every error included, to the pure function."""
+    cdef Py_ssize_t hlen, blen
+    cdef long long total
+    cdef unsigned int stype
+    cdef bytes out
+    cdef unsigned char* w
+    if type(cmd) is not _RC:
+        return _py_encode_command(cmd)
+    body = cmd.body
+    if body is None:
+        body = _EMPTY
+    elif type(body) is not bytes:
+        return _py_encode_command(cmd)
+    st = cmd.serialize_type
+    ext = cmd.ext_fields if cmd.custom_header is None else _wire_ext_fields(cmd)
+    if st is _ROCKETMQ:
+        header = encode_binary_header(cmd, ext)
+        stype = 1
+    elif st is _JSON:
+        header = encode_json_header(cmd, ext)
+        stype = 0
+    else:
+        return _py_encode_command(cmd)
+    hlen = PyBytes_GET_SIZE(header)
+    blen = PyBytes_GET_SIZE(body)
+    total = 4 + <long long>hlen + blen
+    if hlen > 0xFFFFFF or total > 0x7FFFFFFF:
+        return _py_encode_command(cmd)  # its error
+    out = PyBytes_FromStringAndSize(NULL, total + 4)
+    w = <unsigned char*>PyBytes_AS_STRING(out)
+    _put32(w, total)
+    _put32(w + 4, (stype << 24) | hlen)
+    memcpy(w + 8, PyBytes_AS_STRING(header), hlen)
+    if blen:
+        memcpy(w + 8 + hlen, PyBytes_AS_STRING(body), blen)
+    return out
 
 
 # -- the send request headers (FastCodes) --------------------------------------------

@@ -112,3 +112,4 @@ def decode_command(payload: bytes) -> RemotingCommand:
 from .accel import accelerated  # noqa: E402
 
 decode_command = accelerated(decode_command)
+encode_command = accelerated(encode_command)

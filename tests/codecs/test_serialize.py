@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trocket.codecs.command import RPC_ONEWAY, RPC_RESPONSE, RemotingCommand, SerializeType
+from trocket.codecs.command import RPC_ONEWAY, RPC_RESPONSE, LanguageCode, RemotingCommand, SerializeType
+from trocket.codecs.send_response import SendResponseCommand
 from trocket.codecs.errors import CodecError, HeaderDecodeError
 from trocket.codecs.frame import split_frames
 from trocket.codecs.serialize import decode_command, encode_command
@@ -89,6 +90,25 @@ def test_flags_and_builders():
     assert resp.is_response and resp.flag == RPC_RESPONSE
     assert resp.opaque == 42 and resp.serialize_type is SerializeType.ROCKETMQ
     assert RemotingCommand.response(1, "boom").is_response
+
+
+def test_builders_equal_the_attrs_constructor():
+    """The builders fill the slots themselves (no keyword ``__init__``): what they make
+    equals the constructor's command field for field, and a subclass still gets its
+    own fields' defaults. A field added to RemotingCommand and not to the builders
+    fails here (the slot would be unset)."""
+    hdr = object()
+    assert RemotingCommand.request(
+        310, hdr, body=b"b", ext_fields={"k": "v"}, remark="r", opaque=7, oneway=True, version=401,
+        language=LanguageCode.CPP, serialize_type=SerializeType.ROCKETMQ,
+    ) == RemotingCommand(310, LanguageCode.CPP, 401, 7, RPC_ONEWAY, "r", {"k": "v"}, b"b", hdr, SerializeType.ROCKETMQ)
+    assert RemotingCommand.response(1, "boom", hdr, body=b"x", opaque=3) == RemotingCommand(
+        code=1, opaque=3, flag=RPC_RESPONSE, remark="boom", body=b"x", custom_header=hdr)
+    req = RemotingCommand(11, version=5, opaque=9, serialize_type=SerializeType.ROCKETMQ)
+    assert req.make_response(0, ext_fields={"a": "1"}) == RemotingCommand(
+        code=0, version=5, opaque=9, flag=RPC_RESPONSE, ext_fields={"a": "1"}, serialize_type=SerializeType.ROCKETMQ)
+    sub = SendResponseCommand.response(0)
+    assert type(sub) is SendResponseCommand and sub.template is None and sub.plain is None
 
 
 @pytest.mark.parametrize(
