@@ -258,14 +258,10 @@ class ClientAPI:
     def request(self, code: int, header=None, body: bytes = b"", ext_fields: dict[str, str] | None = None) -> RemotingCommand:
         """A request as this client sends them: its language and header serialization,
         MQ_VERSION."""
-        return RemotingCommand(
-            code=int(code),
-            language=self.config.language,
-            version=MQ_VERSION,
-            ext_fields=ext_fields,
-            body=body,
-            custom_header=header,
-            serialize_type=self.config.serialize_type,
+        config = self.config
+        return RemotingCommand.request(
+            int(code), header, body=body, ext_fields=ext_fields, version=MQ_VERSION, language=config.language,
+            serialize_type=config.serialize_type,
         )
 
     def vip(self, addr: str) -> str:
@@ -905,14 +901,10 @@ def _properties_body(changes: dict[str, str]) -> bytes:
 
 def _copy(request: RemotingCommand) -> RemotingCommand:
     """A fresh command for another try (remoting stamps the opaque and flag on send)."""
-    return RemotingCommand(
-        code=request.code,
-        language=request.language,
-        version=request.version,
+    return RemotingCommand.request(
+        request.code, request.custom_header, body=request.body,
         ext_fields=None if request.ext_fields is None else dict(request.ext_fields),
-        body=request.body,
-        custom_header=request.custom_header,
-        serialize_type=request.serialize_type,
+        version=request.version, language=request.language, serialize_type=request.serialize_type,
     )
 
 

@@ -34,7 +34,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from trocket.codecs.command import RPC_RESPONSE, RemotingCommand
+from trocket.codecs.command import RemotingCommand
 
 from .processor import Processor
 from .rpc import Method, Reply
@@ -146,7 +146,7 @@ def _answerer(method: Method) -> Callable[[Any], RemotingCommand]:
             body = b""
         if (header.__class__ is not cls) if cls is not None else (header is not None):
             raise TypeError(f"the handler of {method!r} answered {result!r}: {_expected(method)}")
-        return RemotingCommand(code=0, flag=RPC_RESPONSE, body=body, custom_header=header)
+        return RemotingCommand.response(0, header=header, body=body)
 
     return answer
 

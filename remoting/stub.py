@@ -149,7 +149,7 @@ class Call(Generic[Req, Resp]):
         if (header.__class__ is not cls) if cls is not None else (header is not None):
             expected = "None" if cls is None else f"a {cls.__name__}"
             raise TypeError(f"{self.method!r} takes {expected} as its request header, not {header!r}")
-        return RemotingCommand(code=self._code, body=body, custom_header=header, serialize_type=self._stype)
+        return RemotingCommand.request(self._code, header, body=body, serialize_type=self._stype)
 
     def reply(self, response: RemotingCommand) -> Reply[Resp]:
         """The :class:`~.rpc.Reply` of a SUCCESS ``response``; else raise its error."""
