@@ -191,20 +191,31 @@ def floor_answer(buf: bytearray, pos: int, size: int) -> bytes | bytearray | Non
 
 
 async def _floor_handler(stream: trio.SocketStream) -> None:
-    """Per connection, the framework's own I/O (``remoting.fdio``: a read waits only when
-    nothing is there; answers are held while more bytes wait, then written at once, the
-    run of reads' answers in one write) around :func:`floor_answer` for every whole frame."""
+    """Per connection, the framework's own I/O, as its reader does it (``remoting.fdio``:
+    after a read that did not fill the buffer, ask whether more is there -- then read it
+    at once -- or wait for readiness, with no read that fails; answers are held while
+    more bytes wait, then written at once, the run of reads' answers in one write)
+    around :func:`floor_answer` for every whole frame."""
     fd = stream.socket.fileno()
     chunk = bytearray(256 * 1024)
     bufs, view = (chunk,), memoryview(chunk)
     waiting = array.array("i", [0])
     buf = bytearray()
     held: list = []
+    drained = False
     try:
         while True:
+            if not (drained and bytes_waiting(fd, waiting)):  # (more waiting: read it now)
+                if held:  # the run of reads ends
+                    data = b"".join(held)
+                    held.clear()
+                    await write_all(fd, data)
+                if drained:
+                    await trio.lowlevel.wait_readable(fd)
             n = await read_into(fd, bufs)
             if not n:
                 return
+            drained = n < len(chunk)
             buf += view[:n]
             pos, end = 0, len(buf)
             while end - pos >= 4:
@@ -216,10 +227,6 @@ async def _floor_handler(stream: trio.SocketStream) -> None:
                     held.append(answer)
                 pos += size
             del buf[:pos]
-            if held and not bytes_waiting(fd, waiting):  # the run of reads ends
-                data = b"".join(held)
-                held.clear()
-                await write_all(fd, data)
     except OSError:
         pass
 
