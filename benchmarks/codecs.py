@@ -356,7 +356,8 @@ def _accel_cases() -> dict[str, Callable[[], Any]]:
     from trocket.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
     from trocket.codecs.message.properties import decode_properties_bytes, get_property
     from trocket.codecs.message.record import encode_record_into
-    from trocket.codecs.serialize import decode_command
+    from trocket.codecs.command import RemotingCommand, SerializeType
+    from trocket.codecs.serialize import decode_command, encode_command
 
     def request(raw: bytes, cls: type) -> Callable[[], Any]:
         def run() -> Any:
@@ -376,6 +377,10 @@ def _accel_cases() -> dict[str, Callable[[], Any]]:
     record_args = dict(topic=b"BenchTopic", body=b"b" * 128, properties=props, queue_id=2, flag=0, sys_flag=0,
                        born_timestamp=1700000000123, born_host=("127.0.0.1", 50000),
                        store_host=("127.0.0.1", 10911), reconsume_times=0, prepared_transaction_offset=0)
+    answers = {
+        stype: RemotingCommand.response(0, body=b"b" * 128, ext_fields={"k": "v"}, opaque=7, serialize_type=stype)
+        for stype in SerializeType
+    }
     return {
         "SEND_MESSAGE_V2 request, Java client (ROCKETMQ): frame+command+header": request(java_rmq, SendMessageRequestHeaderV2),
         "SEND_MESSAGE_V2 request, Java client (JSON): frame+command+header": request(java_json, SendMessageRequestHeaderV2),
@@ -386,6 +391,8 @@ def _accel_cases() -> dict[str, Callable[[], Any]]:
         "get_property x3 (TAGS, WAIT, DELAY absent)": lambda: (
             get_property(props, "TAGS"), get_property(props, "WAIT"), get_property(props, "DELAY")),
         "decode_properties_bytes (3 properties, the client's pull path)": lambda: decode_properties_bytes(props),
+        "encode_command, a generic answer (ROCKETMQ, 128 B body)": lambda: encode_command(answers[SerializeType.ROCKETMQ]),
+        "encode_command, a generic answer (JSON, 128 B body)": lambda: encode_command(answers[SerializeType.JSON]),
     }
 
 
