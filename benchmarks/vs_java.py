@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/vs_java.py                      # everything, 2 rounds (~12 min)
     .venv/bin/python benchmarks/vs_java.py --part produce --seconds 5 --rounds 1
     .venv/bin/python benchmarks/vs_java.py --part echo --part client
+    .venv/bin/python benchmarks/vs_java.py --part echo --compare /tmp/base/inst   # and another tree's echo
 
 The Java side is the bundle in ``shared/rocketmq-4.9.8`` (found as the Java acceptance
 suite finds it: ``$TROCKET_ROCKETMQ_JAVA`` or ``shared/`` beside the checkout); its
@@ -27,6 +28,9 @@ under one client:
   trio, each frame of a read made its answer by patching code and flag, no codec, no
   dispatch, the answers of a read in one send). ``ceiling`` is floor / Java: the client
   runs on the same two cores, so no server of this shape can pass that ratio here.
+  ``--compare DIR`` adds another tree's echo server (``DIR`` holds it as the ``trocket``
+  package and goes first on its ``PYTHONPATH``, as ``send_path.py --compare``), in the same
+  alternating rounds: the column ``base`` and the ratio trocket / base.
 * ``client``: the trocket Producer (``benchmarks/client_produce.py``'s sync senders, trio
   tasks of this process) against the Java Producer (``run-producer.sh``), both sending to
   the Java broker, at 4 and 16 senders.
@@ -268,8 +272,9 @@ def with_generator_cost(fig: dict[str, float], short: dict[str, float]) -> dict[
     return fig
 
 
-def echo_servers(bundle, work: Path) -> tuple[Side, dict[str, str]]:
-    """Java's echo server per serialization and trocket's (one serves both): addresses."""
+def echo_servers(bundle, work: Path, compare: str | None = None) -> tuple[Side, dict[str, str]]:
+    """Java's echo server per serialization, trocket's, the floor and, with ``compare``,
+    another tree's trocket (each of these serves both): addresses."""
     side = Side(work)
     addrs = {}
     for ser in SERIALIZATIONS:
@@ -288,6 +293,12 @@ def echo_servers(bundle, work: Path) -> tuple[Side, dict[str, str]]:
                       "floor-echo.log")
     wait_port(port, proc, "the floor echo server")
     addrs["floor"] = f"127.0.0.1:{port}"
+    if compare is not None:
+        port = free_port()
+        proc = side.spawn([sys.executable, str(HERE / "remoting_echo.py"), "--serve", f"127.0.0.1:{port}"],
+                          "base-echo.log", {"PYTHONPATH": compare})
+        wait_port(port, proc, f"the echo server of {compare}")
+        addrs["base"] = f"127.0.0.1:{port}"
     return side, addrs
 
 
@@ -323,12 +334,14 @@ class Table:
         values = [r[key] for r in runs if key in r and r[key] == r[key]]
         return statistics.median(values) if values else float("nan")
 
-    def print(self, title: str, base: str, new: str, cpu: bool,
-              floor: str | None = None) -> list[tuple[str, float, float | None]]:
+    def print(self, title: str, base: str, new: str, cpu: bool, floor: str | None = None,
+              compare: str | None = None) -> list[tuple[str, float, float | None]]:
         print(f"\n{title}")
         head = f"{'':28} {base + ' /s':>12} {new + ' /s':>12} {'ratio':>7}"
         if floor is not None:
             head += f" {floor + ' /s':>12} {'ceiling':>8}"
+        if compare is not None:
+            head += f" {compare + ' /s':>12} {new + '/' + compare:>13}"
         if cpu:
             head += (f" {base + ' cpu µs':>13} {new + ' cpu µs':>16} {'cpu ratio':>9}"
                      f" {'gen cpu µs j/t':>15} {'ceiling':>8}")
@@ -346,6 +359,9 @@ class Table:
                 line += f" {f:12,.0f} {f / b if b else float('nan'):8.2f}"
                 if f < n:  # then it is no floor of this shape: the framework does better
                     line += " (not a floor here: below trocket)"
+            if compare is not None:
+                c = self.median(sides.get(compare, []), "tps")
+                line += f" {c:12,.0f} {n / c if c else float('nan'):13.3f}"
             cpu_ratio = None
             if cpu:
                 bc, nc = self.median(sides[base], "cpu_us"), self.median(sides[new], "cpu_us")
@@ -370,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=float, default=10.0, help="seconds of untimed produce to each broker first")
     ap.add_argument("--consume-count", type=int, default=200_000)
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, stores)")
+    ap.add_argument("--compare", metavar="DIR",
+                    help="echo: also another tree's echo server (DIR holds it as the trocket package)")
     args = ap.parse_args(argv)
     parts = args.part or list(PARTS)
     bundle, why = find_bundle()
@@ -438,20 +456,20 @@ def main(argv: list[str] | None = None) -> int:
                 summary.append(f"{row}: {ratio:.2f}x TPS")
         if "echo" in parts:
             table = Table()
-            echo, addrs = echo_servers(bundle, work)
+            echo, addrs = echo_servers(bundle, work, args.compare)
             sides.append(echo)
             for who, addr in addrs.items():  # untimed: the servers' JIT
-                for ser in SERIALIZATIONS if who in ("trocket", "floor") else [who.split()[1]]:
+                for ser in SERIALIZATIONS if not who.startswith("java") else [who.split()[1]]:
                     echo_once(bundle, addr, "async", ser, max(1.0, args.warmup / 4), work)
             for r in range(args.rounds):
                 for ser in SERIALIZATIONS:
                     for mode in ECHO_MODES:
-                        order = (f"java {ser}", "trocket", "floor") if r % 2 == 0 else ("floor", "trocket", f"java {ser}")
-                        for who in order:
+                        order = [f"java {ser}", "trocket", "floor"] + (["base"] if args.compare else [])
+                        for who in order if r % 2 == 0 else order[::-1]:
                             fig = echo_once(bundle, addrs[who], mode, ser, args.seconds, work)
                             table.add(f"echo {mode:6} {ser}", who.split()[0], fig)
             for row, ratio, _ in table.print("echo (run-echo-client.sh: NettyRemotingClient)", "java", "trocket",
-                                             cpu=False, floor="floor"):
+                                             cpu=False, floor="floor", compare="base" if args.compare else None):
                 summary.append(f"{row}: {ratio:.2f}x")
     finally:
         for side in sides:
