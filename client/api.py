@@ -29,7 +29,7 @@ inside :func:`decoded`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 import trio
@@ -48,8 +48,11 @@ from trocket.codecs.bodies.fastjson import BodyDecodeError
 from trocket.codecs.bodies.fastjson import loads as fastjson_loads
 from trocket.codecs.bodies.groups import (
     ConsumerConnection,
+    GetConsumerStatusBody,
     GroupList,
     ProducerConnection,
+    ProducerTableInfo,
+    QueryCorrectionOffsetBody,
     ResetOffsetBody,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
@@ -86,6 +89,7 @@ from trocket.codecs.headers import (
     GetRouteInfoRequestHeader,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
+    ResumeCheckHalfMessageRequestHeader,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
     SearchOffsetRequestHeader,
@@ -109,7 +113,10 @@ from trocket.codecs.headers.config import (
 from trocket.codecs.headers.groups import (
     CloneGroupOffsetRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
+    GetAllProducerInfoRequestHeader,
     GetConsumerConnectionListRequestHeader,
+    GetConsumerStatusRequestHeader,
+    QueryCorrectionOffsetHeader,
     GetProducerConnectionListRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
@@ -737,6 +744,61 @@ class ClientAPI:
         return await self.call(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header,
                                f"reset offsets of {group} on {topic} at {addr}",
                                lambda r: ResetOffsetBody.from_body(r.body).offset_table, timeout=timeout)
+
+    async def get_all_producer_info(self, addr: str, timeout: float | None = None) -> ProducerTableInfo:
+        """GET_ALL_PRODUCER_INFO: every producer connection of the broker, by group."""
+        return await self.call(addr, RequestCode.GET_ALL_PRODUCER_INFO, GetAllProducerInfoRequestHeader(),
+                               f"producers of {addr}", lambda r: ProducerTableInfo.from_body(r.body), timeout=timeout)
+
+    async def get_consumer_status(
+        self, addr: str, topic: str, group: str, client_id: str | None = None, timeout: float | None = None
+    ) -> dict[str, dict[MessageQueue, int]]:
+        """INVOKE_BROKER_TO_GET_CONSUMER_STATUS: the offsets ``group``'s online clients
+        (only ``client_id`` when given) hold for ``topic``, by client id."""
+        header = GetConsumerStatusRequestHeader(topic=topic, group=group, clientAddr=client_id)
+        return await self.call(addr, RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, header,
+                               f"consumer status of {group} on {topic} at {addr}",
+                               lambda r: GetConsumerStatusBody.from_body(r.body).consumer_table, timeout=timeout)
+
+    async def query_correction_offset(
+        self, addr: str, topic: str, compare_group: str, filter_groups: Iterable[str] = (), timeout: float | None = None
+    ) -> dict[int, int]:
+        """QUERY_CORRECTION_OFFSET: per queue of ``topic``, the least offset of the groups
+        (``filter_groups`` left out), or ``Long.MAX_VALUE`` where it is above
+        ``compare_group``'s."""
+        header = QueryCorrectionOffsetHeader(filterGroups=",".join(filter_groups) or None, compareGroup=compare_group,
+                                             topic=topic)
+        return await self.call(addr, RequestCode.QUERY_CORRECTION_OFFSET, header,
+                               f"correction offsets of {topic} at {addr}",
+                               lambda r: QueryCorrectionOffsetBody.from_body(r.body).correction_offsets, timeout=timeout)
+
+
+    # -- broker: maintenance (305, 306, 316, 329, 323) ------------------------------------
+
+    async def get_system_topics_from_broker(self, addr: str, timeout: float | None = None) -> list[str]:
+        """GET_SYSTEM_TOPIC_LIST_FROM_BROKER: the broker's system topics."""
+        return await self.call(addr, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER, None, f"system topics of {addr}",
+                               lambda r: TopicList.from_body(r.body).topic_list, timeout=timeout)
+
+    async def clean_expired_consume_queue(self, addr: str, timeout: float | None = None) -> None:
+        """CLEAN_EXPIRED_CONSUMEQUEUE: the broker drops queues whose messages are all gone."""
+        await self.call(addr, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE, None, f"clean expired consume queues at {addr}",
+                        timeout=timeout)
+
+    async def clean_unused_topic(self, addr: str, timeout: float | None = None) -> None:
+        """CLEAN_UNUSED_TOPIC: the broker drops the queues of topics it has no config for."""
+        await self.call(addr, RequestCode.CLEAN_UNUSED_TOPIC, None, f"clean unused topics at {addr}", timeout=timeout)
+
+    async def delete_expired_commit_log(self, addr: str, timeout: float | None = None) -> None:
+        """DELETE_EXPIRED_COMMITLOG: the broker's next retention passes delete expired
+        commit-log segments whatever the hour (the answer comes before they run)."""
+        await self.call(addr, RequestCode.DELETE_EXPIRED_COMMITLOG, None, f"delete expired commit log at {addr}",
+                        timeout=timeout)
+
+    async def resume_check_half_message(self, addr: str, offset_msg_id: str, timeout: float | None = None) -> None:
+        """RESUME_CHECK_HALF_MESSAGE: the half message (offset message id) is checked again."""
+        await self.call(addr, RequestCode.RESUME_CHECK_HALF_MESSAGE, ResumeCheckHalfMessageRequestHeader(msgId=offset_msg_id),
+                        f"resume check of half message {offset_msg_id} at {addr}", timeout=timeout)
 
 
     # -- broker: queries (12, 33, 321, 32) ------------------------------------------------

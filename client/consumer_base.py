@@ -516,6 +516,16 @@ class ConsumerBase(ServiceContextManager):
     async def reset_offset(self, topic: str, timestamp: int, body: bytes) -> None:
         raise NotImplementedError
 
+    def offset_table(self, topic: str) -> dict[MessageQueue, int]:
+        """GET_CONSUMER_STATUS_FROM_CLIENT: the offset store's table, of ``topic`` (all
+        when blank). Java answers a lite pull consumer with an empty map; this one gives
+        its offsets too."""
+        store = self._store
+        if store is None:
+            return {}
+        blank = not topic.strip()
+        return {mq: offset for mq, offset in store.table().items() if blank or mq.topic == topic}
+
     # -- start and stop --------------------------------------------------------------------
 
     async def _start_common(

@@ -32,6 +32,8 @@ Contract:
   RESET_CONSUMER_CLIENT_OFFSET (-> ``reset_offset``). A group with no consumer here gets
   Java's SYSTEM_ERROR "The Consumer Group <g> not exist in this consumer"; a handle that
   raises ``NotImplementedError`` a SYSTEM_ERROR saying the client does not support it.
+  GET_CONSUMER_STATUS_FROM_CLIENT (-> ``offset_table``) answers a ``GetConsumerStatusBody``,
+  its table empty for a group with no consumer here (Java's ``Collections.EMPTY_MAP``).
 - Broker calls for consumers are the typed methods of :attr:`api`
   (:class:`~trocket.client.api.ClientAPI`: pull, offsets, consumer list, locks, send
   back, search/max/min offset); pick the address with :meth:`master_addr`.
@@ -49,12 +51,17 @@ import attrs
 import trio
 
 from trocket.codecs.bodies.client import ConsumerData, HeartbeatData, MessageQueue, ProducerData
+from trocket.codecs.bodies.groups import GetConsumerStatusBody
 from trocket.codecs.bodies.route import TopicRouteData
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.custom_header import decode_header
 from trocket.codecs.errors import CodecError
-from trocket.codecs.headers import CheckTransactionStateRequestHeader, ReplyMessageRequestHeader
+from trocket.codecs.headers import (
+    CheckTransactionStateRequestHeader,
+    GetConsumerStatusRequestHeader,
+    ReplyMessageRequestHeader,
+)
 from trocket.codecs.message import decode_record
 from trocket.codecs.message.properties import PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 from trocket.codecs.names import AUTO_CREATE_TOPIC_KEY_TOPIC
@@ -115,6 +122,10 @@ class ConsumerHandle(Protocol):
     async def reset_offset(self, topic: str, timestamp: int, body: bytes) -> None:
         """RESET_CONSUMER_CLIENT_OFFSET (``ResetOffsetBody`` in ``body``); may raise
         ``NotImplementedError``."""
+
+    def offset_table(self, topic: str) -> dict[MessageQueue, int]:
+        """GET_CONSUMER_STATUS_FROM_CLIENT: the offsets held in memory of ``topic``'s
+        queues (every topic's when blank; Java's ``cloneOffsetTable``)."""
 
 
 @runtime_checkable
@@ -515,6 +526,7 @@ class ClientInstance(ServiceContextManager):
         reg(int(RequestCode.GET_CONSUMER_RUNNING_INFO), self._get_consumer_running_info)
         reg(int(RequestCode.CONSUME_MESSAGE_DIRECTLY), self._consume_message_directly)
         reg(int(RequestCode.RESET_CONSUMER_CLIENT_OFFSET), self._reset_offset)
+        reg(int(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT), self._get_consumer_status, inline=True)
         reg(int(RequestCode.CHECK_TRANSACTION_STATE), self._check_transaction_state, inline=True)
         reg(int(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT), self._push_reply, inline=True)
 
@@ -559,6 +571,16 @@ class ClientInstance(ServiceContextManager):
         except NotImplementedError:
             return self._error(request, "CONSUME_MESSAGE_DIRECTLY is not supported by this trocket consumer")
         return request.make_response(int(ResponseCode.SUCCESS), body=body)
+
+    def _get_consumer_status(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        """GET_CONSUMER_STATUS_FROM_CLIENT (221, ``ClientRemotingProcessor.getConsumeStatus``)."""
+        try:
+            header = decode_header(GetConsumerStatusRequestHeader, request.ext_fields)
+        except CodecError as exc:
+            return self._error(request, f"RemotingCommandException: {exc}")
+        handle = self.consumers.get(header.group)
+        table = handle.offset_table(header.topic) if handle is not None else {}
+        return request.make_response(int(ResponseCode.SUCCESS), body=GetConsumerStatusBody(table).to_body())
 
     def _check_transaction_state(self, conn: Connection, request: RemotingCommand) -> None:
         """CHECK_TRANSACTION_STATE (39, oneway): to the transaction producer of the half

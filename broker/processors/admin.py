@@ -36,9 +36,10 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 import trio
 
 from trocket.codecs.bodies.fastjson import Bean, dumps_bytes
+from trocket.codecs.bodies.namesrv import TopicList
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
-from trocket.codecs.errors import InvalidNameError
+from trocket.codecs.errors import CodecError, InvalidNameError
 from trocket.codecs.headers import (
     CreateTopicRequestHeader,
     DeleteTopicRequestHeader,
@@ -46,14 +47,18 @@ from trocket.codecs.headers import (
     GetMaxOffsetResponseHeader,
     GetMinOffsetRequestHeader,
     GetMinOffsetResponseHeader,
+    ResumeCheckHalfMessageRequestHeader,
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
     ViewMessageRequestHeader,
 )
-from trocket.codecs.names import RMQ_SYS_TRANS_HALF_TOPIC, is_system_topic, validate_topic
+from trocket.codecs.message.msgid import decode_offset_msg_id
+from trocket.codecs.names import is_system_topic, validate_topic
 from trocket.remoting import Connection
 
-from ..store import TopicConfig
+from ..store import PutMessageError, TopicConfig
+from ..store.queue_table import DetachedTopic
+from ..store.store import MANUAL_DELETE_PASSES
 from . import decode_request_header, reply
 
 if TYPE_CHECKING:
@@ -88,8 +93,13 @@ class AdminProcessor:
             int(RequestCode.GET_ALL_CONSUMER_OFFSET): self.get_all_consumer_offset,
             int(RequestCode.GET_ALL_DELAY_OFFSET): self.get_all_delay_offset,
             int(RequestCode.DELETE_TOPIC_IN_BROKER): self.delete_topic,
+            int(RequestCode.CLEAN_UNUSED_TOPIC): self.clean_unused_topic,
+            int(RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE): self.clean_expired_consume_queue,
+            int(RequestCode.DELETE_EXPIRED_COMMITLOG): self.delete_expired_commit_log,
+            int(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER): self.get_system_topic_list_from_broker,
+            int(RequestCode.RESUME_CHECK_HALF_MESSAGE): self.resume_check_half_message,
         }
-        #: Java's ``deleteTopic`` is ``synchronized``: one deletion at a time
+        #: Java's ``deleteTopic`` is ``synchronized``: one deletion (or cleaning) at a time
         self._delete_lock = trio.Lock()
 
     @property
@@ -154,16 +164,73 @@ class AdminProcessor:
         log.info("deleteTopic %s called by %s", topic, conn.remote_address)
         async with self._delete_lock:
             await trio.to_thread.run_sync(self.topics.delete, topic)
-            keep = self.topics.all().keys()
-            detached = await trio.to_thread.run_sync(self.store.clean_unused_topics, keep)
-            # unmapped here, on the trio thread, between two pulls (pulls read there)
-            self.store.destroy_detached(detached)
-            for d in detached:
-                await trio.to_thread.run_sync(d.remove_files)
-                log.info("cleanUnusedTopic: %s, topic destroyed", d.topic)
-            if self.ctx.transactions is not None and any(d.topic == RMQ_SYS_TRANS_HALF_TOPIC for d in detached):
-                self.ctx.transactions.half_queue_cleaned()
+            await self._clean_unused_topics()
         self.ctx.topic_created(topic)  # the topic table changed: register again
+        return reply(ResponseCode.SUCCESS)
+
+    async def _clean_unused_topics(self) -> None:
+        """``cleanUnusedTopic(topicConfigTable.keySet())``: the queues of every topic
+        without a config go (call under ``_delete_lock``)."""
+        keep = self.topics.all().keys()
+        await self._destroy(await trio.to_thread.run_sync(self.store.clean_unused_topics, keep), "cleanUnusedTopic")
+
+    async def _destroy(self, detached: list[DetachedTopic], what: str) -> None:
+        """Detached queues unmapped here, on the trio thread, between two pulls (pulls
+        read there), their files removed; the transaction service told when its queues
+        went."""
+        self.store.destroy_detached(detached)
+        for d in detached:
+            await trio.to_thread.run_sync(d.remove_files)
+            log.info("%s: %s %s destroyed", what, d.topic, ",".join(str(cq.queue_id) for cq in d.queues) or "(topic)")
+        if self.ctx.transactions is not None and detached:
+            self.ctx.transactions.queues_removed({d.topic for d in detached})
+
+    # -- 316 / 306 / 329: the store's cleaning, by hand ----------------------------------
+
+    async def clean_unused_topic(self, conn, request: RemotingCommand) -> RemotingCommand:
+        log.warning("invoke cleanUnusedTopic start (from %s)", conn.remote_address)
+        async with self._delete_lock:
+            await self._clean_unused_topics()
+        log.warning("invoke cleanUnusedTopic end")
+        return reply(ResponseCode.SUCCESS)
+
+    async def clean_expired_consume_queue(self, conn, request: RemotingCommand) -> RemotingCommand:
+        log.warning("invoke cleanExpiredConsumeQueue start (from %s)", conn.remote_address)
+        async with self._delete_lock:
+            detached = await trio.to_thread.run_sync(self.store.clean_expired_consume_queues)
+            await self._destroy(detached, "cleanExpiredConsumerQueue")
+        log.warning("invoke cleanExpiredConsumeQueue end")
+        return reply(ResponseCode.SUCCESS)
+
+    async def delete_expired_commit_log(self, conn, request: RemotingCommand) -> RemotingCommand:
+        log.warning("invoke deleteExpiredCommitLog (from %s): the next %d retention passes run as manual ones",
+                    conn.remote_address, MANUAL_DELETE_PASSES)
+        self.store.execute_delete_files_manually()
+        return reply(ResponseCode.SUCCESS)
+
+    # -- 305 ---------------------------------------------------------------------------------
+
+    async def get_system_topic_list_from_broker(self, conn, request: RemotingCommand) -> RemotingCommand:
+        return reply(ResponseCode.SUCCESS, body=TopicList(sorted(self.topics.system_topics)).to_body())
+
+    # -- 323 ---------------------------------------------------------------------------------
+
+    async def resume_check_half_message(self, conn, request: RemotingCommand) -> RemotingCommand:
+        header = decode_request_header(ResumeCheckHalfMessageRequestHeader, request)
+        transactions = self.ctx.transactions
+        try:
+            offset = decode_offset_msg_id(header.msgId or "").offset
+            if transactions is None:
+                raise LookupError("no transaction service")
+            transactions.resume_check(offset)
+        except PutMessageError as exc:
+            log.error("Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed: %s", exc)
+            return reply(ResponseCode.SYSTEM_ERROR, "Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.")
+        except (CodecError, ValueError, LookupError) as exc:
+            log.error("resumeCheckHalfMessage %r: %s", header.msgId, exc)
+            return reply(
+                ResponseCode.SYSTEM_ERROR, "Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC."
+            )
         return reply(ResponseCode.SUCCESS)
 
     # -- 28 ----------------------------------------------------------------------------------

@@ -38,6 +38,27 @@ CONSUME_MESSAGE_DIRECTLY 309 (forwarded to the client): the group part of Rocket
   own connection and its answer returned (309 with the stored message as the body and
   ``brokerName`` added); SYSTEM_ERROR "The Consumer <G> <id> not online" when it is not
   connected here, CONSUME_MSG_TIMEOUT when it does not answer within 10 s.
+* 328: ``ProducerTableInfo``: every producer connection by group (``remoteIP`` as Java's
+  ``remoteAddress().toString()``, ``/127.0.0.1:port``; ``lastUpdateTimestamp`` the last
+  heartbeat, epoch ms); ``{"data":{}}`` with none.
+* 223 (``Broker2Client.getConsumeStatus``): each online client of the group (only
+  ``clientAddr``, a client id, when given) is asked GET_CONSUMER_STATUS_FROM_CLIENT (221,
+  5 s) for its offsets of ``topic``; the answer maps client id -> its
+  ``messageQueueTable``. A client that fails or times out is left out (logged), as in
+  Java. No client online: SYSTEM_ERROR "No Any Consumer online in the consumer group:
+  [G]" (Java's own text; Java's broker reaches it only for a group that still has an
+  empty entry and otherwise fails with a NullPointerException, also SYSTEM_ERROR). Java's
+  refusal of clients older than V3_0_7_SNAPSHOT is not made (no such client speaks to
+  trocket).
+* 308 (``queryCorrectionOffset``): per queue of ``topic``, the minimum committed offset
+  over every group with offsets on it except ``filterGroups`` (comma-separated), counting
+  only offsets not below the queue's minimum; then, for each queue ``compareGroup`` has
+  an offset on, ``Long.MAX_VALUE`` where that minimum is above the compared group's
+  offset. A filtered ``compareGroup`` is not compared. Java's
+  ``queryMinOffsetInAllGroup`` removes the filtered groups' offsets from the broker's
+  table while it reads (it iterates the live key set): not copied, nothing is removed
+  here. Java fails (NullPointerException) when the compared group has a queue no
+  counted offset covers; that queue is left out here.
 
 Every handler runs as a task (``admin_concurrency`` at once).
 """
@@ -45,6 +66,7 @@ Every handler runs as a task (``admin_concurrency`` at once).
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Awaitable, Callable
 
 import trio
@@ -54,8 +76,12 @@ from trocket.codecs.bodies.fastjson import BodyDecodeError
 from trocket.codecs.bodies.groups import (
     Connection as ConnectionBody,
     ConsumerConnection,
+    GetConsumerStatusBody,
     GroupList,
     ProducerConnection,
+    ProducerInfo,
+    ProducerTableInfo,
+    QueryCorrectionOffsetBody,
     ResetOffsetBody,
     SubscriptionGroupConfig,
 )
@@ -66,9 +92,12 @@ from trocket.codecs.headers import (
     CloneGroupOffsetRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
+    GetAllProducerInfoRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader,
+    GetConsumerStatusRequestHeader,
     GetProducerConnectionListRequestHeader,
+    QueryCorrectionOffsetHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
 )
@@ -95,6 +124,10 @@ Handler = Callable[[Connection, RemotingCommand], Awaitable[RemotingCommand]]
 SLAVE_REMARK = "Can't modify topic or subscription group from slave broker, please execute it from master broker."
 #: ``Broker2Client.callClient``: how long a forwarded call may take
 CALL_CLIENT_TIMEOUT = 10.0
+#: ``Broker2Client.getConsumeStatus``: how long each client may take to answer
+CONSUMER_STATUS_TIMEOUT = 5.0
+#: ``Long.MAX_VALUE``: QUERY_CORRECTION_OFFSET's "no correction" for a queue
+JAVA_LONG_MAX = 2**63 - 1
 
 
 def _language_name(language: LanguageCode | None) -> str:
@@ -124,7 +157,7 @@ def reset_offsets(ctx: BrokerContext, topic: str, group: str, timestamp: int, fo
 
 
 class GroupsProcessor:
-    """200, 201, 207, 203, 204, 300, 314, 222, 307, 309 (see the module docstring)."""
+    """200, 201, 207, 203, 204, 300, 314, 222, 307, 309, 328, 223, 308 (see the module docstring)."""
 
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
@@ -139,6 +172,9 @@ class GroupsProcessor:
             int(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET): self.invoke_broker_to_reset_offset,
             int(RequestCode.GET_CONSUMER_RUNNING_INFO): self.get_consumer_running_info,
             int(RequestCode.CONSUME_MESSAGE_DIRECTLY): self.consume_message_directly,
+            int(RequestCode.GET_ALL_PRODUCER_INFO): self.get_all_producer_info,
+            int(RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS): self.invoke_broker_to_get_consumer_status,
+            int(RequestCode.QUERY_CORRECTION_OFFSET): self.query_correction_offset,
         }
 
     @property
@@ -308,6 +344,69 @@ class GroupsProcessor:
                 view.release()
         return await self._call_consumer(request, int(RequestCode.CONSUME_MESSAGE_DIRECTLY), header.consumerGroup,
                                          header.clientId, ext, body)
+
+    # -- 328 ----------------------------------------------------------------------------
+
+    async def get_all_producer_info(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        decode_request_header(GetAllProducerInfoRequestHeader, request)
+        producers = self.ctx.producers
+        now, now_ms = producers.clock(), time.time_ns() // 1_000_000
+        data = {
+            group: [
+                ProducerInfo(m.client_id, f"/{m.channel.remote_address}", _language_name(m.language), m.version,
+                             now_ms - int((now - m.last_update) * 1000))
+                for m in members
+            ]
+            for group, members in producers.snapshot().items()
+            if members
+        }
+        return reply(ResponseCode.SUCCESS, body=ProducerTableInfo(data).to_body())
+
+    # -- 223 ----------------------------------------------------------------------------
+
+    async def invoke_broker_to_get_consumer_status(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = decode_request_header(GetConsumerStatusRequestHeader, request)
+        group, only = header.group, header.clientAddr or None
+        log.info("[get-consumer-status] get consumer status by %s. topic=%s, group=%s",
+                 conn.remote_address, header.topic, group)
+        info = self.ctx.consumers.group_info(group)
+        members = list(info.channels.values()) if info is not None else []
+        if not members:
+            raise BrokerError(f"No Any Consumer online in the consumer group: [{group}]")
+        table = {}
+        for member in members:
+            if only is not None and member.client_id != only:
+                continue
+            ask = RemotingCommand.request(
+                RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, GetConsumerStatusRequestHeader(topic=header.topic, group=group)
+            )
+            try:
+                answer = await self.ctx.server.invoke_sync(member.channel, ask, CONSUMER_STATUS_TIMEOUT)
+                if answer.code == ResponseCode.SUCCESS and answer.body:
+                    table[member.client_id] = GetConsumerStatusBody.from_body(answer.body).message_queue_table
+            except Exception as exc:  # noqa: BLE001 - Java logs any failure and goes on
+                log.error("[get-consumer-status] get consumer status exception. topic=%s, group=%s, error=%s",
+                          header.topic, group, exception_simple_desc(exc))
+            if only is not None:
+                break
+        return reply(ResponseCode.SUCCESS, body=GetConsumerStatusBody(consumer_table=table).to_body())
+
+    # -- 308 ----------------------------------------------------------------------------
+
+    async def query_correction_offset(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = decode_request_header(QueryCorrectionOffsetHeader, request)
+        topic, offsets, store = header.topic, self.ctx.offsets, self.ctx.store
+        left_out = set(header.filterGroups.split(",")) if header.filterGroups and header.filterGroups.strip() else set()
+        correction: dict[int, int] = {}
+        for group in offsets.groups_of_topic(topic) - left_out:
+            for queue_id, offset in offsets.query_all(group, topic).items():
+                if offset >= store.get_min_offset(topic, queue_id):
+                    correction[queue_id] = min(offset, correction.get(queue_id, JAVA_LONG_MAX))
+        if header.compareGroup not in left_out:
+            for queue_id, offset in offsets.query_all(header.compareGroup, topic).items():
+                if queue_id in correction and correction[queue_id] > offset:
+                    correction[queue_id] = JAVA_LONG_MAX
+        return reply(ResponseCode.SUCCESS, body=QueryCorrectionOffsetBody(correction).to_body())
 
 
 def register(ctx: BrokerContext) -> GroupsProcessor:

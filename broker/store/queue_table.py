@@ -1,5 +1,6 @@
 """All consume queues of a store, by (topic, queue id) (Java's ``consumeQueueTable``),
-and the detaching of deleted topics' queues (``DefaultMessageStore.cleanUnusedTopic``)."""
+and the detaching of deleted topics' queues (``DefaultMessageStore.cleanUnusedTopic``)
+and of expired queues (``cleanExpiredConsumerQueue``)."""
 
 from __future__ import annotations
 
@@ -102,14 +103,36 @@ class ConsumeQueueTable:
         detached = []
         for topic in sorted(wanted):
             queues = [cq for (t, _), cq in gone.items() if t == topic]
-            path = os.path.join(self.root, topic)
-            trash = None
-            if os.path.isdir(path):
-                self._trash_seq += 1
-                trash = os.path.join(self.root, f"{TRASH_PREFIX}{topic}.{os.getpid()}.{self._trash_seq}")
-                os.rename(path, trash)
-            detached.append(DetachedTopic(topic, queues, trash))
+            detached.append(DetachedTopic(topic, queues, self._move_aside(os.path.join(self.root, topic), topic)))
         return detached
+
+    def detach_queues(self, keys: Collection[tuple[str, int]]) -> list[DetachedTopic]:
+        """:meth:`detach_topics` for single queues (``(topic, queue id)``): each one's
+        directory moved aside, one :class:`DetachedTopic` per queue; a topic directory
+        left empty is removed."""
+        wanted = set(keys)
+        with self._lock:
+            gone = {key: cq for key, cq in self._queues.items() if key in wanted}
+            self._queues = {k: v for k, v in self._queues.items() if k not in wanted}
+        detached = []
+        for (topic, queue_id), cq in sorted(gone.items(), key=lambda item: item[0]):
+            trash = self._move_aside(os.path.join(self.root, topic, str(queue_id)), f"{topic}.{queue_id}")
+            detached.append(DetachedTopic(topic, [cq], trash))
+        for topic in {topic for topic, _ in gone}:
+            try:
+                os.rmdir(os.path.join(self.root, topic))
+            except OSError:  # queues left in it (or already gone)
+                pass
+        return detached
+
+    def _move_aside(self, path: str, name: str) -> str | None:
+        """Rename ``path`` to a trash directory under the root (None: no such directory)."""
+        if not os.path.isdir(path):
+            return None
+        self._trash_seq += 1
+        trash = os.path.join(self.root, f"{TRASH_PREFIX}{name}.{os.getpid()}.{self._trash_seq}")
+        os.rename(path, trash)
+        return trash
 
     def close(self) -> None:
         for cq in self._queues.values():

@@ -55,6 +55,8 @@ _MIN = -(1 << 63)
 _TOTAL_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 _ENTRY = __import__("struct").Struct(">qiq")
 #: Topics ``cleanUnusedTopic`` never removes.
+#: ``MAX_MANUAL_DELETE_FILE_TIMES``: the retention passes one DELETE_EXPIRED_COMMITLOG makes manual
+MANUAL_DELETE_PASSES = 20
 _NEVER_CLEANED = frozenset({RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC})
 
 
@@ -93,6 +95,8 @@ class MessageStore:
     _no_puts: bool = False
     _slave: bool = False
     _shutdown_lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False)
+    #: retention passes left that clean as if by hand (DELETE_EXPIRED_COMMITLOG)
+    manual_delete_passes: int = 0
 
     # -- life ------------------------------------------------------------------------
 
@@ -542,13 +546,48 @@ class MessageStore:
         self, now: float | None = None, force: bool = False, used_ratio: float | None = None
     ) -> RetentionResult:
         """One retention pass (see :mod:`.retention`); call it periodically (Java: 10 s),
-        from a worker thread."""
+        from a worker thread. While :attr:`manual_delete_passes` is left, a pass counts
+        one down and cleans as ``force`` does."""
+        if self.manual_delete_passes > 0:
+            self.manual_delete_passes -= 1
+            force = True
         result = delete_expired(
             self.config, self.commit_log, self.queues, now, force=force, used_ratio=used_ratio
         )
         if self.index is not None:
             result.index_files = self.index.delete_expired(self.commit_log.min_offset)
         return result
+
+    def execute_delete_files_manually(self) -> None:
+        """``executeDeleteFilesManually`` (DELETE_EXPIRED_COMMITLOG): the next
+        :data:`MANUAL_DELETE_PASSES` retention passes run whatever the hour and the disk,
+        as a forced pass does. They still delete only segments older than
+        ``file_reserved_time_hours`` (unless the disk is past
+        ``disk_space_clean_forcibly_ratio``), as Java's manual passes do."""
+        self.manual_delete_passes = MANUAL_DELETE_PASSES
+
+    def clean_expired_consume_queues(self) -> list[DetachedTopic]:
+        """``cleanExpiredConsumerQueue`` (CLEAN_EXPIRED_CONSUMEQUEUE): detach every
+        consume queue whose last entry ends below the commit log's first byte (all its
+        messages are gone), the schedule topic's excepted, as Java does; a queue with
+        no entry yet stays. Their next queue offsets are forgotten, as
+        :meth:`clean_unused_topics` forgets a deleted topic's: a send to such a queue
+        afterwards starts it again at offset 0. Same locking and follow-up calls as
+        :meth:`clean_unused_topics` (one :class:`DetachedTopic` per queue)."""
+        commit_log = self.commit_log
+        with commit_log.append_lock, self.dispatcher.lock:
+            self.dispatcher.drain_locked()
+            min_phy = commit_log.min_offset
+            keys = [
+                (cq.topic, cq.queue_id) for cq in self.queues
+                if cq.topic != RMQ_SYS_SCHEDULE_TOPIC and 0 <= cq.max_physic_offset < min_phy
+            ]
+            if not keys:
+                return []
+            offsets = commit_log.queue_offsets
+            for key in keys:
+                offsets.pop(key, None)
+            return self.queues.detach_queues(keys)
 
     def clean_unused_topics(self, keep: Collection[str]) -> list[DetachedTopic]:
         """``cleanUnusedTopic``: detach the consume queues of every topic not in ``keep``

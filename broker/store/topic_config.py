@@ -14,6 +14,8 @@ import time
 
 import attrs
 
+from trocket.codecs.names import SYSTEM_TOPICS
+
 from .atomic_file import read_json, write_json_atomic
 from .errors import ConfigLoadError
 
@@ -127,6 +129,9 @@ class TopicConfigManager:
     data_version_counter: int = 0
     data_version_timestamp: int = attrs.field(factory=lambda: time.time_ns() // 1_000_000)
     _lock: threading.RLock = attrs.field(factory=threading.RLock, repr=False)
+    #: ``TopicValidator.getSystemTopicSet()`` on this broker: the static set plus every
+    #: default topic (Java's constructor calls ``addSystemTopic`` for each)
+    system_topics: frozenset[str] = SYSTEM_TOPICS
 
     @classmethod
     def open(
@@ -142,15 +147,17 @@ class TopicConfigManager:
     ) -> TopicConfigManager:
         """The defaults, then whatever ``topics.json`` holds on top (as Java's load)."""
         mgr = cls(os.path.join(config_dir, "topics.json"), auto_create_topic_enable)
-        for tc in default_topics(
+        defaults = default_topics(
             cluster_name=cluster_name,
             broker_name=broker_name,
             auto_create_topic_enable=auto_create_topic_enable,
             default_topic_queue_nums=default_topic_queue_nums,
             trace_topic_enable=trace_topic_enable,
             trace_topic_name=trace_topic_name,
-        ):
+        )
+        for tc in defaults:
             mgr._table[tc.topic_name] = tc
+        mgr.system_topics = SYSTEM_TOPICS | {tc.topic_name for tc in defaults}
         mgr.load()
         return mgr
 

@@ -244,20 +244,23 @@ def op_message(half_queue_offset: int, store_host: HostAddress, now_ms: int) -> 
     )
 
 
-def check_copy(half: StoredMessage, origin: int, check_times: int | None) -> MessageInner:
+def check_copy(half: StoredMessage, origin: int | None, check_times: int | None) -> MessageInner:
     """``renewHalfMessageInner`` (``check_times``: the count it carries, Java's
     ``needDiscard`` having counted it up) or ``renewImmunityHalfMessageInner``
     (``check_times`` None: the count as it was): the half message again, naming the
-    transaction's first half message ``origin``."""
+    transaction's first half message ``origin`` (None: a new transaction, the copy
+    its own first). Also RESUME_CHECK_HALF_MESSAGE's copy (``check_times`` 0, from
+    any stored message: ``toMessageExtBrokerInner``)."""
     msg = half.msg
     props = JavaHashMap.from_properties(half.raw_properties.decode("utf-8", "replace"))
     if check_times is not None:
         props[PROPERTY_TRANSACTION_CHECK_TIMES] = str(check_times)
-    props[PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET] = str(origin)
+    if origin is not None:
+        props[PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET] = str(origin)
     return MessageInner(
         topic=HALF_TOPIC,
         body=msg.body,
-        queue_id=msg.queue_id,
+        queue_id=HALF_QUEUE_ID,
         flag=msg.flag,
         properties_bytes=props.to_properties().encode("utf-8"),
         properties=props,

@@ -51,7 +51,7 @@ on), ``latest`` (a transaction's first half queue offset -> its live check copy)
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, NoReturn
 
 import attrs
@@ -63,6 +63,7 @@ from trocket.codecs.headers import CheckTransactionStateRequestHeader, EndTransa
 from trocket.codecs.message.properties import (
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
     PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
 from trocket.codecs.message.record import encode_record
@@ -213,6 +214,40 @@ class TransactionalMessageService:
         self.ops.clear()
         self._commit_offsets()
         log.info("transactions: the half queue was removed; checks start again at offset %d", self.half_offset)
+
+    def queues_removed(self, topics: Collection[str]) -> None:
+        """Consume queues of ``topics`` were removed (``cleanUnusedTopic``,
+        ``cleanExpiredConsumerQueue``): the half queue's, see :meth:`half_queue_cleaned`;
+        the op queue's alone (every op record expired), its offsets start again at 0."""
+        if HALF_TOPIC in topics:
+            self.half_queue_cleaned()
+        elif OP_TOPIC in topics:
+            self.op_offset = self.store.get_max_offset(OP_TOPIC, HALF_QUEUE_ID)
+            self.ops.clear()
+            self._commit_offsets()
+
+    def resume_check(self, commit_log_offset: int) -> PutResult:
+        """RESUME_CHECK_HALF_MESSAGE (Java's ``resumeCheckHalfMessage``): the message
+        stored at ``commit_log_offset`` (a half message, or one the checks discarded to
+        ``TRANS_CHECK_MAX_TIME_TOPIC``) put on the half queue again with
+        ``TRANSACTION_CHECK_TIMES`` 0, so the checks ask its producer again up to
+        ``transactionCheckMax`` times. It becomes its transaction's live copy (it names
+        the transaction's first half message), so an END_TRANSACTION ends it and the
+        copy it replaces is not checked too. Raises ``LookupError`` when no message
+        starts there, :class:`PutMessageError` when the store refuses the put (a
+        slave's)."""
+        stored = read_stored(self.store, commit_log_offset)
+        if stored is None:
+            raise LookupError(f"no message at commit-log offset {commit_log_offset}")
+        origin: int | None = None
+        if stored.topic == HALF_TOPIC or PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET in stored.properties:
+            origin = origin_offset(stored, stored.queue_offset)
+        result = self.store.put_message(check_copy(stored, origin, 0))
+        if origin is not None:
+            self.latest[origin] = result.queue_offset
+        log.info("half message at %d resumed: checked again from half queue offset %d (real topic %s)",
+                 commit_log_offset, result.queue_offset, stored.real_topic)
+        return result
 
     def _half_at(self, queue_offset: int) -> StoredMessage | None:
         entry = self.store.get_queue_entry(HALF_TOPIC, HALF_QUEUE_ID, queue_offset)

@@ -7,7 +7,11 @@
   GET_CONSUMER_CONNECTION_LIST (203) / GET_PRODUCER_CONNECTION_LIST (204);
 * :class:`GroupList`: QUERY_TOPIC_CONSUME_BY_WHO (300);
 * :class:`ResetOffsetBody` (``ResetOffsetBodyForC`` for the C++ client):
-  INVOKE_BROKER_TO_RESET_OFFSET (222) answer and RESET_CONSUMER_CLIENT_OFFSET (220) body.
+  INVOKE_BROKER_TO_RESET_OFFSET (222) answer and RESET_CONSUMER_CLIENT_OFFSET (220) body;
+* :class:`ProducerTableInfo` (``ProducerInfo``s): GET_ALL_PRODUCER_INFO (328);
+* :class:`GetConsumerStatusBody`: GET_CONSUMER_STATUS_FROM_CLIENT (221, ``messageQueueTable``)
+  and INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223, ``consumerTable``);
+* :class:`QueryCorrectionOffsetBody`: QUERY_CORRECTION_OFFSET (308).
 
 Decoding a :class:`SubscriptionGroupConfig` fills Java's defaults for missing fields and
 raises :class:`~.fastjson.BodyDecodeError` naming a field of the wrong type.
@@ -33,6 +37,10 @@ __all__ = [
     "ProducerConnection",
     "GroupList",
     "ResetOffsetBody",
+    "ProducerInfo",
+    "ProducerTableInfo",
+    "GetConsumerStatusBody",
+    "QueryCorrectionOffsetBody",
 ]
 
 #: ``SubscriptionGroupManager``'s ``new ConcurrentHashMap<>(1024)`` has a 2048-slot table.
@@ -284,12 +292,121 @@ class ResetOffsetBody:
                 entry = read_object(item, f"{where}.offsetTable[{i}]")
                 table[MessageQueue.from_json(entry, f"{where}.offsetTable[{i}]")] = read_int(entry, "offset", where, 0)
             return cls(table)
-        for key, value in read_object(raw if raw is not None else {}, f"{where}.offsetTable").items():
-            if isinstance(key, str):
-                raise BodyDecodeError(f"{where}.offsetTable: key {key!r} is not a MessageQueue")
+        return cls(_offset_table(raw, f"{where}.offsetTable"))
+
+
+def _offset_table(raw: Any, where: str) -> dict[MessageQueue, int]:
+    """A ``Map<MessageQueue, Long>`` as fastjson writes it (object keys)."""
+    table: dict[MessageQueue, int] = {}
+    for key, value in read_object(raw if raw is not None else {}, where).items():
+        if isinstance(key, str):
+            raise BodyDecodeError(f"{where}: key {key!r} is not a MessageQueue")
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise BodyDecodeError(f"{where}: offset {value!r} is not an integer")
+        table[MessageQueue.from_key(key, f"{where} key")] = value
+    return table
+
+
+# -- producers and consumer status ------------------------------------------------------
+
+
+@attrs.define(slots=True, frozen=True)
+class ProducerInfo:
+    """``ProducerInfo``: one producer connection. ``remote_ip`` is Java's
+    ``remoteAddress().toString()``: ``/127.0.0.1:54321``; ``last_update_timestamp`` the
+    last heartbeat, epoch ms."""
+
+    client_id: str
+    remote_ip: str
+    language: str
+    version: int
+    last_update_timestamp: int
+
+    def to_json(self) -> Bean:
+        return Bean(clientId=self.client_id, language=self.language, lastUpdateTimestamp=self.last_update_timestamp,
+                    remoteIP=self.remote_ip, version=self.version)
+
+    @classmethod
+    def from_json(cls, obj: Any, where: str) -> ProducerInfo:
+        obj = read_object(obj, where)
+        return cls(
+            read_str(obj, "clientId", where) or "",
+            read_str(obj, "remoteIP", where, required=False) or "",
+            read_str(obj, "language", where, required=False) or "",
+            read_int(obj, "version", where, 0),
+            read_int(obj, "lastUpdateTimestamp", where, 0),
+        )
+
+
+@attrs.define(slots=True)
+class ProducerTableInfo:
+    """``ProducerTableInfo``: ``{"data": {group: [ProducerInfo...]}}`` (a ``HashMap``)."""
+
+    data: dict[str, list[ProducerInfo]] = attrs.field(factory=dict)
+
+    def to_body(self) -> bytes:
+        return dumps_bytes(Bean(data={g: [p.to_json() for p in ps] for g, ps in self.data.items()}))
+
+    @classmethod
+    def from_body(cls, data: bytes | str) -> ProducerTableInfo:
+        where = "ProducerTableInfo"
+        obj = read_object(parse_body(data, where), where)
+        table: dict[str, list[ProducerInfo]] = {}
+        for group, items in read_object(obj.get("data") or {}, f"{where}.data").items():
+            w = f"{where}.data[{group!r}]"
+            table[str(group)] = [ProducerInfo.from_json(item, f"{w}[{i}]") for i, item in enumerate(read_list(items, w))]
+        return cls(table)
+
+
+@attrs.define(slots=True)
+class GetConsumerStatusBody:
+    """``GetConsumerStatusBody``: a client's offsets (``messageQueueTable``, its answer
+    to 221) or every client's by client id (``consumerTable``, the broker's to 223);
+    both maps are always written, empty or not."""
+
+    message_queue_table: dict[MessageQueue, int] = attrs.field(factory=dict)
+    consumer_table: dict[str, dict[MessageQueue, int]] = attrs.field(factory=dict)
+
+    def to_body(self) -> bytes:
+        return dumps_bytes(Bean(
+            consumerTable={cid: dict(t) for cid, t in self.consumer_table.items()},
+            messageQueueTable=dict(self.message_queue_table),
+        ))
+
+    @classmethod
+    def from_body(cls, data: bytes | str) -> GetConsumerStatusBody:
+        where = "GetConsumerStatusBody"
+        obj = read_object(parse_body(data, where), where)
+        consumers = {
+            str(cid): _offset_table(t, f"{where}.consumerTable[{cid!r}]")
+            for cid, t in read_object(obj.get("consumerTable") or {}, f"{where}.consumerTable").items()
+        }
+        return cls(_offset_table(obj.get("messageQueueTable"), f"{where}.messageQueueTable"), consumers)
+
+
+@attrs.define(slots=True)
+class QueryCorrectionOffsetBody:
+    """``QueryCorrectionOffsetBody``: queue id -> offset (``Long.MAX_VALUE``: the compared
+    group is behind every other group there)."""
+
+    correction_offsets: dict[int, int] = attrs.field(factory=dict)
+
+    def to_body(self) -> bytes:
+        return dumps_bytes(Bean(correctionOffsets=dict(self.correction_offsets)))
+
+    @classmethod
+    def from_body(cls, data: bytes | str) -> QueryCorrectionOffsetBody:
+        where = "QueryCorrectionOffsetBody"
+        obj = read_object(parse_body(data, where), where)
+        table: dict[int, int] = {}
+        for key, value in read_object(obj.get("correctionOffsets") or {}, f"{where}.correctionOffsets").items():
+            try:
+                qid = int(key)
+            except (TypeError, ValueError):
+                raise BodyDecodeError(f"{where}.correctionOffsets: key {key!r} is not a queue id") from None
             if not isinstance(value, int) or isinstance(value, bool):
-                raise BodyDecodeError(f"{where}.offsetTable: offset {value!r} is not an integer")
-            table[MessageQueue.from_key(key, f"{where}.offsetTable key")] = value
+                raise BodyDecodeError(f"{where}.correctionOffsets: offset {value!r} is not an integer")
+            table[qid] = value
         return cls(table)
 
 

@@ -48,6 +48,9 @@ from .consumer import (
 from .groups import (
     CloneGroupOffsetRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
+    GetAllProducerInfoRequestHeader,
+    GetConsumerStatusRequestHeader,
+    QueryCorrectionOffsetHeader,
     DeleteSubscriptionGroupRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader,
@@ -90,7 +93,12 @@ from .stats import (
     QueryConsumeTimeSpanRequestHeader,
     ViewBrokerStatsDataRequestHeader,
 )
-from .transaction import CheckTransactionStateRequestHeader, EndTransactionRequestHeader, ReplyMessageRequestHeader
+from .transaction import (
+    CheckTransactionStateRequestHeader,
+    EndTransactionRequestHeader,
+    ReplyMessageRequestHeader,
+    ResumeCheckHalfMessageRequestHeader,
+)
 
 from . import fast as _fast  # noqa: E402, F401  (registers the hand-written codecs)
 
@@ -130,6 +138,7 @@ __all__ = [
     "EndTransactionRequestHeader",
     "CheckTransactionStateRequestHeader",
     "ReplyMessageRequestHeader",
+    "ResumeCheckHalfMessageRequestHeader",
     "CreateAccessConfigRequestHeader",
     "DeleteAccessConfigRequestHeader",
     "UpdateGlobalWhiteAddrsConfigRequestHeader",
@@ -149,6 +158,9 @@ __all__ = [
     "ResetOffsetRequestHeader",
     "GetConsumerRunningInfoRequestHeader",
     "ConsumeMessageDirectlyResultRequestHeader",
+    "GetAllProducerInfoRequestHeader",
+    "GetConsumerStatusRequestHeader",
+    "QueryCorrectionOffsetHeader",
     # configuration (26, 100, 101, 102, 219, 224, 205, 327)
     "GetBrokerConfigResponseHeader",
     "PutKVConfigRequestHeader",
@@ -218,6 +230,11 @@ REQUEST_HEADERS: Mapping[int, type] = {
     300: QueryTopicConsumeByWhoRequestHeader,  # QUERY_TOPIC_CONSUME_BY_WHO
     307: GetConsumerRunningInfoRequestHeader,  # GET_CONSUMER_RUNNING_INFO
     309: ConsumeMessageDirectlyResultRequestHeader,  # CONSUME_MESSAGE_DIRECTLY
+    221: GetConsumerStatusRequestHeader,  # GET_CONSUMER_STATUS_FROM_CLIENT
+    223: GetConsumerStatusRequestHeader,  # INVOKE_BROKER_TO_GET_CONSUMER_STATUS
+    308: QueryCorrectionOffsetHeader,  # QUERY_CORRECTION_OFFSET
+    328: GetAllProducerInfoRequestHeader,  # GET_ALL_PRODUCER_INFO
+    323: ResumeCheckHalfMessageRequestHeader,  # RESUME_CHECK_HALF_MESSAGE
     314: CloneGroupOffsetRequestHeader,  # CLONE_GROUP_OFFSET
     # configuration
     100: PutKVConfigRequestHeader,  # PUT_KV_CONFIG

@@ -2,7 +2,9 @@
 GET_CONSUMER_CONNECTION_LIST (203), GET_PRODUCER_CONNECTION_LIST (204),
 QUERY_TOPIC_CONSUME_BY_WHO (300), CLONE_GROUP_OFFSET (314), INVOKE_BROKER_TO_RESET_OFFSET
 (222) and RESET_CONSUMER_CLIENT_OFFSET (220, the same ``ResetOffsetRequestHeader``),
-GET_CONSUMER_RUNNING_INFO (307), CONSUME_MESSAGE_DIRECTLY (309).
+GET_CONSUMER_RUNNING_INFO (307), CONSUME_MESSAGE_DIRECTLY (309), GET_ALL_PRODUCER_INFO (328,
+no fields), INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223) and GET_CONSUMER_STATUS_FROM_CLIENT
+(221, the same ``GetConsumerStatusRequestHeader``), QUERY_CORRECTION_OFFSET (308).
 
 Java's primitive ``boolean`` fields without ``@CFNotNull`` (``removeOffset``,
 ``offline``, ``jstackEnable``) are optional on the wire and false when absent;
@@ -22,6 +24,9 @@ __all__ = [
     "ResetOffsetRequestHeader",
     "GetConsumerRunningInfoRequestHeader",
     "ConsumeMessageDirectlyResultRequestHeader",
+    "GetAllProducerInfoRequestHeader",
+    "GetConsumerStatusRequestHeader",
+    "QueryCorrectionOffsetHeader",
 ]
 
 
@@ -77,3 +82,26 @@ class ConsumeMessageDirectlyResultRequestHeader:
     clientId: str | None = field("str")
     msgId: str | None = field("str")
     brokerName: str | None = field("str")
+
+
+@header
+class GetAllProducerInfoRequestHeader:
+    """No fields (Java's class declares none)."""
+
+
+@header
+class GetConsumerStatusRequestHeader:
+    """``clientAddr`` (a client id, despite its name) narrows 223 to one client."""
+
+    topic: str = field("str", required=True)
+    group: str = field("str", required=True)
+    clientAddr: str | None = field("str")
+
+
+@header
+class QueryCorrectionOffsetHeader:
+    """``filterGroups``: comma-separated groups left out of the minimum."""
+
+    filterGroups: str | None = field("str")
+    compareGroup: str = field("str", required=True)
+    topic: str = field("str", required=True)

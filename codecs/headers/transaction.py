@@ -1,7 +1,8 @@
 """Transaction and request-reply headers (Java 4.9.8).
 
 Codes: END_TRANSACTION 37 (producer -> broker, oneway from every real client),
-CHECK_TRANSACTION_STATE 39 (broker -> producer, oneway), PUSH_REPLY_MESSAGE_TO_CLIENT 326
+CHECK_TRANSACTION_STATE 39 (broker -> producer, oneway), RESUME_CHECK_HALF_MESSAGE 323
+(admin -> broker), PUSH_REPLY_MESSAGE_TO_CLIENT 326
 (broker -> the requesting client). SEND_REPLY_MESSAGE 324 / SEND_REPLY_MESSAGE_V2 325 carry
 the send headers (:mod:`.send`).
 
@@ -20,6 +21,7 @@ __all__ = [
     "CheckTransactionStateRequestHeader",
     "EndTransactionRequestHeader",
     "ReplyMessageRequestHeader",
+    "ResumeCheckHalfMessageRequestHeader",
 ]
 
 
@@ -73,3 +75,11 @@ class ReplyMessageRequestHeader:
     bornHost: str = field("str", required=True)
     storeHost: str = field("str", required=True)
     storeTimestamp: int = field("long", default=0)
+
+
+@header
+class ResumeCheckHalfMessageRequestHeader:
+    """RESUME_CHECK_HALF_MESSAGE (323): ``msgId`` is an offset message id (the stored
+    record's); ``@CFNullable`` in Java, so a request without it decodes."""
+
+    msgId: str | None = field("str")

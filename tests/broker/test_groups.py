@@ -1,11 +1,14 @@
 """Consumer-group administration against a real broker: subscription-group configs
 (200, 201, 207) persisted and honoured by pull and send-back, connections (203, 204),
 who consumes a topic (300), offset cloning (314), the reset (222 -> 220 to the online
-clients), calls forwarded to a client (307, 309)."""
+clients), calls forwarded to a client (307, 309), every producer (328), the clients'
+offsets (223 -> 221 to the online clients), correction offsets (308)."""
 
 from __future__ import annotations
 
 import json
+import os
+import time
 
 import trio
 
@@ -19,8 +22,11 @@ from trocket.codecs.bodies.client import (
 )
 from trocket.codecs.bodies.groups import (
     ConsumerConnection,
+    GetConsumerStatusBody,
     GroupList,
     ProducerConnection,
+    ProducerTableInfo,
+    QueryCorrectionOffsetBody,
     ResetOffsetBody,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
@@ -32,7 +38,9 @@ from trocket.codecs.headers import (
     DeleteSubscriptionGroupRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader,
+    GetConsumerStatusRequestHeader,
     GetProducerConnectionListRequestHeader,
+    QueryCorrectionOffsetHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
@@ -308,3 +316,118 @@ async def test_slave_refuses_group_changes_and_copies_the_masters(tmp_path, wire
 
             copied = await wait_until(synced, 10, interval=0.1)
             assert copied.retry_max_times == 7
+
+
+async def test_all_producer_info(tmp_path, wire):
+    async with wire.running_broker(tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        r = await c.invoke_sync(addr, RemotingCommand.request(328))
+        assert (r.code, ProducerTableInfo.from_body(r.body).data) == (0, {})
+        before = int(time.time() * 1000)
+        assert (await c.invoke_sync(addr, heartbeat("cid-p", "CG", producer="PA"))).code == 0
+        async with RemotingClient(ClientConfig()) as other:
+            assert (await other.invoke_sync(addr, heartbeat("cid-q", "CG", producer="PA"), 5)).code == 0
+            assert (await other.invoke_sync(addr, heartbeat("cid-q", "CG", producer="PB"), 5)).code == 0
+            r = await c.invoke_sync(addr, RemotingCommand.request(328))
+        assert r.code == 0, r.remark
+        data = ProducerTableInfo.from_body(r.body).data
+        assert {g: sorted(p.client_id for p in ps) for g, ps in data.items()} == {"PA": ["cid-p", "cid-q"], "PB": ["cid-q"]}
+        for p in data["PA"] + data["PB"]:
+            assert p.remote_ip.startswith("/127.0.0.1:") and (p.language, p.version) == ("JAVA", 409)
+            assert before - 1000 <= p.last_update_timestamp <= int(time.time() * 1000) + 1000
+
+
+async def test_consumer_status_asks_each_online_client(tmp_path, wire):
+    async with wire.running_broker(tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        name = broker.config.broker_name
+
+        def answering(offset: int):
+            async def on_status(conn, request):
+                h = request.ext_fields
+                assert (h["topic"], h["group"]) == ("ST", "SG") and "clientAddr" not in h
+                body = GetConsumerStatusBody({MessageQueue("ST", name, 0): offset, MessageQueue("ST", name, 1): offset + 1})
+                return request.make_response(0, body=body.to_body())
+            return on_status
+
+        async def failing(conn, request):
+            return request.make_response(1, "no")
+
+        def status(client: str | None = None, group: str = "SG") -> RemotingCommand:
+            return RemotingCommand.request(223, GetConsumerStatusRequestHeader(topic="ST", group=group, clientAddr=client))
+
+        async with RemotingClient(ClientConfig()) as one, RemotingClient(ClientConfig()) as two, \
+                RemotingClient(ClientConfig()) as bad:
+            one.register_processor(221, answering(5))
+            two.register_processor(221, answering(9))
+            bad.register_processor(221, failing)
+            for peer, cid in ((one, "c-one"), (two, "c-two"), (bad, "c-bad")):
+                assert (await peer.invoke_sync(addr, heartbeat(cid, "SG", ("ST",)), 5)).code == 0
+            r = await c.invoke_sync(addr, status())
+            assert r.code == 0, r.remark
+            table = GetConsumerStatusBody.from_body(r.body).consumer_table
+            assert table == {
+                "c-one": {MessageQueue("ST", name, 0): 5, MessageQueue("ST", name, 1): 6},
+                "c-two": {MessageQueue("ST", name, 0): 9, MessageQueue("ST", name, 1): 10},
+            }  # the client that failed is left out, as Java leaves it
+            r = await c.invoke_sync(addr, status("c-two"))
+            assert list(GetConsumerStatusBody.from_body(r.body).consumer_table) == ["c-two"]
+            r = await c.invoke_sync(addr, status("nobody"))
+            assert (r.code, GetConsumerStatusBody.from_body(r.body).consumer_table) == (0, {})
+        r = await c.invoke_sync(addr, status(group="Offline"))
+        assert (r.code, r.remark) == (1, "No Any Consumer online in the consumer group: [Offline]")
+        r = await c.invoke_sync(addr, RemotingCommand.request(223, ext_fields={"topic": "ST"}))
+        assert r.code == 1 and "group" in r.remark
+
+
+async def test_query_correction_offset(tmp_path, wire):
+    async with wire.running_broker(tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        for q in (0, 1, 2):
+            for _ in range(10):
+                assert (await c.invoke_sync(addr, wire.send_v1("CT", b"m", queue_id=q))).code == 0
+        for group, offsets in (("A", (3, 8, 5)), ("B", (6, 2, 5)), ("C", (1, 1, 1))):
+            for q, offset in enumerate(offsets):
+                assert (await c.invoke_sync(addr, commit(group, "CT", q, offset))).code == 0
+        assert (await c.invoke_sync(addr, commit("A", "Other", 0, 0))).code == 0
+
+        async def correction(compare: str, filters: str | None = None) -> dict[int, int]:
+            r = await c.invoke_sync(addr, RemotingCommand.request(308, QueryCorrectionOffsetHeader(
+                filterGroups=filters, compareGroup=compare, topic="CT")))
+            assert r.code == 0, r.remark
+            return QueryCorrectionOffsetBody.from_body(r.body).correction_offsets
+
+        assert await correction("A") == {0: 1, 1: 1, 2: 1}  # the least of all, A among them
+        # C left out: the least of A and B; A is behind it nowhere, B's queue 1 is the least
+        assert await correction("A", "C") == {0: 3, 1: 2, 2: 5}
+        # compared with C (behind both everywhere): no queue needs correcting
+        assert await correction("C", "C") == {0: 3, 1: 2, 2: 5}  # a filtered group is not compared
+        assert await correction("B", "C,A") == {0: 6, 1: 2, 2: 5}
+        assert await correction("Nobody", "C") == {0: 3, 1: 2, 2: 5}
+        # the filter removes nothing from the broker's offsets (Java's does: its live key set)
+        assert broker.offsets.query_offset("C", "CT", 0) == 1
+        r = await c.invoke_sync(addr, RemotingCommand.request(308, ext_fields={"topic": "CT"}))
+        assert r.code == 1 and "compareGroup" in r.remark
+
+
+async def test_query_correction_offset_of_a_group_behind_the_queues_minimum(tmp_path, wire):
+    """An offset below the queue's minimum (its messages expired) is not counted, so a
+    group left there is behind every counted one: ``Long.MAX_VALUE``, no correction."""
+    async with wire.running_broker(tmp_path, commit_log_segment_size=64 * 1024, delete_when="99") as broker, \
+            wire.client() as c:
+        addr = broker.broker_addr
+        for _ in range(40):
+            assert (await c.invoke_sync(addr, wire.send_v1("CT", b"x" * 4000, queue_id=0))).code == 0
+        first = broker.store.commit_log.files.files[0]
+        old = time.time() - 100 * 3600
+        os.utime(first.path, (old, old))
+        assert broker.store.delete_expired(force=True, used_ratio=10).commit_log_segments == 1
+        assert broker.store.get_min_offset("CT", 0) > 2
+        assert (await c.invoke_sync(addr, commit("Late", "CT", 0, 2))).code == 0
+        assert (await c.invoke_sync(addr, commit("Fast", "CT", 0, 30))).code == 0
+        r = await c.invoke_sync(addr, RemotingCommand.request(308, QueryCorrectionOffsetHeader(
+            compareGroup="Late", topic="CT")))
+        assert QueryCorrectionOffsetBody.from_body(r.body).correction_offsets == {0: 2**63 - 1}
+        r = await c.invoke_sync(addr, RemotingCommand.request(308, QueryCorrectionOffsetHeader(
+            compareGroup="Fast", topic="CT")))
+        assert QueryCorrectionOffsetBody.from_body(r.body).correction_offsets == {0: 30}

@@ -482,3 +482,79 @@ async def test_half_and_op_records_replicate_and_a_slave_never_checks(tmp_path, 
             assert slave.transactions.passes == 0 and slave.transactions.half_offset == 0
             r = await c.invoke_sync(slave.broker_addr, end_request(pending.ext_fields, COMMIT))
             assert r.code == 11  # SLAVE_NOT_AVAILABLE
+
+
+# -- RESUME_CHECK_HALF_MESSAGE (323) ------------------------------------------------------------
+
+
+def resume(msg_id: str | None) -> RemotingCommand:
+    return RemotingCommand.request(323, ext_fields={} if msg_id is None else {"msgId": msg_id})
+
+
+async def test_resume_check_puts_a_live_half_message_back_as_its_transactions_live_copy(tmp_path, wire):
+    """The copy carries TRANSACTION_CHECK_TIMES 0 and names the first half message: the
+    checks ask about the copy only, and the producer's END of the first one ends it once."""
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        prep = await c.invoke_sync(addr, prepared("TxTopic", b"again", TRANSACTION_CHECK_TIMES="7"))
+        r = await c.invoke_sync(addr, resume(prep.ext_fields["msgId"]))
+        assert (r.code, r.remark) == (0, None)
+        first, copy = stored(broker, HALF)
+        assert copy.body == b"again" and copy.queue_id == 0 and copy.queue_offset == 1
+        assert copy.properties["TRANSACTION_CHECK_TIMES"] == "0"
+        assert copy.properties["TRAN_PREPARED_QUEUE_OFFSET"] == "0"
+        assert copy.properties["REAL_TOPIC"] == "TxTopic" and copy.properties["UNIQ_KEY"] == first.properties["UNIQ_KEY"]
+        assert broker.transactions.latest[0] == 1
+        async with producer_client(addr) as (pc, checks):
+            assert await broker.transactions.check() == 1  # the copy's check only (the first is superseded)
+            header, request = await checks.receive()
+            msg, _ = decode_record(request.body)
+            assert msg.properties["TRANSACTION_CHECK_TIMES"] == "1" and header.tranStateTableOffset == 2
+        assert (await c.invoke_sync(addr, end_request(prep.ext_fields, COMMIT))).code == 0
+        r = await c.invoke_sync(addr, end_request(header, COMMIT, from_check=True))
+        assert r.code == 1 and "already been committed" in r.remark
+        assert [m.body for m in stored(broker, "TxTopic", 1)] == [b"again"]
+
+
+async def test_resume_check_brings_a_discarded_half_message_back(tmp_path, wire):
+    """mqadmin's use: a half message the checks gave up on (TRANS_CHECK_MAX_TIME_TOPIC) is
+    checked again from 0 and its producer's answer commits it."""
+    async with txn_broker(wire, tmp_path, transaction_check_max=1) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        await c.invoke_sync(addr, prepared("TxTopic", b"revived"))
+        svc = broker.transactions
+        svc.clock = lambda: _now() + 10
+        assert await svc.check() == 0 and svc.discarded == 0  # checked once, nobody to ask
+        svc.clock = lambda: _now() + 20
+        await svc.check()
+        assert svc.discarded == 1
+        [gone] = stored(broker, MAX_TIME)
+        r = await c.invoke_sync(addr, resume(gone.msg_id))
+        assert r.code == 0, r.remark
+        assert stored(broker, HALF)[-1].properties["TRANSACTION_CHECK_TIMES"] == "0"
+        async with producer_client(addr) as (pc, checks):
+            svc.clock = lambda: _now() + 30
+            assert await svc.check() == 1
+            header, _ = await checks.receive()
+            assert (await pc.invoke_sync(addr, end_request(header, COMMIT, from_check=True), 5)).code == 0
+        assert [m.body for m in stored(broker, "TxTopic", 1)] == [b"revived"]
+
+
+async def test_resume_check_refusals(tmp_path, wire):
+    """Java's two SYSTEM_ERROR remarks: anything that finds no message (no id, an id that
+    is not an offset id, an offset with no message) is the "exception" one; a store that
+    refuses the put (a slave's) the "failed" one."""
+    thrown = "Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC."
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        prep = await c.invoke_sync(addr, prepared("TxTopic", b"x"))
+        past_end = prep.ext_fields["msgId"][:-16] + "%016X" % (broker.store.max_phy_offset + 100)
+        for msg_id in (None, "", "not-an-id", past_end):
+            r = await c.invoke_sync(addr, resume(msg_id))
+            assert (r.code, r.remark) == (1, thrown), msg_id
+        assert len(stored(broker, HALF)) == 1
+        broker.store.set_slave(True)  # the store refuses puts, as a slave's does
+        r = await c.invoke_sync(addr, resume(prep.ext_fields["msgId"]))
+        assert (r.code, r.remark) == (1, "Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.")
+        broker.store.set_slave(False)
+        assert len(stored(broker, HALF)) == 1

@@ -12,6 +12,7 @@ import trio
 
 from trocket.client.config import ClientConfig
 from trocket.client.consumer import ConsumeResult, PushConsumer
+from trocket.client.errors import BrokerResponseError
 from trocket.client.instance import ClientInstance
 from trocket.client.message import Message
 from trocket.client.producer import Producer
@@ -129,3 +130,42 @@ async def test_lite_consumer_running_info_and_no_consume_directly(tmp_path):
             r = await admin.api.invoke(addr, RemotingCommand.request(309, ConsumeMessageDirectlyResultRequestHeader(
                 consumerGroup="LG", clientId=consumer.client_id, msgId=sent.offset_msg_id)))
             assert r.code == 1 and "CONSUME_MESSAGE_DIRECTLY" in r.remark, (r.code, r.remark)
+
+
+async def test_consumer_status_through_the_broker(tmp_path):
+    """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (mqadmin getConsumerStatus): the broker asks the
+    consumer GET_CONSUMER_STATUS_FROM_CLIENT and it answers the offsets it holds."""
+    async with running_broker(tmp_path) as broker:
+        ns = ";".join(broker.namesrv_addrs)
+        seen: list[bytes] = []
+        four = trio.Event()
+
+        async def on_message(msg):
+            seen.append(msg.body)
+            if len(seen) >= 4:
+                four.set()
+            return ConsumeResult.SUCCESS
+
+        async with Producer("SP", ns) as producer:
+            for i in range(4):
+                await producer.send(Message("ST", f"m{i}".encode()))
+        async with PushConsumer("SG", ns, {"ST": "*"}, on_message, consume_from="first") as consumer, \
+                ClientInstance(ClientConfig(namesrv=ns)) as admin:
+            with trio.fail_after(10):
+                await four.wait()
+            addr = broker.broker_addr
+            status = await admin.api.get_consumer_status(addr, "ST", "SG")
+            assert list(status) == [consumer.client_id]
+            held = consumer.offset_table("ST")
+            assert status[consumer.client_id] == held and sum(held.values()) == 4
+            assert {mq.topic for mq in held} == {"ST"}
+            assert await admin.api.get_consumer_status(addr, "ST", "SG", "not-this-one") == {}
+            # the topic it does not consume: an empty table from the client
+            assert await admin.api.get_consumer_status(addr, "Nope", "SG") == {consumer.client_id: {}}
+        with pytest.raises(BrokerResponseError, match=r"No Any Consumer online in the consumer group: \[SG\]"):
+            await admin_status(broker)
+
+
+async def admin_status(broker):
+    async with ClientInstance(ClientConfig(namesrv=";".join(broker.namesrv_addrs))) as admin:
+        await admin.api.get_consumer_status(broker.broker_addr, "ST", "SG")

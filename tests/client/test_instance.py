@@ -57,6 +57,9 @@ class FakeConsumer:
     async def reset_offset(self, topic, timestamp, body):
         raise NotImplementedError
 
+    def offset_table(self, topic):
+        return {}
+
 
 def client_id_of(inst: ClientInstance) -> str:
     return inst.client_id
