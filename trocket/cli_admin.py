@@ -3,6 +3,8 @@
 
     trocket admin cluster
     trocket admin broker stats [-b ADDR | -c CLUSTER] [--all]
+    trocket admin broker producers [-b ADDR | -c CLUSTER]
+    trocket admin broker clean unused-topics|expired-queues|expired-commitlog [-b ADDR | -c CLUSTER]
     trocket admin topic stats -t TOPIC
     trocket admin group ...                 (trocket/cli_groups.py)
     trocket admin msg ...                   (trocket/cli_msg.py)
@@ -18,6 +20,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from trocket.cli_client import _broker_runtimes, _instance, _namesrv_arg, _run_trio, _table
@@ -75,6 +78,29 @@ def add_admin_commands(asub: Any, topic_sub: Any) -> None:
     perm.add_argument("--broker-name", "-B", required=True, metavar="NAME")
     perm.add_argument("--json", action="store_true")
     perm.set_defaults(run=lambda args: _run_trio(_write_perm, args))
+
+    prods = bsub.add_parser(
+        "producers", help="every producer connected to the brokers, by group (mqadmin producer)",
+        description="GET_ALL_PRODUCER_INFO of each master (of --cluster, or --broker): group, client, its "
+        "address, language, version and last heartbeat.",
+    )
+    _namesrv_arg(prods)
+    _target_args(prods)
+    prods.add_argument("--json", action="store_true")
+    prods.set_defaults(run=lambda args: _run_trio(_producers, args))
+
+    clean = bsub.add_parser(
+        "clean", help="the store's cleaning, now (mqadmin cleanUnusedTopic / cleanExpiredCQ / deleteExpiredCommitLog)",
+        description="unused-topics: drop the consume queues of topics with no config. expired-queues: drop the "
+        "consume queues whose messages have all left the commit log. expired-commitlog: the next 20 retention "
+        "passes (every cleanResourceInterval) delete the commit-log segments older than fileReservedTime "
+        "whatever the hour (deleteWhen). On every master (of --cluster), or --broker.",
+    )
+    clean.add_argument("what", choices=sorted(_CLEAN_CALLS))
+    _namesrv_arg(clean)
+    _target_args(clean)
+    clean.add_argument("--json", action="store_true")
+    clean.set_defaults(run=lambda args: _run_trio(_clean, args))
 
     from trocket.cli_groups import add_group_commands
 
@@ -370,4 +396,50 @@ async def _write_perm(args: argparse.Namespace) -> int:
         if args.state == "off":
             print("\n(a broker registering again restores its own permissions: set brokerPermission=4 to keep it "
                   "read-only: trocket admin broker config set brokerPermission=4)")
+    return EXIT_OK
+
+
+#: ``trocket admin broker clean WHAT`` -> its ClientAPI call, given the API and an address
+_CLEAN_CALLS: dict[str, Callable[[Any, str], Awaitable[None]]] = {
+    "unused-topics": lambda api, addr: api.clean_unused_topic(addr),
+    "expired-queues": lambda api, addr: api.clean_expired_consume_queue(addr),
+    "expired-commitlog": lambda api, addr: api.delete_expired_commit_log(addr),
+}
+
+
+async def _producers(args: argparse.Namespace) -> int:
+    rows = []
+    async with _instance(args) as inst:
+        now = int(time.time() * 1000)
+        for name, addr in await _config_targets(inst, args):
+            table = await inst.api.get_all_producer_info(addr)
+            for group in sorted(table.data):
+                for p in table.data[group]:
+                    rows.append({"broker": name, "addr": addr, "group": group, "clientId": p.client_id,
+                                 "remote": p.remote_ip.lstrip("/"), "language": p.language, "version": p.version,
+                                 "lastHeartbeatMs": p.last_update_timestamp,
+                                 "heartbeatAgeS": round((now - p.last_update_timestamp) / 1000, 1)})
+    if args.json:
+        print(json.dumps(rows))
+    elif not rows:
+        print("no producer is connected")
+    else:
+        print(_table(["broker", "group", "client id", "address", "language", "version", "heartbeat"],
+                     [[r["broker"], r["group"], r["clientId"], r["remote"], r["language"], r["version"],
+                       f"{r['heartbeatAgeS']} s ago"] for r in rows]))
+    return EXIT_OK
+
+
+async def _clean(args: argparse.Namespace) -> int:
+    done = []
+    async with _instance(args) as inst:
+        call = _CLEAN_CALLS[args.what]
+        for name, addr in await _config_targets(inst, args):
+            await call(inst.api, addr)
+            done.append({"broker": name, "addr": addr})
+    if args.json:
+        print(json.dumps({"clean": args.what, "brokers": done}))
+    else:
+        for d in done:
+            print(f"{args.what}: {d['addr']} success")
     return EXIT_OK

@@ -5,6 +5,7 @@
     trocket admin group describe -g G
     trocket admin group offsets|lag -g G -t T
     trocket admin group connections -g G [--producer]
+    trocket admin group status -g G -t T [--client ID]
     trocket admin group reset -g G -t T (--timestamp T | --offset N | --to earliest|latest)
     trocket admin group update -g G [--retry-queues N] [--retry-max N] [--consume on|off] ...
     trocket admin group delete -g G [--remove-offset]
@@ -62,6 +63,18 @@ def add_group_commands(asub: Any) -> None:
     conns.add_argument("--topic", "-t", help="for --producer: a topic the group sends to (whose brokers are asked)")
     conns.add_argument("--json", action="store_true")
     conns.set_defaults(run=lambda a: _run_trio(_connections, a))
+
+    status = gsub.add_parser(
+        "status", help="the offsets each online client of the group holds for a topic (mqadmin getConsumerStatus)",
+        description="The topic's broker asks every client of the group online (INVOKE_BROKER_TO_GET_CONSUMER_STATUS) "
+        "for the offsets it holds in memory, before it commits them.",
+    )
+    _namesrv_arg(status)
+    status.add_argument("--group", "-g", required=True)
+    status.add_argument("--topic", "-t", required=True)
+    status.add_argument("--client", "-i", metavar="ID", help="only this client id")
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(run=lambda a: _run_trio(_status, a))
 
     reset = gsub.add_parser(
         "reset", help="move a group's offsets on a topic: to a time, an offset, the earliest or the latest",
@@ -547,4 +560,26 @@ async def _delete(args: argparse.Namespace) -> int:
         for r in rows:
             print(f"deleted subscription group {args.group} at {r['addr']} ({r['broker']})"
                   + (" with its offsets" if args.remove_offset else ""))
+    return EXIT_OK
+
+
+async def _status(args: argparse.Namespace) -> int:
+    """As DefaultMQAdminExt.getConsumeStatus: the first broker of the topic's route with a
+    master asks the clients (each answers for every broker's queues)."""
+    async with _instance(args) as inst:
+        route = await inst.api.get_route(args.topic)
+        addrs = [bd.master_addr for bd in (route.broker_datas if route else []) if bd.master_addr]
+        if not addrs:
+            raise ValueError(f"topic {args.topic!r} has no route with a master")
+        table = await inst.api.get_consumer_status(addrs[0], args.topic, args.group, args.client)
+    rows = [{"clientId": cid, "broker": mq.broker_name, "queue": mq.queue_id, "offset": offset}
+            for cid in sorted(table)
+            for mq, offset in sorted(table[cid].items(), key=lambda item: (item[0].broker_name, item[0].queue_id))]
+    if args.json:
+        print(json.dumps({"group": args.group, "topic": args.topic, "offsets": rows}))
+    elif not rows:
+        print(f"no client of {args.group} holds offsets of {args.topic}")
+    else:
+        print(_table(["client id", "broker", "queue", "offset"],
+                     [[r["clientId"], r["broker"], r["queue"], r["offset"]] for r in rows]))
     return EXIT_OK

@@ -340,3 +340,58 @@ async def test_connections_and_a_reset_by_timestamp_under_a_running_consumer(bro
     assert consumer.returncode == 0, err
     bodies = [json.loads(line)["body"] for line in out.splitlines() if line.startswith("{")]
     assert sorted(bodies[:40]) == ["a"] * 20 + ["b"] * 20 and bodies[40:] == ["b"] * 20
+
+
+async def test_producers_group_status_and_clean_commands(broker_process):
+    """``admin broker producers`` (328), ``admin group status`` (223 -> the consumer's
+    221), ``admin broker clean ...`` (316, 306, 329) against a running producer and
+    consumer (in this process)."""
+    import trio
+
+    from trocket.client.consumer import ConsumeResult, PushConsumer
+    from trocket.client.message import new_message
+    from trocket.client.producer import Producer
+
+    broker = broker_process(name="ops-status")
+    ns = broker.namesrv
+    assert (await run("admin", "topic", "create", "-n", ns, "-t", "StT", "--queues", "2")).returncode == 0
+    four = trio.Event()
+    seen: list[bytes] = []
+
+    async def on_message(msg):
+        seen.append(msg.body)
+        if len(seen) >= 4:
+            four.set()
+        return ConsumeResult.SUCCESS
+
+    async with Producer("StP", ns) as producer, \
+            PushConsumer("StG", ns, {"StT": "*"}, on_message, consume_from="first") as consumer:
+        for _ in range(4):
+            await producer.send(new_message("StT", b"s"))
+        with trio.fail_after(20):
+            await four.wait()
+        prods = await run("admin", "broker", "producers", "-n", ns, "--json")
+        assert prods.returncode == 0, prods.stderr
+        mine = [r for r in json.loads(prods.stdout) if r["group"] == "StP"]
+        assert len(mine) == 1 and mine[0]["language"] == "PYTHON" and mine[0]["remote"].startswith("127.0.0.1:")
+        assert 0 <= mine[0]["heartbeatAgeS"] < 60
+        text = await run("admin", "broker", "producers", "-n", ns)
+        assert "StP" in text.stdout and "s ago" in text.stdout
+
+        status = await run("admin", "group", "status", "-n", ns, "-g", "StG", "-t", "StT", "--json")
+        assert status.returncode == 0, status.stderr
+        rows = json.loads(status.stdout)["offsets"]
+        assert {r["clientId"] for r in rows} == {consumer.client_id}
+        assert sorted(r["queue"] for r in rows) == [0, 1] and sum(r["offset"] for r in rows) == 4
+        text = await run("admin", "group", "status", "-n", ns, "-g", "StG", "-t", "StT")
+        assert consumer.client_id in text.stdout
+    gone = await run("admin", "group", "status", "-n", ns, "-g", "StG", "-t", "StT")
+    assert gone.returncode == 1 and "No Any Consumer online in the consumer group: [StG]" in gone.stderr
+
+    for what in ("unused-topics", "expired-queues", "expired-commitlog"):
+        done = await run("admin", "broker", "clean", what, "-n", ns)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == f"{what}: 127.0.0.1:{broker.port} success"
+    # the topic (configured, its messages live) is untouched
+    stats = json.loads((await run("admin", "topic", "stats", "-n", ns, "-t", "StT", "--json")).stdout)
+    assert sum(q["maxOffset"] for q in stats["queues"]) == 4, stats

@@ -2,6 +2,24 @@ import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.PosixParser;
 import org.apache.rocketmq.client.QueryResult;
+import org.apache.rocketmq.client.impl.MQClientAPIImpl;
+import org.apache.rocketmq.client.exception.MQBrokerException;
+import org.apache.rocketmq.client.exception.MQClientException;
+import org.apache.rocketmq.client.producer.LocalTransactionState;
+import org.apache.rocketmq.client.producer.TransactionListener;
+import org.apache.rocketmq.client.producer.TransactionMQProducer;
+import org.apache.rocketmq.client.producer.TransactionSendResult;
+import org.apache.rocketmq.common.protocol.body.ConsumeQueueData;
+import org.apache.rocketmq.common.protocol.body.ProducerInfo;
+import org.apache.rocketmq.common.protocol.body.ProducerTableInfo;
+import org.apache.rocketmq.common.protocol.body.QueryConsumeQueueResponseBody;
+import org.apache.rocketmq.common.protocol.body.TopicConfigSerializeWrapper;
+import org.apache.rocketmq.common.protocol.header.QueryConsumerOffsetRequestHeader;
+import org.apache.rocketmq.tools.command.broker.CleanExpiredCQSubCommand;
+import org.apache.rocketmq.tools.command.broker.CleanUnusedTopicCommand;
+import org.apache.rocketmq.tools.command.broker.DeleteExpiredCommitLogSubCommand;
+import org.apache.rocketmq.tools.command.offset.GetConsumerStatusCommand;
+import org.apache.rocketmq.tools.command.producer.ProducerSubCommand;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
@@ -317,6 +335,231 @@ final class AdminScenarios {
         return out;
     }
 
+
+    // -- the last eight codes: 305, 328, 223, 308, 323, 316, 306, 329 ----------------------
+
+    /** The broker's calls DefaultMQAdminExt has no method for, through a client's MQClientAPIImpl. */
+    private static MQClientAPIImpl api(Ctx c) throws MQClientException {
+        return c.producer(c.name("apiP")).getDefaultMQProducerImpl().getmQClientFactory().getMQClientAPIImpl();
+    }
+
+    /** GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305), and getUserTopicConfig, which leaves them out. */
+    static Map<String, Object> systemTopics(Ctx c) throws Exception {
+        World w = world(c);
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("systemTopics", new TreeSet<>(api(c).getSystemTopicListFromBroker(c.brokerAddr, 5000).getTopicList()));
+        TopicConfigSerializeWrapper user = c.admin().getUserTopicConfig(c.brokerAddr, false, 5000);
+        Set<String> topics = user.getTopicConfigTable().keySet();
+        out.put("userHasWorldTopic", topics.contains(w.topic));
+        out.put("userHasSystemTopic", topics.contains("TBW102") || topics.contains("SCHEDULE_TOPIC_XXXX")
+            || topics.contains(c.cluster) || topics.contains(c.brokerName));
+        return out;
+    }
+
+    /** GET_ALL_PRODUCER_INFO (328): the world's producer among every producer of the broker. */
+    static Map<String, Object> producerInfo(Ctx c) throws Exception {
+        World w = world(c);
+        long before = System.currentTimeMillis();
+        ProducerTableInfo t = c.admin().getAllProducerInfo(c.brokerAddr);
+        Map<String, Object> out = new LinkedHashMap<>();
+        List<ProducerInfo> mine = t.getData().get(w.producerGroup);
+        out.put("instances", mine == null ? 0 : mine.size());
+        if (mine != null && !mine.isEmpty()) {
+            ProducerInfo p = mine.get(0);
+            out.put("remoteIpLoopback", p.getRemoteIP().startsWith("/127.0.0.1:"));
+            out.put("language", String.valueOf(p.getLanguage()));
+            out.put("version", p.getVersion());
+            out.put("heartbeatAgeOk", p.getLastUpdateTimestamp() > w.startMs && p.getLastUpdateTimestamp() <= before + 1000);
+        }
+        out.put("innerProducer", t.getData().containsKey("CLIENT_INNER_PRODUCER"));
+        return out;
+    }
+
+    /** INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223): the broker asks the world's consumer (221). */
+    static Map<String, Object> consumerStatus(Ctx c) throws Exception {
+        World w = world(c);
+        DefaultMQAdminExt a = c.admin();
+        Map<String, Object> out = new LinkedHashMap<>();
+        // other scenarios reset the world group's offsets meanwhile; its consumer consumes again
+        Ctx.waitFor(30000, () -> statusSum(a, w) == WORLD_MESSAGES, "the world consumer's offsets at the end");
+        Map<String, Map<MessageQueue, Long>> all = a.getConsumeStatus(w.topic, w.consumerGroup, "");
+        out.put("clients", all.size());
+        long sum = 0;
+        Set<String> topics = new TreeSet<>();
+        int queues = 0;
+        String clientId = null;
+        for (Map.Entry<String, Map<MessageQueue, Long>> e : all.entrySet()) {
+            clientId = e.getKey();
+            for (Map.Entry<MessageQueue, Long> q : e.getValue().entrySet()) {
+                topics.add(q.getKey().getTopic());
+                sum += q.getValue();
+                queues++;
+            }
+        }
+        out.put("topics", topics);
+        out.put("queues", queues);
+        out.put("offsetsSum", sum);
+        out.put("oneClient", clientId == null ? -1 : a.getConsumeStatus(w.topic, w.consumerGroup, clientId).size());
+        out.put("unknownClient", a.getConsumeStatus(w.topic, w.consumerGroup, "no-such-client").size());
+        try {
+            a.getConsumeStatus(w.topic, c.name("nobodyG"), "");
+            out.put("offlineCode", 0);
+        } catch (MQClientException e) {
+            out.put("offlineCode", e.getResponseCode());
+            out.put("offlineRemark", e.getErrorMessage());
+        }
+        return out;
+    }
+
+    private static long statusSum(DefaultMQAdminExt a, World w) {
+        try {
+            long sum = 0;
+            for (Map<MessageQueue, Long> t : a.getConsumeStatus(w.topic, w.consumerGroup, "").values()) {
+                for (Long v : t.values()) sum += v;
+            }
+            return sum;
+        } catch (Exception e) {
+            return -1;
+        }
+    }
+
+    /** QUERY_CORRECTION_OFFSET (308) over a topic of its own and three groups' offsets. */
+    static Map<String, Object> correctionOffset(Ctx c) throws Exception {
+        String topic = c.name("corrT");
+        c.createTopic(topic, 2);
+        DefaultMQProducer p = c.producer(c.name("corrP"));
+        for (int i = 0; i < 3; i++) {
+            for (MessageQueue mq : c.queues(topic, 2)) p.send(new Message(topic, "m".getBytes(StandardCharsets.UTF_8)), mq);
+        }
+        String[] groups = {c.name("corrA"), c.name("corrB"), c.name("corrC")};
+        long[][] offsets = {{1, 3}, {2, 0}, {3, 3}};
+        DefaultMQAdminExt a = c.admin();
+        for (int g = 0; g < groups.length; g++) {
+            for (MessageQueue mq : c.queues(topic, 2)) a.updateConsumeOffset(c.brokerAddr, groups[g], mq, offsets[g][mq.getQueueId()]);
+        }
+        MQClientAPIImpl api = api(c);
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("all", byQueue(api.queryCorrectionOffset(c.brokerAddr, topic, groups[0], null, 5000)));
+        out.put("withoutB", byQueue(api.queryCorrectionOffset(c.brokerAddr, topic, groups[0],
+            Collections.singleton(groups[1]), 5000)));
+        out.put("unknownCompared", byQueue(api.queryCorrectionOffset(c.brokerAddr, topic, c.name("nobodyG"),
+            Collections.singleton(groups[1]), 5000)));
+        // Java's broker removes the filtered groups' offsets from its table as it reads them
+        out.put("filteredKept", committedOffset(api, c, topic, groups[1]));
+        return out;
+    }
+
+    /** Queue id -> offset with string keys (fastjson writes Integer keys unquoted: not JSON). */
+    private static Map<String, Long> byQueue(Map<Integer, Long> table) {
+        Map<String, Long> out = new TreeMap<>();
+        for (Map.Entry<Integer, Long> e : table.entrySet()) out.put(Integer.toString(e.getKey()), e.getValue());
+        return out;
+    }
+
+    /** The group's committed offset on the topic's queue 0, or -1 when the broker has none. */
+    private static long committedOffset(MQClientAPIImpl api, Ctx c, String topic, String group) throws Exception {
+        QueryConsumerOffsetRequestHeader h = new QueryConsumerOffsetRequestHeader();
+        h.setConsumerGroup(group);
+        h.setTopic(topic);
+        h.setQueueId(0);
+        try {
+            return api.queryConsumerOffset(c.brokerAddr, h, 5000);
+        } catch (MQBrokerException e) {
+            return -1;
+        }
+    }
+
+    /** RESUME_CHECK_HALF_MESSAGE (323): a young half message put back with TRANSACTION_CHECK_TIMES 0. */
+    static Map<String, Object> resumeHalf(Ctx c) throws Exception {
+        String topic = c.name("resT");
+        c.createTopic(topic, 2);
+        TransactionMQProducer p = new TransactionMQProducer(c.name("resP"));
+        p.setNamesrvAddr(c.namesrv);
+        p.setInstanceName(c.instance());
+        p.setTransactionListener(new TransactionListener() {
+            @Override public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
+                return LocalTransactionState.UNKNOW;
+            }
+            @Override public LocalTransactionState checkLocalTransaction(MessageExt msg) {
+                return LocalTransactionState.ROLLBACK_MESSAGE;
+            }
+        });
+        p.start();
+        Map<String, Object> out = new LinkedHashMap<>();
+        try {
+            DefaultMQAdminExt a = c.admin();
+            MessageQueue half = new MessageQueue("RMQ_SYS_TRANS_HALF_TOPIC", c.brokerName, 0);
+            // (a TransactionSendResult carries no offset msgId: the half message is found in its queue)
+            String host = world(c).sent.get(0).getOffsetMsgId().substring(0, 16);
+            long start = maxOffsetQuietly(a, half);
+            TransactionSendResult sr = p.sendMessageInTransaction(
+                new Message(topic, "TagR", "resk", "resume me".getBytes(StandardCharsets.UTF_8)), null);
+            out.put("state", sr.getLocalTransactionState().name());
+            Ctx.waitFor(10000, () -> maxOffsetQuietly(a, half) > start, "the half message in its queue");
+            List<MessageExt> firsts = halfMessages(a, c, host, Math.max(0, start), "resume me");
+            String offsetId = host + String.format("%016X", firsts.get(0).getCommitLogOffset());
+            long before = a.maxOffset(half);
+            // (well within transactionTimeOut: no check pass copies it meanwhile)
+            out.put("resumed", a.resumeCheckHalfMessage(offsetId));
+            Ctx.waitFor(10000, () -> maxOffsetQuietly(a, half) > before, "the resumed copy in the half queue");
+            List<Map<String, Object>> copies = new ArrayList<>();
+            for (MessageExt copy : halfMessages(a, c, host, before, "resume me")) {
+                Map<String, Object> f = new LinkedHashMap<>();
+                f.put("topic", copy.getTopic());
+                f.put("queueId", copy.getQueueId());
+                f.put("checkTimes", copy.getProperty("TRANSACTION_CHECK_TIMES"));
+                f.put("realTopic", copy.getProperty("REAL_TOPIC"));
+                f.put("preparedQueueOffset", copy.getProperty("TRAN_PREPARED_QUEUE_OFFSET"));
+                copies.add(f);
+            }
+            out.put("copies", copies);
+            out.put("topic", topic);
+            out.put("unknownResumed", api(c).resumeCheckHalfMessage(c.brokerAddr,
+                host + String.format("%016X", 1L << 40), 5000));
+        } finally {
+            p.shutdown();
+        }
+        return out;
+    }
+
+    /** The half queue's messages from {@code from} on with this body (others' half messages and check copies share the queue). */
+    private static List<MessageExt> halfMessages(DefaultMQAdminExt a, Ctx c, String host, long from, String body)
+        throws Exception {
+        MessageQueue half = new MessageQueue("RMQ_SYS_TRANS_HALF_TOPIC", c.brokerName, 0);
+        long to = a.maxOffset(half);
+        List<MessageExt> out = new ArrayList<>();
+        if (to <= from) return out;
+        QueryConsumeQueueResponseBody q = a.queryConsumeQueue(c.brokerAddr, half.getTopic(), 0, from, (int) (to - from), "resG");
+        for (ConsumeQueueData d : q.getQueueData()) {
+            MessageExt m = a.viewMessage(host + String.format("%016X", d.getPhysicOffset()));
+            if (body.equals(new String(m.getBody(), StandardCharsets.UTF_8))) out.add(m);
+        }
+        return out;
+    }
+
+    private static long maxOffsetQuietly(DefaultMQAdminExt a, MessageQueue mq) {
+        try {
+            return a.maxOffset(mq);
+        } catch (Exception e) {
+            return -1;
+        }
+    }
+
+    /** CLEAN_UNUSED_TOPIC (316), CLEAN_EXPIRED_CONSUMEQUEUE (306), DELETE_EXPIRED_COMMITLOG (329): the world survives. */
+    static Map<String, Object> cleanCalls(Ctx c) throws Exception {
+        World w = world(c);
+        DefaultMQAdminExt a = c.admin();
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("cleanUnusedTopic", a.cleanUnusedTopicByAddr(c.brokerAddr));
+        out.put("cleanExpiredCQ", a.cleanExpiredConsumerQueueByAddr(c.brokerAddr));
+        out.put("deleteExpiredCommitLog", a.deleteExpiredCommitLogByAddr(c.brokerAddr));
+        out.put("cleanUnusedTopicCluster", a.cleanUnusedTopic(c.cluster));
+        long max = 0;
+        for (MessageQueue mq : c.queues(w.topic, 4)) max += a.maxOffset(mq);
+        out.put("worldMessages", max);
+        return out;
+    }
+
     // -- mqadmin ---------------------------------------------------------------------------
 
     /** One mqadmin sub-command, run as MQAdminStartup runs it; its output and outcome. */
@@ -390,6 +633,21 @@ final class AdminScenarios {
         m.put("mqadmin_deleteSubGroup", c -> onWorld(c, w -> mqadmin(new DeleteSubscriptionGroupCommand(), "-n", c.namesrv,
             "-c", c.cluster, "-g", c.name("mqaSubG"))));
         m.put("mqadmin_statsAll", c -> onWorld(c, w -> mqadmin(new StatsAllSubCommand(), "-n", c.namesrv, "-t", w.topic)));
+        m.put("mqadmin_producer", c -> onWorld(c, w -> mqadmin(new ProducerSubCommand(), "-n", c.namesrv, "-b", c.brokerAddr)));
+        // (GetConsumerStatusCommand is not among MQAdminStartup's commands in 4.9.8: run here all the same)
+        m.put("mqadmin_getConsumerStatus", c -> onWorld(c, w -> {
+            // the Java consumer's resets (other scenarios) hold its request threads 10 s each
+            // (MQClientInstance.resetOffset sleeps): until it answers again
+            DefaultMQAdminExt a = c.admin();
+            Ctx.waitFor(30000, () -> statusSum(a, w) >= 0, "the world consumer answering GET_CONSUMER_STATUS");
+            return mqadmin(new GetConsumerStatusCommand(), "-n", c.namesrv, "-g", w.consumerGroup, "-t", w.topic);
+        }));
+        m.put("mqadmin_cleanUnusedTopic", c -> onWorld(c, w -> mqadmin(new CleanUnusedTopicCommand(), "-n", c.namesrv,
+            "-b", c.brokerAddr)));
+        m.put("mqadmin_cleanExpiredCQ", c -> onWorld(c, w -> mqadmin(new CleanExpiredCQSubCommand(), "-n", c.namesrv,
+            "-c", c.cluster)));
+        m.put("mqadmin_deleteExpiredCommitLog", c -> onWorld(c, w -> mqadmin(new DeleteExpiredCommitLogSubCommand(), "-n", c.namesrv,
+            "-b", c.brokerAddr)));
         return m;
     }
 

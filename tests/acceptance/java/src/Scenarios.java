@@ -38,6 +38,12 @@ final class Scenarios {
         m.put("admin_reset_offset", AdminScenarios::resetOffset);
         m.put("admin_sub_group", AdminScenarios::subGroup);
         m.put("admin_broker_config", AdminScenarios::brokerConfig);
+        m.put("admin_system_topics", AdminScenarios::systemTopics);
+        m.put("admin_producer_info", AdminScenarios::producerInfo);
+        m.put("admin_consumer_status", AdminScenarios::consumerStatus);
+        m.put("admin_correction_offset", AdminScenarios::correctionOffset);
+        m.put("admin_resume_half", AdminScenarios::resumeHalf);
+        m.put("admin_clean_calls", AdminScenarios::cleanCalls);
         // mqadmin's sub-commands (run one after another)
         m.putAll(AdminScenarios.mqadminScenarios());
         // features other issues own (FeatureScenarios)
