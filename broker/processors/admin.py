@@ -1,5 +1,5 @@
-"""Admin and query codes: 17, 28, 29, 30, 31, 33, 215 (``AdminBrokerProcessor`` and
-``QueryMessageProcessor`` of RocketMQ 4.9).
+"""Admin and query codes: 17, 28, 29, 30, 31, 33, 215, 305, 316, 306, 329, 323
+(``AdminBrokerProcessor`` and ``QueryMessageProcessor`` of RocketMQ 4.9).
 
 * UPDATE_AND_CREATE_TOPIC (17): validate (``TopicValidator``: SYSTEM_ERROR with its
   remark; system topics refused), create or replace, persist ``topics.json``, and
@@ -17,6 +17,27 @@
   offsets stay, as in 4.9 (5.x's ``cleanOffsetByTopic`` is not 4.9). A send to the topic
   afterwards auto-creates it again, its queues starting at 0. The name server keeps the
   route until DELETE_TOPIC_IN_NAMESRV (216), as with Java.
+
+* GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305): ``TopicList`` of ``TopicValidator``'s system
+  topics and the broker's own default topics (its cluster and broker names, the reply
+  topic, a custom trace topic: :attr:`TopicConfigManager.system_topics`).
+* CLEAN_UNUSED_TOPIC (316): 215's ``cleanUnusedTopic`` alone: the consume queues of every
+  topic without a config go (not the schedule and op topics). SUCCESS always.
+* CLEAN_EXPIRED_CONSUMEQUEUE (306): ``cleanExpiredConsumerQueue``: each consume queue whose
+  messages have all left the commit log goes (not the schedule topic's; see
+  :meth:`MessageStore.clean_expired_consume_queues`). SUCCESS always.
+* DELETE_EXPIRED_COMMITLOG (329): ``executeDeleteFilesManually``: the next 20 retention
+  passes (every ``cleanResourceInterval``) run whatever the hour and disk, deleting
+  commit-log segments older than ``fileReservedTime`` as a manual pass does; the answer,
+  SUCCESS, comes before they run, as Java's.
+* RESUME_CHECK_HALF_MESSAGE (323): the message at ``msgId`` (an offset id) stored again on
+  the half queue with ``TRANSACTION_CHECK_TIMES`` 0, so the checks ask its producer again
+  (:meth:`TransactionalMessageService.resume_check`). Java's remarks: SYSTEM_ERROR
+  "Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC." when no
+  message is found there (a missing or bad id: Java's exceptions), "Put message back to
+  RMQ_SYS_TRANS_HALF_TOPIC failed." when the store refuses the put (a slave). Java
+  re-puts the body decompressed with the compressed flag still set; here the body goes
+  as stored.
 
 * GET_ALL_TOPIC_CONFIG (21), GET_ALL_CONSUMER_OFFSET (43), GET_ALL_DELAY_OFFSET (45):
   the master's tables a slave copies (``SlaveSynchronize``, see
@@ -75,7 +96,8 @@ Handler = Callable[[Connection, RemotingCommand], Awaitable[RemotingCommand]]
 
 
 class AdminProcessor:
-    """17, 28, 29, 30, 31, 33, 215 and the slave's; ``runtime_info()`` gives 28's table (the controller's)."""
+    """17, 28, 29, 30, 31, 33, 215, 305, 316, 306, 329, 323 and the slave's; ``runtime_info()`` gives
+    28's table (the controller's)."""
 
     def __init__(self, ctx: BrokerContext, *, runtime_info: Callable[[], dict[str, str]] | None = None) -> None:
         self.ctx = ctx
