@@ -373,7 +373,7 @@ class GroupsProcessor:
         members = list(info.channels.values()) if info is not None else []
         if not members:
             raise BrokerError(f"No Any Consumer online in the consumer group: [{group}]")
-        table = {}
+        table: dict[str, dict[MessageQueue, int]] = {}
         for member in members:
             if only is not None and member.client_id != only:
                 continue
