@@ -54,9 +54,9 @@ _MIN = -(1 << 63)
 #: ``StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE``
 _TOTAL_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 _ENTRY = __import__("struct").Struct(">qiq")
-#: Topics ``cleanUnusedTopic`` never removes.
 #: ``MAX_MANUAL_DELETE_FILE_TIMES``: the retention passes one DELETE_EXPIRED_COMMITLOG makes manual
 MANUAL_DELETE_PASSES = 20
+#: Topics ``cleanUnusedTopic`` never removes.
 _NEVER_CLEANED = frozenset({RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC})
 
 
