@@ -43,7 +43,7 @@ CONSUME_MESSAGE_DIRECTLY 309 (forwarded to the client): the group part of Rocket
   heartbeat, epoch ms); ``{"data":{}}`` with none.
 * 223 (``Broker2Client.getConsumeStatus``): each online client of the group (only
   ``clientAddr``, a client id, when given) is asked GET_CONSUMER_STATUS_FROM_CLIENT (221,
-  5 s) for its offsets of ``topic``; the answer maps client id -> its
+  5 s) for its offsets of ``topic``, all at once (Java asks one after the other); the answer maps client id -> its
   ``messageQueueTable``. A client that fails or times out is left out (logged), as in
   Java. No client online: SYSTEM_ERROR "No Any Consumer online in the consumer group:
   [G]" (Java's own text; Java's broker reaches it only for a group that still has an
@@ -112,6 +112,7 @@ from ..errors import BrokerError, ConsumeMsgTimeoutError, ConsumerNotOnlineError
 from . import decode_request_header, reply
 
 if TYPE_CHECKING:
+    from ..client_manager import ClientChannelInfo
     from ..context import BrokerContext
 
 __all__ = ["GroupsProcessor", "register", "reset_offsets", "SLAVE_REMARK"]
@@ -373,22 +374,26 @@ class GroupsProcessor:
         members = list(info.channels.values()) if info is not None else []
         if not members:
             raise BrokerError(f"No Any Consumer online in the consumer group: [{group}]")
+        if only is not None:
+            members = [m for m in members if m.client_id == only][:1]
         table: dict[str, dict[MessageQueue, int]] = {}
-        for member in members:
-            if only is not None and member.client_id != only:
-                continue
-            ask = RemotingCommand.request(
+
+        async def ask(member: ClientChannelInfo[Connection]) -> None:
+            request = RemotingCommand.request(
                 RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, GetConsumerStatusRequestHeader(topic=header.topic, group=group)
             )
             try:
-                answer = await self.ctx.server.invoke_sync(member.channel, ask, CONSUMER_STATUS_TIMEOUT)
+                answer = await self.ctx.server.invoke_sync(member.channel, request, CONSUMER_STATUS_TIMEOUT)
                 if answer.code == ResponseCode.SUCCESS and answer.body:
                     table[member.client_id] = GetConsumerStatusBody.from_body(answer.body).message_queue_table
             except Exception as exc:  # noqa: BLE001 - Java logs any failure and goes on
                 log.error("[get-consumer-status] get consumer status exception. topic=%s, group=%s, error=%s",
                           header.topic, group, exception_simple_desc(exc))
-            if only is not None:
-                break
+
+        # all at once (Java asks one after the other: a group of dead clients took 5 s each)
+        async with trio.open_nursery() as nursery:
+            for member in members:
+                nursery.start_soon(ask, member)
         return reply(ResponseCode.SUCCESS, body=GetConsumerStatusBody(consumer_table=table).to_body())
 
     # -- 308 ----------------------------------------------------------------------------
