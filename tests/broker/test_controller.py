@@ -17,6 +17,7 @@ import trio
 from trocket.broker.config import BrokerConfig, BrokerConfigError, load_properties_file, parse_properties
 from trocket.cli_broker import add_broker_arguments, config_from_args
 from trocket.broker.store import FlushMode
+from trocket.codecs.codes import RequestCode
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.message.record import decode_records
 
@@ -333,3 +334,46 @@ async def test_start_warns_of_settings_without_effect_and_advertises_its_ha_serv
     for key in ("pullMessageThreadPoolNums", "pullThreadPoolQueueCapacity", "notify_batch_ms"):
         assert f"{key} is accepted for compatibility and has no effect" in messages
     assert any(m.endswith(f"HAServer: {ha_addr}") for m in messages)
+
+
+#: The request codes Apache RocketMQ 4.9.8's broker serves: the ones ``BrokerController``
+#: registers a processor for and the cases of ``AdminBrokerProcessor``'s switch.
+JAVA_BROKER_CODES = (
+    "CHECK_CLIENT_CONFIG", "CLEAN_EXPIRED_CONSUMEQUEUE", "CLEAN_UNUSED_TOPIC", "CLONE_GROUP_OFFSET",
+    "CONSUMER_SEND_MSG_BACK", "CONSUME_MESSAGE_DIRECTLY", "DELETE_ACL_CONFIG",
+    "DELETE_EXPIRED_COMMITLOG", "DELETE_SUBSCRIPTIONGROUP", "DELETE_TOPIC_IN_BROKER",
+    "END_TRANSACTION", "GET_ALL_CONSUMER_OFFSET", "GET_ALL_DELAY_OFFSET", "GET_ALL_PRODUCER_INFO",
+    "GET_ALL_SUBSCRIPTIONGROUP_CONFIG", "GET_ALL_TOPIC_CONFIG", "GET_BROKER_CLUSTER_ACL_INFO",
+    "GET_BROKER_CONFIG", "GET_BROKER_CONSUME_STATS", "GET_BROKER_RUNTIME_INFO",
+    "GET_CONSUMER_CONNECTION_LIST", "GET_CONSUMER_LIST_BY_GROUP", "GET_CONSUMER_RUNNING_INFO",
+    "GET_CONSUME_STATS", "GET_EARLIEST_MSG_STORETIME", "GET_MAX_OFFSET", "GET_MIN_OFFSET",
+    "GET_PRODUCER_CONNECTION_LIST", "GET_SYSTEM_TOPIC_LIST_FROM_BROKER", "GET_TOPIC_STATS_INFO",
+    "HEART_BEAT", "INVOKE_BROKER_TO_GET_CONSUMER_STATUS", "INVOKE_BROKER_TO_RESET_OFFSET",
+    "LOCK_BATCH_MQ", "PULL_MESSAGE", "QUERY_CONSUMER_OFFSET", "QUERY_CONSUME_QUEUE",
+    "QUERY_CONSUME_TIME_SPAN", "QUERY_CORRECTION_OFFSET", "QUERY_MESSAGE",
+    "QUERY_TOPIC_CONSUME_BY_WHO", "RESUME_CHECK_HALF_MESSAGE", "SEARCH_OFFSET_BY_TIMESTAMP",
+    "SEND_BATCH_MESSAGE", "SEND_MESSAGE", "SEND_MESSAGE_V2", "SEND_REPLY_MESSAGE",
+    "SEND_REPLY_MESSAGE_V2", "UNLOCK_BATCH_MQ", "UNREGISTER_CLIENT", "UPDATE_AND_CREATE_ACL_CONFIG",
+    "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP", "UPDATE_AND_CREATE_TOPIC", "UPDATE_BROKER_CONFIG",
+    "UPDATE_CONSUMER_OFFSET", "UPDATE_GLOBAL_WHITE_ADDRS_CONFIG", "VIEW_BROKER_STATS_DATA",
+    "VIEW_MESSAGE_BY_ID"
+)
+
+
+async def test_serves_every_code_javas_broker_serves_and_answers_bad_input_without_a_traceback(tmp_path, wire, caplog):
+    """Each of Java's 58 codes is served (no REQUEST_CODE_NOT_SUPPORTED), and each, sent
+    with no header and with bodies that are no such body, is answered with a code and
+    nothing logged with a traceback: the request fails alone, not the broker."""
+    assert len(set(JAVA_BROKER_CODES)) == 58
+    async with wire.running_broker(tmp_path) as broker, wire.client() as c:
+        for name in JAVA_BROKER_CODES:
+            code = int(getattr(RequestCode, name))
+            for body in (b"", b"garbage", b"{}", b"[]", bytes(64)):
+                resp = await c.invoke_sync(broker.broker_addr, RemotingCommand.request(code, body=body))
+                assert not (resp.code == 3 and "not supported" in (resp.remark or "")), name
+                assert resp.is_response, name
+        # (the connection the bad requests came on still works)
+        resp = await c.invoke_sync(broker.broker_addr, RemotingCommand.request(int(RequestCode.GET_BROKER_RUNTIME_INFO)))
+        assert resp.code == 0
+    tracebacks = [r for r in caplog.records if r.exc_info]
+    assert not tracebacks, [(r.getMessage(), r.exc_info[1]) for r in tracebacks]
