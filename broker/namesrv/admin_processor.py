@@ -13,6 +13,12 @@ code   request                              answer
                                             an empty one)
 304    GET_SYSTEM_TOPIC_LIST_FROM_NS        SUCCESS + TopicList (cluster and broker
                                             names, a broker's address)
+311    GET_UNIT_TOPIC_LIST                  SUCCESS + TopicList: the unit topics
+312    GET_HAS_UNIT_SUB_TOPIC_LIST          SUCCESS + TopicList: the topics a unit-mode
+                                            group subscribes
+313    GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST   SUCCESS + TopicList: those of 312 that are
+                                            not unit topics (311-313: ``topicSysFlag``
+                                            of a topic's first broker, as Java reads it)
 205    WIPE_WRITE_PERM_OF_BROKER            SUCCESS + ``wipeTopicCount``: the broker's
                                             queues lose their write bit in every route
 327    ADD_WRITE_PERM_OF_BROKER             SUCCESS + ``addTopicCount``: read + write again
@@ -112,6 +118,9 @@ class NamesrvAdminProcessor:
             (RequestCode.GET_KVLIST_BY_NAMESPACE, self.get_kv_list_by_namespace),
             (RequestCode.GET_TOPICS_BY_CLUSTER, self.get_topics_by_cluster),
             (RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, self.get_system_topic_list),
+            (RequestCode.GET_UNIT_TOPIC_LIST, self.get_unit_topic_list),
+            (RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST, self.get_has_unit_sub_topic_list),
+            (RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST, self.get_has_unit_sub_un_unit_topic_list),
             (RequestCode.WIPE_WRITE_PERM_OF_BROKER, self.wipe_write_perm_of_broker),
             (RequestCode.ADD_WRITE_PERM_OF_BROKER, self.add_write_perm_of_broker),
             (RequestCode.GET_NAMESRV_CONFIG, self.get_namesrv_config),
@@ -154,6 +163,15 @@ class NamesrvAdminProcessor:
 
     async def get_system_topic_list(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         return answer(ResponseCode.SUCCESS, body=self.route_info.get_system_topic_list().to_body())
+
+    async def get_unit_topic_list(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return answer(ResponseCode.SUCCESS, body=self.route_info.get_unit_topics().to_body())
+
+    async def get_has_unit_sub_topic_list(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return answer(ResponseCode.SUCCESS, body=self.route_info.get_has_unit_sub_topic_list().to_body())
+
+    async def get_has_unit_sub_un_unit_topic_list(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return answer(ResponseCode.SUCCESS, body=self.route_info.get_has_unit_sub_un_unit_topic_list().to_body())
 
     async def wipe_write_perm_of_broker(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         header = decode_request_header(WipeWritePermOfBrokerRequestHeader, request)

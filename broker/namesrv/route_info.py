@@ -41,6 +41,7 @@ from trocket.codecs.bodies.namesrv import (
     TopicList,
 )
 from trocket.codecs.bodies.route import MASTER_ID, BrokerData, QueueData, TopicRouteData, java_map_order
+from trocket.codecs.message.sysflag import TOPIC_FLAG_UNIT, TOPIC_FLAG_UNIT_SUB
 
 __all__ = ["RouteInfoManager", "BrokerLiveInfo", "BROKER_CHANNEL_EXPIRED_TIME"]
 
@@ -198,6 +199,29 @@ class RouteInfoManager:
         """``getTopicsByCluster``: the topics with queues on a broker of ``cluster``."""
         names = self.cluster_addr_table.get(cluster, set())
         return TopicList([t for t, queues in self.topic_queue_table.items() if any(n in queues for n in names)])
+
+    def get_unit_topics(self) -> TopicList:
+        """``getUnitTopics`` (GET_UNIT_TOPIC_LIST): the unit topics."""
+        return self._topics_where(lambda flag: bool(flag & TOPIC_FLAG_UNIT))
+
+    def get_has_unit_sub_topic_list(self) -> TopicList:
+        """``getHasUnitSubTopicList`` (GET_HAS_UNIT_SUB_TOPIC_LIST): the topics a unit-mode
+        group subscribes."""
+        return self._topics_where(lambda flag: bool(flag & TOPIC_FLAG_UNIT_SUB))
+
+    def get_has_unit_sub_un_unit_topic_list(self) -> TopicList:
+        """``getHasUnitSubUnUnitTopicList`` (GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST): those of
+        them that are not unit topics."""
+        return self._topics_where(lambda flag: not flag & TOPIC_FLAG_UNIT and bool(flag & TOPIC_FLAG_UNIT_SUB))
+
+    def _topics_where(self, pick: Callable[[int], bool]) -> TopicList:
+        """``topicQueueTableIter``: the topics whose first broker's queue data (first in
+        the HashMap order of the broker names, as Java iterates it) has a
+        ``topicSysFlag`` that ``pick`` takes (Java looks at that one only)."""
+        return TopicList([
+            topic for topic, queues in self.topic_queue_table.items()
+            if queues and pick(queues[java_map_order(queues)[0]].topic_sys_flag)
+        ])
 
     def get_system_topic_list(self) -> TopicList:
         """``getSystemTopicList``: the cluster names and broker names (topics of their

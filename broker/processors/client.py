@@ -67,6 +67,7 @@ from trocket.codecs.headers import (
     NotifyConsumerIdsChangedRequestHeader,
     UnregisterClientRequestHeader,
 )
+from trocket.codecs.message.sysflag import TOPIC_FLAG_UNIT_SUB
 from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX, is_valid_topic
 from trocket.codecs.serialize import encode_command
 from trocket.remoting import Connection, exception_simple_desc, next_opaque
@@ -101,8 +102,6 @@ log = logging.getLogger(__name__)
 RETRY_QUEUE_NUMS = 1
 #: ``PermName.PERM_READ | PERM_WRITE``.
 PERM_RW = 6
-#: ``TopicSysFlag.buildSysFlag(false, true)``: a unit-mode group's retry topic.
-TOPIC_SYS_FLAG_UNIT_SUB = 0x2
 #: ``ClientHousekeepingService``: the expiry scan runs every 10 s.
 HOUSEKEEPING_INTERVAL = 10.0
 #: how long a heartbeat or send-back waits for the name-server registration at most
@@ -220,7 +219,7 @@ async def ensure_retry_topic(
     if not is_valid_topic(topic):
         log.warning("group %r: its retry topic %r is not a legal topic name; not created", group, topic)
         return None
-    sys_flag = TOPIC_SYS_FLAG_UNIT_SUB if unit_mode else 0
+    sys_flag = TOPIC_FLAG_UNIT_SUB if unit_mode else 0  # TopicSysFlag.buildSysFlag(false, true)
     tc = await trio.to_thread.run_sync(
         ctx.topics.create_in_send_back, topic, max(1, queue_nums), PERM_RW, sys_flag
     )

@@ -1,4 +1,5 @@
-"""``MessageSysFlag`` of RocketMQ 4.9.8: the SYSFLAG bits of send headers and records.
+"""``MessageSysFlag`` of RocketMQ 4.9.8: the SYSFLAG bits of send headers and records;
+and ``TopicSysFlag``, the two bits of a topic config's ``topicSysFlag``.
 
 Bits 2-3 hold the transaction type (a 2-bit value, not two flags). 5.x adds bits 6-10
 (``NEED_UNWRAP``, ``INNER_BATCH``, compression type); 4.9.8 has none of them and always
@@ -14,6 +15,8 @@ __all__ = [
     "COMPRESSED_FLAG",
     "MULTI_TAGS_FLAG",
     "STOREHOSTADDRESS_V6_FLAG",
+    "TOPIC_FLAG_UNIT",
+    "TOPIC_FLAG_UNIT_SUB",
     "TRANSACTION_COMMIT_TYPE",
     "TRANSACTION_NOT_TYPE",
     "TRANSACTION_PREPARED_TYPE",
@@ -33,6 +36,11 @@ TRANSACTION_COMMIT_TYPE = 0x2 << 2
 TRANSACTION_ROLLBACK_TYPE = 0x3 << 2
 BORNHOST_V6_FLAG = 0x1 << 4
 STOREHOSTADDRESS_V6_FLAG = 0x1 << 5
+
+#: ``TopicSysFlag.FLAG_UNIT``: a unit topic.
+TOPIC_FLAG_UNIT = 0x1
+#: ``TopicSysFlag.FLAG_UNIT_SUB``: a topic a unit-mode group subscribes (its retry topic).
+TOPIC_FLAG_UNIT_SUB = 0x1 << 1
 
 
 def get_transaction_value(flag: int) -> int:

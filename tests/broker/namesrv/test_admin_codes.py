@@ -1,6 +1,7 @@
 """The name server's administration codes against a real NameServer: the KV config (100,
-101, 102, 219, persisted), topics by cluster (224), system topics (304), draining a
-broker's write permission (205, 327) and the name server's own config (318, 319)."""
+101, 102, 219, persisted), topics by cluster (224), system topics (304), unit topics
+(311-313), draining a broker's write permission (205, 327) and the name server's own
+config (318, 319)."""
 
 from __future__ import annotations
 
@@ -111,6 +112,32 @@ async def test_namesrv_config_get_and_update(client, broker_client, tmp_path):  
         assert route.order_topic_conf == "broker-a:4"
 
 
+async def test_unit_topic_lists_by_topic_sys_flag(client, broker_client):  # noqa: F811
+    """311 / 312 / 313 pick topics by the ``topicSysFlag`` their broker registered: unit
+    (bit 0), subscribed by a unit-mode group (bit 1), and the second without the first;
+    a topic on two brokers is judged by the queue data of the broker first in Java's
+    HashMap order of their names, as Java iterates them."""
+    from trocket.broker.outer_api import BrokerOuterAPI
+    from trocket.codecs.bodies.namesrv import TopicConfig, TopicConfigSerializeWrapper
+
+    def wrapper(*flags: tuple[str, int]) -> TopicConfigSerializeWrapper:
+        return TopicConfigSerializeWrapper.of(
+            [TopicConfig(name, 4, 4, topic_sys_flag=flag) for name, flag in flags], counter=1, timestamp=1700000000000
+        )
+
+    async with NameServer(NamesrvConfig(listen_port=0)) as ns:
+        await register(BrokerOuterAPI(broker_client, ns.address), wrapper=wrapper(
+            ("Plain", 0), ("Unit", 1), ("UnitSub", 2), ("%RETRY%UnitG", 2), ("Both", 3), ("Mixed", 0)))
+        await register(BrokerOuterAPI(broker_client, ns.address), broker_addr="127.0.0.1:10921", broker_name="broker-b",
+                       wrapper=wrapper(("Mixed", 1)))  # Mixed: broker-b's flag 1 counts (first in HashMap order)
+        lists = {}
+        for code in (311, 312, 313):
+            r = await call(client, ns, code)
+            assert r.code == 0
+            lists[code] = sorted(TopicList.from_body(r.body).topic_list)
+        assert lists == {311: ["Both", "Mixed", "Unit"], 312: ["%RETRY%UnitG", "Both", "UnitSub"], 313: ["%RETRY%UnitG", "UnitSub"]}
+
+
 #: every code whose processor decodes a custom header, and a header it cannot decode
 #: (a numeric field that is not a number, or a required field missing)
 BAD_HEADERS = {
@@ -162,3 +189,29 @@ def _class_of() -> dict[int, type]:
 
 
 _CLASS_OF = _class_of()
+
+
+#: The request codes Apache RocketMQ 4.9.8's name server serves (``DefaultRequestProcessor``).
+JAVA_NAMESRV_CODES = (
+    "ADD_WRITE_PERM_OF_BROKER", "DELETE_KV_CONFIG", "DELETE_TOPIC_IN_NAMESRV",
+    "GET_ALL_TOPIC_LIST_FROM_NAMESERVER", "GET_BROKER_CLUSTER_INFO", "GET_HAS_UNIT_SUB_TOPIC_LIST",
+    "GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST", "GET_KVLIST_BY_NAMESPACE", "GET_KV_CONFIG",
+    "GET_NAMESRV_CONFIG", "GET_ROUTEINFO_BY_TOPIC", "GET_SYSTEM_TOPIC_LIST_FROM_NS",
+    "GET_TOPICS_BY_CLUSTER", "GET_UNIT_TOPIC_LIST", "PUT_KV_CONFIG", "QUERY_DATA_VERSION",
+    "REGISTER_BROKER", "UNREGISTER_BROKER", "UPDATE_NAMESRV_CONFIG", "WIPE_WRITE_PERM_OF_BROKER"
+)
+
+
+async def test_serves_every_code_javas_name_server_serves_and_answers_bad_input_without_a_traceback(client, caplog):  # noqa: F811
+    """Each of Java's 20 name-server codes is served, and each, sent with no header and
+    with bodies that are no such body, is answered with nothing logged with a traceback."""
+    from trocket.codecs.codes import RequestCode
+
+    assert len(set(JAVA_NAMESRV_CODES)) == 20
+    async with NameServer(NamesrvConfig(listen_port=0)) as ns:
+        for name in JAVA_NAMESRV_CODES:
+            for body in (b"", b"garbage", b"{}", bytes(64)):
+                r = await call(client, ns, int(getattr(RequestCode, name)), body=body)
+                assert r.is_response and not (r.code == 3 and "not supported" in (r.remark or "")), name
+    tracebacks = [r for r in caplog.records if r.exc_info]
+    assert not tracebacks, [(r.getMessage(), r.exc_info[1]) for r in tracebacks]
