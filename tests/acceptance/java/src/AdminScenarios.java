@@ -6,7 +6,6 @@ import org.apache.rocketmq.client.impl.MQClientAPIImpl;
 import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.LocalTransactionState;
-import org.apache.rocketmq.client.producer.TransactionListener;
 import org.apache.rocketmq.client.producer.TransactionMQProducer;
 import org.apache.rocketmq.client.producer.TransactionSendResult;
 import org.apache.rocketmq.common.protocol.body.ConsumeQueueData;
@@ -473,18 +472,8 @@ final class AdminScenarios {
     static Map<String, Object> resumeHalf(Ctx c) throws Exception {
         String topic = c.name("resT");
         c.createTopic(topic, 2);
-        TransactionMQProducer p = new TransactionMQProducer(c.name("resP"));
-        p.setNamesrvAddr(c.namesrv);
-        p.setInstanceName(c.instance());
-        p.setTransactionListener(new TransactionListener() {
-            @Override public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
-                return LocalTransactionState.UNKNOW;
-            }
-            @Override public LocalTransactionState checkLocalTransaction(MessageExt msg) {
-                return LocalTransactionState.ROLLBACK_MESSAGE;
-            }
-        });
-        p.start();
+        TransactionMQProducer p = c.startTransactional(new TransactionMQProducer(c.name("resP")),
+            Ctx.fixedStates(LocalTransactionState.UNKNOW, LocalTransactionState.ROLLBACK_MESSAGE));
         Map<String, Object> out = new LinkedHashMap<>();
         try {
             DefaultMQAdminExt a = c.admin();

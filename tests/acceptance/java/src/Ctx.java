@@ -5,8 +5,12 @@ import org.apache.rocketmq.client.consumer.PullResult;
 import org.apache.rocketmq.client.consumer.PullStatus;
 import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.LocalTransactionState;
+import org.apache.rocketmq.client.producer.TransactionListener;
+import org.apache.rocketmq.client.producer.TransactionMQProducer;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.common.protocol.route.QueueData;
@@ -106,6 +110,31 @@ final class Ctx {
                 return false;
             }
         });
+    }
+
+    /**
+     * {@code p} on this world's name server with its own instance name and {@code listener},
+     * started (the caller shuts it down).
+     */
+    TransactionMQProducer startTransactional(TransactionMQProducer p, TransactionListener listener)
+        throws MQClientException {
+        p.setNamesrvAddr(namesrv);
+        p.setInstanceName(instance());
+        p.setTransactionListener(listener);
+        p.start();
+        return p;
+    }
+
+    /** A transaction listener whose local transactions end {@code onExecute} and whose checks answer {@code onCheck}. */
+    static TransactionListener fixedStates(LocalTransactionState onExecute, LocalTransactionState onCheck) {
+        return new TransactionListener() {
+            @Override public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
+                return onExecute;
+            }
+            @Override public LocalTransactionState checkLocalTransaction(MessageExt msg) {
+                return onCheck;
+            }
+        };
     }
 
     DefaultMQAdminExt newAdmin() throws MQClientException {

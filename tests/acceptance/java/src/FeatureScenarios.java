@@ -37,10 +37,7 @@ final class FeatureScenarios {
     static Map<String, Object> transaction(Ctx c) throws Exception {
         String topic = c.name("tx");
         c.createTopic(topic, 4);
-        TransactionMQProducer p = new TransactionMQProducer(c.name("txP"));
-        p.setNamesrvAddr(c.namesrv);
-        p.setInstanceName(c.instance());
-        p.setTransactionListener(new TransactionListener() {
+        TransactionMQProducer p = c.startTransactional(new TransactionMQProducer(c.name("txP")), new TransactionListener() {
             @Override public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
                 return "commit".equals(arg) ? LocalTransactionState.COMMIT_MESSAGE : LocalTransactionState.ROLLBACK_MESSAGE;
             }
@@ -49,7 +46,6 @@ final class FeatureScenarios {
                     ? LocalTransactionState.COMMIT_MESSAGE : LocalTransactionState.ROLLBACK_MESSAGE;
             }
         });
-        p.start();
         Map<String, Object> out = new LinkedHashMap<>();
         try {
             for (String want : new String[] {"commit", "rollback"}) {
@@ -168,18 +164,8 @@ final class FeatureScenarios {
     static Map<String, Object> traceTxnLite(Ctx c) throws Exception {
         String topic = c.name("trtx");
         c.createTopic(topic, 4);
-        TransactionMQProducer p = new TransactionMQProducer(null, c.name("trtxP"), null, true, null);
-        p.setNamesrvAddr(c.namesrv);
-        p.setInstanceName(c.instance());
-        p.setTransactionListener(new TransactionListener() {
-            @Override public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
-                return LocalTransactionState.COMMIT_MESSAGE;
-            }
-            @Override public LocalTransactionState checkLocalTransaction(MessageExt msg) {
-                return LocalTransactionState.COMMIT_MESSAGE;
-            }
-        });
-        p.start();
+        TransactionMQProducer p = c.startTransactional(new TransactionMQProducer(null, c.name("trtxP"), null, true, null),
+            Ctx.fixedStates(LocalTransactionState.COMMIT_MESSAGE, LocalTransactionState.COMMIT_MESSAGE));
         DefaultLitePullConsumer lite = c.litePull(c.name("trtxL"));
         lite.setEnableMsgTrace(true);
         Map<String, Object> out = new LinkedHashMap<>();
