@@ -55,10 +55,6 @@ KiB = 1 << 10
 MiB = 1 << 20
 GiB = 1 << 30
 
-#: RocketMQ's ``TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC``.
-DEFAULT_TOPIC = "TBW102"
-
-
 class BrokerConfigError(ValueError):
     """A bad configuration value or file (unknown key, bad value, bad syntax)."""
 

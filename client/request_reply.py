@@ -45,6 +45,7 @@ from trocket.codecs.message.properties import (
     decode_properties,
 )
 from trocket.codecs.message.sysflag import COMPRESSED_FLAG
+from trocket.codecs.names import REPLY_TOPIC_POSTFIX
 
 from .errors import ClientError, RequestTimeoutError
 from .futures import SendFuture
@@ -52,7 +53,6 @@ from .message import Message, MessageExt, SendResult
 
 __all__ = [
     "REPLY_MESSAGE_FLAG",
-    "REPLY_TOPIC_POSTFIX",
     "RequestFuture",
     "RequestTable",
     "create_reply_message",
@@ -63,9 +63,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: ``MixAll.REPLY_MESSAGE_FLAG`` / ``MixAll.REPLY_TOPIC_POSTFIX``
+#: ``MixAll.REPLY_MESSAGE_FLAG``
 REPLY_MESSAGE_FLAG = "reply"
-REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
 
 
 class RequestFuture(SendFuture):

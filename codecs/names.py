@@ -26,6 +26,7 @@ __all__ = [
     "DLQ_GROUP_TOPIC_PREFIX",
     "GROUP_MAX_LENGTH",
     "NOT_ALLOWED_SEND_TOPICS",
+    "REPLY_TOPIC_POSTFIX",
     "RETRY_GROUP_TOPIC_PREFIX",
     "SYSTEM_TOPICS",
     "SYSTEM_TOPIC_PREFIX",
@@ -56,6 +57,8 @@ RMQ_SYS_OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"  # MixAll
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"  # MixAll
+#: ``MixAll.REPLY_TOPIC_POSTFIX``: a cluster's reply topic is ``<cluster>_REPLY_TOPIC``.
+REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
 
 #: ``TopicValidator.SYSTEM_TOPIC_SET`` (plus anything starting ``rmq_sys_``).
 SYSTEM_TOPICS: frozenset[str] = frozenset(

@@ -14,7 +14,16 @@ import time
 
 import attrs
 
-from trocket.codecs.names import SYSTEM_TOPICS
+from trocket.codecs.names import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    REPLY_TOPIC_POSTFIX,
+    RMQ_SYS_BENCHMARK_TOPIC,
+    RMQ_SYS_OFFSET_MOVED_EVENT,
+    RMQ_SYS_SCHEDULE_TOPIC,
+    RMQ_SYS_SELF_TEST_TOPIC,
+    RMQ_SYS_TRACE_TOPIC,
+    SYSTEM_TOPICS,
+)
 
 from .atomic_file import read_json, write_json_atomic
 from .errors import ConfigLoadError
@@ -34,14 +43,7 @@ PERM_READ = 0x1 << 2
 PERM_WRITE = 0x1 << 1
 PERM_INHERIT = 0x1 << 0
 
-#: ``TopicValidator`` / ``MixAll`` names.
-AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
-RMQ_SYS_SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
-RMQ_SYS_BENCHMARK_TOPIC = "BenchmarkTest"
-RMQ_SYS_OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
-RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
-REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
+#: ``ScheduleMessageService``: one queue per delay level of the default table.
 SCHEDULE_TOPIC_QUEUE_NUM = 18
 
 
