@@ -501,7 +501,12 @@ async def test_embedded_name_server_writes_need_an_admin(tmp_path, wire, acl_fil
             reads = {RequestCode.GET_BROKER_CLUSTER_INFO, RequestCode.GET_ROUTEINFO_BY_TOPIC,
                      RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, RequestCode.GET_KV_CONFIG,
                      RequestCode.GET_KVLIST_BY_NAMESPACE, RequestCode.GET_TOPICS_BY_CLUSTER,
-                     RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, RequestCode.GET_NAMESRV_CONFIG}
+                     RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, RequestCode.GET_NAMESRV_CONFIG,
+                     RequestCode.GET_UNIT_TOPIC_LIST, RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST,
+                     RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST}
+            for code in (RequestCode.GET_UNIT_TOPIC_LIST, RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST,
+                         RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST):
+                assert (await anon.invoke_sync(ns, RemotingCommand.request(code))).code == 0
             writes = set(broker.namesrv.remoting.processors.by_code) - {int(c) for c in reads}
             assert writes and writes <= NAMESRV_WRITE_CODES
 

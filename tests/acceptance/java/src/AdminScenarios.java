@@ -484,15 +484,16 @@ final class AdminScenarios {
             TransactionSendResult sr = p.sendMessageInTransaction(
                 new Message(topic, "TagR", "resk", "resume me".getBytes(StandardCharsets.UTF_8)), null);
             out.put("state", sr.getLocalTransactionState().name());
-            Ctx.waitFor(10000, () -> maxOffsetQuietly(a, half) > start, "the half message in its queue");
-            List<MessageExt> firsts = halfMessages(a, c, host, Math.max(0, start), "resume me");
+            // (other scenarios' half messages share the queue, and Java's broker queues a message
+            // after its SEND_OK: wait for this one itself, not for the queue to grow)
+            List<MessageExt> firsts = awaitHalfMessages(a, c, host, Math.max(0, start), "resume me",
+                "the half message in its queue");
             String offsetId = host + String.format("%016X", firsts.get(0).getCommitLogOffset());
             long before = a.maxOffset(half);
             // (well within transactionTimeOut: no check pass copies it meanwhile)
             out.put("resumed", a.resumeCheckHalfMessage(offsetId));
-            Ctx.waitFor(10000, () -> maxOffsetQuietly(a, half) > before, "the resumed copy in the half queue");
             List<Map<String, Object>> copies = new ArrayList<>();
-            for (MessageExt copy : halfMessages(a, c, host, before, "resume me")) {
+            for (MessageExt copy : awaitHalfMessages(a, c, host, before, "resume me", "the resumed copy in the half queue")) {
                 Map<String, Object> f = new LinkedHashMap<>();
                 f.put("topic", copy.getTopic());
                 f.put("queueId", copy.getQueueId());
@@ -524,6 +525,22 @@ final class AdminScenarios {
             if (body.equals(new String(m.getBody(), StandardCharsets.UTF_8))) out.add(m);
         }
         return out;
+    }
+
+    /** {@link #halfMessages} once it finds at least one (within 10 s). */
+    private static List<MessageExt> awaitHalfMessages(DefaultMQAdminExt a, Ctx c, String host, long from, String body,
+        String what) throws Exception {
+        List<List<MessageExt>> found = new ArrayList<>();
+        Ctx.waitFor(10000, () -> {
+            try {
+                List<MessageExt> l = halfMessages(a, c, host, from, body);
+                if (!l.isEmpty()) found.add(l);
+            } catch (Exception e) {
+                // not there yet (the half topic may not exist before the first transaction)
+            }
+            return !found.isEmpty();
+        }, what);
+        return found.get(0);
     }
 
     private static long maxOffsetQuietly(DefaultMQAdminExt a, MessageQueue mq) {
