@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 
 import attrs
 
@@ -97,23 +97,21 @@ class ConsumeQueueTable:
         fresh directory). Call with the dispatch lock held; the queues are still mapped
         (readers may hold views): :meth:`DetachedTopic.destroy` them afterwards."""
         wanted = set(topics)
-        with self._lock:
-            gone = {key: cq for key, cq in self._queues.items() if key[0] in wanted}
-            self._queues = {k: v for k, v in self._queues.items() if k[0] not in wanted}
-        detached = []
-        for topic in sorted(wanted):
-            queues = [cq for (t, _), cq in gone.items() if t == topic]
-            detached.append(DetachedTopic(topic, queues, self._move_aside(os.path.join(self.root, topic), topic)))
-        return detached
+        gone = self._take(lambda key: key[0] in wanted)
+        return [
+            DetachedTopic(
+                topic, [cq for (t, _), cq in gone.items() if t == topic],
+                self._move_aside(os.path.join(self.root, topic), topic),
+            )
+            for topic in sorted(wanted)
+        ]
 
     def detach_queues(self, keys: Collection[tuple[str, int]]) -> list[DetachedTopic]:
         """:meth:`detach_topics` for single queues (``(topic, queue id)``): each one's
         directory moved aside, one :class:`DetachedTopic` per queue; a topic directory
         left empty is removed."""
         wanted = set(keys)
-        with self._lock:
-            gone = {key: cq for key, cq in self._queues.items() if key in wanted}
-            self._queues = {k: v for k, v in self._queues.items() if k not in wanted}
+        gone = self._take(wanted.__contains__)
         detached = []
         for (topic, queue_id), cq in sorted(gone.items(), key=lambda item: item[0]):
             trash = self._move_aside(os.path.join(self.root, topic, str(queue_id)), f"{topic}.{queue_id}")
@@ -124,6 +122,13 @@ class ConsumeQueueTable:
             except OSError:  # queues left in it (or already gone)
                 pass
         return detached
+
+    def _take(self, wanted: Callable[[tuple[str, int]], bool]) -> dict[tuple[str, int], ConsumeQueue]:
+        """Take the queues whose ``(topic, queue id)`` is ``wanted`` out of the table."""
+        with self._lock:
+            gone = {key: cq for key, cq in self._queues.items() if wanted(key)}
+            self._queues = {key: cq for key, cq in self._queues.items() if key not in gone}
+        return gone
 
     def _move_aside(self, path: str, name: str) -> str | None:
         """Rename ``path`` to a trash directory under the root (None: no such directory)."""

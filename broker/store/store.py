@@ -22,7 +22,8 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 
 import attrs
 import trio
@@ -574,19 +575,15 @@ class MessageStore:
         :meth:`clean_unused_topics` forgets a deleted topic's: a send to such a queue
         afterwards starts it again at offset 0. Same locking and follow-up calls as
         :meth:`clean_unused_topics` (one :class:`DetachedTopic` per queue)."""
-        commit_log = self.commit_log
-        with commit_log.append_lock, self.dispatcher.lock:
-            self.dispatcher.drain_locked()
-            min_phy = commit_log.min_offset
-            keys = [
+        with self._quiesced():
+            min_phy = self.commit_log.min_offset
+            keys = {
                 (cq.topic, cq.queue_id) for cq in self.queues
                 if cq.topic != RMQ_SYS_SCHEDULE_TOPIC and 0 <= cq.max_physic_offset < min_phy
-            ]
+            }
             if not keys:
                 return []
-            offsets = commit_log.queue_offsets
-            for key in keys:
-                offsets.pop(key, None)
+            self._forget_queue_offsets(keys.__contains__)
             return self.queues.detach_queues(keys)
 
     def clean_unused_topics(self, keep: Collection[str]) -> list[DetachedTopic]:
@@ -605,17 +602,27 @@ class MessageStore:
         re-dispatches the last segments and rebuilds the deleted topic's queues from
         them (Java's too); a clean restart does not."""
         keep = set(keep) | _NEVER_CLEANED
-        commit_log = self.commit_log
-        with commit_log.append_lock, self.dispatcher.lock:
-            self.dispatcher.drain_locked()
-            topics = [t for t in self.queues.topics() if t not in keep]
-            if not topics:
+        with self._quiesced():
+            gone = self.queues.topics() - keep
+            if not gone:
                 return []
-            gone = set(topics)
-            offsets = commit_log.queue_offsets
-            for key in [k for k in offsets if k[0] in gone]:
-                del offsets[key]
-            return self.queues.detach_topics(topics)
+            self._forget_queue_offsets(lambda key: key[0] in gone)
+            return self.queues.detach_topics(gone)
+
+    @contextmanager
+    def _quiesced(self) -> Iterator[None]:
+        """Hold the append lock and the dispatch lock, everything appended dispatched:
+        no put or dispatch touches a queue meanwhile (for detaching queues)."""
+        with self.commit_log.append_lock, self.dispatcher.lock:
+            self.dispatcher.drain_locked()
+            yield
+
+    def _forget_queue_offsets(self, forget: Callable[[tuple[str, int]], bool]) -> None:
+        """Drop the next queue offsets of the ``(topic, queue id)`` keys ``forget`` picks:
+        a send to such a queue afterwards starts it again at offset 0."""
+        offsets = self.commit_log.queue_offsets
+        for key in [key for key in offsets if forget(key)]:
+            del offsets[key]
 
     @staticmethod
     def destroy_detached(detached: list[DetachedTopic]) -> None:
