@@ -39,7 +39,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 16
+ABI = 17
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -135,6 +135,8 @@ def set_pure(str name, fn):
         _py_hashmap_properties = fn
     elif name == "without_properties_bytes":
         _py_without_properties_bytes = fn
+    elif name == "build_command":
+        pass  # (the twin needs no fallback: any other class is built by its __init__)
     elif name == "encode_command":
         _py_encode_command = fn
         from trocket.codecs.serialize import wire_ext_fields  # defined above its accelerated line
@@ -157,21 +159,108 @@ cdef str SIGNATURE_KEY = "Signature"
 cdef str UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 
 
-cdef inline object _command(int code, object lang, int version, int opaque, int flag,
-                            object remark, object ext, object stype):
-    # the attrs __init__ is a Python call of ten stores; slot stores from C cost less
-    cmd = _new(_RC)
-    cmd.code = code
-    cmd.language = lang
-    cmd.version = version
-    cmd.opaque = opaque
-    cmd.flag = flag
-    cmd.remark = remark
-    cmd.ext_fields = ext
-    cmd.body = _EMPTY
-    cmd.custom_header = None
-    cmd.serialize_type = stype
+# RemotingCommand's fields are stored straight into its slots: the object allocated as
+# object.__new__ does (tp_alloc: zeroed slots, tracked by the GC), each field's slot
+# found once, at import, from its member descriptor. Attribute stores (a type lookup
+# and a descriptor call each) made up most of a decoded command's cost. Only while the
+# class is a plain slotted class whose slots are exactly its ten fields (no __setattr__
+# to bypass); otherwise the stores go by attribute.
+cdef extern from *:
+    """
+    #include "structmember.h"
+    /* The object slot a member descriptor stores to; -1 when it is not a plain
+       writable object slot. */
+    static Py_ssize_t trocket_slot_offset(PyObject *descr) {
+        PyMemberDef *m;
+        if (Py_TYPE(descr) != &PyMemberDescr_Type) return -1;
+        m = ((PyMemberDescrObject *)descr)->d_member;
+        if (m->type != T_OBJECT_EX || (m->flags & READONLY)) return -1;
+        return m->offset;
+    }
+    static PyObject *trocket_alloc(PyObject *type) {
+        return ((PyTypeObject *)type)->tp_alloc((PyTypeObject *)type, 0);
+    }
+    /* Only on a fresh object (the slot still NULL): the reference is the slot's. */
+    static inline void trocket_fill_slot(PyObject *obj, Py_ssize_t off, PyObject *v) {
+        Py_INCREF(v);
+        *(PyObject **)((char *)obj + off) = v;
+    }
+    """
+    Py_ssize_t trocket_slot_offset(object descr)
+    object trocket_alloc(object type)
+    void trocket_fill_slot(object obj, Py_ssize_t off, object v)
+
+#: RemotingCommand's fields, in the order of the slot offsets below
+_FIELDS = ("code", "language", "version", "opaque", "flag", "remark", "ext_fields", "body",
+           "custom_header", "serialize_type")
+cdef Py_ssize_t _OFF_CODE, _OFF_LANG, _OFF_VERSION, _OFF_OPAQUE, _OFF_FLAG, _OFF_REMARK
+cdef Py_ssize_t _OFF_EXT, _OFF_BODY, _OFF_HEADER, _OFF_STYPE
+#: the slots are filled directly (see above)
+cdef bint _SLOT_STORES = False
+
+
+cdef _find_slots():
+    global _SLOT_STORES, _OFF_CODE, _OFF_LANG, _OFF_VERSION, _OFF_OPAQUE, _OFF_FLAG
+    global _OFF_REMARK, _OFF_EXT, _OFF_BODY, _OFF_HEADER, _OFF_STYPE
+    cdef Py_ssize_t off
+    if _RC.__setattr__ is not object.__setattr__ or _RC.__mro__ != (_RC, object):
+        return
+    if tuple(n for n in _RC.__slots__ if n != "__weakref__") != _FIELDS:
+        return
+    offsets = []
+    for name in _FIELDS:
+        off = trocket_slot_offset(_RC.__dict__[name])
+        if off <= 0:
+            return
+        offsets.append(off)
+    (_OFF_CODE, _OFF_LANG, _OFF_VERSION, _OFF_OPAQUE, _OFF_FLAG, _OFF_REMARK, _OFF_EXT, _OFF_BODY,
+     _OFF_HEADER, _OFF_STYPE) = offsets
+    _SLOT_STORES = True
+
+
+_find_slots()
+
+
+cdef inline object _make_command(object code, object lang, object version, object opaque, object flag,
+                                 object remark, object ext, object body, object header, object stype):
+    if not _SLOT_STORES:
+        cmd = _new(_RC)
+        cmd.code = code
+        cmd.language = lang
+        cmd.version = version
+        cmd.opaque = opaque
+        cmd.flag = flag
+        cmd.remark = remark
+        cmd.ext_fields = ext
+        cmd.body = body
+        cmd.custom_header = header
+        cmd.serialize_type = stype
+        return cmd
+    cmd = trocket_alloc(_RC)
+    trocket_fill_slot(cmd, _OFF_CODE, code)
+    trocket_fill_slot(cmd, _OFF_LANG, lang)
+    trocket_fill_slot(cmd, _OFF_VERSION, version)
+    trocket_fill_slot(cmd, _OFF_OPAQUE, opaque)
+    trocket_fill_slot(cmd, _OFF_FLAG, flag)
+    trocket_fill_slot(cmd, _OFF_REMARK, remark)
+    trocket_fill_slot(cmd, _OFF_EXT, ext)
+    trocket_fill_slot(cmd, _OFF_BODY, body)
+    trocket_fill_slot(cmd, _OFF_HEADER, header)
+    trocket_fill_slot(cmd, _OFF_STYPE, stype)
     return cmd
+
+
+cdef inline object _decoded_command(int code, object lang, int version, int opaque, int flag,
+                                    object remark, object ext, object stype):
+    """A decoded header's command (its body set by the caller)."""
+    return _make_command(code, lang, version, opaque, flag, remark, ext, _EMPTY, None, stype)
+
+
+def build_command(cls, code, language, version, opaque, flag, remark, ext_fields, body, header, serialize_type):
+    """Twin of :func:`trocket.codecs.command.build_command` (the builders' one way)."""
+    if cls is not _RC:
+        return cls(code, language, version, opaque, flag, remark, ext_fields, body, header, serialize_type)
+    return _make_command(code, language, version, opaque, flag, remark, ext_fields, body, header, serialize_type)
 
 
 cdef inline int _i32(const unsigned char* p) noexcept:
@@ -271,7 +360,7 @@ cdef object _binary_header(const unsigned char* p, Py_ssize_t end):
                 return _FAIL
             PyDict_SetItem(ext, key, value)
             pos = vend
-    return _command(code, _LANGS[language], version, opaque, flag, remark, ext, _ROCKETMQ)
+    return _decoded_command(code, _LANGS[language], version, opaque, flag, remark, ext, _ROCKETMQ)
 
 
 def decode_binary_header(header):
@@ -797,7 +886,7 @@ cdef object _json_header(const unsigned char* p, Py_ssize_t end):
     _ws(&c)
     if c.pos != c.end:
         return _FAIL
-    return _command(code, lang, version, opaque, flag, remark, ext, _JSON)
+    return _decoded_command(code, lang, version, opaque, flag, remark, ext, _JSON)
 
 
 def decode_json_header(header):

@@ -105,7 +105,7 @@ class RemotingCommand:
         serialize_type: SerializeType = SerializeType.JSON,
     ) -> RemotingCommand:
         """A request (``createRequestCommand``); remoting assigns the opaque on send."""
-        return _command(
+        return build_command(
             cls, code, language, version, opaque, RPC_ONEWAY if oneway else 0, remark, ext_fields, body, header,
             serialize_type,
         )
@@ -125,7 +125,7 @@ class RemotingCommand:
         serialize_type: SerializeType = SerializeType.JSON,
     ) -> RemotingCommand:
         """A response (``createResponseCommand``), not yet tied to a request."""
-        return _command(cls, code, language, version, opaque, RPC_RESPONSE, remark, ext_fields, body, header, serialize_type)
+        return build_command(cls, code, language, version, opaque, RPC_RESPONSE, remark, ext_fields, body, header, serialize_type)
 
     def make_response(
         self,
@@ -137,7 +137,7 @@ class RemotingCommand:
         ext_fields: dict[str, str] | None = None,
     ) -> RemotingCommand:
         """A response to this request: same opaque, same serialization."""
-        return _command(
+        return build_command(
             RemotingCommand, code, LanguageCode.JAVA, self.version, self.opaque, RPC_RESPONSE, remark, ext_fields,
             body, header, self.serialize_type,
         )
@@ -151,7 +151,7 @@ class RemotingCommand:
 _new = object.__new__
 
 
-def _command(
+def build_command(
     cls: type[RemotingCommand], code: int, language: LanguageCode, version: int, opaque: int, flag: int,
     remark: str | None, ext_fields: dict[str, str] | None, body: bytes, header: Any, serialize_type: SerializeType,
 ) -> RemotingCommand:
@@ -173,3 +173,9 @@ def _command(
     cmd.custom_header = header
     cmd.serialize_type = serialize_type
     return cmd
+
+
+# (imported here, last: the compiled module imports this one, RemotingCommand defined)
+from .accel import accelerated  # noqa: E402
+
+build_command = accelerated(build_command)

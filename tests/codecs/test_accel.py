@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import gc
 import json
 import os
 import pkgutil
 import struct
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -56,6 +58,7 @@ NAMES = tuple(sorted(TWINS))
 #: ``module::test`` for a test in another module of this directory.
 DIFFERENTIAL = {
     "FrameDecoder": "test_frame_decoder_differential",
+    "build_command": "test_build_command_differential",
     "decode_binary_header": "test_binary_header_differential",
     "decode_command": "test_decode_command_differential",
     "decode_json_header": "test_json_header_differential",
@@ -531,6 +534,40 @@ class _CommandSub(RemotingCommand):
 
     def encode_frame(self) -> bytes:
         return b"own frame"
+
+
+@given(
+    commands(),
+    st.booleans(),  # a subclass
+    st.sampled_from([None, "keep", 7, "x", object()]),  # a field of any type (no validation)
+    st.sampled_from([a.name for a in attrs.fields(RemotingCommand)]),
+)
+def test_build_command_differential(cmd, sub, odd, field):
+    """The builders' one way (its twin fills RemotingCommand's slots directly): the same
+    command, every field as given (values the builders do not check included), a
+    subclass built by its ``__init__``; what the command holds is referenced once."""
+    fields = attrs.asdict(cmd, recurse=False)
+    if odd != "keep":
+        fields[field] = odd
+    marker = object()  # its references say whether the twin's command keeps exactly one
+    if field != "custom_header":
+        fields["custom_header"] = marker
+    cls = _CommandSub if sub else RemotingCommand
+    args = (cls, *(fields[name] for name in attrs.fields_dict(RemotingCommand)))
+    built = [accel.pure("build_command")(*args)]
+    if accel.ACTIVE:
+        built.append(_accel.build_command(*args))
+    for made in built:
+        assert type(made) is cls
+        for name, value in fields.items():
+            assert getattr(made, name) is value, name
+    assert built[-1] == built[0]
+    del made
+    if accel.ACTIVE and field != "custom_header":
+        before = sys.getrefcount(marker)
+        del built[-1]
+        gc.collect()
+        assert sys.getrefcount(marker) == before - 1
 
 
 @needs_accel
