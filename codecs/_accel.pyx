@@ -35,6 +35,9 @@ cdef extern from "Python.h":
 import zlib
 
 from trocket.codecs.command import LanguageCode, RemotingCommand, SerializeType
+# (the pure builder: this module is imported from the command module's last lines, before
+# its name is rebound to the twin below)
+from trocket.codecs.command import build_command as _py_build_command
 from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQError, TruncatedFrameError
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
@@ -136,7 +139,7 @@ def set_pure(str name, fn):
     elif name == "without_properties_bytes":
         _py_without_properties_bytes = fn
     elif name == "build_command":
-        pass  # (the twin needs no fallback: any other class is built by its __init__)
+        pass  # (imported above: the decoders need it before any set_pure call)
     elif name == "encode_command":
         _py_encode_command = fn
         from trocket.codecs.serialize import wire_ext_fields  # defined above its accelerated line
@@ -224,18 +227,7 @@ _find_slots()
 cdef inline object _make_command(object code, object lang, object version, object opaque, object flag,
                                  object remark, object ext, object body, object header, object stype):
     if not _SLOT_STORES:
-        cmd = _new(_RC)
-        cmd.code = code
-        cmd.language = lang
-        cmd.version = version
-        cmd.opaque = opaque
-        cmd.flag = flag
-        cmd.remark = remark
-        cmd.ext_fields = ext
-        cmd.body = body
-        cmd.custom_header = header
-        cmd.serialize_type = stype
-        return cmd
+        return _py_build_command(_RC, code, lang, version, opaque, flag, remark, ext, body, header, stype)
     cmd = trocket_alloc(_RC)
     trocket_fill_slot(cmd, _OFF_CODE, code)
     trocket_fill_slot(cmd, _OFF_LANG, lang)

@@ -253,7 +253,6 @@ public class TxnTool {
         int threads = Integer.parseInt(a[4]);
         int seconds = Integer.parseInt(a[5]);
         int size = Integer.parseInt(a[6]);
-        double warmup = Double.parseDouble(System.getProperty("bench.warmup", "1"));
         TransactionMQProducer producer = new TransactionMQProducer(group);
         producer.setNamesrvAddr(ns);
         producer.setInstanceName("bench-" + ProcessHandle.current().pid());
@@ -267,38 +266,15 @@ public class TxnTool {
             }
         });
         producer.start();
-        final byte[] body = new byte[size];
-        for (int i = 0; i < size; i++) body[i] = (byte) ('a' + (i % 26));
-        final long tMeasure = System.nanoTime() + (long) (warmup * 1e9);
-        final long tEnd = tMeasure + seconds * 1_000_000_000L;
-        final LongAdder sent = new LongAdder();
-        final LongAdder errors = new LongAdder();
-        Thread[] ts = new Thread[threads];
-        for (int i = 0; i < threads; i++) {
-            ts[i] = new Thread(() -> {
-                while (System.nanoTime() < tEnd) {
-                    try {
-                        TransactionSendResult r = producer.sendMessageInTransaction(new Message(topic, "TagB", body), null);
-                        long t1 = System.nanoTime();
-                        if (r.getLocalTransactionState() == LocalTransactionState.COMMIT_MESSAGE
-                            && r.getSendStatus() == org.apache.rocketmq.client.producer.SendStatus.SEND_OK) {
-                            if (t1 >= tMeasure && t1 < tEnd) sent.increment();
-                        } else {
-                            errors.increment();
-                        }
-                    } catch (Exception e) {
-                        errors.increment();
-                        if (errors.sum() <= 3) System.err.println("send error: " + e);
-                    }
-                }
-            }, "bench-" + i);
-            ts[i].start();
-        }
-        for (Thread t : ts) t.join();
+        final byte[] body = SendLoop.body(size);
+        SendLoop loop = SendLoop.run(threads, seconds, "bench", () -> {
+            TransactionSendResult r = producer.sendMessageInTransaction(new Message(topic, "TagB", body), null);
+            return r.getLocalTransactionState() == LocalTransactionState.COMMIT_MESSAGE
+                && r.getSendStatus() == org.apache.rocketmq.client.producer.SendStatus.SEND_OK;
+        });
         Thread.sleep(300);  // the last oneway END on its way
         producer.shutdown();
-        long n = sent.sum();
-        out("RESULT threads=" + threads + " size=" + size + " sent=" + n + " tx_per_s=" + (long) (n / (double) seconds)
-            + " errors=" + errors.sum());
+        out("RESULT threads=" + threads + " size=" + size + " sent=" + loop.sent + " tx_per_s="
+            + (long) (loop.sent / (double) seconds) + " errors=" + loop.errors);
     }
 }
