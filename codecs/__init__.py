@@ -4,7 +4,8 @@ Nothing in this package touches sockets, files, clocks or trio: functions and sm
 state machines over bytes, in the manner of h11 and wsproto.
 """
 
-# The command module first, whatever is imported: it installs its compiled builder
-# (``_command = accelerated(_command)``), and the compiled module imports it in turn, which
-# works only when the command module began loading first (see :mod:`.accel`).
+# The command module first, whatever is imported: its last lines install its compiled
+# builder (``build_command = accelerated(build_command)``), which loads the compiled
+# module, which imports the command module in turn: that works only when the command
+# module began loading first (a partly loaded accel module has no ``accelerated`` yet).
 from . import command as _command_module  # noqa: E402,F401
