@@ -156,6 +156,13 @@ async def _group_tables(inst, cluster: str | None = None, broker: str | None = N
     return out
 
 
+async def _route_masters(inst, topic: str) -> list[tuple[str, str]]:
+    """(broker name, master address) of each broker of ``topic``'s route with a master
+    online, in the route's order (none when the name servers do not know the topic)."""
+    route = await inst.api.get_route(topic)
+    return [(bd.broker_name, bd.master_addr) for bd in (route.broker_datas if route else []) if bd.master_addr]
+
+
 def _config_doc(c) -> dict:
     return {"group": c.group_name, "consumeEnable": c.consume_enable, "consumeBroadcastEnable": c.consume_broadcast_enable,
             "consumeFromMinEnable": c.consume_from_min_enable, "retryQueueNums": c.retry_queue_nums,
@@ -403,8 +410,7 @@ async def _connections(args: argparse.Namespace) -> int:
         if args.producer:
             if not args.topic:
                 raise ValueError("--producer needs --topic: producers are known to the brokers they send to")
-            route = await inst.api.get_route(args.topic)
-            targets = [(bd.broker_name, bd.master_addr) for bd in (route.broker_datas if route else []) if bd.master_addr]
+            targets = await _route_masters(inst, args.topic)
         else:
             targets = [(name, addr) for _c, name, bid, addr in await _brokers(inst)]
         for name, addr in targets:
@@ -567,11 +573,10 @@ async def _status(args: argparse.Namespace) -> int:
     """As DefaultMQAdminExt.getConsumeStatus: the first broker of the topic's route with a
     master asks the clients (each answers for every broker's queues)."""
     async with _instance(args) as inst:
-        route = await inst.api.get_route(args.topic)
-        addrs = [bd.master_addr for bd in (route.broker_datas if route else []) if bd.master_addr]
-        if not addrs:
+        masters = await _route_masters(inst, args.topic)
+        if not masters:
             raise ValueError(f"topic {args.topic!r} has no route with a master")
-        table = await inst.api.get_consumer_status(addrs[0], args.topic, args.group, args.client)
+        table = await inst.api.get_consumer_status(masters[0][1], args.topic, args.group, args.client)
     rows = [{"clientId": cid, "broker": mq.broker_name, "queue": mq.queue_id, "offset": offset}
             for cid in sorted(table)
             for mq, offset in sorted(table[cid].items(), key=lambda item: (item[0].broker_name, item[0].queue_id))]
