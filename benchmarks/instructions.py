@@ -37,6 +37,14 @@ another tree. ``--typed`` measures the same exchange through a typed service
 (``remoting.Service`` handler, ``EchoHeader``, ``EchoStub``: ``remoting_echo.py``'s) and the
 plain processor with the same bytes on the wire, and prints their ratio.
 
+``producer``: the trocket ``Producer`` (``client/producer.py``) under callgrind, ``--senders``
+tasks each awaiting ``send`` of a new 128-byte message (tags, as ``client_produce.py``'s),
+against a ``trocket broker`` run outside callgrind (its embedded name server gives the
+route); 500 and 500 + ``--messages`` sends, the difference per message: the client's own
+cost, start-up and route lookup cancelled out. ``PYTHONPATH=<tree>`` measures another tree:
+
+    .venv/bin/python benchmarks/instructions.py --part producer --senders 4
+
 Needs ``valgrind`` (apt) and callgrind_control.
 """
 
@@ -184,6 +192,47 @@ def echo_instructions(args: argparse.Namespace, mode: int) -> float:
     return (totals[1] - totals[0]) / args.messages
 
 
+async def producer_workload(namesrv: str, senders: int, n: int) -> None:
+    from trocket.client import new_message
+    from trocket.client.producer import Producer
+
+    async with Producer("InstrProducer", namesrv, send_timeout=60) as producer:
+        await producer.send(new_message(bp.TOPIC, b"b" * 128, tags="bench"))  # the route, not counted apart
+        left = [n]
+
+        async def sender() -> None:
+            while left[0] > 0:
+                left[0] -= 1
+                await producer.send(new_message(bp.TOPIC, b"b" * 128, tags="bench"))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(senders):
+                nursery.start_soon(sender)
+
+
+def producer_run(args: argparse.Namespace) -> None:
+    """The Producer's instructions per message (two runs, the difference), the broker outside callgrind."""
+    totals = []
+    with tempfile.TemporaryDirectory(prefix="trocket-instr-") as tmp:
+        namesrv = f"127.0.0.1:{bp.free_port()}"
+        proc, addr = bp.start_broker(os.path.join(tmp, "store"), "async", os.path.join(tmp, "broker.log"),
+                                     namesrv_listen=namesrv)
+        try:
+            for n in (500, 500 + args.messages):
+                out = os.path.join(tmp, f"producer-{n}.out")
+                subprocess.run(
+                    ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
+                     os.path.abspath(__file__), "--producer-workload", namesrv, str(args.senders), str(n)],
+                    check=True, capture_output=True, cwd=tempfile.gettempdir(),
+                )
+                totals.append(callgrind_total(out))
+        finally:
+            bp.stop_broker(proc)
+    per = (totals[1] - totals[0]) / args.messages
+    print(f"producer senders={args.senders:3d}  {per:10,.0f} instructions/msg (the client; {args.messages} messages)",
+          flush=True)
+
+
 def echo_run(args: argparse.Namespace) -> None:
     head = f"echo    ROCKETMQ callers={args.callers:3d}"
     if not args.typed:
@@ -198,8 +247,9 @@ def echo_run(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--part", choices=("broker", "echo"), default="broker")
-    parser.add_argument("--senders", type=int, default=16, help="broker: senders on one connection (default 16)")
+    parser.add_argument("--part", choices=("broker", "echo", "producer"), default="broker")
+    parser.add_argument("--senders", type=int, default=16,
+                        help="broker: senders on one connection; producer: sending tasks (default 16)")
     parser.add_argument("--callers", type=int, default=8, help="echo: sync callers on one connection (default 8)")
     parser.add_argument("--messages", type=int, default=3000, help="measured messages (default 3000)")
     parser.add_argument("--serialize", choices=("rocketmq", "json"), default="rocketmq",
@@ -221,10 +271,16 @@ if __name__ == "__main__":
                         help="broker: messageIndexEnable on or off; both: one run each, then the index's share "
                              "(use with --keys; default: the broker's default, on)")
     parser.add_argument("--echo-workload", nargs=3, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--producer-workload", nargs=3, help=argparse.SUPPRESS)
     parsed = parser.parse_args()
     bp.KEYS = parsed.keys
     if parsed.echo_workload:
         trio.run(echo_workload, *parsed.echo_workload)
+    elif parsed.producer_workload:
+        ns, senders, n = parsed.producer_workload
+        trio.run(producer_workload, ns, int(senders), int(n))
+    elif parsed.part == "producer":
+        producer_run(parsed)
     elif parsed.part == "broker" and parsed.codecs == "both":
         pure_ipm = broker_run(parsed, pure=True)
         fast_ipm = broker_run(parsed, pure=False)

@@ -289,15 +289,15 @@ class ClientAPI:
         queue: MessageQueue | None = None, begin: float | None = None,
     ) -> RemotingCommand:
         """``invoke_sync`` with remoting errors turned into client errors: named after
-        ``addr`` and the ``queue`` the call is about (:func:`target_name`), their elapsed
-        time counted from ``begin`` (trio time; default now: a caller with a budget
-        passes when it began)."""
+        ``addr`` and the ``queue`` the call is about (:func:`target_name`); the call's
+        ``timeout`` and the errors' elapsed time run from ``begin`` (trio time; default
+        now: a caller that has just read the clock passes what it read)."""
         if timeout is None:
             timeout = self.config.call_timeout
         if begin is None:
             begin = trio.current_time()
         try:
-            return await self.remoting.invoke_sync(addr, request, timeout)
+            return await self.remoting.invoke_sync(addr, request, timeout, begin=begin)
         except _REMOTING_FAILURES as exc:
             raise remoting_error(exc, target_name(addr, queue), trio.current_time() - begin) from exc
 

@@ -401,11 +401,15 @@ class Producer(ServiceContextManager):
         without its namespace, as Java's ``processSendResponse``) when given."""
         ext = response.ext_fields or {}
         header = decode_header(SendMessageResponseHeader, ext)
+        if user_topic is None and header.queueId == mq.queue_id:
+            queue = mq  # (frozen) the queue it was sent to, as a rule
+        else:
+            queue = MessageQueue(user_topic or mq.topic, mq.broker_name, header.queueId)
         return SendResult(
             status=status,
             msg_id=msg_id,
             offset_msg_id=header.msgId,
-            queue=MessageQueue(user_topic or mq.topic, mq.broker_name, header.queueId),
+            queue=queue,
             queue_offset=header.queueOffset,
             transaction_id=header.transactionId,
             region_id=ext.get("MSG_REGION", "DefaultRegion"),

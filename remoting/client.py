@@ -152,19 +152,23 @@ class RemotingClient(RemotingEndpoint, ServiceContextManager):
 
     # -- invoking ----------------------------------------------------------------------
 
-    async def invoke_sync(self, addr: str, request: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
-        """Send ``request`` and wait for its response; connecting counts toward ``timeout``."""
+    async def invoke_sync(
+        self, addr: str, request: RemotingCommand, timeout: float | None = None, *, begin: float | None = None
+    ) -> RemotingCommand:
+        """Send ``request`` and wait for its response; connecting counts toward ``timeout``,
+        which runs from ``begin`` (trio time; default now: a caller that has just read
+        the clock passes what it read)."""
         if timeout is None:
             timeout = self.config.default_timeout
         conn = self._table.get(addr)
         if conn is None or not conn.is_active:
-            begin = trio.current_time()
+            if begin is None:
+                begin = trio.current_time()
             conn = await self.get_connection(addr, timeout)
             elapsed = trio.current_time() - begin
             if elapsed >= timeout:
                 raise RemotingTimeoutError(addr, elapsed, timeout)
-            return await self.invoker.sync(conn, request, timeout, begin)
-        return await self.invoker.sync(conn, request, timeout)
+        return await self.invoker.sync(conn, request, timeout, begin)
 
     async def invoke_async(
         self,

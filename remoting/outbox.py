@@ -60,6 +60,7 @@ class Outbox:
         "_flush_frames",
         "_writer",
         "_space",
+        "_now",
     )
 
     def __init__(self, stream: trio.abc.Stream, fd: int, config: EndpointConfig, address: str) -> None:
@@ -73,7 +74,8 @@ class Outbox:
         #: the reader (or a :meth:`cork` owner) is producing a batch; it flushes it itself
         self.corked = False
         self.address = address
-        self.last_io = trio.current_time()
+        self._now = trio.lowlevel.current_clock().current_time  # trio.current_time, less two calls
+        self.last_io = self._now()
         self.tap: TapRecorder | None = None
         self._fd = fd
         self._stream = stream
@@ -120,7 +122,7 @@ class Outbox:
                 if self._writer:
                     self._writer.unpark()
             else:
-                self.last_io = trio.current_time()
+                self.last_io = self._now()
         tap = self.tap
         if tap is not None:
             tap.sent(frame)
@@ -182,7 +184,7 @@ class Outbox:
             self.frames = []
             self.nbytes = 0
             if stamp:
-                self.last_io = trio.current_time()
+                self.last_io = self._now()
         else:
             self.frames = [memoryview(data)[n:]]
             self.nbytes = len(data) - n
@@ -212,7 +214,7 @@ class Outbox:
         closes on it); no direct write happens once it has ended."""
         fd = self._fd
         send_all = self._stream.send_all if fd < 0 else None
-        current_time = trio.lowlevel.current_clock().current_time
+        current_time = self._now
         try:
             while True:
                 frames = await self._take()

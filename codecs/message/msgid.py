@@ -176,6 +176,9 @@ class UniqueIdGenerator:
     prefix: str = attrs.field(init=False)
     _month_start: int = attrs.field(init=False, default=0)
     _next_month_start: int = attrs.field(init=False, default=0)
+    #: the last call's ``now_ms`` and the id's head for it (prefix + time): many ids a ms
+    _head_ms: int | None = attrs.field(init=False, default=None)
+    _head: str = attrs.field(init=False, default="")
 
     def __attrs_post_init__(self) -> None:
         raw_ip = ip_to_bytes(self.ip) if isinstance(self.ip, str) else bytes(self.ip)
@@ -192,6 +195,15 @@ class UniqueIdGenerator:
 
     def next_id(self, now_ms: int) -> str:
         """A new unique id for a message created at ``now_ms`` (epoch milliseconds)."""
+        if now_ms != self._head_ms:
+            self._head = self._head_at(now_ms)
+            self._head_ms = now_ms
+        counter = self.counter
+        self.counter = (counter + 1) & 0xFFFFFFFF
+        return "%s%04X" % (self._head, counter & 0xFFFF)
+
+    def _head_at(self, now_ms: int) -> str:
+        """The prefix and the time part of an id made at ``now_ms``."""
         if self.start_ms is None:
             self.start_ms = now_ms
             self._set_month(now_ms)
@@ -200,9 +212,7 @@ class UniqueIdGenerator:
         diff = _to_int32(now_ms - self._month_start)
         if -_NTP_TOLERANCE_MS < diff < 0:
             diff = 0
-        counter = self.counter
-        self.counter = (counter + 1) & 0xFFFFFFFF
-        return "%s%08X%04X" % (self.prefix, diff & 0xFFFFFFFF, counter & 0xFFFF)
+        return "%s%08X" % (self.prefix, diff & 0xFFFFFFFF)
 
 
 from ..accel import accelerated  # noqa: E402
