@@ -23,6 +23,7 @@ from typing import Any
 
 from .command import LanguageCode, RemotingCommand, SerializeType
 from .errors import HeaderDecodeError, HeaderEncodeError
+from .java_ints import INT32_MAX, INT32_MIN
 
 __all__ = ["encode_json_header", "decode_json_header"]
 
@@ -142,7 +143,6 @@ def _ext_strings(ext: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 _decoder = json.JSONDecoder(parse_float=_FloatText)
 _scan = json.scanner.c_make_scanner(_decoder) if json.scanner.c_make_scanner else _decoder.scan_once
 _WS = " \t\n\r"
@@ -165,7 +165,7 @@ def _decode(text: str) -> Any:
 
 def _int_field(obj: dict, name: str) -> int:
     value = obj.get(name)
-    if type(value) is int and _I32_MIN <= value <= _I32_MAX:
+    if type(value) is int and INT32_MIN <= value <= INT32_MAX:
         return value
     if value is None:
         return 0
@@ -176,7 +176,7 @@ def _int_field(obj: dict, name: str) -> int:
             pass
     if type(value) is not int:
         raise HeaderDecodeError(f"JSON header field {name!r} is not an integer: {value!r}")
-    if not _I32_MIN <= value <= _I32_MAX:
+    if not INT32_MIN <= value <= INT32_MAX:
         raise HeaderDecodeError(f"JSON header field {name!r} out of range: {value}")
     return value
 

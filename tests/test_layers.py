@@ -8,8 +8,8 @@ level, inside functions, under ``if TYPE_CHECKING:``. The rules:
   (:data:`IO_MODULES`); readers over byte streams a caller opened are fine. It imports
   nothing of trocket above it.
 * codecs' *wire part* (:data:`WIRE`: frames, the command, the two header serializers,
-  serialize, errors, the HashMap order, the accelerator and the custom-header
-  machinery) imports only the wire part: no RocketMQ header, no message format.
+  serialize, errors, the HashMap order, Java's integer bounds, the accelerator and the
+  custom-header machinery) imports only the wire part: no RocketMQ header, no message format.
 * remoting/ imports only the wire part of codecs (plus the capture record its tap
   writes), and nothing of broker, client, conformance or spark; a subprocess checks
   that ``import trocket.remoting`` loads no other codecs module.
@@ -46,6 +46,7 @@ WIRE = frozenset({
     "trocket.codecs.serialize",
     "trocket.codecs.errors",
     "trocket.codecs.java_hashmap",
+    "trocket.codecs.java_ints",
     "trocket.codecs.accel",
     "trocket.codecs._accel",
     "trocket.codecs.custom_header",

@@ -29,6 +29,7 @@ import time
 from typing import Any
 
 from trocket.cli_client import _instance, _namesrv_arg, _run_trio, _table
+from trocket.codecs.java_ints import INT64_MAX
 from trocket.exit_codes import EXIT_OK
 
 __all__ = ["add_msg_commands"]
@@ -191,7 +192,7 @@ async def _by_id(inst, msg_id: str, topic: str | None) -> list[tuple[str, Any]]:
     except MessageIdError:
         if topic is None:
             raise ValueError(f"{msg_id!r} is no offset message id; give -t TOPIC to look it up as a unique key") from None
-    return await _by_key(inst, topic, msg_id, 32, _unique_begin(msg_id), 2**63 - 1, unique=True)
+    return await _by_key(inst, topic, msg_id, 32, _unique_begin(msg_id), INT64_MAX, unique=True)
 
 
 async def _by_queue_offset(inst, args: argparse.Namespace) -> list[tuple[str, Any]]:
@@ -239,7 +240,7 @@ async def _query(args: argparse.Namespace) -> int:
             found = await _by_key(inst, args.topic, args.key, args.max, begin, end, unique=False)
             what = f"key {args.key!r} on {args.topic}"
         elif args.unique_key is not None:
-            found = await _by_key(inst, args.topic, args.unique_key, 32, _unique_begin(args.unique_key), 2**63 - 1,
+            found = await _by_key(inst, args.topic, args.unique_key, 32, _unique_begin(args.unique_key), INT64_MAX,
                                   unique=True)
             what = f"unique key {args.unique_key} on {args.topic}"
         elif args.id is not None:

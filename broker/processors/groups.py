@@ -88,6 +88,7 @@ from trocket.codecs.bodies.groups import (
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import LanguageCode, RemotingCommand
 from trocket.codecs.errors import CodecError, InvalidNameError
+from trocket.codecs.java_ints import INT64_MAX
 from trocket.codecs.headers import (
     CloneGroupOffsetRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
@@ -127,8 +128,6 @@ SLAVE_REMARK = "Can't modify topic or subscription group from slave broker, plea
 CALL_CLIENT_TIMEOUT = 10.0
 #: ``Broker2Client.getConsumeStatus``: how long each client may take to answer
 CONSUMER_STATUS_TIMEOUT = 5.0
-#: ``Long.MAX_VALUE``: QUERY_CORRECTION_OFFSET's "no correction" for a queue
-JAVA_LONG_MAX = 2**63 - 1
 
 
 def _language_name(language: LanguageCode | None) -> str:
@@ -406,11 +405,11 @@ class GroupsProcessor:
         for group in offsets.groups_of_topic(topic) - left_out:
             for queue_id, offset in offsets.query_all(group, topic).items():
                 if offset >= store.get_min_offset(topic, queue_id):
-                    correction[queue_id] = min(offset, correction.get(queue_id, JAVA_LONG_MAX))
+                    correction[queue_id] = min(offset, correction.get(queue_id, INT64_MAX))
         if header.compareGroup not in left_out:
             for queue_id, offset in offsets.query_all(header.compareGroup, topic).items():
                 if queue_id in correction and correction[queue_id] > offset:
-                    correction[queue_id] = JAVA_LONG_MAX
+                    correction[queue_id] = INT64_MAX
         return reply(ResponseCode.SUCCESS, body=QueryCorrectionOffsetBody(correction).to_body())
 
 

@@ -18,6 +18,8 @@ import bisect
 
 import attrs
 
+from trocket.codecs.java_ints import INT64_MAX
+
 __all__ = ["PutTimes", "PUT_TIME_BUCKETS", "DISTRIBUTE_LIMITS", "DISTRIBUTE_NAMES", "put_time_percentile", "distribute"]
 
 
@@ -30,7 +32,7 @@ def _buckets() -> tuple[int, ...]:
         for _ in range(times):
             at += step
             out.append(at)
-    out.append(2**63 - 1)
+    out.append(INT64_MAX)  # Long.MAX_VALUE: everything above
     return tuple(out)
 
 

@@ -34,6 +34,7 @@ from typing import Any, Iterable, TypeVar
 import attrs
 
 from ..java_hashmap import java_string_hash
+from ..java_ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from .fastjson import Bean, BodyDecodeError, dumps_bytes, loads
 
 __all__ = [
@@ -62,8 +63,6 @@ EXPRESSION_TYPE_TAG = "TAG"
 EXPRESSION_TYPE_SQL92 = "SQL92"
 SUB_ALL = "*"
 
-_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
-_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
 
 class ConsumeType(enum.IntEnum):
@@ -153,7 +152,7 @@ def _int_field(obj: dict, name: str, where: str, *, required: bool = False, defa
         if required:
             raise BodyDecodeError(f"{_where(where, name)} is missing")
         return default
-    lo, hi = (_I64_MIN, _I64_MAX) if long else (_I32_MIN, _I32_MAX)
+    lo, hi = (INT64_MIN, INT64_MAX) if long else (INT32_MIN, INT32_MAX)
     return _int(value, _where(where, name), lo, hi)
 
 
@@ -182,7 +181,7 @@ def _enum(obj: dict, name: str, where: str, cls: type[E], default: E) -> E:
         if member is None:
             raise BodyDecodeError(f"{what}: unknown {cls.__name__} {_short(value)}")
         return member  # type: ignore[return-value]
-    ordinal = _int(value, what, _I32_MIN, _I32_MAX)
+    ordinal = _int(value, what, INT32_MIN, INT32_MAX)
     try:
         return cls(ordinal)
     except ValueError:
@@ -244,7 +243,7 @@ class SubscriptionData:
                 raise BodyDecodeError(f"{where}.tagsSet[{i}] is not a string: {_short(tag)}")
             tags.append(tag)
         codes = [
-            _int(code, f"{where}.codeSet[{i}]", _I32_MIN, _I32_MAX)
+            _int(code, f"{where}.codeSet[{i}]", INT32_MIN, INT32_MAX)
             for i, code in enumerate(_list(obj, "codeSet", where))
         ]
         return cls(

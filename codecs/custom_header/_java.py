@@ -33,6 +33,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..errors import CustomHeaderError
+from ..java_ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 
 __all__ = [
     "INT32_MIN",
@@ -52,10 +53,6 @@ __all__ = [
     "value_error",
 ]
 
-INT32_MIN = -(2**31)
-INT32_MAX = 2**31 - 1
-INT64_MIN = -(2**63)
-INT64_MAX = 2**63 - 1
 
 #: Field kinds and the Java types they stand for.
 KINDS = {

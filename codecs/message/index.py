@@ -25,6 +25,7 @@ from __future__ import annotations
 import struct
 
 from ..java_hashmap import java_string_hash
+from ..java_ints import INT32_MAX
 from .properties import get_property
 from .record import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, Buffer, dispatch_fields, peek_record
 from .sysflag import TRANSACTION_ROLLBACK_TYPE
@@ -48,7 +49,6 @@ INDEX_ENTRY_SIZE = 20
 _HEADER = struct.Struct(">qqqqii")
 _ENTRY = struct.Struct(">iqii")
 _SLOT = struct.Struct(">i")
-_INT_MAX = 2**31 - 1
 
 #: :func:`index_records` stopped at ``limit`` or after ``max_records``
 INDEX_DONE = 0
@@ -91,7 +91,7 @@ def put_index_key(index: Buffer, slot_num: int, index_num: int, header: list[int
     elif prev < 0:
         prev = 0
     begin = header[0]
-    diff = 0 if begin <= 0 else min(_INT_MAX, max(0, (store_timestamp - begin) // 1000))
+    diff = 0 if begin <= 0 else min(INT32_MAX, max(0, (store_timestamp - begin) // 1000))
     _ENTRY.pack_into(index, entry_at, key_hash, phy_offset, diff, prev)
     _SLOT.pack_into(index, slot_at, count)
     if count <= 1:

@@ -23,7 +23,7 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 
 from . import nodes
-from .java import INT_MAX, INT_MIN, JLong, number_format, runtime_error
+from .java import INT_MAX, INT_MIN, LONG_MAX, JLong, number_format, runtime_error
 from .nodes import Constant, Node, ParseError, Property
 
 __all__ = ["TokenMgrError", "parse"]
@@ -183,7 +183,7 @@ class _Build(Transformer):
         """``ConstantExpression.createFromDecimal``: a Long, an Integer when it fits."""
         text = str(c[0]).rstrip("lL")
         value = int(text)
-        if value > (1 << 63) - 1:
+        if value > LONG_MAX:
             raise number_format(text)
         return Constant(value if INT_MIN <= value <= INT_MAX else JLong(value))
 

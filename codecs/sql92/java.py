@@ -24,6 +24,7 @@ import re
 import struct
 
 from trocket.codecs.custom_header._java import format_double
+from trocket.codecs.java_ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 
 __all__ = [
     "INT_MAX",
@@ -38,8 +39,7 @@ __all__ = [
     "parse_long",
 ]
 
-INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
-LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
+INT_MIN, INT_MAX, LONG_MIN, LONG_MAX = INT32_MIN, INT32_MAX, INT64_MIN, INT64_MAX  # Java's names here
 
 
 class JLong(int):
