@@ -16,7 +16,12 @@ under one client:
   defaults). TPS is the producer's ``msgs_per_s``; the broker's CPU per message is user+sys
   of the broker process (``/proc``) over the producer's whole run divided by the messages
   the broker stored in it (the topic's queue offsets, read after), warm-up included on both
-  sides alike.
+  sides alike. The same producer also runs against the floor (``floor_responder.py
+  --mode trio-fd``: trio and the framework's own fd I/O answering every send with the
+  bytes of trocket's answer, no store, no checks, no header decode; it finds it through
+  a ``trocket broker`` whose name server advertises the floor's port): ``ceiling`` is
+  floor / Java, what a Python broker of this shape could reach here if its send path
+  cost nothing; the floor's CPU per message is over the messages the producer sent.
 * ``consume``: each broker is first filled with ``--consume-count`` messages (200k), then
   ``run-consumer.sh`` (DefaultMQPushConsumer from the first offset, a fresh group per round)
   drains them; its ``msgs_per_s``.
@@ -46,7 +51,7 @@ and by whatever else the machine runs: measure on a quiet machine.
 For produce and consume the load generator's own CPU per message is printed too
 (``gen cpu µs``, Java side / trocket side: the script's JVM, the marginal cost over a
 short run of the same program, so its start is left out), and
-the ``ceiling``: the TPS ratio trocket could reach if its broker cost nothing while the
+the ``cpu ceiling``: the TPS ratio trocket could reach if its broker cost nothing while the
 generator and the broker share the machine's cores, (Java's generator + Java's broker) /
 trocket's generator, per message. When the figures are CPU-bound, a goal above the
 ceiling cannot be met on this machine by the broker alone.
@@ -193,6 +198,28 @@ class TrocketSide(Side):
         self.wait_registered()
 
 
+class FloorSide(Side):
+    """``floor_responder.py --mode trio-fd`` behind a ``trocket broker`` (the router) whose
+    embedded name server hands out the floor's port: a producer looks its topic up there
+    (the default topic's route) and sends to the floor. ``pid`` is the floor's."""
+
+    name = "floor"
+
+    def start(self) -> None:
+        floor_port = free_port()
+        proc = self.spawn([sys.executable, str(HERE / "floor_responder.py"), "--port", str(floor_port),
+                           "--mode", "trio-fd"], "floor.log")
+        wait_port(floor_port, proc, "the floor responder")
+        self.pid = proc.pid
+        ns_port = free_port()
+        self.namesrv = f"127.0.0.1:{ns_port}"
+        router = self.spawn([sys.executable, "-m", "trocket", "broker", "--listen", f"127.0.0.1:{free_port()}",
+                             "--namesrv-listen", self.namesrv, "--advertise", f"127.0.0.1:{floor_port}",
+                             "--store", str(self.work / "floor-router-store")], "floor-router.log")
+        wait_port(ns_port, router, "the floor's router")
+        self.wait_registered()
+
+
 def client_instance(namesrv: str):
     from trocket.client.config import ClientConfig
     from trocket.client.instance import ClientInstance
@@ -240,7 +267,8 @@ def produce_once(bundle, side: Side, topic: str, threads: int, seconds: float, w
                               seconds + 120, work)
     cpu1 = cpu_seconds(side.pid)
     fields = result_fields(out, f"run-producer.sh against {side.name}")
-    stored = stored_messages(side.namesrv, topic)
+    # (the floor stores nothing: its CPU is per message sent)
+    stored = int(fields["sent"]) if isinstance(side, FloorSide) else stored_messages(side.namesrv, topic)
     return {"tps": float(fields["msgs_per_s"]), "errors": float(fields["errors"]),
             "cpu_us": cpu_per_message(cpu0, cpu1, stored)["cpu_us"] if stored else float("nan"),
             "gen_cpu": gen_cpu, "count": stored}
@@ -344,7 +372,9 @@ class Table:
             head += f" {compare + ' /s':>12} {new + '/' + compare:>13}"
         if cpu:
             head += (f" {base + ' cpu µs':>13} {new + ' cpu µs':>16} {'cpu ratio':>9}"
-                     f" {'gen cpu µs j/t':>15} {'ceiling':>8}")
+                     f" {'gen cpu µs j/t':>15} {'cpu ceiling':>11}")
+            if floor is not None:
+                head += f" {floor + ' cpu µs':>14}"
         print(head)
         ratios = []
         for row, sides in self.rows.items():
@@ -370,7 +400,9 @@ class Table:
                 # CPU-bound (the generator and the broker share the cores), the TPS ratio
                 # could be at most (gen + broker on the base side) / (gen on the new side):
                 # the new broker costing nothing
-                line += f" {bc:13.1f} {nc:16.1f} {cpu_ratio:9.2f} {bg:7.1f}/{ng:<7.1f} {(bg + bc) / ng:8.2f}"
+                line += f" {bc:13.1f} {nc:16.1f} {cpu_ratio:9.2f} {bg:7.1f}/{ng:<7.1f} {(bg + bc) / ng:11.2f}"
+                if floor is not None:
+                    line += f" {self.median(sides.get(floor, []), 'cpu_us'):14.1f}"
             print(line, flush=True)
             ratios.append((row, n / b if b else float("nan"), cpu_ratio))
         return ratios
@@ -413,15 +445,22 @@ def main(argv: list[str] | None = None) -> int:
                 produce_once(bundle, side, "VsJava_warmup", 4, args.warmup, work)
         if "produce" in parts:
             table = Table()
+            floor = FloorSide(work)
+            sides.append(floor)
+            floor.start()
+            produce_once(bundle, floor, "VsJava_warmup", 4, max(1.0, args.warmup / 4), work)
             shorts = {(side.name, t): produce_once(bundle, side, f"VsJava_p{t}_short", t, 0, work)
                       for side in brokers for t in threads}  # the 1 s warm-up only: the generator's start
             for r in range(args.rounds):
                 for t in threads:
-                    for side in brokers if r % 2 == 0 else brokers[::-1]:
+                    order = brokers + [floor]
+                    for side in order if r % 2 == 0 else order[::-1]:
                         fig = produce_once(bundle, side, f"VsJava_p{t}_r{r}", t, args.seconds, work)
-                        table.add(f"produce {t:2d} threads", side.name, with_generator_cost(fig, shorts[side.name, t]))
+                        if side is not floor:
+                            fig = with_generator_cost(fig, shorts[side.name, t])
+                        table.add(f"produce {t:2d} threads", side.name, fig)
             for row, ratio, cpu in table.print("produce (run-producer.sh; broker CPU per stored message)",
-                                               "java", "trocket", cpu=True):
+                                               "java", "trocket", cpu=True, floor="floor"):
                 summary.append(f"{row}: {ratio:.2f}x TPS, {cpu:.2f}x CPU/msg")
         if "consume" in parts:
             table = Table()
