@@ -21,7 +21,8 @@ under one client:
   bytes of trocket's answer, no store, no checks, no header decode; it finds it through
   a ``trocket broker`` whose name server advertises the floor's port): ``ceiling`` is
   floor / Java, what a Python broker of this shape could reach here if its send path
-  cost nothing; the floor's CPU per message is over the messages the producer sent.
+  cost nothing, and ``trocket/floor`` how close trocket comes to it; the floor's CPU per
+  message is over the messages the producer sent.
 * ``consume``: each broker is first filled with ``--consume-count`` messages (200k), then
   ``run-consumer.sh`` (DefaultMQPushConsumer from the first offset, a fresh group per round)
   drains them; its ``msgs_per_s``.
@@ -32,7 +33,8 @@ under one client:
   and ROCKETMQ serialization; and against the floor (``remoting_echo.py --floor-serve``:
   trio, each frame of a read made its answer by patching code and flag, no codec, no
   dispatch, the answers of a read in one send). ``ceiling`` is floor / Java: the client
-  runs on the same two cores, so no server of this shape can pass that ratio here.
+  runs on the same two cores, so no server of this shape can pass that ratio here
+  (``trocket/floor``: how close trocket comes).
   ``--compare DIR`` adds another tree's echo server (``DIR`` holds it as the ``trocket``
   package and goes first on its ``PYTHONPATH``, as ``send_path.py --compare``), in the same
   alternating rounds: the column ``base`` and the ratio trocket / base.
@@ -367,7 +369,7 @@ class Table:
         print(f"\n{title}")
         head = f"{'':28} {base + ' /s':>12} {new + ' /s':>12} {'ratio':>7}"
         if floor is not None:
-            head += f" {floor + ' /s':>12} {'ceiling':>8}"
+            head += f" {floor + ' /s':>12} {'ceiling':>8} {new + '/' + floor:>14}"
         if compare is not None:
             head += f" {compare + ' /s':>12} {new + '/' + compare:>13}"
         if cpu:
@@ -386,7 +388,7 @@ class Table:
                 # the fastest server of the same shape against the same client: the
                 # ratio no server could pass with this client on this machine
                 f = self.median(sides.get(floor, []), "tps")
-                line += f" {f:12,.0f} {f / b if b else float('nan'):8.2f}"
+                line += f" {f:12,.0f} {f / b if b else float('nan'):8.2f} {n / f if f else float('nan'):14.2f}"
                 if f < n:  # then it is no floor of this shape: the framework does better
                     line += " (not a floor here: below trocket)"
             if compare is not None:
