@@ -121,6 +121,24 @@ def test_counter_wraps_at_16_bits():
     assert gen.next_id(now).endswith("0000")
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(min_value=ms(2020, 1, 1), max_value=ms(2030, 1, 1)),
+    st.lists(st.sampled_from([0, 0, 1, 7, 86_400_000, -2000, -5_000_000]), min_size=1, max_size=80),
+)
+def test_next_id_made_once_per_ms_matches_making_each_id(start, steps):
+    """``next_id`` makes the prefix and time part once per millisecond: the ids are the
+    ones made from scratch each time, over repeated ms, new ms, days (months roll over)
+    and clock steps back."""
+    cached = UniqueIdGenerator("127.0.0.1", 1, 1)
+    fresh = UniqueIdGenerator("127.0.0.1", 1, 1)
+    now = start
+    for step in steps:
+        now += step
+        fresh._head_ms = None  # (white box: nothing kept from the last call)
+        assert cached.next_id(now) == fresh.next_id(now)
+
+
 def test_month_rollover_and_clock_steps():
     gen = UniqueIdGenerator("127.0.0.1", 1, 1, start_ms=ms(2024, 2, 20))
     feb = ms(2024, 2, 1)
