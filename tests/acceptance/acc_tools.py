@@ -248,16 +248,18 @@ class CountingProxy:
 
     def _pump(self, src: socket.socket, dst: socket.socket, cid: int, from_client: bool) -> None:
         """Relay one direction, parsing the frames that pass (client requests, broker
-        responses; requests the broker makes of clients are ignored)."""
+        responses; requests the broker makes of clients are ignored). Parsed before they
+        are passed on: a request must be on record before the broker can answer it (the
+        other direction's thread would otherwise drop an answer that beats it there)."""
         buf = bytearray()
         try:
             while True:
                 data = src.recv(262144)
                 if not data:
                     break
-                dst.sendall(data)
                 buf += data
                 self._parse(buf, cid, from_client)
+                dst.sendall(data)
         except OSError:
             pass
         finally:
