@@ -64,7 +64,6 @@ EXPRESSION_TYPE_SQL92 = "SQL92"
 SUB_ALL = "*"
 
 
-
 class ConsumeType(enum.IntEnum):
     """``ConsumeType``: ordinal 0 = pull consumer, 1 = push consumer."""
 

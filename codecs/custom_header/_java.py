@@ -36,10 +36,6 @@ from ..errors import CustomHeaderError
 from ..java_ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 
 __all__ = [
-    "INT32_MIN",
-    "INT32_MAX",
-    "INT64_MIN",
-    "INT64_MAX",
     "KINDS",
     "BOOLS",
     "parse_int32",

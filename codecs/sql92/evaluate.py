@@ -25,7 +25,9 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Iterator, Mapping
 
-from .java import INT_MIN, JLong, JavaError, _compare_doubles, java_compare, parse_double, parse_int, parse_long
+from trocket.codecs.java_ints import INT32_MIN
+
+from .java import JLong, JavaError, _compare_doubles, java_compare, parse_double, parse_int, parse_long
 from .nodes import Binary, Constant, In, Node, Property, Unary
 
 __all__ = ["Evaluator", "compile_node", "property_names"]
@@ -59,7 +61,7 @@ def _order(lv: object, rv: object) -> int:
 def _negate(v: object) -> object:
     t = type(v)
     if t is int:
-        return v if v == INT_MIN else -v  # type: ignore[operator]
+        return v if v == INT32_MIN else -v  # type: ignore[operator]
     if t is JLong:
         return v if v == _LONG_MIN else JLong(-v)  # type: ignore[operator]
     if t is float:

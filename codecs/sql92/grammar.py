@@ -23,7 +23,9 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 
 from . import nodes
-from .java import INT_MAX, INT_MIN, LONG_MAX, JLong, number_format, runtime_error
+from trocket.codecs.java_ints import INT32_MAX, INT32_MIN, INT64_MAX
+
+from .java import JLong, number_format, runtime_error
 from .nodes import Constant, Node, ParseError, Property
 
 __all__ = ["TokenMgrError", "parse"]
@@ -183,9 +185,9 @@ class _Build(Transformer):
         """``ConstantExpression.createFromDecimal``: a Long, an Integer when it fits."""
         text = str(c[0]).rstrip("lL")
         value = int(text)
-        if value > LONG_MAX:
+        if value > INT64_MAX:
             raise number_format(text)
-        return Constant(value if INT_MIN <= value <= INT_MAX else JLong(value))
+        return Constant(value if INT32_MIN <= value <= INT32_MAX else JLong(value))
 
     def float_(self, c: list) -> Node:
         """``ConstantExpression.createFloat``: 0.0 and anything that rounds to 0 are refused

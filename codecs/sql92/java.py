@@ -27,8 +27,6 @@ from trocket.codecs.custom_header._java import format_double
 from trocket.codecs.java_ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 
 __all__ = [
-    "INT_MAX",
-    "INT_MIN",
     "JLong",
     "JavaError",
     "java_compare",
@@ -38,8 +36,6 @@ __all__ = [
     "parse_int",
     "parse_long",
 ]
-
-INT_MIN, INT_MAX, LONG_MIN, LONG_MAX = INT32_MIN, INT32_MAX, INT64_MIN, INT64_MAX  # Java's names here
 
 
 class JLong(int):
@@ -84,12 +80,12 @@ def _parse_integral(text: str, lo: int, hi: int) -> int:
 
 def parse_int(text: str) -> int:
     """``Integer.valueOf(String)``."""
-    return _parse_integral(text, INT_MIN, INT_MAX)
+    return _parse_integral(text, INT32_MIN, INT32_MAX)
 
 
 def parse_long(text: str) -> JLong:
     """``Long.valueOf(String)``."""
-    return JLong(_parse_integral(text, LONG_MIN, LONG_MAX))
+    return JLong(_parse_integral(text, INT64_MIN, INT64_MAX))
 
 
 def _java_trim(text: str) -> str:

@@ -27,7 +27,7 @@ from trocket.codecs.custom_header import (
     is_header_class,
     register_codec,
 )
-from trocket.codecs.custom_header._java import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
+from trocket.codecs.java_ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from trocket.codecs.java_hashmap import hashmap_reordered
 from trocket.codecs.custom_header.compiled import _stores_directly, codec_source
 from trocket.codecs.errors import CustomHeaderError

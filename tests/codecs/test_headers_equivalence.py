@@ -18,7 +18,7 @@ from trocket.codecs.custom_header import (
     header_fields,
     is_header_class,
 )
-from trocket.codecs.custom_header._java import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
+from trocket.codecs.java_ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from trocket.codecs.errors import CustomHeaderError
 from trocket.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
 
