@@ -362,7 +362,8 @@ class IndexService:
                     continue
                 while self._unflushed:
                     await trio.to_thread.run_sync(self._unflushed.pop(0).flush)
-                await self._prefault()
+                if self._prefault_range() is not None:
+                    await self._prefault()
                 if done >= PASS_RECORDS:
                     await trio.lowlevel.checkpoint()  # more to do: after the others' turn
                     continue
