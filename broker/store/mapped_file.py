@@ -31,7 +31,7 @@ import errno
 import mmap
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import attrs
 
@@ -44,10 +44,12 @@ _MADV_RANDOM = getattr(mmap, "MADV_RANDOM", None)
 _MADV_NORMAL = getattr(mmap, "MADV_NORMAL", None)
 #: Linux 5.14's ``MADV_POPULATE_WRITE`` (Python 3.11's mmap module does not name it)
 _MADV_POPULATE_WRITE = 23
-_madvise = None
+_madvise: Callable[[int, int, int], int] | None = None
 
 
-def _libc_madvise():  # ctypes releases the GIL around the call; mmap.madvise keeps it
+def _libc_madvise() -> Callable[[int, int, int], int]:
+    """libc's ``madvise`` (ctypes releases the GIL around the call; ``mmap.madvise``
+    keeps it)."""
     global _madvise
     if _madvise is None:
         fn = ctypes.CDLL(None, use_errno=True).madvise
