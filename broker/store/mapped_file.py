@@ -31,7 +31,7 @@ import errno
 import mmap
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import attrs
 
@@ -42,6 +42,21 @@ _FSYNC = os.fdatasync if sys.platform.startswith("linux") else os.fsync
 _ZERO_CHUNK = bytes(1 << 16)
 _MADV_RANDOM = getattr(mmap, "MADV_RANDOM", None)
 _MADV_NORMAL = getattr(mmap, "MADV_NORMAL", None)
+#: Linux 5.14's ``MADV_POPULATE_WRITE`` (Python 3.11's mmap module does not name it)
+_MADV_POPULATE_WRITE = 23
+_madvise: Callable[[int, int, int], int] | None = None
+
+
+def _libc_madvise() -> Callable[[int, int, int], int]:
+    """libc's ``madvise`` (ctypes releases the GIL around the call; ``mmap.madvise``
+    keeps it)."""
+    global _madvise
+    if _madvise is None:
+        fn = ctypes.CDLL(None, use_errno=True).madvise
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        fn.restype = ctypes.c_int
+        _madvise = fn
+    return _madvise
 
 
 def segment_name(offset: int) -> str:
@@ -279,6 +294,30 @@ class MappedFile:
         anchor = ctypes.c_char.from_buffer(mm)
         try:
             ctypes.memset(ctypes.addressof(anchor), 0, 1)
+        finally:
+            del anchor
+
+    def populate(self, start: int, end: int) -> bool:
+        """Take the write faults of the pages of ``[start, end)`` now, without changing a
+        byte (``madvise(MADV_POPULATE_WRITE)``: each page read in or made, made writable
+        and dirty, as a first write would): a later write to them takes no fault. Meant
+        for a worker thread: the call releases the GIL and holds the map (a
+        :meth:`close` meanwhile leaves the unmapping to its end). False where the kernel
+        (before Linux 5.14) or the platform cannot, or the file system refuses (a full
+        disk)."""
+        mm = self._mm
+        if mm is None or not sys.platform.startswith("linux"):
+            return False
+        start = max(0, start - start % _PAGE)
+        end = min(end, self.file_size)
+        if start >= end:
+            return True
+        try:
+            anchor = ctypes.c_char.from_buffer(mm)
+        except (ValueError, TypeError):  # closed meanwhile
+            return False
+        try:
+            return _libc_madvise()(ctypes.addressof(anchor) + start, end - start, _MADV_POPULATE_WRITE) == 0
         finally:
             del anchor
 

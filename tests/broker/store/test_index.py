@@ -163,3 +163,66 @@ def test_the_index_task_waits_for_the_next_record_once_caught_up(tmp_path):
         store.shutdown()
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_populate_takes_a_files_write_faults_without_changing_a_byte(tmp_path):
+    """MappedFile.populate (madvise MADV_POPULATE_WRITE): the pages of the range get
+    their blocks (the sparse file grows on disk) and their bytes stay as they were."""
+    f = IndexFile.create(str(tmp_path / "20260101000000000"), slot_num=4096, index_num=2048)
+    base = 1_700_000_000_000
+    for i in range(50):
+        assert f.put(index_key_hash(f"T#k{i}"), 1000 + i, base + i)
+    before = bytes(f.mf.view)
+    blocks = os.stat(f.path).st_blocks
+    assert f.mf.populate(HEADER_SIZE + 1, f.mf.file_size)  # from the start of its page
+    assert bytes(f.mf.view) == before
+    assert os.stat(f.path).st_blocks * 512 >= f.mf.file_size - 4096 > blocks * 512
+    f.close()
+    assert not f.mf.populate(0, 4096)  # closed: nothing to populate
+
+
+def test_the_index_task_flushes_full_files_in_a_thread_and_populates_ahead(tmp_path, monkeypatch):
+    """A full file's fdatasync runs in a worker thread, not on the event loop's; once the
+    last file holds PREFAULT_AFTER_ENTRIES, its slot table (in chunks) and the entries
+    ahead of the next are populated, so the puts find their pages made; every key is
+    found as before."""
+    import threading
+
+    from trocket.broker.store import index as index_module
+
+    monkeypatch.setattr(index_module, "PREFAULT_AFTER_ENTRIES", 16)
+    monkeypatch.setattr(index_module, "PREFAULT_CHUNK", 4096)
+    monkeypatch.setattr(index_module, "PREFAULT_AHEAD", 8192)
+    flushed: list[tuple[str, bool]] = []
+    flush = IndexFile.flush
+
+    def recording_flush(self: IndexFile) -> None:
+        flushed.append((os.path.basename(self.path), threading.current_thread() is threading.main_thread()))
+        flush(self)
+
+    monkeypatch.setattr(IndexFile, "flush", recording_flush)
+
+    async def main() -> None:
+        store = MessageStore.open(small_config(tmp_path / "p", max_hash_slot_num=3000, max_index_num=900))
+        index = store.index
+        async with trio.open_nursery() as nursery:
+            await nursery.start(store.run)
+            for i in range(400):  # 3 keys each: 1,200 entries, two files
+                store.put_message(_keyed(i))
+                if i % 50 == 49:
+                    await trio.sleep(0.02)
+            with trio.fail_after(5):
+                while index.next_offset < store.commit_log.max_offset:
+                    await trio.sleep(0.01)
+            await trio.sleep(0.05)  # a pass after the last: the pages ahead topped up
+            assert len(index.files) == 2 and flushed == [(os.path.basename(index.files[0].path), False)]
+            last = index.files[-1]
+            entries_at = HEADER_SIZE + 3000 * 4
+            assert last.populated >= entries_at + last.index_count * 20 + 4096
+            assert os.stat(last.path).st_blocks * 512 >= last.populated - 4096
+            nursery.cancel_scope.cancel()
+        now = int(time.time() * 1000) + 1000
+        assert all(index.query("IT", f"order-{i}", 10, 0, now)[0] for i in range(400))
+        store.shutdown()
+
+    trio.run(main)
