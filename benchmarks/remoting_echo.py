@@ -21,7 +21,7 @@ The same server also serves the echo as a typed service (``remoting.Service``: a
 custom header class ``EchoHeader`` decoded and encoded by its generated codec, a
 handler, a ``Stub`` on the calling side), on code 101 with the same bytes on the
 wire; each shape is measured that way too (``--no-typed`` leaves it out).
-``typed cost`` is the plain processor path's rate over the typed one (1.05x: the
+``typed cost`` is the plain processor path's rate over the typed one (e.g. 1.05x: the
 typed path takes 5% longer per call). Throughput on a shared machine moves with
 its load, so each path's CPU time per call is printed too, of this process (``cli
 µs``) and of the spawned server (``srv µs``, from /proc; ``-`` with ``--target``):

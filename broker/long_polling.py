@@ -42,7 +42,7 @@ import itertools
 import logging
 import math
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 import attrs
 import trio
@@ -52,6 +52,7 @@ from trocket.remoting.errors import RemotingSendRequestError
 
 if TYPE_CHECKING:
     from trocket.broker.store import MessageStore
+    from trocket.codecs.headers import PullMessageRequestHeader
     from trocket.remoting import Connection
 
 __all__ = ["HeldPull", "PullHoldService"]
@@ -66,7 +67,7 @@ _MAX_TRACKED_TAGS = 64
 @attrs.define(slots=True, eq=False)
 class HeldPull:
     """One suspended pull. ``codes`` is the subscription's tag-hash set (None: ``*``);
-    ``state`` is whatever the pull processor needs to re-run it."""
+    ``state`` is the pull's decoded header, what the pull processor re-runs it with."""
 
     conn: Connection
     request: RemotingCommand
@@ -75,7 +76,7 @@ class HeldPull:
     offset: int
     deadline: float  # trio clock
     codes: frozenset[int] | None = None
-    state: Any = None
+    state: PullMessageRequestHeader | None = None
     done: bool = False
 
 

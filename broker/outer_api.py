@@ -21,8 +21,8 @@ registers at once, oneway, when a topic is created on send or send-back).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Protocol, Union
 
 import trio
 
@@ -40,6 +40,11 @@ from trocket.codecs.headers.namesrv import (
     UnregisterBrokerRequestHeader,
 )
 from trocket.codecs.message.crc import body_crc
+
+if TYPE_CHECKING:
+    from trocket.remoting import RemotingClient
+
+    from .store import TopicConfig
 
 __all__ = [
     "BrokerOuterAPI",
@@ -81,7 +86,20 @@ def parse_namesrv_addrs(addrs: Iterable[str] | str | None) -> list[str]:
     return [a.strip() for a in addrs if a and a.strip()]
 
 
-def topic_config_wrapper_of(source: Any) -> TopicConfigSerializeWrapper:
+class TopicTable(Protocol):
+    """What registration reads of a topic table (the store's ``TopicConfigManager``)."""
+
+    data_version_counter: int
+    data_version_timestamp: int
+
+    def all(self) -> Mapping[str, TopicConfig]: ...
+
+
+#: the topics a registration carries: a wrapper made already, or a table to make it from
+TopicSource = Union[TopicConfigSerializeWrapper, TopicTable]
+
+
+def topic_config_wrapper_of(source: TopicSource) -> TopicConfigSerializeWrapper:
     """``TopicConfigManager.buildTopicConfigSerializeWrapper()``: every topic config and
     the data version, from a :class:`TopicConfigSerializeWrapper` (returned as is) or a
     store ``TopicConfigManager`` (anything with ``all()``, ``data_version_counter`` and
@@ -94,7 +112,7 @@ def topic_config_wrapper_of(source: Any) -> TopicConfigSerializeWrapper:
 
 
 class BrokerOuterAPI:
-    def __init__(self, remoting_client: Any, namesrv_addrs: Iterable[str] | str | None = None) -> None:
+    def __init__(self, remoting_client: RemotingClient, namesrv_addrs: Iterable[str] | str | None = None) -> None:
         self.remoting_client = remoting_client
         self._namesrv_addrs = parse_namesrv_addrs(namesrv_addrs)
 
@@ -111,7 +129,7 @@ class BrokerOuterAPI:
         broker_name: str,
         broker_id: int,
         ha_server_addr: str,
-        topic_config_wrapper: Any,
+        topic_config_wrapper: TopicSource,
         timeout: float = REGISTER_BROKER_TIMEOUT,
         *,
         filter_server_list: Iterable[str] = (),

@@ -29,7 +29,7 @@ import logging
 import uuid
 import zlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -50,6 +50,9 @@ from trocket.codecs.names import REPLY_TOPIC_POSTFIX
 from .errors import ClientError, RequestTimeoutError
 from .futures import SendFuture
 from .message import Message, MessageExt, SendResult
+
+if TYPE_CHECKING:
+    from .producer import Producer
 
 __all__ = [
     "REPLY_MESSAGE_FLAG",
@@ -159,7 +162,7 @@ def create_reply_message(request: Message, body: bytes | str) -> Message:
     return reply
 
 
-async def send_reply(producer: Any, request: Message, body: bytes | str, *, timeout: float | None = None) -> SendResult:
+async def send_reply(producer: Producer, request: Message, body: bytes | str, *, timeout: float | None = None) -> SendResult:
     """Answer ``request`` with ``body`` through ``producer`` (any
     :class:`~trocket.client.producer.Producer`): :func:`create_reply_message`, sent
     with SEND_REPLY_MESSAGE_V2. A requester gone or timed out makes the broker answer

@@ -14,29 +14,26 @@ came with the RAW flag. Once a direction has lost the frame boundaries it stays
 raw until the connection ends (no guessing at a resynchronisation).
 
 Half-closes are passed on (EOF one way, the other way keeps flowing); the
-connection ends when both directions have ended. SIGINT/SIGTERM: stop accepting,
-close every connection, write out the capture, exit 0.
+connection ends when both directions have ended. The command that runs it (SIGINT/SIGTERM:
+stop accepting, close every connection, write out the capture) is
+``trocket/cli_replay.py``'s.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
-import signal
 import ssl
 import sys
 import time
 
 import trio
 
-from trocket import interrupt
 from trocket.codecs.capture import FLAG_RAW, Direction, Role
 from trocket.codecs.errors import CodecError
 from trocket.codecs.serialize import decode_command
 from trocket.remoting.server import open_listeners
-from trocket.remoting.tap import FileTap
 
-__all__ = ["FrameRecorder", "CaptureProxy", "main_proxy"]
+__all__ = ["FrameRecorder", "CaptureProxy"]
 
 _MAX_FRAME = 16 * 1024 * 1024
 _IO_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
@@ -195,51 +192,3 @@ async def _handshake(stream: trio.SSLStream) -> trio.SSLStream:
 def _addr(sockname) -> str:
     host, port = sockname[0], sockname[1]
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-async def run_proxy(listen, upstream, tap, *, listen_ssl=None, upstream_ssl=None,
-                    task_status=trio.TASK_STATUS_IGNORED) -> CaptureProxy:
-    """Serve until SIGINT/SIGTERM (or cancellation)."""
-    proxy = CaptureProxy(listen, upstream, tap, listen_ssl=listen_ssl, upstream_ssl=upstream_ssl)
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with trio.open_nursery() as nursery:
-            await nursery.start(proxy.serve)
-            print(f"trocket capture proxy: {listen[0]}:{proxy.port} -> {upstream[0]}:{upstream[1]}, "
-                  "recording", file=sys.stderr, flush=True)
-            task_status.started(proxy)
-            async for signum in signals:
-                interrupt.note(signum)  # flushed and reported, then the exit status is 130 or 143
-                break
-            nursery.cancel_scope.cancel()
-    return proxy
-
-
-def main_proxy(listen: tuple[str, int], upstream: tuple[str, int], out: str, *,
-               listen_ssl: ssl.SSLContext | None = None, upstream_ssl: ssl.SSLContext | None = None) -> int:
-    try:
-        tap = FileTap(out, flush_interval=0.5)
-    except OSError as exc:
-        print(f"trocket capture proxy: error: cannot open {out}: {exc}", file=sys.stderr)
-        return 1
-    status = 0
-    proxy = None
-    try:
-        proxy = trio.run(functools.partial(run_proxy, listen, upstream, tap, listen_ssl=listen_ssl,
-                                           upstream_ssl=upstream_ssl))
-    except BaseException as exc:  # noqa: BLE001 - unwrap trio's exception groups
-        if interrupt.is_interrupt(exc):  # before the signal receiver was up: still flushed
-            interrupt.note(signal.SIGINT)
-            return 0
-        leaf = exc
-        while isinstance(leaf, BaseExceptionGroup) and leaf.exceptions:
-            leaf = leaf.exceptions[0]
-        if not isinstance(leaf, OSError):
-            raise
-        print(f"trocket capture proxy: error: {leaf.strerror or leaf}", file=sys.stderr)
-        status = 1
-    finally:
-        tap.close()
-    if proxy is not None:
-        print(f"trocket capture proxy: {proxy.connections} connections, {proxy.frames} frames, "
-              f"{proxy.raw_records} raw records; {tap.summary()}", file=sys.stderr)
-    return status if not (tap.dropped or tap.lost) else 1

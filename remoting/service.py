@@ -32,12 +32,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trocket.codecs.command import RemotingCommand
 
 from .processor import Processor
 from .rpc import Method, Reply
+
+if TYPE_CHECKING:
+    from .connection import Connection
+    from .endpoint import RemotingEndpoint
 
 __all__ = ["Service", "Handler"]
 
@@ -94,7 +98,7 @@ class Service:
     def methods(self) -> list[Method]:
         return [entry[0] for entry in self._entries.values()]
 
-    def register(self, endpoint: Any) -> None:
+    def register(self, endpoint: RemotingEndpoint) -> None:
         """Register every handler on ``endpoint`` (a RemotingServer or RemotingClient)."""
         for code, (_, processor, limit, queue, inline) in self._entries.items():
             endpoint.register_processor(code, processor, limit=limit, queue=queue, inline=inline)
@@ -111,23 +115,23 @@ def _processor(method: Method, fn: Handler, channel: bool) -> Processor:
     if inspect.iscoroutinefunction(fn):
         if channel:
 
-            async def process_async_channel(conn: Any, request: RemotingCommand) -> RemotingCommand:
+            async def process_async_channel(conn: Connection, request: RemotingCommand) -> RemotingCommand:
                 return answer(await fn(None if decode is None else decode(request.ext_fields), request.body, conn))
 
             return process_async_channel
 
-        async def process_async(conn: Any, request: RemotingCommand) -> RemotingCommand:
+        async def process_async(conn: Connection, request: RemotingCommand) -> RemotingCommand:
             return answer(await fn(None if decode is None else decode(request.ext_fields), request.body))
 
         return process_async
     if channel:
 
-        def process_channel(conn: Any, request: RemotingCommand) -> RemotingCommand:
+        def process_channel(conn: Connection, request: RemotingCommand) -> RemotingCommand:
             return answer(fn(None if decode is None else decode(request.ext_fields), request.body, conn))
 
         return process_channel
 
-    def process(conn: Any, request: RemotingCommand) -> RemotingCommand:
+    def process(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         return answer(fn(None if decode is None else decode(request.ext_fields), request.body))
 
     return process

@@ -31,12 +31,16 @@ that accepted it (``KVNotices(server, conn)``: servers push to their clients).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from trocket.codecs.command import RemotingCommand, SerializeType
 
 from .response import ResponseFuture
 from .rpc import Method, Reply, ServiceError, error_for, error_table
+
+if TYPE_CHECKING:
+    from .connection import Connection
+    from .endpoint import RemotingEndpoint
 
 __all__ = ["Stub", "Call", "ReplyFuture"]
 
@@ -62,8 +66,8 @@ class Stub:
 
     def __init__(
         self,
-        endpoint: Any,
-        target: Any,
+        endpoint: RemotingEndpoint,
+        target: str | Connection,
         *,
         timeout: float = 3.0,
         serialize_type: SerializeType = SerializeType.JSON,

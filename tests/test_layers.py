@@ -15,6 +15,9 @@ level, inside functions, under ``if TYPE_CHECKING:``. The rules:
   that ``import trocket.remoting`` loads no other codecs module.
 * client/ never imports broker/, broker/ never imports client/.
 * spark/ imports codecs only; conformance/ imports neither broker nor client.
+* No layer imports the command side, ``trocket/`` (the CLI, its helpers), but for
+  :data:`COMMAND_SIDE_ALLOWED`: ``trocket._version``, a leaf of the standard library
+  that reads the package metadata (checked here too).
 
 remoting's own modules import each other without a cycle:
 ``tests/remoting/test_module_graph.py``.
@@ -68,6 +71,12 @@ IO_ALLOWED = {
 }
 
 LAYERS = ("codecs", "remoting", "broker", "client", "conformance", "spark")
+
+#: What the layers may import of the command side (``trocket/``), and why.
+COMMAND_SIDE_ALLOWED = {
+    "trocket._version": "the distribution's version from the package metadata (the broker reports it); "
+                        "a leaf of the standard library",
+}
 
 
 @attrs.frozen
@@ -194,6 +203,8 @@ def violations(imports: Iterable[Import]) -> list[str]:
             broken(imp, f"spark/ imports codecs only, not {dst}/")
         elif src == "conformance" and dst in ("broker", "client"):
             broken(imp, f"conformance/ imports no {dst}/")
+        if src in LAYERS and dst is not None and dst not in LAYERS and imp.target not in COMMAND_SIDE_ALLOWED:
+            broken(imp, "no layer imports the command side, trocket/ (tests/test_layers.COMMAND_SIDE_ALLOWED)")
     return found
 
 
@@ -208,6 +219,14 @@ def test_every_layer_keeps_its_rules():
             "trocket.conformance.replay"} <= modules  # the whole tree was read
     problems = violations(imports)
     assert not problems, "\n".join(["layer rules broken (docs/design.md, tests/test_layers.py):", *problems])
+
+
+def test_the_allowed_command_side_modules_are_standard_library_leaves():
+    for module in COMMAND_SIDE_ALLOWED:
+        path = ROOT / "trocket" / (module.rpartition(".")[2] + ".py")
+        targets = {imp.target.split(".")[0] for imp in imports_of(module, path.read_text(), is_package=False,
+                                                                       pyx=False, known=())}
+        assert targets and targets <= sys.stdlib_module_names, f"{module} imports {targets - sys.stdlib_module_names}"
 
 
 def test_the_declared_wire_part_exists():
@@ -265,6 +284,9 @@ def test_the_checker_finds_each_kind_of_violation():
     assert "codecs/ imports nothing of trocket above it" in _check("trocket.codecs.x", "from trocket import cli")[0]
     assert _check("trocket.codecs.accel", "import os") == []  # the one allowed, with its reason
     assert _check("trocket.remoting.tap", "from trocket.codecs.capture import X") == []
+    assert "no layer imports the command side" in _check("trocket.conformance.proxy", "from trocket import interrupt")[0]
+    assert "no layer imports the command side" in _check("trocket.client.x", "import trocket.cli_client")[0]
+    assert _check("trocket.broker.controller", "from trocket._version import version") == []
 
 
 def test_relative_imports_resolve():

@@ -15,8 +15,12 @@ import argparse
 import re
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from trocket.exit_codes import EXIT_FAIL, EXIT_OK, EXIT_USAGE
+
+if TYPE_CHECKING:
+    import ssl
 
 
 def _hostport(text: str) -> tuple[str, int]:
@@ -223,7 +227,6 @@ def add_proxy_command(capture_sub: argparse._SubParsersAction) -> None:
 
 
 def run_proxy_command(args: argparse.Namespace) -> int:
-    from trocket.conformance.proxy import main_proxy
     from trocket.remoting.tls import TlsSettings
 
     try:
@@ -236,4 +239,57 @@ def run_proxy_command(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"trocket capture proxy: error: {exc}", file=sys.stderr)
         return 1
-    return main_proxy(args.listen, args.upstream, args.out, listen_ssl=listen_ssl, upstream_ssl=upstream_ssl)
+    return _main_proxy(args.listen, args.upstream, args.out, listen_ssl=listen_ssl, upstream_ssl=upstream_ssl)
+
+
+def _main_proxy(listen: tuple[str, int], upstream: tuple[str, int], out: str, *,
+                listen_ssl: ssl.SSLContext | None = None, upstream_ssl: ssl.SSLContext | None = None) -> int:
+    """Record through a :class:`~trocket.conformance.proxy.CaptureProxy` into ``out`` until
+    SIGINT/SIGTERM: the capture written out, a summary line, then the exit status of the
+    one Ctrl-C rule (``trocket/interrupt.py``: 130 or 143); 1 when it cannot listen or
+    the capture lost records."""
+    import trio
+
+    from trocket import interrupt
+    from trocket.conformance.proxy import CaptureProxy
+    from trocket.remoting.tap import FileTap
+
+    async def serve() -> CaptureProxy:
+        proxy = CaptureProxy(listen, upstream, tap, listen_ssl=listen_ssl, upstream_ssl=upstream_ssl)
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(proxy.serve)
+                print(f"trocket capture proxy: {listen[0]}:{proxy.port} -> {upstream[0]}:{upstream[1]}, "
+                      "recording", file=sys.stderr, flush=True)
+                async for signum in signals:
+                    interrupt.note(signum)  # flushed and reported, then the exit status is 130 or 143
+                    break
+                nursery.cancel_scope.cancel()
+        return proxy
+
+    try:
+        tap = FileTap(out, flush_interval=0.5)
+    except OSError as exc:
+        print(f"trocket capture proxy: error: cannot open {out}: {exc}", file=sys.stderr)
+        return 1
+    status = 0
+    proxy = None
+    try:
+        proxy = trio.run(serve)
+    except BaseException as exc:  # noqa: BLE001 - unwrap trio's exception groups
+        if interrupt.is_interrupt(exc):  # before the signal receiver was up: still flushed
+            interrupt.note(signal.SIGINT)
+            return 0
+        leaf = exc
+        while isinstance(leaf, BaseExceptionGroup) and leaf.exceptions:
+            leaf = leaf.exceptions[0]
+        if not isinstance(leaf, OSError):
+            raise
+        print(f"trocket capture proxy: error: {leaf.strerror or leaf}", file=sys.stderr)
+        status = 1
+    finally:
+        tap.close()
+    if proxy is not None:
+        print(f"trocket capture proxy: {proxy.connections} connections, {proxy.frames} frames, "
+              f"{proxy.raw_records} raw records; {tap.summary()}", file=sys.stderr)
+    return status if not (tap.dropped or tap.lost) else 1

@@ -32,6 +32,8 @@ from ..store import TopicConfig
 from ..store.atomic_file import write_json_atomic
 
 if TYPE_CHECKING:
+    from trocket.remoting import RemotingClient
+
     from ..context import BrokerContext
 
 __all__ = ["SlaveSynchronize"]
@@ -44,7 +46,7 @@ DEFAULT_TOPIC_QUEUE_NUMS = 4
 
 
 class SlaveSynchronize:
-    def __init__(self, ctx: BrokerContext, client: Any, master_addr: Callable[[], str | None], *, timeout: float = 3.0) -> None:
+    def __init__(self, ctx: BrokerContext, client: RemotingClient, master_addr: Callable[[], str | None], *, timeout: float = 3.0) -> None:
         self.ctx = ctx
         self.client = client
         self.master_addr = master_addr

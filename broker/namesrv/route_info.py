@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -42,6 +42,9 @@ from trocket.codecs.bodies.namesrv import (
 )
 from trocket.codecs.bodies.route import MASTER_ID, BrokerData, QueueData, TopicRouteData, java_map_order
 from trocket.codecs.message.sysflag import TOPIC_FLAG_UNIT, TOPIC_FLAG_UNIT_SUB
+
+if TYPE_CHECKING:
+    from trocket.remoting import Channel
 
 __all__ = ["RouteInfoManager", "BrokerLiveInfo", "BROKER_CHANNEL_EXPIRED_TIME"]
 
@@ -59,8 +62,8 @@ _PERM_READ = 0x4
 class BrokerLiveInfo:
     last_update: float
     data_version: DataVersion
-    #: the connection the broker registered over (anything with ``close()``), or None
-    conn: Any
+    #: the connection the broker registered over, or None
+    conn: Channel | None
     ha_server_addr: str | None
 
 
@@ -93,7 +96,7 @@ class RouteInfoManager:
         ha_server_addr: str | None,
         topic_config_wrapper: TopicConfigSerializeWrapper | None,
         filter_server_list: list[str] | None = None,
-        conn: Any = None,
+        conn: Channel | None = None,
         *,
         now: float | None = None,
     ) -> RegisterBrokerResult:
@@ -295,7 +298,7 @@ class RouteInfoManager:
             self.on_channel_destroy(addr, live.conn)
         return [addr for addr, _ in expired]
 
-    def on_channel_destroy(self, remote_addr: str | None, conn: Any) -> str | None:
+    def on_channel_destroy(self, remote_addr: str | None, conn: Channel | None) -> str | None:
         """``onChannelDestroy``: a connection went away; if a broker registered over it
         (else: if a broker has ``remote_addr`` as its address), forget that broker.
         Returns the broker address dropped, if any."""

@@ -29,6 +29,7 @@ import attrs
 import trio
 
 from trocket.remoting import (
+    Channel,
     ChannelEventListener,
     RemotingServer,
     RequestHook,
@@ -93,13 +94,13 @@ class BrokerHousekeeping(ChannelEventListener):
     def __init__(self, route_info: RouteInfoManager) -> None:
         self.route_info = route_info
 
-    def on_channel_close(self, remote_addr: str, conn: Any) -> None:
+    def on_channel_close(self, remote_addr: str, conn: Channel) -> None:
         self.route_info.on_channel_destroy(remote_addr, conn)
 
-    def on_channel_exception(self, remote_addr: str, conn: Any, error: BaseException) -> None:
+    def on_channel_exception(self, remote_addr: str, conn: Channel, error: BaseException) -> None:
         self.route_info.on_channel_destroy(remote_addr, conn)
 
-    def on_channel_idle(self, remote_addr: str, conn: Any) -> None:
+    def on_channel_idle(self, remote_addr: str, conn: Channel) -> None:
         self.route_info.on_channel_destroy(remote_addr, conn)
 
 

@@ -434,9 +434,9 @@ async def test_trocket_producer_signs_with_its_credentials(tmp_path, wire, acl_f
             from .test_admin import create_topic
 
             assert (await admin.invoke_sync(broker.broker_addr, create_topic("topicB", 4))).code == 0
-        await trio.sleep(0.3)
         cfg = MQClientConfig(namesrv=ns, access_key="RocketMQ", secret_key="12345678")
         async with ClientInstance(cfg) as inst, Producer("PG", instance=inst) as producer:
+            await wait_until(lambda: inst.update_route("topicB"), 5, interval=0.02, what="the name server routes topicB")
             result = await producer.send(new_message("topicB", b"hello"))
             assert result.status.name == "SEND_OK"
         cfg = MQClientConfig(namesrv=ns, access_key="RocketMQ", secret_key="wrong-secret")

@@ -23,6 +23,7 @@ from trocket.broker.snapshot import runtime_table  # noqa: E402
 from trocket.codecs.command import RemotingCommand  # noqa: E402
 from trocket.codecs.headers import UpdateConsumerOffsetRequestHeader  # noqa: E402
 
+from ..waiting import wait_until  # noqa: E402
 from .test_controller import read_lines_until  # noqa: E402
 from .test_groups import heartbeat  # noqa: E402
 
@@ -138,7 +139,7 @@ async def test_name_server_endpoint(tmp_path, wire):
         endpoint = namesrv_endpoint(ns, "127.0.0.1", 0)
         await nursery.start(endpoint.run)
         async with wire.running_broker(tmp_path, namesrv_addrs=ns.address):
-            await trio.sleep(0.2)
+            await wait_until(lambda: ns.route_info.broker_live_table, 5, what="the broker registered")
             fams = await _scrape(endpoint.port)
         assert _one(fams, "trocket_namesrv_brokers", namesrv=ns.address) == 1
         assert _one(fams, "trocket_namesrv_topics", namesrv=ns.address) >= 1

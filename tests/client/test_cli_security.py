@@ -11,6 +11,9 @@ import subprocess
 import pytest
 import trio
 
+from trocket.client import ClientConfig, ClientInstance
+
+from ..waiting import wait_until
 from .conftest import acceptance_tools
 
 ACL = """\
@@ -49,7 +52,12 @@ async def test_acl_from_the_command_line(broker_process, tmp_path):
     assert r.returncode == 0, r.stderr
     r = await run("admin", "topic", "create", "-n", ns, "-t", "Audit", "--queues", "2", *op)
     assert r.returncode == 0, r.stderr
-    await trio.sleep(0.5)  # the broker registers its new topics
+    async with ClientInstance(ClientConfig(namesrv=ns)) as probe:  # the broker registers its new topics
+
+        async def routed() -> bool:
+            return bool(await probe.update_route("Orders") and await probe.update_route("Audit"))
+
+        await wait_until(routed, 10, interval=0.05, what="the name server routes Orders and Audit")
 
     r = await run("send", "-n", ns, "-t", "Orders", "--body", "x", "--access-key", "producer1",
                   "--secret-key", "producer-secret", "--json")

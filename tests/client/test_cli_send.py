@@ -11,6 +11,7 @@ import trio
 
 from trocket.client import ClientConfig, ClientInstance
 
+from ..waiting import wait_until
 from .conftest import acceptance_tools, pull_all
 
 
@@ -116,5 +117,8 @@ async def test_send_transaction_check_is_answered(broker_process, tmp_path):
     assert sent["localTransactionState"] == "UNKNOW"
     assert checked == {"checked": sent["msgId"], "topic": "CliTxCheck", "checkTimes": "1", "answer": "COMMIT_MESSAGE"}
     async with ClientInstance(ClientConfig(namesrv=broker.namesrv)) as inst:
-        await trio.sleep(0.5)  # the check's END_TRANSACTION is oneway
-        assert [m.body for m in await pull_all(inst, "CliTxCheck")] == [b"asked"]
+
+        async def committed() -> bool:  # the check's END_TRANSACTION is oneway: it lands a moment later
+            return [m.body for m in await pull_all(inst, "CliTxCheck")] == [b"asked"]
+
+        await wait_until(committed, 10, interval=0.05, what="the checked transaction's message committed")

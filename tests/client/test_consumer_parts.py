@@ -154,7 +154,7 @@ async def test_remote_store_commits_only_moved_offsets_of_assigned_queues():
     assert calls.updates == 2 and store.read_memory(b) == -1
 
 
-async def test_remote_store_commits_one_broker_at_a_time_and_brokers_together():
+async def test_remote_store_commits_one_broker_at_a_time_and_brokers_together(autojump_clock):
     """One update in flight per broker: Java 4.9.8's broker loses one of two racing first
     commits of a group and topic (each makes the topic's table anew)."""
 
@@ -169,7 +169,7 @@ async def test_remote_store_commits_one_broker_at_a_time_and_brokers_together():
             self.in_flight[mq.broker_name] = self.in_flight.get(mq.broker_name, 0) + 1
             self.most[mq.broker_name] = max(self.most.get(mq.broker_name, 0), self.in_flight[mq.broker_name])
             self.overlapped_brokers |= len([n for n in self.in_flight.values() if n]) > 1
-            await trio.sleep(0.01)
+            await trio.sleep(0.01)  # a slow broker call (virtual time: the autojump clock)
             self.in_flight[mq.broker_name] -= 1
             await super().update_consumer_offset(group, mq, offset)
 
