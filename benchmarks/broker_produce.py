@@ -746,6 +746,66 @@ def bench_acl_java(seconds: float, counts: tuple[int, ...], rounds: int) -> None
               + ", ".join(f"{b / a:.3f}" for a, b in zip(off, on)) + ")", flush=True)
 
 
+#: the presigned generator's arms: (label, broker, signed)
+PRESIGNED_ARMS = (("off", "acl-off", False), ("off+sig", "acl-off", True), ("on", "acl-on", True))
+
+
+def parse_loads(text: str) -> tuple[tuple[float, int], ...]:
+    """``--loads``: comma-separated ``RATExBATCH`` (messages a second, frames per write)."""
+    out = []
+    for item in text.split(","):
+        rate, _, batch = item.partition("x")
+        out.append((float(rate), int(batch or 1)))
+    return tuple(out)
+
+
+def bench_acl_presigned(warmup: float, seconds: float, loads: tuple[tuple[float, int], ...], rounds: int) -> None:
+    """ACL's cost at a fixed offered load (``--generator presigned``): the two brokers of
+    :func:`start_acl_brokers`, and ``benchmarks/presigned_producer.py`` as the load, one
+    process per window: requests encoded (and signed) once, their opaque patched per
+    send, written ``batch`` at a time every ``batch / rate`` seconds whatever the answers
+    do. Three arms per load and round, in turn (every other round in reverse order): the
+    broker without ACL sent unsigned requests (``off``: what a deployment without ACL
+    sees), the same broker sent the signed ones (``off+sig``: it decodes the two extra
+    fields and ignores them), the broker with ACL sent the signed ones (``on``). Prints
+    each window, the medians, and the broker CPU per message of ``on`` against each."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "presigned_producer.py")
+    results: dict[tuple[int, str], list[dict]] = {}
+    with tempfile.TemporaryDirectory(prefix="trocket-bench-") as tmp:
+        procs: list[subprocess.Popen] = []
+        try:
+            brokers = {label: (addr, proc.pid) for label, proc, addr, _ in start_acl_brokers(tmp, procs)}
+            for r in range(-1, rounds):  # round -1: warm-up (and the topic created), not counted
+                for i, (rate, batch) in enumerate(loads):
+                    for arm, broker, signed in PRESIGNED_ARMS if r % 2 == 0 else PRESIGNED_ARMS[::-1]:
+                        addr, pid = brokers[broker]
+                        argv = [sys.executable, script, "--addr", addr, "--rate", str(rate), "--batch", str(batch),
+                                "--warmup", str(warmup), "--seconds", str(seconds)]
+                        if signed:
+                            argv += ["--access-key", "benchProducer", "--secret-key", "bench-secret-key"]
+                        res = child_window(argv, pid, "benchmarks/presigned_producer.py", wait_s=seconds + 30)
+                        if r >= 0:
+                            results.setdefault((i, arm), []).append(res)
+                        print(f"{'warm-up' if r < 0 else f'round={r}'} {arm:8s} rate={rate:6.0f}x{batch:<3d} "
+                              f"TPS={res['tps']:8.0f}  p50={res['p50_ms']:6.3f} ms  p99={res['p99_ms']:6.3f} ms  "
+                              f"broker CPU={res['cpu_us']:6.2f} us/msg (user {res['user_us']:5.2f} + sys "
+                              f"{res['sys_us']:5.2f})  client CPU={res['gen_cpu_us']:5.2f} us/msg  errors={res['errors']}"
+                              + (f" first: {res['first_error']}" if res["first_error"] else ""), flush=True)
+        finally:
+            for proc in procs:
+                stop_broker(proc)
+    print(f"medians over {rounds} round(s) (load {os.getloadavg()[0]:.2f}):", flush=True)
+    for i, (rate, batch) in enumerate(loads):
+        cpu = {arm: [x["cpu_us"] for x in results[(i, arm)]] for arm, _, _ in PRESIGNED_ARMS}
+        tps = {arm: statistics.median(x["tps"] for x in results[(i, arm)]) for arm, _, _ in PRESIGNED_ARMS}
+        print(f"acl  presigned rate={rate:.0f}x{batch}  broker CPU " + "  ".join(
+            f"{arm} {statistics.median(v):6.2f} us/msg (TPS {tps[arm]:.0f})" for arm, v in cpu.items()), flush=True)
+        for base in ("off", "off+sig"):
+            print(f"acl  presigned rate={rate:.0f}x{batch}  with ACL / {base}: "
+                  f"x{statistics.median(cpu['on']) / statistics.median(cpu[base]):.3f} (per round: "
+                  + ", ".join(f"{b / a:.3f}" for a, b in zip(cpu[base], cpu["on"])) + ")", flush=True)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -992,6 +1052,8 @@ async def main(args: argparse.Namespace) -> None:
             await bench_acl(args.warmup, seconds, ser, args.senders, args.rounds)
         if args.generator in ("both", "java"):
             bench_acl_java(seconds, args.senders, args.rounds)
+        if args.generator == "presigned":
+            bench_acl_presigned(args.warmup, seconds, args.loads, args.rounds)
     if args.part == "floor":
         print(f"floor: the C++ client ({CPP_DRIVER} threads, {len(BODY)}-byte bodies, one connection) against minimal responders and "
               f"trocket broker, {args.warmup:.0f} s warm-up + {seconds:.0f} s timed per run "
@@ -1018,9 +1080,13 @@ if __name__ == "__main__":
                         help="message body size for the rollover runs (default 16384)")
     parser.add_argument("--rollover-senders", type=int, default=1,
                         help="concurrent senders in the rollover runs (default 1)")
-    parser.add_argument("--generator", choices=("both", "python", "cpp", "java"), default="both",
+    parser.add_argument("--generator", choices=("both", "python", "cpp", "java", "presigned"), default="both",
                         help="load generator(s): of the senders runs python and/or cpp, of the acl part "
-                             "python and/or java (default both)")
+                             "python and/or java (default both), or presigned: a fixed offered load of "
+                             "requests signed once (benchmarks/presigned_producer.py, --loads)")
+    parser.add_argument("--loads", type=parse_loads, default=parse_loads("2000x1,20000x16"),
+                        help="acl part, presigned generator: comma-separated RATExBATCH, messages a second "
+                             "written BATCH frames at a time (default 2000x1,20000x16)")
     parser.add_argument("--serialize", choices=("rocketmq", "json"), default="rocketmq",
                         help="header serialization of the python generator (default rocketmq)")
     parser.add_argument("--senders", type=lambda t: tuple(int(x) for x in t.split(",")), default=SENDER_COUNTS,
