@@ -7,6 +7,7 @@
     .venv/bin/python benchmarks/broker_produce.py --part senders --generator cpp --senders 4
     .venv/bin/python benchmarks/broker_produce.py --part acl --senders 1,16 --rounds 3  # ACL's cost
     .venv/bin/python benchmarks/broker_produce.py --part acl --generator java --rounds 5  # ... under the Java producer
+    .venv/bin/python benchmarks/broker_produce.py --part acl --generator presigned --rounds 5  # ... at a fixed offered load
 
 For each flush mode (timed ``ASYNC_FLUSH``, then ``SYNC_FLUSH`` with group commit) it
 starts ``trocket broker`` in a child process on a fresh temporary store (embedded name

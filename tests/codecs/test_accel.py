@@ -796,7 +796,8 @@ def test_send_signature_matches_differential(case, topics_kind, access_key, body
 def test_signature_matches_both_sha1_engines(engine):
     """The compiled check's two SHA-1 compressions (the CPU's SHA extensions and the
     portable one) against ``hmac`` on bodies of every length around the block edges and
-    keys short, block-long and longer than a block; SHA-NI is skipped where the CPU lacks it."""
+    keys short, block-long and longer than a block, signed values shorter and longer than
+    what the compiled check gathers before hashing; SHA-NI is skipped where the CPU lacks it."""
     import base64
     import hashlib
     import hmac
@@ -811,7 +812,9 @@ def test_signature_matches_both_sha1_engines(engine):
         rng = random.Random(7)
         for n in list(range(0, 200)) + [2047, 2048]:
             secret = rng.randbytes(rng.choice([1, 16, 64, 65, 100]))
-            ext = {"a": "x" * rng.randrange(0, 70), "b": "TopicTest", "Signature": ""}
+            # values short (gathered into one update) and past the 512 bytes gathered
+            ext = {"a": "x" * rng.choice([rng.randrange(0, 70), rng.randrange(440, 600)]), "b": "TopicTest",
+                   "Signature": ""}
             body = rng.randbytes(n) if n else None
             content = (ext["a"] + ext["b"]).encode() + (body or b"")
             right = base64.b64encode(hmac.new(secret, content, hashlib.sha1).digest()).decode()
