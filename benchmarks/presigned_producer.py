@@ -1,29 +1,32 @@
-"""A fixed offered load of SEND_MESSAGE_V2 requests, signed once: ACL's cost on the broker.
+"""A fixed offered load of SEND_MESSAGE_V2 requests, signed once, to several brokers at once.
 
 Run by ``broker_produce.py --part acl --generator presigned`` in its own process, one
 window per run:
 
-    .venv/bin/python benchmarks/presigned_producer.py --addr 127.0.0.1:10911 --rate 20000 --batch 16 \\
-        --warmup 1 --seconds 5 [--access-key AK --secret-key SK]
+    .venv/bin/python benchmarks/presigned_producer.py --addr 127.0.0.1:10911 \
+        --signed-addr 127.0.0.1:10921 --access-key AK --secret-key SK \
+        --rate 10000 --batch 16 --warmup 1 --seconds 5
 
 The requests (ROCKETMQ headers, ``broker_produce.send_request``'s 128-byte messages to
-its four queues) are encoded once, signed once as Java's ``AclClientRPCHook`` signs them
-when ``--access-key`` is given: what is signed is the ext fields (the header's fields,
-the born timestamp among them) and the body, not the opaque, so one signed frame per
-queue serves every send with its opaque patched in. The generator's work per message is
-then the same, and small, whether the broker checks the signature or not.
+its four queues) are encoded once, and for the ``--signed-addr`` brokers signed once as
+Java's ``AclClientRPCHook`` signs them: what is signed is the ext fields (the header's
+fields, the born timestamp among them) and the body, not the opaque, so one signed frame
+per queue serves every send with its opaque patched in. The generator's work per message
+is then small and the same for every broker.
 
-The load is open: every ``batch / rate`` seconds one write of ``batch`` frames, whatever
-the answers do (a generator that was not scheduled makes up for at most 50 ms of writes;
-at most ``--max-inflight`` unanswered: past it the generator waits; either way the rate
-it reached falls short, which the figures show). So a broker with ACL and one
-without see the same requests arrive in the same groups at the same pace; the broker's
-CPU per message is what differs.
+The load is open: every ``batch / rate`` seconds one write of ``batch`` frames to each
+broker, one broker after the other (who goes first alternates), whatever the answers do
+(a generator that was not scheduled makes up for at most 50 ms of writes; at most
+``--max-inflight`` unanswered per broker: past it the generator waits; either way the
+rate reached falls short, which the figures show). So the brokers see the same requests
+arrive in the same groups at the same moments, and whatever else the machine does hits
+them alike; each broker's CPU per message is what differs.
 
-It prints ``start`` and ``end`` around the timed window (the caller samples the
-broker's CPU there) and then one JSON line: ``count`` (successful answers received in
-the window), ``seconds``, ``errors``, ``sent``, ``rate`` (offered), the latency of the
-answers (``p50_ms``, ``p99_ms``) and the first error's code and remark.
+It prints ``start`` and ``end`` around the timed window (the caller samples the brokers'
+CPU there) and then one JSON line: ``seconds``, ``rate``, ``batch`` and per broker
+(``targets``, unsigned ones first) ``count`` (successful answers received in the
+window), ``errors``, ``sent``, the latency of the answers (``p50_ms``, ``p99_ms``) and
+the first error's code and remark.
 """
 
 from __future__ import annotations
@@ -106,72 +109,109 @@ class Answers:
         return n
 
 
-def run(addr: str, rate: float, batch: int, warmup: float, seconds: float, max_inflight: int,
-        access_key: str | None, secret_key: str | None) -> dict:
-    host, _, port = addr.rpartition(":")
-    templates = frames(access_key, secret_key)
-    chunk = bytearray(b"".join(templates[i % QUEUES] for i in range(batch)))
-    offsets = []
-    pos = 0
-    for i in range(batch):
-        offsets.append(pos + _OPAQUE_AT)
-        pos += len(templates[i % QUEUES])
-    sock = socket.create_connection((host, int(port)))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    answers = Answers(batch)
+class Target:
+    """One broker connection: its frames (one batch, opaques patched per write) and answers."""
+
+    __slots__ = ("addr", "signed", "sock", "chunk", "offsets", "answers", "inflight", "sent")
+
+    def __init__(self, addr: str, signed: bool, templates: list[bytes], batch: int) -> None:
+        self.addr, self.signed = addr, signed
+        self.chunk = bytearray(b"".join(templates[i % QUEUES] for i in range(batch)))
+        self.offsets = []
+        pos = 0
+        for i in range(batch):
+            self.offsets.append(pos + _OPAQUE_AT)
+            pos += len(templates[i % QUEUES])
+        host, _, port = addr.rpartition(":")
+        self.sock = socket.create_connection((host, int(port)))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.answers = Answers(batch)
+        self.inflight = 0
+        self.sent = 0
+
+    def write(self, opaque: int, now: float) -> None:
+        chunk = self.chunk
+        for at in self.offsets:
+            _OPAQUE.pack_into(chunk, at, opaque)
+            opaque += 1
+        self.answers.sent_at.append(now)
+        self.sock.sendall(chunk)
+        self.inflight += len(self.offsets)
+        self.sent += len(self.offsets)
+
+    def figures(self) -> dict:
+        a = self.answers
+        return {
+            "addr": self.addr, "signed": self.signed, "count": a.ok, "errors": a.errors, "sent": self.sent,
+            "p50_ms": 1000 * percentile(a.latencies, 50), "p99_ms": 1000 * percentile(a.latencies, 99),
+            "first_error": a.first_error,
+        }
+
+
+def run(targets: list[tuple[str, bool]], rate: float, batch: int, warmup: float, seconds: float,
+        max_inflight: int, access_key: str | None, secret_key: str | None) -> dict:
+    """The load on every target at once, each write to each target in turn (who goes first
+    alternating), so that every broker sees the same requests at the same moments."""
+    unsigned, signed = frames(None, None), frames(access_key, secret_key) if access_key is not None else None
+    conns = [Target(addr, sign, signed if sign else unsigned, batch) for addr, sign in targets]
+    by_sock = {t.sock: t for t in conns}
+    socks = list(by_sock)
     period = batch / rate
     opaque = 0
-    inflight = 0
-    sent = 0
     start = time.monotonic()
-    timed_at, end_at = start + warmup, start + warmup + seconds
+    timed, timed_at, end_at = False, start + warmup, start + warmup + seconds
     due = start
+    flip = False
     while True:
         now = time.monotonic()
         if now >= end_at:
             break
-        if not answers.timed and now >= timed_at:
-            answers.timed = True
-            sent = 0
+        if not timed and now >= timed_at:
+            timed = True
+            for t in conns:
+                t.answers.timed = True
+                t.sent = 0
             print("start", flush=True)
-        if now < due or inflight + batch > max_inflight:
-            wait = max(0.0, min(due - now, end_at - now)) if inflight + batch <= max_inflight else end_at - now
-            if select.select([sock], [], [], wait)[0]:
-                inflight -= answers.feed(sock.recv(1 << 20), time.monotonic())
+        full = any(t.inflight + batch > max_inflight for t in conns)
+        if now < due or full:
+            for sock in select.select(socks, [], [], min(due - now, end_at - now) if not full else end_at - now)[0]:
+                t = by_sock[sock]
+                t.inflight -= t.answers.feed(sock.recv(1 << 20), time.monotonic())
             continue
-        for at in offsets:
-            _OPAQUE.pack_into(chunk, at, opaque)
-            opaque += 1
-        answers.sent_at.append(now)
-        sock.sendall(chunk)
-        inflight += batch
-        sent += batch
+        for t in (reversed(conns) if flip else conns):
+            t.write(opaque, now)
+        flip = not flip
+        opaque += batch
         due += period
-        if due < now - _CATCH_UP:  # far behind (this process or the broker starved): that much is not made up
+        if due < now - _CATCH_UP:  # far behind (this process or a broker starved): that much is not made up
             due = now
     print("end", flush=True)
-    sock.close()
-    return {
-        "count": answers.ok, "seconds": seconds, "errors": answers.errors, "sent": sent, "rate": rate,
-        "batch": batch, "signed": access_key is not None,
-        "p50_ms": 1000 * percentile(answers.latencies, 50), "p99_ms": 1000 * percentile(answers.latencies, 99),
-        "first_error": answers.first_error,
-    }
+    for t in conns:
+        t.sock.close()
+    return {"seconds": seconds, "rate": rate, "batch": batch, "targets": [t.figures() for t in conns]}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--addr", required=True, help="the broker, HOST:PORT")
-    parser.add_argument("--rate", type=float, required=True, help="messages offered per second")
+    parser.add_argument("--addr", action="append", default=[], help="a broker sent unsigned requests, HOST:PORT "
+                        "(repeatable)")
+    parser.add_argument("--signed-addr", action="append", default=[],
+                        help="a broker sent requests signed with --access-key/--secret-key (repeatable)")
+    parser.add_argument("--rate", type=float, required=True, help="messages offered per second, to each broker")
     parser.add_argument("--batch", type=int, default=1, help="frames per write (default 1)")
     parser.add_argument("--warmup", type=float, default=1.0, help="untimed seconds first (default 1)")
     parser.add_argument("--seconds", type=float, default=5.0, help="timed seconds (default 5)")
     parser.add_argument("--max-inflight", type=int, default=4096,
-                        help="unanswered requests at most; past it the generator waits (default 4096)")
-    parser.add_argument("--access-key", default=None, help="sign every request with this account")
+                        help="unanswered requests per broker at most; past it the generator waits (default 4096)")
+    parser.add_argument("--access-key", default=None, help="the account --signed-addr requests are signed with")
     parser.add_argument("--secret-key", default=None)
     args = parser.parse_args()
-    print(json.dumps(run(args.addr, args.rate, args.batch, args.warmup, args.seconds, args.max_inflight,
+    if args.signed_addr and args.access_key is None:
+        parser.error("--signed-addr needs --access-key")
+    targets = [(a, False) for a in args.addr] + [(a, True) for a in args.signed_addr]
+    if not targets:
+        parser.error("no broker: give --addr or --signed-addr")
+    print(json.dumps(run(targets, args.rate, args.batch, args.warmup, args.seconds, args.max_inflight,
                          args.access_key, args.secret_key)), flush=True)
 
 
