@@ -1137,9 +1137,10 @@ if __name__ == "__main__":
                         help="load generator(s): of the senders runs python and/or cpp, of the acl part "
                              "python and/or java (default both), or presigned: a fixed offered load of "
                              "requests signed once (benchmarks/presigned_producer.py, --loads)")
-    parser.add_argument("--loads", type=parse_loads, default=parse_loads("2000x1,20000x16"),
+    parser.add_argument("--loads", type=parse_loads, default=parse_loads("1000x1,4000x4,8000x16"),
                         help="acl part, presigned generator: comma-separated RATExBATCH, messages a second "
-                             "written BATCH frames at a time (default 2000x1,20000x16)")
+                             "to each of its three brokers, written BATCH frames at a time "
+                             "(default 1000x1,4000x4,8000x16)")
     parser.add_argument("--serialize", choices=("rocketmq", "json"), default="rocketmq",
                         help="header serialization of the python generator (default rocketmq)")
     parser.add_argument("--senders", type=lambda t: tuple(int(x) for x in t.split(",")), default=SENDER_COUNTS,
