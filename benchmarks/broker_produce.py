@@ -7,6 +7,7 @@
     .venv/bin/python benchmarks/broker_produce.py --part senders --generator cpp --senders 4
     .venv/bin/python benchmarks/broker_produce.py --part acl --senders 1,16 --rounds 3  # ACL's cost
     .venv/bin/python benchmarks/broker_produce.py --part acl --generator java --rounds 5  # ... under the Java producer
+    .venv/bin/python benchmarks/broker_produce.py --part acl --generator presigned --rounds 5  # ... at a fixed offered load
 
 For each flush mode (timed ``ASYNC_FLUSH``, then ``SYNC_FLUSH`` with group commit) it
 starts ``trocket broker`` in a child process on a fresh temporary store (embedded name
@@ -247,6 +248,20 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
         fields = f.read().rsplit(")", 1)[1].split()
     tick = os.sysconf("SC_CLK_TCK")
     return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def cpu_ns(pid: int) -> int:
+    """CPU time of process ``pid``'s threads so far, in ns (``/proc/PID/task/*/schedstat``:
+    the scheduler's own count, where ``/proc/PID/stat`` rounds to clock ticks of 10 ms; a
+    thread that ends between two samples takes its time with it)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
 
 
 def cpu_per_message(cpu0: tuple[float, float], cpu1: tuple[float, float], count: int) -> dict:
@@ -746,6 +761,104 @@ def bench_acl_java(seconds: float, counts: tuple[int, ...], rounds: int) -> None
               + ", ".join(f"{b / a:.3f}" for a, b in zip(off, on)) + ")", flush=True)
 
 
+#: the presigned generator's arms: (label, broker, signed)
+PRESIGNED_ARMS = (("off", "acl-off", False), ("off+sig", "acl-off-2", True), ("on", "acl-on", True))
+
+
+def parse_loads(text: str) -> tuple[tuple[float, int], ...]:
+    """``--loads``: comma-separated ``RATExBATCH`` (messages a second, frames per write)."""
+    out = []
+    for item in text.split(","):
+        rate, _, batch = item.partition("x")
+        out.append((float(rate), int(batch or 1)))
+    return tuple(out)
+
+
+def bench_acl_presigned(warmup: float, seconds: float, loads: tuple[tuple[float, int], ...], rounds: int) -> None:
+    """ACL's cost at a fixed offered load (``--generator presigned``): three brokers of this
+    tree at once, and ``benchmarks/presigned_producer.py`` as the load, one process per
+    window, offering every broker the same requests at the same moments (encoded and
+    signed once, their opaque patched per send, written ``batch`` at a time every
+    ``batch / rate`` seconds whatever the answers do). The arms: ``off`` a broker without
+    ACL sent unsigned requests (what a deployment without ACL sees), ``off+sig`` a second
+    broker without ACL sent the signed ones (it decodes the two extra fields and ignores
+    them), ``on`` the broker with ACL sent the signed ones. All three run in the same
+    window, so the machine's other load hits them alike; prints each window, the medians,
+    and the broker CPU per message of ``on`` against each (per round, and the median)."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "presigned_producer.py")
+    results: dict[tuple[int, str], list[dict]] = {}
+    with tempfile.TemporaryDirectory(prefix="trocket-bench-") as tmp:
+        procs: list[subprocess.Popen] = []
+        try:
+            brokers = {label: (addr, proc.pid) for label, proc, addr, _ in start_acl_brokers(tmp, procs)}
+            os.makedirs(os.path.join(tmp, "acl-off-2"))
+            proc, addr = start_broker(os.path.join(tmp, "acl-off-2", "store"), "async",
+                                      os.path.join(tmp, "acl-off-2", "broker.log"))
+            procs.append(proc)
+            brokers["acl-off-2"] = (addr, proc.pid)
+            arms = sorted(PRESIGNED_ARMS, key=lambda arm: arm[2])  # the generator lists unsigned targets first
+            argv = [sys.executable, script, "--access-key", "benchProducer", "--secret-key", "bench-secret-key"]
+            for _, broker, signed in arms:
+                argv += ["--signed-addr" if signed else "--addr", brokers[broker][0]]
+            pids = [brokers[broker][1] for _, broker, _ in arms]
+            for r in range(-1, rounds):  # round -1: warm-up (and the topic created), not counted
+                for i, (rate, batch) in enumerate(loads):
+                    res = multi_window(argv + ["--rate", str(rate), "--batch", str(batch), "--warmup", str(warmup),
+                                               "--seconds", str(seconds)], pids, seconds + 30)
+                    for (arm, _, _), fig in zip(arms, res["targets"]):
+                        if r >= 0:
+                            results.setdefault((i, arm), []).append(fig)
+                        print(f"{'warm-up' if r < 0 else f'round={r}'} {arm:8s} rate={rate:6.0f}x{batch:<3d} "
+                              f"TPS={fig['tps']:8.0f}  p50={fig['p50_ms']:6.3f} ms  p99={fig['p99_ms']:6.3f} ms  "
+                              f"broker CPU={fig['cpu_us']:6.2f} us/msg (user {fig['user_us']:5.2f} + sys "
+                              f"{fig['sys_us']:5.2f})  errors={fig['errors']}"
+                              + (f" first: {fig['first_error']}" if fig["first_error"] else ""), flush=True)
+                    print(f"{'':8s} client CPU={res['gen_cpu_us']:5.2f} us/msg (all brokers' messages)", flush=True)
+        finally:
+            for proc in procs:
+                stop_broker(proc)
+    print(f"medians over {rounds} round(s) (load {os.getloadavg()[0]:.2f}):", flush=True)
+    for i, (rate, batch) in enumerate(loads):
+        cpu = {arm: [x["cpu_us"] for x in results[(i, arm)]] for arm, _, _ in PRESIGNED_ARMS}
+        tps = {arm: statistics.median(x["tps"] for x in results[(i, arm)]) for arm, _, _ in PRESIGNED_ARMS}
+        print(f"acl  presigned rate={rate:.0f}x{batch}  broker CPU " + "  ".join(
+            f"{arm} {statistics.median(v):6.2f} us/msg (TPS {tps[arm]:.0f})" for arm, v in cpu.items()), flush=True)
+        for base in ("off", "off+sig"):
+            per_round = [b / a for a, b in zip(cpu[base], cpu["on"])]
+            print(f"acl  presigned rate={rate:.0f}x{batch}  with ACL / {base}: x{statistics.median(per_round):.3f} "
+                  f"(median of the rounds' ratios; rounds {min(per_round):.3f}-{max(per_round):.3f}: "
+                  + ", ".join(f"{x:.3f}" for x in per_round) + ")", flush=True)
+
+
+def multi_window(argv: list[str], pids: list[int], wait_s: float) -> dict:
+    """Run ``benchmarks/presigned_producer.py`` (``argv``) against several brokers at once
+    (``pids``, in the order of its targets): as :func:`child_window`, each broker's CPU
+    sampled at ``start`` and ``end``; each target's figures get ``tps`` and its broker's
+    CPU per message, the result the generator's own CPU per message over all of them."""
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
+    assert child.stdout is not None
+    cpu0 = cpu1 = [(0.0, 0.0)] * len(pids)
+    gen0 = gen1 = (0.0, 0.0)
+    result: dict = {}
+    ns0 = ns1 = [0] * len(pids)
+    for line in child.stdout:
+        if line.startswith("start"):
+            ns0, cpu0, gen0 = [cpu_ns(p) for p in pids], [cpu_seconds(p) for p in pids], cpu_seconds(child.pid)
+        elif line.startswith("end"):
+            ns1, cpu1, gen1 = [cpu_ns(p) for p in pids], [cpu_seconds(p) for p in pids], cpu_seconds(child.pid)
+        elif line.startswith("{"):
+            result = json.loads(line)
+    child.wait(wait_s)
+    if not result:
+        raise RuntimeError(f"benchmarks/presigned_producer.py failed (exit {child.returncode})")
+    for fig, c0, c1, n0, n1 in zip(result["targets"], cpu0, cpu1, ns0, ns1):
+        fig["tps"] = fig["count"] / result["seconds"]
+        fig.update(cpu_per_message(c0, c1, fig["count"]))  # user / sys: clock ticks
+        fig["cpu_us"] = (n1 - n0) / 1000 / max(1, fig["count"])  # the total: the scheduler's ns
+    result["gen_cpu_us"] = cpu_per_message(gen0, gen1, sum(f["count"] for f in result["targets"]))["cpu_us"]
+    return result
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -992,6 +1105,8 @@ async def main(args: argparse.Namespace) -> None:
             await bench_acl(args.warmup, seconds, ser, args.senders, args.rounds)
         if args.generator in ("both", "java"):
             bench_acl_java(seconds, args.senders, args.rounds)
+        if args.generator == "presigned":
+            bench_acl_presigned(args.warmup, seconds, args.loads, args.rounds)
     if args.part == "floor":
         print(f"floor: the C++ client ({CPP_DRIVER} threads, {len(BODY)}-byte bodies, one connection) against minimal responders and "
               f"trocket broker, {args.warmup:.0f} s warm-up + {seconds:.0f} s timed per run "
@@ -1018,9 +1133,14 @@ if __name__ == "__main__":
                         help="message body size for the rollover runs (default 16384)")
     parser.add_argument("--rollover-senders", type=int, default=1,
                         help="concurrent senders in the rollover runs (default 1)")
-    parser.add_argument("--generator", choices=("both", "python", "cpp", "java"), default="both",
+    parser.add_argument("--generator", choices=("both", "python", "cpp", "java", "presigned"), default="both",
                         help="load generator(s): of the senders runs python and/or cpp, of the acl part "
-                             "python and/or java (default both)")
+                             "python and/or java (default both), or presigned: a fixed offered load of "
+                             "requests signed once (benchmarks/presigned_producer.py, --loads)")
+    parser.add_argument("--loads", type=parse_loads, default=parse_loads("1000x1,4000x4,8000x16"),
+                        help="acl part, presigned generator: comma-separated RATExBATCH, messages a second "
+                             "to each of its three brokers, written BATCH frames at a time "
+                             "(default 1000x1,4000x4,8000x16)")
     parser.add_argument("--serialize", choices=("rocketmq", "json"), default="rocketmq",
                         help="header serialization of the python generator (default rocketmq)")
     parser.add_argument("--senders", type=lambda t: tuple(int(x) for x in t.split(",")), default=SENDER_COUNTS,

@@ -32,7 +32,9 @@ import os
 
 import trio
 
-from trocket.codecs.acl import ACCESS_KEY, SIGNATURE, UNIQUE_MSG_QUERY_FLAG, signature_matches
+from trocket.codecs.acl import (
+    ACCESS_KEY, SIGNATURE, UNIQUE_MSG_QUERY_FLAG, send_signature_matches, signature_matches,
+)
 from trocket.codecs.java_hashmap import hashmap_order
 from trocket.remoting import ResponseCodeError
 
@@ -134,26 +136,21 @@ class AclValidator:
         """Check ``request`` (raises :class:`AclError`).
 
         A send from a connection whose account, signed names and topic were checked
-        before (its :class:`_Session`) costs a few lookups and the signature
-        (:func:`~trocket.codecs.acl.signature_matches`, compiled); anything else, and
-        every refusal, takes the whole check in Java's order (:meth:`_check`)."""
+        before (its :class:`_Session`) costs a session lookup and one compiled call
+        (:func:`~trocket.codecs.acl.send_signature_matches`: the account, the topic and
+        the signature); anything else, and every refusal, takes the whole check in
+        Java's order (:meth:`_check`)."""
         session = self._sessions.get(remote_addr)
         if session is None or session.table is not self.table:
             session = self._session(remote_addr)
         if session.open:
             return
         code = request.code
-        if code == 310 or code == 320:
-            ext = request.ext_fields
-            if (
-                ext is not None and ext.get(ACCESS_KEY) == session.access_key
-                and ext.get("b") in session.published
-            ):
-                if session.trusted:
-                    return
-                account = session.account
-                if signature_matches(ext, session.signed, request.body, account.mac, ext.get(SIGNATURE)) is True:
-                    return
+        if (code == 310 or code == 320) and session.published and send_signature_matches(
+            request.ext_fields, session.access_key, session.published, session.signed, request.body,
+            session.account.mac,  # (published is filled only for a checked account: never None here)
+        ):
+            return
         self._check(session, request)
 
     def _check(self, session: _Session, request) -> None:

@@ -17,7 +17,7 @@ import pkgutil
 import struct
 import sys
 from pathlib import Path
-from types import SimpleNamespace
+from types import MappingProxyType, SimpleNamespace
 
 import attrs
 import pytest
@@ -82,6 +82,7 @@ DIFFERENTIAL = {
     "offset_msg_id": "test_offset_msg_id_differential",
     "place_record": "test_place_record_differential",
     "send_properties": "test_send_properties_differential",
+    "send_signature_matches": "test_send_signature_matches_differential",
     "signature_matches": "test_signature_matches_differential",
     "without_properties_bytes": "test_without_properties_bytes_differential",
 }
@@ -749,12 +750,54 @@ def test_signature_matches_differential(ext, body, secret, which, names):
         assert got[1] is True
 
 
+@settings(max_examples=200)
+@given(
+    st.sampled_from(["right", "wrong", "no-key", "other-key", "other-topic", "no-topic", "no-signature",
+                     "extra-name", "not-dict", "none"]),
+    st.sampled_from(["set", "frozenset", "empty"]),
+    st.sampled_from([None, "app"]),  # the session's account (None: none checked yet)
+    st.binary(max_size=200) | st.none(),
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=20),
+)
+def test_send_signature_matches_differential(case, topics_kind, access_key, body, extra):
+    """The broker's send-path check (account, topic, signature in one call) on both paths:
+    a signed send as a session expects it, and each way it can differ from that (a
+    field missing or changed, another name, a wrong signature, a mapping that is not a
+    dict, no fields at all); True only for the right one."""
+    from trocket.codecs.acl import SigningKey, verifying_signature
+
+    secret = b"app-secret"
+    ext = {"AccessKey": "app", "a": "G", "b": "Orders", "i": extra}
+    ext["Signature"] = verifying_signature(ext, body, secret)
+    signed = ("AccessKey", "a", "b", "i")
+    if case == "wrong":
+        ext["Signature"] = ext["Signature"][:-2] + ("A=" if ext["Signature"][-2] != "A" else "B=")
+    elif case == "no-key":
+        del ext["AccessKey"]
+    elif case == "other-key":
+        ext["AccessKey"] = "other"
+    elif case == "other-topic":
+        ext["b"] = "Payments"
+    elif case == "no-topic":
+        del ext["b"]
+    elif case == "no-signature":
+        del ext["Signature"]
+    elif case == "extra-name":
+        ext["z"] = "1"
+    fields = None if case == "none" else MappingProxyType(ext) if case == "not-dict" else ext
+    topics = {"set": {"Orders", "Other"}, "frozenset": frozenset({"Orders"}), "empty": set()}[topics_kind]
+    got = same("send_signature_matches", fields, access_key, topics, signed, body, SigningKey(secret))
+    expected = case in ("right", "not-dict") and topics_kind != "empty" and access_key == "app"
+    assert got == ("ok", expected)
+
+
 @needs_accel
 @pytest.mark.parametrize("engine", ["sha-ni", "portable"])
 def test_signature_matches_both_sha1_engines(engine):
     """The compiled check's two SHA-1 compressions (the CPU's SHA extensions and the
     portable one) against ``hmac`` on bodies of every length around the block edges and
-    keys short, block-long and longer than a block; SHA-NI is skipped where the CPU lacks it."""
+    keys short, block-long and longer than a block, signed values shorter and longer than
+    what the compiled check gathers before hashing; SHA-NI is skipped where the CPU lacks it."""
     import base64
     import hashlib
     import hmac
@@ -769,7 +812,9 @@ def test_signature_matches_both_sha1_engines(engine):
         rng = random.Random(7)
         for n in list(range(0, 200)) + [2047, 2048]:
             secret = rng.randbytes(rng.choice([1, 16, 64, 65, 100]))
-            ext = {"a": "x" * rng.randrange(0, 70), "b": "TopicTest", "Signature": ""}
+            # values short (gathered into one update) and past the 512 bytes gathered
+            ext = {"a": "x" * rng.choice([rng.randrange(0, 70), rng.randrange(440, 600)]), "b": "TopicTest",
+                   "Signature": ""}
             body = rng.randbytes(n) if n else None
             content = (ext["a"] + ext["b"]).encode() + (body or b"")
             right = base64.b64encode(hmac.new(secret, content, hashlib.sha1).digest()).decode()
