@@ -96,7 +96,8 @@ async def test_endpoint_during_a_load_run(tmp_path, wire):
 
         async def fresh() -> dict[str, list] | None:  # a snapshot after the commit (scrapes reuse one for 1 s)
             fams = await _scrape(port)
-            return fams if any(s.labels.get("group") == "MetG" for s in fams.get("rocketmq_consumer_offset", [])) else None
+            offsets = fams.get("rocketmq_consumer_offset", [])
+            return fams if any(s.labels.get("group") == "MetG" for s in offsets) else None
 
         fams = await wait_until(fresh, 10, interval=0.05, what="a scrape with MetG's committed offset")
         name, cluster = broker.config.broker_name, broker.config.cluster
