@@ -69,7 +69,7 @@ def test_forty_connections_holding_15_mib_frames_stay_within_the_budget(tmp_path
     socks: list[socket.socket] = []
     try:
         pid = broker.proc.pid
-        time.sleep(0.5)
+        time.sleep(0.5)  # the booted broker's RSS settles (nothing to wait on): the idle figure
         idle = _rss(pid)["VmRSS"]
         chunk = b"x" * MIB
         for _ in range(CONNECTIONS):
@@ -137,7 +137,7 @@ def test_a_client_that_never_reads_its_answers_holds_a_bounded_outbox(tmp_path, 
                 assert resp["code"] == 0, resp
             resp, answer = client.call(11, _pull_ext("Big"))
             assert resp["code"] == 0 and len(answer) > 128 * 1024  # FOUND: a full pull's worth
-        time.sleep(0.5)
+        time.sleep(0.5)  # the broker's RSS settles after the loading (nothing to wait on): the idle figure
         idle = _rss(pid)["VmRSS"]
 
         header = PullMessageRequestHeader(**{k: v for k, v in _pull_ext("Big").items()})
@@ -180,7 +180,7 @@ def test_out_of_descriptors_the_accept_loop_logs_once_a_second_and_recovers(tmp_
         started = time.monotonic()
         for _ in range(60):  # queued by the kernel; the broker's accept() fails past its limit
             socks.append(socket.create_connection(broker.addr, timeout=10))
-        time.sleep(4)
+        time.sleep(4)  # the time is what is checked: accept() fails all along, logged at most once a second
         flood = time.monotonic() - started
         log = broker.log_text()
         failures = re.findall(r"^(\S+ \S+) ERROR .*accept\(\) failed \(\[Errno 24\]", log, re.M)

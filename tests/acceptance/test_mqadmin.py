@@ -15,6 +15,8 @@ import pytest
 from acc_tools import trocket_command
 from mqadmin_tools import JavaPushConsumer, java_status, mqadmin
 
+from ..waiting import wait_until_sync
+
 pytestmark = pytest.mark.slow
 
 
@@ -204,7 +206,13 @@ def test_queries_by_key_unique_key_id_and_consume_queue(broker_factory):
     trocket("admin", "topic", "create", "-n", ns, "-t", "QryT", "--queues", "1")
     sent = [json.loads(trocket("send", "-n", ns, "-t", "QryT", "--keys", f"qk{i} qshared", "--tag", "TagQ",
                                "--body", f"query {i}", "--json").stdout) for i in range(3)]
-    time.sleep(0.2)  # the index task looks every 10 ms
+
+    def indexed() -> bool:  # the broker's index task, off the send path, has all three
+        done = subprocess.run([*trocket_command(), "admin", "msg", "query", "-n", ns, "-t", "QryT", "--key", "qshared",
+                               "--json"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        return done.returncode == 0 and len(json.loads(done.stdout)["messages"]) == 3
+
+    wait_until_sync(indexed, 30, interval=0.05, what="the three messages indexed under qshared")
     by_key, shared, by_uniq, by_id, cq, cq_far = mqadmin(
         ["queryMsgByKey", "-t", "QryT", "-k", "qk1", "-n", ns],
         ["queryMsgByKey", "-t", "QryT", "-k", "qshared", "-n", ns],

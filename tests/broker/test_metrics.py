@@ -93,8 +93,13 @@ async def test_endpoint_during_a_load_run(tmp_path, wire):
         assert r.code == 0
         await c.invoke_sync(addr, RemotingCommand.request(15, UpdateConsumerOffsetRequestHeader(
             consumerGroup="MetG", topic="MetT", queueId=0, commitOffset=100)))
-        await trio.sleep(1.1)  # past the endpoint's snapshot reuse
-        fams = await _scrape(port)
+
+        async def fresh() -> dict[str, list] | None:  # a snapshot after the commit (scrapes reuse one for 1 s)
+            fams = await _scrape(port)
+            offsets = fams.get("rocketmq_consumer_offset", [])
+            return fams if any(s.labels.get("group") == "MetG" for s in offsets) else None
+
+        fams = await wait_until(fresh, 10, interval=0.05, what="a scrape with MetG's committed offset")
         name, cluster = broker.config.broker_name, broker.config.cluster
         assert _one(fams, "rocketmq_producer_offset", cluster=cluster, broker=name, topic="MetT") == 600
         assert _one(fams, "rocketmq_consumer_offset", cluster=cluster, broker=name, topic="MetT", group="MetG") == 100
@@ -159,8 +164,13 @@ async def test_a_stuck_scraper_holds_up_no_send(tmp_path, wire):
             for i in range(200):
                 r = await c.invoke_sync(broker.broker_addr, wire.send_v2("StuckT", b"x", properties=wire.props(keys=f"k{i}")))
                 assert r.code == 0
-            await trio.sleep(1.1)  # past the snapshot the deaf scraper's requests made
-            fams = await _scrape(port)
+
+            async def all_sent() -> dict[str, list] | None:  # past the snapshot the deaf scraper's requests made
+                fams = await _scrape(port)
+                puts = _one(fams, "rocketmq_brokeruntime_msg_put_total_today_now", cluster=broker.config.cluster)
+                return fams if puts >= 200 else None
+
+            fams = await wait_until(all_sent, 10, interval=0.05, what="a scrape counting the 200 sends")
         assert _one(fams, "rocketmq_brokeruntime_msg_put_total_today_now", cluster=broker.config.cluster) == 200
         assert broker.metrics.scrapes >= 1
         await half.aclose()

@@ -190,7 +190,7 @@ def test_blocking_queue_change_listener_sees_a_topic_made_after_it(thread_broker
 
     with BlockingPullConsumer("BQCG", ns, topic_metadata_check_interval_s=0.2) as consumer:
         consumer.register_topic_message_queue_change_listener("BQT", on_change)
-        time.sleep(0.5)
+        time.sleep(0.5)  # a while in which nothing may be told: two metadata checks of a missing topic
         assert changes == []
         with BlockingProducer("BQP", ns) as producer:
             producer.send(new_message("BQT", b"x"))

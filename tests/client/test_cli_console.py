@@ -106,6 +106,7 @@ async def test_consume_from_a_timestamp_or_an_offset(tmp_path):
         assert r.returncode == 0, r.stderr.decode()
         for i in range(3):
             assert (await cli("send", "-n", ns, "-t", "Timed", "--body", f"old-{i}")).returncode == 0
+        # the search by time answers the nearer neighbour: the old ones far, the new ones near
         await trio.sleep(1.1)
         middle = dt.datetime.now(dt.timezone.utc)
         await trio.sleep(0.1)

@@ -89,7 +89,7 @@ async def test_pause_resume_offset_for_timestamp_and_unsubscribe(tmp_path):
         async with Producer("PG", ns) as producer:
             for i in range(16):
                 if i == 8:
-                    time.sleep(0.5)
+                    await trio.sleep(0.5)  # not time.sleep: the broker runs in this trio run
                     between = int(time.time() * 1000)
                 await producer.send(new_message("LPZ", f"m{i}".encode(), tags="even" if i % 2 == 0 else "odd"))
         async with PullConsumer("LPG", ns, consume_from="first", auto_commit=False) as c:

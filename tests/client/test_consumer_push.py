@@ -188,9 +188,11 @@ async def test_suspend_resume_and_unsubscribe(tmp_path):
                         await arrived.wait()
                 consumer.suspend()
                 assert consumer.suspended
-                await trio.sleep(1.0)  # pulls in flight (0.5 s long polls) end
+                # the pulls in flight (0.5 s long polls) end; a pull on its way to the broker
+                # shows nowhere, so this one waits for a while
+                await trio.sleep(1.0)
                 await raw_send(inst, "SU1", b"while suspended", queue_id=0)
-                await trio.sleep(2.0)
+                await trio.sleep(2.0)  # a while in which a suspended consumer must not take it
                 assert b"while suspended" not in got
                 consumer.resume()
                 with trio.fail_after(10):
@@ -208,7 +210,7 @@ async def test_suspend_resume_and_unsubscribe(tmp_path):
                     while b"still subscribed" not in got:
                         arrived = trio.Event()
                         await arrived.wait()
-                await trio.sleep(1.0)
+                await trio.sleep(1.0)  # a while in which nothing of the dropped topic may come
                 assert b"after unsubscribe" not in got
 
 
@@ -234,7 +236,7 @@ async def test_max_reconsume_times_sends_the_message_to_the_dlq(tmp_path):
                 with trio.fail_after(120):
                     while not dlq():
                         await trio.sleep(0.2)
-                await trio.sleep(1.0)
+                await trio.sleep(1.0)  # a while in which no more tries may come (retries are 0.1 s apart)
         assert tries == [0, 1, 2]
         (dead,) = dlq()
         # as Java's broker: the DLQ copy counts the last failure too
@@ -336,7 +338,7 @@ async def test_batch_ack_index_and_reconsume_later_send_back_the_rest(tmp_path):
                 with trio.fail_after(20):
                     while sum(1 for b, r in seen if b == b"fail" and r == 1) < 2:
                         await trio.sleep(0.05)
-                await trio.sleep(0.5)
+                await trio.sleep(0.5)  # a while in which nothing more may be consumed
                 assert consumer.stats.reconsume_later >= 4
         assert first_batch == [b"a", b"b", b"c", b"d"]
         assert sorted(seen) == sorted([(b"a", 0), (b"b", 0), (b"c", 0), (b"d", 0), (b"c", 1), (b"d", 1),
@@ -414,7 +416,7 @@ async def test_delay_level_when_next_consume_picks_the_level_or_the_dlq(tmp_path
                 with trio.fail_after(10):
                     while (b"soon", 1) not in seen or not dlq():
                         await trio.sleep(0.05)
-                await trio.sleep(0.5)
+                await trio.sleep(0.5)  # a while in which nothing more may be consumed
         assert sorted(seen) == [(b"dead", 0), (b"soon", 0), (b"soon", 1)]
         (dead,) = dlq()
         assert dead.body == b"dead"

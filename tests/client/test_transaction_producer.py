@@ -170,7 +170,7 @@ async def test_a_plain_producer_of_the_group_ignores_checks(broker, namesrv):
         await plain.send(new_message("TxMixedTopic", b"plain"))
         await registered(broker, "TxMixed")
         assert await broker.transactions.check() == 1
-        await trio.sleep(0.2)
+        await trio.sleep(0.2)  # a while in which an answer would have come
         assert broker.transactions.commits == 0  # nobody answered
     async with TransactionProducer("TxNoListener", namesrv) as producer:
         with pytest.raises(ClientStateError):

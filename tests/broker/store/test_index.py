@@ -15,6 +15,7 @@ from trocket.broker.store import MessageStore
 from trocket.broker.store.index import HEADER_SIZE, IndexFile, IndexService, index_key_hash
 from trocket.codecs.java_hashmap import java_string_hash
 
+from ...waiting import wait_until
 from .conftest import msg, small_config
 
 
@@ -105,7 +106,8 @@ def test_every_acknowledged_key_is_indexed_after_a_crash(tmp_path):
         async with trio.open_nursery() as nursery:
             await nursery.start(store.run)
             phys = [store.put_message(_keyed(i)).physical_offset for i in range(20)]
-            await trio.sleep(0.05)  # the index task indexed some (or all) of them
+            # the crash comes once the index task indexed some (or all) of them
+            await wait_until(lambda: store.index.next_offset > phys[0], 5, interval=0.001, what="a key indexed")
             nursery.cancel_scope.cancel()
         store.abandon()  # a crash: nothing flushed, the abort file stays
         store = _open(tmp_path / "c")
@@ -209,16 +211,18 @@ def test_the_index_task_flushes_full_files_in_a_thread_and_populates_ahead(tmp_p
             await nursery.start(store.run)
             for i in range(400):  # 3 keys each: 1,200 entries, two files
                 store.put_message(_keyed(i))
-                if i % 50 == 49:
-                    await trio.sleep(0.02)
+                if i % 50 == 49:  # the index task's passes come between the batches
+                    await wait_until(lambda: index.next_offset == store.commit_log.max_offset, 5, interval=0.001,
+                                     what="a batch indexed")
             with trio.fail_after(5):
                 while index.next_offset < store.commit_log.max_offset:
                     await trio.sleep(0.01)
-            await trio.sleep(0.05)  # a pass after the last: the pages ahead topped up
             assert len(index.files) == 2 and flushed == [(os.path.basename(index.files[0].path), False)]
             last = index.files[-1]
             entries_at = HEADER_SIZE + 3000 * 4
-            assert last.populated >= entries_at + last.index_count * 20 + 4096
+            # a pass after the last tops the pages ahead up
+            await wait_until(lambda: last.populated >= entries_at + last.index_count * 20 + 4096, 5,
+                             what=lambda: f"pages populated ahead: {last.populated}")
             assert os.stat(last.path).st_blocks * 512 >= last.populated - 4096
             nursery.cancel_scope.cancel()
         now = int(time.time() * 1000) + 1000
