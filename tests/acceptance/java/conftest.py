@@ -76,11 +76,12 @@ def java_peer(java_bundle, tmp_path_factory, figures):
         ns.wait_ready()
         broker.start()
         broker.wait_ready()
+        broker.wait_registered()
         figures.append(f"java reference: Java name server + broker up in {time.monotonic() - t0:.1f} s")
         yield Peer("java", ns.addr, broker.addr, broker.store, broker.log_tail)
-    finally:
-        broker.stop()
-        ns.stop()
+    finally:  # its store is thrown away: no clean shutdown to wait for
+        broker.kill()
+        ns.kill()
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ import pytest
 
 from acc_tools import BrokerProcess, RawClient
 from java_tools import (
+    GET_BROKER_CLUSTER_INFO,
     JavaBroker,
     JavaNameServer,
     ScenarioRun,
@@ -37,7 +38,6 @@ CLUSTER = "MixCluster"
 TOPIC = "MixTopic"
 QUEUES = 4
 PHASE = 400
-GET_BROKER_CLUSTER_INFO = 106
 
 
 

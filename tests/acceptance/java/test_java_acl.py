@@ -16,14 +16,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 import trustme
 
 from acc_tools import BrokerProcess, trocket_command
-from java_tools import SERVER_JVM, JavaBroker, JavaNameServer, run_step
+from java_tools import SERVER_JVM, JavaBroker, JavaNameServer, finish_step, run_step, start_step
 
 pytestmark = pytest.mark.usefixtures("java_bundle")
 
@@ -80,25 +79,30 @@ def acl_brokers(java_bundle, tmp_path_factory):
         jb.start()
         tb.start()
         jb.wait_ready()
-        time.sleep(3)  # the Java broker's first registration
+        jb.wait_registered()
         yield {"java": (ns.addr, jb.addr), "trocket": (tb.namesrv, f"127.0.0.1:{tb.port}")}
     finally:
         tb.stop()
-        jb.stop()
-        ns.stop()
+        jb.kill()  # stores thrown away: no clean shutdown to wait for
+        ns.kill()
 
 
 @pytest.fixture(scope="module")
 def acl_outcomes(acl_brokers, java_bundle, java_classes, tmp_path_factory):
-    """Every credential's outcomes on both brokers (the right key first: it creates topicB)."""
+    """Every credential's outcomes on both brokers (the right key first: it creates topicB):
+    {credential: {broker kind: outcomes}}."""
     tmp = tmp_path_factory.mktemp("acl-runs")
-    out: dict[str, dict[str, dict]] = {}
-    for kind, (ns, addr) in acl_brokers.items():
-        for name, (ak, sk) in CREDENTIALS.items():
-            out.setdefault(name, {})[kind] = run_step(
-                java_bundle, java_classes, tmp / f"{kind}-{name}", "acl_probe", namesrv=ns, broker=addr,
-                ak=ak, sk=sk, tag=name, timeout=120)
-    return out
+    creds = {f"{k}.{name}": v for name, (ak, sk) in CREDENTIALS.items() for k, v in (("ak", ak), ("sk", sk))}
+    # one JVM per broker, the two at once; in each the credentials one after another
+    runs = {kind: start_step(java_bundle, java_classes, tmp / kind, "acl_probe", namesrv=ns, broker=addr,
+                             timeout=120, tags=",".join(CREDENTIALS), **creds)
+            for kind, (ns, addr) in acl_brokers.items()}
+    try:
+        by_kind = {kind: finish_step(run, 120) for kind, run in runs.items()}
+    finally:
+        for run in runs.values():
+            run.stop()
+    return {name: {kind: by_kind[kind][name] for kind in by_kind} for name in CREDENTIALS}
 
 
 @pytest.mark.parametrize("credential", list(CREDENTIALS))
@@ -167,8 +171,7 @@ def test_trocket_client_over_tls_to_the_java_broker(java_bundle, tmp_path, pki):
     try:
         ns.wait_ready()
         jb.start()
-        jb.wait_ready()
-        time.sleep(3)
+        jb.wait_ready()  # (registered by then: Java's broker registers before its "boot success")
         base = [*trocket_command()]
         run = lambda *a: subprocess.run([*base, *a], capture_output=True, text=True, timeout=60)  # noqa: E731
         r = run("send", "-n", ns.addr, "-t", "TlsJ", "--body", "to java over tls", "--tls", "--json", "--timeout", "10")
@@ -179,5 +182,5 @@ def test_trocket_client_over_tls_to_the_java_broker(java_bundle, tmp_path, pki):
                 "--json")
         assert r.returncode == 0 and json.loads(r.stdout.splitlines()[0])["body"] == "to java over tls", r.stderr
     finally:
-        jb.stop()
-        ns.stop()
+        jb.kill()
+        ns.kill()
