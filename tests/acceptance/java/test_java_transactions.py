@@ -76,11 +76,11 @@ def txn_peer(request, java_bundle, tmp_path_factory):
         ns.wait_ready()
         broker.start()
         broker.wait_ready()
-        time.sleep(2)  # its first registration with the name server
+        broker.wait_registered()
         yield Peer("java", ns.addr, broker.addr, broker.store, broker.log_tail)
-    finally:
-        broker.stop()
-        ns.stop()
+    finally:  # its store is thrown away: no clean shutdown to wait for
+        broker.kill()
+        ns.kill()
 
 
 def _names(peer: Peer, what: str) -> tuple[str, str, str]:
@@ -275,11 +275,6 @@ def test_discarded_after_transaction_check_max(txn_peer, tool, tmp_path):
     topic, pgroup, _ = _names(peer, "discard")
     with RawClient(peer.hostport) as c:
         c.create_topic(topic, queues=4)
-    lines = tool.run(["txn", peer.namesrv, topic, pgroup, "12", "unknown"], home=tmp_path, timeout=60)
-    assert [line.split()[2:4] for line in lines if line.startswith("SENT ")] == [["SEND_OK", "UNKNOW"]], lines
-    checks = [line.split() for line in lines if line.startswith("CHECK ")]
-    assert [c[2] for c in checks] == ["1", "2", "3"], lines
-    assert lines[-1] == "DONE answered=0 pending=1", lines
 
     def discarded() -> list[dict]:
         with RawClient(peer.hostport) as c:
@@ -288,7 +283,24 @@ def test_discarded_after_transaction_check_max(txn_peer, tool, tmp_path):
             return []
         return [r for r in decode_records(body) if r["props"].get("REAL_TOPIC") == topic]
 
-    assert wait_for(discarded, 20), f"nothing of {topic} on {MAX_TIME}"
+    # the producer waits (up to 30 s) until the transaction is discarded, then one round of
+    # checks more (1.5 s; the brokers check every second): a fourth check would show
+    stop = tmp_path / "stop"
+    proc = start_program(tool.bundle, tool.classes, "TxnTool", ["txn", peer.namesrv, topic, pgroup, "30", "unknown"],
+                         home=tmp_path, props={"txn.stop": str(stop), "txn.linger": "1500"})
+    try:
+        found = wait_for(discarded, 30)
+        stop.touch()
+        lines = finish_program(proc, 30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert [line.split()[2:4] for line in lines if line.startswith("SENT ")] == [["SEND_OK", "UNKNOW"]], lines
+    checks = [line.split() for line in lines if line.startswith("CHECK ")]
+    assert [c[2] for c in checks] == ["1", "2", "3"], lines
+    assert lines[-1] == "DONE answered=0 pending=1", lines
+    assert found, f"nothing of {topic} on {MAX_TIME}"
     [gone] = discarded()
     assert gone["body"] == b"m0-unknown" and gone["props"]["TRANSACTION_CHECK_TIMES"] == "3", gone
     assert gone["props"]["PGROUP"] == pgroup, gone
