@@ -168,16 +168,18 @@ async def test_producer_namespace_wraps_the_topic_on_the_wire(peer, broker):
 async def test_consumers_namespace(peer, broker):
     """Push and lite consumers with ``namespace="nsY"`` (issue 25) read what a producer of
     that namespace sent to ``T`` (stored in ``nsY%T``), and see ``T``: in messages, in a
-    message back from ``%RETRY%nsY%<group>`` after RECONSUME_LATER, in the lite
-    consumer's queues and assignment."""
+    message back from ``%RETRY%nsY%<group>`` after RECONSUME_LATER (at delay level 1, 1 s:
+    the 10 s default has its own test), in the lite consumer's queues and assignment."""
     topic, group = unique(broker, "nsC"), unique(broker, "nsG")
     create_topic(peer, f"nsY%{topic}", 2)
     create_topic(peer, f"%RETRY%nsY%{group}", 1)
     seen: list[tuple[str, str, int]] = []
 
-    async def on(msg):
+    async def on(msgs, context):
+        (msg,) = msgs
         seen.append((msg.topic, msg.body.decode(), msg.reconsume_times))
         if msg.body == b"again" and msg.reconsume_times == 0:
+            context.delay_level_when_next_consume = 1
             return ConsumeResult.RECONSUME_LATER
         return ConsumeResult.SUCCESS
 
