@@ -433,22 +433,28 @@ def test_kill9_between_prepare_and_commit(tool, tmp_path):
 # -- request-reply --------------------------------------------------------------------------------
 
 
-def _java_responder(tool: Tool, peer: Peer, topic: str, group: str, log_dir: Path, delay_ms: int = 0,
-                    seconds: int = 60):
-    """A Java push consumer answering every request of ``topic`` (``re:<body>``)."""
+def _start_responder(tool: Tool, peer: Peer, topic: str, group: str, log_dir: Path, delay_ms: int = 0,
+                     seconds: int = 60):
+    """A Java push consumer answering every request of ``topic`` (``re:<body>``), starting
+    (:func:`_ready` waits until it has)."""
     with RawClient(peer.hostport) as c:
         c.create_topic(topic, queues=4)
-    proc = tool.start(["respond", peer.namesrv, topic, group, str(seconds), str(delay_ms)], home=log_dir)
-    assert proc.stdout.readline().strip() == "READY"
-    return proc
+    return tool.start(["respond", peer.namesrv, topic, group, str(seconds), str(delay_ms)], home=log_dir)
+
+
+def _ready(*procs):
+    """Each responder's READY line (their JVMs boot at once)."""
+    for proc in procs:
+        assert proc.stdout.readline().strip() == "READY"
 
 
 def test_java_request_reply(txn_peer, tool, tmp_path):
     """The Java client's ``request()`` and ``createReplyMessage`` on both brokers."""
     peer = txn_peer
     topic, pgroup, cgroup = _names(peer, "rpc")
-    responder = _java_responder(tool, peer, topic, cgroup, tmp_path)
+    responder = _start_responder(tool, peer, topic, cgroup, tmp_path)
     try:
+        _ready(responder)
         lines = tool.run(["request", peer.namesrv, topic, pgroup, "10000", "3"], home=tmp_path)
     finally:
         responder.kill()
@@ -477,8 +483,8 @@ def test_trocket_request_reply(txn_peer, tool, tmp_path):
 
     topic, pgroup, cgroup = _names(peer, "trpc")
     slow_topic = topic + "Slow"
-    responder = _java_responder(tool, peer, topic, cgroup, tmp_path)
-    slow = _java_responder(tool, peer, slow_topic, cgroup + "S", tmp_path, delay_ms=1500)
+    responder = _start_responder(tool, peer, topic, cgroup, tmp_path)
+    slow = _start_responder(tool, peer, slow_topic, cgroup + "S", tmp_path, delay_ms=1500)
 
     def config() -> ClientConfig:  # one each: a client id is its instance's (the broker pushes replies by it)
         return ClientConfig(namesrv=peer.namesrv, heartbeat_interval=1.0)
@@ -528,6 +534,7 @@ def test_trocket_request_reply(txn_peer, tool, tmp_path):
                 assert [r.body for r in replies] == [b"t:q%d" % i for i in range(1000)]
 
     try:
+        _ready(responder, slow)
         trio.run(main)
     finally:
         for proc in (responder, slow):
