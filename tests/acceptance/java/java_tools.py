@@ -42,7 +42,8 @@ BUNDLE_NAME = "rocketmq-4.9.8"
 ENV_BUNDLE = "TROCKET_ROCKETMQ_JAVA"
 #: small JVMs (the bundle's README): the suite runs four at once on two cores
 SMALL_JVM = ["-Xms128m", "-Xmx512m", "-XX:-AlwaysPreTouch", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
-SERVER_JVM = ["-Xms256m", "-Xmx512m", "-XX:-AlwaysPreTouch", "-XX:MaxDirectMemorySize=512m"]
+SERVER_JVM = ["-Xms256m", "-Xmx512m", "-XX:-AlwaysPreTouch", "-XX:MaxDirectMemorySize=512m", "-XX:TieredStopAtLevel=1",
+              "-XX:+UseSerialGC"]
 #: the name server's GET_BROKER_CLUSTER_INFO
 GET_BROKER_CLUSTER_INFO = 106
 

@@ -21,7 +21,16 @@ import attrs
 import pytest
 
 from acc_tools import BrokerProcess, RawClient, decode_records
-from java_tools import Bundle, JavaBroker, JavaNameServer, Peer, finish_program, start_program, wait_for
+from java_tools import (
+    Bundle,
+    JavaBroker,
+    JavaNameServer,
+    Peer,
+    finish_program,
+    route_queue_datas,
+    start_program,
+    wait_for,
+)
 
 #: checks every second, a transaction older than a second checked, discarded after 3 checks;
 #: the trace topic made (the trace scenario)
@@ -89,9 +98,11 @@ def _names(peer: Peer, what: str) -> tuple[str, str, str]:
 
 
 def consume(tool: Tool, peer: Peer, topic: str, group: str, count: int, log_dir: Path,
-            quiet: int = 3) -> list[tuple[str, int, dict]]:
+            quiet: int = 1) -> list[tuple[str, int, dict]]:
     """What a Java push consumer gets from ``topic`` (from the first offset): (body,
-    sysflag, properties), after ``count`` messages ``quiet`` seconds more."""
+    sysflag, properties), after ``count`` messages ``quiet`` seconds more. And then the
+    topic's queues hold exactly what came: a message the broker should not have stored
+    (rolled back, committed twice) fails here, however late its delivery would be."""
     lines = tool.run(["consume", peer.namesrv, topic, group, str(count), "40", str(quiet)], home=log_dir, timeout=90)
     out = []
     for line in lines:
@@ -99,6 +110,10 @@ def consume(tool: Tool, peer: Peer, topic: str, group: str, count: int, log_dir:
             _, body, sys_flag, props = line.split(" ", 3)
             out.append((body, int(sys_flag), json.loads(props)))
     assert lines and lines[-1].startswith("DONE"), lines
+    (route,) = route_queue_datas(peer.namesrv, topic)
+    with RawClient(peer.hostport) as c:
+        stored = sum(c.max_offset(topic, q) for q in range(route["writeQueueNums"]))
+    assert stored == len(out), (stored, out)
     return out
 
 
