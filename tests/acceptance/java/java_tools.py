@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -28,10 +29,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import attrs
 
 from acc_tools import RawClient, free_port, free_port_block, trocket_command
+
+T = TypeVar("T")
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE / "src"
@@ -464,6 +468,21 @@ class Peer:
     @property
     def hostport(self) -> tuple[str, int]:
         return hostport(self.addr)
+
+
+def in_thread(fn: Callable[[], T]) -> concurrent.futures.Future[T]:
+    """``fn()`` in a daemon thread of its own, at once (a server's boot while other tests
+    run): its Future."""
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            future.set_result(fn())
+        except BaseException as exc:  # handed to whoever waits for it
+            future.set_exception(exc)
+
+    threading.Thread(target=run, daemon=True, name=f"in-thread-{getattr(fn, '__name__', 'fn')}").start()
+    return future
 
 
 def wait_for(cond, timeout: float, interval: float = 0.2) -> bool:

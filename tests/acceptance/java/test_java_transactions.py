@@ -11,6 +11,7 @@ brokers here are this module's own, which check every second with a
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import time
@@ -27,10 +28,14 @@ from java_tools import (
     JavaNameServer,
     Peer,
     finish_program,
+    in_thread,
     route_queue_datas,
     start_program,
     wait_for,
 )
+
+#: the Java broker boots from the module's start, while the trocket run's tests go
+pytestmark = pytest.mark.usefixtures("java_txn_servers")
 
 #: checks every second, a transaction older than a second checked, discarded after 3 checks;
 #: the trace topic made (the trace scenario)
@@ -68,8 +73,8 @@ def trocket_txn_broker(home: Path, conf: dict[str, str] = CHECK_CONF) -> BrokerP
 @pytest.fixture(scope="module", params=["trocket", "java"])
 def txn_peer(request, java_bundle, tmp_path_factory):
     """``trocket broker`` and the Java broker in turn, each checking every second."""
-    home = tmp_path_factory.mktemp(f"txn-peer-{request.param}")
     if request.param == "trocket":
+        home = tmp_path_factory.mktemp("txn-peer-trocket")
         broker = trocket_txn_broker(home)
         broker.start()
         try:
@@ -78,16 +83,30 @@ def txn_peer(request, java_bundle, tmp_path_factory):
             rc = broker.stop()
             assert rc == 130 and "shut down cleanly" in broker.log_text(), broker.log_tail()
         return
+    yield request.getfixturevalue("java_txn_servers").result(timeout=120)
+
+
+@pytest.fixture(scope="module")
+def java_txn_servers(java_bundle, tmp_path_factory):
+    """The Java name server and broker of txn_peer's java run, booting in a thread from
+    the module's first test on (while the trocket run's tests go): a Future of the Peer."""
+    home = tmp_path_factory.mktemp("txn-peer-java")
     ns = JavaNameServer(java_bundle, home / "namesrv")
     broker = JavaBroker(java_bundle, home / "broker", ns.addr, CHECK_CONF)
-    ns.start()
-    try:
+
+    def boot() -> Peer:
+        ns.start()
         ns.wait_ready()
         broker.start()
         broker.wait_ready()
         broker.wait_registered()
-        yield Peer("java", ns.addr, broker.addr, broker.store, broker.log_tail)
-    finally:  # its store is thrown away: no clean shutdown to wait for
+        return Peer("java", ns.addr, broker.addr, broker.store, broker.log_tail)
+
+    booting = in_thread(boot)
+    try:
+        yield booting
+    finally:  # (its store is thrown away: no clean shutdown to wait for)
+        concurrent.futures.wait([booting])
         broker.kill()
         ns.kill()
 
