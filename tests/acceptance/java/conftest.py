@@ -10,6 +10,7 @@ the tests skip and say why.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import sys
 import time
@@ -56,9 +57,17 @@ def java_bundle() -> Bundle:
 
 
 @pytest.fixture(scope="session")
-def java_classes(java_bundle, figures) -> Path:
-    t0 = time.monotonic()
-    classes, compiled = compile_programs(java_bundle)
+def java_compiling(java_bundle):
+    """:func:`compile_programs` started at once in a thread (javac runs while the brokers
+    boot): (its Future, when it started)."""
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="javac") as pool:
+        yield pool.submit(compile_programs, java_bundle), time.monotonic()
+
+
+@pytest.fixture(scope="session")
+def java_classes(java_compiling, figures) -> Path:
+    future, t0 = java_compiling
+    classes, compiled = future.result()
     figures.append(f"java reference: programs {'compiled in %.1f s' % (time.monotonic() - t0) if compiled else 'from the cache'}"
                    f" ({classes})")
     return classes
@@ -76,11 +85,12 @@ def java_peer(java_bundle, tmp_path_factory, figures):
         ns.wait_ready()
         broker.start()
         broker.wait_ready()
+        broker.wait_registered()
         figures.append(f"java reference: Java name server + broker up in {time.monotonic() - t0:.1f} s")
         yield Peer("java", ns.addr, broker.addr, broker.store, broker.log_tail)
-    finally:
-        broker.stop()
-        ns.stop()
+    finally:  # its store is thrown away: no clean shutdown to wait for
+        broker.kill()
+        ns.kill()
 
 
 @pytest.fixture(scope="session")
@@ -127,11 +137,15 @@ def scenario_runs(java_bundle, java_classes, tmp_path_factory, figures):
 
 
 @pytest.fixture(scope="session")
-def runs_in_background(request, scenario_runs) -> None:
+def runs_in_background(request) -> None:
     """Start the Runner against both brokers now, so they work while other tests run
-    (test_trocket_client.py, collected first: see pytest_collection_modifyitems)."""
-    for kind in ("trocket", "java"):
-        scenario_runs(request.getfixturevalue(f"{kind}_peer"))
+    (test_trocket_client.py, collected first: see pytest_collection_modifyitems). The
+    compilation first: it runs while the brokers boot."""
+    request.getfixturevalue("java_compiling")
+    peers = [request.getfixturevalue(f"{kind}_peer") for kind in ("java", "trocket")]
+    scenario_runs = request.getfixturevalue("scenario_runs")
+    for p in peers:
+        scenario_runs(p)
 
 
 def pytest_collection_modifyitems(session, config, items):

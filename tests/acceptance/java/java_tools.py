@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -28,10 +29,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import attrs
 
 from acc_tools import RawClient, free_port, free_port_block, trocket_command
+
+T = TypeVar("T")
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE / "src"
@@ -42,7 +46,10 @@ BUNDLE_NAME = "rocketmq-4.9.8"
 ENV_BUNDLE = "TROCKET_ROCKETMQ_JAVA"
 #: small JVMs (the bundle's README): the suite runs four at once on two cores
 SMALL_JVM = ["-Xms128m", "-Xmx512m", "-XX:-AlwaysPreTouch", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
-SERVER_JVM = ["-Xms256m", "-Xmx512m", "-XX:-AlwaysPreTouch", "-XX:MaxDirectMemorySize=512m"]
+SERVER_JVM = ["-Xms256m", "-Xmx512m", "-XX:-AlwaysPreTouch", "-XX:MaxDirectMemorySize=512m", "-XX:TieredStopAtLevel=1",
+              "-XX:+UseSerialGC"]
+#: the name server's GET_BROKER_CLUSTER_INFO
+GET_BROKER_CLUSTER_INFO = 106
 
 
 @attrs.define(slots=True, frozen=True)
@@ -202,11 +209,16 @@ class JavaProcess:
             self._log = None
 
     def kill(self) -> None:
-        """SIGKILL (a crash)."""
+        """SIGKILL (a crash; or the end of a server whose store nobody reads again: a
+        SIGTERM'd Java broker takes seconds in its shutdown hooks, DefaultMessageStore's
+        sleeps among them)."""
         proc = self.proc
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -272,6 +284,21 @@ class JavaBroker(JavaProcess):
     @property
     def addr(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    def wait_registered(self, timeout: float = 40.0) -> None:
+        """Until every name server of its ``namesrvAddr`` lists it (GET_BROKER_CLUSTER_INFO).
+        Java's broker registers before it prints ``boot success``, so this is at once,
+        unless that first registration failed and the broker's 30 s timer must redo it."""
+        servers = [a for a in self.namesrv.split(";") if a]
+
+        def listed(ns: str) -> bool:
+            with RawClient(hostport(ns), timeout=5) as c:
+                resp, body = c.call(GET_BROKER_CLUSTER_INFO, {})
+            return resp["code"] == 0 and f'"{self.addr}"' in body.decode("utf-8", "replace")
+
+        if not all(wait_for(lambda ns=ns: listed(ns), timeout) for ns in servers):
+            raise AssertionError(f"{self.what} {self.addr} is not registered with {servers} after {timeout} s:\n"
+                                 f"{self.log_tail()}")
 
     def command(self) -> list[str]:
         b = self.bundle
@@ -352,6 +379,8 @@ class ScenarioRun:
                  scenarios: list[str] | None = None, threads: int = 16, deadline_s: int = 240,
                  params: dict[str, object] | None = None, jvm_opts: list[str] | None = None) -> None:
         self.results: dict[str, dict] = {}
+        self.scenarios = list(scenarios or ["all"])
+        self.params = dict(params or {})
         self.cond = threading.Condition()
         self.done = False
         self.home = home
@@ -441,6 +470,21 @@ class Peer:
         return hostport(self.addr)
 
 
+def in_thread(fn: Callable[[], T]) -> concurrent.futures.Future[T]:
+    """``fn()`` in a daemon thread of its own, at once (a server's boot while other tests
+    run): its Future."""
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            future.set_result(fn())
+        except BaseException as exc:  # handed to whoever waits for it
+            future.set_exception(exc)
+
+    threading.Thread(target=run, daemon=True, name=f"in-thread-{getattr(fn, '__name__', 'fn')}").start()
+    return future
+
+
 def wait_for(cond, timeout: float, interval: float = 0.2) -> bool:
     """Poll ``cond()`` (an OSError counts as not yet) until true or ``timeout`` s; whether it came."""
     deadline = time.monotonic() + timeout
@@ -470,19 +514,34 @@ def route_queue_datas(namesrv: str, topic: str) -> list[dict]:
 # -- parametrization ------------------------------------------------------------------------
 
 
-def run_step(bundle: Bundle, classes: Path, home: Path, scenario: str, *, namesrv: str, broker: str,
-             timeout: float = 180.0, jvm_opts: list[str] | None = None, **params: object) -> dict:
-    """One parametrized Runner scenario (src/StepScenarios.java) to its end; its data
-    (AssertionError with the Java exception when it threw)."""
-    run = ScenarioRun(bundle, classes, namesrv=namesrv, broker=broker, prefix=f"st{os.getpid() % 10000}",
-                      home=home, scenarios=[scenario], threads=1, deadline_s=int(timeout), params=params,
-                      jvm_opts=jvm_opts)
+def start_step(bundle: Bundle, classes: Path, home: Path, scenario: str, *, namesrv: str, broker: str,
+               timeout: float = 180.0, jvm_opts: list[str] | None = None, **params: object) -> ScenarioRun:
+    """One parametrized Runner scenario (src/StepScenarios.java) started in a JVM of its
+    own; :func:`finish_step` waits for it."""
+    return ScenarioRun(bundle, classes, namesrv=namesrv, broker=broker, prefix=f"st{os.getpid() % 10000}",
+                       home=home, scenarios=[scenario], threads=1, deadline_s=int(timeout), params=params,
+                       jvm_opts=jvm_opts)
+
+
+def finish_step(run: ScenarioRun, timeout: float = 180.0) -> dict:
+    """The data of the one scenario ``run`` runs, once it has ended (AssertionError with
+    the Java exception when it threw); the JVM stopped."""
+    (scenario,) = run.scenarios
     try:
         doc = run.result(scenario, timeout=timeout + 30)
     finally:
         run.stop()
-    assert doc.get("ok"), f"Java step {scenario} {params} failed:\n{doc.get('error')}"
+    assert doc.get("ok"), f"Java step {scenario} {run.params} failed:\n{doc.get('error')}"
     return doc["data"]
+
+
+def run_step(bundle: Bundle, classes: Path, home: Path, scenario: str, *, namesrv: str, broker: str,
+             timeout: float = 180.0, jvm_opts: list[str] | None = None, **params: object) -> dict:
+    """One parametrized Runner scenario (src/StepScenarios.java) to its end; its data
+    (AssertionError with the Java exception when it threw)."""
+    run = start_step(bundle, classes, home, scenario, namesrv=namesrv, broker=broker, timeout=timeout,
+                     jvm_opts=jvm_opts, **params)
+    return finish_step(run, timeout)
 
 
 def on_both(trocket_xfail: str | None = None):

@@ -21,6 +21,7 @@ import pytest
 
 from acc_tools import BrokerProcess, RawClient
 from java_tools import (
+    GET_BROKER_CLUSTER_INFO,
     JavaBroker,
     JavaNameServer,
     ScenarioRun,
@@ -37,7 +38,6 @@ CLUSTER = "MixCluster"
 TOPIC = "MixTopic"
 QUEUES = 4
 PHASE = 400
-GET_BROKER_CLUSTER_INFO = 106
 
 
 
@@ -95,7 +95,7 @@ def mixed_cluster(java_bundle, java_classes, tmp_path_factory):
         facts["phase1"] = run_step(java_bundle, java_classes, tmp / "p1", "produce", topic=TOPIC, count=PHASE, threads=4,
                                    **step)
         facts["g1"] = run_step(java_bundle, java_classes, tmp / "g1", "consume", topic=TOPIC, group="MixG1", expect=PHASE,
-                               timeout_s=30, **step)
+                               timeout_s=30, commit="false", **step)
         # phase 2: sends every 10 ms; kill -9 of the trocket broker 1.5 s in
         run = ScenarioRun(java_bundle, java_classes, namesrv=both, broker=java_broker.addr, prefix="mix2",
                           home=tmp / "p2", scenarios=["produce"], threads=1,
@@ -111,7 +111,7 @@ def mixed_cluster(java_bundle, java_classes, tmp_path_factory):
         acked = {a[0] for a in facts["phase1"]["acked"] + facts["phase2"]["acked"] if a[1] == "SEND_OK"}
         facts["acked"] = acked
         facts["g2"] = run_step(java_bundle, java_classes, tmp / "g2", "consume", topic=TOPIC, group="MixG2",
-                               expect=len(acked), timeout_s=40, **step)
+                               expect=len(acked), timeout_s=40, commit="false", **step)
         yield facts
     finally:
         trocket_broker.kill()

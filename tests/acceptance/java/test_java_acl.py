@@ -13,19 +13,20 @@ permissive modes; the trocket client with TLS against the Java broker in enforci
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 import trustme
 
 from acc_tools import BrokerProcess, trocket_command
-from java_tools import SERVER_JVM, JavaBroker, JavaNameServer, run_step
+from java_tools import SERVER_JVM, JavaBroker, JavaNameServer, finish_step, in_thread, start_step
 
-pytestmark = pytest.mark.usefixtures("java_bundle")
+#: the TLS test's Java servers boot from the module's start, while the ACL tests go
+pytestmark = pytest.mark.usefixtures("java_bundle", "tls_java_servers")
 
 #: 4.9.8's sample file, as the broker tests use it
 ACL_YML = (Path(__file__).resolve().parents[2] / "broker" / "plain_acl.yml").read_text()
@@ -80,25 +81,30 @@ def acl_brokers(java_bundle, tmp_path_factory):
         jb.start()
         tb.start()
         jb.wait_ready()
-        time.sleep(3)  # the Java broker's first registration
+        jb.wait_registered()
         yield {"java": (ns.addr, jb.addr), "trocket": (tb.namesrv, f"127.0.0.1:{tb.port}")}
     finally:
         tb.stop()
-        jb.stop()
-        ns.stop()
+        jb.kill()  # stores thrown away: no clean shutdown to wait for
+        ns.kill()
 
 
 @pytest.fixture(scope="module")
 def acl_outcomes(acl_brokers, java_bundle, java_classes, tmp_path_factory):
-    """Every credential's outcomes on both brokers (the right key first: it creates topicB)."""
+    """Every credential's outcomes on both brokers (the right key first: it creates topicB):
+    {credential: {broker kind: outcomes}}."""
     tmp = tmp_path_factory.mktemp("acl-runs")
-    out: dict[str, dict[str, dict]] = {}
-    for kind, (ns, addr) in acl_brokers.items():
-        for name, (ak, sk) in CREDENTIALS.items():
-            out.setdefault(name, {})[kind] = run_step(
-                java_bundle, java_classes, tmp / f"{kind}-{name}", "acl_probe", namesrv=ns, broker=addr,
-                ak=ak, sk=sk, tag=name, timeout=120)
-    return out
+    creds = {f"{k}.{name}": v for name, (ak, sk) in CREDENTIALS.items() for k, v in (("ak", ak), ("sk", sk))}
+    # one JVM per broker, the two at once; in each the credentials one after another
+    runs = {kind: start_step(java_bundle, java_classes, tmp / kind, "acl_probe", namesrv=ns, broker=addr,
+                             timeout=120, tags=",".join(CREDENTIALS), **creds)
+            for kind, (ns, addr) in acl_brokers.items()}
+    try:
+        by_kind = {kind: finish_step(run, 120) for kind, run in runs.items()}
+    finally:
+        for run in runs.values():
+            run.stop()
+    return {name: {kind: by_kind[kind][name] for kind in by_kind} for name in CREDENTIALS}
 
 
 @pytest.mark.parametrize("credential", list(CREDENTIALS))
@@ -141,43 +147,61 @@ def test_java_client_over_tls_to_trocket(java_bundle, java_classes, tmp_path, pk
     tb = BrokerProcess(tmp_path / "store", tmp_path / "broker.log", extra=[
         "--tls-mode", mode, "--tls-cert", str(pki / "server.pem"), "--tls-key", str(pki / "server.key")])
     tb.start()
+    runs = []
     try:
-        data = run_step(java_bundle, java_classes, tmp_path / "run", "tls_probe", namesrv=tb.namesrv,
-                        broker=f"127.0.0.1:{tb.port}", jvm_opts=["-Dtls.enable=true"], timeout=60)
+        where = dict(namesrv=tb.namesrv, broker=f"127.0.0.1:{tb.port}", timeout=60)
+        runs.append(start_step(java_bundle, java_classes, tmp_path / "run", "tls_probe", jvm_opts=["-Dtls.enable=true"],
+                               **where))
+        if mode == "enforcing":  # a Java client without TLS gets nowhere (at the same time: its own topic)
+            runs.append(start_step(java_bundle, java_classes, tmp_path / "plain", "tls_probe",
+                                   topic="TlsPlainTopic", **where))
+        data, *plain = [finish_step(run, 60) for run in runs]
         assert data == {"send": "OK SEND_OK", "pull": "OK over tls"}
-        if mode == "enforcing":  # a Java client without TLS gets nowhere
-            plain = run_step(java_bundle, java_classes, tmp_path / "plain", "tls_probe", namesrv=tb.namesrv,
-                             broker=f"127.0.0.1:{tb.port}", timeout=60)
-            assert not plain["send"].startswith("OK") and not plain["pull"].startswith("OK"), plain
+        for p in plain:
+            assert not p["send"].startswith("OK") and not p["pull"].startswith("OK"), p
     finally:
+        for run in runs:
+            run.stop()
         tb.stop()
     assert "Traceback" not in tb.log_text()
 
 
-def test_trocket_client_over_tls_to_the_java_broker(java_bundle, tmp_path, pki):
+@pytest.fixture(scope="module")
+def tls_java_servers(java_bundle, tmp_path_factory):
     """The Java name server and broker with tls.server.mode=enforcing (Java's test mode: a
-    self-signed certificate); trocket send / consume with --tls (trusting any certificate,
-    as Java's client does by default)."""
-    home = java_home(java_bundle, tmp_path / "home", None)
+    self-signed certificate), booting in a thread from the module's first test on: a
+    Future of the name server's address."""
+    tmp = tmp_path_factory.mktemp("tls-java")
+    home = java_home(java_bundle, tmp / "home", None)
     props = ["-Dtls.server.mode=enforcing", "-Dtls.enable=true"]
-    ns = JavaNameServer(java_bundle, tmp_path / "namesrv")
+    ns = JavaNameServer(java_bundle, tmp / "namesrv")
     ns.command = (lambda orig: (lambda: orig()[:3] + props + orig()[3:]))(ns.command)  # type: ignore[method-assign]
-    ns.start()
-    jb = HomeBroker(java_bundle, tmp_path / "jbroker", ns.addr, home, props=props)
-    try:
+    jb = HomeBroker(java_bundle, tmp / "jbroker", ns.addr, home, props=props)
+
+    def boot() -> str:
+        ns.start()
         ns.wait_ready()
         jb.start()
-        jb.wait_ready()
-        time.sleep(3)
-        base = [*trocket_command()]
-        run = lambda *a: subprocess.run([*base, *a], capture_output=True, text=True, timeout=60)  # noqa: E731
-        r = run("send", "-n", ns.addr, "-t", "TlsJ", "--body", "to java over tls", "--tls", "--json", "--timeout", "10")
-        assert r.returncode == 0 and json.loads(r.stdout)["status"] == "SEND_OK", r.stderr
-        r = run("send", "-n", ns.addr, "-t", "TlsJ", "--body", "plain", "--timeout", "3")
-        assert r.returncode == 1, "a plain client must not get through an enforcing Java name server"
-        r = run("consume", "-n", ns.addr, "-t", "TlsJ", "-g", "TlsG", "--from", "first", "--count", "1", "--tls",
-                "--json")
-        assert r.returncode == 0 and json.loads(r.stdout.splitlines()[0])["body"] == "to java over tls", r.stderr
-    finally:
-        jb.stop()
-        ns.stop()
+        jb.wait_ready()  # (registered by then: Java's broker registers before its "boot success")
+        return ns.addr
+
+    booting = in_thread(boot)
+    try:
+        yield booting
+    finally:  # (stores thrown away: no clean shutdown to wait for)
+        concurrent.futures.wait([booting])
+        jb.kill()
+        ns.kill()
+
+
+def test_trocket_client_over_tls_to_the_java_broker(tls_java_servers):
+    """The Java name server and broker with tls.server.mode=enforcing; trocket send /
+    consume with --tls (trusting any certificate, as Java's client does by default)."""
+    ns_addr = tls_java_servers.result(timeout=120)
+    run = lambda *a: subprocess.run([*trocket_command(), *a], capture_output=True, text=True, timeout=60)  # noqa: E731
+    r = run("send", "-n", ns_addr, "-t", "TlsJ", "--body", "to java over tls", "--tls", "--json", "--timeout", "10")
+    assert r.returncode == 0 and json.loads(r.stdout)["status"] == "SEND_OK", r.stderr
+    r = run("send", "-n", ns_addr, "-t", "TlsJ", "--body", "plain", "--timeout", "3")
+    assert r.returncode == 1, "a plain client must not get through an enforcing Java name server"
+    r = run("consume", "-n", ns_addr, "-t", "TlsJ", "-g", "TlsG", "--from", "first", "--count", "1", "--tls", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout.splitlines()[0])["body"] == "to java over tls", r.stderr

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from acc_tools import RawClient, decode_records
-from java_tools import on_both
+from java_tools import on_both, wait_for
 
 pytestmark = pytest.mark.usefixtures("java_bundle")
 
@@ -45,10 +45,17 @@ def test_stored_properties_are_javas(scenario, peer):
     it: CLUSTER=<cluster> added and WAIT dropped (4.9.1+), in Java's HashMap order; a
     batch entry: its own properties, then the batch header's with CLUSTER."""
     r = scenario("stored_props")
-    with RawClient(peer.hostport) as raw:
-        resp, body = raw.pull(r["topic"], r["queueId"], 0)
-    assert resp["code"] == 0, resp
-    stored = {rec["queue_offset"]: rec["props_raw"].decode("utf-8") for rec in decode_records(body)}
+    stored: dict[int, str] = {}
+
+    def pulled() -> bool:  # (Java's broker answers SEND_OK before its consume queue holds the record)
+        with RawClient(peer.hostport) as raw:
+            resp, body = raw.pull(r["topic"], r["queueId"], 0)
+        assert resp["code"] in (0, 19, 20), resp  # FOUND, or not yet there (NO_NEW_MSG, PULL_NOT_FOUND)
+        if resp["code"] == 0:
+            stored.update({rec["queue_offset"]: rec["props_raw"].decode("utf-8") for rec in decode_records(body)})
+        return all(want["queueOffset"] in stored for want in r["records"])
+
+    wait_for(pulled, 15, 0.1)
     for want in r["records"]:
         assert stored.get(want["queueOffset"]) == want["expectedStored"], (want["what"], want["sentProperties"])
 

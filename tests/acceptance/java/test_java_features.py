@@ -1,7 +1,6 @@
-"""Features other issues bring to trocket's broker, run with the real Java client against
+"""Features other issues brought to trocket's broker, run with the real Java client against
 both brokers (src/FeatureScenarios.java): transactions and request-reply (issue 23),
-SQL92 filters and message trace (issue 25). The trocket runs of what has not landed
-are ``xfail(strict=True)`` (SQL92 filtering and the trace topic have: the trocket
+SQL92 filters and message trace (issue 25). All have landed: no run is xfail (the trocket
 broker runs with ``enablePropertyFilter=true`` and ``traceTopicEnable=true``, as the Java
 one). (ACL, issue 24, runs on brokers with aclEnable of their own: test_java_acl.py.)"""
 

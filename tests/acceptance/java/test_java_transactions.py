@@ -11,6 +11,7 @@ brokers here are this module's own, which check every second with a
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import time
@@ -21,7 +22,20 @@ import attrs
 import pytest
 
 from acc_tools import BrokerProcess, RawClient, decode_records
-from java_tools import Bundle, JavaBroker, JavaNameServer, Peer, finish_program, start_program, wait_for
+from java_tools import (
+    Bundle,
+    JavaBroker,
+    JavaNameServer,
+    Peer,
+    finish_program,
+    in_thread,
+    route_queue_datas,
+    start_program,
+    wait_for,
+)
+
+#: the Java broker boots from the module's start, while the trocket run's tests go
+pytestmark = pytest.mark.usefixtures("java_txn_servers")
 
 #: checks every second, a transaction older than a second checked, discarded after 3 checks;
 #: the trace topic made (the trace scenario)
@@ -59,8 +73,8 @@ def trocket_txn_broker(home: Path, conf: dict[str, str] = CHECK_CONF) -> BrokerP
 @pytest.fixture(scope="module", params=["trocket", "java"])
 def txn_peer(request, java_bundle, tmp_path_factory):
     """``trocket broker`` and the Java broker in turn, each checking every second."""
-    home = tmp_path_factory.mktemp(f"txn-peer-{request.param}")
     if request.param == "trocket":
+        home = tmp_path_factory.mktemp("txn-peer-trocket")
         broker = trocket_txn_broker(home)
         broker.start()
         try:
@@ -69,18 +83,32 @@ def txn_peer(request, java_bundle, tmp_path_factory):
             rc = broker.stop()
             assert rc == 130 and "shut down cleanly" in broker.log_text(), broker.log_tail()
         return
+    yield request.getfixturevalue("java_txn_servers").result(timeout=120)
+
+
+@pytest.fixture(scope="module")
+def java_txn_servers(java_bundle, tmp_path_factory):
+    """The Java name server and broker of txn_peer's java run, booting in a thread from
+    the module's first test on (while the trocket run's tests go): a Future of the Peer."""
+    home = tmp_path_factory.mktemp("txn-peer-java")
     ns = JavaNameServer(java_bundle, home / "namesrv")
     broker = JavaBroker(java_bundle, home / "broker", ns.addr, CHECK_CONF)
-    ns.start()
-    try:
+
+    def boot() -> Peer:
+        ns.start()
         ns.wait_ready()
         broker.start()
         broker.wait_ready()
-        time.sleep(2)  # its first registration with the name server
-        yield Peer("java", ns.addr, broker.addr, broker.store, broker.log_tail)
-    finally:
-        broker.stop()
-        ns.stop()
+        broker.wait_registered()
+        return Peer("java", ns.addr, broker.addr, broker.store, broker.log_tail)
+
+    booting = in_thread(boot)
+    try:
+        yield booting
+    finally:  # (its store is thrown away: no clean shutdown to wait for)
+        concurrent.futures.wait([booting])
+        broker.kill()
+        ns.kill()
 
 
 def _names(peer: Peer, what: str) -> tuple[str, str, str]:
@@ -89,9 +117,11 @@ def _names(peer: Peer, what: str) -> tuple[str, str, str]:
 
 
 def consume(tool: Tool, peer: Peer, topic: str, group: str, count: int, log_dir: Path,
-            quiet: int = 3) -> list[tuple[str, int, dict]]:
+            quiet: int = 1) -> list[tuple[str, int, dict]]:
     """What a Java push consumer gets from ``topic`` (from the first offset): (body,
-    sysflag, properties), after ``count`` messages ``quiet`` seconds more."""
+    sysflag, properties), after ``count`` messages ``quiet`` seconds more. And then the
+    topic's queues hold exactly what came: a message the broker should not have stored
+    (rolled back, committed twice) fails here, however late its delivery would be."""
     lines = tool.run(["consume", peer.namesrv, topic, group, str(count), "40", str(quiet)], home=log_dir, timeout=90)
     out = []
     for line in lines:
@@ -99,6 +129,10 @@ def consume(tool: Tool, peer: Peer, topic: str, group: str, count: int, log_dir:
             _, body, sys_flag, props = line.split(" ", 3)
             out.append((body, int(sys_flag), json.loads(props)))
     assert lines and lines[-1].startswith("DONE"), lines
+    (route,) = route_queue_datas(peer.namesrv, topic)
+    with RawClient(peer.hostport) as c:
+        stored = sum(c.max_offset(topic, q) for q in range(route["writeQueueNums"]))
+    assert stored == len(out), (stored, out)
     return out
 
 
@@ -275,11 +309,6 @@ def test_discarded_after_transaction_check_max(txn_peer, tool, tmp_path):
     topic, pgroup, _ = _names(peer, "discard")
     with RawClient(peer.hostport) as c:
         c.create_topic(topic, queues=4)
-    lines = tool.run(["txn", peer.namesrv, topic, pgroup, "12", "unknown"], home=tmp_path, timeout=60)
-    assert [line.split()[2:4] for line in lines if line.startswith("SENT ")] == [["SEND_OK", "UNKNOW"]], lines
-    checks = [line.split() for line in lines if line.startswith("CHECK ")]
-    assert [c[2] for c in checks] == ["1", "2", "3"], lines
-    assert lines[-1] == "DONE answered=0 pending=1", lines
 
     def discarded() -> list[dict]:
         with RawClient(peer.hostport) as c:
@@ -288,7 +317,24 @@ def test_discarded_after_transaction_check_max(txn_peer, tool, tmp_path):
             return []
         return [r for r in decode_records(body) if r["props"].get("REAL_TOPIC") == topic]
 
-    assert wait_for(discarded, 20), f"nothing of {topic} on {MAX_TIME}"
+    # the producer waits (up to 30 s) until the transaction is discarded, then one round of
+    # checks more (1.5 s; the brokers check every second): a fourth check would show
+    stop = tmp_path / "stop"
+    proc = start_program(tool.bundle, tool.classes, "TxnTool", ["txn", peer.namesrv, topic, pgroup, "30", "unknown"],
+                         home=tmp_path, props={"txn.stop": str(stop), "txn.linger": "1500"})
+    try:
+        found = wait_for(discarded, 30)
+        stop.touch()
+        lines = finish_program(proc, 30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert [line.split()[2:4] for line in lines if line.startswith("SENT ")] == [["SEND_OK", "UNKNOW"]], lines
+    checks = [line.split() for line in lines if line.startswith("CHECK ")]
+    assert [c[2] for c in checks] == ["1", "2", "3"], lines
+    assert lines[-1] == "DONE answered=0 pending=1", lines
+    assert found, f"nothing of {topic} on {MAX_TIME}"
     [gone] = discarded()
     assert gone["body"] == b"m0-unknown" and gone["props"]["TRANSACTION_CHECK_TIMES"] == "3", gone
     assert gone["props"]["PGROUP"] == pgroup, gone
@@ -421,22 +467,28 @@ def test_kill9_between_prepare_and_commit(tool, tmp_path):
 # -- request-reply --------------------------------------------------------------------------------
 
 
-def _java_responder(tool: Tool, peer: Peer, topic: str, group: str, log_dir: Path, delay_ms: int = 0,
-                    seconds: int = 60):
-    """A Java push consumer answering every request of ``topic`` (``re:<body>``)."""
+def _start_responder(tool: Tool, peer: Peer, topic: str, group: str, log_dir: Path, delay_ms: int = 0,
+                     seconds: int = 60):
+    """A Java push consumer answering every request of ``topic`` (``re:<body>``), starting
+    (:func:`_ready` waits until it has)."""
     with RawClient(peer.hostport) as c:
         c.create_topic(topic, queues=4)
-    proc = tool.start(["respond", peer.namesrv, topic, group, str(seconds), str(delay_ms)], home=log_dir)
-    assert proc.stdout.readline().strip() == "READY"
-    return proc
+    return tool.start(["respond", peer.namesrv, topic, group, str(seconds), str(delay_ms)], home=log_dir)
+
+
+def _ready(*procs):
+    """Each responder's READY line (their JVMs boot at once)."""
+    for proc in procs:
+        assert proc.stdout.readline().strip() == "READY"
 
 
 def test_java_request_reply(txn_peer, tool, tmp_path):
     """The Java client's ``request()`` and ``createReplyMessage`` on both brokers."""
     peer = txn_peer
     topic, pgroup, cgroup = _names(peer, "rpc")
-    responder = _java_responder(tool, peer, topic, cgroup, tmp_path)
+    responder = _start_responder(tool, peer, topic, cgroup, tmp_path)
     try:
+        _ready(responder)
         lines = tool.run(["request", peer.namesrv, topic, pgroup, "10000", "3"], home=tmp_path)
     finally:
         responder.kill()
@@ -465,8 +517,8 @@ def test_trocket_request_reply(txn_peer, tool, tmp_path):
 
     topic, pgroup, cgroup = _names(peer, "trpc")
     slow_topic = topic + "Slow"
-    responder = _java_responder(tool, peer, topic, cgroup, tmp_path)
-    slow = _java_responder(tool, peer, slow_topic, cgroup + "S", tmp_path, delay_ms=1500)
+    responder = _start_responder(tool, peer, topic, cgroup, tmp_path)
+    slow = _start_responder(tool, peer, slow_topic, cgroup + "S", tmp_path, delay_ms=1500)
 
     def config() -> ClientConfig:  # one each: a client id is its instance's (the broker pushes replies by it)
         return ClientConfig(namesrv=peer.namesrv, heartbeat_interval=1.0)
@@ -516,6 +568,7 @@ def test_trocket_request_reply(txn_peer, tool, tmp_path):
                 assert [r.body for r in replies] == [b"t:q%d" % i for i in range(1000)]
 
     try:
+        _ready(responder, slow)
         trio.run(main)
     finally:
         for proc in (responder, slow):

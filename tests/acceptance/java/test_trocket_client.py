@@ -6,17 +6,19 @@ locks, RECONSUME_LATER), the lite pull consumer, the blocking facade, and
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import subprocess
 import time
 import uuid
 from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable
 
 import pytest
 import trio
 
 from acc_tools import RawClient, trocket_command
-from java_tools import on_both, route_queue_datas, wait_for
+from java_tools import Peer, on_both, route_queue_datas, wait_for
 from trocket.client import (
     BlockingProducer,
     BlockingPullConsumer,
@@ -31,10 +33,44 @@ from trocket.client import (
     new_message,
 )
 
-pytestmark = pytest.mark.usefixtures("java_bundle", "runs_in_background")
+pytestmark = pytest.mark.usefixtures("java_bundle", "runs_in_background", "background_outcome")
 
 #: short client timers: a test should not wait for a 20 s rebalance
 FAST = {"rebalance_interval_s": 2.0}
+
+#: test name -> its body, for the tests whose bodies mostly wait (a retry's 10 s, a dead
+#: letter's): see background_outcome
+BACKGROUND: dict[str, Callable[[Peer, str], Awaitable[None]]] = {}
+
+
+def background(test: str):
+    """``@background("test_x")``: the decorated ``async def body(peer, broker)`` is the body
+    of ``test_x``, which takes its outcome from :func:`background_outcome`."""
+
+    def register(body):
+        BACKGROUND[test] = body
+        return body
+
+    return register
+
+
+@pytest.fixture(scope="module")
+def background_outcome(request):
+    """The BACKGROUND bodies of the selected tests, each against its broker, started when
+    this module starts (after the brokers and the Java runners), in threads of their own
+    (a ``trio.run`` each): their waits overlap the other tests. ``outcome(test, broker)``
+    waits for the body's end and re-raises what it raised (its failed assertion)."""
+    wanted = {(item.originalname, item.callspec.params["broker"]) for item in request.session.items
+              if item.originalname in BACKGROUND and hasattr(item, "callspec")}
+    peers = {broker: request.getfixturevalue(f"{broker}_peer") for _, broker in wanted}
+    with concurrent.futures.ThreadPoolExecutor(max(1, len(wanted)), thread_name_prefix="background") as pool:
+        futures = {(test, broker): pool.submit(trio.run, BACKGROUND[test], peers[broker], broker)
+                   for test, broker in sorted(wanted)}
+
+        def outcome(test: str, broker: str) -> None:
+            futures[test, broker].result(timeout=240)
+
+        yield outcome
 
 
 def unique(broker: str, what: str) -> str:
@@ -118,7 +154,8 @@ async def test_producer_every_mode_auto_creates_and_round_trips(peer, broker):
         batch = await producer.send_batch([msg("batch", i) for i in range(3)])
     assert all(r.status is SendStatus.SEND_OK for r in results + batch)
     assert len({r.queue.queue_id for r in results if sent[r.msg_id][0] == "orderly"}) == 1
-    assert route_queues(peer, topic) == 4
+    # (Java's broker registers a topic it auto-creates oneway: the route comes a moment later)
+    assert wait_for(lambda: route_queues(peer, topic) == 4, 15, 0.1), route_queues(peer, topic)
 
     got = await read_topic(peer, topic, 15)
     assert len(got) == 15
@@ -168,16 +205,18 @@ async def test_producer_namespace_wraps_the_topic_on_the_wire(peer, broker):
 async def test_consumers_namespace(peer, broker):
     """Push and lite consumers with ``namespace="nsY"`` (issue 25) read what a producer of
     that namespace sent to ``T`` (stored in ``nsY%T``), and see ``T``: in messages, in a
-    message back from ``%RETRY%nsY%<group>`` after RECONSUME_LATER, in the lite
-    consumer's queues and assignment."""
+    message back from ``%RETRY%nsY%<group>`` after RECONSUME_LATER (at delay level 1, 1 s:
+    the 10 s default has its own test), in the lite consumer's queues and assignment."""
     topic, group = unique(broker, "nsC"), unique(broker, "nsG")
     create_topic(peer, f"nsY%{topic}", 2)
     create_topic(peer, f"%RETRY%nsY%{group}", 1)
     seen: list[tuple[str, str, int]] = []
 
-    async def on(msg):
+    async def on(msgs, context):
+        (msg,) = msgs
         seen.append((msg.topic, msg.body.decode(), msg.reconsume_times))
         if msg.body == b"again" and msg.reconsume_times == 0:
+            context.delay_level_when_next_consume = 1
             return ConsumeResult.RECONSUME_LATER
         return ConsumeResult.SUCCESS
 
@@ -326,8 +365,8 @@ async def test_push_orderly_with_broker_locks(peer, broker):
     assert len(per_key) == 6
 
 
-@on_both()
-async def test_push_reconsume_later_comes_back_from_retry(peer, broker):
+@background("test_push_reconsume_later_comes_back_from_retry")
+async def _reconsume_later_comes_back_from_retry(peer, broker):
     """RECONSUME_LATER once: back from %RETRY%<group> after delay level 3 (10 s) with
     reconsume_times 1, the same msg id, topic and properties."""
     topic, group = unique(broker, "rl"), unique(broker, "rlG")
@@ -360,7 +399,13 @@ async def test_push_reconsume_later_comes_back_from_retry(peer, broker):
 
 
 @on_both()
-async def test_push_batch_and_delay_level_when_next_consume(peer, broker):
+def test_push_reconsume_later_comes_back_from_retry(background_outcome, broker):
+    """(Its body, ``_reconsume_later_comes_back_from_retry``, runs from the module's start.)"""
+    background_outcome("test_push_reconsume_later_comes_back_from_retry", broker)
+
+
+@background("test_push_batch_and_delay_level_when_next_consume")
+async def _batch_and_delay_level_when_next_consume(peer, broker):
     """A batch listener (issue 25): ``consume_batch_max_size=8`` hands the queue's
     messages over in batches; ``context.delay_level_when_next_consume`` = 1 brings a
     failed message back from %RETRY% after level 1 (1 s; the broker's choice, level 3,
@@ -412,7 +457,13 @@ async def test_push_batch_and_delay_level_when_next_consume(peer, broker):
 
 
 @on_both()
-async def test_push_orderly_max_reconsume_times_dead_letters(peer, broker):
+def test_push_batch_and_delay_level_when_next_consume(background_outcome, broker):
+    """(Its body, ``_batch_and_delay_level_when_next_consume``, runs from the module's start.)"""
+    background_outcome("test_push_batch_and_delay_level_when_next_consume", broker)
+
+
+@background("test_push_orderly_max_reconsume_times_dead_letters")
+async def _orderly_max_reconsume_times_dead_letters(peer, broker):
     """Orderly with ``max_reconsume_times=0`` (issue 25; Java's checkReconsumeTimes): a
     message that fails goes to the retry topic with reconsumeTimes = the limit, which the
     broker turns into %DLQ%<group> (``reconsumeTimes >= maxReconsumeTimes``), and the
@@ -440,6 +491,12 @@ async def test_push_orderly_max_reconsume_times_dead_letters(peer, broker):
     assert wait_for(lambda: route_queues(peer, dlq) > 0, 20, 0.2), f"no route of {dlq}"
     (dead,) = await read_topic(peer, dlq, 1, timeout=30)
     assert dead.body == b"poison"
+
+
+@on_both()
+def test_push_orderly_max_reconsume_times_dead_letters(background_outcome, broker):
+    """(Its body, ``_orderly_max_reconsume_times_dead_letters``, runs from the module's start.)"""
+    background_outcome("test_push_orderly_max_reconsume_times_dead_letters", broker)
 
 
 # -- the lite pull consumer and the blocking facade --------------------------------------------

@@ -17,8 +17,8 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * ACL (issue 24), one Runner call per credential: {@code acl_probe} with --param ak=..., sk=...
- * (ak empty: no AclClientRPCHook). The producer, a pull consumer and mqadmin's admin, each
+ * ACL (issue 24), one Runner call per broker: {@code acl_probe} with --param tags=T1,T2,...
+ * and per credential T ak.T=..., sk.T=... (ak empty: no AclClientRPCHook). The producer, a pull consumer and mqadmin's admin, each
  * signing with the credentials, try what plain_acl.yml allows or refuses; each outcome is
  * "OK ..." or "ERR code remark" (the broker's answer, unwrapped from the client's retries).
  * Also {@code tls_probe}: a send and a pull over whatever TLS the JVM's tls.* properties ask.
@@ -55,11 +55,20 @@ final class AclScenarios {
         }
     }
 
-    static Map<String, Object> aclProbe(Ctx c) throws Exception {
-        String ak = c.params.getOrDefault("ak", "");
-        String sk = c.params.getOrDefault("sk", "");
+    /**
+     * Every credential of --param tags=T1,T2,... (with ak.T / sk.T), one after another in
+     * the order given, each with clients of its own: {T: its outcomes}.
+     */
+    static Map<String, Object> aclProbes(Ctx c) throws Exception {
+        Map<String, Object> out = new java.util.LinkedHashMap<>();
+        for (String tag : c.params.get("tags").split(",")) {
+            out.put(tag, aclProbe(c, c.params.getOrDefault("ak." + tag, ""), c.params.getOrDefault("sk." + tag, ""), tag));
+        }
+        return out;
+    }
+
+    static Map<String, Object> aclProbe(Ctx c, String ak, String sk, String tag) throws Exception {
         RPCHook hook = ak.isEmpty() ? null : new AclClientRPCHook(new SessionCredentials(ak, sk));
-        String tag = c.params.getOrDefault("tag", "p");
         Map<String, Object> out = new TreeMap<>();
 
         DefaultMQProducer p = new DefaultMQProducer(c.name("aclP" + tag), hook);

@@ -592,6 +592,15 @@ final class AdminScenarios {
         return out;
     }
 
+    /** Whether a command's output has a table row whose second column is {@code brokerName}. */
+    static boolean hasRowOf(Map<String, Object> result, String brokerName) {
+        for (String line : ((String) result.get("output")).split("\n")) {
+            String[] cols = line.trim().split("\\s+");
+            if (cols.length > 1 && cols[1].equals(brokerName)) return true;
+        }
+        return false;
+    }
+
     static Map<String, Scenario> mqadminScenarios() {
         Map<String, Scenario> m = new LinkedHashMap<>();
         m.put("mqadmin_updateTopic", c -> {
@@ -643,10 +652,16 @@ final class AdminScenarios {
         // (GetConsumerStatusCommand is not among MQAdminStartup's commands in 4.9.8: run here all the same)
         m.put("mqadmin_getConsumerStatus", c -> onWorld(c, w -> {
             // the Java consumer's resets (other scenarios) hold its request threads 10 s each
-            // (MQClientInstance.resetOffset sleeps): until it answers again
-            DefaultMQAdminExt a = c.admin();
-            Ctx.waitFor(30000, () -> statusSum(a, w) >= 0, "the world consumer answering GET_CONSUMER_STATUS");
-            return mqadmin(new GetConsumerStatusCommand(), "-n", c.namesrv, "-g", w.consumerGroup, "-t", w.topic);
+            // (MQClientInstance.resetOffset sleeps), and a busy client is left out of the
+            // broker's answer: the command again until the consumer is in it (30 s at most)
+            long deadline = System.currentTimeMillis() + 30000;
+            Map<String, Object> r = mqadmin(new GetConsumerStatusCommand(), "-n", c.namesrv, "-g", w.consumerGroup,
+                "-t", w.topic);
+            while (!hasRowOf(r, c.brokerName) && System.currentTimeMillis() < deadline) {
+                Thread.sleep(500);
+                r = mqadmin(new GetConsumerStatusCommand(), "-n", c.namesrv, "-g", w.consumerGroup, "-t", w.topic);
+            }
+            return r;
         }));
         m.put("mqadmin_cleanUnusedTopic", c -> onWorld(c, w -> mqadmin(new CleanUnusedTopicCommand(), "-n", c.namesrv,
             "-b", c.brokerAddr)));

@@ -529,7 +529,10 @@ final class ClientScenarios {
         });
         pc.start();
         DefaultMQProducer p = c.producer(c.name("delayP"));
-        Thread.sleep(1000); // the consumer's first pulls are out
+        // its queues first (a rebalance missed under load is redone at the client's 20 s
+        // timer, which a delay measured from the send would include), then its first pulls out
+        awaitBalanced(Collections.singletonList(pc), topic, 4);
+        Thread.sleep(1000);
         for (int level : new int[] {1, 2}) {
             Message m = new Message(topic, "TagD", ("level " + level).getBytes(StandardCharsets.UTF_8));
             m.setDelayTimeLevel(level);

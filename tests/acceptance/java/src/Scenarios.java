@@ -59,7 +59,7 @@ final class Scenarios {
         Map<String, Scenario> m = new LinkedHashMap<>();
         m.put("produce", StepScenarios::produce);
         m.put("consume", StepScenarios::consume);
-        m.put("acl_probe", AclScenarios::aclProbe);
+        m.put("acl_probe", AclScenarios::aclProbes);
         m.put("tls_probe", AclScenarios::tlsProbe);
         // a running consumer's GET_CONSUMER_RUNNING_INFO (307) and CONSUME_MESSAGE_DIRECTLY (309)
         m.put("consumer_status", c -> AdminScenarios.mqadmin(

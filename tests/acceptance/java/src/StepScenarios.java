@@ -24,7 +24,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * Steps of the replication and cluster tests, one Runner call each, given by --param:
  * {@code produce} (topic, count, threads, interval_ms, first_uid, retries) and {@code consume}
- * (topic, group, expect, timeout_s). Messages carry a "uid" property, the producer's index.
+ * (topic, group, expect, timeout_s, commit: whether its offsets must be on the broker when
+ * it ends, true by default). Messages carry a "uid" property, the producer's index.
  */
 final class StepScenarios {
     private StepScenarios() {
@@ -105,9 +106,11 @@ final class StepScenarios {
         pc.start();
         Ctx.await(timeoutMs, () -> uids.size() >= expect);
         double took = (System.currentTimeMillis() - t0) / 1000.0;
-        Thread.sleep(300);
-        pc.getDefaultMQPushConsumerImpl().persistConsumerOffset();
-        Thread.sleep(700); // the offset commits are oneway
+        if (Boolean.parseBoolean(c.params.getOrDefault("commit", "true"))) {  // the test reads the offsets after
+            Thread.sleep(300);
+            pc.getDefaultMQPushConsumerImpl().persistConsumerOffset();
+            Thread.sleep(700); // the offset commits are oneway
+        }
         pc.shutdown();
         Map<String, Object> out = new TreeMap<>();
         out.put("uids", new ArrayList<>(new TreeSet<>(uids)));

@@ -40,7 +40,8 @@ import org.apache.rocketmq.common.message.MessageExt;
  *     "EXEC body" when its local transaction starts, "SENT i status localState msgId
  *     offsetMsgId queueOffset transactionId" (or "SEND_ERROR i exception") and per check
  *     "CHECK body times topic queueId answer"; waits up to WAIT_S for every message
- *     whose EXEC is not final to be answered commit or rollback by a check.
+ *     whose EXEC is not final to be answered commit or rollback by a check (or until
+ *     the file named by -Dtxn.stop exists), then -Dtxn.linger ms (500) more.
  * consume NS TOPIC GROUP COUNT TIMEOUT_S QUIET_S   a push consumer from the first
  *     offset; "MSG body sysFlag propsJson"; after COUNT, QUIET_S more (duplicates).
  * request NS TOPIC GROUP TIMEOUT_MS N   DefaultMQProducer.request(); "REPLY i body
@@ -153,7 +154,11 @@ public class TxnTool {
             if (!exec.equals("commit") && !exec.equals("rollback")) pending++;  // gate: its END is lost
         }
         long deadline = System.currentTimeMillis() + waitS * 1000L;
-        while (finals.size() < pending && System.currentTimeMillis() < deadline) Thread.sleep(50);
+        String stop = System.getProperty("txn.stop");  // a file: once it exists, no more waiting
+        while (finals.size() < pending && System.currentTimeMillis() < deadline
+            && (stop == null || !new File(stop).exists())) {
+            Thread.sleep(50);
+        }
         Thread.sleep(Integer.getInteger("txn.linger", 500));  // the last END on its way
         out("DONE answered=" + finals.size() + " pending=" + pending);
         producer.shutdown();
