@@ -234,6 +234,8 @@ async def producer_workload(namesrv: str, senders: int, n: int, trace: bool = Fa
     if trace and (tracer is None or tracer.dropped or tracer.failed or not tracer.sent):
         # a trace that failed or dropped records costs something else: not the figure wanted
         raise SystemExit(f"trace records not all sent: {tracer and (tracer.sent, tracer.dropped, tracer.failed)}")
+    if trace:
+        print(f"trace: {tracer.appended} records in {tracer.sent} messages", flush=True)
 
 
 def producer_instructions(args: argparse.Namespace, namesrv: str, tmp: str, trace: bool) -> float:
@@ -244,13 +246,15 @@ def producer_instructions(args: argparse.Namespace, namesrv: str, tmp: str, trac
     base = -(-500 // args.batch) * args.batch if args.batch else 500
     for n in (base, base + args.messages):
         out = os.path.join(tmp, f"producer-{n}-{int(trace)}.out")
-        subprocess.run(
+        run = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
              os.path.abspath(__file__), "--producer-workload", namesrv, str(args.senders), str(n),
              str(int(trace)), str(args.batch), str(args.clock_rate)],
-            check=True, capture_output=True, cwd=tempfile.gettempdir(),
+            check=True, capture_output=True, text=True, cwd=tempfile.gettempdir(),
         )
         totals.append(callgrind_total(out))
+    if trace:  # how full the trace messages were (the longer run's)
+        print(f"producer  {run.stdout.strip().splitlines()[-1]}", flush=True)
     return (totals[1] - totals[0]) / args.messages
 
 
