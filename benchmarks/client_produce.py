@@ -278,7 +278,9 @@ async def run_trocket(namesrv: str, pid: int, name: str, warmup: float, seconds:
             window[1] = clock()
             cpu1 = cpu_seconds(pid)
             stop.set()
+    tracer = producer.tracer
     res = {"count": count[0], "errors": errors[0], "seconds": window[1] - window[0],
+           "trace_dropped": tracer.dropped if tracer is not None else 0,
            "p50_ms": 1000 * percentile(lat, 50), "p99_ms": 1000 * percentile(lat, 99)}
     res["tps"] = res["count"] / res["seconds"]
     res.update(cpu_per_message(cpu0, cpu1, res["count"]))
@@ -333,7 +335,8 @@ async def run_e2e(namesrv: str, seconds: float, rate: float = 1000.0) -> dict:
 def line(side: str, name: str, r: dict) -> str:
     lat = f"p50 {r['p50_ms']:6.2f} ms  p99 {r['p99_ms']:6.2f} ms" if r.get("p50_ms") else " " * 32
     return (f"{side:8} {name:10} {r['tps']:9,.0f} msg/s  {lat}  broker {r['cpu_us']:5.1f} us/msg"
-            + (f"  errors {r['errors']}" if r["errors"] else ""))
+            + (f"  errors {r['errors']}" if r["errors"] else "")
+            + (f"  trace records dropped {r['trace_dropped']}" if r.get("trace_dropped") else ""))
 
 
 def keep_best(results: dict, key: tuple[str, str], r: dict) -> None:

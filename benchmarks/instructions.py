@@ -45,6 +45,22 @@ cost, start-up and route lookup cancelled out. ``PYTHONPATH=<tree>`` measures an
 
     .venv/bin/python benchmarks/instructions.py --part producer --senders 4
 
+``--batch N`` sends ``send_batch`` calls of N messages instead (still per message).
+``--trace both`` measures the Producer with message trace off and on (``trace=True``: the
+Pub records, their batching and the trace messages sent by the background task, all in
+this process) and prints the ratio (issue 25's goal: sends at most 10% slower);
+``--trace on`` measures only the traced one:
+
+    .venv/bin/python benchmarks/instructions.py --part producer --senders 4 --trace both
+    .venv/bin/python benchmarks/instructions.py --part producer --senders 1 --batch 32 --trace both
+
+Callgrind runs the producer ~50x slower than it runs natively, so its timers see ~50x
+fewer messages: the trace's segments, sent 500 ms after their first record unless full
+(~700 records) first, carry ~40 records instead of hundreds, and each trace message's
+cost is shared by fewer sends. ``--clock-rate R`` runs the measured process's trio clock
+at R times real time (``trio.testing.MockClock(rate=R)``): 0.01 makes its timers behave
+as at native speed (the segments fill first), 1 (the default) is a machine 50x slower.
+
 Needs ``valgrind`` (apt) and callgrind_control.
 """
 
@@ -192,45 +208,79 @@ def echo_instructions(args: argparse.Namespace, mode: int) -> float:
     return (totals[1] - totals[0]) / args.messages
 
 
-async def producer_workload(namesrv: str, senders: int, n: int) -> None:
+async def producer_workload(namesrv: str, senders: int, n: int, trace: bool = False, batch: int = 0) -> None:
+    """``n`` messages from ``senders`` tasks: one ``send`` each, or ``send_batch`` calls of
+    ``batch`` messages (``n`` a multiple of it)."""
     from trocket.client import new_message
     from trocket.client.producer import Producer
 
-    async with Producer("InstrProducer", namesrv, send_timeout=60) as producer:
+    async with Producer("InstrProducer", namesrv, send_timeout=60, trace=trace) as producer:
         await producer.send(new_message(bp.TOPIC, b"b" * 128, tags="bench"))  # the route, not counted apart
         left = [n]
 
         async def sender() -> None:
             while left[0] > 0:
-                left[0] -= 1
-                await producer.send(new_message(bp.TOPIC, b"b" * 128, tags="bench"))
+                if batch:
+                    left[0] -= batch
+                    await producer.send_batch([new_message(bp.TOPIC, b"b" * 128, tags="bench") for _ in range(batch)])
+                else:
+                    left[0] -= 1
+                    await producer.send(new_message(bp.TOPIC, b"b" * 128, tags="bench"))
 
         async with trio.open_nursery() as nursery:
             for _ in range(senders):
                 nursery.start_soon(sender)
+    tracer = producer.tracer
+    if trace and (tracer is None or tracer.dropped or tracer.failed or not tracer.sent):
+        # a trace that failed or dropped records costs something else: not the figure wanted
+        raise SystemExit(f"trace records not all sent: {tracer and (tracer.sent, tracer.dropped, tracer.failed)}")
+    if trace:
+        print(f"trace: {tracer.appended} records in {tracer.sent} messages", flush=True)
+
+
+def producer_instructions(args: argparse.Namespace, namesrv: str, tmp: str, trace: bool) -> float:
+    """The Producer's instructions per message: runs of 500 (with ``--batch``, the next
+    multiple of the batch) and that + ``args.messages`` messages under callgrind, the
+    difference."""
+    totals = []
+    base = -(-500 // args.batch) * args.batch if args.batch else 500
+    for n in (base, base + args.messages):
+        out = os.path.join(tmp, f"producer-{n}-{int(trace)}.out")
+        run = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
+             os.path.abspath(__file__), "--producer-workload", namesrv, str(args.senders), str(n),
+             str(int(trace)), str(args.batch), str(args.clock_rate)],
+            check=True, capture_output=True, text=True, cwd=tempfile.gettempdir(),
+        )
+        totals.append(callgrind_total(out))
+    if trace:  # how full the trace messages were (the longer run's)
+        print(f"producer  {run.stdout.strip().splitlines()[-1]}", flush=True)
+    return (totals[1] - totals[0]) / args.messages
 
 
 def producer_run(args: argparse.Namespace) -> None:
-    """The Producer's instructions per message (two runs, the difference), the broker outside callgrind."""
-    totals = []
+    """The Producer's instructions per message, the broker outside callgrind; with
+    ``--trace both`` untraced and traced, and their ratio."""
+    if args.batch and args.messages % args.batch:
+        raise SystemExit(f"--messages {args.messages} is no multiple of --batch {args.batch}")
+    modes = {"off": (False,), "on": (True,), "both": (False, True)}[args.trace]
+    shape = (f"senders={args.senders:3d}" + (f"  batch={args.batch}" if args.batch else "")
+             + (f"  clock-rate={args.clock_rate:g}" if args.clock_rate != 1 else ""))
+    figures = {}
     with tempfile.TemporaryDirectory(prefix="trocket-instr-") as tmp:
         namesrv = f"127.0.0.1:{bp.free_port()}"
         proc, addr = bp.start_broker(os.path.join(tmp, "store"), "async", os.path.join(tmp, "broker.log"),
                                      namesrv_listen=namesrv)
         try:
-            for n in (500, 500 + args.messages):
-                out = os.path.join(tmp, f"producer-{n}.out")
-                subprocess.run(
-                    ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
-                     os.path.abspath(__file__), "--producer-workload", namesrv, str(args.senders), str(n)],
-                    check=True, capture_output=True, cwd=tempfile.gettempdir(),
-                )
-                totals.append(callgrind_total(out))
+            for trace in modes:
+                per = figures[trace] = producer_instructions(args, namesrv, tmp, trace)
+                print(f"producer {shape}  trace={'on ' if trace else 'off'} {per:10,.0f} instructions/msg "
+                      f"(the client; {args.messages} messages)", flush=True)
         finally:
             bp.stop_broker(proc)
-    per = (totals[1] - totals[0]) / args.messages
-    print(f"producer senders={args.senders:3d}  {per:10,.0f} instructions/msg (the client; {args.messages} messages)",
-          flush=True)
+    if len(figures) == 2:
+        print(f"producer {shape}  traced/plain = {figures[True] / figures[False]:.3f}x "
+              f"({figures[True] - figures[False]:,.0f} instructions/msg for the trace)", flush=True)
 
 
 def echo_run(args: argparse.Namespace) -> None:
@@ -270,15 +320,25 @@ if __name__ == "__main__":
     parser.add_argument("--index", choices=("inherit", "on", "off", "both"), default="inherit",
                         help="broker: messageIndexEnable on or off; both: one run each, then the index's share "
                              "(use with --keys; default: the broker's default, on)")
+    parser.add_argument("--batch", type=int, default=0, metavar="N",
+                        help="producer: send_batch calls of N messages instead of single sends")
+    parser.add_argument("--trace", choices=("off", "on", "both"), default="off",
+                        help="producer: message trace off, on, or both and their ratio (default off)")
     parser.add_argument("--echo-workload", nargs=3, type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--producer-workload", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--clock-rate", type=float, default=1.0, metavar="R",
+                        help="producer: the measured process's trio clock at R x real time (default 1)")
+    parser.add_argument("--producer-workload", nargs=6, help=argparse.SUPPRESS)
     parsed = parser.parse_args()
     bp.KEYS = parsed.keys
     if parsed.echo_workload:
         trio.run(echo_workload, *parsed.echo_workload)
     elif parsed.producer_workload:
-        ns, senders, n = parsed.producer_workload
-        trio.run(producer_workload, ns, int(senders), int(n))
+        ns, senders, n, traced, batch, rate = parsed.producer_workload
+        from trio.testing import MockClock
+
+        # the default clock at rate 1: the figures without the option stay comparable
+        trio.run(producer_workload, ns, int(senders), int(n), traced == "1", int(batch),
+                 clock=None if float(rate) == 1 else MockClock(rate=float(rate)))
     elif parsed.part == "producer":
         producer_run(parsed)
     elif parsed.part == "broker" and parsed.codecs == "both":

@@ -63,7 +63,6 @@ from trocket.codecs.message.properties import (
     PROPERTY_TAGS,
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
-    get_property,
 )
 from trocket.codecs.message.sysflag import COMPRESSED_FLAG
 from trocket.codecs.namespace import without_namespace, wrap_namespace
@@ -139,12 +138,17 @@ def select_by_hash(queues: list[MessageQueue], msg: Message, key: Any) -> Messag
     return queues[h % len(queues)]
 
 
-def _msg_type(props: str) -> int:
-    """The trace's ``MessageType`` ordinal of a send (``sendKernelImpl``): Delay_Msg (3)
-    with a delay level, else Trans_Msg_Half (1) for a prepared send, else Normal_Msg (0)."""
-    if get_property(props, PROPERTY_DELAY_TIME_LEVEL) is not None:
+#: a start time a message waits for (checked by ``sendKernelImpl`` beside the delay level)
+_START_DELIVER_TIME = "__STARTDELIVERTIME"
+
+
+def _msg_type(props: dict[str, str]) -> int:
+    """The trace's ``MessageType`` ordinal of a send, from the message's properties as
+    ``sendKernelImpl`` reads them: Delay_Msg (3) with a delay level or a start time, else
+    Trans_Msg_Half (1) for a prepared send, else Normal_Msg (0)."""
+    if PROPERTY_DELAY_TIME_LEVEL in props or _START_DELIVER_TIME in props:
         return 3
-    return 1 if get_property(props, PROPERTY_TRANSACTION_PREPARED) == "true" else 0
+    return 1 if props.get(PROPERTY_TRANSACTION_PREPARED) == "true" else 0
 
 
 @attrs.define(slots=True, frozen=True, kw_only=True)
@@ -205,6 +209,9 @@ class _Prepared:
     code: int = _SEND_V2
     #: the topic as the user named it, when a namespace made ``topic`` differ
     user_topic: str | None = None
+    #: the message's own properties (``msg.properties``), which the trace's Pub record
+    #: reads as Java's send hook reads the message (None for a batch: no tags, no keys)
+    message_properties: dict[str, str] | None = None
 
 
 class Producer(ServiceContextManager):
@@ -348,7 +355,7 @@ class Producer(ServiceContextManager):
             text = encode_properties(props)
         except TypeError as exc:
             raise self._refuse(msg.topic, f"property values must be strings: {exc}") from None
-        prepared = _Prepared(msg.topic, body, sys_flag, text, msg_id, msg.flag)
+        prepared = _Prepared(msg.topic, body, sys_flag, text, msg_id, msg.flag, message_properties=props)
         if self._namespace:
             prepared.topic = wrap_namespace(self._namespace, msg.topic)
             prepared.user_topic = msg.topic
@@ -472,18 +479,24 @@ class Producer(ServiceContextManager):
     def _trace_pub(self, p: _Prepared, mq: MessageQueue, addr: str, result: SendResult, took: float) -> None:
         """``SendMessageTraceHookImpl``: a Pub record for an answered send (Java skips one
         whose answer has no region or says the broker's trace is off), encoded at once
-        (:func:`~.trace.pub_record`: the few microseconds a traced send costs)."""
+        (:func:`~.trace.pub_record`) into the dispatcher's segment: the few microseconds
+        a traced send costs. Tags, keys and the type come from the message's properties,
+        as the hook reads the message (a batch has none of them)."""
         if result.region_id is None or not result.trace_on or p.topic == self.config.trace_topic:
             return
-        props = p.properties
-        keys = get_property(props, PROPERTY_KEYS)
+        props = p.message_properties
+        if props is None:
+            tags = keys = None
+            msg_type = 0
+        else:
+            tags = props.get(PROPERTY_TAGS)
+            keys = props.get(PROPERTY_KEYS)
+            msg_type = _msg_type(props)
         cost = int(took * 1000)
         data = pub_record(
             # Java's trace hook names the group and topic without the namespace
             int(time.time() * 1000) - cost, result.region_id, self._trace_group, p.user_topic or p.topic,
-            result.msg_id,
-            get_property(props, PROPERTY_TAGS), keys, addr, len(p.body), cost,
-            _msg_type(props), result.offset_msg_id,
+            result.msg_id, tags, keys, addr, len(p.body), cost, msg_type, result.offset_msg_id,
             result.status is SendStatus.SEND_OK,
         )
         self.tracer.append_record(data, result.msg_id, keys)  # type: ignore[union-attr]

@@ -8,7 +8,7 @@ your own), in Java's format, so mqadmin ``QueryMsgTraceById`` and the console re
 * :class:`TraceDispatcher`: ``AsyncTraceDispatcher`` -- :meth:`~TraceDispatcher.append` never
   waits (a bounded queue of 2048 contexts; past it a record is dropped and counted, as
   Java's ``offer`` fails); a task batches the records (up to ~118 KB of data or 24 KB of
-  keys, or 500 ms after the first) into one message to the trace topic, keyed by every
+  keys, sent as soon as full, else 500 ms after the first) into one message to the trace topic, keyed by every
   message id and key in it (Java caps only the data, and at a high rate of sends
   its keys pass the broker's 32 KiB of properties), sent by the producer group ``_INNER_TRACE_PRODUCER-<group>`` on the same
   client instance. A trace topic that cannot be written (no route, no permission) costs
@@ -52,10 +52,9 @@ CONTENT_SPLITOR = "\x01"
 FIELD_SPLITOR = "\x02"
 GROUP_NAME_PREFIX = "_INNER_TRACE_PRODUCER"
 DEFAULT_REGION = "DefaultRegion"
-#: AsyncTraceDispatcher's queueSize, maxMsgSize, pollingTimeMil, waitTimeThresholdMil
+#: AsyncTraceDispatcher's queueSize, maxMsgSize, waitTimeThresholdMil
 QUEUE_SIZE = 2048
 MAX_MSG_SIZE = 128_000
-POLLING_S = 0.1
 WAIT_THRESHOLD_S = 0.5
 #: the keys of one trace message at most (its KEYS property; properties stop at 32 KiB)
 MAX_KEYS_SIZE = 24_000
@@ -122,7 +121,8 @@ def pub_record(
 ) -> str:
     """:func:`encode` of a Pub context, in one f-string: what a traced send pays on its
     path (the tests hold the two equal)."""
-    return (f"Pub\x01{timestamp}\x01{region_id}\x01{group}\x01{topic}\x01{msg_id}\x01{_s(tags)}\x01{_s(keys)}\x01"
+    return (f"Pub\x01{timestamp}\x01{region_id}\x01{group}\x01{topic}\x01{msg_id}\x01"
+            f"{'null' if tags is None else tags}\x01{'null' if keys is None else keys}\x01"
             f"{store_host}\x01{body_length}\x01{cost_time}\x01{msg_type}\x01{offset_msg_id}\x01"
             f"{'true' if success else 'false'}\x02")
 
@@ -252,15 +252,32 @@ def decode(data: str) -> list[TraceRecord]:
 class TraceDispatcher:
     """``AsyncTraceDispatcher`` (see the module docstring): run it in a nursery
     (``await nursery.start(dispatcher.run)``), :meth:`append` from anywhere on the trio
-    thread, :meth:`flush` at the owner's close."""
+    thread, :meth:`flush` at the owner's close.
+
+    Records gather in a segment (Java's ``TraceDataSegment``): lists of the encoded
+    records and of the message ids and keys to index them by, which the trace message
+    joins at once; a segment that reaches ~118 KB of data (or 24 KB of keys) is cut and
+    sent at once, one that does not 500 ms after its first record. Appending is a few
+    list appends and additions: no per-record work is left for the sending task but the
+    joins."""
 
     def __init__(self, instance, group: str, topic: str = DEFAULT_TRACE_TOPIC) -> None:
         self.instance = instance
         self.group = group
         self.topic = topic
-        self._queue: deque[tuple[str, str, str | None]] = deque()  # (record data, message id, its keys)
+        # the segment filling: its records, their ids and keys (space-separated strings),
+        # its sizes, and when its first record came (trio time)
+        self._data: list[str] = []
+        self._keys: list[str] = []
+        self._size = 0
+        self._keys_size = 0
+        self._first = 0.0
+        #: full segments waiting to be sent: (records, keys)
+        self._ready: deque[tuple[list[str], list[str]]] = deque()
+        #: records appended and not yet taken to be sent (at most QUEUE_SIZE)
+        self._pending = 0
         self._wake = trio.Event()
-        self._sending = trio.Lock()  # a flush at close waits for the batch in flight
+        self._sending = trio.Lock()  # a flush at close waits for the segment in flight
         self._producer = None
         self._ids = None
         #: counters: records queued, dropped (queue full), trace messages sent, failed sends
@@ -288,14 +305,33 @@ class TraceDispatcher:
     def append_record(self, data: str, msg_id: str, keys: str | None) -> None:
         """Queue an encoded record and the message it is about; never waits (dropped and
         counted when 2048 are queued, as Java's ``offer`` fails)."""
-        queue = self._queue
-        if len(queue) >= QUEUE_SIZE:
+        if self._pending >= QUEUE_SIZE:
             self.dropped += 1
             return
-        queue.append((data, msg_id, keys))
+        self._pending += 1
         self.appended += 1
-        if len(queue) == 1:
+        records = self._data
+        if not records:
+            self._first = trio.current_time()
+            self._wake.set()  # the sending task times the segment from here
+        records.append(data)
+        self._keys.append(msg_id)
+        self._keys_size += len(msg_id) + 1
+        if keys:
+            self._keys.append(keys)
+            self._keys_size += len(keys) + 1
+        self._size += len(data)
+        # the keys go into the trace message's KEYS property, which a broker refuses past
+        # 32 KiB of properties: a segment ends before that too
+        if self._size >= MAX_MSG_SIZE - 10_000 or self._keys_size >= MAX_KEYS_SIZE:
+            self._cut()
             self._wake.set()
+
+    def _cut(self) -> None:
+        """The segment filling goes to the ready ones; a new one begins."""
+        if self._data:
+            self._ready.append((self._data, self._keys))
+            self._data, self._keys, self._size, self._keys_size = [], [], 0, 0
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         from .producer import Producer
@@ -306,41 +342,36 @@ class TraceDispatcher:
                                   latency_fault=False, compress_over=MAX_MSG_SIZE * 2)
         async with self._producer:
             task_status.started(self)
+            await self._dispatch()
+
+    async def _dispatch(self) -> None:
+        """Send each segment when full, else 500 ms after its first record (Java's
+        ``sendDataByTimeThreshold``), until cancelled."""
+        while True:
+            await self._wake.wait()  # a segment began or is full
+            self._wake = trio.Event()
             while True:
-                await self._wake.wait()
+                await self.flush(cut=False)
+                if not self._data:
+                    break
+                deadline = self._first + WAIT_THRESHOLD_S
+                if trio.current_time() >= deadline:
+                    self._cut()
+                    continue
+                with trio.move_on_at(deadline):
+                    await self._wake.wait()  # full before its time
                 self._wake = trio.Event()
-                await trio.sleep(min(WAIT_THRESHOLD_S, POLLING_S * 5))  # let a batch gather
-                await self.flush()
 
-    async def flush(self) -> None:
-        """Send everything queued now, in messages of at most ~118 KB of data (after the
-        batch the background task may be sending)."""
+    async def flush(self, *, cut: bool = True) -> None:
+        """Send the full segments and (``cut``) the one filling now (after the segment
+        the background task may be sending)."""
         async with self._sending:
-            await self._flush()
-
-    async def _flush(self) -> None:
-        batch: list[str] = []
-        keys: dict[str, None] = {}
-        size = 0
-        keys_size = 0
-        while self._queue:
-            data, msg_id, msg_keys = self._queue.popleft()
-            batch.append(data)
-            keys[msg_id] = None
-            keys_size += len(msg_id) + 1
-            if msg_keys:
-                keys.update(dict.fromkeys(k for k in msg_keys.split(" ") if k))
-                keys_size += len(msg_keys) + 1
-            size += len(data)
-            if len(batch) % 256 == 0:
-                await trio.lowlevel.checkpoint()  # the senders of this thread go on meanwhile
-            # the keys go into the trace message's KEYS property, which a broker refuses
-            # past 32 KiB of properties: a batch ends before that too
-            if size >= MAX_MSG_SIZE - 10_000 or keys_size >= MAX_KEYS_SIZE:
-                await self._send("".join(batch), keys)
-                batch, keys, size, keys_size = [], {}, 0, 0
-        if batch:
-            await self._send("".join(batch), keys)
+            if cut:
+                self._cut()
+            while self._ready:
+                records, keys = self._ready.popleft()
+                self._pending -= len(records)
+                await self._send("".join(records), dict.fromkeys(filter(None, " ".join(keys).split(" "))))
 
     async def _send(self, data: str, keys: Iterable[str]) -> None:
         from .message import new_message

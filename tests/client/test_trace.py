@@ -53,6 +53,11 @@ async def test_producer_and_consumer_write_java_traces(tmp_path):
         consumed = trio.Event()
         async with Producer("TracePG", ns, trace=True) as producer:
             result = await producer.send(new_message("TraceT", b"traced", tags="TagT", keys="traceKey"))
+            # Java's MessageType from the message: Delay_Msg (3) with a delay level or a start time
+            delayed, timed = new_message("TraceT", b"d"), new_message("TraceT", b"t")
+            delayed.delay_time_level = 1
+            timed.properties["__STARTDELIVERTIME"] = "1700000000000"
+            typed = {(await producer.send(m)).msg_id for m in (delayed, timed)}
 
             async def on_message(msg):
                 consumed.set()
@@ -61,12 +66,15 @@ async def test_producer_and_consumer_write_java_traces(tmp_path):
             async with PushConsumer("TraceCG", ns, {"TraceT": "*"}, on_message, consume_from="first", trace=True):
                 with trio.fail_after(10):
                     await consumed.wait()
-        mine = [(r, keys) for r, keys in await read_traces(ns) if r.msg_id == result.msg_id]
+        records = await read_traces(ns, want=5)
+        pubs = [(r.msg_type, r.tags) for r, _ in records if r.msg_id in typed and r.trace_type == "Pub"]
+        assert pubs == [(3, "null"), (3, "null")]
+        mine = [(r, keys) for r, keys in records if r.msg_id == result.msg_id]
         kinds = {r.trace_type: r for r, _ in mine}
         assert sorted(kinds) == ["Pub", "SubAfter", "SubBefore"]
         pub = kinds["Pub"]
-        assert (pub.group, pub.topic, pub.tags, pub.keys, pub.offset_msg_id, pub.success) == (
-            "TracePG", "TraceT", "TagT", "traceKey", result.offset_msg_id, True)
+        assert (pub.group, pub.topic, pub.tags, pub.keys, pub.offset_msg_id, pub.success, pub.msg_type) == (
+            "TracePG", "TraceT", "TagT", "traceKey", result.offset_msg_id, True, 0)
         assert kinds["SubBefore"].group == "TraceCG" and kinds["SubAfter"].success is True
         assert kinds["SubBefore"].request_id == kinds["SubAfter"].request_id != ""
         # indexed as Java's: by the message id and its keys
@@ -127,6 +135,60 @@ def test_pub_record_is_encode_of_a_pub_context():
     ctx = TraceContext(TraceType.Pub, "G", timestamp=5, region_id="R", cost_time=2, success=False, beans=[TraceBean(
         topic="T", msg_id="M", offset_msg_id="O", tags=None, keys="a b", store_host="h:1", body_length=9, msg_type=3)])
     assert pub_record(5, "R", "G", "T", "M", None, "a b", "h:1", 9, 2, 3, "O", False) == encode(ctx)[0]
+
+
+class _Sink:
+    """Stands for the dispatcher's trace producer: keeps (virtual time, body, keys) of
+    each trace message."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[float, str, list[str]]] = []
+
+    async def send(self, msg, timeout=None):
+        self.sent.append((trio.current_time(), msg.body.decode(), msg.properties["KEYS"].split(" ")))
+
+
+async def test_a_segment_goes_when_full_or_500_ms_after_its_first_record(mock_clock):
+    """Java's TraceDataSegment: records gather until ~118 KB (sent at once, however young)
+    or until 500 ms after the segment's first record; each record once, in order; the
+    trace message's keys are its records' ids and keys, once each; past 2048 records not
+    yet sent, a record is dropped and counted."""
+    from trocket.client.trace import MAX_MSG_SIZE, QUEUE_SIZE, TraceDispatcher, pub_record
+    from trio.testing import wait_all_tasks_blocked
+
+    dispatcher = TraceDispatcher(None, "G")
+    sink = dispatcher._producer = _Sink()
+
+    def record(i: int) -> tuple[str, str, str | None]:
+        msg_id = f"{i:032X}"
+        return pub_record(i, "R", "G", "T" * 200, msg_id, None, "k1 k2", "h:1", 9, 1, 0, "O", True), msg_id, "k1 k2"
+
+    full, size = 0, 0  # the records that fill a segment
+    while size < MAX_MSG_SIZE - 10_000:
+        size += len(record(full)[0])
+        full += 1
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(dispatcher._dispatch)
+        for i in range(full + 1):
+            dispatcher.append_record(*record(i))
+        await wait_all_tasks_blocked()
+        assert [(t, len(decode(body))) for t, body, _ in sink.sent] == [(0, full)]  # full: no wait
+        mock_clock.jump(0.49)
+        await wait_all_tasks_blocked()
+        assert len(sink.sent) == 1  # the next one's first record came at 0
+        mock_clock.jump(0.02)
+        await wait_all_tasks_blocked()
+        assert [len(decode(body)) for _, body, _ in sink.sent] == [full, 1]
+        assert sorted(sink.sent[1][2]) == sorted([record(full)[1], "k1", "k2"])
+        nursery.cancel_scope.cancel()
+    assert [r.timestamp for _, body, _ in sink.sent for r in decode(body)] == list(range(full + 1))
+    for i in range(QUEUE_SIZE + 5):  # no task sends now
+        dispatcher.append_record(*record(i))
+    assert dispatcher.dropped == 5 and dispatcher.appended == full + 1 + QUEUE_SIZE
+    await dispatcher.flush()
+    assert sum(len(decode(body)) for _, body, _ in sink.sent) == full + 1 + QUEUE_SIZE
+    dispatcher.append_record(*record(0))  # room again
+    assert dispatcher.dropped == 5
 
 
 async def test_many_records_split_by_their_keys(tmp_path):
