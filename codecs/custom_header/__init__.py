@@ -36,6 +36,7 @@ from ._spec import JAVA_FAST_CODES_HEADERS, FieldSpec, field, header, header_fie
 from ..java_hashmap import hashmap_reordered
 from .compiled import HeaderCodec, compile_codec
 from .generic import generic_decode, generic_encode
+from ..accel import provide
 
 __all__ = [
     "header",
@@ -64,6 +65,10 @@ _ENCODE: dict[type, Callable[[Any], dict[str, str]]] = {}
 _ENCODE_WIRE: dict[type, Callable[[Any], dict[str, str]]] = {}
 #: The classes with a hand-written codec.
 _HAND_WRITTEN: set[type] = set()
+
+# the compiled encode_command encodes a lone custom header by its class's encode_wire,
+# as wire_ext_fields would (the tables are shared: classes added later count)
+provide("header_wire", (_ENCODE_WIRE, JAVA_FAST_CODES_HEADERS))
 
 
 def register_codec(

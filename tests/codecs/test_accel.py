@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 import trocket.codecs
 from trocket.codecs import accel
 from trocket.codecs.command import LanguageCode, RemotingCommand, SerializeType
-from trocket.codecs.custom_header import header_fields
+from trocket.codecs.custom_header import codec_of, field, header, header_fields
 from trocket.codecs.errors import CustomHeaderError, MessageDecodeError, MessageEncodeError
 from trocket.codecs.header_binary import encode_binary_header
 from trocket.codecs.header_json import encode_json_header
@@ -528,6 +528,21 @@ def same_encoded(name, o):
     return pure
 
 
+@header
+class _TypedHeader:
+    """A typed service's header (a generated codec, not a FastCodes header): the
+    whole-frame twin encodes it alone by its class's ``encode_wire``, the pure path
+    through ``wire_ext_fields``."""
+
+    key: str = field("str", required=True)
+    count: int | None = field("int")
+    offset: int | None = field("long")
+    flag: bool = field("bool", default=False)
+
+
+codec_of(_TypedHeader)  # in custom_header's table, as a Method's classes are
+
+
 class _CommandSub(RemotingCommand):
     """A subclass: the twin leaves it to the pure function (which asks it for its frame)."""
 
@@ -576,11 +591,12 @@ def test_build_command_differential(cmd, sub, odd, field):
     commands(),
     st.sampled_from(["keep", None, bytearray(b"ba"), memoryview(b"mv"), "text"]),  # body
     st.sampled_from(["keep", 0, 1, 2, None]),  # serialize type: plain ints, unknown
-    st.none() | header_objects(fast._V2),  # a custom header, merged into the ext fields
+    st.none() | header_objects(fast._V2) | header_objects(_TypedHeader),  # a custom header, merged into the ext fields
+    st.booleans(),  # the ext fields dropped (a custom header alone)
     st.integers(-(2**33), 2**33) | st.none(),  # code
     st.booleans(),  # a subclass
 )
-def test_encode_command_differential(cmd, body, stype, header, code, sub):
+def test_encode_command_differential(cmd, body, stype, header, alone, code, sub):
     """The whole-frame twin: the same frame, or the pure function's own error, for what
     a command holds (a custom header merged) and for what it should not (bodies that are
     not bytes, serialize types that are plain ints or unknown, codes out of range, a
@@ -593,6 +609,8 @@ def test_encode_command_differential(cmd, body, stype, header, code, sub):
     if code is not None:
         cmd.code = code
     cmd.custom_header = header
+    if alone:
+        cmd.ext_fields = None
     same("encode_command", cmd)
     if sub:
         same("encode_command", _CommandSub(**attrs.asdict(cmd, recurse=False)))
