@@ -8,21 +8,26 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import shutil
 import subprocess
+import tempfile
 import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
+import attrs
 import pytest
 import trio
 
-from acc_tools import RawClient, trocket_command
+from acc_tools import BrokerProcess, RawClient, trocket_command
 from java_tools import Peer, on_both, route_queue_datas, wait_for
 from trocket.client import (
     BlockingProducer,
     BlockingPullConsumer,
     BrokerResponseError,
+    ClientConfig,
     ConsumeResult,
     MessageSelector,
     MessageModel,
@@ -32,6 +37,7 @@ from trocket.client import (
     SendStatus,
     new_message,
 )
+from trocket.codecs.codes import RequestCode, ResponseCode
 
 pytestmark = pytest.mark.usefixtures("java_bundle", "runs_in_background", "background_outcome")
 
@@ -199,6 +205,73 @@ async def test_producer_namespace_wraps_the_topic_on_the_wire(peer, broker):
     got = await read_topic(peer, wire, 5)
     assert sorted(m.body.decode() for m in got) == ["b0", "b1", "orderly", "plain", "to-queue"]
     assert {m.topic for m in got} == {wire}
+
+
+SEND_CODES = frozenset({RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE})
+
+
+@attrs.define(slots=True)
+class SendAnswers:
+    """An RPC hook (Java's ``RPCHook``): (broker address, response code) of every send."""
+
+    seen: list[tuple[str | None, int | None]] = attrs.field(factory=list)
+
+    def do_after_response(self, remote_addr, request, response) -> None:
+        if request.code in SEND_CODES:
+            self.seen.append((remote_addr, None if response is None else response.code))
+
+
+@background("test_producer_retries_on_the_other_broker_group")
+async def _producer_retries_on_the_other_broker_group(peer, broker):
+    """Retries (``retryTimesWhenSendFailed``): the topic is routed over the session's broker
+    group and a second one (a ``trocket broker`` registered with the same name server);
+    once the producer holds that route, the second group's topic is made read-only
+    (UPDATE_AND_CREATE_TOPIC with perm 4): its sends answer NO_PERMISSION, which the
+    producer retries on the session's broker. Every sync send is SEND_OK from there, within
+    the send budget, and the second group stores none of them."""
+    topic, other_name = unique(broker, "retry"), f"rt-{broker}"
+    tmp = Path(tempfile.mkdtemp(prefix="tc-retry-"))
+    other = BrokerProcess(tmp / "store", tmp / "broker.log", extra=["-n", peer.namesrv, "--broker-name", other_name])
+    other_addr = "{}:{}".format(*other.addr)
+    try:
+        await trio.to_thread.run_sync(other.start)
+        for addr in (peer.hostport, other.addr):
+            with RawClient(addr) as c:
+                c.create_topic(topic, 4)
+
+        def routed() -> set[str]:
+            return {q["brokerName"] for q in route_queue_datas(peer.namesrv, topic)}
+
+        assert await trio.to_thread.run_sync(wait_for, lambda: len(routed()) == 2, 15, 0.1), routed()
+        (own_name,) = routed() - {other_name}
+        # Java's defaults (no latency fault table: plain round robin); no route poll while
+        # the test runs: the route the producer holds keeps the other group writable
+        config = ClientConfig(namesrv=peer.namesrv, poll_namesrv_interval=600.0)
+        answers = SendAnswers()
+        async with Producer(unique(broker, "rtP"), client_config=config, latency_fault=False) as producer:
+            producer.instance.remoting.register_rpc_hook(answers)
+            first = [await producer.send(new_message(topic, f"a{i}")) for i in range(8)]
+            assert Counter(r.queue.broker_name for r in first) == {own_name: 4, other_name: 4}
+            with RawClient(other.addr) as c:
+                c.create_topic(topic, 4, perm=4)
+                stored = [c.max_offset(topic, q) for q in range(4)]
+            assert {q.broker_name for q in producer.instance.publish[topic].queues} == {own_name, other_name}
+            answers.seen.clear()
+            t0 = trio.current_time()
+            second = [await producer.send(new_message(topic, f"b{i}")) for i in range(8)]
+            took = trio.current_time() - t0
+        assert [r.status for r in second] == [SendStatus.SEND_OK] * 8
+        assert {r.queue.broker_name for r in second} == {own_name}, [r.queue for r in second]
+        refused = [a for a in answers.seen if a[0] == other_addr]
+        # round robin over 8 queues, 4 of them the other group's: some first attempts went there
+        assert refused and set(refused) == {(other_addr, ResponseCode.NO_PERMISSION)}, answers.seen  # each retried
+        assert len(answers.seen) == 8 + len(refused), answers.seen
+        assert took < producer.config.send_timeout, took
+        with RawClient(other.addr) as c:
+            assert [c.max_offset(topic, q) for q in range(4)] == stored
+    finally:
+        other.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @on_both()
@@ -774,3 +847,10 @@ def test_cli_send_consume_admin(peer, broker):
     r = trocket("admin", "topic", "delete", "-n", ns, "-t", topic, "--cluster", "DefaultCluster", "--json")
     assert r.returncode == 0, r.stderr + r.stdout
     assert route_queues(peer, topic) == -1
+
+
+@on_both()
+def test_producer_retries_on_the_other_broker_group(background_outcome, broker):
+    """(Its body, ``_producer_retries_on_the_other_broker_group``, runs from the module's start; its
+    outcome is awaited last, when the other tests have overlapped its wait.)"""
+    background_outcome("test_producer_retries_on_the_other_broker_group", broker)
