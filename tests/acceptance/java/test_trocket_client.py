@@ -45,16 +45,19 @@ pytestmark = pytest.mark.usefixtures("java_bundle", "runs_in_background", "backg
 FAST = {"rebalance_interval_s": 2.0}
 
 #: test name -> its body, for the tests whose bodies mostly wait (a retry's 10 s, a dead
-#: letter's): see background_outcome
-BACKGROUND: dict[str, Callable[[Peer, str], Awaitable[None]]] = {}
+#: letter's), and whether it waits for the Java runner first: see background_outcome
+BACKGROUND: dict[str, tuple[Callable[[Peer, str], Awaitable[None]], bool]] = {}
 
 
-def background(test: str):
+def background(test: str, *, after_runner: bool = False):
     """``@background("test_x")``: the decorated ``async def body(peer, broker)`` is the body
-    of ``test_x``, which takes its outcome from :func:`background_outcome`."""
+    of ``test_x``, which takes its outcome from :func:`background_outcome`.
+    ``after_runner=True``: the body starts once the Java runner against its broker has
+    ended (a body that adds a broker to the name server the runner's scenarios share,
+    whose cluster-wide calls would meet it)."""
 
     def register(body):
-        BACKGROUND[test] = body
+        BACKGROUND[test] = (body, after_runner)
         return body
 
     return register
@@ -69,9 +72,16 @@ def background_outcome(request):
     wanted = {(item.originalname, item.callspec.params["broker"]) for item in request.session.items
               if item.originalname in BACKGROUND and hasattr(item, "callspec")}
     peers = {broker: request.getfixturevalue(f"{broker}_peer") for _, broker in wanted}
+    scenario_runs = request.getfixturevalue("scenario_runs")
+
+    def run(test: str, broker: str) -> None:
+        body, after_runner = BACKGROUND[test]
+        if after_runner:
+            scenario_runs(peers[broker]).wait_done(240)
+        trio.run(body, peers[broker], broker)
+
     with concurrent.futures.ThreadPoolExecutor(max(1, len(wanted)), thread_name_prefix="background") as pool:
-        futures = {(test, broker): pool.submit(trio.run, BACKGROUND[test], peers[broker], broker)
-                   for test, broker in sorted(wanted)}
+        futures = {(test, broker): pool.submit(run, test, broker) for test, broker in sorted(wanted)}
 
         def outcome(test: str, broker: str) -> None:
             futures[test, broker].result(timeout=240)
@@ -221,7 +231,7 @@ class SendAnswers:
             self.seen.append((remote_addr, None if response is None else response.code))
 
 
-@background("test_producer_retries_on_the_other_broker_group")
+@background("test_producer_retries_on_the_other_broker_group", after_runner=True)
 async def _producer_retries_on_the_other_broker_group(peer, broker):
     """Retries (``retryTimesWhenSendFailed``): the topic is routed over the session's broker
     group and a second one (a ``trocket broker`` registered with the same name server);
@@ -231,7 +241,12 @@ async def _producer_retries_on_the_other_broker_group(peer, broker):
     the send budget, and the second group stores none of them."""
     topic, other_name = unique(broker, "retry"), f"rt-{broker}"
     tmp = Path(tempfile.mkdtemp(prefix="tc-retry-"))
-    other = BrokerProcess(tmp / "store", tmp / "broker.log", extra=["-n", peer.namesrv, "--broker-name", other_name])
+    # a cluster of its own and no TBW102: the name server shared with the other tests routes
+    # nothing else of theirs to this broker (their auto-created topics, cluster-wide admin calls)
+    conf = tmp / "broker.conf"
+    conf.write_text("brokerClusterName=RetryCluster\nautoCreateTopicEnable=false\n")
+    other = BrokerProcess(tmp / "store", tmp / "broker.log",
+                          extra=["-c", str(conf), "-n", peer.namesrv, "--broker-name", other_name])
     other_addr = "{}:{}".format(*other.addr)
     try:
         await trio.to_thread.run_sync(other.start)
@@ -244,6 +259,7 @@ async def _producer_retries_on_the_other_broker_group(peer, broker):
 
         assert await trio.to_thread.run_sync(wait_for, lambda: len(routed()) == 2, 15, 0.1), routed()
         (own_name,) = routed() - {other_name}
+        assert other_name not in {q["brokerName"] for q in route_queue_datas(peer.namesrv, "TBW102")}
         # Java's defaults (no latency fault table: plain round robin); no route poll while
         # the test runs: the route the producer holds keeps the other group writable
         config = ClientConfig(namesrv=peer.namesrv, poll_namesrv_interval=600.0)
@@ -269,6 +285,9 @@ async def _producer_retries_on_the_other_broker_group(peer, broker):
         assert took < producer.config.send_timeout, took
         with RawClient(other.addr) as c:
             assert [c.max_offset(topic, q) for q in range(4)] == stored
+        await trio.to_thread.run_sync(other.stop)
+        # it unregistered: the shared name server routes nothing more to it
+        assert await trio.to_thread.run_sync(wait_for, lambda: routed() == {own_name}, 10, 0.1), routed()
     finally:
         other.kill()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -851,6 +870,6 @@ def test_cli_send_consume_admin(peer, broker):
 
 @on_both()
 def test_producer_retries_on_the_other_broker_group(background_outcome, broker):
-    """(Its body, ``_producer_retries_on_the_other_broker_group``, runs from the module's start; its
-    outcome is awaited last, when the other tests have overlapped its wait.)"""
+    """(Its body, ``_producer_retries_on_the_other_broker_group``, runs once the Java runner
+    against the broker ended; its outcome is awaited last, the other tests overlapping it.)"""
     background_outcome("test_producer_retries_on_the_other_broker_group", broker)
