@@ -440,6 +440,11 @@ class ScenarioRun:
                 + "\n".join(self.stderr_path.read_text(errors="replace").splitlines()[-30:]))
         return doc
 
+    def wait_done(self, timeout: float) -> bool:
+        """Whether the JVM ended (every scenario's result in) within ``timeout`` s."""
+        with self.cond:
+            return self.cond.wait_for(lambda: self.done, timeout)
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()

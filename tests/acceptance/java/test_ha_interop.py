@@ -21,6 +21,9 @@ import pytest
 
 from acc_tools import BrokerProcess, RawClient, scan_commit_log
 from java_tools import JavaBroker, TrocketNamesrv, hostport, run_step, wait_for
+from trocket.codecs.bodies.fastjson import loads
+from trocket.codecs.bodies.groups import SubscriptionGroupConfig, SubscriptionGroupWrapper
+from trocket.codecs.codes import RequestCode
 
 pytestmark = pytest.mark.usefixtures("java_bundle")
 
@@ -65,6 +68,43 @@ def group_offsets(broker: str, group: str, topic: str) -> int | None:
     return total
 
 
+#: the subscription group made on the master (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, as
+#: ``mqadmin updateSubGroup``): settings no default has, so the slave's copy is told apart
+SUB_GROUP = SubscriptionGroupConfig("HaSubG", consume_broadcast_enable=False, retry_max_times=7, retry_queue_nums=2)
+DELAY_LEVEL = 1  # 1 s
+
+
+def make_metadata(master: str) -> None:
+    """On the master: the subscription group, and a message with delay level 1 (to a topic
+    of its own) whose delivery gives the master's delayOffset.json an entry."""
+    with RawClient(hostport(master), timeout=5) as c:
+        resp, _ = c.call(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, SUB_GROUP.to_body())
+        assert resp["code"] == 0, resp
+        resp, _ = c.call(RequestCode.SEND_MESSAGE, {
+            "producerGroup": "probe", "topic": "HaDelayed", "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+            "queueId": "0", "sysFlag": "0", "bornTimestamp": str(int(time.time() * 1000)), "flag": "0",
+            "properties": f"DELAY\x01{DELAY_LEVEL}\x02WAIT\x01true", "reconsumeTimes": "0", "unitMode": "false",
+            "batch": "false",
+        }, b"delayed")
+        assert resp["code"] == 0, resp
+
+
+def slave_sub_group(slave: str) -> SubscriptionGroupConfig | None:
+    """The group as the slave answers GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201)."""
+    with RawClient(hostport(slave)) as c:
+        resp, body = c.call(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, {})
+    assert resp["code"] == 0, resp
+    return SubscriptionGroupWrapper.from_body(body).table.get(SUB_GROUP.group_name)
+
+
+def delay_offsets(store: Path) -> dict[int, int]:
+    """The level -> offset table of ``store``'s config/delayOffset.json, as the broker wrote it."""
+    path = store / "config" / "delayOffset.json"
+    if not path.exists():
+        return {}
+    return {int(k): int(v) for k, v in (loads(path.read_bytes()).get("offsetTable") or {}).items()}
+
+
 def knows_topic(broker: str, topic: str) -> bool:
     """The broker's own GET_ALL_TOPIC_CONFIG (21) lists ``topic``."""
     with RawClient(hostport(broker)) as c:
@@ -97,6 +137,8 @@ def run_pair(tmp: Path, bundle, classes, *, master, slave, sync_wait: float, kil
     topic = f"Ha{int(time.time() * 1000) % 10**8}"
     ns = master["namesrv"]
     facts["probe_s"] = probe_until_replicated(master["addr"])
+    if not kill_at_once:
+        make_metadata(master["addr"])
     step = dict(namesrv=ns, broker=master["addr"])
     facts["produce"] = run_step(bundle, classes, tmp / "produce", "produce", topic=topic, count=COUNT, threads=8, **step)
     acked = facts["produce"]["acked"]
@@ -109,6 +151,11 @@ def run_pair(tmp: Path, bundle, classes, *, master, slave, sync_wait: float, kil
             group_offsets(slave["addr"], "HaG1", topic)
             if wait_for(lambda: group_offsets(slave["addr"], "HaG1", topic) == facts["g1_master_offsets"], sync_wait)
             else group_offsets(slave["addr"], "HaG1", topic))
+        wait_for(lambda: slave_sub_group(slave["addr"]) == SUB_GROUP, sync_wait)
+        facts["slave_sub_group"] = slave_sub_group(slave["addr"])
+        # the master's entry once it delivered the delayed message, then the slave's copy
+        wait_for(lambda: delay_offsets(slave["store"]).get(DELAY_LEVEL, 0) >= 1, sync_wait)
+        facts["slave_delay_offsets"] = delay_offsets(slave["store"])
     else:
         time.sleep(1.0)  # the HA bar: kill -9 one second after the last acknowledgement
     master["kill"]()
@@ -140,7 +187,7 @@ def java_master_trocket_slave(java_bundle, java_classes, tmp_path_factory):
         slave.start()  # the master's HA address from the name server (Java's haServerAddr)
         facts = run_pair(tmp, java_bundle, java_classes,
                          master={"namesrv": ns.addr, "addr": master.addr, "kill": master.kill},
-                         slave={"addr": f"127.0.0.1:{slave.port}"}, sync_wait=10)
+                         slave={"addr": f"127.0.0.1:{slave.port}", "store": slave.store}, sync_wait=10)
         assert slave.stop() == 130, slave.log_tail()
         facts["logs"] = compare_logs(master.store, slave.store)
         yield facts
@@ -155,8 +202,10 @@ def test_java_master_trocket_slave_sends_are_replicated(java_master_trocket_slav
     assert f["produce"]["statuses"] == {"SEND_OK": COUNT}, (f["produce"]["statuses"], f["produce"]["errors"])
 
 
-def test_java_master_trocket_slave_copies_topics_and_offsets(java_master_trocket_slave):
+def test_java_master_trocket_slave_copies_topics_offsets_delay_offsets_and_groups(java_master_trocket_slave):
     f = java_master_trocket_slave
+    assert f["slave_sub_group"] == SUB_GROUP, f["slave_sub_group"]
+    assert f["slave_delay_offsets"].get(DELAY_LEVEL, 0) >= 1, f["slave_delay_offsets"]
     assert f["g1"] == COUNT and f["g1_master_offsets"] == COUNT
     assert f["slave_knows_topic"]
     assert f["slave_g1_offsets"] == COUNT
@@ -198,7 +247,7 @@ def trocket_master_java_slave(java_bundle, java_classes, tmp_path_factory):
         # Java's SlaveSynchronize runs 3 s after start, then every 10 s: one round's wait
         facts = run_pair(tmp, java_bundle, java_classes,
                          master={"namesrv": ns.addr, "addr": f"127.0.0.1:{master.port}", "kill": master.kill},
-                         slave={"addr": slave.addr}, sync_wait=12)
+                         slave={"addr": slave.addr, "store": slave.store}, sync_wait=12)
         slave.kill()  # idle since the master died: its mapped commit log is in the page cache, as read below
         facts["logs"] = compare_logs(master.store, slave.store)
         yield facts
@@ -221,8 +270,10 @@ def test_trocket_master_java_slave_commit_logs_identical(trocket_master_java_sla
     assert logs["slave_end"] > trocket_master_java_slave["acked_last_offset"], logs
 
 
-def test_trocket_master_java_slave_copies_topics_and_offsets(trocket_master_java_slave):
+def test_trocket_master_java_slave_copies_topics_offsets_delay_offsets_and_groups(trocket_master_java_slave):
     f = trocket_master_java_slave
+    assert f["slave_sub_group"] == SUB_GROUP, f["slave_sub_group"]
+    assert f["slave_delay_offsets"].get(DELAY_LEVEL, 0) >= 1, f["slave_delay_offsets"]
     assert f["slave_knows_topic"]
     assert f["slave_g1_offsets"] == COUNT
 

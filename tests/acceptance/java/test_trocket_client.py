@@ -8,21 +8,26 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import shutil
 import subprocess
+import tempfile
 import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
+import attrs
 import pytest
 import trio
 
-from acc_tools import RawClient, trocket_command
+from acc_tools import BrokerProcess, RawClient, trocket_command
 from java_tools import Peer, on_both, route_queue_datas, wait_for
 from trocket.client import (
     BlockingProducer,
     BlockingPullConsumer,
     BrokerResponseError,
+    ClientConfig,
     ConsumeResult,
     MessageSelector,
     MessageModel,
@@ -32,6 +37,7 @@ from trocket.client import (
     SendStatus,
     new_message,
 )
+from trocket.codecs.codes import RequestCode, ResponseCode
 
 pytestmark = pytest.mark.usefixtures("java_bundle", "runs_in_background", "background_outcome")
 
@@ -39,16 +45,19 @@ pytestmark = pytest.mark.usefixtures("java_bundle", "runs_in_background", "backg
 FAST = {"rebalance_interval_s": 2.0}
 
 #: test name -> its body, for the tests whose bodies mostly wait (a retry's 10 s, a dead
-#: letter's): see background_outcome
-BACKGROUND: dict[str, Callable[[Peer, str], Awaitable[None]]] = {}
+#: letter's), and whether it waits for the Java runner first: see background_outcome
+BACKGROUND: dict[str, tuple[Callable[[Peer, str], Awaitable[None]], bool]] = {}
 
 
-def background(test: str):
+def background(test: str, *, after_runner: bool = False):
     """``@background("test_x")``: the decorated ``async def body(peer, broker)`` is the body
-    of ``test_x``, which takes its outcome from :func:`background_outcome`."""
+    of ``test_x``, which takes its outcome from :func:`background_outcome`.
+    ``after_runner=True``: the body starts once the Java runner against its broker has
+    ended (a body that adds a broker to the name server the runner's scenarios share,
+    whose cluster-wide calls would meet it)."""
 
     def register(body):
-        BACKGROUND[test] = body
+        BACKGROUND[test] = (body, after_runner)
         return body
 
     return register
@@ -63,9 +72,16 @@ def background_outcome(request):
     wanted = {(item.originalname, item.callspec.params["broker"]) for item in request.session.items
               if item.originalname in BACKGROUND and hasattr(item, "callspec")}
     peers = {broker: request.getfixturevalue(f"{broker}_peer") for _, broker in wanted}
+    scenario_runs = request.getfixturevalue("scenario_runs")
+
+    def run(test: str, broker: str) -> None:
+        body, after_runner = BACKGROUND[test]
+        if after_runner:
+            scenario_runs(peers[broker]).wait_done(240)
+        trio.run(body, peers[broker], broker)
+
     with concurrent.futures.ThreadPoolExecutor(max(1, len(wanted)), thread_name_prefix="background") as pool:
-        futures = {(test, broker): pool.submit(trio.run, BACKGROUND[test], peers[broker], broker)
-                   for test, broker in sorted(wanted)}
+        futures = {(test, broker): pool.submit(run, test, broker) for test, broker in sorted(wanted)}
 
         def outcome(test: str, broker: str) -> None:
             futures[test, broker].result(timeout=240)
@@ -199,6 +215,82 @@ async def test_producer_namespace_wraps_the_topic_on_the_wire(peer, broker):
     got = await read_topic(peer, wire, 5)
     assert sorted(m.body.decode() for m in got) == ["b0", "b1", "orderly", "plain", "to-queue"]
     assert {m.topic for m in got} == {wire}
+
+
+SEND_CODES = frozenset({RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE})
+
+
+@attrs.define(slots=True)
+class SendAnswers:
+    """An RPC hook (Java's ``RPCHook``): (broker address, response code) of every send."""
+
+    seen: list[tuple[str | None, int | None]] = attrs.field(factory=list)
+
+    def do_after_response(self, remote_addr, request, response) -> None:
+        if request.code in SEND_CODES:
+            self.seen.append((remote_addr, None if response is None else response.code))
+
+
+@background("test_producer_retries_on_the_other_broker_group", after_runner=True)
+async def _producer_retries_on_the_other_broker_group(peer, broker):
+    """Retries (``retryTimesWhenSendFailed``): the topic is routed over the session's broker
+    group and a second one (a ``trocket broker`` registered with the same name server);
+    once the producer holds that route, the second group's topic is made read-only
+    (UPDATE_AND_CREATE_TOPIC with perm 4): its sends answer NO_PERMISSION, which the
+    producer retries on the session's broker. Every sync send is SEND_OK from there, within
+    the send budget, and the second group stores none of them."""
+    topic, other_name = unique(broker, "retry"), f"rt-{broker}"
+    tmp = Path(tempfile.mkdtemp(prefix="tc-retry-"))
+    # a cluster of its own and no TBW102: the name server shared with the other tests routes
+    # nothing else of theirs to this broker (their auto-created topics, cluster-wide admin calls)
+    conf = tmp / "broker.conf"
+    conf.write_text("brokerClusterName=RetryCluster\nautoCreateTopicEnable=false\n")
+    other = BrokerProcess(tmp / "store", tmp / "broker.log",
+                          extra=["-c", str(conf), "-n", peer.namesrv, "--broker-name", other_name])
+    other_addr = "{}:{}".format(*other.addr)
+    try:
+        await trio.to_thread.run_sync(other.start)
+        for addr in (peer.hostport, other.addr):
+            with RawClient(addr) as c:
+                c.create_topic(topic, 4)
+
+        def routed() -> set[str]:
+            return {q["brokerName"] for q in route_queue_datas(peer.namesrv, topic)}
+
+        assert await trio.to_thread.run_sync(wait_for, lambda: len(routed()) == 2, 15, 0.1), routed()
+        (own_name,) = routed() - {other_name}
+        assert other_name not in {q["brokerName"] for q in route_queue_datas(peer.namesrv, "TBW102")}
+        # Java's defaults (no latency fault table: plain round robin); no route poll while
+        # the test runs: the route the producer holds keeps the other group writable
+        config = ClientConfig(namesrv=peer.namesrv, poll_namesrv_interval=600.0)
+        answers = SendAnswers()
+        async with Producer(unique(broker, "rtP"), client_config=config, latency_fault=False) as producer:
+            producer.instance.remoting.register_rpc_hook(answers)
+            first = [await producer.send(new_message(topic, f"a{i}")) for i in range(8)]
+            assert Counter(r.queue.broker_name for r in first) == {own_name: 4, other_name: 4}
+            with RawClient(other.addr) as c:
+                c.create_topic(topic, 4, perm=4)
+                stored = [c.max_offset(topic, q) for q in range(4)]
+            assert {q.broker_name for q in producer.instance.publish[topic].queues} == {own_name, other_name}
+            answers.seen.clear()
+            t0 = trio.current_time()
+            second = [await producer.send(new_message(topic, f"b{i}")) for i in range(8)]
+            took = trio.current_time() - t0
+        assert [r.status for r in second] == [SendStatus.SEND_OK] * 8
+        assert {r.queue.broker_name for r in second} == {own_name}, [r.queue for r in second]
+        refused = [a for a in answers.seen if a[0] == other_addr]
+        # round robin over 8 queues, 4 of them the other group's: some first attempts went there
+        assert refused and set(refused) == {(other_addr, ResponseCode.NO_PERMISSION)}, answers.seen  # each retried
+        assert len(answers.seen) == 8 + len(refused), answers.seen
+        assert took < producer.config.send_timeout, took
+        with RawClient(other.addr) as c:
+            assert [c.max_offset(topic, q) for q in range(4)] == stored
+        await trio.to_thread.run_sync(other.stop)
+        # it unregistered: the shared name server routes nothing more to it
+        assert await trio.to_thread.run_sync(wait_for, lambda: routed() == {own_name}, 10, 0.1), routed()
+    finally:
+        other.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @on_both()
@@ -774,3 +866,10 @@ def test_cli_send_consume_admin(peer, broker):
     r = trocket("admin", "topic", "delete", "-n", ns, "-t", topic, "--cluster", "DefaultCluster", "--json")
     assert r.returncode == 0, r.stderr + r.stdout
     assert route_queues(peer, topic) == -1
+
+
+@on_both()
+def test_producer_retries_on_the_other_broker_group(background_outcome, broker):
+    """(Its body, ``_producer_retries_on_the_other_broker_group``, runs once the Java runner
+    against the broker ended; its outcome is awaited last, the other tests overlapping it.)"""
+    background_outcome("test_producer_retries_on_the_other_broker_group", broker)

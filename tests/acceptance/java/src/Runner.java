@@ -98,7 +98,11 @@ public final class Runner {
         pool.shutdown();
         serial.shutdown();
         long limit = Long.parseLong(opts.getOrDefault("deadline", "300"));
-        boolean done = pool.awaitTermination(limit, TimeUnit.SECONDS) && serial.awaitTermination(5, TimeUnit.SECONDS);
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(limit);
+        // the serial queue (every mqadmin scenario, one after another) may end well after
+        // the pool: it gets what is left of the deadline, not a few seconds more
+        boolean done = pool.awaitTermination(limit, TimeUnit.SECONDS)
+            && serial.awaitTermination(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
         ctx.close();
         REAL_OUT.println("DONE " + (done ? "complete" : "deadline"));
         REAL_OUT.flush();
