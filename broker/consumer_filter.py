@@ -82,19 +82,18 @@ def _sql_filter(compiled: CompiledFilter) -> RecordFilter:
     record a filtered pull reads)."""
     evaluate = compiled.evaluate_text
     i32 = _I32.unpack_from
-    i16 = _I16.unpack_from
     v6 = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
 
     def matches(record: memoryview) -> bool:
         at = _BODYLEN_AT
-        flags = i32(record, 36)[0] & v6
+        flags = record[39] & v6  # the low byte of the big-endian SYSFLAG at 36 holds both
         if flags:
             at += 12 * ((flags & BORNHOST_V6_FLAG != 0) + (flags & STOREHOSTADDRESS_V6_FLAG != 0))
         at += 4 + i32(record, at)[0]
-        at += 1 + record[at]
-        end = at + 2 + i16(record, at)[0]
+        at += 3 + record[at]
+        end = at + (record[at - 2] << 8 | record[at - 1])
         try:
-            return evaluate(str(record[at + 2 : end], "utf-8", "replace")) is True
+            return evaluate(str(record[at:end], "utf-8", "replace")) is True
         except Exception:  # Java: any Throwable of the evaluation is "no match"
             return False
 

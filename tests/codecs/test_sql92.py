@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trocket.codecs.sql92 import FilterCompileError, compile_filter
+from trocket.codecs.sql92.codegen import FEW_NAMES
 from trocket.codecs.sql92.java import JavaError, JLong, java_compare, java_double_str, parse_double, parse_int
 
 EXPECTING_OPERAND = (
@@ -208,7 +209,8 @@ def _expressions(draw, depth: int = 0) -> str:
     if kind == "null":
         return f"{draw(st.sampled_from('abc'))} IS {draw(st.sampled_from(['', 'NOT ']))}NULL"
     if kind == "between":
-        return f"{draw(st.sampled_from('abc'))} {draw(st.sampled_from(['', 'NOT ']))}BETWEEN 1 AND 6.5"
+        bounds = draw(st.sampled_from(["1 AND 6.5", "1 AND 6", "-1 AND 2147483648"]))
+        return f"{draw(st.sampled_from('abc'))} {draw(st.sampled_from(['', 'NOT ']))}BETWEEN {bounds}"
     if kind == "prop":
         return draw(st.sampled_from("abc"))
     if kind == "not":
@@ -235,7 +237,20 @@ def test_generated_evaluator_agrees_with_the_closures(expression, properties):
 
 
 def test_generated_evaluator_decodes_everything_for_many_names():
-    f = compile_filter("a = 1 AND b = 2 AND c = 3 AND d = 4")
+    names = [f"p{i}" for i in range(FEW_NAMES + 1)]
+    f = compile_filter(" AND ".join(f"{n} = {i}" for i, n in enumerate(names)))
     assert "_decode(text)" in f.source
-    assert f.evaluate_text("a\x011\x02b\x012\x02c\x013\x02d\x014") is True
+    assert f.evaluate_text("\x02".join(f"{n}\x01{i}" for i, n in enumerate(names))) is True
     assert "_get(text, 'a')" in compile_filter("a = 1").source
+
+
+def test_generated_evaluator_looks_up_only_what_it_reads():
+    """Few names: each looked up where first read, so a false left side of AND skips the rest."""
+    f = compile_filter("a BETWEEN 0 AND 10 AND b <> 'z' AND c IS NOT NULL")
+    assert "_decode" not in f.source
+    assert f.source.count("_get(text, 'a')") == 1
+    assert f.evaluate_text("a\x015\x02b\x01y\x02c\x01w") is True
+    assert f.evaluate_text("a\x0111\x02b\x01y\x02c\x01w") is False
+    assert f.evaluate_text("a\x015\x02b\x01z\x02c\x01w") is False
+    assert f.evaluate_text("a\x015\x02b\x01y") is False
+    assert f.evaluate_text("b\x01y\x02c\x01w") is None
