@@ -35,7 +35,8 @@ lose the last file's newest entries (as Java's, which also flushes only full fil
 
 Each put writes a random slot of the 20 MB slot table and appends an entry; the first
 write to each page of a file takes a page fault (on ext4 a page made, zeroed, its block
-reserved). Once a file holds :data:`PREFAULT_AFTER_ENTRIES`, the index task has a worker
+reserved). When :data:`PREFAULT_AFTER_ENTRIES` is set (it is not by default: measured
+slower) and a file holds that many entries, the index task has a worker
 thread take those faults ahead (:meth:`IndexService._prefault`): the whole slot table,
 then the entries a megabyte ahead of the next, so the puts on the event loop's thread
 find their pages ready. A file that stays small (a test's, an idle broker's) is left
@@ -98,8 +99,11 @@ TICK_SECONDS = 0.01
 #: too: this is only a safety net)
 IDLE_WAIT_SECONDS = 1.0
 #: a file's pages are populated ahead (:meth:`IndexService._prefault`) once it holds this
-#: many entries: a file that fills, not a test's or an idle broker's few keys
-PREFAULT_AFTER_ENTRIES = 1024
+#: many entries; None: never (the default). Measured on a quiet machine with
+#: ``broker_produce.py --part senders --keys --index --senders 16``, populating ahead made
+#: the index cost x1.26 broker CPU per message against x1.04-1.05 without it, in the
+#: rounds that restart on a store whose index file already holds entries.
+PREFAULT_AFTER_ENTRIES: int | None = None
 #: bytes of entries kept populated past the next entry (topped up when half is used)
 PREFAULT_AHEAD = 1 << 20
 #: bytes of the slot table populated per worker call (the index task waits for each)
@@ -374,8 +378,9 @@ class IndexService:
         holds :data:`PREFAULT_AFTER_ENTRIES`, its slot table (in chunks of
         :data:`PREFAULT_CHUNK`), then :data:`PREFAULT_AHEAD` bytes past its next entry,
         topped up when half of them are used."""
-        f = self.files[-1] if self.files and self._prefaulting else None
-        if f is None or f.index_count < PREFAULT_AFTER_ENTRIES or f.full:
+        after = PREFAULT_AFTER_ENTRIES
+        f = self.files[-1] if self.files and self._prefaulting and after is not None else None
+        if f is None or after is None or f.index_count < after or f.full:
             return None
         entries_at = HEADER_SIZE + f.slot_num * SLOT_SIZE
         if f.populated < entries_at:
