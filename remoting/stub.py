@@ -31,7 +31,7 @@ that accepted it (``KVNotices(server, conn)``: servers push to their clients).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, TypeVar
 
 from trocket.codecs.command import LanguageCode, RemotingCommand, SerializeType, build_command
 
@@ -170,7 +170,8 @@ class Call(Generic[Req, Resp]):
             self._wrong(header)
         return RemotingCommand.request(self._code, header, body=body, serialize_type=self._stype)
 
-    def _wrong(self, header: object) -> None:
+    def _wrong(self, header: object) -> NoReturn:
+        """Raise the TypeError for a request header that is not the method's."""
         cls = self._request_cls
         expected = "None" if cls is None else f"a {cls.__name__}"
         raise TypeError(f"{self.method!r} takes {expected} as its request header, not {header!r}")
