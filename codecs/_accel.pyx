@@ -42,7 +42,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 19
+ABI = 20
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -72,6 +72,7 @@ cdef object _py_send_signature_matches = None
 cdef object _py_hashmap_properties = None
 cdef object _py_without_properties_bytes = None
 cdef object _py_encode_command = None
+cdef object _py_specialize_codec = None
 cdef object _wire_ext_fields = None
 cdef dict _header_wire = None  # header class -> its codec's encode_wire (custom_header's table)
 cdef object _fast_codes = None  # the classes Java encodes as FastCodesHeader (their fields first)
@@ -89,7 +90,7 @@ def set_pure(str name, fn):
     global _py_encode_send_message_v2, _py_encode_pull_message
     global _py_java_string_hash, _py_index_records, _py_signature_matches, _py_hashmap_properties
     global _py_send_signature_matches
-    global _py_without_properties_bytes, _py_encode_command, _wire_ext_fields
+    global _py_without_properties_bytes, _py_encode_command, _wire_ext_fields, _py_specialize_codec
     if name == "FrameDecoder":
         _py_FrameDecoder = fn
         from trocket.codecs.frame import sniff_foreign_protocol
@@ -146,6 +147,8 @@ def set_pure(str name, fn):
         _py_without_properties_bytes = fn
     elif name == "build_command":
         pass  # (imported above: the decoders need it before any set_pure call)
+    elif name == "specialize_codec":
+        _py_specialize_codec = fn
     elif name == "encode_command":
         _py_encode_command = fn
         from trocket.codecs.serialize import wire_ext_fields  # defined above its accelerated line
@@ -1429,17 +1432,6 @@ def decode_send_fields(ext, v2):
 # offsets come from the classes' own member descriptors, the field kinds from their
 # declarations, both read when first used).
 
-cdef extern from "Python.h":
-    ctypedef struct PyMemberDef:
-        const char* name
-        int type
-        Py_ssize_t offset
-    ctypedef struct PyMemberDescrObject:
-        PyMemberDef* d_member
-
-cdef enum:
-    _T_OBJECT_EX = 16  # structmember.h: a slot, AttributeError when unset
-
 #: ``str(i)`` of the small ints most int fields carry (the pure encoders' table).
 cdef tuple _SMALL_TEXT = tuple([str(i) for i in range(-1, 1024)])
 
@@ -1488,40 +1480,43 @@ cdef class _SlotEncoder:
         return out
 
 
-cdef _SlotEncoder _slot_encoder(cls):
+#: the field kinds the slot codecs take
+cdef dict _SLOT_KINDS = {"str": _K_STR, "int": _K_INT, "long": _K_INT, "bool": _K_BOOL}
+
+
+cdef Py_ssize_t _field_slot(object cls, object name):
+    """The offset of the plain object slot holding ``cls``'s field ``name``, or -1."""
+    if cls.__getattribute__ is not object.__getattribute__:
+        return -1
+    for klass in cls.__mro__:
+        d = klass.__dict__.get(name)
+        if d is not None:
+            return trocket_slot_offset(d)
+    return -1
+
+
+cdef _SlotEncoder _slot_encoder(cls, specs=None, bint every=False):
     """The :class:`_SlotEncoder` of header class ``cls``, or None when its instances
-    are not plain slotted objects (then the pure encoder serves every call)."""
+    are not plain slotted objects (then the pure encoder serves every call). ``specs``:
+    the fields in the order to write them (default: declaration order); ``every``: a
+    field set to None is for the pure encoder too, not left out."""
     from trocket.codecs.custom_header import header_fields
 
-    cdef PyMemberDef* m
+    cdef Py_ssize_t off
     cdef _SlotEncoder enc = _SlotEncoder()
-    specs = header_fields(cls)
-    if len(specs) > 16 or cls.__getattribute__ is not object.__getattribute__:
+    specs = header_fields(cls) if specs is None else specs
+    if len(specs) > 16:
         return None
-    member_descriptor = type(_SlotProbe.x)
-    kinds = {"str": _K_STR, "int": _K_INT, "long": _K_INT, "bool": _K_BOOL}
     for i, spec in enumerate(specs):
-        for klass in cls.__mro__:
-            d = klass.__dict__.get(spec.name)
-            if d is not None:
-                break
-        else:
+        off = _field_slot(cls, spec.name)
+        if off <= 0 or spec.kind not in _SLOT_KINDS:
             return None
-        if type(d) is not member_descriptor or spec.kind not in kinds:
-            return None
-        m = (<PyMemberDescrObject*><PyObject*>d).d_member
-        if m.type != _T_OBJECT_EX or m.offset <= 0:
-            return None
-        enc.at[i] = m.offset
-        enc.kind[i] = kinds[spec.kind] | (_K_REQUIRED if spec.required else 0)
+        enc.at[i] = off
+        enc.kind[i] = _SLOT_KINDS[spec.kind] | (_K_REQUIRED if spec.required or every else 0)
     enc.cls = cls
     enc.keys = tuple([spec.name for spec in specs])
     enc.n = len(specs)
     return enc
-
-
-class _SlotProbe:
-    __slots__ = ("x",)
 
 
 cdef _SlotEncoder _V2_ENC = None
@@ -1575,6 +1570,103 @@ cdef inline object _bool_text(PyObject* p):
     if p == <PyObject*>_FALSE:
         return "false"
     return _FAIL
+
+
+# -- typed headers: a generated codec's decode and encode_wire -----------------------------
+#
+# custom_header.compiled generates, per @header class, a Python decode (ext map -> object)
+# and encode_wire (object -> ext map in Java's order): what every call of a typed service
+# runs twice. For a class whose objects are made by object.__new__ and one store per field,
+# with str / int / long / bool fields, both run here from the fields' slots; any input they
+# do not plainly take (a value that is not a str, an odd spelling, a missing required field,
+# an unset or None attribute, a value of another type) goes to the generated function,
+# errors included.
+
+
+cdef class _TypedHeaderCodec:
+    """One header class's decode and encode_wire, by its slots (see above)."""
+
+    cdef object cls
+    cdef object pure_decode
+    cdef object pure_wire
+    cdef _SlotEncoder wire  # the fields in Java's order, every one required
+    cdef tuple keys  # declaration order
+    cdef tuple defaults
+    cdef dict bools
+    cdef Py_ssize_t n
+    cdef Py_ssize_t at[16]
+    cdef int kind[16]
+    cdef int digits[16]  # an int's longest plain spelling: 9 (int32) or 18 (int64)
+
+    def decode(self, ext):
+        """The generated decode's result for ``ext``."""
+        cdef Py_ssize_t i
+        cdef PyObject* v
+        cdef PyObject* b
+        cdef long long x
+        cdef int k
+        if type(ext) is not dict:
+            return self.pure_decode(ext)
+        o = trocket_alloc(self.cls)
+        for i in range(self.n):
+            v = PyDict_GetItem(ext, self.keys[i])
+            k = self.kind[i]
+            if v == NULL or v == <PyObject*>None:
+                if k & _K_REQUIRED:
+                    return self.pure_decode(ext)  # its missing-field error
+                trocket_fill_slot(o, self.at[i], self.defaults[i])
+                continue
+            k &= 3
+            if k == _K_STR:
+                trocket_fill_slot(o, self.at[i], <object>v)
+            elif k == _K_BOOL:
+                b = PyDict_GetItem(self.bools, <object>v) if type(<object>v) is str else NULL
+                if b == NULL:
+                    return self.pure_decode(ext)
+                trocket_fill_slot(o, self.at[i], <object>b)
+            else:
+                if not _digits(<object>v, self.digits[i], &x):
+                    return self.pure_decode(ext)
+                trocket_fill_slot(o, self.at[i], x)
+        return o
+
+    def encode_wire(self, o):
+        """The generated encode_wire's result for ``o``."""
+        if type(o) is self.cls:
+            out = self.wire.encode(o)
+            if out is not _FAIL:
+                return out
+        return self.pure_wire(o)
+
+
+def specialize_codec(cls, specs, wire_order, direct, bools, decode, encode_wire):
+    """Twin of :func:`trocket.codecs.custom_header.compiled.specialize_codec`: a
+    :class:`_TypedHeaderCodec`'s two methods for a class it can serve, else the pure one's."""
+    cdef _TypedHeaderCodec codec
+    cdef Py_ssize_t i, off
+    specs = tuple(specs)
+    by_name = {spec.name: spec for spec in specs}
+    if not direct or type(bools) is not dict or sorted(wire_order) != sorted(by_name) or len(by_name) != len(specs):
+        return _py_specialize_codec(cls, specs, wire_order, direct, bools, decode, encode_wire)
+    codec = _TypedHeaderCodec.__new__(_TypedHeaderCodec)
+    codec.wire = _slot_encoder(cls, [by_name[name] for name in wire_order], True)
+    if codec.wire is None:
+        return _py_specialize_codec(cls, specs, wire_order, direct, bools, decode, encode_wire)
+    for i, spec in enumerate(specs):
+        off = _field_slot(cls, spec.name)
+        if off <= 0:  # (the encoder above took every field: not reached)
+            return _py_specialize_codec(cls, specs, wire_order, direct, bools, decode, encode_wire)
+        codec.at[i] = off
+        codec.kind[i] = _SLOT_KINDS[spec.kind] | (_K_REQUIRED if spec.required else 0)
+        codec.digits[i] = 18 if spec.kind == "long" else 9
+    codec.cls = cls
+    codec.pure_decode = decode
+    codec.pure_wire = encode_wire
+    codec.keys = tuple([str(spec.name) for spec in specs])
+    codec.defaults = tuple([spec.default for spec in specs])
+    codec.bools = bools
+    codec.n = len(specs)
+    return codec.decode, codec.encode_wire
 
 
 cdef inline object _encode_or(_SlotEncoder enc, object o, object pure):

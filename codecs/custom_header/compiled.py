@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 
 import attrs
 
+from ..accel import accelerated
 from ..java_hashmap import hashmap_order, hashmap_reordered
 from ._java import (
     BOOLS,
@@ -54,7 +55,7 @@ from ._java import (
 )
 from ._spec import FieldSpec, header_fields
 
-__all__ = ["HeaderCodec", "compile_codec", "codec_source"]
+__all__ = ["HeaderCodec", "compile_codec", "codec_source", "specialize_codec"]
 
 
 class HeaderCodec(NamedTuple):
@@ -215,4 +216,26 @@ def compile_codec(cls: type) -> HeaderCodec:
     decode.__qualname__ = f"{cls.__qualname__}.<generated decode>"
     encode.__qualname__ = f"{cls.__qualname__}.<generated encode>"
     encode_wire.__qualname__ = f"{cls.__qualname__}.<generated encode_wire>"
+    specs = tuple(header_fields(cls))
+    wire_order = tuple(hashmap_order(spec.name for spec in specs))
+    decode, encode_wire = specialize_codec(cls, specs, wire_order, _stores_directly(cls), BOOLS, decode, encode_wire)
     return HeaderCodec(decode, encode, encode_wire)
+
+
+def specialize_codec(
+    cls: type,
+    specs: tuple[FieldSpec, ...],
+    wire_order: tuple[str, ...],
+    direct: bool,
+    bools: dict[str, bool],
+    decode: Callable[[Mapping[str, str] | None], Any],
+    encode_wire: Callable[[Any], dict[str, str]],
+) -> tuple[Callable[[Mapping[str, str] | None], Any], Callable[[Any], dict[str, str]]]:
+    """The decode and encode_wire ``cls`` runs with: its generated ones. The compiled twin
+    returns its own for a class whose objects are stored ``direct`` ly with str, int, long
+    and bool fields (the two conversions every call of a typed service makes, by a table
+    of the fields' slots), which hand any input they do not plainly take to these."""
+    return decode, encode_wire
+
+
+specialize_codec = accelerated(specialize_codec)

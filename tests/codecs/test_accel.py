@@ -84,6 +84,7 @@ DIFFERENTIAL = {
     "send_properties": "test_send_properties_differential",
     "send_signature_matches": "test_send_signature_matches_differential",
     "signature_matches": "test_signature_matches_differential",
+    "specialize_codec": "test_custom_header_compiled::test_specialized_codec_differential",
     "without_properties_bytes": "test_without_properties_bytes_differential",
 }
 GOLDEN = Path(__file__).resolve().parents[2] / "conformance" / "golden"

@@ -29,7 +29,9 @@ from trocket.codecs.custom_header import (
 )
 from trocket.codecs.java_ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from trocket.codecs.java_hashmap import hashmap_reordered
-from trocket.codecs.custom_header.compiled import _stores_directly, codec_source
+from trocket.codecs import accel
+from trocket.codecs.custom_header import compiled
+from trocket.codecs.custom_header.compiled import HeaderCodec, _stores_directly, codec_source
 from trocket.codecs.errors import CustomHeaderError
 
 # -- headers a user could declare, beside trocket's own --------------------------------------
@@ -75,8 +77,24 @@ class Child(Every):
     extra: int | None = field("long")
 
 
+@header
+class Plain:
+    """What a typed service declares: the kinds the compiled twin fills slot by slot."""
+
+    key: str = field("str", required=True)
+    n: int = field("int", required=True)
+    offset: int | None = field("long")
+    flag: bool = field("bool", default=False)
+    note: str | None = field("str", default="none")
+    count: int | None = field("int", default=3)
+
+
+class PlainChild(Plain):
+    """A subclass handed to its parent's codec: the twin leaves it to the generated one."""
+
+
 OURS = sorted({getattr(H, n) for n in H.__all__ if is_header_class(getattr(H, n))}, key=lambda c: c.__name__)
-USERS = [Every, Empty, PostInit, Child]
+USERS = [Every, Empty, PostInit, Child, Plain]
 ALL = OURS + USERS
 ids = lambda c: c.__name__  # noqa: E731
 
@@ -255,7 +273,9 @@ def test_registry_picks_hand_written_else_generated() -> None:
     }
     assert codec_of(H.PullMessageRequestHeader).decode is H.fast.FAST_CODECS[H.PullMessageRequestHeader].decode
     generated = codec_of(H.GetRouteInfoRequestHeader)
-    assert generated.decode.__qualname__ == "GetRouteInfoRequestHeader.<generated decode>"
+    # the generated decode, or with the accelerator on its compiled twin (built from it)
+    expected = "_TypedHeaderCodec.decode" if accel.ACTIVE else "GetRouteInfoRequestHeader.<generated decode>"
+    assert generated.decode.__qualname__ == expected
     assert codec_of(H.GetRouteInfoRequestHeader) == generated  # made once
     assert decode_header(H.GetRouteInfoRequestHeader, {"topic": "T"}) == H.GetRouteInfoRequestHeader(topic="T")
     assert encode_header(H.GetRouteInfoRequestHeader(topic="T")) == {"topic": "T"}
@@ -296,3 +316,59 @@ def test_field_names_are_wire_names() -> None:
         @header
         class Bad:
             _x: int = field("int")
+
+
+# -- the compiled twin of a generated codec (codecs/_accel.pyx, _TypedHeaderCodec) ----------
+
+_PURE_CODECS: dict[type, HeaderCodec] = {}
+
+
+def pure_codec(cls: type) -> HeaderCodec:
+    """``cls``'s generated codec as the pure path makes it (no compiled twin)."""
+    codec = _PURE_CODECS.get(cls)
+    if codec is None:
+        saved = compiled.specialize_codec
+        compiled.specialize_codec = accel.pure("specialize_codec")
+        try:
+            codec = _PURE_CODECS[cls] = compile_codec(cls)
+        finally:
+            compiled.specialize_codec = saved
+    return codec
+
+
+_UNSET = object()
+
+
+@pytest.mark.parametrize("cls", ALL, ids=ids)
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_specialized_codec_differential(cls: type, data: st.DataObject) -> None:
+    """What compile_codec returns (with the accelerator on, ``specialize_codec``'s twin: its
+    decode and encode_wire) against the generated functions: the same objects, the same
+    dicts in the same order, the same errors, for arbitrary ext maps and objects with odd,
+    None or unset fields."""
+    fast, pure = compile_codec(cls), pure_codec(cls)
+    ext = data.draw(st.one_of(ext_maps(cls, st.one_of(WIRE, NON_STRINGS)), st.none()))
+    assert outcome(fast.decode, ext) == outcome(pure.decode, ext)
+    obj = data.draw(objects(cls))
+    if cls is Plain and data.draw(st.booleans()):
+        obj = PlainChild(**attrs.asdict(obj))
+    for spec in header_fields(cls):
+        value = data.draw(st.one_of(st.just(_UNSET), ODD)) if data.draw(st.booleans()) else None
+        if value is _UNSET:
+            object.__delattr__(obj, spec.name)
+        elif value is not None or data.draw(st.booleans()):
+            object.__setattr__(obj, spec.name, value)
+    assert outcome(fast.encode_wire, obj) == outcome(pure.encode_wire, obj)
+
+
+def test_the_twin_serves_plain_classes_only() -> None:
+    """The twin takes the classes whose objects it can fill slot by slot; a class with a
+    double field, or whose __init__ runs code, keeps its generated functions."""
+    assert pure_codec(Every).decode.__qualname__ == "Every.<generated decode>"
+    assert compile_codec(PostInit).decode.__qualname__ == "PostInit.<generated decode>"
+    assert compile_codec(Every).decode.__qualname__ == "Every.<generated decode>"  # its doubles
+    plain = compile_codec(H.GetRouteInfoRequestHeader)
+    assert plain.decode.__qualname__ == ("_TypedHeaderCodec.decode" if accel.ACTIVE else "GetRouteInfoRequestHeader.<generated decode>")
+    assert plain.decode({"topic": "T"}) == H.GetRouteInfoRequestHeader(topic="T")
+    assert plain.encode_wire(H.GetRouteInfoRequestHeader(topic="T")) == {"topic": "T"}
