@@ -156,7 +156,7 @@ def outcome(fn: Any, *args: Any) -> tuple[str, Any]:
 
 
 @pytest.mark.parametrize("cls", ALL, ids=ids)
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_valid_objects_encode_and_decode_as_generic(cls: type, data: st.DataObject) -> None:
     codec = compile_codec(cls)
@@ -167,7 +167,7 @@ def test_valid_objects_encode_and_decode_as_generic(cls: type, data: st.DataObje
 
 
 @pytest.mark.parametrize("cls", ALL, ids=ids)
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_wire_order_is_the_hashmap_order_of_what_encode_writes(cls: type, data: st.DataObject) -> None:
     """``encode_wire`` (one dict display in a precomputed order when every field is set)
@@ -183,7 +183,7 @@ def test_wire_order_is_the_hashmap_order_of_what_encode_writes(cls: type, data: 
 
 
 @pytest.mark.parametrize("cls", ALL, ids=ids)
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_arbitrary_ext_maps_decode_as_generic(cls: type, data: st.DataObject) -> None:
     codec = compile_codec(cls)
@@ -200,7 +200,7 @@ ODD = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.float
 
 
 @pytest.mark.parametrize("cls", [Every, Child, *OURS[:6]], ids=ids)
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_odd_values_encode_as_generic(cls: type, data: st.DataObject) -> None:
     """Values of the wrong type (a bool or an enum where an int belongs, floats, None in a
@@ -340,7 +340,7 @@ _UNSET = object()
 
 
 @pytest.mark.parametrize("cls", ALL, ids=ids)
-@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_specialized_codec_differential(cls: type, data: st.DataObject) -> None:
     """What compile_codec returns (with the accelerator on, ``specialize_codec``'s twin: its
