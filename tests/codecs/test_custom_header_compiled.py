@@ -4,6 +4,7 @@ generic cattrs path: same objects, same dicts in the same order, same errors."""
 from __future__ import annotations
 
 import enum
+import functools
 from typing import Any
 
 import attrs
@@ -118,6 +119,10 @@ WIRE = st.one_of(
 NON_STRINGS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5000), st.floats(allow_nan=False))
 
 
+#: compile_codec's result per class, made once for the hypothesis tests' examples
+compiled_codec = functools.cache(compile_codec)
+
+
 def objects(cls: type) -> st.SearchStrategy[Any]:
     kwargs = {}
     for spec in header_fields(cls):
@@ -159,7 +164,7 @@ def outcome(fn: Any, *args: Any) -> tuple[str, Any]:
 @settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_valid_objects_encode_and_decode_as_generic(cls: type, data: st.DataObject) -> None:
-    codec = compile_codec(cls)
+    codec = compiled_codec(cls)
     obj = data.draw(objects(cls))
     ext = codec.encode(obj)
     assert list(ext.items()) == list(generic_encode(obj).items())
@@ -173,7 +178,7 @@ def test_wire_order_is_the_hashmap_order_of_what_encode_writes(cls: type, data: 
     """``encode_wire`` (one dict display in a precomputed order when every field is set)
     writes exactly ``encode``'s fields in Java's HashMap order, whichever are None, and
     values of the wrong type encode or fail as ``encode`` does."""
-    codec = compile_codec(cls)
+    codec = compiled_codec(cls)
     obj = data.draw(objects(cls))
     for spec in header_fields(cls):
         if data.draw(st.booleans()):
@@ -186,7 +191,7 @@ def test_wire_order_is_the_hashmap_order_of_what_encode_writes(cls: type, data: 
 @settings(max_examples=80, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_arbitrary_ext_maps_decode_as_generic(cls: type, data: st.DataObject) -> None:
-    codec = compile_codec(cls)
+    codec = compiled_codec(cls)
     ext = data.draw(ext_maps(cls, st.one_of(WIRE, NON_STRINGS)))
     assert outcome(codec.decode, ext) == outcome(generic_decode, cls, ext)
 
@@ -205,7 +210,7 @@ ODD = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.float
 def test_odd_values_encode_as_generic(cls: type, data: st.DataObject) -> None:
     """Values of the wrong type (a bool or an enum where an int belongs, floats, None in a
     required field) encode the same, or fail the same, on both paths."""
-    codec = compile_codec(cls)
+    codec = compiled_codec(cls)
     obj = data.draw(objects(cls))
     for spec in header_fields(cls):
         if data.draw(st.booleans()):
@@ -347,7 +352,7 @@ def test_specialized_codec_differential(cls: type, data: st.DataObject) -> None:
     decode and encode_wire) against the generated functions: the same objects, the same
     dicts in the same order, the same errors, for arbitrary ext maps and objects with odd,
     None or unset fields."""
-    fast, pure = compile_codec(cls), pure_codec(cls)
+    fast, pure = compiled_codec(cls), pure_codec(cls)
     ext = data.draw(st.one_of(ext_maps(cls, st.one_of(WIRE, NON_STRINGS)), st.none()))
     assert outcome(fast.decode, ext) == outcome(pure.decode, ext)
     obj = data.draw(objects(cls))

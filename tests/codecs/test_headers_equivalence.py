@@ -51,7 +51,7 @@ def objects(cls: type) -> st.SearchStrategy[Any]:
 
 
 @pytest.mark.parametrize("cls", FAST_HEADERS, ids=lambda c: c.__name__)
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_valid_objects_same_on_both_paths(cls: type, data: st.DataObject) -> None:
     obj = data.draw(objects(cls))
@@ -128,7 +128,7 @@ def outcome(decode: Any, cls: type, ext: Any) -> tuple[str, Any]:
 
 
 @pytest.mark.parametrize("cls", FAST_HEADERS, ids=lambda c: c.__name__)
-@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_arbitrary_string_maps_same_on_both_paths(cls: type, data: st.DataObject) -> None:
     ext = data.draw(ext_maps(cls, wire_values(cls)))
@@ -141,7 +141,7 @@ def test_arbitrary_string_maps_same_on_both_paths(cls: type, data: st.DataObject
 
 
 @pytest.mark.parametrize("cls", FAST_HEADERS, ids=lambda c: c.__name__)
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_non_string_values_same_on_both_paths(cls: type, data: st.DataObject) -> None:
     """JSON-typed values (ints, bools, null) that reach the codecs: both paths agree."""
