@@ -108,10 +108,13 @@ def test_group_administration_and_a_reset_under_a_running_java_consumer(broker_f
     ns = broker.namesrv
     addr = f"127.0.0.1:{broker.port}"
     trocket("admin", "topic", "create", "-n", ns, "-t", "ResetT", "--queues", "2")
+    started = time.monotonic()
     trocket("send", "-n", ns, "-t", "ResetT", "--count", "40", "--body", "first")
-    time.sleep(1.2)  # the second half is stored at least a second later
+    # A reset by time goes to the stored message nearest the time (Java's search), so the
+    # gap before `middle` must outlast the second send's start-up: three times what the
+    # first send took, under any load.
+    time.sleep(max(1.2, 3 * (time.monotonic() - started)))
     middle = int(time.time() * 1000)
-    time.sleep(0.2)
     trocket("send", "-n", ns, "-t", "ResetT", "--count", "40", "--body", "second")
     consumer = JavaPushConsumer(ns, "ResetT", "JavaG")
     try:
