@@ -3,6 +3,7 @@
 
     .venv/bin/python benchmarks/transactions.py                          # 1 and 8 threads, 3 rounds of 10 s
     .venv/bin/python benchmarks/transactions.py --threads 1,8,32 --seconds 10 --rounds 5
+    .venv/bin/python benchmarks/transactions.py --threads 32 --broker-pythonpath /tmp/base/pkg   # another tree's broker
 
 One transaction is ``sendMessageInTransaction``: the prepared send (sync; the broker
 stores the half message), a local transaction that commits at once, END_TRANSACTION
@@ -216,6 +217,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=10, help="timed seconds per run (default 10)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3; --instructions: 1)")
     parser.add_argument("--size", type=int, default=128, help="body bytes (default 128)")
+    parser.add_argument("--broker-pythonpath", metavar="DIR", default=None,
+                        help="run another tree's trocket broker (a folder holding it as the `trocket` package)")
     parser.add_argument("--instructions", action="store_true", help="the broker's instructions per transaction")
     parser.add_argument("--transactions", type=int, default=2000, help="--instructions: measured (default 2000)")
     parser.add_argument("--warm", type=int, default=1000, help="--instructions: the shorter run's (default 1000)")
@@ -242,6 +245,7 @@ def main() -> None:
     classes, _ = compile_programs(bundle)
     trocket, trocket_addr = start_broker(
         str(work / "trocket-store"), "async", str(work / "trocket.log"), extra_args=("--segment-size", "64m"),
+        pythonpath=args.broker_pythonpath,
     )
     ns = JavaNameServer(bundle, work / "java-namesrv")
     java = BenchJavaBroker(bundle, work / "java-broker", ns.addr)
