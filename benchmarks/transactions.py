@@ -208,7 +208,8 @@ def instructions(args: argparse.Namespace) -> None:
             print(f"{name:40s} {figures[name][-1]:10,.0f} instructions/transaction", flush=True)
     if args.compare:
         low = {name: min(values) for name, values in figures.items()}
-        print(f"this tree / compared = {low['this tree'] / low[trees[1][0]]:.3f} (lowest of {args.rounds} round(s) each)")
+        ratio = low["this tree"] / low[trees[1][0]]
+        print(f"this tree / compared = {ratio:.3f} (lowest of {args.rounds} round(s) each)")
 
 
 def main() -> None:

@@ -144,7 +144,8 @@ class StoredMessage:
         if not properties:
             self.raw_properties = b""
         else:  # (an ASCII string's length is its UTF-8 length: no encode to count it)
-            self.raw_properties = record[len(record) - (len(properties) if properties.isascii() else len(properties.encode())) :]
+            size = len(properties) if properties.isascii() else len(properties.encode())
+            self.raw_properties = record[len(record) - size :]
         self._msg: MessageExt | None = None
 
     @property

@@ -276,8 +276,9 @@ async def test_end_transaction_refusals(tmp_path, wire):
             (end_request(ext, COMMIT, group="OtherGroup"), "The producer group wrong"),
             (end_request({**ext, "queueOffset": "3"}, ROLLBACK), "The transaction state table offset wrong"),
             (end_request(ext, 5), "RemotingCommandException: commitOrRollback field wrong"),
-            (RemotingCommand(code=37, ext_fields={k: v for k, v in encode_header(end_request(ext, COMMIT).custom_header).items()
-                                                  if k != "producerGroup"}),
+            (RemotingCommand(code=37, ext_fields={
+                k: v for k, v in encode_header(end_request(ext, COMMIT).custom_header).items() if k != "producerGroup"
+            }),
              "RemotingCommandException: the custom field <producerGroup> is null "
              "(EndTransactionRequestHeader.producerGroup)"),
         ]
