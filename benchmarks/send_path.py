@@ -28,11 +28,14 @@ signed as Java's ``AclClientRPCHook`` signs it, and prints ACL's share. Needs va
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import tempfile
+from collections.abc import AsyncIterator, Callable
+from functools import partial
 
 import trio
 
@@ -56,48 +59,68 @@ def _request_payload(acl: bool = False) -> bytes:
     return encode_command(cmd)[4:]
 
 
-async def _run(n: int, acl: bool = False) -> None:
+@contextlib.asynccontextmanager
+async def endpoint(
+    config: Callable[[str], dict[str, object]] | None = None,
+) -> AsyncIterator[tuple[object, Callable[[object], object], Callable[[], None]]]:
+    """A broker in this process (``BrokerController``, ASYNC_FLUSH, a fresh temporary
+    store; ``config(tmp)``: extra ``BrokerConfig`` fields, given the temporary folder)
+    and a connection of its server over a socket pair whose reader does not run: yields
+    the controller, ``dispatch(request)`` (a decoded request handed to the endpoint as
+    the connection's reader would) and ``drain()`` (reads the answers waiting at the
+    other end of the pair). ``transactions.py --instructions`` uses it too."""
     from trocket.broker.config import BrokerConfig
     from trocket.broker.controller import BrokerController
-    from trocket.codecs.serialize import decode_command
     from trocket.remoting import Connection
 
     with tempfile.TemporaryDirectory(prefix="trocket-send-path-") as tmp:
-        extra = {}
-        if acl:
-            path = os.path.join(tmp, "plain_acl.yml")
-            with open(path, "w") as f:
-                f.write(f"accounts:\n  - accessKey: {ACL_KEY}\n    secretKey: {ACL_SECRET}\n"
-                        "    topicPerms: [SendPath=PUB]\n")
-            extra = {"acl_enable": True, "acl_file": path}
         cfg = BrokerConfig(
             listen=("127.0.0.1", 0), namesrv_listen=("127.0.0.1", 0), store_dir=os.path.join(tmp, "store"),
-            commit_log_segment_size=64 << 20, **extra,
+            commit_log_segment_size=64 << 20, **(config(tmp) if config else {}),
         )
         controller = BrokerController(cfg)
         async with trio.open_nursery() as nursery:
             await nursery.start(controller.run)
-            controller.topics.create_in_send("SendPath", "TBW102", 4, 0)
             server = controller.server
             ours, peer = socket.socketpair()
             ours.setblocking(False)
             peer.setblocking(False)
             conn = Connection(server, trio.SocketStream(trio.socket.from_stdlib_socket(ours)), remote_address="127.0.0.1:50000")
-            dispatch = getattr(server, "dispatch", None) or server._dispatch_soon  # (older trees)
-            payload = _request_payload(acl)
-            for i in range(n):
-                if dispatch(conn, decode_command(payload)) is not None:
-                    raise RuntimeError("the send did not complete on the reader")
-                if i & 31 == 31:
-                    try:
-                        while peer.recv(1 << 20):
-                            pass
-                    except BlockingIOError:
+            handle = getattr(server, "dispatch", None) or server._dispatch_soon  # (older trees)
+
+            def drain() -> None:
+                try:
+                    while peer.recv(1 << 20):
                         pass
-            stored = controller.store.get_max_offset("SendPath", 0)
-            if stored != n:
-                raise RuntimeError(f"{stored} of {n} sends stored")
+                except BlockingIOError:
+                    pass
+
+            yield controller, partial(handle, conn), drain
             nursery.cancel_scope.cancel()
+
+
+def _acl_config(tmp: str) -> dict[str, object]:
+    path = os.path.join(tmp, "plain_acl.yml")
+    with open(path, "w") as f:
+        f.write(f"accounts:\n  - accessKey: {ACL_KEY}\n    secretKey: {ACL_SECRET}\n"
+                "    topicPerms: [SendPath=PUB]\n")
+    return {"acl_enable": True, "acl_file": path}
+
+
+async def _run(n: int, acl: bool = False) -> None:
+    from trocket.codecs.serialize import decode_command
+
+    async with endpoint(_acl_config if acl else None) as (controller, dispatch, drain):
+        controller.topics.create_in_send("SendPath", "TBW102", 4, 0)
+        payload = _request_payload(acl)
+        for i in range(n):
+            if dispatch(decode_command(payload)) is not None:
+                raise RuntimeError("the send did not complete on the reader")
+            if i & 31 == 31:
+                drain()
+        stored = controller.store.get_max_offset("SendPath", 0)
+        if stored != n:
+            raise RuntimeError(f"{stored} of {n} sends stored")
 
 
 def _callgrind_total(pythonpath: str, n: int, acl: bool = False) -> int:

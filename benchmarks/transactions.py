@@ -3,6 +3,7 @@
 
     .venv/bin/python benchmarks/transactions.py                          # 1 and 8 threads, 3 rounds of 10 s
     .venv/bin/python benchmarks/transactions.py --threads 1,8,32 --seconds 10 --rounds 5
+    .venv/bin/python benchmarks/transactions.py --threads 32 --broker-pythonpath /tmp/base/pkg   # another tree's broker
 
 One transaction is ``sendMessageInTransaction``: the prepared send (sync; the broker
 stores the half message), a local transaction that commits at once, END_TRANSACTION
@@ -20,6 +21,24 @@ Prints each run's transactions per second and each broker's CPU (user + system, 
 ``/proc``) per committed transaction, then per thread count the medians over ``--rounds``
 and the ratios trocket / Java (the issue's goal: >= 1.0 for the rate). Needs the Java
 bundle and a JDK, as tests/acceptance/java does (its ``java_tools``).
+
+``--instructions``: what one transaction costs the trocket broker in instructions, under
+valgrind's callgrind, steady on a loaded machine (no Java, no timing). A broker in the
+script's own process gets, through its endpoint's dispatch as a connection's reader
+would hand them (``send_path.py``'s ``endpoint``), a prepared SEND_MESSAGE_V2 and then a
+oneway END_TRANSACTION (commit) per transaction, JSON headers as the Java client sends
+them, its properties (TAGS, WAIT, TRAN_MSG, PGROUP, a new UNIQ_KEY each) in Java's
+order; the answers are drained. Run with ``--warm`` and ``--warm + --transactions``
+transactions; the difference of the two totals over ``--transactions`` is the
+instructions per transaction: the prepared send (half message), the END (reading the
+half message back, the committed message and the op record stored) and the answer, and
+the harness's few steps. trio's clock stands still meanwhile (no timer of the broker
+fires: how many would depend on how slowly callgrind runs). Each END is ended alone (in the real benchmark the ENDs of
+one read are ended together). ``--compare DIR`` measures another tree too (a folder
+holding it as the ``trocket`` package), ``--keep DIR`` keeps the callgrind output (for
+``callgrind_annotate --inclusive=yes``):
+
+    .venv/bin/python benchmarks/transactions.py --instructions --compare /tmp/base/pkg --keep /tmp/tx-cg
 """
 
 from __future__ import annotations
@@ -27,10 +46,15 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import struct
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import trio
+import trio.testing
 
 HERE = Path(__file__).resolve().parent
 ACCEPTANCE = HERE.parent / "tests" / "acceptance"
@@ -39,6 +63,8 @@ for _p in (HERE, ACCEPTANCE, ACCEPTANCE / "java"):
 
 from acc_tools import RawClient  # noqa: E402
 from broker_produce import cpu_seconds, start_broker, stop_broker  # noqa: E402
+from instructions import callgrind_total  # noqa: E402
+from send_path import endpoint  # noqa: E402
 from java_tools import (  # noqa: E402
     JavaBroker,
     JavaNameServer,
@@ -95,13 +121,123 @@ def _run(bundle, classes: Path, kind: str, namesrv: str, addr: tuple[str, int], 
     return float(fields["tx_per_s"]), int(fields["sent"]), committed, cpu * 1e6 / max(committed, 1)
 
 
+# -- --instructions -------------------------------------------------------------------------
+
+TX_TOPIC, TX_GROUP = "TxPath", "TxPathGroup"
+_UNIQ = "7F00000100002A9F0000000000000000"  # (a placeholder: each transaction's own replaces it)
+
+
+def _prepare_payload() -> bytes:
+    """The prepared send as the Java client frames it (JSON header, SendMessageRequestHeaderV2's
+    short names), without its length prefix, ``_UNIQ`` standing for the unique key."""
+    from trocket.codecs.command import RemotingCommand, SerializeType
+    from trocket.codecs.java_hashmap import JavaHashMap
+    from trocket.codecs.serialize import encode_command
+
+    props = JavaHashMap((("TAGS", "TagB"), ("WAIT", "true"), ("TRAN_MSG", "true"), ("PGROUP", TX_GROUP),
+                         ("UNIQ_KEY", _UNIQ))).to_properties()
+    ext = {"a": TX_GROUP, "b": TX_TOPIC, "c": "TBW102", "d": "4", "e": "1", "f": "4", "g": "1700000000000",
+           "h": "0", "i": props, "j": "0", "k": "false", "m": "false"}
+    cmd = RemotingCommand(code=310, ext_fields=ext, body=b"x" * 128, serialize_type=SerializeType.JSON)
+    return encode_command(cmd)[4:]
+
+
+def _end_header_template() -> bytes:
+    """END_TRANSACTION's JSON header (oneway, commit) as a %-template of the half
+    message's queue offset, its commit-log offset and its unique key (twice)."""
+    return (b'{"code":37,"extFields":{"commitLogOffset":"%d","commitOrRollback":"8","fromTransactionCheck":"false",'
+            b'"msgId":"%s","producerGroup":"' + TX_GROUP.encode() + b'","tranStateTableOffset":"%d",'
+            b'"transactionId":"%s"},"flag":2,"language":"JAVA","opaque":1,"serializeTypeCurrentRPC":"JSON",'
+            b'"version":395}')
+
+
+async def _transactions(n: int) -> None:
+    """``n`` transactions through the endpoint's dispatch (see the module docstring)."""
+    from trocket.broker.transaction import HALF_TOPIC, OP_TOPIC
+    from trocket.codecs.serialize import decode_command
+
+    async with endpoint() as (controller, dispatch, drain):
+        controller.topics.create_in_send(TX_TOPIC, "TBW102", 4, 0)
+        store = controller.store
+        prepare = _prepare_payload()
+        uniq = _UNIQ.encode()
+        end = _end_header_template()
+        pack = struct.Struct(">I").pack
+        for i in range(n):
+            key = b"7F00000100002A9F%016X" % i
+            where = store.max_phy_offset  # where the half message goes (nothing else is stored)
+            if dispatch(decode_command(prepare.replace(uniq, key))) is not None:
+                raise RuntimeError("the prepared send did not complete on the reader")
+            header = end % (where, key, i, key)
+            dispatch(decode_command(pack(len(header)) + header))
+            if i & 31 == 31:
+                drain()
+        committed = sum(store.get_max_offset(TX_TOPIC, q) for q in range(4))
+        halves, ops = store.get_max_offset(HALF_TOPIC, 0), store.get_max_offset(OP_TOPIC, 0)
+        if not committed == halves == ops == n:
+            raise RuntimeError(f"{n} transactions: {halves} half messages, {committed} committed, {ops} op records")
+
+
+def _transactions_total(pythonpath: str, n: int, keep: str, label: str) -> int:
+    env = dict(os.environ, PYTHONHASHSEED="0")  # (the same dict layouts in every run)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
+    # once outside valgrind first: bytecode caches written now, not in one measured run only
+    subprocess.run([sys.executable, __file__, "--instructions-child", "1"], env=env, check=True)
+    with tempfile.TemporaryDirectory(prefix="trocket-txcg-") as tmp:
+        out = os.path.join(keep or tmp, f"callgrind.{label}.{n}.out")
+        subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
+             "--instructions-child", str(n)],
+            env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tempfile.gettempdir(),
+        )
+        return callgrind_total(out)
+
+
+def instructions(args: argparse.Namespace) -> None:
+    trees = [("this tree", "")] + ([(f"compared ({args.compare})", args.compare)] if args.compare else [])
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+    figures: dict[str, list[float]] = {name: [] for name, _ in trees}
+    for r in range(args.rounds):
+        for k, (name, path) in enumerate(trees):
+            label = f"{'this' if k == 0 else 'compared'}.r{r + 1}"
+            short = _transactions_total(path, args.warm, args.keep, label)
+            long = _transactions_total(path, args.warm + args.transactions, args.keep, label)
+            figures[name].append((long - short) / args.transactions)
+            print(f"{name:40s} {figures[name][-1]:10,.0f} instructions/transaction", flush=True)
+    if args.compare:
+        low = {name: min(values) for name, values in figures.items()}
+        ratio = low["this tree"] / low[trees[1][0]]
+        print(f"this tree / compared = {ratio:.3f} (lowest of {args.rounds} round(s) each)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", default="1,8", help="producer threads, comma-separated (default 1,8)")
     parser.add_argument("--seconds", type=int, default=10, help="timed seconds per run (default 10)")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3; --instructions: 1)")
     parser.add_argument("--size", type=int, default=128, help="body bytes (default 128)")
+    parser.add_argument("--broker-pythonpath", metavar="DIR", default=None,
+                        help="run another tree's trocket broker (a folder holding it as the `trocket` package)")
+    parser.add_argument("--instructions", action="store_true", help="the broker's instructions per transaction")
+    parser.add_argument("--transactions", type=int, default=2000, help="--instructions: measured (default 2000)")
+    parser.add_argument("--warm", type=int, default=1000, help="--instructions: the shorter run's (default 1000)")
+    parser.add_argument("--compare", metavar="DIR", default="", help="--instructions: another tree too")
+    parser.add_argument("--keep", metavar="DIR", default="", help="--instructions: keep callgrind's output in DIR")
+    parser.add_argument("--instructions-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.instructions_child is not None:
+        # trio's clock stands still: no timer of the broker (its persisting, statistics
+        # and check loops) fires while the transactions run, as their number would
+        # depend on how long callgrind takes (that would not cancel out)
+        trio.run(_transactions, args.instructions_child, clock=trio.testing.MockClock())
+        return
+    if args.instructions:
+        if "--rounds" not in sys.argv:
+            args.rounds = 1
+        instructions(args)
+        return
     bundle, why = find_bundle()
     if bundle is None:
         sys.exit(f"transactions.py: {why}")
@@ -110,6 +246,7 @@ def main() -> None:
     classes, _ = compile_programs(bundle)
     trocket, trocket_addr = start_broker(
         str(work / "trocket-store"), "async", str(work / "trocket.log"), extra_args=("--segment-size", "64m"),
+        pythonpath=args.broker_pythonpath,
     )
     ns = JavaNameServer(bundle, work / "java-namesrv")
     java = BenchJavaBroker(bundle, work / "java-broker", ns.addr)

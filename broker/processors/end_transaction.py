@@ -38,7 +38,9 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from trocket.codecs.codes import RequestCode, ResponseCode
-from trocket.codecs.command import RemotingCommand
+from trocket.codecs.command import RPC_ONEWAY, RemotingCommand
+from trocket.codecs.custom_header import codec_of
+from trocket.codecs.errors import CustomHeaderError
 from trocket.codecs.headers import EndTransactionRequestHeader
 from trocket.remoting import Connection, call_after_read
 
@@ -49,6 +51,8 @@ if TYPE_CHECKING:
     from ..context import BrokerContext
 
 __all__ = ["EndTransactionProcessor", "register"]
+
+_decode = codec_of(EndTransactionRequestHeader).decode
 
 
 class EndTransactionProcessor:
@@ -61,8 +65,11 @@ class EndTransactionProcessor:
         self._batch: tuple[Connection, list[EndTransactionRequestHeader]] | None = None
 
     def process_request(self, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
-        header = decode_request_header(EndTransactionRequestHeader, request)
-        if request.is_oneway:
+        try:  # the header's codec itself (decode_request_header's error, below, when it fails)
+            header = _decode(request.ext_fields)
+        except CustomHeaderError:
+            header = decode_request_header(EndTransactionRequestHeader, request)
+        if request.flag & RPC_ONEWAY:  # (is_oneway, inline)
             batch = self._batch
             if batch is not None and batch[0] is conn:
                 batch[1].append(header)

@@ -44,6 +44,7 @@ is delivered with flag 0).
 from __future__ import annotations
 
 import struct
+from functools import lru_cache
 
 from trocket.codecs.errors import MessageDecodeError
 from trocket.codecs.java_hashmap import JavaHashMap
@@ -116,13 +117,14 @@ def half_message(msg: MessageInner) -> MessageInner:
     ``msg`` is left as the producer addressed it): ``REAL_TOPIC`` and ``REAL_QID`` put in
     its properties map, written in Java's order. ``UnicodeDecodeError`` for properties
     that are not UTF-8."""
-    props = properties_map(msg).copy()
-    props[PROPERTY_REAL_TOPIC] = msg.topic
-    props[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
+    props = properties_map(msg).to_properties_with(
+        ((PROPERTY_REAL_TOPIC, msg.topic), (PROPERTY_REAL_QUEUE_ID, str(msg.queue_id)))
+    )
+    tags_code = msg.tags_code
     return message_inner(  # (slot stores: the prepared send's path)
-        HALF_TOPIC, msg.body, HALF_QUEUE_ID, msg.flag, props.to_properties().encode("utf-8"),
+        HALF_TOPIC, msg.body, HALF_QUEUE_ID, msg.flag, props.encode("utf-8"),
         msg.sys_flag & ~TRANSACTION_ROLLBACK_TYPE, msg.born_timestamp, msg.born_host, msg.reconsume_times,
-        msg.tag_hash(),
+        msg.tag_hash() if tags_code is None else tags_code,
     )
 
 
@@ -139,7 +141,11 @@ class StoredMessage:
         self.head = head
         self.topic = topic
         self.properties = decode_properties(properties)
-        self.raw_properties = record[len(record) - len(properties.encode()) :] if properties else b""
+        if not properties:
+            self.raw_properties = b""
+        else:  # (an ASCII string's length is its UTF-8 length: no encode to count it)
+            size = len(properties) if properties.isascii() else len(properties.encode())
+            self.raw_properties = record[len(record) - size :]
         self._msg: MessageExt | None = None
 
     @property
@@ -163,7 +169,7 @@ class StoredMessage:
 
     @property
     def born_host(self) -> HostAddress:
-        return HostAddress(bytes_to_ip(self.head.born_ip), self.head.born_port)
+        return _host(self.head.born_ip, self.head.born_port)
 
     @property
     def producer_group(self) -> str | None:
@@ -191,6 +197,13 @@ class StoredMessage:
             return int(text)
         except ValueError:
             return -1
+
+
+@lru_cache(maxsize=1024)
+def _host(ip: bytes, port: int) -> HostAddress:
+    """A record's BORNHOST fields as a :class:`HostAddress` (a broker's producers come
+    from few hosts: cached)."""
+    return HostAddress(bytes_to_ip(ip), port)
 
 
 def read_stored(store: MessageStore, commit_log_offset: int) -> StoredMessage | None:
@@ -226,11 +239,17 @@ def committed_message(half: StoredMessage, commit_log_offset: int) -> MessageInn
     """``endMessageTransaction``: the half message on its real topic and queue, as a
     committed transactional message (see the module docstring for its properties)."""
     head = half.head
+    props = half.properties
+    try:  # (StoredMessage.real_queue_id, inline: END_TRANSACTION's path)
+        queue_id = int(props.get(PROPERTY_REAL_QUEUE_ID, ""))
+    except ValueError:
+        queue_id = 0
+    body_at = head.body_position
     committed = message_inner(  # (slot stores: END_TRANSACTION's path; properties as bytes only)
-        half.real_topic or "", half.body, half.real_queue_id or 0, head.flag,
+        props.get(PROPERTY_REAL_TOPIC) or "", half.record[body_at : body_at + head.body_length], queue_id, head.flag,
         without_properties_bytes(half.raw_properties, _NOT_ON_COMMIT),
-        (head.sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | TRANSACTION_COMMIT_TYPE, head.born_timestamp, half.born_host,
-        head.reconsume_times, tags_hash(half.properties.get(PROPERTY_TAGS)),
+        (head.sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | TRANSACTION_COMMIT_TYPE, head.born_timestamp,
+        _host(head.born_ip, head.born_port), head.reconsume_times, tags_hash(props.get(PROPERTY_TAGS)),
     )
     committed.prepared_transaction_offset = commit_log_offset
     return committed

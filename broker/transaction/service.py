@@ -63,6 +63,7 @@ from trocket.codecs.headers import CheckTransactionStateRequestHeader, EndTransa
 from trocket.codecs.message.properties import (
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
     PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_PRODUCER_GROUP,
     PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
@@ -312,18 +313,25 @@ class TransactionalMessageService:
         if kind == TRANSACTION_NOT_TYPE:
             self.unknowns += 1
             return
-        half = read_stored(self.store, header.commitLogOffset)
+        commit_log_offset = header.commitLogOffset
+        half = read_stored(self.store, commit_log_offset)
         if half is None or half.topic != HALF_TOPIC:
             self._refuse(_FIND_FAILED)
-        # checkPrepareMessage
-        if half.producer_group != header.producerGroup:
+        # checkPrepareMessage (StoredMessage's fields read inline: every END's path)
+        props = half.properties
+        if props.get(PROPERTY_PRODUCER_GROUP) != header.producerGroup:
             self._refuse("The producer group wrong")
         queue_offset = header.tranStateTableOffset
-        if half.queue_offset != queue_offset:
+        head = half.head
+        if head.queue_offset != queue_offset:
             self._refuse("The transaction state table offset wrong")
-        if half.commit_log_offset != header.commitLogOffset:
+        if head.physical_offset != commit_log_offset:
             self._refuse("The commit log offset wrong")
-        target = self.latest.get(origin_offset(half, queue_offset), queue_offset)
+        latest = self.latest
+        if latest:  # a check copied some transaction: the live copy of this one, if any
+            target = latest.get(origin_offset(half, queue_offset), queue_offset)
+        else:
+            target = queue_offset
         if target in self.ended:
             self._refuse("The transaction of this prepared message has already been committed or rolled back")
         if target < self.half_offset:
@@ -332,7 +340,7 @@ class TransactionalMessageService:
                 f"after {self.config.transaction_check_max} checks"
             )
         if kind == TRANSACTION_COMMIT_TYPE:
-            self._put_committed(half, header.commitLogOffset)
+            self._put_committed(half, commit_log_offset)
             self.commits += 1
         else:
             self.rollbacks += 1

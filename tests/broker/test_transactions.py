@@ -19,7 +19,7 @@ import trio
 
 from trocket.codecs.bodies.client import HeartbeatData, ProducerData
 from trocket.codecs.command import RemotingCommand
-from trocket.codecs.custom_header import decode_header
+from trocket.codecs.custom_header import decode_header, encode_header
 from trocket.codecs.headers import (
     CheckTransactionStateRequestHeader,
     DeleteTopicRequestHeader,
@@ -276,6 +276,11 @@ async def test_end_transaction_refusals(tmp_path, wire):
             (end_request(ext, COMMIT, group="OtherGroup"), "The producer group wrong"),
             (end_request({**ext, "queueOffset": "3"}, ROLLBACK), "The transaction state table offset wrong"),
             (end_request(ext, 5), "RemotingCommandException: commitOrRollback field wrong"),
+            (RemotingCommand(code=37, ext_fields={
+                k: v for k, v in encode_header(end_request(ext, COMMIT).custom_header).items() if k != "producerGroup"
+            }),
+             "RemotingCommandException: the custom field <producerGroup> is null "
+             "(EndTransactionRequestHeader.producerGroup)"),
         ]
         for req, remark in cases:
             r = await c.invoke_sync(addr, req)
@@ -294,7 +299,7 @@ async def test_end_transaction_refusals(tmp_path, wire):
             assert r.code == 1
             assert r.remark == "The transaction of this prepared message has already been committed or rolled back"
         assert (broker.store.max_phy_offset, visible(broker, "TxTopic")) == after
-        assert broker.transactions.refused == 7
+        assert broker.transactions.refused == 7  # (the header that does not decode is refused before)
 
 
 async def test_end_transaction_on_a_slave(tmp_path, wire):
