@@ -32,6 +32,7 @@ from trocket.codecs.message.properties import encode_properties
 from trocket.codecs.serialize import encode_command
 from trocket.codecs.message.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE
 from trocket.codecs.java_hashmap import JavaHashMap
+from trocket.broker.transaction import service as transaction_service
 from trocket.broker.transaction.records import read_stored
 from trocket.remoting import ClientConfig, RemotingClient
 
@@ -244,6 +245,25 @@ async def test_oneway_ends_of_one_read_end_in_order_and_a_refusal_stops_only_its
         assert [op.body for op in stored(broker, OP)] == [b"0", b"1", b"2"]
         t = broker.transactions
         assert (t.commits, t.rollbacks, t.refused) == (2, 1, 2)
+
+
+async def test_ended_transactions_at_the_check_offset_are_folded_past_fold_at(tmp_path, wire, monkeypatch):
+    """What an END holds (``ended``, ``ops``) stays bounded between check passes: past
+    FOLD_AT held, an END moves the check offset over the ended head itself; a pending
+    transaction at the head stops it, and once ended lets it through."""
+    monkeypatch.setattr(transaction_service, "FOLD_AT", 3)
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        t = broker.transactions
+        preps = [(await c.invoke_sync(addr, prepared("TxTopic", b"%d" % i))).ext_fields for i in range(12)]
+        for prep in preps[1:]:  # the first stays pending: nothing passes it
+            assert (await c.invoke_sync(addr, end_request(prep, COMMIT))).code == 0
+        assert t.half_offset == 0 and len(t.ended) == 11
+        assert (await c.invoke_sync(addr, end_request(preps[0], COMMIT))).code == 0
+        assert t.half_offset == 12 and not t.ended and not t.ops and t.op_offset == 12
+        again = await c.invoke_sync(addr, end_request(preps[5], ROLLBACK))  # passed: still refused
+        assert again.code != 0 and "not pending any more" in again.remark
+        assert visible(broker, "TxTopic") == 12 and t.commits == 12
 
 
 async def test_a_committed_message_with_a_delay_is_delayed(tmp_path, wire):
