@@ -162,9 +162,17 @@ class Call(Generic[Req, Resp]):
     ) -> ReplyFuture[Resp]:
         """Send the request; returns once it is on its way, with a future of the
         answer (``await`` it, or ``callback(future)`` runs when it is known)."""
-        reply = ReplyFuture(self, callback)
+        cls = self._request_cls  # _make() written out, and the future made by slot stores
+        if (header.__class__ is not cls) if cls is not None else (header is not None):
+            self._wrong(header)
+        reply = _new(ReplyFuture)
+        reply._call = self
+        reply._callback = callback
+        reply._future = None
         reply._future = await self._async(
-            self._target, self._make(header, body), self._timeout if timeout is None else timeout,
+            self._target,
+            build_command(RemotingCommand, self._code, _JAVA, 0, 0, 0, None, None, body, header, self._stype),
+            self._timeout if timeout is None else timeout,
             None if callback is None else reply._done,
         )
         return reply
