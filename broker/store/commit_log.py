@@ -2,7 +2,7 @@
 
 The put path is Java's ``CommitLog.putMessage`` with the work moved out of the lock:
 
-* before the lock: encode the whole record (codecs' :func:`encode_record_into`) into a
+* before the lock: encode the whole record (codecs' :func:`encode_store_record`, one call) into a
   fresh ``bytearray`` with placeholder QUEUEOFFSET / PHYSICALOFFSET / STORETIMESTAMP,
   body CRC, properties bytes, sizes, tag hash, all checked against the limits;
 * under the one append lock (a ``threading.Lock``: callers are trio tasks and worker
@@ -54,6 +54,7 @@ from trocket.codecs.message.record import (
     dispatch_fields,
     encode_blank_into,
     encode_record_into,
+    encode_store_record,
     peek_record,
     place_record,
     record_size,
@@ -382,27 +383,15 @@ class CommitLog:
         # (a record within max_message_size passes every limit; past it, the checks)
         if size > config.max_message_size or size > config.commit_log_segment_size - END_FILE_MIN_BLANK_LENGTH:
             self._check_size(size, len(body))
-        buf = bytearray(size)
+        topic = msg.topic
+        queue_id = msg.queue_id
         try:
-            encode_record_into(
-                buf,
-                0,
-                topic=topic_b,
-                body=body,
-                properties=props,
-                queue_id=msg.queue_id,
-                flag=msg.flag,
-                sys_flag=sys_flag,
-                born_timestamp=msg.born_timestamp,
-                born_host=msg.born_host,
-                store_host=config.store_host,
-                reconsume_times=msg.reconsume_times,
-                prepared_transaction_offset=msg.prepared_transaction_offset,
+            buf = encode_store_record(
+                size, topic_b, body, props, queue_id, msg.flag, sys_flag, msg.born_timestamp, msg.born_host,
+                config.store_host, msg.reconsume_times, msg.prepared_transaction_offset,
             )
         except MessageEncodeError as exc:
             raise MessageIllegalError(str(exc)) from None
-        topic = msg.topic
-        queue_id = msg.queue_id
         tran = sys_flag & TRANSACTION_ROLLBACK_TYPE  # _counts_in_queue, inline
         counts = tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE
         tag = msg.tags_code
