@@ -403,7 +403,8 @@ class CommitLog:
         table = self.queue_offsets
         with self._lock:
             t0 = _perf_ns()
-            mf = self.files.last
+            segments = self.files._files  # (files.last without the property call)
+            mf = segments[-1] if segments else None
             if mf is None or size + END_FILE_MIN_BLANK_LENGTH > mf.file_size - mf.wrote_position:
                 mf = self._segment_for(size)  # rolls over
             pos = mf.wrote_position
