@@ -508,22 +508,31 @@ class SendProcessor:
             props_bytes, tags = send_properties(props, self.cluster)
         except MessageEncodeError:
             raise self._illegal(_PROPS_NOT_UTF8) from None
-        msg = message_inner(
-            header.topic, body, queue_id, header.flag, props_bytes, sys_flag, header.bornTimestamp,
-            host_address(conn.remote_address), header.reconsumeTimes or 0, tags_hash(tags),
-        )
-        stored = msg
+        topic = header.topic
         pre_put = self.pre_put
-        # PrePut.may_rewrite, inline: most sends skip the step without a call
-        if header.topic.startswith(pre_put.topic_prefixes) or sys_flag & pre_put.sys_flags:
-            msg.properties = pre_put_map(props, self.cluster)
-            stored = pre_put.rewrite(msg, header)
-        else:
+        # PrePut.may_rewrite, inline: most sends skip the step without a call, and are
+        # stored by their fields (store.put_send: no message object)
+        rewrite = topic.startswith(pre_put.topic_prefixes) or sys_flag & pre_put.sys_flags
+        if not rewrite:
             for name in pre_put.property_names:
                 if name in props:
-                    msg.properties = pre_put_map(props, self.cluster)
-                    stored = pre_put.rewrite(msg, header)
+                    rewrite = True
                     break
+        born_host = host_address(conn.remote_address)
+        if not rewrite:
+            try:
+                return self.store.put_send(
+                    topic, body, queue_id, header.flag, props_bytes, sys_flag, header.bornTimestamp, born_host,
+                    header.reconsumeTimes or 0, tags_hash(tags),
+                )
+            except PutMessageError as exc:
+                raise put_refused(exc, self.max_message_size) from None
+        msg = message_inner(
+            topic, body, queue_id, header.flag, props_bytes, sys_flag, header.bornTimestamp, born_host,
+            header.reconsumeTimes or 0, tags_hash(tags),
+        )
+        msg.properties = pre_put_map(props, self.cluster)
+        stored = pre_put.rewrite(msg, header)
         try:
             result = self.store.put_message(stored)
         except PutMessageError as exc:
