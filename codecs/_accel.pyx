@@ -13,7 +13,7 @@ Not imported directly: :mod:`trocket.codecs.accel` picks the implementation.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_GET_SIZE
-from cpython.dict cimport PyDict_GetItem, PyDict_SetItem, PyDict_New
+from cpython.dict cimport PyDict_GetItem, PyDict_GetItemWithError, PyDict_New, PyDict_SetItem
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.object cimport PyObject
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_SIMPLE
@@ -1287,13 +1287,15 @@ cdef inline bint _digits(object v, int max_digits, long long* out):
     return True
 
 
+# The header decoders' field reads: PyDict_GetItemWithError (a str key cannot fail to
+# hash), not PyDict_GetItem, which saves and restores the error state on every call.
 cdef inline object _get(dict ext, object key):
-    cdef PyObject* v = PyDict_GetItem(ext, key)
+    cdef PyObject* v = PyDict_GetItemWithError(ext, key)
     return None if v == NULL else <object>v
 
 
 cdef inline object _req_str(dict ext, object key):
-    cdef PyObject* v = PyDict_GetItem(ext, key)
+    cdef PyObject* v = PyDict_GetItemWithError(ext, key)
     if v == NULL or type(<object>v) is not str:
         return _FAIL
     return <object>v
@@ -1301,7 +1303,7 @@ cdef inline object _req_str(dict ext, object key):
 
 cdef inline object _req_int(dict ext, object key, int max_digits):
     cdef long long x = 0
-    cdef PyObject* v = PyDict_GetItem(ext, key)
+    cdef PyObject* v = PyDict_GetItemWithError(ext, key)
     if v == NULL or not _digits(<object>v, max_digits, &x):
         return _FAIL
     return x
@@ -1310,7 +1312,7 @@ cdef inline object _req_int(dict ext, object key, int max_digits):
 cdef inline object _opt_i32(dict ext, object key):
     """An optional int32 field: None when absent or null, its int when plain digits, else _FAIL."""
     cdef long long x = 0
-    cdef PyObject* v = PyDict_GetItem(ext, key)
+    cdef PyObject* v = PyDict_GetItemWithError(ext, key)
     if v == NULL or <object>v is None:
         return None
     if _digits(<object>v, 9, &x):
@@ -1320,12 +1322,12 @@ cdef inline object _opt_i32(dict ext, object key):
 
 cdef inline object _bool(dict ext, object key):
     """A Java primitive boolean: False when absent or null, else one of the accepted spellings."""
-    cdef PyObject* v = PyDict_GetItem(ext, key)
+    cdef PyObject* v = PyDict_GetItemWithError(ext, key)
     if v == NULL or <object>v is None:
         return False
     if type(<object>v) is not str:
         return _FAIL
-    v = PyDict_GetItem(<dict>_BN, <object>v)  # (a dict: no method call per field)
+    v = PyDict_GetItemWithError(<dict>_BN, <object>v)  # (a dict: no method call per field)
     return _FAIL if v == NULL else <object>v
 
 
