@@ -267,17 +267,8 @@ class MessageStore:
         return result
 
     def put_send(
-        self,
-        topic: str,
-        body: bytes | bytearray | memoryview,
-        queue_id: int,
-        flag: int,
-        properties_bytes: bytes,
-        sys_flag: int,
-        born_timestamp: int,
-        born_host: HostAddress,
-        reconsume_times: int,
-        tags_code: int,
+        self, topic: str, body: bytes | bytearray | memoryview, queue_id: int, flag: int, properties_bytes: bytes,
+        sys_flag: int, born_timestamp: int, born_host: HostAddress, reconsume_times: int, tags_code: int,
     ) -> PutResult:
         """:meth:`put_message` of a producer's send given by its fields, as
         :func:`~trocket.broker.store.messages.message_inner` takes them (no message
