@@ -42,7 +42,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 20
+ABI = 21
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
