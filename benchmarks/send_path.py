@@ -2,12 +2,15 @@
 
     .venv/bin/python benchmarks/send_path.py                      # this tree
     .venv/bin/python benchmarks/send_path.py --compare /tmp/base/pkg   # and another, side by side
+    .venv/bin/python benchmarks/send_path.py --serialize json          # JSON headers (the Java producer's)
 
 What runs: a real broker (``BrokerController``, ASYNC_FLUSH, a fresh temporary store) in
 this process, and a connection of its server over a socket pair whose reader does not
-run; the script hands it decoded SEND_MESSAGE_V2 requests (ROCKETMQ headers, 128-byte
-bodies, one topic and queue) through the endpoint's dispatch, synchronously, as the
-connection's reader would, and drains the answers from the other end of the pair. So it
+run; the script hands it SEND_MESSAGE_V2 requests (ROCKETMQ headers, or JSON ones with
+``--serialize json``, what the Java producer sends; 128-byte bodies, one topic and
+queue), each decoded from its frame and handed to the endpoint's dispatch,
+synchronously, as the connection's reader would, and drains the answers from the other
+end of the pair. So it
 counts the whole send path of one request on the reader -- frame decode, dispatch, the
 send processor, the store's put, the answer's encode and write -- and nothing that
 depends on timing: no scheduling between sends, no batching that varies with load
@@ -43,7 +46,7 @@ import trio
 ACL_KEY, ACL_SECRET = "sendPathProducer", "send-path-secret"
 
 
-def _request_payload(acl: bool = False) -> bytes:
+def _request_payload(acl: bool = False, json: bool = False) -> bytes:
     from trocket.codecs.command import RemotingCommand, SerializeType
     from trocket.codecs.serialize import encode_command
 
@@ -51,7 +54,8 @@ def _request_payload(acl: bool = False) -> bytes:
         "a": "PG", "b": "SendPath", "c": "TBW102", "d": "4", "e": "0", "f": "0",
         "g": "1700000000000", "h": "0", "i": "TAGS\x01t\x02WAIT\x01true\x02", "j": "0", "k": "false", "m": "false",
     }
-    cmd = RemotingCommand(code=310, ext_fields=ext, body=b"x" * 128, serialize_type=SerializeType.ROCKETMQ)
+    serialize_type = SerializeType.JSON if json else SerializeType.ROCKETMQ
+    cmd = RemotingCommand(code=310, ext_fields=ext, body=b"x" * 128, serialize_type=serialize_type)
     if acl:
         from trocket.codecs.acl import sign_request
 
@@ -107,12 +111,12 @@ def _acl_config(tmp: str) -> dict[str, object]:
     return {"acl_enable": True, "acl_file": path}
 
 
-async def _run(n: int, acl: bool = False) -> None:
+async def _run(n: int, acl: bool = False, json: bool = False) -> None:
     from trocket.codecs.serialize import decode_command
 
     async with endpoint(_acl_config if acl else None) as (controller, dispatch, drain):
         controller.topics.create_in_send("SendPath", "TBW102", 4, 0)
-        payload = _request_payload(acl)
+        payload = _request_payload(acl, json)
         for i in range(n):
             if dispatch(decode_command(payload)) is not None:
                 raise RuntimeError("the send did not complete on the reader")
@@ -123,12 +127,12 @@ async def _run(n: int, acl: bool = False) -> None:
             raise RuntimeError(f"{stored} of {n} sends stored")
 
 
-def _callgrind_total(pythonpath: str, n: int, acl: bool = False) -> int:
+def _callgrind_total(pythonpath: str, n: int, acl: bool = False, json: bool = False) -> int:
     with tempfile.TemporaryDirectory(prefix="trocket-send-path-cg-") as tmp:
         out = os.path.join(tmp, "cg.out")
         subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__, "--child", str(n),
-             *(["--child-acl"] if acl else [])],
+             *(["--child-acl"] if acl else []), *(["--serialize", "json"] if json else [])],
             env=_env(pythonpath), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         with open(out) as f:
@@ -145,12 +149,12 @@ def _env(pythonpath: str) -> dict[str, str]:
     return env
 
 
-def per_send(pythonpath: str, warm: int, sends: int, acl: bool = False) -> float:
+def per_send(pythonpath: str, warm: int, sends: int, acl: bool = False, json: bool = False) -> float:
     # one run first, outside valgrind: it compiles what changed since the last run, so
     # neither measured run pays for writing bytecode caches (that would not cancel out)
-    subprocess.run([sys.executable, __file__, "--child", "1", *(["--child-acl"] if acl else [])],
-                   env=_env(pythonpath), check=True, stdout=subprocess.DEVNULL)
-    return (_callgrind_total(pythonpath, warm + sends, acl) - _callgrind_total(pythonpath, warm, acl)) / sends
+    extra = [*(["--child-acl"] if acl else []), *(["--serialize", "json"] if json else [])]
+    subprocess.run([sys.executable, __file__, "--child", "1", *extra], env=_env(pythonpath), check=True, stdout=subprocess.DEVNULL)
+    return (_callgrind_total(pythonpath, warm + sends, acl, json) - _callgrind_total(pythonpath, warm, acl, json)) / sends
 
 
 def main() -> None:
@@ -160,11 +164,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="measurements of each tree (default 1)")
     parser.add_argument("--compare", metavar="DIR", default="", help="another tree, as a folder holding `trocket`")
     parser.add_argument("--acl", action="store_true", help="also this tree with ACL on and signed sends")
+    parser.add_argument("--serialize", choices=("rocketmq", "json"), default="rocketmq",
+                        help="the requests' header serialization (json: what the Java producer sends; default rocketmq)")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--child-acl", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
-        trio.run(_run, args.child, args.child_acl)
+        trio.run(_run, args.child, args.child_acl, args.serialize == "json")
         return
     trees = [("this tree", "", False)] + ([(f"compared ({args.compare})", args.compare, False)] if args.compare else [])
     if args.acl:
@@ -172,7 +178,7 @@ def main() -> None:
     figures: dict[str, list[float]] = {name: [] for name, _, _ in trees}
     for _ in range(args.rounds):
         for name, path, acl in trees:
-            figures[name].append(per_send(path, args.warm, args.sends, acl))
+            figures[name].append(per_send(path, args.warm, args.sends, acl, args.serialize == "json"))
             print(f"{name:40s} {figures[name][-1]:10,.0f} instructions/send", flush=True)
     low = {name: min(values) for name, values in figures.items()}
     if args.compare:

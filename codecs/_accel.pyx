@@ -12,13 +12,13 @@ Not imported directly: :mod:`trocket.codecs.accel` picks the implementation.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
-from cpython.dict cimport PyDict_GetItem, PyDict_SetItem, PyDict_New
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_GET_SIZE
+from cpython.dict cimport PyDict_GetItem, PyDict_GetItemWithError, PyDict_New, PyDict_SetItem
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.object cimport PyObject
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_SIMPLE
 from cpython.unicode cimport PyUnicode_DecodeUTF8, PyUnicode_AsUTF8String
-from cpython.ref cimport Py_INCREF, Py_XDECREF
+from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF
 from libc.string cimport memchr, memcmp, memcpy
 
 cdef extern from "Python.h":
@@ -42,7 +42,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 20
+ABI = 21
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -58,6 +58,7 @@ cdef object _py_send_properties = None
 cdef object _py_encode_record_batch = None
 cdef object _py_decode_send_fields = None
 cdef object _py_place_record = None
+cdef object _py_encode_store_record = None
 cdef object _py_dispatch_fields = None
 cdef object _py_encode_send_ok = None
 cdef object _py_offset_msg_id = None
@@ -84,6 +85,7 @@ def set_pure(str name, fn):
     global _py_FrameDecoder, _sniff_foreign_protocol
     global _py_decode_send_message, _py_decode_send_message_v2, _py_encode_record_into, _py_get_property
     global _py_decode_properties, _py_encode_record_batch, _py_decode_send_fields, _py_place_record
+    global _py_encode_store_record
     global _py_send_properties
     global _py_dispatch_fields
     global _py_encode_send_ok, _py_offset_msg_id, _py_encode_binary_header, _py_encode_json_header
@@ -121,6 +123,8 @@ def set_pure(str name, fn):
         _py_decode_send_fields = fn
     elif name == "place_record":
         _py_place_record = fn
+    elif name == "encode_store_record":
+        _py_encode_store_record = fn
     elif name == "dispatch_fields":
         _py_dispatch_fields = fn
     elif name == "encode_send_ok":
@@ -287,11 +291,29 @@ cdef enum:
 cdef PyObject* _cache[_CACHE_SLOTS]
 
 
+cdef extern from "Python.h":
+    void PyUnicode_InternInPlace(PyObject** p)
+    unsigned int PyUnicode_CHECK_INTERNED(object o)
+
+
 cdef inline object _text(const unsigned char* p, Py_ssize_t n):
     """``_utf8`` through the cache of short ASCII strings."""
+    return _cached_text(p, n, False)
+
+
+cdef inline object _key_text(const unsigned char* p, Py_ssize_t n):
+    """:func:`_text` for a field name: the interned str when it is cached. Header
+    decoders look fields up by their interned names (the module's constants); a key
+    that is the same object is found without comparing the strings (a one-letter key
+    is otherwise CPython's latin-1 singleton, equal to the constant but another object)."""
+    return _cached_text(p, n, True)
+
+
+cdef inline object _cached_text(const unsigned char* p, Py_ssize_t n, bint intern):
     cdef unsigned int h = 2166136261u
     cdef Py_ssize_t i
     cdef PyObject* hit
+    cdef PyObject* made
     if n > _CACHE_MAX:
         return _utf8(p, n)
     for i in range(n):
@@ -302,12 +324,22 @@ cdef inline object _text(const unsigned char* p, Py_ssize_t n):
     hit = _cache[h]
     if hit != NULL and PyUnicode_GET_LENGTH(<object>hit) == n and memcmp(
             PyUnicode_1BYTE_DATA(<object>hit), p, n) == 0:
-        return <object>hit
+        if not intern or PyUnicode_CHECK_INTERNED(<object>hit):
+            return <object>hit
+        Py_INCREF(<object>hit)
+        made = hit
+        PyUnicode_InternInPlace(&made)  # (a new reference, to the interned equal str)
+        _cache[h] = made
+        Py_DECREF(<object>hit)  # the cache's reference to the one it replaces
+        return <object>made
     s = PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
     Py_INCREF(s)
+    made = <PyObject*>s
+    if intern:
+        PyUnicode_InternInPlace(&made)
     Py_XDECREF(hit)
-    _cache[h] = <PyObject*>s
-    return s
+    _cache[h] = made
+    return <object>made
 
 
 # -- ROCKETMQ binary header -----------------------------------------------------------
@@ -355,7 +387,7 @@ cdef object _binary_header(const unsigned char* p, Py_ssize_t end):
             vend = kend + 4 + vlen
             if vlen < 0 or vlen > end - kend - 4:
                 return _FAIL
-            key = _text(p + pos + 2, klen)
+            key = _key_text(p + pos + 2, klen)
             value = _text(p + kend + 4, vlen)
             if key is _FAIL or value is _FAIL:
                 return _FAIL
@@ -583,15 +615,16 @@ cdef object _json_string_escaped(_Cursor* c, Py_ssize_t start):
         PyMem_Free(out)
 
 
-cdef inline object _json_string(_Cursor* c):
-    """The string at the cursor (on its opening quote), or ``_FAIL``."""
+cdef inline object _json_string(_Cursor* c, bint key=False):
+    """The string at the cursor (on its opening quote), or ``_FAIL``; a ``key`` is
+    interned (:func:`_key_text`)."""
     cdef Py_ssize_t start = c.pos + 1, i = start
     cdef unsigned char ch
     while i < c.end:
         ch = c.p[i]
         if ch == 34:
             c.pos = i + 1
-            return _text(c.p + start, i - start)
+            return _cached_text(c.p + start, i - start, key)
         if ch == 92:
             return _json_string_escaped(c, start)
         if ch < 32:
@@ -683,7 +716,7 @@ cdef object _json_ext(_Cursor* c):
     while True:
         if c.pos >= c.end or c.p[c.pos] != 34:
             return _FAIL
-        key = _json_string(c)
+        key = _json_string(c, True)
         if key is _FAIL:
             return _FAIL
         _ws(c)
@@ -1254,13 +1287,15 @@ cdef inline bint _digits(object v, int max_digits, long long* out):
     return True
 
 
+# The header decoders' field reads: PyDict_GetItemWithError (a str key cannot fail to
+# hash), not PyDict_GetItem, which saves and restores the error state on every call.
 cdef inline object _get(dict ext, object key):
-    cdef PyObject* v = PyDict_GetItem(ext, key)
+    cdef PyObject* v = PyDict_GetItemWithError(ext, key)
     return None if v == NULL else <object>v
 
 
 cdef inline object _req_str(dict ext, object key):
-    cdef PyObject* v = PyDict_GetItem(ext, key)
+    cdef PyObject* v = PyDict_GetItemWithError(ext, key)
     if v == NULL or type(<object>v) is not str:
         return _FAIL
     return <object>v
@@ -1268,7 +1303,7 @@ cdef inline object _req_str(dict ext, object key):
 
 cdef inline object _req_int(dict ext, object key, int max_digits):
     cdef long long x = 0
-    cdef PyObject* v = PyDict_GetItem(ext, key)
+    cdef PyObject* v = PyDict_GetItemWithError(ext, key)
     if v == NULL or not _digits(<object>v, max_digits, &x):
         return _FAIL
     return x
@@ -1277,7 +1312,7 @@ cdef inline object _req_int(dict ext, object key, int max_digits):
 cdef inline object _opt_i32(dict ext, object key):
     """An optional int32 field: None when absent or null, its int when plain digits, else _FAIL."""
     cdef long long x = 0
-    cdef PyObject* v = PyDict_GetItem(ext, key)
+    cdef PyObject* v = PyDict_GetItemWithError(ext, key)
     if v == NULL or <object>v is None:
         return None
     if _digits(<object>v, 9, &x):
@@ -1287,12 +1322,12 @@ cdef inline object _opt_i32(dict ext, object key):
 
 cdef inline object _bool(dict ext, object key):
     """A Java primitive boolean: False when absent or null, else one of the accepted spellings."""
-    cdef PyObject* v = PyDict_GetItem(ext, key)
+    cdef PyObject* v = PyDict_GetItemWithError(ext, key)
     if v == NULL or <object>v is None:
         return False
     if type(<object>v) is not str:
         return _FAIL
-    v = PyDict_GetItem(<dict>_BN, <object>v)  # (a dict: no method call per field)
+    v = PyDict_GetItemWithError(<dict>_BN, <object>v)  # (a dict: no method call per field)
     return _FAIL if v == NULL else <object>v
 
 
@@ -1766,6 +1801,53 @@ def encode_record_into(
     """Twin of :func:`trocket.codecs.message.record.encode_record_into` for the store's
     common case: a bytearray, bytes topic/body/properties (or str topic/properties),
     IPv4 hosts. Everything else, and every error, goes to the pure function."""
+    cdef Py_ssize_t size = _record_fast(
+        buf, offset, topic, body, properties, queue_id, flag, queue_offset, physical_offset, sys_flag,
+        born_timestamp, born_host, store_timestamp, store_host, reconsume_times, prepared_transaction_offset,
+        body_crc, -1,
+    )
+    if size >= 0:
+        return size
+    return _py_encode_record_into(
+        buf, offset, topic=topic, body=body, properties=properties, queue_id=queue_id,
+        flag=flag, queue_offset=queue_offset, physical_offset=physical_offset,
+        sys_flag=sys_flag, born_timestamp=born_timestamp, born_host=born_host,
+        store_timestamp=store_timestamp, store_host=store_host,
+        reconsume_times=reconsume_times,
+        prepared_transaction_offset=prepared_transaction_offset, body_crc=body_crc,
+    )
+
+
+def encode_store_record(
+    size, topic, body, properties, queue_id, flag, sys_flag, born_timestamp, born_host, store_host,
+    reconsume_times, prepared_transaction_offset,
+):
+    """Twin of :func:`trocket.codecs.message.record.encode_store_record`: the record made
+    in a new bytearray in one call (positional arguments: no keyword parsing per send),
+    when ``size`` is the record's size and :func:`encode_record_into`'s fast path takes
+    the values; anything else to the pure function."""
+    cdef Py_ssize_t n
+    if type(size) is not int or not 0 < size <= 0x7FFFFFFF:
+        return _py_encode_store_record(size, topic, body, properties, queue_id, flag, sys_flag,
+                                       born_timestamp, born_host, store_host, reconsume_times,
+                                       prepared_transaction_offset)
+    buf = PyByteArray_FromStringAndSize(NULL, size)
+    n = _record_fast(buf, 0, topic, body, properties, queue_id, flag, 0, 0, sys_flag, born_timestamp,
+                     born_host, 0, store_host, reconsume_times, prepared_transaction_offset, None, size)
+    if n >= 0:
+        return buf
+    return _py_encode_store_record(size, topic, body, properties, queue_id, flag, sys_flag, born_timestamp,
+                                   born_host, store_host, reconsume_times, prepared_transaction_offset)
+
+
+cdef Py_ssize_t _record_fast(
+    buf, offset, topic, body, properties, queue_id, flag, queue_offset, physical_offset, sys_flag,
+    born_timestamp, born_host, store_timestamp, store_host, reconsume_times, prepared_transaction_offset,
+    body_crc, Py_ssize_t exact,
+) except -2:
+    """The record written at ``buf[offset:]`` (a bytearray; bytes body, bytes or str topic
+    and properties, IPv4 hosts, in-range values); its size, or -1 (nothing written)
+    for anything else, or when ``exact`` is not -1 and not the record's size."""
     cdef long long off = 0, qid = 0, flg = 0, qoff = 0, poff = 0, sflag = 0, bts = 0, sts = 0
     cdef long long rtimes = 0, ptoff = 0, crc = 0, bport = 0, sport = 0
     cdef Py_ssize_t body_len, topic_len, props_len, size
@@ -1824,7 +1906,8 @@ def encode_record_into(
         topic_len = PyBytes_GET_SIZE(topic_b)
         props_len = PyBytes_GET_SIZE(props_b)
         size = 88 + body_len + 1 + topic_len + 2 + props_len
-        if topic_len <= 127 and props_len <= 0x7FFF and off >= 0 and PyByteArray_GET_SIZE(buf) - off >= size:
+        if (exact == -1 or exact == size) and topic_len <= 127 and props_len <= 0x7FFF and off >= 0 \
+                and PyByteArray_GET_SIZE(buf) - off >= size:
             w = <unsigned char*>PyByteArray_AS_STRING(buf) + off
             _put32(w, size)
             _put32(w + 4, 0xDAA320A7)
@@ -1853,14 +1936,7 @@ def encode_record_into(
             w[1] = props_len & 0xFF
             memcpy(w + 2, PyBytes_AS_STRING(props_b), props_len)
             return size
-    return _py_encode_record_into(
-        buf, offset, topic=topic, body=body, properties=properties, queue_id=queue_id,
-        flag=flag, queue_offset=queue_offset, physical_offset=physical_offset,
-        sys_flag=sys_flag, born_timestamp=born_timestamp, born_host=born_host,
-        store_timestamp=store_timestamp, store_host=store_host,
-        reconsume_times=reconsume_times,
-        prepared_transaction_offset=prepared_transaction_offset, body_crc=body_crc,
-    )
+    return -1
 
 
 cdef extern from *:

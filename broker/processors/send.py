@@ -189,12 +189,6 @@ def pre_put_map(props: str, cluster: str) -> JavaHashMap:
     return m
 
 
-def _waits(props: str) -> bool:
-    """Whether the producer waits for the store (the WAIT property, default true); the
-    callers skip the call when the string has no WAIT at all."""
-    return (get_property(props, "WAIT") or "true").lower() == "true"
-
-
 class _SendOk:
     """A stored send's SUCCESS, as remoting sends it: the frame from the template when no
     response hook must see a command (:class:`~trocket.remoting.PreparedResponse`)."""
@@ -205,7 +199,10 @@ class _SendOk:
 
     def frame_for(self, request: RemotingCommand) -> bytes | None:
         r = self.result
-        return encode_send_ok(_OK_TEMPLATE, request.serialize_type, request.opaque, r.msg_id, r.queue_id, r.queue_offset)
+        # (a single put's id is made by the commit log: read without the property)
+        return encode_send_ok(
+            _OK_TEMPLATE, request.serialize_type, request.opaque, r._msg_id or r.msg_id, r.queue_id, r.queue_offset
+        )
 
     def command(self) -> RemotingCommand:
         r = self.result
@@ -306,7 +303,10 @@ class SendProcessor:
             raise
         flush = replica = False
         props = header.properties
-        if not props or "WAIT" not in props or _waits(props):  # the producer waits for the store
+        # the producer waits for the store: the WAIT property, default true (the Java
+        # producer always sends WAIT=true: read inline, no call)
+        if not props or "WAIT" not in props or not (wait := get_property(props, "WAIT")) or wait == "true" \
+                or wait.lower() == "true":
             transfer = self.transfer
             if transfer is not None:
                 if transfer.slave_ok(result.end_offset):
@@ -508,22 +508,31 @@ class SendProcessor:
             props_bytes, tags = send_properties(props, self.cluster)
         except MessageEncodeError:
             raise self._illegal(_PROPS_NOT_UTF8) from None
-        msg = message_inner(
-            header.topic, body, queue_id, header.flag, props_bytes, sys_flag, header.bornTimestamp,
-            host_address(conn.remote_address), header.reconsumeTimes or 0, tags_hash(tags),
-        )
-        stored = msg
+        topic = header.topic
         pre_put = self.pre_put
-        # PrePut.may_rewrite, inline: most sends skip the step without a call
-        if header.topic.startswith(pre_put.topic_prefixes) or sys_flag & pre_put.sys_flags:
-            msg.properties = pre_put_map(props, self.cluster)
-            stored = pre_put.rewrite(msg, header)
-        else:
+        # PrePut.may_rewrite, inline: most sends skip the step without a call, and are
+        # stored by their fields (store.put_send: no message object)
+        rewrite = topic.startswith(pre_put.topic_prefixes) or sys_flag & pre_put.sys_flags
+        if not rewrite:
             for name in pre_put.property_names:
                 if name in props:
-                    msg.properties = pre_put_map(props, self.cluster)
-                    stored = pre_put.rewrite(msg, header)
+                    rewrite = True
                     break
+        born_host = host_address(conn.remote_address)
+        if not rewrite:
+            try:
+                return self.store.put_send(
+                    topic, body, queue_id, header.flag, props_bytes, sys_flag, header.bornTimestamp, born_host,
+                    header.reconsumeTimes or 0, tags_hash(tags),
+                )
+            except PutMessageError as exc:
+                raise put_refused(exc, self.max_message_size) from None
+        msg = message_inner(
+            topic, body, queue_id, header.flag, props_bytes, sys_flag, header.bornTimestamp, born_host,
+            header.reconsumeTimes or 0, tags_hash(tags),
+        )
+        msg.properties = pre_put_map(props, self.cluster)
+        stored = pre_put.rewrite(msg, header)
         try:
             result = self.store.put_message(stored)
         except PutMessageError as exc:

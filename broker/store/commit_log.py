@@ -2,7 +2,7 @@
 
 The put path is Java's ``CommitLog.putMessage`` with the work moved out of the lock:
 
-* before the lock: encode the whole record (codecs' :func:`encode_record_into`) into a
+* before the lock: encode the whole record (codecs' :func:`encode_store_record`, one call) into a
   fresh ``bytearray`` with placeholder QUEUEOFFSET / PHYSICALOFFSET / STORETIMESTAMP,
   body CRC, properties bytes, sizes, tag hash, all checked against the limits;
 * under the one append lock (a ``threading.Lock``: callers are trio tasks and worker
@@ -54,6 +54,7 @@ from trocket.codecs.message.record import (
     dispatch_fields,
     encode_blank_into,
     encode_record_into,
+    encode_store_record,
     peek_record,
     place_record,
     record_size,
@@ -360,18 +361,47 @@ class CommitLog:
         Raises :class:`PutMessageError` subclasses for refused messages. The caller
         dispatches (see :class:`~trocket.broker.store.dispatcher.Dispatcher`).
         """
-        # -- prepared outside the lock (one call and one tuple less than a helper) --
-        topic_b = _topic_bytes(msg.topic)
+        topic = msg.topic
         props = msg.properties_bytes
         if props is None:
+            _topic_bytes(topic)  # (its error first, as append's)
             try:
                 props = encode_properties_bytes(msg.properties)
             except MessageEncodeError as exc:
                 raise PropertiesTooLargeError(str(exc)) from None
-        elif len(props) > MAX_PROPERTIES_LENGTH:
+        tag = msg.tags_code
+        if tag is None:
+            tag = msg.tag_hash()
+        # ScheduleMessageService's queues: the tags code is the deliver time (append sets it)
+        delay = self._schedule_delay(msg) if topic == RMQ_SYS_SCHEDULE_TOPIC else None
+        return self.append(
+            topic, msg.body, msg.queue_id, msg.flag, props, msg.sys_flag, msg.born_timestamp, msg.born_host,
+            msg.reconsume_times, msg.prepared_transaction_offset, tag, delay,
+        )
+
+    def append(
+        self,
+        topic: str,
+        body: bytes | bytearray | memoryview,
+        queue_id: int,
+        flag: int,
+        props: bytes | bytearray | memoryview,
+        sys_flag: int,
+        born_timestamp: int,
+        born_host: HostAddress,
+        reconsume_times: int,
+        prepared_transaction_offset: int,
+        tag: int,
+        delay: int | None,
+    ) -> PutResult:
+        """:meth:`put_message` of a message given by its fields (the send path's: no
+        :class:`MessageInner` made): ``props`` the stored properties bytes, ``tag`` the
+        consume queue's tags code, ``delay`` (a ``SCHEDULE_TOPIC_XXXX`` record's) makes
+        it the store time plus ``delay``."""
+        # -- prepared outside the lock (one call and one tuple less than a helper) --
+        topic_b = _topic_bytes(topic)
+        if len(props) > MAX_PROPERTIES_LENGTH:
             raise PropertiesTooLargeError(f"properties are {len(props)} bytes, more than 32767")
-        sys_flag = msg.sys_flag
-        body = msg.body
         if sys_flag & _HOST_V6_FLAGS:
             size = record_size(len(body), len(topic_b), len(props), sys_flag)
             ts_at = store_timestamp_offset(sys_flag)
@@ -382,39 +412,25 @@ class CommitLog:
         # (a record within max_message_size passes every limit; past it, the checks)
         if size > config.max_message_size or size > config.commit_log_segment_size - END_FILE_MIN_BLANK_LENGTH:
             self._check_size(size, len(body))
-        buf = bytearray(size)
         try:
-            encode_record_into(
-                buf,
-                0,
-                topic=topic_b,
-                body=body,
-                properties=props,
-                queue_id=msg.queue_id,
-                flag=msg.flag,
-                sys_flag=sys_flag,
-                born_timestamp=msg.born_timestamp,
-                born_host=msg.born_host,
-                store_host=config.store_host,
-                reconsume_times=msg.reconsume_times,
-                prepared_transaction_offset=msg.prepared_transaction_offset,
+            buf = encode_store_record(
+                size, topic_b, body, props, queue_id, flag, sys_flag, born_timestamp, born_host,
+                config.store_host, reconsume_times, prepared_transaction_offset,
             )
         except MessageEncodeError as exc:
             raise MessageIllegalError(str(exc)) from None
-        topic = msg.topic
-        queue_id = msg.queue_id
         tran = sys_flag & TRANSACTION_ROLLBACK_TYPE  # _counts_in_queue, inline
         counts = tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE
-        tag = msg.tags_code
-        if tag is None:
-            tag = msg.tag_hash()
-        # ScheduleMessageService's queues: the tags code is the deliver time, set below
-        delay = self._schedule_delay(msg) if topic == RMQ_SYS_SCHEDULE_TOPIC else None
         key = (topic, queue_id)
         table = self.queue_offsets
-        with self._lock:
+        # acquire / release instead of ``with``: the statement looks up and calls the
+        # lock's __enter__ / __exit__, about a thousand instructions more on every put
+        lock = self._lock
+        lock.acquire()
+        try:
             t0 = _perf_ns()
-            mf = self.files.last
+            segments = self.files._files  # (files.last without the property call)
+            mf = segments[-1] if segments else None
             if mf is None or size + END_FILE_MIN_BLANK_LENGTH > mf.file_size - mf.wrote_position:
                 mf = self._segment_for(size)  # rolls over
             pos = mf.wrote_position
@@ -438,6 +454,8 @@ class CommitLog:
             self.lock_ns += elapsed
             if elapsed >= _SLOW_PUT_NS:
                 self.put_times.record_slow(elapsed)
+        finally:
+            lock.release()
         host = self.config.store_host
         if host is not self._msg_id_host:
             self._msg_id_prefix = store_host_hex(host[0], host[1])

@@ -159,7 +159,8 @@ class ConsumeQueue:
             return True  # already built
         expect = queue_offset * CQ_STORE_UNIT_SIZE
         files = self._files
-        mf = files.last
+        segments = files._files  # (files.last without the property call, on every put)
+        mf = segments[-1] if segments else None
         if mf is not None:
             # the common case: the entry right after the last one, in the last file
             pos = mf.wrote_position

@@ -133,7 +133,9 @@ class Dispatcher:
         pending = self.commit_log.pending
         if not pending:
             return
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # (not ``with``: its __enter__ / __exit__ calls cost more, every put)
+        try:
             if len(pending) == 1:  # the common case (a send drains its own record): no generator
                 try:
                     request = pending.popleft()
@@ -142,6 +144,8 @@ class Dispatcher:
                 self._apply_each((request,))
             else:
                 self._apply_each(_taken(pending))
+        finally:
+            lock.release()
 
     def _apply_each(self, requests: Iterable[DispatchRequest | tuple]) -> None:
         """Apply each request: its consume-queue entry (the queue looked up in the

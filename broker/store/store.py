@@ -29,6 +29,7 @@ import attrs
 import trio
 
 from trocket.codecs.errors import MessageDecodeError
+from trocket.codecs.message.hosts import HostAddress
 from trocket.codecs.message.message import MessageExt
 from trocket.codecs.message.properties import PROPERTY_WAIT_STORE_MSG_OK
 from trocket.codecs.message.record import decode_record
@@ -43,7 +44,7 @@ from .dispatcher import Dispatcher, MessageArrivingListener
 from .errors import PutMessageError, StoreError, StoreLoadError
 from .flush import FlushService
 from .index import IndexService
-from .messages import BatchInner, MessageInner
+from .messages import BatchInner, MessageInner, message_inner
 from .queue_table import ConsumeQueueTable, DetachedTopic
 from .recovery import RecoveryReport, recover
 from .results import GetResult, GetStatus, PutResult, PutStatus
@@ -262,6 +263,27 @@ class MessageStore:
         if self._no_puts:
             self._refuse_put()
         result = self.commit_log.put_message(msg)
+        self.dispatcher.drain()
+        return result
+
+    def put_send(
+        self, topic: str, body: bytes | bytearray | memoryview, queue_id: int, flag: int, properties_bytes: bytes,
+        sys_flag: int, born_timestamp: int, born_host: HostAddress, reconsume_times: int, tags_code: int,
+    ) -> PutResult:
+        """:meth:`put_message` of a producer's send given by its fields, as
+        :func:`~trocket.broker.store.messages.message_inner` takes them (no message
+        object made per send)."""
+        if self._no_puts:
+            self._refuse_put()
+        if topic == RMQ_SYS_SCHEDULE_TOPIC:  # its tags code is a deliver time: the full way
+            return self.put_message(message_inner(
+                topic, body, queue_id, flag, properties_bytes, sys_flag, born_timestamp, born_host,
+                reconsume_times, tags_code,
+            ))
+        result = self.commit_log.append(
+            topic, body, queue_id, flag, properties_bytes, sys_flag, born_timestamp, born_host, reconsume_times, 0,
+            tags_code, None,
+        )
         self.dispatcher.drain()
         return result
 

@@ -79,6 +79,7 @@ __all__ = [
     "place_record",
     "encode_record",
     "encode_record_into",
+    "encode_store_record",
     "iter_records",
     "patch_record",
     "peek_record",
@@ -272,6 +273,34 @@ def encode_record_into(
     pos += 2
     buf[pos : pos + props_len] = props
     return size
+
+
+def encode_store_record(
+    size: int,
+    topic: str | bytes,
+    body: Buffer,
+    properties: str | Buffer,
+    queue_id: int,
+    flag: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_host: HostAddress | tuple[str, int],
+    store_host: HostAddress | tuple[str, int],
+    reconsume_times: int,
+    prepared_transaction_offset: int,
+) -> bytearray:
+    """The commit log's record of one message in a new ``bytearray`` of ``size`` bytes
+    (the store computed it), as :func:`encode_record_into` writes it at offset 0 with
+    QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP 0 (:func:`place_record` sets them
+    under the append lock). Positional, for the store's put: its compiled twin makes the
+    record in one call. :class:`MessageEncodeError` as :func:`encode_record_into`."""
+    buf = bytearray(size)
+    encode_record_into(
+        buf, 0, topic=topic, body=body, properties=properties, queue_id=queue_id, flag=flag, sys_flag=sys_flag,
+        born_timestamp=born_timestamp, born_host=born_host, store_host=store_host, reconsume_times=reconsume_times,
+        prepared_transaction_offset=prepared_transaction_offset,
+    )
+    return buf
 
 
 def encode_record(msg: MessageExt, *, java_order: bool = False) -> bytes:
@@ -635,5 +664,6 @@ from ..accel import accelerated, provide  # noqa: E402
 provide("ip_to_bytes", ip_to_bytes)
 
 encode_record_into = accelerated(encode_record_into)
+encode_store_record = accelerated(encode_store_record)
 place_record = accelerated(place_record)
 dispatch_fields = accelerated(dispatch_fields)

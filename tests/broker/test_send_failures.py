@@ -136,6 +136,7 @@ async def test_unmapped_store_error_is_system_error_unknown(tmp_path, wire, monk
             raise PutMessageError("the disk said no")
 
         monkeypatch.setattr(MessageStore, "put_message", put)  # the class: its instances have slots
+        monkeypatch.setattr(MessageStore, "put_send", put)
         monkeypatch.setattr(MessageStore, "put_messages", put)
         r = await c.invoke_sync(addr, wire.send_v1("UE", b"x", properties=wire.props()))
         assert (r.code, r.remark, r.ext_fields) == (SYSTEM_ERROR, "UNKNOWN_ERROR: the disk said no", {})
