@@ -60,6 +60,20 @@ def _reply(decode: Callable[[Any], Any] | None, response: RemotingCommand) -> Re
     return reply
 
 
+_CALLS = ("invoke_sync", "invoke_async", "invoke_oneway")
+
+
+def _calls_are_remotings(endpoint: RemotingEndpoint, target: str | Connection) -> bool:
+    """Whether ``endpoint``'s ``invoke_*`` are remoting's own for ``target`` (a
+    RemotingClient's for an address, a RemotingServer's for a connection; not a subclass
+    that changes a call): those look the connection up and hand the call to the invoker."""
+    from .client import RemotingClient
+    from .server import RemotingServer
+
+    cls = RemotingClient if isinstance(target, str) else RemotingServer
+    return isinstance(endpoint, cls) and all(getattr(type(endpoint), name) is getattr(cls, name) for name in _CALLS)
+
+
 class Stub:
     """Typed calls to one peer. Subclass it: class attributes that are
     :class:`~.rpc.Method` s are its calls; ``errors`` lists the :class:`~.rpc.ServiceError`
@@ -111,7 +125,7 @@ class Call(Generic[Req, Resp]):
 
     __slots__ = (
         "stub", "method", "_code", "_request_cls", "_decode", "_target", "_timeout", "_stype",
-        "_sync", "_async", "_oneway", "_is_oneway",
+        "_sync", "_async", "_oneway", "_is_oneway", "_invoker", "_conns", "_direct",
     )
 
     def __init__(self, stub: Stub, method: Method[Req, Resp]) -> None:
@@ -129,6 +143,28 @@ class Call(Generic[Req, Resp]):
         self._sync = endpoint.invoke_sync
         self._async = endpoint.invoke_async
         self._oneway = endpoint.invoke_oneway
+        # Where the endpoint's invoke_* are remoting's own (they look the connection up and
+        # hand the call to the invoker), the call goes to the invoker itself: a coroutine
+        # less per call. A client's open connection to the address comes from its table
+        # (else the endpoint's call, which connects); a server calls its connection.
+        self._invoker = endpoint.invoker
+        self._conns: dict[str, Connection] | None = None
+        self._direct: Connection | None = None
+        if _calls_are_remotings(endpoint, self._target):
+            if isinstance(self._target, str):
+                self._conns = endpoint._table  # type: ignore[union-attr]
+            else:
+                self._direct = self._target
+
+    def _connection(self) -> Connection | None:
+        """The connection to hand the call to the invoker on, or None: the endpoint's
+        ``invoke_*`` then (connecting first, or another endpoint's calls)."""
+        conn = self._direct
+        if conn is None and self._conns is not None:
+            conn = self._conns.get(self._target)  # type: ignore[arg-type]
+            if conn is not None and not conn.is_active:
+                return None
+        return conn
 
     async def __call__(self, header: Req, body: bytes = b"", *, timeout: float | None = None) -> Reply[Resp]:
         """The answer to the request (``header``, ``body``); ``None`` for a oneway method."""
@@ -139,11 +175,12 @@ class Call(Generic[Req, Resp]):
         cls = self._request_cls
         if (header.__class__ is not cls) if cls is not None else (header is not None):
             self._wrong(header)
-        response = await self._sync(
-            self._target,
-            build_command(RemotingCommand, self._code, _JAVA, 0, 0, 0, None, None, body, header, self._stype),
-            self._timeout if timeout is None else timeout,
-        )
+        request = build_command(RemotingCommand, self._code, _JAVA, 0, 0, 0, None, None, body, header, self._stype)
+        conn = self._connection()
+        if conn is not None:
+            response = await self._invoker.sync(conn, request, self._timeout if timeout is None else timeout)
+        else:
+            response = await self._sync(self._target, request, self._timeout if timeout is None else timeout)
         if response.code == 0:
             decode = self._decode  # _reply() written out: a Python call less per call
             reply = _new(Reply)
@@ -169,17 +206,23 @@ class Call(Generic[Req, Resp]):
         reply._call = self
         reply._callback = callback
         reply._future = None
-        reply._future = await self._async(
-            self._target,
-            build_command(RemotingCommand, self._code, _JAVA, 0, 0, 0, None, None, body, header, self._stype),
-            self._timeout if timeout is None else timeout,
-            None if callback is None else reply._done,
-        )
+        request = build_command(RemotingCommand, self._code, _JAVA, 0, 0, 0, None, None, body, header, self._stype)
+        conn = self._connection()
+        reply._future = await (self._async(self._target, request, self._timeout if timeout is None else timeout,
+                                           None if callback is None else reply._done)
+                               if conn is None else
+                               self._invoker.call_async(conn, request, self._timeout if timeout is None else timeout,
+                                                        None if callback is None else reply._done))
         return reply
 
     async def invoke_oneway(self, header: Req, body: bytes = b"", *, timeout: float | None = None) -> None:
         """Send the request with the oneway flag: no answer comes."""
-        await self._oneway(self._target, self._make(header, body), self._timeout if timeout is None else timeout)
+        request = self._make(header, body)
+        conn = self._connection()
+        if conn is not None:
+            await self._invoker.oneway(conn, request, self._timeout if timeout is None else timeout)
+        else:
+            await self._oneway(self._target, request, self._timeout if timeout is None else timeout)
 
     def _make(self, header: Req, body: bytes) -> RemotingCommand:
         cls = self._request_cls

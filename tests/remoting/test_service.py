@@ -11,6 +11,7 @@ from trocket.codecs.custom_header import field, header
 from trocket.remoting import (
     Channel,
     ClientConfig,
+    RemotingClient,
     Method,
     RemoteBusyError,
     RemoteSystemError,
@@ -222,6 +223,41 @@ async def test_a_server_pushes_to_its_clients():
         with trio.fail_after(5):
             await got.wait()
         assert notes == [SumRequest(a=1, b=2)]
+
+
+async def test_a_stub_reconnects_and_an_endpoint_subclass_sees_its_calls():
+    """A stub hands its calls to the invoker on the endpoint's open connection: a closed
+    one makes the next call of every kind connect again through the endpoint; a client
+    subclass that changes a call gets every call of the stub."""
+    notes: list = []
+    async with serving(echo_processor=False) as server, client_of() as client:
+        make_service(notes).register(server)
+        calc = Calc(client, server.address)
+        assert (await calc.sum(SumRequest(a=1, b=2))).header.total == 3
+        for kind in ("sync", "async", "oneway"):
+            client.connection_for(server.address).close()
+            if kind == "sync":
+                assert (await calc.sum(SumRequest(a=2, b=3))).header.total == 5
+            elif kind == "async":
+                assert (await (await calc.sum.invoke_async(SumRequest(a=3, b=4)))).header.total == 7
+            else:
+                await calc.note(SumRequest(a=4, b=5))
+                assert (await calc.sum(SumRequest(a=0, b=0))).header.total == 0
+        assert notes == [(SumRequest(a=4, b=5), b"")]
+
+    class Counting(RemotingClient):
+        calls: list[str] = []
+
+        async def invoke_sync(self, addr, request, timeout=None, *, begin=None):
+            self.calls.append("sync")
+            return await super().invoke_sync(addr, request, timeout, begin=begin)
+
+    async with serving(echo_processor=False) as server, Counting(ClientConfig()) as client:
+        make_service([]).register(server)
+        calc = Calc(client, server.address)
+        for n in range(3):
+            assert (await calc.sum(SumRequest(a=n, b=1))).header.total == n + 1
+        assert Counting.calls == ["sync"] * 3
 
 
 @pytest.mark.parametrize("via", ["stub", "client"])
