@@ -273,7 +273,8 @@ class ReplyFuture(Generic[Resp]):
         future = self._future
         if future is None:
             raise RuntimeError("the call has not been sent yet")
-        response = future.result()
+        # future.result() read in place (a Python call less per answer); it raises the rest
+        response = future._response if future._error is None and future._done else future.result()
         call = self._call
         if response.code == 0:
             decode = call._decode  # _reply() written out: a Python call less per answer
