@@ -33,7 +33,8 @@ and with the compiled accelerator (``codecs/_accel.pyx``), and prints the ratio.
 ROCKETMQ headers, 128-byte bodies, ``--callers`` synchronous callers on one connection);
 runs 500 and 500 + ``--messages`` requests and prints the difference per request (both
 sides together, start-up cancelled out). Run it with ``PYTHONPATH=<tree>/pkg`` to measure
-another tree. ``--typed`` measures the same exchange through a typed service
+another tree. ``--inflight N`` makes the requests async calls from one task with N in flight (the
+shape of remoting_echo.py's async figures) instead. ``--typed`` measures the same exchange through a typed service
 (``remoting.Service`` handler, ``EchoHeader``, ``EchoStub``: ``remoting_echo.py``'s) and the
 plain processor with the same bytes on the wire, and prints their ratio. trio runs each
 batch of ready tasks in a random order (``trio._core._run._r``), and with several callers
@@ -181,11 +182,14 @@ def seed_scheduler(seed: int) -> None:
     trio_run._r.seed(seed)
 
 
-async def echo_workload(callers: int, n: int, mode: int = PLAIN) -> None:
+async def echo_workload(callers: int, n: int, mode: int = PLAIN, inflight: int = 0) -> None:
+    """``n`` echo requests: from ``callers`` sync callers, or (``inflight`` > 0) one task's
+    async calls with that many in flight (remoting's async permits), whose callbacks
+    check the plain answer's error (as remoting_echo.py's) or make the typed Reply."""
     server = RemotingServer(ServerConfig(listen_host="127.0.0.1", listen_port=0))
     server.register_processor(100, echo_processor, inline=True)
     echo_bench.typed_service(True).register(server)
-    async with server, RemotingClient(ClientConfig()) as client:
+    async with server, RemotingClient(ClientConfig(async_permits=inflight) if inflight else ClientConfig()) as client:
         addr = server.address
         left = [n]
         echo = echo_bench.EchoStub(client, addr, timeout=30, serialize_type=SerializeType.ROCKETMQ).echo
@@ -200,6 +204,27 @@ async def echo_workload(callers: int, n: int, mode: int = PLAIN) -> None:
                 req = RemotingCommand.request(100, body=b"b" * 128, ext_fields=dict(ext), serialize_type=SerializeType.ROCKETMQ)
                 await client.invoke_sync(addr, req, 30)
 
+        if inflight:
+            await echo(echo_bench.ECHO_HEADER, b"b" * 128)  # connected, outside the count's difference
+            done = [0]
+
+            def plain_done(fut) -> None:
+                if fut.exception is None:
+                    done[0] += 1
+
+            def typed_done(fut) -> None:
+                fut.result()
+                done[0] += 1
+
+            for _ in range(n):
+                if mode == TYPED:
+                    await echo.invoke_async(echo_bench.ECHO_HEADER, b"b" * 128, callback=typed_done)
+                else:
+                    req = RemotingCommand.request(100, body=b"b" * 128, ext_fields=dict(ext), serialize_type=SerializeType.ROCKETMQ)
+                    await client.invoke_async(addr, req, 30, plain_done)
+            while done[0] < n:
+                await trio.sleep(0.001)
+            return
         async with trio.open_nursery() as nursery:
             for _ in range(callers):
                 nursery.start_soon(caller)
@@ -213,7 +238,7 @@ def echo_instructions(args: argparse.Namespace, mode: int) -> float:
             out = os.path.join(tmp, f"echo-{n}.out")
             subprocess.run(
                 ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
-                 os.path.abspath(__file__), "--echo-workload", str(args.callers), str(n), str(mode), str(args.seed)],
+                 os.path.abspath(__file__), "--echo-workload", str(args.callers), str(n), str(mode), str(args.inflight), str(args.seed)],
                 check=True, capture_output=True, cwd=tempfile.gettempdir(),
             )
             totals.append(callgrind_total(out))
@@ -296,7 +321,8 @@ def producer_run(args: argparse.Namespace) -> None:
 
 
 def echo_run(args: argparse.Namespace) -> None:
-    head = f"echo    ROCKETMQ callers={args.callers:3d} seed={args.seed}"
+    head = (f"echo    ROCKETMQ {f'async inflight={args.inflight}' if args.inflight else f'callers={args.callers:3d}'}"
+            f" seed={args.seed}")
     if not args.typed:
         per = echo_instructions(args, PLAIN)
         print(f"{head}  {per:10,.0f} instructions/request (client and server)", flush=True)
@@ -336,7 +362,9 @@ if __name__ == "__main__":
                         help="producer: send_batch calls of N messages instead of single sends")
     parser.add_argument("--trace", choices=("off", "on", "both"), default="off",
                         help="producer: message trace off, on, or both and their ratio (default off)")
-    parser.add_argument("--echo-workload", nargs=4, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--echo-workload", nargs=5, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--inflight", type=int, default=0, metavar="N",
+                        help="echo: async calls from one task, N in flight, instead of --callers sync callers")
     parser.add_argument("--seed", type=int, default=0,
                         help="echo: seed of trio's scheduling order, the same for every run (default 0)")
     parser.add_argument("--clock-rate", type=float, default=1.0, metavar="R",
