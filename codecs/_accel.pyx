@@ -318,6 +318,17 @@ cdef inline object _key_text(const unsigned char* p, Py_ssize_t n):
     return _cached_text(p, n, True)
 
 
+cdef inline bint _same_bytes(const unsigned char* a, const unsigned char* b, Py_ssize_t n) noexcept:
+    """``a[:n] == b[:n]``; a short one compared in place (most cached strings are a few bytes)."""
+    cdef Py_ssize_t i
+    if n > 8:
+        return memcmp(a, b, n) == 0
+    for i in range(n):
+        if a[i] != b[i]:
+            return False
+    return True
+
+
 cdef inline object _cached_text(const unsigned char* p, Py_ssize_t n, bint intern):
     cdef unsigned int h = _FNV_BASIS
     cdef Py_ssize_t i
@@ -337,8 +348,8 @@ cdef inline object _cache_slot(const unsigned char* p, Py_ssize_t n, unsigned in
     cdef PyObject* made
     h = (h ^ (h >> 15)) & (_CACHE_SLOTS - 1)
     hit = _cache[h]
-    if hit != NULL and PyUnicode_GET_LENGTH(<object>hit) == n and memcmp(
-            PyUnicode_1BYTE_DATA(<object>hit), p, n) == 0:
+    if hit != NULL and PyUnicode_GET_LENGTH(<object>hit) == n and _same_bytes(
+            PyUnicode_1BYTE_DATA(<object>hit), p, n):
         if not intern or PyUnicode_CHECK_INTERNED(<object>hit):
             return <object>hit
         Py_INCREF(<object>hit)
@@ -579,6 +590,11 @@ cdef object _unescape(_Cursor* c, Py_ssize_t start, unsigned char* out):
     cdef int u, lo
     while i < c.end:
         ch = c.p[i]
+        if ch > 34 and ch != 92:  # (the usual byte: one test)
+            out[n] = ch
+            n += 1
+            i += 1
+            continue
         if ch == 34:  # closing quote
             c.pos = i + 1
             return _utf8(out, n)
@@ -593,19 +609,7 @@ cdef object _unescape(_Cursor* c, Py_ssize_t start, unsigned char* out):
             return _FAIL
         ch = c.p[i + 1]
         i += 2
-        if ch == 34 or ch == 92 or ch == 47:
-            out[n] = ch
-        elif ch == 98:
-            out[n] = 8
-        elif ch == 102:
-            out[n] = 12
-        elif ch == 110:
-            out[n] = 10
-        elif ch == 114:
-            out[n] = 13
-        elif ch == 116:
-            out[n] = 9
-        elif ch == 117:  # \uXXXX
+        if ch == 117:  # \uXXXX (first: Java writes its properties' separators so)
             if c.end - i < 4:
                 return _FAIL
             u = _hex4(c.p + i)
@@ -639,6 +643,18 @@ cdef object _unescape(_Cursor* c, Py_ssize_t start, unsigned char* out):
                 out[n + 2] = 0x80 | ((u >> 6) & 0x3F)
                 out[n + 3] = 0x80 | (u & 0x3F)
                 n += 3
+        elif ch == 34 or ch == 92 or ch == 47:
+            out[n] = ch
+        elif ch == 98:
+            out[n] = 8
+        elif ch == 102:
+            out[n] = 12
+        elif ch == 110:
+            out[n] = 10
+        elif ch == 114:
+            out[n] = 13
+        elif ch == 116:
+            out[n] = 9
         else:
             return _FAIL
         n += 1
@@ -808,6 +824,24 @@ cdef bint _json_int32(_Cursor* c, int* out) noexcept:
     return True
 
 
+cdef inline bint _json_skip_string(_Cursor* c):
+    """Move over a string no one reads: no str made for a plain ASCII one; one with an
+    escape or a non-ASCII byte is decoded (:func:`_json_string` decides)."""
+    cdef Py_ssize_t i = c.pos + 1
+    cdef unsigned char ch
+    while i < c.end:
+        ch = c.p[i]
+        if ch == 34:
+            c.pos = i + 1
+            return True
+        if ch == 92 or ch >= 0x80:
+            return _json_string(c) is not _FAIL
+        if ch < 32:
+            return False
+        i += 1
+    return False
+
+
 cdef bint _json_skip_scalar(_Cursor* c):
     """Move over a string, int, true, false or null."""
     cdef Py_ssize_t start = 0
@@ -816,7 +850,7 @@ cdef bint _json_skip_scalar(_Cursor* c):
         return False
     ch = c.p[c.pos]
     if ch == 34:
-        return _json_string(c) is not _FAIL
+        return _json_skip_string(c)
     if ch == 45 or 48 <= ch <= 57:
         return _int_span(c, &start, &value)
     return _literal(c, "true", 4) or _literal(c, "false", 5) or _literal(c, "null", 4)
@@ -923,7 +957,10 @@ cdef object _json_header(const unsigned char* p, Py_ssize_t end):
                 if not _json_int32(&c, &flag):
                     return _FAIL
             elif key == _K_LANGUAGE:
-                if ch == 34:
+                if c.end - c.pos >= 6 and memcmp(c.p + c.pos, b'"JAVA"', 6) == 0:  # (Java's clients)
+                    lang = _JAVA
+                    c.pos += 6
+                elif ch == 34:
                     name = _json_string(&c)
                     if name is _FAIL:
                         return _FAIL
