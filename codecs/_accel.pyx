@@ -42,7 +42,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 21
+ABI = 22
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -288,6 +288,15 @@ cdef enum:
     _CACHE_SLOTS = 1024
     _CACHE_MAX = 32
 
+cdef extern from *:
+    """
+    /* the string cache's slot hash: FNV-1a, 32 bits */
+    #define TROCKET_FNV_BASIS 2166136261u
+    #define TROCKET_FNV_PRIME 16777619u
+    """
+    const unsigned int _FNV_BASIS "TROCKET_FNV_BASIS"
+    const unsigned int _FNV_PRIME "TROCKET_FNV_PRIME"
+
 cdef PyObject* _cache[_CACHE_SLOTS]
 
 
@@ -309,21 +318,38 @@ cdef inline object _key_text(const unsigned char* p, Py_ssize_t n):
     return _cached_text(p, n, True)
 
 
-cdef inline object _cached_text(const unsigned char* p, Py_ssize_t n, bint intern):
-    cdef unsigned int h = 2166136261u
+cdef inline bint _same_bytes(const unsigned char* a, const unsigned char* b, Py_ssize_t n) noexcept:
+    """``a[:n] == b[:n]``; a short one compared in place (most cached strings are a few bytes)."""
     cdef Py_ssize_t i
-    cdef PyObject* hit
-    cdef PyObject* made
+    if n > 8:
+        return memcmp(a, b, n) == 0
+    for i in range(n):
+        if a[i] != b[i]:
+            return False
+    return True
+
+
+cdef inline object _cached_text(const unsigned char* p, Py_ssize_t n, bint intern):
+    cdef unsigned int h = _FNV_BASIS
+    cdef Py_ssize_t i
     if n > _CACHE_MAX:
         return _utf8(p, n)
     for i in range(n):
         if p[i] >= 0x80:
             return _utf8(p, n)
-        h = (h ^ p[i]) * 16777619u
+        h = (h ^ p[i]) * _FNV_PRIME
+    return _cache_slot(p, n, h, intern)
+
+
+cdef inline object _cache_slot(const unsigned char* p, Py_ssize_t n, unsigned int h, bint intern):
+    """The cached str of ``p[:n]``, ASCII and at most ``_CACHE_MAX`` bytes, whose FNV-1a
+    hash ``h`` the caller computed (:func:`_cached_text`, or a scanner on its way over it)."""
+    cdef PyObject* hit
+    cdef PyObject* made
     h = (h ^ (h >> 15)) & (_CACHE_SLOTS - 1)
     hit = _cache[h]
-    if hit != NULL and PyUnicode_GET_LENGTH(<object>hit) == n and memcmp(
-            PyUnicode_1BYTE_DATA(<object>hit), p, n) == 0:
+    if hit != NULL and PyUnicode_GET_LENGTH(<object>hit) == n and _same_bytes(
+            PyUnicode_1BYTE_DATA(<object>hit), p, n):
         if not intern or PyUnicode_CHECK_INTERNED(<object>hit):
             return <object>hit
         Py_INCREF(<object>hit)
@@ -510,6 +536,8 @@ cdef struct _Cursor:
 
 cdef inline void _ws(_Cursor* c) noexcept:
     cdef unsigned char ch
+    if c.pos < c.end and c.p[c.pos] > 32:  # (compact JSON: no whitespace, one test)
+        return
     while c.pos < c.end:
         ch = c.p[c.pos]
         if ch == 32 or ch == 9 or ch == 10 or ch == 13:
@@ -536,95 +564,131 @@ cdef inline int _hex4(const unsigned char* p) noexcept:
     return v
 
 
+cdef enum:
+    _UNESCAPE_STACK = 2048  # an escaped string up to this many bytes is unescaped on the stack
+
+
 cdef object _json_string_escaped(_Cursor* c, Py_ssize_t start):
     """The rest of a string holding escapes, from its opening quote's next byte."""
-    cdef Py_ssize_t i = start, n = 0
-    cdef unsigned char ch
-    cdef int u, lo
-    cdef unsigned char* out = <unsigned char*>PyMem_Malloc(c.end - start + 1)
+    cdef unsigned char stack[_UNESCAPE_STACK]
+    cdef unsigned char* out
+    if c.end - start + 1 <= _UNESCAPE_STACK:
+        return _unescape(c, start, stack)
+    out = <unsigned char*>PyMem_Malloc(c.end - start + 1)
     if out == NULL:
         raise MemoryError()
     try:
-        while i < c.end:
-            ch = c.p[i]
-            if ch == 34:  # closing quote
-                c.pos = i + 1
-                return _utf8(out, n)
-            if ch < 32:
-                return _FAIL
-            if ch != 92:
-                out[n] = ch
-                n += 1
-                i += 1
-                continue
-            if i + 1 >= c.end:
-                return _FAIL
-            ch = c.p[i + 1]
-            i += 2
-            if ch == 34 or ch == 92 or ch == 47:
-                out[n] = ch
-            elif ch == 98:
-                out[n] = 8
-            elif ch == 102:
-                out[n] = 12
-            elif ch == 110:
-                out[n] = 10
-            elif ch == 114:
-                out[n] = 13
-            elif ch == 116:
-                out[n] = 9
-            elif ch == 117:  # \uXXXX
-                if c.end - i < 4:
-                    return _FAIL
-                u = _hex4(c.p + i)
-                if u < 0:
-                    return _FAIL
-                i += 4
-                if 0xD800 <= u <= 0xDBFF:  # a pair, else a lone surrogate: pure path
-                    if c.end - i < 6 or c.p[i] != 92 or c.p[i + 1] != 117:
-                        return _FAIL
-                    lo = _hex4(c.p + i + 2)
-                    if not 0xDC00 <= lo <= 0xDFFF:
-                        return _FAIL
-                    i += 6
-                    u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00)
-                elif 0xDC00 <= u <= 0xDFFF:
-                    return _FAIL
-                if u < 0x80:
-                    out[n] = u
-                elif u < 0x800:
-                    out[n] = 0xC0 | (u >> 6)
-                    out[n + 1] = 0x80 | (u & 0x3F)
-                    n += 1
-                elif u < 0x10000:
-                    out[n] = 0xE0 | (u >> 12)
-                    out[n + 1] = 0x80 | ((u >> 6) & 0x3F)
-                    out[n + 2] = 0x80 | (u & 0x3F)
-                    n += 2
-                else:
-                    out[n] = 0xF0 | (u >> 18)
-                    out[n + 1] = 0x80 | ((u >> 12) & 0x3F)
-                    out[n + 2] = 0x80 | ((u >> 6) & 0x3F)
-                    out[n + 3] = 0x80 | (u & 0x3F)
-                    n += 3
-            else:
-                return _FAIL
-            n += 1
-        return _FAIL  # unterminated
+        return _unescape(c, start, out)
     finally:
         PyMem_Free(out)
 
 
-cdef inline object _json_string(_Cursor* c, bint key=False):
-    """The string at the cursor (on its opening quote), or ``_FAIL``; a ``key`` is
-    interned (:func:`_key_text`)."""
-    cdef Py_ssize_t start = c.pos + 1, i = start
+cdef object _unescape(_Cursor* c, Py_ssize_t start, unsigned char* out):
+    """:func:`_json_string_escaped` into ``out``, room for the rest of the input."""
+    cdef Py_ssize_t i = start, n = 0
     cdef unsigned char ch
+    cdef int u, lo
     while i < c.end:
         ch = c.p[i]
+        if ch > 34 and ch != 92:  # (the usual byte: one test)
+            out[n] = ch
+            n += 1
+            i += 1
+            continue
+        if ch == 34:  # closing quote
+            c.pos = i + 1
+            return _utf8(out, n)
+        if ch < 32:
+            return _FAIL
+        if ch != 92:
+            out[n] = ch
+            n += 1
+            i += 1
+            continue
+        if i + 1 >= c.end:
+            return _FAIL
+        ch = c.p[i + 1]
+        i += 2
+        if ch == 117:  # \uXXXX (first: Java writes its properties' separators so)
+            if c.end - i < 4:
+                return _FAIL
+            u = _hex4(c.p + i)
+            if u < 0:
+                return _FAIL
+            i += 4
+            if 0xD800 <= u <= 0xDBFF:  # a pair, else a lone surrogate: pure path
+                if c.end - i < 6 or c.p[i] != 92 or c.p[i + 1] != 117:
+                    return _FAIL
+                lo = _hex4(c.p + i + 2)
+                if not 0xDC00 <= lo <= 0xDFFF:
+                    return _FAIL
+                i += 6
+                u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00)
+            elif 0xDC00 <= u <= 0xDFFF:
+                return _FAIL
+            if u < 0x80:
+                out[n] = u
+            elif u < 0x800:
+                out[n] = 0xC0 | (u >> 6)
+                out[n + 1] = 0x80 | (u & 0x3F)
+                n += 1
+            elif u < 0x10000:
+                out[n] = 0xE0 | (u >> 12)
+                out[n + 1] = 0x80 | ((u >> 6) & 0x3F)
+                out[n + 2] = 0x80 | (u & 0x3F)
+                n += 2
+            else:
+                out[n] = 0xF0 | (u >> 18)
+                out[n + 1] = 0x80 | ((u >> 12) & 0x3F)
+                out[n + 2] = 0x80 | ((u >> 6) & 0x3F)
+                out[n + 3] = 0x80 | (u & 0x3F)
+                n += 3
+        elif ch == 34 or ch == 92 or ch == 47:
+            out[n] = ch
+        elif ch == 98:
+            out[n] = 8
+        elif ch == 102:
+            out[n] = 12
+        elif ch == 110:
+            out[n] = 10
+        elif ch == 114:
+            out[n] = 13
+        elif ch == 116:
+            out[n] = 9
+        else:
+            return _FAIL
+        n += 1
+    return _FAIL  # unterminated
+
+
+cdef inline object _json_string(_Cursor* c, bint key=False):
+    """The string at the cursor (on its opening quote), or ``_FAIL``; a ``key`` is
+    interned (:func:`_key_text`). One pass over a plain string: while it is short
+    enough for the string cache, its slot hash is computed on the way."""
+    cdef const unsigned char* p = c.p
+    cdef Py_ssize_t start = c.pos + 1, i = start, end = c.end, short_end
+    cdef unsigned char ch, high = 0
+    cdef unsigned int h = _FNV_BASIS
+    short_end = start + _CACHE_MAX + 1 if end - start > _CACHE_MAX + 1 else end
+    while i < short_end:  # (its closing quote within the cache's length)
+        ch = p[i]
         if ch == 34:
             c.pos = i + 1
-            return _cached_text(c.p + start, i - start, key)
+            if high & 0x80:
+                return _utf8(p + start, i - start)
+            return _cache_slot(p + start, i - start, h, key)
+        if ch == 92:
+            return _json_string_escaped(c, start)
+        if ch < 32:
+            return _FAIL
+        high |= ch
+        h = (h ^ ch) * _FNV_PRIME
+        i += 1
+    while i < end:  # too long for the cache
+        ch = p[i]
+        if ch == 34:
+            c.pos = i + 1
+            return _utf8(p + start, i - start)
         if ch == 92:
             return _json_string_escaped(c, start)
         if ch < 32:
@@ -644,12 +708,16 @@ cdef inline bint _literal(_Cursor* c, const char* word, Py_ssize_t n) noexcept:
     return True
 
 
-cdef inline bint _int_span(_Cursor* c, Py_ssize_t* start) noexcept:
-    """Move over a JSON integer (not a float, at most 18 digits); False if it is not one."""
+cdef inline bint _int_span(_Cursor* c, Py_ssize_t* start, long long* value) noexcept:
+    """Move over a JSON integer (not a float, at most 18 digits), its value read on the
+    way; False if it is not one."""
     cdef Py_ssize_t i = c.pos, digits
     cdef unsigned char ch
+    cdef unsigned long long v = 0  # (unsigned: past 18 digits it wraps, and is not used)
+    cdef bint neg = False
     start[0] = i
     if i < c.end and c.p[i] == 45:  # '-'
+        neg = True
         i += 1
     if i >= c.end or not 48 <= c.p[i] <= 57:
         return False
@@ -657,8 +725,9 @@ cdef inline bint _int_span(_Cursor* c, Py_ssize_t* start) noexcept:
         i += 1
     else:
         while i < c.end and 48 <= c.p[i] <= 57:
+            v = v * 10 + (c.p[i] - 48)
             i += 1
-    digits = i - start[0] - (1 if c.p[start[0]] == 45 else 0)
+    digits = i - start[0] - neg
     if digits > 18:
         return False
     if i < c.end:
@@ -666,23 +735,15 @@ cdef inline bint _int_span(_Cursor* c, Py_ssize_t* start) noexcept:
         if ch == 46 or ch == 101 or ch == 69 or 48 <= ch <= 57:  # '.', 'e', 'E', or "0" then digits
             return False
     c.pos = i
+    value[0] = -<long long>v if neg else <long long>v
     return True
-
-
-cdef inline long long _int_value(const unsigned char* p, Py_ssize_t start, Py_ssize_t end) noexcept:
-    cdef long long v = 0
-    cdef bint neg = p[start] == 45
-    cdef Py_ssize_t i = start + 1 if neg else start
-    while i < end:
-        v = v * 10 + (p[i] - 48)
-        i += 1
-    return -v if neg else v
 
 
 cdef object _json_ext_value(_Cursor* c):
     """An extFields value as the text Java reads: strings as they are, ints by their
     text, true/false by name, null as None (dropped later)."""
     cdef Py_ssize_t start = 0
+    cdef long long value = 0
     cdef unsigned char ch
     if c.pos >= c.end:
         return _FAIL
@@ -690,7 +751,7 @@ cdef object _json_ext_value(_Cursor* c):
     if ch == 34:
         return _json_string(c)
     if ch == 45 or 48 <= ch <= 57:
-        if not _int_span(c, &start):
+        if not _int_span(c, &start, &value):
             return _FAIL
         if c.pos - start == 2 and c.p[start] == 45 and c.p[start + 1] == 48:
             return "0"  # -0 is the int 0
@@ -755,25 +816,43 @@ cdef bint _json_int32(_Cursor* c, int* out) noexcept:
             out[0] = 0
             return True
         return False
-    if not _int_span(c, &start):
+    if not _int_span(c, &start, &v):
         return False
-    v = _int_value(c.p, start, c.pos)
     if v < -2147483648 or v > 2147483647:
         return False
     out[0] = <int>v
     return True
 
 
+cdef inline bint _json_skip_string(_Cursor* c):
+    """Move over a string no one reads: no str made for a plain ASCII one; one with an
+    escape or a non-ASCII byte is decoded (:func:`_json_string` decides)."""
+    cdef Py_ssize_t i = c.pos + 1
+    cdef unsigned char ch
+    while i < c.end:
+        ch = c.p[i]
+        if ch == 34:
+            c.pos = i + 1
+            return True
+        if ch == 92 or ch >= 0x80:
+            return _json_string(c) is not _FAIL
+        if ch < 32:
+            return False
+        i += 1
+    return False
+
+
 cdef bint _json_skip_scalar(_Cursor* c):
     """Move over a string, int, true, false or null."""
     cdef Py_ssize_t start = 0
+    cdef long long value = 0
     if c.pos >= c.end:
         return False
     ch = c.p[c.pos]
     if ch == 34:
-        return _json_string(c) is not _FAIL
+        return _json_skip_string(c)
     if ch == 45 or 48 <= ch <= 57:
-        return _int_span(c, &start)
+        return _int_span(c, &start, &value)
     return _literal(c, "true", 4) or _literal(c, "false", 5) or _literal(c, "null", 4)
 
 
@@ -878,7 +957,10 @@ cdef object _json_header(const unsigned char* p, Py_ssize_t end):
                 if not _json_int32(&c, &flag):
                     return _FAIL
             elif key == _K_LANGUAGE:
-                if ch == 34:
+                if c.end - c.pos >= 6 and memcmp(c.p + c.pos, b'"JAVA"', 6) == 0:  # (Java's clients)
+                    lang = _JAVA
+                    c.pos += 6
+                elif ch == 34:
                     name = _json_string(&c)
                     if name is _FAIL:
                         return _FAIL

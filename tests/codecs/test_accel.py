@@ -233,6 +233,14 @@ def test_cpp_client_send_header(impl):
         b'{"extFields":{"k":"\\q"}}', b'{"extFields":{"k":"\\u00e9\\"\\\\\\/\\b\\f\\n\\r\\t"}}',
         b'{"code":null,"flag":-5,"opaque":-2147483648,"version":0}', b'{}', b'{"extFields":{}}',
         b'{"extFields":null}', b'{"a":NaN}', b'{"extFields":{"k":123456789012345678901234}}',
+        # the string cache's length bound (32 bytes) and a short non-ASCII string
+        b'{"extFields":{"' + b"k" * 32 + b'":"' + b"a" * 32 + b'","j":"' + b"b" * 33 + b'"}}',
+        b'{"remark":"ab\xc3\xa9","extFields":{"\xc3\xa9":"\x7f"}}',
+        # 18 and 19 digits; int32 bounds
+        b'{"extFields":{"k":123456789012345678,"j":-1234567890123456789}}',
+        b'{"code":-0,"flag":2147483647,"opaque":-2147483649}', b'{"code":1234567890123456789}',
+        # an escaped string past the unescape stack buffer
+        b'{"remark":"\\n' + b"x" * 3000 + b'"}', b'{"remark":"\\n' + b"x" * 3000,
     ],
 )
 def test_json_edge_cases(raw):
