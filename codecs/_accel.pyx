@@ -1760,7 +1760,7 @@ def specialize_codec(cls, specs, wire_order, direct, bools, decode, encode_wire)
     """Twin of :func:`trocket.codecs.custom_header.compiled.specialize_codec`: a
     :class:`_TypedHeaderCodec`'s two methods for a class it can serve, else the pure one's."""
     cdef _TypedHeaderCodec codec
-    cdef Py_ssize_t i, off
+    cdef Py_ssize_t i
     specs = tuple(specs)
     by_name = {spec.name: spec for spec in specs}
     if not direct or type(bools) is not dict or sorted(wire_order) != sorted(by_name) or len(by_name) != len(specs):
@@ -1770,10 +1770,7 @@ def specialize_codec(cls, specs, wire_order, direct, bools, decode, encode_wire)
     if codec.wire is None:
         return _py_specialize_codec(cls, specs, wire_order, direct, bools, decode, encode_wire)
     for i, spec in enumerate(specs):
-        off = _field_slot(cls, spec.name)
-        if off <= 0:  # (the encoder above took every field: not reached)
-            return _py_specialize_codec(cls, specs, wire_order, direct, bools, decode, encode_wire)
-        codec.at[i] = off
+        codec.at[i] = _field_slot(cls, spec.name)  # (the encoder above found each one)
         codec.kind[i] = _SLOT_KINDS[spec.kind] | (_K_REQUIRED if spec.required else 0)
         codec.digits[i] = 18 if spec.kind == "long" else 9
     codec.cls = cls

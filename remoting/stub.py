@@ -176,11 +176,12 @@ class Call(Generic[Req, Resp]):
         if (header.__class__ is not cls) if cls is not None else (header is not None):
             self._wrong(header)
         request = build_command(RemotingCommand, self._code, _JAVA, 0, 0, 0, None, None, body, header, self._stype)
+        budget = self._timeout if timeout is None else timeout
         conn = self._connection()
         if conn is not None:
-            response = await self._invoker.sync(conn, request, self._timeout if timeout is None else timeout)
+            response = await self._invoker.sync(conn, request, budget)
         else:
-            response = await self._sync(self._target, request, self._timeout if timeout is None else timeout)
+            response = await self._sync(self._target, request, budget)
         if response.code == 0:
             decode = self._decode  # _reply() written out: a Python call less per call
             reply = _new(Reply)
@@ -199,30 +200,26 @@ class Call(Generic[Req, Resp]):
     ) -> ReplyFuture[Resp]:
         """Send the request; returns once it is on its way, with a future of the
         answer (``await`` it, or ``callback(future)`` runs when it is known)."""
-        cls = self._request_cls  # _make() written out, and the future made by slot stores
-        if (header.__class__ is not cls) if cls is not None else (header is not None):
-            self._wrong(header)
-        reply = _new(ReplyFuture)
-        reply._call = self
-        reply._callback = callback
-        reply._future = None
-        request = build_command(RemotingCommand, self._code, _JAVA, 0, 0, 0, None, None, body, header, self._stype)
+        request = self._make(header, body)
+        reply = ReplyFuture(self, callback)
+        budget = self._timeout if timeout is None else timeout
+        done = None if callback is None else reply._done
         conn = self._connection()
-        reply._future = await (self._async(self._target, request, self._timeout if timeout is None else timeout,
-                                           None if callback is None else reply._done)
-                               if conn is None else
-                               self._invoker.call_async(conn, request, self._timeout if timeout is None else timeout,
-                                                        None if callback is None else reply._done))
+        if conn is not None:
+            reply._future = await self._invoker.call_async(conn, request, budget, done)
+        else:
+            reply._future = await self._async(self._target, request, budget, done)
         return reply
 
     async def invoke_oneway(self, header: Req, body: bytes = b"", *, timeout: float | None = None) -> None:
         """Send the request with the oneway flag: no answer comes."""
         request = self._make(header, body)
+        budget = self._timeout if timeout is None else timeout
         conn = self._connection()
         if conn is not None:
-            await self._invoker.oneway(conn, request, self._timeout if timeout is None else timeout)
+            await self._invoker.oneway(conn, request, budget)
         else:
-            await self._oneway(self._target, request, self._timeout if timeout is None else timeout)
+            await self._oneway(self._target, request, budget)
 
     def _make(self, header: Req, body: bytes) -> RemotingCommand:
         cls = self._request_cls
@@ -273,16 +270,7 @@ class ReplyFuture(Generic[Resp]):
         future = self._future
         if future is None:
             raise RuntimeError("the call has not been sent yet")
-        # future.result() read in place (a Python call less per answer); it raises the rest
-        response = future._response if future._error is None and future._done else future.result()
-        call = self._call
-        if response.code == 0:
-            decode = call._decode  # _reply() written out: a Python call less per answer
-            reply = _new(Reply)
-            reply.header = None if decode is None else decode(response.ext_fields)
-            reply.body = response.body
-            return reply
-        return call.reply(response)  # raises its error
+        return self._call.reply(future.result())
 
     async def wait(self) -> Reply[Resp]:
         assert self._future is not None

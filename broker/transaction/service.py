@@ -274,7 +274,13 @@ class TransactionalMessageService:
             self.ended = {h for h in self.ended if h >= half_offset}
         if self.latest:
             self.latest = {o: k for o, k in self.latest.items() if k >= half_offset}
-        self._fold_ops()
+        ops = self.ops
+        op_offset = self.op_offset
+        end = self.store.get_max_offset(OP_TOPIC, HALF_QUEUE_ID)
+        while op_offset < end and ops.get(op_offset, -1) < half_offset:
+            ops.pop(op_offset, None)
+            op_offset += 1
+        self.op_offset = op_offset
 
     def _fold_head(self) -> None:
         """Move the check offset over the ended half messages at its head, forgetting
@@ -292,18 +298,6 @@ class TransactionalMessageService:
             del ops[j]
             j += 1
         self.op_offset = j
-
-    def _fold_ops(self) -> None:
-        """Forget the op records from the op offset on that end half messages before the
-        check offset."""
-        half_offset = self.half_offset
-        ops = self.ops
-        op_offset = self.op_offset
-        end = self.store.get_max_offset(OP_TOPIC, HALF_QUEUE_ID)
-        while op_offset < end and ops.get(op_offset, -1) < half_offset:
-            ops.pop(op_offset, None)
-            op_offset += 1
-        self.op_offset = op_offset
 
     # -- end (END_TRANSACTION) ------------------------------------------------------------
 
