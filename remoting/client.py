@@ -176,17 +176,20 @@ class RemotingClient(RemotingEndpoint, ServiceContextManager):
         request: RemotingCommand,
         timeout: float | None = None,
         callback: InvokeCallback | None = None,
+        *,
+        future_class: type[ResponseFuture] = ResponseFuture,
     ) -> ResponseFuture:
-        """Send ``request``; returns once it is queued, with an awaitable future.
-        Waits for an async permit up to ``timeout``, else RemotingTooManyRequestsError."""
+        """Send ``request``; returns once it is queued, with an awaitable future (a
+        ``future_class``). Waits for an async permit up to ``timeout``, else
+        RemotingTooManyRequestsError."""
         if timeout is None:
             timeout = self.config.default_timeout
         conn = self._table.get(addr)
         if conn is None or not conn.is_active:
             begin = trio.current_time()
             conn = await self.get_connection(addr, timeout)
-            return await self.invoker.call_async(conn, request, timeout, callback, begin)
-        return await self.invoker.call_async(conn, request, timeout, callback)
+            return await self.invoker.call_async(conn, request, timeout, callback, begin, future_class)
+        return await self.invoker.call_async(conn, request, timeout, callback, None, future_class)
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand, timeout: float | None = None) -> None:
         """Send ``request`` with the oneway flag; no response is expected. Connecting,

@@ -116,8 +116,11 @@ class Invoker:
         timeout: float,
         callback: InvokeCallback | None = None,
         begin: float | None = None,
+        future_class: type[ResponseFuture] = ResponseFuture,
     ) -> ResponseFuture:
-        """Send ``request``; returns once it is queued, with the call's future."""
+        """Send ``request``; returns once it is queued, with the call's future, a
+        ``future_class`` (a :class:`ResponseFuture` subclass may present the outcome its
+        own way, as a stub's typed :class:`~.stub.ReplyFuture` does)."""
         if begin is None:
             begin = trio.current_time()
         sem = self.async_permits
@@ -128,7 +131,7 @@ class Invoker:
         except BaseException:
             sem.release()
             raise
-        fut = ResponseFuture(
+        fut = future_class(
             request.opaque, request, conn.remote_address, timeout, conn.responses,
             permit=sem, callback=callback, hooks=self.hooks.after, begin=begin,
         )

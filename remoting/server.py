@@ -209,9 +209,15 @@ class RemotingServer(RemotingEndpoint, ServiceContextManager):
         return await self.invoker.sync(conn, request, timeout)
 
     async def invoke_async(
-        self, conn: Connection, request, timeout: float, callback: InvokeCallback | None = None
+        self,
+        conn: Connection,
+        request,
+        timeout: float,
+        callback: InvokeCallback | None = None,
+        *,
+        future_class: type[ResponseFuture] = ResponseFuture,
     ) -> ResponseFuture:
-        return await self.invoker.call_async(conn, request, timeout, callback)
+        return await self.invoker.call_async(conn, request, timeout, callback, None, future_class)
 
     async def invoke_oneway(self, conn: Connection, request, timeout: float) -> None:
         await self.invoker.oneway(conn, request, timeout)

@@ -51,13 +51,16 @@ _new = object.__new__
 _JAVA = LanguageCode.JAVA
 
 
-def _reply(decode: Callable[[Any], Any] | None, response: RemotingCommand) -> Reply[Any]:
-    """The :class:`~.rpc.Reply` of a SUCCESS ``response``: what ``Reply(header, body)``
-    makes, by slot stores (attrs' ``__init__`` is a Python call more, on every answer)."""
-    reply = _new(Reply)
-    reply.header = None if decode is None else decode(response.ext_fields)
-    reply.body = response.body
-    return reply
+def _reply(decode: Callable[[Any], Any] | None, errors: dict[int, type[ServiceError]], response: RemotingCommand) -> Reply[Any]:
+    """The :class:`~.rpc.Reply` of a SUCCESS ``response`` (``decode`` its header), else
+    raise the error for its code from ``errors``. The Reply is made by slot stores:
+    attrs' ``__init__`` is a Python call more, on every answer."""
+    if response.code == 0:
+        reply = _new(Reply)
+        reply.header = None if decode is None else decode(response.ext_fields)
+        reply.body = response.body
+        return reply
+    raise error_for(response, errors)
 
 
 _CALLS = ("invoke_sync", "invoke_async", "invoke_oneway")
@@ -82,6 +85,7 @@ class Stub:
     errors: ClassVar[tuple[type[ServiceError], ...]] = ()
     _methods: ClassVar[dict[str, Method]] = {}
     _error_table: ClassVar[dict[int, type[ServiceError]]] = error_table(())
+    _future_classes: ClassVar[dict[Method, type[ReplyFuture]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -90,6 +94,7 @@ class Stub:
             methods.update((name, value) for name, value in vars(klass).items() if isinstance(value, Method))
         cls._methods = methods
         cls._error_table = error_table(cls.errors)
+        cls._future_classes = {method: _reply_future_class(method, cls._error_table) for method in methods.values()}
 
     def __init__(
         self,
@@ -125,7 +130,7 @@ class Call(Generic[Req, Resp]):
 
     __slots__ = (
         "stub", "method", "_code", "_request_cls", "_decode", "_target", "_timeout", "_stype",
-        "_sync", "_async", "_oneway", "_is_oneway", "_invoker", "_conns", "_direct",
+        "_sync", "_async", "_oneway", "_is_oneway", "_invoker", "_conns", "_direct", "_future_class",
     )
 
     def __init__(self, stub: Stub, method: Method[Req, Resp]) -> None:
@@ -135,6 +140,7 @@ class Call(Generic[Req, Resp]):
         self._request_cls = method.request
         self._decode = method.decode_response
         self._is_oneway = method.oneway
+        self._future_class = stub._future_classes.get(method) or _reply_future_class(method, stub._error_table)
         # what every call reads, read once (a stub's endpoint, target and defaults are fixed)
         self._target = stub.target
         self._timeout = stub.timeout
@@ -201,15 +207,11 @@ class Call(Generic[Req, Resp]):
         """Send the request; returns once it is on its way, with a future of the
         answer (``await`` it, or ``callback(future)`` runs when it is known)."""
         request = self._make(header, body)
-        reply = ReplyFuture(self, callback)
         budget = self._timeout if timeout is None else timeout
-        done = None if callback is None else reply._done
         conn = self._connection()
         if conn is not None:
-            reply._future = await self._invoker.call_async(conn, request, budget, done)
-        else:
-            reply._future = await self._async(self._target, request, budget, done)
-        return reply
+            return await self._invoker.call_async(conn, request, budget, callback, None, self._future_class)  # type: ignore[return-value]
+        return await self._async(self._target, request, budget, callback, future_class=self._future_class)  # type: ignore[return-value]
 
     async def invoke_oneway(self, header: Req, body: bytes = b"", *, timeout: float | None = None) -> None:
         """Send the request with the oneway flag: no answer comes."""
@@ -235,49 +237,49 @@ class Call(Generic[Req, Resp]):
 
     def reply(self, response: RemotingCommand) -> Reply[Resp]:
         """The :class:`~.rpc.Reply` of a SUCCESS ``response``; else raise its error."""
-        if response.code == 0:
-            return _reply(self._decode, response)
-        raise error_for(response, self.stub._error_table)
+        return _reply(self._decode, self.stub._error_table, response)
 
     def __repr__(self) -> str:
         return f"<Call {self.method.name} {self.method!r} of {self.stub!r}>"
 
 
-class ReplyFuture(Generic[Resp]):
-    """The pending answer of :meth:`Call.invoke_async`: ``await`` it for the
-    :class:`~.rpc.Reply` (or the error), or read :meth:`result` once :meth:`done`."""
+class ReplyFuture(ResponseFuture, Generic[Resp]):
+    """The pending answer of :meth:`Call.invoke_async`: the call's own
+    :class:`~.response.ResponseFuture`, whose :meth:`result` and ``await`` give the
+    :class:`~.rpc.Reply` (or raise the stub's error for the answer's code) rather than the
+    response command (still there as :attr:`response`).
 
-    __slots__ = ("_call", "_callback", "_future")
+    Each call a stub declares has its subclass (:func:`_reply_future_class`), holding the
+    answer's decode and the stub's error table: the invoker makes it as it makes any
+    future, so a typed call's future costs nothing over a plain one's."""
 
-    def __init__(self, call: Call[Any, Resp], callback: Callable[[ReplyFuture[Resp]], None] | None = None) -> None:
-        self._call = call
-        self._callback = callback
-        self._future: ResponseFuture | None = None
+    __slots__ = ()
+    _label: ClassVar[str]  # the method's repr (a Method as a class attribute would bind: a descriptor)
+    _decode: ClassVar[Callable[[Any], Any] | None]
+    _errors: ClassVar[dict[int, type[ServiceError]]]
 
-    def _done(self, future: ResponseFuture) -> None:
-        """remoting's callback: may come before ``invoke_async`` returned the future.
-        Drops the future's reference to this method (a cycle with ``_future``, which
-        would keep both alive until the garbage collector runs), as it is called once."""
-        self._future = future
-        future.callback = None
-        self._callback(self)  # type: ignore[misc]
-
-    def done(self) -> bool:
-        return self._future is not None and self._future.done()
-
-    def result(self) -> Reply[Resp]:
+    def result(self) -> Reply[Resp]:  # type: ignore[override]
         """The reply, or raise the call's error; only once :meth:`done`."""
-        future = self._future
-        if future is None:
-            raise RuntimeError("the call has not been sent yet")
-        return self._call.reply(future.result())
+        if not self._done:
+            raise RuntimeError("the call's answer is not known yet")
+        if self._error is not None:
+            raise self._error
+        return _reply(self._decode, self._errors, self._response)  # type: ignore[arg-type]
 
-    async def wait(self) -> Reply[Resp]:
-        assert self._future is not None
-        return self._call.reply(await self._future.wait())
-
-    def __await__(self):
-        return self.wait().__await__()
+    async def wait(self) -> Reply[Resp]:  # type: ignore[override]
+        """Wait for the answer (at most until the deadline) and return the reply."""
+        return _reply(self._decode, self._errors, await ResponseFuture.wait(self))
 
     def __repr__(self) -> str:
-        return f"<ReplyFuture of {self._call.method!r}: {self._future!r}>"
+        state = "pending" if not self._done else ("error" if self._error else "done")
+        return f"<ReplyFuture of {self._label} opaque={self.opaque} {state} to {self.address}>"
+
+
+def _reply_future_class(method: Method, errors: dict[int, type[ServiceError]]) -> type[ReplyFuture]:
+    """The :class:`ReplyFuture` subclass of ``method`` as a stub with ``errors`` declares it."""
+    decode = method.decode_response  # a function (the pure codec's) would bind as a method: static
+    attributes = {
+        "__slots__": (), "_label": repr(method), "_errors": errors,
+        "_decode": None if decode is None else staticmethod(decode),
+    }
+    return type(f"ReplyFuture[{method.name}]", (ReplyFuture,), attributes)

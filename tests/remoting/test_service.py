@@ -18,8 +18,10 @@ from trocket.remoting import (
     RemotingTimeoutError,
     RemotingTooManyRequestsError,
     Reply,
+    ReplyFuture,
     RequestCodeNotSupportedError,
     ResponseCodeError,
+    ResponseFuture,
     Service,
     ServiceError,
     Stub,
@@ -150,6 +152,35 @@ async def test_calls_of_every_kind_answer_typed(stype):
         # the channel: the connection the request came on
         local = client.connection_for(server.address).local_address
         assert (await calc.peer(None)).header.label == local
+
+
+async def test_an_async_call_is_its_own_response_future():
+    """invoke_async's future is the call's ResponseFuture: the raw response and the
+    call's state as any future has them, the typed Reply (or the stub's error) from
+    result() and await, the same object to its callback (the first call connects first)."""
+    async with serving(echo_processor=False) as server, client_of() as client:
+        make_service([]).register(server)
+        for calc in (Calc(client, server.address), BareCalc(client, server.address)):
+            seen: list = []
+            future = await calc.sum.invoke_async(SumRequest(a=5, b=6), b"xy", callback=seen.append)
+            assert isinstance(future, ReplyFuture) and isinstance(future, ResponseFuture)
+            if not future.done():
+                with pytest.raises(RuntimeError, match="not known yet"):
+                    future.result()
+            assert await future == Reply(SumResponse(total=11), b"yx")
+            assert seen == [future] and future.result() == Reply(SumResponse(total=11), b"yx")
+            assert future.response.code == 0 and future.exception is None
+            assert "opaque=" in repr(future) and "done" in repr(future) and "SumRequest" in repr(future)
+        bad = await Calc(client, server.address).sum.invoke_async(SumRequest(a=-1, b=1))
+        with pytest.raises(Negative):
+            await bad
+        with pytest.raises(Negative):
+            bad.result()
+        # a bare stub knows no error classes: the code and remark come as a ServiceError
+        bare = await BareCalc(client, server.address).sum.invoke_async(SumRequest(a=-1, b=1))
+        with pytest.raises(ServiceError) as info:
+            await bare
+        assert type(info.value) is ServiceError and info.value.code == 400
 
 
 async def test_errors_are_typed():
