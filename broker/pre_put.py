@@ -34,9 +34,9 @@ from trocket.codecs.message.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTIO
 from trocket.codecs.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
 from .errors import NoPermissionError
-from .store import MessageInner
+from .store import MessageInner, PutResult
 from .store.topic_config import PERM_READ, PERM_WRITE
-from .transaction import half_message
+from .transaction import HALF_TOPIC, half_message
 
 if TYPE_CHECKING:
     from .context import BrokerContext
@@ -75,12 +75,15 @@ class PrePutStep(NamedTuple):
     topic_prefixes: tuple[str, ...] = ()
     property_names: tuple[str, ...] = ()
     sys_flags: int = 0
+    #: told ``(msg, stored, result)`` once a record a step made (``stored``, from the
+    #: message sent, ``msg``) is stored where ``result`` says (:meth:`PrePut.stored`)
+    after_put: Callable[[MessageInner, MessageInner, PutResult], None] | None = None
 
 
 class PrePut:
     """The ordered steps, and the union of their triggers."""
 
-    __slots__ = ("steps", "topic_prefixes", "property_names", "sys_flags")
+    __slots__ = ("steps", "topic_prefixes", "property_names", "sys_flags", "after_put")
 
     def __init__(self, steps: tuple[PrePutStep, ...]) -> None:
         self.steps = steps
@@ -89,6 +92,7 @@ class PrePut:
         self.sys_flags = 0
         for step in steps:
             self.sys_flags |= step.sys_flags
+        self.after_put = tuple(step.after_put for step in steps if step.after_put is not None)
 
     def may_rewrite(self, topic: str, properties: str, sys_flag: int = 0) -> bool:
         """Whether any step can apply (the send path inlines this test)."""
@@ -105,6 +109,12 @@ class PrePut:
             if stored is not None:
                 return stored
         return msg
+
+    def stored(self, msg: MessageInner, stored: MessageInner, result: PutResult) -> None:
+        """The put of ``stored``, the record :meth:`rewrite` made of ``msg``, went where
+        ``result`` says: the steps that asked are told (each knows its own records)."""
+        for after_put in self.after_put:
+            after_put(msg, stored, result)
 
 
 def dead_letter_step(ctx: BrokerContext) -> PrePutStep:
@@ -142,7 +152,8 @@ def half_step(ctx: BrokerContext) -> PrePutStep:
     (:func:`~trocket.broker.transaction.half_message`), unless the broker refuses them
     (``rejectTransactionMessage``: NO_PERMISSION, Java's remark). A rolled-back
     transaction type without ``TRAN_MSG`` is stored as it is (and never indexed), as
-    Java stores it."""
+    Java stores it. Once stored, the half message is kept for its END
+    (:meth:`~trocket.broker.transaction.TransactionalMessageService.prepared`)."""
     config = ctx.config
 
     def half(msg: MessageInner, header: Request) -> MessageInner | None:
@@ -155,7 +166,15 @@ def half_step(ctx: BrokerContext) -> PrePutStep:
             raise NoPermissionError(f"the broker[{ip}] sending transaction message is forbidden")
         return half_message(msg)
 
-    return PrePutStep(half, property_names=(PROPERTY_TRANSACTION_PREPARED,), sys_flags=TRANSACTION_PREPARED_TYPE)
+    def half_stored(msg: MessageInner, stored: MessageInner, result: PutResult) -> None:
+        service = ctx.transactions
+        if service is not None and stored.topic == HALF_TOPIC:
+            service.prepared(msg, stored, result)
+
+    return PrePutStep(
+        half, property_names=(PROPERTY_TRANSACTION_PREPARED,), sys_flags=TRANSACTION_PREPARED_TYPE,
+        after_put=half_stored,
+    )
 
 
 def delay_step(schedule: ScheduleMessageService) -> PrePutStep:

@@ -78,6 +78,7 @@ __all__ = [
     "HALF_QUEUE_ID",
     "HALF_TOPIC",
     "OP_TOPIC",
+    "PreparedHalf",
     "REMOVE_TAG",
     "TRANS_GROUP",
     "StoredMessage",
@@ -199,6 +200,26 @@ class StoredMessage:
             return -1
 
 
+class PreparedHalf:
+    """A half message as its prepared send stored it, kept (by the service, for a
+    while) so that a prompt END_TRANSACTION needs no read of it: the half record's
+    message (``half``: its properties bytes, body, flags, born time and host, as
+    stored), the send's properties map (``properties``: the stored ones but
+    ``REAL_TOPIC``/``REAL_QID``, which are ``real_topic``/``real_queue_id``), and where
+    it went (``queue_offset``; the commit-log offset is the key it is kept under).
+    ``size``: the bytes it holds (body and properties)."""
+
+    __slots__ = ("half", "properties", "real_topic", "real_queue_id", "queue_offset", "size")
+
+    def __init__(self, sent: MessageInner, half: MessageInner, queue_offset: int) -> None:
+        self.half = half
+        self.properties = sent.properties
+        self.real_topic = sent.topic
+        self.real_queue_id = sent.queue_id
+        self.queue_offset = queue_offset
+        self.size = len(half.body) + len(half.properties_bytes or b"")
+
+
 @lru_cache(maxsize=1024)
 def _host(ip: bytes, port: int) -> HostAddress:
     """A record's BORNHOST fields as a :class:`HostAddress` (a broker's producers come
@@ -223,7 +244,7 @@ def read_stored(store: MessageStore, commit_log_offset: int) -> StoredMessage | 
     return StoredMessage(record, head, topic, properties)
 
 
-def origin_offset(half: StoredMessage, queue_offset: int) -> int:
+def origin_offset(half: StoredMessage | PreparedHalf, queue_offset: int) -> int:
     """The queue offset of the transaction's first half message: a check copy names it
     (``TRAN_PREPARED_QUEUE_OFFSET``), the first one is itself."""
     text = half.properties.get(PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET)
@@ -235,17 +256,28 @@ def origin_offset(half: StoredMessage, queue_offset: int) -> int:
         return queue_offset
 
 
-def committed_message(half: StoredMessage, commit_log_offset: int) -> MessageInner:
+def committed_message(half: StoredMessage | PreparedHalf, commit_log_offset: int) -> MessageInner:
     """``endMessageTransaction``: the half message on its real topic and queue, as a
-    committed transactional message (see the module docstring for its properties)."""
-    head = half.head
+    committed transactional message (see the module docstring for its properties);
+    the same record whether the half message was read back or kept (:class:`PreparedHalf`)."""
     props = half.properties
+    if type(half) is PreparedHalf:
+        stored = half.half
+        committed = message_inner(  # (slot stores: END_TRANSACTION's path; properties as bytes only)
+            half.real_topic, stored.body, half.real_queue_id, stored.flag,
+            without_properties_bytes(stored.properties_bytes, _NOT_ON_COMMIT),
+            (stored.sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | TRANSACTION_COMMIT_TYPE, stored.born_timestamp,
+            stored.born_host, stored.reconsume_times, tags_hash(props.get(PROPERTY_TAGS)),
+        )
+        committed.prepared_transaction_offset = commit_log_offset
+        return committed
+    head = half.head
     try:  # (StoredMessage.real_queue_id, inline: END_TRANSACTION's path)
         queue_id = int(props.get(PROPERTY_REAL_QUEUE_ID, ""))
     except ValueError:
         queue_id = 0
     body_at = head.body_position
-    committed = message_inner(  # (slot stores: END_TRANSACTION's path; properties as bytes only)
+    committed = message_inner(
         props.get(PROPERTY_REAL_TOPIC) or "", half.record[body_at : body_at + head.body_length], queue_id, head.flag,
         without_properties_bytes(half.raw_properties, _NOT_ON_COMMIT),
         (head.sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | TRANSACTION_COMMIT_TYPE, head.born_timestamp,
