@@ -36,7 +36,7 @@ from trocket.codecs.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFI
 from .errors import NoPermissionError
 from .store import MessageInner, PutResult
 from .store.topic_config import PERM_READ, PERM_WRITE
-from .transaction import HALF_TOPIC, half_message
+from .transaction import TransactionalMessageService, half_message
 
 if TYPE_CHECKING:
     from .context import BrokerContext
@@ -76,7 +76,8 @@ class PrePutStep(NamedTuple):
     property_names: tuple[str, ...] = ()
     sys_flags: int = 0
     #: told ``(msg, stored, result)`` once a record a step made (``stored``, from the
-    #: message sent, ``msg``) is stored where ``result`` says (:meth:`PrePut.stored`)
+    #: message sent, ``msg``) is stored where ``result`` says (each step's is told of
+    #: every step's records: it knows its own); the send path calls them
     after_put: Callable[[MessageInner, MessageInner, PutResult], None] | None = None
 
 
@@ -109,12 +110,6 @@ class PrePut:
             if stored is not None:
                 return stored
         return msg
-
-    def stored(self, msg: MessageInner, stored: MessageInner, result: PutResult) -> None:
-        """The put of ``stored``, the record :meth:`rewrite` made of ``msg``, went where
-        ``result`` says: the steps that asked are told (each knows its own records)."""
-        for after_put in self.after_put:
-            after_put(msg, stored, result)
 
 
 def dead_letter_step(ctx: BrokerContext) -> PrePutStep:
@@ -153,8 +148,11 @@ def half_step(ctx: BrokerContext) -> PrePutStep:
     (``rejectTransactionMessage``: NO_PERMISSION, Java's remark). A rolled-back
     transaction type without ``TRAN_MSG`` is stored as it is (and never indexed), as
     Java stores it. Once stored, the half message is kept for its END
-    (:meth:`~trocket.broker.transaction.TransactionalMessageService.prepared`)."""
+    (:meth:`~trocket.broker.transaction.TransactionalMessageService.prepared`; the
+    context's service is made here when it has none yet: bare setups)."""
     config = ctx.config
+    if ctx.transactions is None:
+        ctx.transactions = TransactionalMessageService(ctx)
 
     def half(msg: MessageInner, header: Request) -> MessageInner | None:
         if msg.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_PREPARED_TYPE:
@@ -166,14 +164,9 @@ def half_step(ctx: BrokerContext) -> PrePutStep:
             raise NoPermissionError(f"the broker[{ip}] sending transaction message is forbidden")
         return half_message(msg)
 
-    def half_stored(msg: MessageInner, stored: MessageInner, result: PutResult) -> None:
-        service = ctx.transactions
-        if service is not None and stored.topic == HALF_TOPIC:
-            service.prepared(msg, stored, result)
-
     return PrePutStep(
         half, property_names=(PROPERTY_TRANSACTION_PREPARED,), sys_flags=TRANSACTION_PREPARED_TYPE,
-        after_put=half_stored,
+        after_put=ctx.transactions.prepared,
     )
 
 

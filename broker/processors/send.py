@@ -539,8 +539,8 @@ class SendProcessor:
             raise put_refused(exc, self.max_message_size) from None
         if stored is not msg:
             result.queue_id = msg.queue_id  # a different record (delay, half): the addressed queue
-            if pre_put.after_put:
-                pre_put.stored(msg, stored, result)  # (a half message: kept for its END)
+            for after_put in pre_put.after_put:  # (a half message: kept for its END)
+                after_put(msg, stored, result)
         return result
 
     # -- batch ---------------------------------------------------------------------------------

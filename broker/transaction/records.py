@@ -44,6 +44,7 @@ is delivered with flag 0).
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from functools import lru_cache
 
 from trocket.codecs.errors import MessageDecodeError
@@ -207,17 +208,17 @@ class PreparedHalf:
     stored), the send's properties map (``properties``: the stored ones but
     ``REAL_TOPIC``/``REAL_QID``, which are ``real_topic``/``real_queue_id``), and where
     it went (``queue_offset``; the commit-log offset is the key it is kept under).
-    ``size``: the bytes it holds (body and properties)."""
+    ``size``: the bytes it holds (body and properties). Made by
+    :meth:`~trocket.broker.transaction.TransactionalMessageService.prepared`."""
 
     __slots__ = ("half", "properties", "real_topic", "real_queue_id", "queue_offset", "size")
 
-    def __init__(self, sent: MessageInner, half: MessageInner, queue_offset: int) -> None:
-        self.half = half
-        self.properties = sent.properties
-        self.real_topic = sent.topic
-        self.real_queue_id = sent.queue_id
-        self.queue_offset = queue_offset
-        self.size = len(half.body) + len(half.properties_bytes or b"")
+    half: MessageInner
+    properties: Mapping[str, str]
+    real_topic: str
+    real_queue_id: int
+    queue_offset: int
+    size: int
 
 
 @lru_cache(maxsize=1024)

@@ -104,6 +104,7 @@ if TYPE_CHECKING:
 __all__ = ["TransactionalMessageService"]
 
 log = logging.getLogger(__name__)
+_new = object.__new__
 
 #: ``MAX_PROCESS_TIME_LIMIT``: one pass gives up after this long (ms)
 MAX_PASS_MS = 60_000
@@ -271,17 +272,26 @@ class TransactionalMessageService:
 
     def prepared(self, sent: MessageInner, half: MessageInner, result: PutResult) -> None:
         """The send path stored ``half`` (:func:`.records.half_message` of the prepared
-        send ``sent``) where ``result`` says: kept for its END, which then reads nothing
-        back (the same checks and records as when read: :class:`.records.PreparedHalf`).
-        Not kept: a body that is not ``bytes`` (it could be a view of a buffer reused)."""
-        if type(half.body) is not bytes:
+        send ``sent``; the half step's ``after_put``, told of every pre-put step's
+        records) where ``result`` says: kept for its END, which then reads nothing back
+        (the same checks and records as when read: :class:`.records.PreparedHalf`). Not
+        kept: a body that is not ``bytes`` (it could be a view of a buffer reused)."""
+        body = half.body
+        if half.topic != HALF_TOPIC or type(body) is not bytes:
             return
-        entry = PreparedHalf(sent, half, result.queue_offset)
+        entry = _new(PreparedHalf)  # (slot stores: the prepared send's path)
+        entry.half = half
+        entry.properties = sent.properties
+        entry.real_topic = sent.topic
+        entry.real_queue_id = sent.queue_id
+        entry.queue_offset = result.queue_offset
+        entry.size = size = len(body) + len(half.properties_bytes or b"")
         kept = self.kept
         kept[result.physical_offset] = entry
-        self.kept_bytes += entry.size
-        while len(kept) > PREPARED_KEPT or self.kept_bytes > PREPARED_KEPT_BYTES:
-            self.kept_bytes -= kept.pop(next(iter(kept))).size
+        self.kept_bytes += size
+        if len(kept) > PREPARED_KEPT or self.kept_bytes > PREPARED_KEPT_BYTES:
+            while len(kept) > PREPARED_KEPT or self.kept_bytes > PREPARED_KEPT_BYTES:
+                self.kept_bytes -= kept.pop(next(iter(kept))).size
 
     def forget_prepared(self) -> None:
         """Drop the kept half messages (their ENDs read them back)."""
