@@ -84,10 +84,12 @@ __all__ = [
     "TRANS_GROUP",
     "StoredMessage",
     "check_copy",
+    "MessageFields",
+    "committed_fields",
     "committed_message",
     "discarded_message",
     "half_message",
-    "op_message",
+    "op_fields",
     "origin_offset",
     "read_stored",
 ]
@@ -257,42 +259,54 @@ def origin_offset(half: StoredMessage | PreparedHalf, queue_offset: int) -> int:
         return queue_offset
 
 
-def committed_message(half: StoredMessage | PreparedHalf, commit_log_offset: int) -> MessageInner:
+#: a message's fields as :func:`~trocket.broker.store.messages.message_inner` takes
+#: them, then its prepared transaction offset (``MessageStore.append_fields``'s arguments)
+MessageFields = tuple[str, bytes, int, int, bytes, int, int, HostAddress, int, int, int]
+
+
+def committed_fields(half: StoredMessage | PreparedHalf, commit_log_offset: int) -> MessageFields:
     """``endMessageTransaction``: the half message on its real topic and queue, as a
     committed transactional message (see the module docstring for its properties);
-    the same record whether the half message was read back or kept (:class:`PreparedHalf`)."""
+    the same record whether the half message was read back or kept (:class:`PreparedHalf`).
+    As fields: END_TRANSACTION's path stores them without a message object."""
     props = half.properties
     if type(half) is PreparedHalf:
         stored = half.half
-        committed = message_inner(  # (slot stores: END_TRANSACTION's path; properties as bytes only)
+        return (
             half.real_topic, stored.body, half.real_queue_id, stored.flag,
             without_properties_bytes(stored.properties_bytes, _NOT_ON_COMMIT),
             (stored.sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | TRANSACTION_COMMIT_TYPE, stored.born_timestamp,
-            stored.born_host, stored.reconsume_times, tags_hash(props.get(PROPERTY_TAGS)),
+            stored.born_host, stored.reconsume_times, tags_hash(props.get(PROPERTY_TAGS)), commit_log_offset,
         )
-        committed.prepared_transaction_offset = commit_log_offset
-        return committed
     head = half.head
     try:  # (StoredMessage.real_queue_id, inline: END_TRANSACTION's path)
         queue_id = int(props.get(PROPERTY_REAL_QUEUE_ID, ""))
     except ValueError:
         queue_id = 0
     body_at = head.body_position
-    committed = message_inner(
+    return (
         props.get(PROPERTY_REAL_TOPIC) or "", half.record[body_at : body_at + head.body_length], queue_id, head.flag,
         without_properties_bytes(half.raw_properties, _NOT_ON_COMMIT),
         (head.sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | TRANSACTION_COMMIT_TYPE, head.born_timestamp,
         _host(head.born_ip, head.born_port), head.reconsume_times, tags_hash(props.get(PROPERTY_TAGS)),
+        commit_log_offset,
     )
-    committed.prepared_transaction_offset = commit_log_offset
-    return committed
 
 
-def op_message(half_queue_offset: int, store_host: HostAddress, now_ms: int) -> MessageInner:
+def committed_message(half: StoredMessage | PreparedHalf, commit_log_offset: int) -> MessageInner:
+    """:func:`committed_fields` as a message (one with a delay level: the schedule
+    service rewrites it)."""
+    msg = message_inner(*committed_fields(half, commit_log_offset)[:10])
+    msg.prepared_transaction_offset = commit_log_offset
+    return msg
+
+
+def op_fields(half_queue_offset: int, store_host: HostAddress, now_ms: int) -> MessageFields:
     """``addRemoveTagInTransactionOp``: the op record that ends the half message at
-    ``half_queue_offset``."""
-    return message_inner(
+    ``half_queue_offset`` (as fields: :data:`MessageFields`)."""
+    return (
         OP_TOPIC, b"%d" % half_queue_offset, HALF_QUEUE_ID, 0, _OP_PROPS, 0, now_ms, store_host, 0, _REMOVE_TAG_CODE,
+        0,
     )
 
 

@@ -91,9 +91,10 @@ from .records import (
     PreparedHalf,
     StoredMessage,
     check_copy,
+    committed_fields,
     committed_message,
     discarded_message,
-    op_message,
+    op_fields,
     origin_offset,
     read_stored,
 )
@@ -431,12 +432,12 @@ class TransactionalMessageService:
 
     def _put_committed(self, half: StoredMessage | PreparedHalf, commit_log_offset: int) -> None:
         """``sendFinalMessage``: the real message, with Java's answers to a refused put."""
-        msg = committed_message(half, commit_log_offset)
         schedule = self.ctx.schedule
-        if schedule is not None and PROPERTY_DELAY_TIME_LEVEL in half.properties:
-            msg = schedule.rewrite(msg)
         try:
-            self.store.append_message(msg)
+            if schedule is not None and PROPERTY_DELAY_TIME_LEVEL in half.properties:
+                self.store.append_message(schedule.rewrite(committed_message(half, commit_log_offset)))
+            else:  # (no message object: stored from its fields)
+                self.store.append_fields(*committed_fields(half, commit_log_offset))
         except PutMessageError as exc:
             status = exc.status
             if status in (PutStatus.MESSAGE_ILLEGAL, PutStatus.PROPERTIES_SIZE_EXCEEDED):
@@ -453,9 +454,8 @@ class TransactionalMessageService:
         when the store refuses it (logged), so it is not ended twice while running."""
         ended = self.ended
         ended.add(half_queue_offset)
-        op = op_message(half_queue_offset, self.store.config.store_host, self.clock())
         try:
-            result = self.store.append_message(op)
+            result = self.store.append_fields(*op_fields(half_queue_offset, self.store.config.store_host, self.clock()))
         except PutMessageError as exc:
             log.error("the op record of half message %d was not stored: %s", half_queue_offset, exc)
             return
