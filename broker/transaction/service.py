@@ -373,7 +373,7 @@ class TransactionalMessageService:
         if kind not in _ENDS:  # EndTransactionRequestHeader.checkFields
             self.refused += 1
             raise HeaderError("RemotingCommandException: commitOrRollback field wrong")
-        if self.config.is_slave:
+        if self.config.broker_role == "SLAVE":  # (BrokerConfig.is_slave, inline: every END's path)
             self.refused += 1
             raise SlaveNotAvailableError("Message store is slave mode, so end transaction is forbidden.")
         if kind == TRANSACTION_NOT_TYPE:
