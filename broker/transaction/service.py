@@ -290,9 +290,8 @@ class TransactionalMessageService:
         kept = self.kept
         kept[result.physical_offset] = entry
         self.kept_bytes += size
-        if len(kept) > PREPARED_KEPT or self.kept_bytes > PREPARED_KEPT_BYTES:
-            while len(kept) > PREPARED_KEPT or self.kept_bytes > PREPARED_KEPT_BYTES:
-                self.kept_bytes -= kept.pop(next(iter(kept))).size
+        while len(kept) > PREPARED_KEPT or self.kept_bytes > PREPARED_KEPT_BYTES:
+            self.kept_bytes -= kept.pop(next(iter(kept))).size
 
     def forget_prepared(self) -> None:
         """Drop the kept half messages (their ENDs read them back)."""
