@@ -119,9 +119,11 @@ FOLD_AT = 10_000
 PENDING_LIMIT = 10_000
 #: half messages kept for their END (:meth:`TransactionalMessageService.prepared`), at
 #: most this many and this many bytes of bodies and properties: a prompt END needs
-#: only the few a producer has in flight; the oldest go first
+#: only the few a producer has in flight; the oldest go first. One larger than
+#: PREPARED_KEPT_MAX_SIZE is not kept (it would push out many others)
 PREPARED_KEPT = 1024
 PREPARED_KEPT_BYTES = 4 << 20
+PREPARED_KEPT_MAX_SIZE = 256 << 10
 #: ``Broker2Client.checkProducerTransactionState``'s oneway budget (10 ms)
 CHECK_SEND_TIMEOUT = 0.01
 
@@ -276,9 +278,13 @@ class TransactionalMessageService:
         send ``sent``; the half step's ``after_put``, told of every pre-put step's
         records) where ``result`` says: kept for its END, which then reads nothing back
         (the same checks and records as when read: :class:`.records.PreparedHalf`). Not
-        kept: a body that is not ``bytes`` (it could be a view of a buffer reused)."""
+        kept: a body that is not ``bytes`` (it could be a view of a buffer reused), a
+        message of more than :data:`PREPARED_KEPT_MAX_SIZE` bytes."""
         body = half.body
         if half.topic != HALF_TOPIC or type(body) is not bytes:
+            return
+        size = len(body) + len(half.properties_bytes or b"")
+        if size > PREPARED_KEPT_MAX_SIZE:
             return
         entry = _new(PreparedHalf)  # (slot stores: the prepared send's path)
         entry.half = half
@@ -286,7 +292,7 @@ class TransactionalMessageService:
         entry.real_topic = sent.topic
         entry.real_queue_id = sent.queue_id
         entry.queue_offset = result.queue_offset
-        entry.size = size = len(body) + len(half.properties_bytes or b"")
+        entry.size = size
         kept = self.kept
         kept[result.physical_offset] = entry
         self.kept_bytes += size

@@ -332,22 +332,30 @@ async def test_a_kept_half_message_is_refused_as_one_read_back(tmp_path, wire):
 
 
 async def test_half_messages_kept_are_bounded_the_oldest_read_back(tmp_path, wire, monkeypatch):
-    """At most PREPARED_KEPT half messages (and PREPARED_KEPT_BYTES) are kept, the
-    oldest dropped first; the END of one dropped reads it back and ends it all the same."""
+    """At most PREPARED_KEPT half messages and PREPARED_KEPT_BYTES are kept, the oldest
+    dropped first, none larger than PREPARED_KEPT_MAX_SIZE; the END of one not kept
+    reads it back and ends it all the same."""
     monkeypatch.setattr(transaction_service, "PREPARED_KEPT", 2)
-    monkeypatch.setattr(transaction_service, "PREPARED_KEPT_BYTES", 2000)
     async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
         addr = broker.broker_addr
         t = broker.transactions
         preps = [(await c.invoke_sync(addr, prepared("TxTopic", b"%d" % i))).ext_fields for i in range(3)]
         offsets = [decode_offset_msg_id(p["msgId"]).offset for p in preps]
         assert list(t.kept) == offsets[1:]
-        big = (await c.invoke_sync(addr, prepared("TxTopic", b"b" * 1800))).ext_fields
-        assert list(t.kept) == [decode_offset_msg_id(big["msgId"]).offset] and t.kept_bytes <= 2000
-        for prep in preps + [big]:
+        size = t.kept[offsets[2]].size  # (every one's properties are as long: only bodies differ)
+        monkeypatch.setattr(transaction_service, "PREPARED_KEPT", 100)
+        monkeypatch.setattr(transaction_service, "PREPARED_KEPT_BYTES", 2 * size + 50)
+        monkeypatch.setattr(transaction_service, "PREPARED_KEPT_MAX_SIZE", size + 60)
+        preps.append((await c.invoke_sync(addr, prepared("TxTopic", b"m" * 40))).ext_fields)  # pushes one out
+        offsets.append(decode_offset_msg_id(preps[-1]["msgId"]).offset)
+        assert list(t.kept) == offsets[2:] and t.kept_bytes == 2 * size + 39
+        preps.append((await c.invoke_sync(addr, prepared("TxTopic", b"b" * 100))).ext_fields)  # too large
+        assert list(t.kept) == offsets[2:]
+        for prep in preps:
             assert (await c.invoke_sync(addr, end_request(prep, COMMIT))).code == 0
         assert not t.kept and t.kept_bytes == 0
-        assert sorted(m.body for m in stored(broker, "TxTopic", 1)) == sorted([b"0", b"1", b"2", b"b" * 1800])
+        bodies = sorted([b"0", b"1", b"2", b"m" * 40, b"b" * 100])
+        assert sorted(m.body for m in stored(broker, "TxTopic", 1)) == bodies
 
 
 # -- refusals: Java's codes and remarks, nothing stored -------------------------------------------
