@@ -34,9 +34,9 @@ from trocket.codecs.message.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTIO
 from trocket.codecs.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
 from .errors import NoPermissionError
-from .store import MessageInner
+from .store import MessageInner, PutResult
 from .store.topic_config import PERM_READ, PERM_WRITE
-from .transaction import half_message
+from .transaction import TransactionalMessageService, half_message
 
 if TYPE_CHECKING:
     from .context import BrokerContext
@@ -75,12 +75,16 @@ class PrePutStep(NamedTuple):
     topic_prefixes: tuple[str, ...] = ()
     property_names: tuple[str, ...] = ()
     sys_flags: int = 0
+    #: told ``(msg, stored, result)`` once a record a step made (``stored``, from the
+    #: message sent, ``msg``) is stored where ``result`` says (each step's is told of
+    #: every step's records: it knows its own); the send path calls them
+    after_put: Callable[[MessageInner, MessageInner, PutResult], None] | None = None
 
 
 class PrePut:
     """The ordered steps, and the union of their triggers."""
 
-    __slots__ = ("steps", "topic_prefixes", "property_names", "sys_flags")
+    __slots__ = ("steps", "topic_prefixes", "property_names", "sys_flags", "after_put")
 
     def __init__(self, steps: tuple[PrePutStep, ...]) -> None:
         self.steps = steps
@@ -89,6 +93,7 @@ class PrePut:
         self.sys_flags = 0
         for step in steps:
             self.sys_flags |= step.sys_flags
+        self.after_put = tuple(step.after_put for step in steps if step.after_put is not None)
 
     def may_rewrite(self, topic: str, properties: str, sys_flag: int = 0) -> bool:
         """Whether any step can apply (the send path inlines this test)."""
@@ -142,8 +147,12 @@ def half_step(ctx: BrokerContext) -> PrePutStep:
     (:func:`~trocket.broker.transaction.half_message`), unless the broker refuses them
     (``rejectTransactionMessage``: NO_PERMISSION, Java's remark). A rolled-back
     transaction type without ``TRAN_MSG`` is stored as it is (and never indexed), as
-    Java stores it."""
+    Java stores it. Once stored, the half message is kept for its END
+    (:meth:`~trocket.broker.transaction.TransactionalMessageService.prepared`; the
+    context's service is made here when it has none yet: bare setups)."""
     config = ctx.config
+    if ctx.transactions is None:
+        ctx.transactions = TransactionalMessageService(ctx)
 
     def half(msg: MessageInner, header: Request) -> MessageInner | None:
         if msg.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_PREPARED_TYPE:
@@ -155,7 +164,10 @@ def half_step(ctx: BrokerContext) -> PrePutStep:
             raise NoPermissionError(f"the broker[{ip}] sending transaction message is forbidden")
         return half_message(msg)
 
-    return PrePutStep(half, property_names=(PROPERTY_TRANSACTION_PREPARED,), sys_flags=TRANSACTION_PREPARED_TYPE)
+    return PrePutStep(
+        half, property_names=(PROPERTY_TRANSACTION_PREPARED,), sys_flags=TRANSACTION_PREPARED_TYPE,
+        after_put=ctx.transactions.prepared,
+    )
 
 
 def delay_step(schedule: ScheduleMessageService) -> PrePutStep:

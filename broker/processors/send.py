@@ -538,6 +538,8 @@ class SendProcessor:
         except PutMessageError as exc:
             raise put_refused(exc, self.max_message_size) from None
         if stored is not msg:
+            for after_put in pre_put.after_put:  # (a half message: kept for its END)
+                after_put(msg, stored, result)
             result.queue_id = msg.queue_id  # a different record (delay, half): the addressed queue
         return result
 

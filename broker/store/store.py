@@ -295,6 +295,28 @@ class MessageStore:
             self._refuse_put()
         return self.commit_log.put_message(msg)
 
+    def append_fields(
+        self, topic: str, body: bytes | bytearray | memoryview, queue_id: int, flag: int, properties_bytes: bytes,
+        sys_flag: int, born_timestamp: int, born_host: HostAddress, reconsume_times: int, tags_code: int,
+        prepared_transaction_offset: int = 0,
+    ) -> PutResult:
+        """:meth:`append_message` of a message given by its fields, as
+        :func:`~trocket.broker.store.messages.message_inner` takes them, and its
+        prepared transaction offset (no message object made: a transaction's END)."""
+        if self._no_puts:
+            self._refuse_put()
+        if topic == RMQ_SYS_SCHEDULE_TOPIC:  # its tags code is a deliver time: the full way
+            msg = message_inner(
+                topic, body, queue_id, flag, properties_bytes, sys_flag, born_timestamp, born_host,
+                reconsume_times, tags_code,
+            )
+            msg.prepared_transaction_offset = prepared_transaction_offset
+            return self.commit_log.put_message(msg)
+        return self.commit_log.append(
+            topic, body, queue_id, flag, properties_bytes, sys_flag, born_timestamp, born_host, reconsume_times,
+            prepared_transaction_offset, tags_code, None,
+        )
+
     def dispatch(self) -> None:
         """Dispatch what :meth:`append_message` stored (consume queues, listeners)."""
         self.dispatcher.drain()

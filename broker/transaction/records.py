@@ -44,6 +44,7 @@ is delivered with flag 0).
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from functools import lru_cache
 
 from trocket.codecs.errors import MessageDecodeError
@@ -80,12 +81,15 @@ __all__ = [
     "OP_TOPIC",
     "REMOVE_TAG",
     "TRANS_GROUP",
+    "MessageFields",
+    "PreparedHalf",
     "StoredMessage",
     "check_copy",
+    "committed_fields",
     "committed_message",
     "discarded_message",
     "half_message",
-    "op_message",
+    "op_fields",
     "origin_offset",
     "read_stored",
 ]
@@ -199,6 +203,26 @@ class StoredMessage:
             return -1
 
 
+class PreparedHalf:
+    """A half message as its prepared send stored it, kept (by the service, for a
+    while) so that a prompt END_TRANSACTION needs no read of it: the half record's
+    message (``half``: its properties bytes, body, flags, born time and host, as
+    stored), the send's properties map (``properties``: the stored ones but
+    ``REAL_TOPIC``/``REAL_QID``, which are ``real_topic``/``real_queue_id``), and where
+    it went (``queue_offset``; the commit-log offset is the key it is kept under).
+    ``size``: the bytes it holds (body and properties). Made by
+    :meth:`~trocket.broker.transaction.TransactionalMessageService.prepared`."""
+
+    __slots__ = ("half", "properties", "real_topic", "real_queue_id", "queue_offset", "size")
+
+    half: MessageInner
+    properties: Mapping[str, str]
+    real_topic: str
+    real_queue_id: int
+    queue_offset: int
+    size: int
+
+
 @lru_cache(maxsize=1024)
 def _host(ip: bytes, port: int) -> HostAddress:
     """A record's BORNHOST fields as a :class:`HostAddress` (a broker's producers come
@@ -223,7 +247,7 @@ def read_stored(store: MessageStore, commit_log_offset: int) -> StoredMessage | 
     return StoredMessage(record, head, topic, properties)
 
 
-def origin_offset(half: StoredMessage, queue_offset: int) -> int:
+def origin_offset(half: StoredMessage | PreparedHalf, queue_offset: int) -> int:
     """The queue offset of the transaction's first half message: a check copy names it
     (``TRAN_PREPARED_QUEUE_OFFSET``), the first one is itself."""
     text = half.properties.get(PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET)
@@ -235,31 +259,54 @@ def origin_offset(half: StoredMessage, queue_offset: int) -> int:
         return queue_offset
 
 
-def committed_message(half: StoredMessage, commit_log_offset: int) -> MessageInner:
+#: a message's fields as :func:`~trocket.broker.store.messages.message_inner` takes
+#: them, then its prepared transaction offset (``MessageStore.append_fields``'s arguments)
+MessageFields = tuple[str, bytes, int, int, bytes, int, int, HostAddress, int, int, int]
+
+
+def committed_fields(half: StoredMessage | PreparedHalf, commit_log_offset: int) -> MessageFields:
     """``endMessageTransaction``: the half message on its real topic and queue, as a
-    committed transactional message (see the module docstring for its properties)."""
-    head = half.head
+    committed transactional message (see the module docstring for its properties);
+    the same record whether the half message was read back or kept (:class:`PreparedHalf`).
+    As fields: END_TRANSACTION's path stores them without a message object."""
     props = half.properties
+    if type(half) is PreparedHalf:
+        stored = half.half
+        return (
+            half.real_topic, stored.body, half.real_queue_id, stored.flag,
+            without_properties_bytes(stored.properties_bytes, _NOT_ON_COMMIT),
+            (stored.sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | TRANSACTION_COMMIT_TYPE, stored.born_timestamp,
+            stored.born_host, stored.reconsume_times, tags_hash(props.get(PROPERTY_TAGS)), commit_log_offset,
+        )
+    head = half.head
     try:  # (StoredMessage.real_queue_id, inline: END_TRANSACTION's path)
         queue_id = int(props.get(PROPERTY_REAL_QUEUE_ID, ""))
     except ValueError:
         queue_id = 0
     body_at = head.body_position
-    committed = message_inner(  # (slot stores: END_TRANSACTION's path; properties as bytes only)
+    return (
         props.get(PROPERTY_REAL_TOPIC) or "", half.record[body_at : body_at + head.body_length], queue_id, head.flag,
         without_properties_bytes(half.raw_properties, _NOT_ON_COMMIT),
         (head.sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | TRANSACTION_COMMIT_TYPE, head.born_timestamp,
         _host(head.born_ip, head.born_port), head.reconsume_times, tags_hash(props.get(PROPERTY_TAGS)),
+        commit_log_offset,
     )
-    committed.prepared_transaction_offset = commit_log_offset
-    return committed
 
 
-def op_message(half_queue_offset: int, store_host: HostAddress, now_ms: int) -> MessageInner:
+def committed_message(half: StoredMessage | PreparedHalf, commit_log_offset: int) -> MessageInner:
+    """:func:`committed_fields` as a message (one with a delay level: the schedule
+    service rewrites it)."""
+    msg = message_inner(*committed_fields(half, commit_log_offset)[:10])
+    msg.prepared_transaction_offset = commit_log_offset
+    return msg
+
+
+def op_fields(half_queue_offset: int, store_host: HostAddress, now_ms: int) -> MessageFields:
     """``addRemoveTagInTransactionOp``: the op record that ends the half message at
-    ``half_queue_offset``."""
-    return message_inner(
+    ``half_queue_offset`` (as fields: :data:`MessageFields`)."""
+    return (
         OP_TOPIC, b"%d" % half_queue_offset, HALF_QUEUE_ID, 0, _OP_PROPS, 0, now_ms, store_host, 0, _REMOVE_TAG_CODE,
+        0,
     )
 
 

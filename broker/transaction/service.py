@@ -12,9 +12,12 @@ RocketMQ 4.9.8's ``TransactionalMessageServiceImpl`` (the check algorithm),
 * **end** (:meth:`TransactionalMessageService.end`, END_TRANSACTION 37, from the
   producer or from its answer to a check): the half message at ``commitLogOffset`` is
   looked up and checked as Java checks it (producer group, queue offset, commit-log
-  offset); a commit stores the real message (:func:`.records.committed_message`, delayed
-  when it carries ``DELAY``, as Java's store delays it), then an op record; a rollback
-  only the op record; "unknown" (0) leaves it to the checks.
+  offset) -- kept since its prepared send stored it
+  (:meth:`TransactionalMessageService.prepared`: a prompt END reads nothing back;
+  bounded, the oldest dropped), else read back; a commit stores the real message
+  (:func:`.records.committed_message`, delayed when it carries ``DELAY``, as Java's
+  store delays it), then an op record; a rollback only the op record; "unknown" (0)
+  leaves it to the checks.
 * **check** (:meth:`TransactionalMessageService.run`): every ``transactionCheckInterval``
   (60 s) a pass over the half queue from the check offset: a half message with an op
   record is skipped; one younger than ``transactionTimeOut`` (6 s; or its own
@@ -85,11 +88,13 @@ from .records import (
     HALF_TOPIC,
     OP_TOPIC,
     TRANS_GROUP,
+    PreparedHalf,
     StoredMessage,
     check_copy,
+    committed_fields,
     committed_message,
     discarded_message,
-    op_message,
+    op_fields,
     origin_offset,
     read_stored,
 )
@@ -100,6 +105,7 @@ if TYPE_CHECKING:
 __all__ = ["TransactionalMessageService"]
 
 log = logging.getLogger(__name__)
+_new = object.__new__
 
 #: ``MAX_PROCESS_TIME_LIMIT``: one pass gives up after this long (ms)
 MAX_PASS_MS = 60_000
@@ -111,6 +117,13 @@ PASS_STEP = 256
 FOLD_AT = 10_000
 #: half messages the runtime figures read at most to count the pending ones
 PENDING_LIMIT = 10_000
+#: half messages kept for their END (:meth:`TransactionalMessageService.prepared`), at
+#: most this many and this many bytes of bodies and properties: a prompt END needs
+#: only the few a producer has in flight; the oldest go first. One larger than
+#: PREPARED_KEPT_MAX_SIZE is not kept (it would push out many others)
+PREPARED_KEPT = 1024
+PREPARED_KEPT_BYTES = 4 << 20
+PREPARED_KEPT_MAX_SIZE = 256 << 10
 #: ``Broker2Client.checkProducerTransactionState``'s oneway budget (10 ms)
 CHECK_SEND_TIMEOUT = 0.01
 
@@ -151,6 +164,10 @@ class TransactionalMessageService:
         self.ended: set[int] = set()
         #: a transaction's first half queue offset -> its live check copy's
         self.latest: dict[int, int] = {}
+        #: commit-log offset -> a half message just prepared, in the order stored (its
+        #: END reads it from here, not from the commit log; an END pops it)
+        self.kept: dict[int, PreparedHalf] = {}
+        self.kept_bytes = 0
         self._round_robin = 0
         # counters (runtime info)
         self.commits = 0
@@ -179,6 +196,7 @@ class TransactionalMessageService:
         self.ops.clear()
         self.ended.clear()
         self.latest.clear()
+        self.forget_prepared()
         for j in range(self.op_offset, store.get_max_offset(OP_TOPIC, HALF_QUEUE_ID)):
             entry = store.get_queue_entry(OP_TOPIC, HALF_QUEUE_ID, j)
             record = read_stored(store, entry[0]) if entry is not None else None
@@ -217,6 +235,7 @@ class TransactionalMessageService:
         self.ended.clear()
         self.latest.clear()
         self.ops.clear()
+        self.forget_prepared()
         self._commit_offsets()
         log.info("transactions: the half queue was removed; checks start again at offset %d", self.half_offset)
 
@@ -253,6 +272,37 @@ class TransactionalMessageService:
         log.info("half message at %d resumed: checked again from half queue offset %d (real topic %s)",
                  commit_log_offset, result.queue_offset, stored.real_topic)
         return result
+
+    def prepared(self, sent: MessageInner, half: MessageInner, result: PutResult) -> None:
+        """The send path stored ``half`` (:func:`.records.half_message` of the prepared
+        send ``sent``; the half step's ``after_put``, told of every pre-put step's
+        records) where ``result`` says: kept for its END, which then reads nothing back
+        (the same checks and records as when read: :class:`.records.PreparedHalf`). Not
+        kept: a body that is not ``bytes`` (it could be a view of a buffer reused), a
+        message of more than :data:`PREPARED_KEPT_MAX_SIZE` bytes."""
+        body = half.body
+        if half.topic != HALF_TOPIC or type(body) is not bytes:
+            return
+        size = len(body) + len(half.properties_bytes or b"")
+        if size > PREPARED_KEPT_MAX_SIZE:
+            return
+        entry = _new(PreparedHalf)  # (slot stores: the prepared send's path)
+        entry.half = half
+        entry.properties = sent.properties
+        entry.real_topic = sent.topic
+        entry.real_queue_id = sent.queue_id
+        entry.queue_offset = result.queue_offset
+        entry.size = size
+        kept = self.kept
+        kept[result.physical_offset] = entry
+        self.kept_bytes += size
+        while len(kept) > PREPARED_KEPT or self.kept_bytes > PREPARED_KEPT_BYTES:
+            self.kept_bytes -= kept.pop(next(iter(kept))).size
+
+    def forget_prepared(self) -> None:
+        """Drop the kept half messages (their ENDs read them back)."""
+        self.kept.clear()
+        self.kept_bytes = 0
 
     def _half_at(self, queue_offset: int) -> StoredMessage | None:
         entry = self.store.get_queue_entry(HALF_TOPIC, HALF_QUEUE_ID, queue_offset)
@@ -328,26 +378,40 @@ class TransactionalMessageService:
         if kind not in _ENDS:  # EndTransactionRequestHeader.checkFields
             self.refused += 1
             raise HeaderError("RemotingCommandException: commitOrRollback field wrong")
-        if self.config.is_slave:
+        if self.config.broker_role == "SLAVE":  # (BrokerConfig.is_slave, inline: every END's path)
             self.refused += 1
             raise SlaveNotAvailableError("Message store is slave mode, so end transaction is forbidden.")
         if kind == TRANSACTION_NOT_TYPE:
             self.unknowns += 1
             return
         commit_log_offset = header.commitLogOffset
-        half = read_stored(self.store, commit_log_offset)
-        if half is None or half.topic != HALF_TOPIC:
-            self._refuse(_FIND_FAILED)
-        # checkPrepareMessage (StoredMessage's fields read inline: every END's path)
-        props = half.properties
-        if props.get(PROPERTY_PRODUCER_GROUP) != header.producerGroup:
-            self._refuse("The producer group wrong")
         queue_offset = header.tranStateTableOffset
-        head = half.head
-        if head.queue_offset != queue_offset:
-            self._refuse("The transaction state table offset wrong")
-        if head.physical_offset != commit_log_offset:
-            self._refuse("The commit log offset wrong")
+        # checkPrepareMessage, on the half message kept when it was prepared (its record
+        # starts at the offset, on the half topic) or else read back (its fields inline:
+        # every END's path)
+        half: StoredMessage | PreparedHalf | None = None
+        if self.kept:
+            half = self.kept.pop(commit_log_offset, None)
+            if half is not None:
+                self.kept_bytes -= half.size
+                if commit_log_offset < self.store.min_phy_offset:  # the retention took it since
+                    half = None
+        if half is not None:
+            if half.properties.get(PROPERTY_PRODUCER_GROUP) != header.producerGroup:
+                self._refuse("The producer group wrong")
+            if half.queue_offset != queue_offset:
+                self._refuse("The transaction state table offset wrong")
+        else:
+            half = read_stored(self.store, commit_log_offset)
+            if half is None or half.topic != HALF_TOPIC:
+                self._refuse(_FIND_FAILED)
+            if half.properties.get(PROPERTY_PRODUCER_GROUP) != header.producerGroup:
+                self._refuse("The producer group wrong")
+            head = half.head
+            if head.queue_offset != queue_offset:
+                self._refuse("The transaction state table offset wrong")
+            if head.physical_offset != commit_log_offset:
+                self._refuse("The commit log offset wrong")
         latest = self.latest
         if latest:  # a check copied some transaction: the live copy of this one, if any
             target = latest.get(origin_offset(half, queue_offset), queue_offset)
@@ -371,14 +435,14 @@ class TransactionalMessageService:
         self.refused += 1
         raise BrokerError(remark)
 
-    def _put_committed(self, half: StoredMessage, commit_log_offset: int) -> None:
+    def _put_committed(self, half: StoredMessage | PreparedHalf, commit_log_offset: int) -> None:
         """``sendFinalMessage``: the real message, with Java's answers to a refused put."""
-        msg = committed_message(half, commit_log_offset)
         schedule = self.ctx.schedule
-        if schedule is not None and PROPERTY_DELAY_TIME_LEVEL in half.properties:
-            msg = schedule.rewrite(msg)
         try:
-            self.store.append_message(msg)
+            if schedule is not None and PROPERTY_DELAY_TIME_LEVEL in half.properties:
+                self.store.append_message(schedule.rewrite(committed_message(half, commit_log_offset)))
+            else:  # (no message object: stored from its fields)
+                self.store.append_fields(*committed_fields(half, commit_log_offset))
         except PutMessageError as exc:
             status = exc.status
             if status in (PutStatus.MESSAGE_ILLEGAL, PutStatus.PROPERTIES_SIZE_EXCEEDED):
@@ -395,9 +459,8 @@ class TransactionalMessageService:
         when the store refuses it (logged), so it is not ended twice while running."""
         ended = self.ended
         ended.add(half_queue_offset)
-        op = op_message(half_queue_offset, self.store.config.store_host, self.clock())
         try:
-            result = self.store.append_message(op)
+            result = self.store.append_fields(*op_fields(half_queue_offset, self.store.config.store_host, self.clock()))
         except PutMessageError as exc:
             log.error("the op record of half message %d was not stored: %s", half_queue_offset, exc)
             return

@@ -33,7 +33,7 @@ from trocket.codecs.serialize import encode_command
 from trocket.codecs.message.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE
 from trocket.codecs.java_hashmap import JavaHashMap
 from trocket.broker.transaction import service as transaction_service
-from trocket.broker.transaction.records import read_stored
+from trocket.broker.transaction.records import committed_message, origin_offset, read_stored
 from trocket.remoting import ClientConfig, RemotingClient
 
 HALF = "RMQ_SYS_TRANS_HALF_TOPIC"
@@ -276,6 +276,86 @@ async def test_a_committed_message_with_a_delay_is_delayed(tmp_path, wire):
         assert visible(broker, "TxTopic") == 0
         [delayed] = stored(broker, "SCHEDULE_TOPIC_XXXX", 2)
         assert delayed.properties["REAL_TOPIC"] == "TxTopic" and delayed.sys_flag & 0xC == TRANSACTION_COMMIT_TYPE
+
+
+# -- the half messages kept for their END ------------------------------------------------------
+
+
+async def test_an_end_finds_its_half_message_kept_as_it_would_read_it_back(tmp_path, wire):
+    """A prepared send's half message is kept for its END (nothing read back): what the
+    END checks and the committed record it stores are the same as from the record
+    read back, whatever the message's shape (non-ASCII properties, a delay, a first
+    half message named, its flag); the END takes it out."""
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        t = broker.transactions
+        shapes = [
+            prepared("TxTopic", b"plain"),
+            prepared("TxTopic", "zürich €".encode(), queue_id=3, KEYS="schlüssel", DELAY="2"),
+            prepared("TxTopic", b"", group="PG2", TRAN_PREPARED_QUEUE_OFFSET="0"),
+            prepared("TxTopic", b"flag only", tran_msg=False, TAGS="", PGROUP="PG"),
+        ]
+        for req in shapes:
+            ext = (await c.invoke_sync(addr, req)).ext_fields
+            offset = decode_offset_msg_id(ext["msgId"]).offset
+            kept, read = t.kept[offset], read_stored(broker.store, offset)
+            assert kept.queue_offset == read.head.queue_offset == int(ext["queueOffset"])
+            real = {"REAL_TOPIC", "REAL_QID"}
+            assert dict(kept.properties) == {k: v for k, v in read.properties.items() if k not in real}
+            assert origin_offset(kept, kept.queue_offset) == origin_offset(read, kept.queue_offset)
+            assert committed_message(kept, offset) == committed_message(read, offset)
+        assert len(t.kept) == 4 and t.kept_bytes == sum(k.size for k in t.kept.values())
+        ext = (await c.invoke_sync(addr, prepared("TxTopic", b"ends"))).ext_fields
+        assert (await c.invoke_sync(addr, end_request(ext, COMMIT))).code == 0
+        assert len(t.kept) == 4 and visible(broker, "TxTopic") == 1
+
+
+async def test_a_kept_half_message_is_refused_as_one_read_back(tmp_path, wire):
+    """The refusals of a kept half message's END are those of one read back (Java's
+    remarks, nothing stored); the END after them reads it back and ends it."""
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        t = broker.transactions
+        for wrong, remark in (
+            ({"group": "OtherGroup"}, "The producer group wrong"),
+            ({"queueOffset": "3"}, "The transaction state table offset wrong"),
+        ):
+            ext = (await c.invoke_sync(addr, prepared("TxTopic", b"x"))).ext_fields
+            assert decode_offset_msg_id(ext["msgId"]).offset in t.kept
+            before = broker.store.max_phy_offset
+            req = end_request({**ext, "queueOffset": wrong.get("queueOffset", ext["queueOffset"])}, COMMIT,
+                              group=wrong.get("group", "PG"))
+            r = await c.invoke_sync(addr, req)
+            assert (r.code, r.remark) == (1, remark) and broker.store.max_phy_offset == before
+            assert (await c.invoke_sync(addr, end_request(ext, COMMIT))).code == 0
+        assert not t.kept and visible(broker, "TxTopic") == 2 and t.refused == 2
+
+
+async def test_half_messages_kept_are_bounded_the_oldest_read_back(tmp_path, wire, monkeypatch):
+    """At most PREPARED_KEPT half messages and PREPARED_KEPT_BYTES are kept, the oldest
+    dropped first, none larger than PREPARED_KEPT_MAX_SIZE; the END of one not kept
+    reads it back and ends it all the same."""
+    monkeypatch.setattr(transaction_service, "PREPARED_KEPT", 2)
+    async with txn_broker(wire, tmp_path) as broker, wire.client() as c:
+        addr = broker.broker_addr
+        t = broker.transactions
+        preps = [(await c.invoke_sync(addr, prepared("TxTopic", b"%d" % i))).ext_fields for i in range(3)]
+        offsets = [decode_offset_msg_id(p["msgId"]).offset for p in preps]
+        assert list(t.kept) == offsets[1:]
+        size = t.kept[offsets[2]].size  # (every one's properties are as long: only bodies differ)
+        monkeypatch.setattr(transaction_service, "PREPARED_KEPT", 100)
+        monkeypatch.setattr(transaction_service, "PREPARED_KEPT_BYTES", 2 * size + 50)
+        monkeypatch.setattr(transaction_service, "PREPARED_KEPT_MAX_SIZE", size + 60)
+        preps.append((await c.invoke_sync(addr, prepared("TxTopic", b"m" * 40))).ext_fields)  # pushes one out
+        offsets.append(decode_offset_msg_id(preps[-1]["msgId"]).offset)
+        assert list(t.kept) == offsets[2:] and t.kept_bytes == 2 * size + 39
+        preps.append((await c.invoke_sync(addr, prepared("TxTopic", b"b" * 100))).ext_fields)  # too large
+        assert list(t.kept) == offsets[2:]
+        for prep in preps:
+            assert (await c.invoke_sync(addr, end_request(prep, COMMIT))).code == 0
+        assert not t.kept and t.kept_bytes == 0
+        bodies = sorted([b"0", b"1", b"2", b"m" * 40, b"b" * 100])
+        assert sorted(m.body for m in stored(broker, "TxTopic", 1)) == bodies
 
 
 # -- refusals: Java's codes and remarks, nothing stored -------------------------------------------

@@ -69,6 +69,40 @@ def test_message_inner_fast_constructor_equals_the_attrs_one():
     ]  # a new field must be set in message_inner too
 
 
+def test_append_fields_stores_what_append_message_stores(store):
+    """``append_fields`` (a transaction's END: no message object) writes the record
+    ``append_message`` writes of the same message, prepared transaction offset included,
+    SCHEDULE_TOPIC_XXXX's deliver-time tags code too; nothing is dispatched until
+    ``dispatch``; a shut-down store refuses it."""
+    from trocket.broker.store import StoreClosedError
+    from trocket.broker.store.messages import message_inner
+    from trocket.codecs.message.hosts import HostAddress
+
+    host = HostAddress("10.1.2.3", 40000)
+    for topic, props in (("T", b"TAGS\x01a"), ("SCHEDULE_TOPIC_XXXX", b"DELAY\x013\x02REAL_TOPIC\x01T")):
+        fields = (topic, b"body", 2, 7, props, 8, 1700000000000, host, 1, tags_hash("a"))
+        inner = message_inner(*fields)
+        inner.prepared_transaction_offset = 4242
+        by_message, by_fields = store.append_message(inner), store.append_fields(*fields, 4242)
+        assert by_fields.queue_offset == by_message.queue_offset + 1
+        assert store.get_max_offset(topic, 2) == 0  # not dispatched yet
+        store.dispatch()
+        a, b = (decode_record(store.commit_log.get_record(r.physical_offset))[0] for r in (by_message, by_fields))
+        assert b.prepared_transaction_offset == 4242 and b.sys_flag == 8 and b.body == b"body"
+        for m in (a, b):
+            m.queue_offset = m.commit_log_offset = m.store_timestamp = 0
+            m.msg_id = ""
+        assert a == b
+        tag_a, tag_b = (store.get_queue_entry(topic, 2, r.queue_offset)[2] for r in (by_message, by_fields))
+        if topic == "T":
+            assert tag_a == tag_b == tags_hash("a")
+        else:  # the deliver time: store time + level 3's delay (10 s), each its own
+            assert tag_b >= by_fields.store_timestamp + 10_000 and tag_a >= by_message.store_timestamp + 10_000
+    store.shutdown()
+    with pytest.raises(StoreClosedError):
+        store.append_fields("T", b"x", 0, 0, b"", 0, 0, host, 0, 0)
+
+
 def test_put_result_built_by_slot_stores_is_whole(store, config):
     """CommitLog.put_message builds its PutResult with slot stores: every field set,
     equal to the one the attrs __init__ makes."""
