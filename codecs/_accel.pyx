@@ -42,7 +42,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 22
+ABI = 23
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -2468,7 +2468,8 @@ def send_properties(props, cluster):
     and an ASCII cluster name, at most 48 keys: the items parsed as
     ``string2messageProperties`` (a repeated key keeps its first place, its last value),
     CLUSTER put, WAIT removed, written in HashMap order (bucket of the spread
-    ``String.hashCode``, insertion order within one; the capacity of the largest size)."""
+    ``String.hashCode``, insertion order within one; the capacity of the largest size);
+    then the TAGS value's signed ``String.hashCode`` and the WAIT value."""
     cdef const unsigned char* s
     cdef const unsigned char* c
     cdef Py_ssize_t n, clen, start = 0, end, sep, total, w
@@ -2479,7 +2480,7 @@ def send_properties(props, cluster):
     cdef unsigned int hs[_SP_MAX]
     cdef unsigned int bucket[_SP_MAX]
     cdef int order[_SP_MAX]
-    cdef int count = 0, i, j, k, live, wait_at = -1, tags_at = -1
+    cdef int count = 0, i, j, k, live, wait_at = -1, tags_at = -1, code
     cdef unsigned int h, cap, mask
     cdef unsigned char* out
     if type(props) is not str or not PyUnicode_IS_ASCII(props) or type(cluster) is not str \
@@ -2562,9 +2563,14 @@ def send_properties(props, cluster):
         w += 1
         memcpy(out + w, vp[k], vl[k])
         w += vl[k]
-    if tags_at < 0:
-        return result, None
-    return result, _text(vp[tags_at], vl[tags_at])
+    code = 0 if tags_at < 0 else <int>_java_hash(vp[tags_at], vl[tags_at])  # (signed, as Java's)
+    if wait_at < 0:
+        wait = None
+    elif vl[wait_at] == 4 and memcmp(vp[wait_at], b"true", 4) == 0:
+        wait = "true"  # (what the Java producer sends)
+    else:
+        wait = _text(vp[wait_at], vl[wait_at])
+    return result, code, wait
 
 
 # -- capture records ------------------------------------------------------------------

@@ -112,6 +112,7 @@ from trocket.codecs.message.properties import (
     get_property,
     send_properties,
 )
+from trocket.codecs.message.hosts import HostAddress
 from trocket.codecs.message.sysflag import COMPRESSED_FLAG, MULTI_TAGS_FLAG
 from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX, is_not_allowed_send_topic, validate_topic
 from trocket.codecs.send_response import SendResponseTemplate, encode_send_ok
@@ -128,7 +129,7 @@ from ..errors import (
     put_refused,
 )
 from ..pre_put import pre_put
-from ..store import BatchInner, FlushMode, PutMessageError, PutResult, PutStatus, tags_hash
+from ..store import BatchInner, FlushMode, PutMessageError, PutResult, PutStatus
 from ..store.messages import message_inner
 from ..store.topic_config import PERM_READ, PERM_WRITE, TopicConfig
 from . import APPLY_TOPIC_URL, decode_request_header, host_address, suggest_todo, topic_config_string
@@ -156,6 +157,7 @@ _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
 #: topic names that passed ``validate_topic`` and are not send-forbidden (names only:
 #: the topic's config is looked up on every send); cleared when it grows past the bound
 _CHECKED_TOPICS_MAX = 4096
+_BORN_HOSTS_MAX = 4096
 _PROPS_NOT_UTF8 = "properties are not valid UTF-8"
 _new = object.__new__
 
@@ -254,6 +256,8 @@ class SendProcessor:
         self._sync_flush = ctx.store.config.flush_mode is FlushMode.SYNC
         self._random = random.Random()
         self._checked_topics: set[str] = set()
+        #: each peer's BORNHOST by its address (bounded: cleared when it grows past the bound)
+        self._born_hosts: dict[str, HostAddress] = {}
         #: SYNC_MASTER: the HA transfer service sends are handed to (None: no waiting on a slave)
         self.transfer = ctx.ha.transfer if ctx.ha is not None and ctx.config.is_sync_master else None
         #: answers the transfer service completed in its current pass, written at its end
@@ -296,17 +300,16 @@ class SendProcessor:
             tc, created = self._msg_check(conn, header)
             if code == _SEND_BATCH_MESSAGE or header.batch:
                 result = self._put_batch(conn, request, header, tc)
+                wait = get_property(header.properties, "WAIT")
             else:
-                result = self._put_one(conn, request, header, tc)
+                result, wait = self._put_one(conn, request, header, tc)
         except PutRefusedError:
             self.put_failures += 1
             raise
         flush = replica = False
-        props = header.properties
-        # the producer waits for the store: the WAIT property, default true (the Java
-        # producer always sends WAIT=true: read inline, no call)
-        if not props or "WAIT" not in props or not (wait := get_property(props, "WAIT")) or wait == "true" \
-                or wait.lower() == "true":
+        # the producer waits for the store: the WAIT property, default true (Boolean.parseBoolean;
+        # the Java producer always sends WAIT=true)
+        if wait is None or wait == "true" or wait.lower() == "true":
             transfer = self.transfer
             if transfer is not None:
                 if transfer.slave_ok(result.end_offset):
@@ -485,6 +488,14 @@ class SendProcessor:
             return self._random.randrange(max(1, tc.write_queue_nums))
         return queue_id
 
+    def _born_host(self, addr: str) -> HostAddress:
+        """A peer's BORNHOST (:func:`host_address`), remembered for its next sends."""
+        hosts = self._born_hosts
+        if len(hosts) >= _BORN_HOSTS_MAX:
+            hosts.clear()
+        hosts[addr] = host = host_address(addr)
+        return host
+
     def _illegal(self, detail: str) -> MessageRejectedError:
         return MessageRejectedError(detail, self.max_message_size)
 
@@ -492,8 +503,9 @@ class SendProcessor:
 
     def _put_one(
         self, conn: Connection, request: RemotingCommand, header: SendFields, tc: TopicConfig
-    ) -> PutResult:
-        """Store one message."""
+    ) -> tuple[PutResult, str | None]:
+        """Store one message; returns where it went and its ``WAIT`` property (``None``:
+        none), read by the same parse that wrote the stored properties."""
         body = request.body
         if len(body) > self.max_message_size:
             raise self._illegal(f"message body is {len(body)} bytes, above the maximum of {self.max_message_size}")
@@ -505,7 +517,7 @@ class SendProcessor:
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
         try:
-            props_bytes, tags = send_properties(props, self.cluster)
+            props_bytes, tags_code, wait = send_properties(props, self.cluster)
         except MessageEncodeError:
             raise self._illegal(_PROPS_NOT_UTF8) from None
         topic = header.topic
@@ -518,18 +530,22 @@ class SendProcessor:
                 if name in props:
                     rewrite = True
                     break
-        born_host = host_address(conn.remote_address)
+        addr = conn.remote_address
+        try:
+            born_host = self._born_hosts[addr]  # (a dict hit: a third of an lru_cache call)
+        except KeyError:
+            born_host = self._born_host(addr)
         if not rewrite:
             try:
                 return self.store.put_send(
                     topic, body, queue_id, header.flag, props_bytes, sys_flag, header.bornTimestamp, born_host,
-                    header.reconsumeTimes or 0, tags_hash(tags),
-                )
+                    header.reconsumeTimes or 0, tags_code,
+                ), wait
             except PutMessageError as exc:
                 raise put_refused(exc, self.max_message_size) from None
         msg = message_inner(
             topic, body, queue_id, header.flag, props_bytes, sys_flag, header.bornTimestamp, born_host,
-            header.reconsumeTimes or 0, tags_hash(tags),
+            header.reconsumeTimes or 0, tags_code,
         )
         msg.properties = pre_put_map(props, self.cluster)
         stored = pre_put.rewrite(msg, header)
@@ -541,7 +557,7 @@ class SendProcessor:
             for after_put in pre_put.after_put:  # (a half message: kept for its END)
                 after_put(msg, stored, result)
             result.queue_id = msg.queue_id  # a different record (delay, half): the addressed queue
-        return result
+        return result, wait
 
     # -- batch ---------------------------------------------------------------------------------
 
