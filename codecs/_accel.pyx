@@ -42,7 +42,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 22
+ABI = 24
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -1479,37 +1479,6 @@ cdef object _send_header(dict ext, tuple keys, cls):
     return o
 
 
-cdef object _send_fields(dict ext, tuple keys):
-    """:class:`SendFields` straight from the ext fields (no header object), or ``_FAIL``."""
-    v = _send_values(ext, keys)
-    if v is _FAIL:
-        return _FAIL
-    return _as_tuple_of(_SF, <tuple>v)
-
-
-cdef object _SF = None
-
-
-cdef extern from *:
-    """
-    /* tuple.__new__(cls, items) for a tuple subclass (a NamedTuple) without the argument
-       parsing and the intermediate copy: what tuple_subtype_new does with a tuple. */
-    static PyObject* trocket_as_tuple_of(PyObject* cls, PyObject* items) {
-        PyTypeObject* t = (PyTypeObject*)cls;
-        Py_ssize_t i, n = PyTuple_GET_SIZE(items);
-        PyObject* o = t->tp_alloc(t, n);
-        if (o == NULL) return NULL;
-        for (i = 0; i < n; i++) {
-            PyObject* item = PyTuple_GET_ITEM(items, i);
-            Py_INCREF(item);
-            PyTuple_SET_ITEM(o, i, item);
-        }
-        return o;
-    }
-    """
-    object _as_tuple_of "trocket_as_tuple_of" (object cls, tuple items)
-
-
 def decode_send_message_v2(ext):
     """Twin of :func:`trocket.codecs.headers.fast.decode_send_message_v2`."""
     if type(ext) is dict and _V2 is not None:
@@ -1530,8 +1499,8 @@ def decode_send_message(ext):
 
 def decode_send_fields(ext, v2):
     """Twin of :func:`trocket.codecs.headers.fast.decode_send_fields`."""
-    if type(ext) is dict and (v2 is True or v2 is False) and _SF is not None:
-        o = _send_fields(ext, _V2_KEYS if v2 else _V1_KEYS)
+    if type(ext) is dict and (v2 is True or v2 is False) and _V2 is not None:
+        o = _send_values(ext, _V2_KEYS if v2 else _V1_KEYS)  # (a plain tuple)
         if o is not _FAIL:
             return o
     return _py_decode_send_fields(ext, v2)
@@ -2468,7 +2437,8 @@ def send_properties(props, cluster):
     and an ASCII cluster name, at most 48 keys: the items parsed as
     ``string2messageProperties`` (a repeated key keeps its first place, its last value),
     CLUSTER put, WAIT removed, written in HashMap order (bucket of the spread
-    ``String.hashCode``, insertion order within one; the capacity of the largest size)."""
+    ``String.hashCode``, insertion order within one; the capacity of the largest size);
+    then the TAGS value's signed ``String.hashCode`` and the WAIT value."""
     cdef const unsigned char* s
     cdef const unsigned char* c
     cdef Py_ssize_t n, clen, start = 0, end, sep, total, w
@@ -2479,7 +2449,7 @@ def send_properties(props, cluster):
     cdef unsigned int hs[_SP_MAX]
     cdef unsigned int bucket[_SP_MAX]
     cdef int order[_SP_MAX]
-    cdef int count = 0, i, j, k, live, wait_at = -1, tags_at = -1
+    cdef int count = 0, i, j, k, live, wait_at = -1, tags_at = -1, code
     cdef unsigned int h, cap, mask
     cdef unsigned char* out
     if type(props) is not str or not PyUnicode_IS_ASCII(props) or type(cluster) is not str \
@@ -2562,9 +2532,14 @@ def send_properties(props, cluster):
         w += 1
         memcpy(out + w, vp[k], vl[k])
         w += vl[k]
-    if tags_at < 0:
-        return result, None
-    return result, _text(vp[tags_at], vl[tags_at])
+    code = 0 if tags_at < 0 else <int>_java_hash(vp[tags_at], vl[tags_at])  # (signed, as Java's)
+    if wait_at < 0:
+        wait = None
+    elif vl[wait_at] == 4 and memcmp(vp[wait_at], b"true", 4) == 0:
+        wait = "true"  # (what the Java producer sends)
+    else:
+        wait = _text(vp[wait_at], vl[wait_at])
+    return result, code, wait
 
 
 # -- capture records ------------------------------------------------------------------
@@ -3367,9 +3342,9 @@ def provide(str name, value):
     """Take an object the twins use from a module above the wire part, handed down by
     that module when it is imported (:func:`trocket.codecs.accel.provide`), so this
     module imports none of them."""
-    global _V1, _V2, _BN, _SF, _PQ, _ip_to_bytes, _header_wire, _fast_codes
+    global _V1, _V2, _BN, _PQ, _ip_to_bytes, _header_wire, _fast_codes
     if name == "send_headers":
-        _V1, _V2, _BN, _SF, _PQ = value
+        _V1, _V2, _BN, _PQ = value
     elif name == "ip_to_bytes":
         _ip_to_bytes = value
     elif name == "header_wire":

@@ -4,8 +4,9 @@ RocketMQ 4.9's ``SendMessageProcessor`` + ``AbstractSendMessageProcessor.msgChec
 
 1. decode the header; malformed -> SYSTEM_ERROR. The processor reads V1's field names:
    :func:`~trocket.codecs.headers.fast.decode_send_fields` gives the eleven fields the
-   send path reads, of either header version, as one tuple (its compiled twin builds
-   it straight from the ext fields, with no header object);
+   send path reads, of either header version, as one plain tuple in ``SendFields``
+   order, unpacked where they are read (its compiled twin builds it straight from the
+   ext fields, with no header object; the rare paths name them, ``SendFields._make``);
 2. checks, in Java's order, each with Java's code and remark: broker write permission
    (NO_PERMISSION), topic name (SYSTEM_ERROR, ``TopicValidator`` remark), send-forbidden
    system topics (NO_PERMISSION), topic config -- auto-created from the default topic
@@ -112,6 +113,7 @@ from trocket.codecs.message.properties import (
     get_property,
     send_properties,
 )
+from trocket.codecs.message.hosts import HostAddress
 from trocket.codecs.message.sysflag import COMPRESSED_FLAG, MULTI_TAGS_FLAG
 from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX, is_not_allowed_send_topic, validate_topic
 from trocket.codecs.send_response import SendResponseTemplate, encode_send_ok
@@ -128,7 +130,7 @@ from ..errors import (
     put_refused,
 )
 from ..pre_put import pre_put
-from ..store import BatchInner, FlushMode, PutMessageError, PutResult, PutStatus, tags_hash
+from ..store import BatchInner, FlushMode, PutMessageError, PutResult, PutStatus
 from ..store.messages import message_inner
 from ..store.topic_config import PERM_READ, PERM_WRITE, TopicConfig
 from . import APPLY_TOPIC_URL, decode_request_header, host_address, suggest_todo, topic_config_string
@@ -156,6 +158,8 @@ _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
 #: topic names that passed ``validate_topic`` and are not send-forbidden (names only:
 #: the topic's config is looked up on every send); cleared when it grows past the bound
 _CHECKED_TOPICS_MAX = 4096
+_BORN_HOSTS_MAX = 4096
+_BATCH = SendFields._fields.index("batch")
 _PROPS_NOT_UTF8 = "properties are not valid UTF-8"
 _new = object.__new__
 
@@ -254,6 +258,8 @@ class SendProcessor:
         self._sync_flush = ctx.store.config.flush_mode is FlushMode.SYNC
         self._random = random.Random()
         self._checked_topics: set[str] = set()
+        #: each peer's BORNHOST by its address (bounded: cleared when it grows past the bound)
+        self._born_hosts: dict[str, HostAddress] = {}
         #: SYNC_MASTER: the HA transfer service sends are handed to (None: no waiting on a slave)
         self.transfer = ctx.ha.transfer if ctx.ha is not None and ctx.config.is_sync_master else None
         #: answers the transfer service completed in its current pass, written at its end
@@ -287,26 +293,26 @@ class SendProcessor:
             # the send headers' fast codec called directly; a header that does not decode
             # goes the shared way (decode_request_header), which raises Java's answer
             try:
-                header = decode_send_fields(request.ext_fields, code != _SEND_MESSAGE)
+                fields = decode_send_fields(request.ext_fields, code != _SEND_MESSAGE)
             except CustomHeaderError:
                 decode_request_header(
                     SendMessageRequestHeader if code == _SEND_MESSAGE else SendMessageRequestHeaderV2, request
                 )
                 raise
-            tc, created = self._msg_check(conn, header)
-            if code == _SEND_BATCH_MESSAGE or header.batch:
+            tc, created = self._msg_check(conn, fields)
+            if code == _SEND_BATCH_MESSAGE or fields[_BATCH]:
+                header = SendFields._make(fields)
                 result = self._put_batch(conn, request, header, tc)
+                wait = get_property(header.properties, "WAIT")
             else:
-                result = self._put_one(conn, request, header, tc)
+                result, wait = self._put_one(conn, request, fields, tc)
         except PutRefusedError:
             self.put_failures += 1
             raise
         flush = replica = False
-        props = header.properties
-        # the producer waits for the store: the WAIT property, default true (the Java
-        # producer always sends WAIT=true: read inline, no call)
-        if not props or "WAIT" not in props or not (wait := get_property(props, "WAIT")) or wait == "true" \
-                or wait.lower() == "true":
+        # the producer waits for the store: the WAIT property, default true (Boolean.parseBoolean;
+        # the Java producer always sends WAIT=true)
+        if wait is None or wait == "true" or wait.lower() == "true":
             transfer = self.transfer
             if transfer is not None:
                 if transfer.slave_ok(result.end_offset):
@@ -432,10 +438,11 @@ class SendProcessor:
 
     # -- checks (AbstractSendMessageProcessor.msgCheck) ------------------------------------
 
-    def _msg_check(self, conn: Connection, header: SendFields) -> tuple[TopicConfig, str | None]:
-        """The topic's config, and the topic's name if this send created it."""
+    def _msg_check(self, conn: Connection, fields: tuple) -> tuple[TopicConfig, str | None]:
+        """The topic's config, and the topic's name if this send created it (``fields``:
+        :func:`~trocket.codecs.headers.fast.decode_send_fields`' tuple)."""
         config = self.config
-        topic = header.topic
+        topic, _, _, queue_id, _, _, _, _, _, _, _ = fields
         if not config.broker_permission & PERM_WRITE:
             raise NoPermissionError(f"the broker[{config.advertised_addr().rpartition(':')[0]}] sending message is forbidden")
         checked = self._checked_topics
@@ -452,11 +459,10 @@ class SendProcessor:
         created = None
         tc = self.topics.select(topic)
         if tc is None:
-            tc = self._create_topic(conn, header)
+            tc = self._create_topic(conn, SendFields._make(fields))
             if tc is None:
                 raise TopicNotExistError(f"topic[{topic}] not exist, apply first please!{suggest_todo(APPLY_TOPIC_URL)}")
             created = topic
-        queue_id = header.queueId
         # queue_id >= max(write, read), without max()'s argument parsing
         if queue_id >= tc.write_queue_nums and queue_id >= tc.read_queue_nums:
             raise BrokerError(
@@ -485,30 +491,38 @@ class SendProcessor:
             return self._random.randrange(max(1, tc.write_queue_nums))
         return queue_id
 
+    def _born_host(self, addr: str) -> HostAddress:
+        """A peer's BORNHOST (:func:`host_address`), remembered for its next sends."""
+        hosts = self._born_hosts
+        if len(hosts) >= _BORN_HOSTS_MAX:
+            hosts.clear()
+        hosts[addr] = host = host_address(addr)
+        return host
+
     def _illegal(self, detail: str) -> MessageRejectedError:
         return MessageRejectedError(detail, self.max_message_size)
 
     # -- single message --------------------------------------------------------------------
 
     def _put_one(
-        self, conn: Connection, request: RemotingCommand, header: SendFields, tc: TopicConfig
-    ) -> PutResult:
-        """Store one message."""
+        self, conn: Connection, request: RemotingCommand, fields: tuple, tc: TopicConfig
+    ) -> tuple[PutResult, str | None]:
+        """Store one message; returns where it went and its ``WAIT`` property (``None``:
+        none), read by the same parse that wrote the stored properties."""
         body = request.body
         if len(body) > self.max_message_size:
             raise self._illegal(f"message body is {len(body)} bytes, above the maximum of {self.max_message_size}")
-        sys_flag = header.sysFlag
-        props = header.properties or ""
-        queue_id = header.queueId
+        topic, _, _, queue_id, sys_flag, born_timestamp, flag, props, reconsume_times, _, _ = fields
+        props = props or ""
+        reconsume_times = reconsume_times or 0
         if queue_id < 0:
             queue_id = self._pick_queue(queue_id, tc)
         if tc.topic_filter_type == "MULTI_TAG":
             sys_flag |= MULTI_TAGS_FLAG
         try:
-            props_bytes, tags = send_properties(props, self.cluster)
+            props_bytes, tags_code, wait = send_properties(props, self.cluster)
         except MessageEncodeError:
             raise self._illegal(_PROPS_NOT_UTF8) from None
-        topic = header.topic
         pre_put = self.pre_put
         # PrePut.may_rewrite, inline: most sends skip the step without a call, and are
         # stored by their fields (store.put_send: no message object)
@@ -518,21 +532,24 @@ class SendProcessor:
                 if name in props:
                     rewrite = True
                     break
-        born_host = host_address(conn.remote_address)
+        addr = conn.remote_address
+        try:
+            born_host = self._born_hosts[addr]  # (a dict hit: a third of an lru_cache call)
+        except KeyError:
+            born_host = self._born_host(addr)
         if not rewrite:
             try:
                 return self.store.put_send(
-                    topic, body, queue_id, header.flag, props_bytes, sys_flag, header.bornTimestamp, born_host,
-                    header.reconsumeTimes or 0, tags_hash(tags),
-                )
+                    topic, body, queue_id, flag, props_bytes, sys_flag, born_timestamp, born_host, reconsume_times,
+                    tags_code,
+                ), wait
             except PutMessageError as exc:
                 raise put_refused(exc, self.max_message_size) from None
         msg = message_inner(
-            topic, body, queue_id, header.flag, props_bytes, sys_flag, header.bornTimestamp, born_host,
-            header.reconsumeTimes or 0, tags_hash(tags),
+            topic, body, queue_id, flag, props_bytes, sys_flag, born_timestamp, born_host, reconsume_times, tags_code,
         )
         msg.properties = pre_put_map(props, self.cluster)
-        stored = pre_put.rewrite(msg, header)
+        stored = pre_put.rewrite(msg, SendFields._make(fields))
         try:
             result = self.store.put_message(stored)
         except PutMessageError as exc:
@@ -541,7 +558,7 @@ class SendProcessor:
             for after_put in pre_put.after_put:  # (a half message: kept for its END)
                 after_put(msg, stored, result)
             result.queue_id = msg.queue_id  # a different record (delay, half): the addressed queue
-        return result
+        return result, wait
 
     # -- batch ---------------------------------------------------------------------------------
 

@@ -15,28 +15,16 @@ import attrs
 
 from trocket.codecs.java_hashmap import JavaHashMap
 from trocket.codecs.message.hosts import HostAddress
-from trocket.codecs.message.properties import PROPERTY_TAGS
+from trocket.codecs.message.properties import PROPERTY_TAGS, tags_code
 
 __all__ = ["BatchInner", "MessageInner", "message_inner", "properties_map", "schedule_delay_ms", "tags_hash"]
 
 _NO_HOST = HostAddress("0.0.0.0", 0)
-_MASK32 = 0xFFFFFFFF
 
 
-@lru_cache(maxsize=4096)
-def tags_hash(tags: str | None) -> int:
-    """``MessageExtBrokerInner.tagsString2tagsCode``: Java ``String.hashCode`` of TAGS, 0 if none.
-
-    Java hashes UTF-16 code units with 32-bit overflow; the result is a signed int,
-    widened to the consume queue's ``long``. Cached: brokers see few distinct tags.
-    """
-    if not tags:
-        return 0
-    h = 0
-    data = tags.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
-    return h - (1 << 32) if h & 0x80000000 else h
+#: ``MessageExtBrokerInner.tagsString2tagsCode`` (:func:`~trocket.codecs.message.properties.tags_code`:
+#: Java's ``String.hashCode`` of TAGS, signed; 0 if none), cached: brokers see few distinct tags
+tags_hash = lru_cache(maxsize=4096)(tags_code)
 
 
 def schedule_delay_ms(delays_ms: tuple[int, ...], level: str | int | None) -> int | None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from ..errors import MessageDecodeError
-from ..java_hashmap import JavaHashMap, decode_properties, hashmap_order
+from ..java_hashmap import JavaHashMap, decode_properties, hashmap_order, java_string_hash
 from ..errors import MessageEncodeError
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "encode_properties_bytes",
     "get_property",
     "send_properties",
+    "tags_code",
     "without_properties_bytes",
 ]
 
@@ -208,17 +209,28 @@ def append_properties(base: bytes, extra: bytes) -> bytes:
     return base + extra
 
 
-def send_properties(props: str, cluster: str) -> tuple[bytes, str | None]:
+def send_properties(props: str, cluster: str) -> tuple[bytes, int, str | None]:
     """What 4.9.8's ``SendMessageProcessor`` stores for a single message's properties
-    string, as UTF-8, and its ``TAGS`` (for the consume queue's tag hash): the client's
-    string parsed (``string2messageProperties``), ``CLUSTER=<cluster>`` put, ``WAIT``
-    removed (4.9.1+: nine bytes a message), written back in ``HashMap`` order
-    (``messageProperties2String``, no trailing separator). A string that is not UTF-8
+    string, as UTF-8, with what the send path reads of it: the client's string parsed
+    (``string2messageProperties``), ``CLUSTER=<cluster>`` put, ``WAIT`` removed (4.9.1+:
+    nine bytes a message), written back in ``HashMap`` order
+    (``messageProperties2String``, no trailing separator); the consume queue's tags code
+    of its ``TAGS`` (:func:`tags_code`); and the ``WAIT`` value removed (``None``: none),
+    which says whether the producer waits for the store. A string that is not UTF-8
     (lone surrogates): :class:`MessageEncodeError`."""
     m = JavaHashMap.from_properties(props)
     m[PROPERTY_CLUSTER] = cluster
-    m.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
-    return utf8(m.to_properties(), "properties"), m.get(PROPERTY_TAGS)
+    wait = m.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
+    return utf8(m.to_properties(), "properties"), tags_code(m.get(PROPERTY_TAGS)), wait
+
+
+def tags_code(tags: str | None) -> int:
+    """``MessageExtBrokerInner.tagsString2tagsCode``: Java's ``String.hashCode`` of a
+    ``TAGS`` value as a signed int (the consume queue's tags code); 0 for none."""
+    if not tags:
+        return 0
+    h = java_string_hash(tags)
+    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def without_properties_bytes(data: bytes, drop: Collection[bytes]) -> bytes:
