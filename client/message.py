@@ -63,10 +63,14 @@ class SendStatus(enum.Enum):
     SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
 
 
-@attrs.define(slots=True, frozen=True)
+@attrs.define(slots=True)
 class SendResult:
     """``SendResult``: ``msg_id`` is the client's unique key (comma-joined for a batch),
-    ``offset_msg_id`` the broker's offset id (store host + commit-log offset)."""
+    ``offset_msg_id`` the broker's offset id (store host + commit-log offset).
+
+    Not frozen (Java's is a mutable bean too): a frozen attrs class sets each field
+    through ``object.__setattr__``, which made a result cost about four times as much to
+    build, once per send."""
 
     status: SendStatus
     msg_id: str

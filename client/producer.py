@@ -99,6 +99,8 @@ __all__ = ["Producer", "ProducerConfig", "SendFuture", "select_by_hash"]
 
 log = logging.getLogger(__name__)
 
+_new = object.__new__
+
 #: answers Java's ``DefaultMQProducer.retryResponseCodes`` retries on another broker
 RETRY_CODES = frozenset(
     int(c)
@@ -392,12 +394,24 @@ class Producer(ServiceContextManager):
             ) from exc
 
     def _request(self, p: _Prepared, mq: MessageQueue, batch: bool = False) -> RemotingCommand:
+        # the header by slot stores: its constructor's fifteen keywords cost ~4x as much
         cfg = self.config
-        header = SendMessageRequestHeaderV2(
-            a=self.group, b=p.topic, c=cfg.default_topic, d=cfg.default_topic_queue_nums, e=mq.queue_id,
-            f=p.sys_flag, g=int(time.time() * 1000), h=p.flag, i=p.properties, j=p.reconsume_times,
-            k=self.instance.config.unit_mode, l=p.max_reconsume_times, m=batch, n=mq.broker_name,
-        )
+        header = _new(SendMessageRequestHeaderV2)
+        header.a = self.group
+        header.b = p.topic
+        header.c = cfg.default_topic
+        header.d = cfg.default_topic_queue_nums
+        header.e = mq.queue_id
+        header.f = p.sys_flag
+        header.g = int(time.time() * 1000)
+        header.h = p.flag
+        header.i = p.properties
+        header.j = p.reconsume_times
+        header.k = self.instance.config.unit_mode
+        header.l = p.max_reconsume_times
+        header.m = batch
+        header.n = mq.broker_name
+        header.bname = None
         return self._api.request(p.code, header, p.body)
 
     @staticmethod
@@ -412,15 +426,9 @@ class Producer(ServiceContextManager):
             queue = mq  # (frozen) the queue it was sent to, as a rule
         else:
             queue = MessageQueue(user_topic or mq.topic, mq.broker_name, header.queueId)
-        return SendResult(
-            status=status,
-            msg_id=msg_id,
-            offset_msg_id=header.msgId,
-            queue=queue,
-            queue_offset=header.queueOffset,
-            transaction_id=header.transactionId,
-            region_id=ext.get("MSG_REGION", "DefaultRegion"),
-            trace_on=ext.get("TRACE_ON") != "false",
+        return SendResult(  # positional: keywords cost a third more (status, msg_id, offset_msg_id, ...)
+            status, msg_id, header.msgId, queue, header.queueOffset, header.transactionId,
+            ext.get("MSG_REGION", "DefaultRegion"), ext.get("TRACE_ON") != "false",
         )
 
     def _judge(

@@ -116,7 +116,7 @@ class TransactionListener(Protocol):
         """How the local transaction of ``msg`` ended (``checkLocalTransaction``)."""
 
 
-@attrs.define(slots=True, frozen=True)
+@attrs.define(slots=True)
 class TransactionSendResult(SendResult):
     """``TransactionSendResult``: the prepared send's result and how the local
     transaction ended."""

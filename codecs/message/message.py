@@ -74,12 +74,11 @@ class Message:
         Sets ``TAGS`` and ``KEYS`` when non-empty and always sets ``WAIT``, in that
         order (the order matters for :func:`encode_properties` with ``java_order``).
         """
-        msg = cls(topic, body, flag)
-        if tags:
-            msg.tags = tags
+        properties = {PROPERTY_TAGS: tags} if tags else {}
+        msg = cls(topic, body, flag, properties)
         if keys:
             msg.keys = keys
-        msg.wait_store_msg_ok = wait_store_msg_ok
+        properties[PROPERTY_WAIT_STORE_MSG_OK] = "true" if wait_store_msg_ok else "false"
         return msg
 
     # -- properties --------------------------------------------------------------

@@ -21,7 +21,9 @@ from trocket.client import (
     SendTimeoutError,
     new_message,
 )
+from trocket.client.message import MessageQueue
 from trocket.client.producer import Producer, select_by_hash
+from trocket.codecs.headers import SendMessageRequestHeaderV2
 from trocket.codecs.message.sysflag import COMPRESSED_FLAG
 
 from ..waiting import wait_until
@@ -462,3 +464,16 @@ async def test_retry_response_codes_adds_a_code_to_retry():
                         with pytest.raises(BrokerBusyError):
                             await producer.send(new_message("T", b"x"))
                         assert seen == ["busy"]
+
+
+def test_the_send_header_is_the_one_its_constructor_makes():
+    """The send's V2 header is written slot by slot (its constructor's keywords cost ~4x):
+    every field set, as the constructor would set it."""
+    producer = Producer("HeaderGroup", "127.0.0.1:1", retries=0)
+    p = producer._prepare(new_message("HeaderTopic", b"body", tags="t", keys="k1"))
+    header = producer._request(p, MessageQueue("HeaderTopic", "broker-a", 3), batch=True).custom_header
+    assert header == SendMessageRequestHeaderV2(
+        a="HeaderGroup", b="HeaderTopic", c="TBW102", d=4, e=3, f=0, g=header.g, h=0, i=p.properties, j=0,
+        k=False, l=None, m=True, n="broker-a",
+    )
+    assert "TAGS\x01t\x02" in header.i and isinstance(header.g, int)
