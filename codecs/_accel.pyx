@@ -42,7 +42,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 22
+ABI = 23
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -151,6 +151,8 @@ def set_pure(str name, fn):
         _py_without_properties_bytes = fn
     elif name == "build_command":
         pass  # (imported above: the decoders need it before any set_pure call)
+    elif name == "response_command":
+        pass  # (builds as build_command does: no pure function to hand over to)
     elif name == "specialize_codec":
         _py_specialize_codec = fn
     elif name == "encode_command":
@@ -266,6 +268,15 @@ def build_command(cls, code, language, version, opaque, flag, remark, ext_fields
     if cls is not _RC:
         return cls(code, language, version, opaque, flag, remark, ext_fields, body, header, serialize_type)
     return _make_command(code, language, version, opaque, flag, remark, ext_fields, body, header, serialize_type)
+
+
+def response_command(cls, code, remark=None, header=None, *, body=_EMPTY, ext_fields=None, opaque=0, version=0,
+                     language=_JAVA, serialize_type=_JSON):
+    """Twin of :func:`trocket.codecs.command.response_command` (``RemotingCommand.response``):
+    the keywords taken in C, the command built as :func:`build_command` builds it."""
+    if cls is not _RC:
+        return cls(code, language, version, opaque, 1, remark, ext_fields, body, header, serialize_type)
+    return _make_command(code, language, version, opaque, 1, remark, ext_fields, body, header, serialize_type)
 
 
 cdef inline int _i32(const unsigned char* p) noexcept:
