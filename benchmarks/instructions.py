@@ -47,6 +47,16 @@ gives each request the Java echo client's ext fields (``run-echo-client.sh``: to
 queueId, tags, keys) instead of one; ``--keep DIR`` keeps the longer run's callgrind output
 for ``callgrind_annotate --inclusive=yes``.
 
+``answer``: the echo server's own work per request without I/O or scheduling, under
+callgrind: a request frame as the Java echo client sends it (four ext fields, 128-byte
+body; ``--serialize``, ``--oneway``) decoded, dispatched to the inline echo processor,
+its answer finished, encoded and queued on a corked connection's outbox, ``--messages``
+times (runs of 2000 and 2000 + ``--messages``, the difference). Steadier than ``echo``
+(whose figure moves with how reads bunch and when the run's timers fire):
+
+    .venv/bin/python benchmarks/instructions.py --part answer --serialize json
+    PYTHONPATH=/tmp/base/pkg .venv/bin/python benchmarks/instructions.py --part answer --oneway
+
 ``producer``: the trocket ``Producer`` (``client/producer.py``) under callgrind, ``--senders``
 tasks each awaiting ``send`` of a new 128-byte message (tags, as ``client_produce.py``'s),
 against a ``trocket broker`` run outside callgrind (its embedded name server gives the
@@ -269,6 +279,48 @@ def echo_instructions(args: argparse.Namespace, mode: int) -> float:
     return (totals[1] - totals[0]) / args.messages
 
 
+async def answer_workload(n: int, json: int, oneway: int) -> None:
+    """The server's work on ``n`` requests outside I/O (see ``--part answer``)."""
+    import socket
+
+    from trocket.codecs.serialize import decode_command, encode_command
+    from trocket.remoting.connection import Connection
+
+    server = RemotingServer(ServerConfig(listen_host="127.0.0.1", listen_port=0))
+    server.register_processor(100, echo_processor, inline=True)
+    near, far = socket.socketpair()
+    conn = Connection(server, trio.SocketStream(trio.socket.from_stdlib_socket(near)), remote_address="peer")
+    req = RemotingCommand.request(100, body=b"b" * 128, ext_fields=dict(JAVA_EXT), opaque=7, oneway=bool(oneway),
+                                  serialize_type=SerializeType.JSON if json else SerializeType.ROCKETMQ)
+    payload = encode_command(req)[4:]
+    outbox = conn.outbox
+    outbox.corked = True  # as while the reader handles a read: answers queue, nothing is written
+    frames = outbox.frames
+    dispatch = server.dispatch
+    for _ in range(n):
+        if dispatch(conn, decode_command(payload)) is not None:
+            raise SystemExit("an answer had to wait")
+        frames.clear()
+        outbox.nbytes = 0
+    far.close()
+
+
+def answer_run(args: argparse.Namespace) -> None:
+    totals = []
+    with tempfile.TemporaryDirectory(prefix="trocket-instr-") as tmp:
+        for n in (2000, 2000 + args.messages):
+            out = os.path.join(tmp, f"answer-{n}.out")
+            subprocess.run(
+                ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, os.path.abspath(__file__),
+                 "--answer-workload", str(n), str(int(args.serialize == "json")), str(int(args.oneway))],
+                check=True, capture_output=True, cwd=tempfile.gettempdir(),
+            )
+            totals.append(callgrind_total(out))
+    print(f"answer  {args.serialize.upper():8s} {'oneway ' if args.oneway else ''}"
+          f"{(totals[1] - totals[0]) / args.messages:10,.0f} instructions/request (the server's, without I/O)",
+          flush=True)
+
+
 async def producer_workload(namesrv: str, senders: int, n: int, trace: bool = False, batch: int = 0) -> None:
     """``n`` messages from ``senders`` tasks: one ``send`` each, or ``send_batch`` calls of
     ``batch`` messages (``n`` a multiple of it)."""
@@ -363,13 +415,13 @@ def echo_run(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--part", choices=("broker", "echo", "producer"), default="broker")
+    parser.add_argument("--part", choices=("broker", "echo", "answer", "producer"), default="broker")
     parser.add_argument("--senders", type=int, default=16,
                         help="broker: senders on one connection; producer: sending tasks (default 16)")
     parser.add_argument("--callers", type=int, default=8, help="echo: sync callers on one connection (default 8)")
     parser.add_argument("--messages", type=int, default=3000, help="measured messages (default 3000)")
     parser.add_argument("--serialize", choices=("rocketmq", "json"), default="rocketmq",
-                        help="broker, echo: header serialization of the requests (default rocketmq)")
+                        help="broker, echo, answer: header serialization of the requests (default rocketmq)")
     parser.add_argument("--broker-pythonpath", default="", help="broker: the broker child's PYTHONPATH")
     parser.add_argument("--tap", action="store_true", help="broker: run it with --tap FILE (a capture in its temporary dir)")
     parser.add_argument("--codecs", choices=("inherit", "pure", "compiled", "both"), default="inherit",
@@ -392,7 +444,7 @@ if __name__ == "__main__":
                         help="producer: message trace off, on, or both and their ratio (default off)")
     parser.add_argument("--echo-workload", nargs=8, type=int, help=argparse.SUPPRESS)
     parser.add_argument("--oneway", action="store_true",
-                        help="echo: oneway requests from --callers tasks (then one sync request)")
+                        help="echo: oneway requests from --callers tasks (then one sync request); answer: oneway requests")
     parser.add_argument("--ext", choices=("one", "java"), default="one",
                         help="echo: one ext field per plain request, or the Java echo client's four")
     parser.add_argument("--inflight", type=int, default=0, metavar="N",
@@ -402,12 +454,15 @@ if __name__ == "__main__":
     parser.add_argument("--clock-rate", type=float, default=1.0, metavar="R",
                         help="producer: the measured process's trio clock at R x real time (default 1)")
     parser.add_argument("--producer-workload", nargs=6, help=argparse.SUPPRESS)
+    parser.add_argument("--answer-workload", nargs=3, type=int, help=argparse.SUPPRESS)
     parsed = parser.parse_args()
     bp.KEYS = parsed.keys
     if parsed.echo_workload:
         *workload, seed = parsed.echo_workload
         seed_scheduler(seed)
         trio.run(echo_workload, *workload)
+    elif parsed.answer_workload:
+        trio.run(answer_workload, *parsed.answer_workload)
     elif parsed.producer_workload:
         ns, senders, n, traced, batch, rate = parsed.producer_workload
         from trio.testing import MockClock
@@ -417,6 +472,8 @@ if __name__ == "__main__":
                  clock=None if float(rate) == 1 else MockClock(rate=float(rate)))
     elif parsed.part == "producer":
         producer_run(parsed)
+    elif parsed.part == "answer":
+        answer_run(parsed)
     elif parsed.part == "broker" and parsed.codecs == "both":
         pure_ipm = broker_run(parsed, pure=True)
         fast_ipm = broker_run(parsed, pure=False)
