@@ -41,6 +41,21 @@ batch of ready tasks in a random order (``trio._core._run._r``), and with severa
 that order puts a run on one of two levels (about 117k or 134k instructions per plain
 request with 8 callers: how the callers' requests bunch into reads); ``--seed N``
 (default 0) seeds it, the same for both paths, so a ratio compares like with like.
+``--serialize json`` sends JSON headers instead; ``--oneway`` sends oneway requests from
+``--callers`` tasks (then one sync request, so the server has read them all); ``--ext java``
+gives each request the Java echo client's ext fields (``run-echo-client.sh``: topic,
+queueId, tags, keys) instead of one; ``--keep DIR`` keeps the longer run's callgrind output
+for ``callgrind_annotate --inclusive=yes``.
+
+``answer``: the echo server's own work per request without I/O or scheduling, under
+callgrind: a request frame as the Java echo client sends it (four ext fields, 128-byte
+body; ``--serialize``, ``--oneway``) decoded, dispatched to the inline echo processor,
+its answer finished, encoded and queued on a corked connection's outbox, ``--messages``
+times (runs of 2000 and 2000 + ``--messages``, the difference). Steadier than ``echo``
+(whose figure moves with how reads bunch and when the run's timers fire):
+
+    .venv/bin/python benchmarks/instructions.py --part answer --serialize json
+    PYTHONPATH=/tmp/base/pkg .venv/bin/python benchmarks/instructions.py --part answer --oneway
 
 ``producer``: the trocket ``Producer`` (``client/producer.py``) under callgrind, ``--senders``
 tasks each awaiting ``send`` of a new 128-byte message (tags, as ``client_produce.py``'s),
@@ -182,18 +197,25 @@ def seed_scheduler(seed: int) -> None:
     trio_run._r.seed(seed)
 
 
-async def echo_workload(callers: int, n: int, mode: int = PLAIN, inflight: int = 0) -> None:
+#: the Java echo client's ext fields (run-echo-client.sh's EchoClient.newRequest)
+JAVA_EXT = {"topic": "TopicTest", "queueId": "1", "tags": "TagA", "keys": "k1"}
+
+
+async def echo_workload(callers: int, n: int, mode: int = PLAIN, inflight: int = 0, json: int = 0,
+                        oneway: int = 0, java_ext: int = 0) -> None:
     """``n`` echo requests: from ``callers`` sync callers, or (``inflight`` > 0) one task's
     async calls with that many in flight (remoting's async permits), whose callbacks
-    check the plain answer's error (as remoting_echo.py's) or make the typed Reply."""
+    check the plain answer's error (as remoting_echo.py's) or make the typed Reply, or
+    (``oneway``) oneway requests from ``callers`` tasks and one sync request after them."""
     server = RemotingServer(ServerConfig(listen_host="127.0.0.1", listen_port=0))
     server.register_processor(100, echo_processor, inline=True)
     echo_bench.typed_service(True).register(server)
+    stype = SerializeType.JSON if json else SerializeType.ROCKETMQ
     async with server, RemotingClient(ClientConfig(async_permits=inflight) if inflight else ClientConfig()) as client:
         addr = server.address
         left = [n]
-        echo = echo_bench.EchoStub(client, addr, timeout=30, serialize_type=SerializeType.ROCKETMQ).echo
-        ext = {"k": "v"} if mode == PLAIN else {"key": "benchmark", "n": "1"}
+        echo = echo_bench.EchoStub(client, addr, timeout=30, serialize_type=stype).echo
+        ext = JAVA_EXT if java_ext else {"k": "v"} if mode == PLAIN else {"key": "benchmark", "n": "1"}
 
         async def caller() -> None:
             while left[0] > 0:
@@ -201,8 +223,11 @@ async def echo_workload(callers: int, n: int, mode: int = PLAIN, inflight: int =
                 if mode == TYPED:
                     await echo(echo_bench.ECHO_HEADER, b"b" * 128)
                     continue
-                req = RemotingCommand.request(100, body=b"b" * 128, ext_fields=dict(ext), serialize_type=SerializeType.ROCKETMQ)
-                await client.invoke_sync(addr, req, 30)
+                req = RemotingCommand.request(100, body=b"b" * 128, ext_fields=dict(ext), serialize_type=stype)
+                if oneway:
+                    await client.invoke_oneway(addr, req, 30)
+                else:
+                    await client.invoke_sync(addr, req, 30)
 
         if inflight:
             await echo(echo_bench.ECHO_HEADER, b"b" * 128)  # connected, outside the count's difference
@@ -220,14 +245,18 @@ async def echo_workload(callers: int, n: int, mode: int = PLAIN, inflight: int =
                 if mode == TYPED:
                     await echo.invoke_async(echo_bench.ECHO_HEADER, b"b" * 128, callback=typed_done)
                 else:
-                    req = RemotingCommand.request(100, body=b"b" * 128, ext_fields=dict(ext), serialize_type=SerializeType.ROCKETMQ)
+                    req = RemotingCommand.request(100, body=b"b" * 128, ext_fields=dict(ext), serialize_type=stype)
                     await client.invoke_async(addr, req, 30, plain_done)
             while done[0] < n:
                 await trio.sleep(0.001)
             return
+        if oneway:  # connected, outside the count's difference
+            await client.invoke_sync(addr, RemotingCommand.request(100, body=b"", serialize_type=stype), 30)
         async with trio.open_nursery() as nursery:
             for _ in range(callers):
                 nursery.start_soon(caller)
+        if oneway:  # the server has read every oneway request before it answers this
+            await client.invoke_sync(addr, RemotingCommand.request(100, body=b"", serialize_type=stype), 30)
 
 
 def echo_instructions(args: argparse.Namespace, mode: int) -> float:
@@ -238,11 +267,58 @@ def echo_instructions(args: argparse.Namespace, mode: int) -> float:
             out = os.path.join(tmp, f"echo-{n}.out")
             subprocess.run(
                 ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
-                 os.path.abspath(__file__), "--echo-workload", str(args.callers), str(n), str(mode), str(args.inflight), str(args.seed)],
+                 os.path.abspath(__file__), "--echo-workload", str(args.callers), str(n), str(mode), str(args.inflight),
+                 str(int(args.serialize == "json")), str(int(args.oneway)), str(int(args.ext == "java")), str(args.seed)],
                 check=True, capture_output=True, cwd=tempfile.gettempdir(),
             )
             totals.append(callgrind_total(out))
+        if args.keep:
+            os.makedirs(args.keep, exist_ok=True)
+            for path in glob.glob(out + "*"):
+                os.replace(path, os.path.join(args.keep, f"{'typed-' if mode == TYPED else ''}{os.path.basename(path)}"))
     return (totals[1] - totals[0]) / args.messages
+
+
+async def answer_workload(n: int, json: int, oneway: int) -> None:
+    """The server's work on ``n`` requests outside I/O (see ``--part answer``)."""
+    import socket
+
+    from trocket.codecs.serialize import decode_command, encode_command
+    from trocket.remoting.connection import Connection
+
+    server = RemotingServer(ServerConfig(listen_host="127.0.0.1", listen_port=0))
+    server.register_processor(100, echo_processor, inline=True)
+    near, far = socket.socketpair()
+    conn = Connection(server, trio.SocketStream(trio.socket.from_stdlib_socket(near)), remote_address="peer")
+    req = RemotingCommand.request(100, body=b"b" * 128, ext_fields=dict(JAVA_EXT), opaque=7, oneway=bool(oneway),
+                                  serialize_type=SerializeType.JSON if json else SerializeType.ROCKETMQ)
+    payload = encode_command(req)[4:]
+    outbox = conn.outbox
+    outbox.corked = True  # as while the reader handles a read: answers queue, nothing is written
+    frames = outbox.frames
+    dispatch = server.dispatch
+    for _ in range(n):
+        if dispatch(conn, decode_command(payload)) is not None:
+            raise SystemExit("an answer had to wait")
+        frames.clear()
+        outbox.nbytes = 0
+    far.close()
+
+
+def answer_run(args: argparse.Namespace) -> None:
+    totals = []
+    with tempfile.TemporaryDirectory(prefix="trocket-instr-") as tmp:
+        for n in (2000, 2000 + args.messages):
+            out = os.path.join(tmp, f"answer-{n}.out")
+            subprocess.run(
+                ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, os.path.abspath(__file__),
+                 "--answer-workload", str(n), str(int(args.serialize == "json")), str(int(args.oneway))],
+                check=True, capture_output=True, cwd=tempfile.gettempdir(),
+            )
+            totals.append(callgrind_total(out))
+    print(f"answer  {args.serialize.upper():8s} {'oneway ' if args.oneway else ''}"
+          f"{(totals[1] - totals[0]) / args.messages:10,.0f} instructions/request (the server's, without I/O)",
+          flush=True)
 
 
 async def producer_workload(namesrv: str, senders: int, n: int, trace: bool = False, batch: int = 0) -> None:
@@ -321,7 +397,11 @@ def producer_run(args: argparse.Namespace) -> None:
 
 
 def echo_run(args: argparse.Namespace) -> None:
-    head = (f"echo    ROCKETMQ {f'async inflight={args.inflight}' if args.inflight else f'callers={args.callers:3d}'}"
+    if args.oneway and (args.inflight or args.typed):
+        raise SystemExit("--oneway goes with neither --inflight nor --typed")
+    shape = (f"async inflight={args.inflight}" if args.inflight
+             else f"{'oneway ' if args.oneway else ''}callers={args.callers:3d}")
+    head = (f"echo    {args.serialize.upper()} {shape}{' ext=java' if args.ext == 'java' else ''}"
             f" seed={args.seed}")
     if not args.typed:
         per = echo_instructions(args, PLAIN)
@@ -335,20 +415,20 @@ def echo_run(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--part", choices=("broker", "echo", "producer"), default="broker")
+    parser.add_argument("--part", choices=("broker", "echo", "answer", "producer"), default="broker")
     parser.add_argument("--senders", type=int, default=16,
                         help="broker: senders on one connection; producer: sending tasks (default 16)")
     parser.add_argument("--callers", type=int, default=8, help="echo: sync callers on one connection (default 8)")
     parser.add_argument("--messages", type=int, default=3000, help="measured messages (default 3000)")
     parser.add_argument("--serialize", choices=("rocketmq", "json"), default="rocketmq",
-                        help="broker: header serialization of the sends (default rocketmq)")
+                        help="broker, echo, answer: header serialization of the requests (default rocketmq)")
     parser.add_argument("--broker-pythonpath", default="", help="broker: the broker child's PYTHONPATH")
     parser.add_argument("--tap", action="store_true", help="broker: run it with --tap FILE (a capture in its temporary dir)")
     parser.add_argument("--codecs", choices=("inherit", "pure", "compiled", "both"), default="inherit",
                         help="broker: its codecs, pure Python (TROCKET_PURE=1) or the compiled accelerator; "
                              "both: one run each, then the ratio (default: as this environment has it)")
     parser.add_argument("--keep", metavar="DIR", default="",
-                        help="broker: keep the callgrind output in DIR (for callgrind_annotate)")
+                        help="broker, echo: keep the callgrind output in DIR (for callgrind_annotate)")
     parser.add_argument("--typed", action="store_true",
                         help="echo: the plain processor and a typed service and stub (remoting.Service / Stub), "
                              "the same bytes on the wire, and their ratio")
@@ -362,7 +442,11 @@ if __name__ == "__main__":
                         help="producer: send_batch calls of N messages instead of single sends")
     parser.add_argument("--trace", choices=("off", "on", "both"), default="off",
                         help="producer: message trace off, on, or both and their ratio (default off)")
-    parser.add_argument("--echo-workload", nargs=5, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--echo-workload", nargs=8, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--oneway", action="store_true",
+                        help="echo: oneway requests from --callers tasks (then one sync request); answer: oneway requests")
+    parser.add_argument("--ext", choices=("one", "java"), default="one",
+                        help="echo: one ext field per plain request, or the Java echo client's four")
     parser.add_argument("--inflight", type=int, default=0, metavar="N",
                         help="echo: async calls from one task, N in flight, instead of --callers sync callers")
     parser.add_argument("--seed", type=int, default=0,
@@ -370,12 +454,15 @@ if __name__ == "__main__":
     parser.add_argument("--clock-rate", type=float, default=1.0, metavar="R",
                         help="producer: the measured process's trio clock at R x real time (default 1)")
     parser.add_argument("--producer-workload", nargs=6, help=argparse.SUPPRESS)
+    parser.add_argument("--answer-workload", nargs=3, type=int, help=argparse.SUPPRESS)
     parsed = parser.parse_args()
     bp.KEYS = parsed.keys
     if parsed.echo_workload:
         *workload, seed = parsed.echo_workload
         seed_scheduler(seed)
         trio.run(echo_workload, *workload)
+    elif parsed.answer_workload:
+        trio.run(answer_workload, *parsed.answer_workload)
     elif parsed.producer_workload:
         ns, senders, n, traced, batch, rate = parsed.producer_workload
         from trio.testing import MockClock
@@ -385,6 +472,8 @@ if __name__ == "__main__":
                  clock=None if float(rate) == 1 else MockClock(rate=float(rate)))
     elif parsed.part == "producer":
         producer_run(parsed)
+    elif parsed.part == "answer":
+        answer_run(parsed)
     elif parsed.part == "broker" and parsed.codecs == "both":
         pure_ipm = broker_run(parsed, pure=True)
         fast_ipm = broker_run(parsed, pure=False)

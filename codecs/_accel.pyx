@@ -42,7 +42,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 24
+ABI = 25
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -151,6 +151,8 @@ def set_pure(str name, fn):
         _py_without_properties_bytes = fn
     elif name == "build_command":
         pass  # (imported above: the decoders need it before any set_pure call)
+    elif name == "response_command":
+        pass  # (builds as build_command does: no pure function to hand over to)
     elif name == "specialize_codec":
         _py_specialize_codec = fn
     elif name == "encode_command":
@@ -255,6 +257,18 @@ cdef inline object _make_command(object code, object lang, object version, objec
     return cmd
 
 
+cdef inline object _field(object cmd, Py_ssize_t off, str name):
+    """A field of a command whose class is exactly RemotingCommand: from its slot when
+    the slots are known and it is set, else by attribute (an unset one's AttributeError
+    as the pure path raises it). A fetch by name was a fifth of an answer's encode."""
+    cdef PyObject* p
+    if _SLOT_STORES:
+        p = (<PyObject**>((<char*><PyObject*>cmd) + off))[0]
+        if p != NULL:
+            return <object>p
+    return getattr(cmd, name)
+
+
 cdef inline object _decoded_command(int code, object lang, int version, int opaque, int flag,
                                     object remark, object ext, object stype):
     """A decoded header's command (its body set by the caller)."""
@@ -266,6 +280,15 @@ def build_command(cls, code, language, version, opaque, flag, remark, ext_fields
     if cls is not _RC:
         return cls(code, language, version, opaque, flag, remark, ext_fields, body, header, serialize_type)
     return _make_command(code, language, version, opaque, flag, remark, ext_fields, body, header, serialize_type)
+
+
+def response_command(cls, code, remark=None, header=None, *, body=_EMPTY, ext_fields=None, opaque=0, version=0,
+                     language=_JAVA, serialize_type=_JSON):
+    """Twin of :func:`trocket.codecs.command.response_command` (``RemotingCommand.response``):
+    the keywords taken in C, the command built as :func:`build_command` builds it."""
+    if cls is not _RC:
+        return cls(code, language, version, opaque, 1, remark, ext_fields, body, header, serialize_type)
+    return _make_command(code, language, version, opaque, 1, remark, ext_fields, body, header, serialize_type)
 
 
 cdef inline int _i32(const unsigned char* p) noexcept:
@@ -450,6 +473,11 @@ def encode_binary_header(cmd, ext):
     command (int code, version, opaque and flag in their ranges, a language of 0-255,
     a str remark or none) and a dict of str keys and str (or None: left out) values,
     each of them encodable as UTF-8; anything else to the pure function."""
+    return _encode_binary_header(cmd, ext)
+
+
+cdef object _encode_binary_header(cmd, ext):
+    """:func:`encode_binary_header` (encode_command calls it without a Python call)."""
     cdef long long code, version, opaque, flag, lang
     cdef int overflow = 0
     cdef Py_ssize_t rlen = 0, elen = 0, klen, vlen, pos
@@ -462,11 +490,13 @@ def encode_binary_header(cmd, ext):
     cdef unsigned char* w
     if type(cmd) is not _RC or (ext is not None and type(ext) is not dict):
         return _py_encode_binary_header(cmd, ext)
-    language = cmd.language
-    remark = cmd.remark
-    if (not _int_in(cmd.code, -32768, 32767, &code) or not _int_in(cmd.version, -32768, 32767, &version)
-            or not _int_in(cmd.opaque, -2147483648, 2147483647, &opaque)
-            or not _int_in(cmd.flag, -2147483648, 2147483647, &flag) or not isinstance(language, int)):
+    language = _field(cmd, _OFF_LANG, "language")
+    remark = _field(cmd, _OFF_REMARK, "remark")
+    if (not _int_in(_field(cmd, _OFF_CODE, "code"), -32768, 32767, &code)
+            or not _int_in(_field(cmd, _OFF_VERSION, "version"), -32768, 32767, &version)
+            or not _int_in(_field(cmd, _OFF_OPAQUE, "opaque"), -2147483648, 2147483647, &opaque)
+            or not _int_in(_field(cmd, _OFF_FLAG, "flag"), -2147483648, 2147483647, &flag)
+            or not isinstance(language, int)):
         return _py_encode_binary_header(cmd, ext)
     lang = PyLong_AsLongLongAndOverflow(language, &overflow)
     if overflow != 0 or lang < 0 or lang > 255:
@@ -1066,6 +1096,11 @@ def encode_json_header(cmd, ext):
     fields, a known language, and ext fields (a dict of str to str or None: left out)
     and a remark of printable ASCII without quotes or backslashes, written as fastjson
     writes it in one pass; anything else to the pure function."""
+    return _encode_json_header(cmd, ext)
+
+
+cdef object _encode_json_header(cmd, ext):
+    """:func:`encode_json_header` (encode_command calls it without a Python call)."""
     cdef char code_b[24]
     cdef char flag_b[24]
     cdef char opaque_b[24]
@@ -1078,11 +1113,13 @@ def encode_json_header(cmd, ext):
     cdef unsigned char* w
     if type(cmd) is not _RC or (ext is not None and type(ext) is not dict):
         return _py_encode_json_header(cmd, ext)
-    lang = _LANG_NAME_BYTES.get(cmd.language)
-    if (lang is None or not _json_int(cmd.code, code_b, &code_n) or not _json_int(cmd.flag, flag_b, &flag_n)
-            or not _json_int(cmd.opaque, opaque_b, &opaque_n) or not _json_int(cmd.version, version_b, &version_n)):
+    lang = _LANG_NAME_BYTES.get(_field(cmd, _OFF_LANG, "language"))
+    if (lang is None or not _json_int(_field(cmd, _OFF_CODE, "code"), code_b, &code_n)
+            or not _json_int(_field(cmd, _OFF_FLAG, "flag"), flag_b, &flag_n)
+            or not _json_int(_field(cmd, _OFF_OPAQUE, "opaque"), opaque_b, &opaque_n)
+            or not _json_int(_field(cmd, _OFF_VERSION, "version"), version_b, &version_n)):
         return _py_encode_json_header(cmd, ext)
-    remark = cmd.remark
+    remark = _field(cmd, _OFF_REMARK, "remark")
     # {"code":C,"flag":F,"language":"L","opaque":O,"serializeTypeCurrentRPC":"JSON","version":V}
     total = 85 + code_n + flag_n + PyBytes_GET_SIZE(lang) + opaque_n + version_n
     if remark is not None:
@@ -1289,15 +1326,15 @@ def encode_command(cmd):
     cdef unsigned char* w
     if type(cmd) is not _RC:
         return _py_encode_command(cmd)
-    body = cmd.body
+    body = _field(cmd, _OFF_BODY, "body")
     if body is None:
         body = _EMPTY
     elif type(body) is not bytes:
         return _py_encode_command(cmd)
-    st = cmd.serialize_type
-    custom = cmd.custom_header
+    st = _field(cmd, _OFF_STYPE, "serialize_type")
+    custom = _field(cmd, _OFF_HEADER, "custom_header")
     if custom is None:
-        ext = cmd.ext_fields
+        ext = _field(cmd, _OFF_EXT, "ext_fields")
     else:
         # wire_ext_fields' commonest case (a typed service's header, no other ext fields,
         # not a FastCodes header in a ROCKETMQ frame) without its two Python calls: the
@@ -1308,10 +1345,10 @@ def encode_command(cmd):
             enc = _header_wire.get(type(custom))
         ext = _wire_ext_fields(cmd) if enc is None else enc(custom)
     if st is _ROCKETMQ:
-        header = encode_binary_header(cmd, ext)
+        header = _encode_binary_header(cmd, ext)
         stype = 1
     elif st is _JSON:
-        header = encode_json_header(cmd, ext)
+        header = _encode_json_header(cmd, ext)
         stype = 0
     else:
         return _py_encode_command(cmd)

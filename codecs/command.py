@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Any, Callable, ClassVar
 
 import attrs
 
@@ -110,22 +110,11 @@ class RemotingCommand:
             serialize_type,
         )
 
-    @classmethod
-    def response(
-        cls,
-        code: int,
-        remark: str | None = None,
-        header: Any = None,
-        *,
-        body: bytes = b"",
-        ext_fields: dict[str, str] | None = None,
-        opaque: int = 0,
-        version: int = 0,
-        language: LanguageCode = LanguageCode.JAVA,
-        serialize_type: SerializeType = SerializeType.JSON,
-    ) -> RemotingCommand:
-        """A response (``createResponseCommand``), not yet tied to a request."""
-        return build_command(cls, code, language, version, opaque, RPC_RESPONSE, remark, ext_fields, body, header, serialize_type)
+    #: ``RemotingCommand.response(code, remark=None, header=None, *, body=b"", ext_fields=None,
+    #: opaque=0, version=0, language=JAVA, serialize_type=JSON)``: a response
+    #: (``createResponseCommand``), not yet tied to a request (:func:`response_command`,
+    #: set below as this class method: its compiled twin takes the keywords in C)
+    response: ClassVar[Callable[..., RemotingCommand]]
 
     def make_response(
         self,
@@ -175,7 +164,29 @@ def build_command(
     return cmd
 
 
+def response_command(
+    cls: type[RemotingCommand],
+    code: int,
+    remark: str | None = None,
+    header: Any = None,
+    *,
+    body: bytes = b"",
+    ext_fields: dict[str, str] | None = None,
+    opaque: int = 0,
+    version: int = 0,
+    language: LanguageCode = LanguageCode.JAVA,
+    serialize_type: SerializeType = SerializeType.JSON,
+) -> RemotingCommand:
+    """A response (``createResponseCommand``), not yet tied to a request:
+    ``RemotingCommand.response`` (its class method). Every processor's answer is made
+    by it, so its keyword call is compiled (a Python frame with keywords cost as much
+    as filling the command)."""
+    return build_command(cls, code, language, version, opaque, RPC_RESPONSE, remark, ext_fields, body, header, serialize_type)
+
+
 # (imported here, last: the compiled module imports this one, RemotingCommand defined)
 from .accel import accelerated  # noqa: E402
 
 build_command = accelerated(build_command)
+response_command = accelerated(response_command)
+RemotingCommand.response = classmethod(response_command)  # type: ignore[assignment]

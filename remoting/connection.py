@@ -350,12 +350,24 @@ class Connection:
             entry = held.pop(id(request), None)
             if entry is not None:
                 entry.pending -= 1
+        after = self.endpoint.hooks.after
         if request.flag & RPC_ONEWAY:
-            self._after_oneway(request, response)
+            if after:
+                self._after_oneway(request, response)
             return False
-        if (
-            response.__class__ is RemotingCommand
-            or self.endpoint.hooks.after
+        frame = None
+        if response.__class__ is RemotingCommand and not after:
+            # the common answer, finished and encoded here (what _answer_frame does,
+            # less its call, its class test and its hook loop)
+            response.opaque = request.opaque
+            response.flag |= RPC_RESPONSE
+            response.serialize_type = request.serialize_type
+            try:
+                frame = encode_command(response)
+            except CodecError:
+                pass  # _answer_frame below logs it and makes the answer SYSTEM_ERROR
+        if frame is None and (
+            after
             or isinstance(response, RemotingCommand)
             or (frame := response.frame_for(request)) is None  # type: ignore[union-attr]
         ):
@@ -418,9 +430,8 @@ class Connection:
             raise _Unanswerable(remark) from None
 
     def _after_oneway(self, request: RemotingCommand, response: RemotingCommand | PreparedResponse | None) -> None:
+        """The response hooks see the answer to a oneway request, which is not sent."""
         hooks = self.endpoint.hooks.after
-        if not hooks:
-            return
         if response is not None and not isinstance(response, RemotingCommand):
             response = response.command()
         try:

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 import trocket.codecs
 from trocket.codecs import accel
+from trocket.codecs import command as command_module
 from trocket.codecs.command import LanguageCode, RemotingCommand, SerializeType
 from trocket.codecs.custom_header import codec_of, field, header, header_fields
 from trocket.codecs.errors import CustomHeaderError, MessageDecodeError, MessageEncodeError
@@ -59,6 +60,7 @@ NAMES = tuple(sorted(TWINS))
 DIFFERENTIAL = {
     "FrameDecoder": "test_frame_decoder_differential",
     "build_command": "test_build_command_differential",
+    "response_command": "test_response_command_differential",
     "decode_binary_header": "test_binary_header_differential",
     "decode_command": "test_decode_command_differential",
     "decode_json_header": "test_json_header_differential",
@@ -594,6 +596,48 @@ def test_build_command_differential(cmd, sub, odd, field):
         del built[-1]
         gc.collect(0)  # (the youngest generation, where this example's objects are: a full one costs 0.1 s)
         assert sys.getrefcount(marker) == before - 1
+
+
+_RESPONSE_KEYWORDS = ("body", "ext_fields", "opaque", "version", "language", "serialize_type")
+
+
+@given(
+    commands(),
+    st.booleans(),  # a subclass
+    st.integers(0, 2),  # remark and header: none given, by position, by keyword
+    st.sets(st.sampled_from(_RESPONSE_KEYWORDS)),  # the keywords given (the rest: defaults)
+    st.sampled_from([None, "keep", 7, "x"]),  # a value of any type for one of them
+)
+def test_response_command_differential(cmd, sub, positional, given_keywords, odd):
+    """``RemotingCommand.response`` (response_command; its twin takes the keywords in
+    C): the same command from both paths, every given value as given, the defaults
+    the pure signature's, the response flag set; a subclass built by its ``__init__``."""
+    assert RemotingCommand.response.__func__ is command_module.response_command
+    values = attrs.asdict(cmd, recurse=False)
+    kwargs = {name: values[name] for name in sorted(given_keywords)}
+    if odd != "keep" and kwargs:
+        kwargs[min(kwargs)] = odd
+    args: tuple = (cmd.code,)
+    if positional == 1:
+        args += (cmd.remark, cmd.custom_header)
+    elif positional == 2:
+        kwargs.update(remark=cmd.remark, header=cmd.custom_header)
+    cls = _CommandSub if sub else RemotingCommand
+    built = [accel.pure("response_command")(cls, *args, **kwargs)]
+    if accel.ACTIVE:
+        built.append(_accel.response_command(cls, *args, **kwargs))
+    defaults = {"remark": None, "custom_header": None, "body": b"", "ext_fields": None, "opaque": 0, "version": 0,
+                "language": LanguageCode.JAVA, "serialize_type": SerializeType.JSON}
+    for made in built:
+        assert type(made) is cls
+        assert made.code is cmd.code and made.flag == 1
+        for name, default in defaults.items():
+            given_value = kwargs.get("header" if name == "custom_header" else name, default)
+            if positional == 1 and name in ("remark", "custom_header"):
+                given_value = getattr(cmd, name)
+            assert getattr(made, name) is given_value or (given_value == default and getattr(made, name) == default), name
+    assert built[-1] == built[0]
+    assert cls.response(*args, **kwargs) == built[0]
 
 
 @needs_accel

@@ -248,6 +248,19 @@ async def test_answer_turns_a_raising_hook_or_an_unencodable_response_into_syste
         assert server.stats.processor_errors == 1
 
 
+async def test_an_unencodable_answer_without_hooks_is_system_error():
+    """The answer path without response hooks (an inline processor's command finished and
+    encoded in place) answers SYSTEM_ERROR too when the command does not encode, and the
+    connection serves the next request."""
+    async with serving() as server, client_of() as client:
+        server.register_processor(13, lambda conn, req: RemotingCommand.response(0, remark="x" * (1 << 24)), inline=True)
+        server.register_processor(14, lambda conn, req: RemotingCommand.response(0, body=req.body), inline=True)
+        resp = await client.invoke_sync(server.address, request(13))
+        assert resp.code == SysResponseCode.SYSTEM_ERROR and resp.remark.startswith("response does not encode")
+        resp = await client.invoke_sync(server.address, RemotingCommand.request(14, body=b"next"))
+        assert resp.code == 0 and resp.body == b"next"
+
+
 async def test_answer_to_a_oneway_request_sends_nothing_and_closed_connections_drop():
     answers = []
     done = trio.Event()
