@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
+from trocket.codecs.headers.fast import send_fields_of
 from trocket.codecs.headers import (
     ReplyMessageRequestHeader,
     SendMessageRequestHeader,
@@ -77,7 +78,7 @@ class ReplyProcessor:
         else:
             header = decode_request_header(SendMessageRequestHeader, request)
         send = self.send
-        tc, _ = send._msg_check(conn, header)  # AbstractSendMessageProcessor.msgCheck, as the send path's
+        tc, _ = send._msg_check(conn, send_fields_of(header))  # AbstractSendMessageProcessor.msgCheck, as the send path's
         queue_id = send._pick_queue(header.queueId, tc)
         props = header.properties or ""
         remark = await self._push(conn, header, request.body, props)

@@ -54,7 +54,7 @@ from ..custom_header._java import BOOLS as _BOOLS
 from .pull import PullMessageRequestHeader, PullMessageResponseHeader
 from .send import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
 
-__all__ = ["FAST_CODECS", "SendFields", "decode_send_fields"]
+__all__ = ["FAST_CODECS", "SendFields", "decode_send_fields", "send_fields_of"]
 
 _new = object.__new__
 
@@ -510,7 +510,12 @@ def decode_send_fields(ext: Mapping[str, str] | None, v2: bool) -> tuple:
     if v2:
         h = decode_send_message_v2(ext)
         return (h.b, h.c, h.d, h.e, h.f, h.g, h.h, h.i, h.j, h.l, h.m)
-    h = decode_send_message(ext)
+    return send_fields_of(decode_send_message(ext))
+
+
+def send_fields_of(h: SendMessageRequestHeader) -> tuple:
+    """A V1 send header's fields as :func:`decode_send_fields` gives them (for a path that
+    has the header already: the reply processor's)."""
     return (
         h.topic, h.defaultTopic, h.defaultTopicQueueNums, h.queueId, h.sysFlag, h.bornTimestamp, h.flag,
         h.properties, h.reconsumeTimes, h.maxReconsumeTimes, h.batch,
