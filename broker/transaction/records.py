@@ -279,17 +279,11 @@ def committed_fields(half: StoredMessage | PreparedHalf, commit_log_offset: int)
             stored.born_host, stored.reconsume_times, tags_hash(props.get(PROPERTY_TAGS)), commit_log_offset,
         )
     head = half.head
-    try:  # (StoredMessage.real_queue_id, inline: END_TRANSACTION's path)
-        queue_id = int(props.get(PROPERTY_REAL_QUEUE_ID, ""))
-    except ValueError:
-        queue_id = 0
-    body_at = head.body_position
     return (
-        props.get(PROPERTY_REAL_TOPIC) or "", half.record[body_at : body_at + head.body_length], queue_id, head.flag,
+        half.real_topic or "", half.body, half.real_queue_id or 0, head.flag,
         without_properties_bytes(half.raw_properties, _NOT_ON_COMMIT),
         (head.sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | TRANSACTION_COMMIT_TYPE, head.born_timestamp,
-        _host(head.born_ip, head.born_port), head.reconsume_times, tags_hash(props.get(PROPERTY_TAGS)),
-        commit_log_offset,
+        half.born_host, head.reconsume_times, tags_hash(props.get(PROPERTY_TAGS)), commit_log_offset,
     )
 
 

@@ -378,7 +378,7 @@ class TransactionalMessageService:
         if kind not in _ENDS:  # EndTransactionRequestHeader.checkFields
             self.refused += 1
             raise HeaderError("RemotingCommandException: commitOrRollback field wrong")
-        if self.config.broker_role == "SLAVE":  # (BrokerConfig.is_slave, inline: every END's path)
+        if self.config.is_slave:
             self.refused += 1
             raise SlaveNotAvailableError("Message store is slave mode, so end transaction is forbidden.")
         if kind == TRANSACTION_NOT_TYPE:
@@ -386,9 +386,8 @@ class TransactionalMessageService:
             return
         commit_log_offset = header.commitLogOffset
         queue_offset = header.tranStateTableOffset
-        # checkPrepareMessage, on the half message kept when it was prepared (its record
-        # starts at the offset, on the half topic) or else read back (its fields inline:
-        # every END's path)
+        # the half message kept when it was prepared (its record starts at the offset, on
+        # the half topic), or else read back
         half: StoredMessage | PreparedHalf | None = None
         if self.kept:
             half = self.kept.pop(commit_log_offset, None)
@@ -396,22 +395,17 @@ class TransactionalMessageService:
                 self.kept_bytes -= half.size
                 if commit_log_offset < self.store.min_phy_offset:  # the retention took it since
                     half = None
-        if half is not None:
-            if half.properties.get(PROPERTY_PRODUCER_GROUP) != header.producerGroup:
-                self._refuse("The producer group wrong")
-            if half.queue_offset != queue_offset:
-                self._refuse("The transaction state table offset wrong")
-        else:
+        if half is None:
             half = read_stored(self.store, commit_log_offset)
             if half is None or half.topic != HALF_TOPIC:
                 self._refuse(_FIND_FAILED)
-            if half.properties.get(PROPERTY_PRODUCER_GROUP) != header.producerGroup:
-                self._refuse("The producer group wrong")
-            head = half.head
-            if head.queue_offset != queue_offset:
-                self._refuse("The transaction state table offset wrong")
-            if head.physical_offset != commit_log_offset:
-                self._refuse("The commit log offset wrong")
+        # checkPrepareMessage
+        if half.properties.get(PROPERTY_PRODUCER_GROUP) != header.producerGroup:
+            self._refuse("The producer group wrong")
+        if half.queue_offset != queue_offset:
+            self._refuse("The transaction state table offset wrong")
+        if type(half) is StoredMessage and half.commit_log_offset != commit_log_offset:
+            self._refuse("The commit log offset wrong")
         latest = self.latest
         if latest:  # a check copied some transaction: the live copy of this one, if any
             target = latest.get(origin_offset(half, queue_offset), queue_offset)
