@@ -42,7 +42,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 25
+ABI = 26
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -1340,10 +1340,15 @@ def encode_command(cmd):
         # not a FastCodes header in a ROCKETMQ frame) without its two Python calls: the
         # class's encode_wire straight from custom_header's table, once it is there
         enc = None
-        if _header_wire is not None and not cmd.ext_fields and (st is _JSON or st is _ROCKETMQ) and (
+        if _header_wire is not None and not _field(cmd, _OFF_EXT, "ext_fields") and (st is _JSON or st is _ROCKETMQ) and (
                 st is _JSON or type(custom) not in _fast_codes):
             enc = _header_wire.get(type(custom))
-        ext = _wire_ext_fields(cmd) if enc is None else enc(custom)
+        if enc is None:
+            ext = _wire_ext_fields(cmd)
+        elif type(enc) is _TypedHeaderCodec:
+            ext = (<_TypedHeaderCodec>enc).wire_of(custom)
+        else:
+            ext = enc(custom)
     if st is _ROCKETMQ:
         header = _encode_binary_header(cmd, ext)
         stype = 1
@@ -1753,8 +1758,12 @@ cdef class _TypedHeaderCodec:
                 trocket_fill_slot(o, self.at[i], x)
         return o
 
-    def encode_wire(self, o):
-        """The generated encode_wire's result for ``o``."""
+    def __call__(self, o):
+        """The generated encode_wire's result for ``o`` (the codec object is the class's
+        encode_wire: encode_command then calls :meth:`wire_of` without a Python call)."""
+        return self.wire_of(o)
+
+    cdef object wire_of(self, o):
         if type(o) is self.cls:
             out = self.wire.encode(o)
             if out is not _FAIL:
@@ -1786,7 +1795,7 @@ def specialize_codec(cls, specs, wire_order, direct, bools, decode, encode_wire)
     codec.defaults = tuple([spec.default for spec in specs])
     codec.bools = bools
     codec.n = len(specs)
-    return codec.decode, codec.encode_wire
+    return codec.decode, codec
 
 
 cdef inline object _encode_or(_SlotEncoder enc, object o, object pure):

@@ -25,16 +25,33 @@ RESOLUTION = 0.005
 
 class Expirable(Protocol):
     deadline: float
-    _slot: int | None
+    _slot: _Slot | None
 
     def expire(self) -> bool: ...
+
+
+class _Slot(set):
+    """The items of one slot. An item holds its slot while it is in one, so leaving
+    needs no lookup of the run's wheel (a RunVar read: three Python calls a call)."""
+
+    __slots__ = ("key", "table")
+
+    def leave(self, item: Expirable) -> None:
+        """Take ``item`` out (it is in this slot); an emptied slot leaves the wheel's
+        table (unless its time came and a new slot took its key meanwhile)."""
+        item._slot = None
+        self.discard(item)
+        if not self:
+            table = self.table
+            if table.get(self.key) is self:
+                del table[self.key]
 
 
 class _Wheel:
     __slots__ = ("slots", "keys", "scope")
 
     def __init__(self) -> None:
-        self.slots: dict[int, set[Expirable]] = {}
+        self.slots: dict[int, _Slot] = {}
         self.keys: list[int] = []  # heap of slot keys; may hold keys of emptied slots
         self.scope: trio.CancelScope | None = None
 
@@ -42,25 +59,16 @@ class _Wheel:
         key = math.ceil(item.deadline / RESOLUTION)
         slot = self.slots.get(key)
         if slot is None:
-            slot = self.slots[key] = set()
+            slot = self.slots[key] = _Slot()
+            slot.key = key
+            slot.table = self.slots
             heapq.heappush(self.keys, key)
             scope = self.scope
             when = key * RESOLUTION
             if scope is not None and when < scope.deadline:
                 scope.deadline = when
         slot.add(item)
-        item._slot = key
-
-    def discard(self, item: Expirable) -> None:
-        key = item._slot
-        if key is None:
-            return
-        item._slot = None
-        slot = self.slots.get(key)
-        if slot is not None:
-            slot.discard(item)
-            if not slot:
-                del self.slots[key]
+        item._slot = slot
 
     async def run(self) -> None:
         keys = self.keys
@@ -98,5 +106,7 @@ def schedule(item: Expirable) -> None:
 
 
 def unschedule(item: Expirable) -> None:
-    if item._slot is not None:
-        _wheel().discard(item)
+    """Take ``item`` off the wheel (nothing if it is not on it)."""
+    slot = item._slot
+    if slot is not None:
+        slot.leave(item)

@@ -16,7 +16,7 @@ import trio
 
 from trocket.codecs.command import RemotingCommand
 
-from .deadlines import schedule, unschedule
+from .deadlines import _Slot, schedule
 from .errors import RemotingCancelledError, RemotingError, RemotingTimeoutError
 
 __all__ = ["ResponseFuture", "ResponseTable", "InvokeCallback"]
@@ -80,7 +80,7 @@ class ResponseFuture:
         self._permit = permit
         self._hooks = hooks
         self._waiters: list[trio.lowlevel.Task] | None = None
-        self._slot: int | None = None  # deadline wheel slot while awaited or enforced
+        self._slot: _Slot | None = None  # deadline wheel slot while awaited or enforced
         self._response: RemotingCommand | None = None
         self._error: BaseException | None = None
         self._done = False
@@ -160,8 +160,9 @@ class ResponseFuture:
         if permit is not None:
             self._permit = None
             permit.release()
-        if self._slot is not None:
-            unschedule(self)
+        slot = self._slot
+        if slot is not None:
+            slot.leave(self)
         waiters = self._waiters
         if waiters:
             self._waiters = None

@@ -177,13 +177,17 @@ class Call(Generic[Req, Resp]):
         if self._is_oneway:
             await self.invoke_oneway(header, body, timeout=timeout)
             return None  # type: ignore[return-value]
-        # the hot path: _make and reply() written out (each a Python call less per call)
+        # the hot path: _make, _connection and reply() written out (each a Python call less per call)
         cls = self._request_cls
         if (header.__class__ is not cls) if cls is not None else (header is not None):
             self._wrong(header)
         request = build_command(RemotingCommand, self._code, _JAVA, 0, 0, 0, None, None, body, header, self._stype)
         budget = self._timeout if timeout is None else timeout
-        conn = self._connection()
+        conn = self._direct  # _connection() written out
+        if conn is None and self._conns is not None:
+            conn = self._conns.get(self._target)  # type: ignore[arg-type]
+            if conn is not None and not conn.is_active:
+                conn = None
         if conn is not None:
             response = await self._invoker.sync(conn, request, budget)
         else:
