@@ -17,7 +17,7 @@ from typing import Protocol
 
 import trio
 
-__all__ = ["RESOLUTION", "Expirable", "schedule", "unschedule"]
+__all__ = ["RESOLUTION", "Expirable", "schedule", "unschedule", "wheel"]
 
 #: Width of a slot, seconds.
 RESOLUTION = 0.005
@@ -90,7 +90,10 @@ class _Wheel:
 _WHEEL: trio.lowlevel.RunVar[_Wheel] = trio.lowlevel.RunVar("trocket_deadline_wheel")
 
 
-def _wheel() -> _Wheel:
+def wheel() -> _Wheel:
+    """This trio run's wheel (started on first use). Something that lives in one run (a
+    connection's response table) may keep it: its :meth:`~_Wheel.add` is
+    :func:`schedule` without the look-up."""
     try:
         return _WHEEL.get()
     except LookupError:
@@ -102,7 +105,7 @@ def _wheel() -> _Wheel:
 
 def schedule(item: Expirable) -> None:
     """Call ``item.expire()`` once ``item.deadline`` has passed, unless unscheduled first."""
-    _wheel().add(item)
+    wheel().add(item)
 
 
 def unschedule(item: Expirable) -> None:

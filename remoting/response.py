@@ -16,7 +16,7 @@ import trio
 
 from trocket.codecs.command import RemotingCommand
 
-from .deadlines import _Slot, schedule
+from .deadlines import _Slot, _Wheel, schedule, wheel
 from .errors import RemotingCancelledError, RemotingError, RemotingTimeoutError
 
 __all__ = ["ResponseFuture", "ResponseTable", "InvokeCallback"]
@@ -184,7 +184,16 @@ class ResponseFuture:
             task = trio.lowlevel.current_task()
             if self._waiters is None:
                 self._waiters = [task]
-                schedule(self)  # the deadline wheel expires the call (see .deadlines)
+                # the deadline wheel expires the call (see .deadlines); the table keeps
+                # the run's wheel (a look-up is three Python calls)
+                table = self._table
+                if table is None:
+                    schedule(self)
+                else:
+                    on = table.wheel
+                    if on is None:
+                        on = table.wheel = wheel()
+                    on.add(self)
             else:
                 self._waiters.append(task)
 
@@ -211,12 +220,15 @@ class ResponseFuture:
 
 class ResponseTable:
     """The calls pending on one connection, keyed by opaque; used only through these
-    methods (the invoker adds, the reader and a finishing future pop)."""
+    methods (the invoker adds, the reader and a finishing future pop; a waiting future
+    schedules itself on :attr:`wheel`)."""
 
-    __slots__ = ("_futures",)
+    __slots__ = ("_futures", "wheel")
 
     def __init__(self) -> None:
         self._futures: dict[int, ResponseFuture] = {}
+        #: the deadline wheel of the run its connection lives in, once a call waited
+        self.wheel: _Wheel | None = None
 
     def __len__(self) -> int:
         return len(self._futures)

@@ -93,17 +93,17 @@ async def test_an_enforced_call_nobody_awaits_expires_at_its_deadline(autojump_c
 async def test_left_slots_leave_the_wheel(autojump_clock):
     """Leaving needs no lookup of the wheel, yet an emptied slot is dropped from its
     table: calls that finish before their deadline leave nothing behind."""
-    from trocket.remoting.deadlines import _wheel
+    from trocket.remoting.deadlines import wheel
 
     log: list = []
     first = round(trio.current_time() / RESOLUTION) + 200  # a slot a second ahead
     items = [Item((first + i - 0.5) * RESOLUTION, log) for i in range(200)]  # one per slot
     for item in items:
         schedule(item)
-    assert len(_wheel().slots) == 200
+    assert len(wheel().slots) == 200
     for item in items:
         unschedule(item)
         assert item._slot is None
-    assert _wheel().slots == {}
+    assert wheel().slots == {}
     await trio.sleep(3)
     assert log == []
