@@ -47,19 +47,14 @@ __all__ = ["Stub", "Call", "ReplyFuture"]
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
 
-_new = object.__new__
 _JAVA = LanguageCode.JAVA
 
 
 def _reply(decode: Callable[[Any], Any] | None, errors: dict[int, type[ServiceError]], response: RemotingCommand) -> Reply[Any]:
     """The :class:`~.rpc.Reply` of a SUCCESS ``response`` (``decode`` its header), else
-    raise the error for its code from ``errors``. The Reply is made by slot stores:
-    attrs' ``__init__`` is a Python call more, on every answer."""
+    raise the error for its code from ``errors``."""
     if response.code == 0:
-        reply = _new(Reply)
-        reply.header = None if decode is None else decode(response.ext_fields)
-        reply.body = response.body
-        return reply
+        return Reply(None if decode is None else decode(response.ext_fields), response.body)
     raise error_for(response, errors)
 
 
@@ -194,10 +189,7 @@ class Call(Generic[Req, Resp]):
             response = await self._sync(self._target, request, budget)
         if response.code == 0:
             decode = self._decode  # _reply() written out: a Python call less per call
-            reply = _new(Reply)
-            reply.header = None if decode is None else decode(response.ext_fields)
-            reply.body = response.body
-            return reply
+            return Reply(None if decode is None else decode(response.ext_fields), response.body)
         raise error_for(response, self.stub._error_table)
 
     async def invoke_async(

@@ -47,6 +47,7 @@ def _declared_twins() -> dict[str, object]:
     for info in pkgutil.walk_packages(trocket.codecs.__path__, trocket.codecs.__name__ + "."):
         if not info.name.endswith("._accel"):
             importlib.import_module(info.name)
+    importlib.import_module("trocket.remoting.rpc")  # the one twin declared above codecs: Reply
     return dict(accel._PURE)
 
 
@@ -59,6 +60,7 @@ NAMES = tuple(sorted(TWINS))
 #: ``module::test`` for a test in another module of this directory.
 DIFFERENTIAL = {
     "FrameDecoder": "test_frame_decoder_differential",
+    "Reply": "test_reply_differential",
     "build_command": "test_build_command_differential",
     "response_command": "test_response_command_differential",
     "decode_binary_header": "test_binary_header_differential",
@@ -599,6 +601,36 @@ def test_build_command_differential(cmd, sub, odd, field):
 
 
 _RESPONSE_KEYWORDS = ("body", "ext_fields", "opaque", "version", "language", "serialize_type")
+
+
+_REPLY_PARTS = st.one_of(st.none(), st.integers(), text, st.binary(max_size=8), st.tuples(st.integers()))
+
+
+@settings(max_examples=60)
+@given(_REPLY_PARTS, st.binary(max_size=8), _REPLY_PARTS, st.binary(max_size=8), st.booleans())
+def test_reply_differential(header, body, other_header, other_body, default_body):
+    """remoting's ``Reply`` (an attrs class; its twin a C class): the same fields, default
+    body, repr, equality (by fields, only with its own class), no hash, match args."""
+    from trocket.remoting.rpc import Reply
+
+    classes = [accel.pure("Reply")] + ([_accel.Reply] if accel.ACTIVE else [])
+    assert Reply is classes[-1]
+    seen = []
+    for cls in classes:
+        made = cls(header) if default_body else cls(header, body)
+        other = cls(other_header, other_body)
+        want_body = b"" if default_body else body
+        assert made.header is header and made.body is want_body
+        assert cls(header, body=want_body) == made and not (cls(header, body=want_body) != made)
+        assert cls.__match_args__ == ("header", "body")
+        assert cls[int] is not None
+        with pytest.raises(TypeError):
+            hash(made)
+        seen.append((repr(made), made == other, made != other, made == (header, want_body), made != None))  # noqa: E711
+        made.header, made.body = other_header, other_body
+        assert made == other
+    assert len(set(seen)) == 1, seen
+
 
 
 @given(
