@@ -202,9 +202,17 @@ class Call(Generic[Req, Resp]):
     ) -> ReplyFuture[Resp]:
         """Send the request; returns once it is on its way, with a future of the
         answer (``await`` it, or ``callback(future)`` runs when it is known)."""
-        request = self._make(header, body)
+        # pipelined calls' hot path: _make and _connection written out, as in __call__
+        cls = self._request_cls
+        if (header.__class__ is not cls) if cls is not None else (header is not None):
+            self._wrong(header)
+        request = build_command(RemotingCommand, self._code, _JAVA, 0, 0, 0, None, None, body, header, self._stype)
         budget = self._timeout if timeout is None else timeout
-        conn = self._connection()
+        conn = self._direct
+        if conn is None and self._conns is not None:
+            conn = self._conns.get(self._target)  # type: ignore[arg-type]
+            if conn is not None and not conn.is_active:
+                conn = None
         if conn is not None:
             return await self._invoker.call_async(conn, request, budget, callback, None, self._future_class)  # type: ignore[return-value]
         return await self._async(self._target, request, budget, callback, future_class=self._future_class)  # type: ignore[return-value]
@@ -260,7 +268,11 @@ class ReplyFuture(ResponseFuture, Generic[Resp]):
             raise RuntimeError("the call's answer is not known yet")
         if self._error is not None:
             raise self._error
-        return _reply(self._decode, self._errors, self._response)  # type: ignore[arg-type]
+        response = self._response  # _reply() written out: a Python call less per answer
+        if response.code == 0:  # type: ignore[union-attr]
+            decode = self._decode
+            return Reply(None if decode is None else decode(response.ext_fields), response.body)  # type: ignore[union-attr]
+        raise error_for(response, self._errors)  # type: ignore[arg-type]
 
     async def wait(self) -> Reply[Resp]:  # type: ignore[override]
         """Wait for the answer (at most until the deadline) and return the reply."""
