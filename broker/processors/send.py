@@ -257,7 +257,9 @@ class SendProcessor:
         #: the store's flush mode is fixed when it opens
         self._sync_flush = ctx.store.config.flush_mode is FlushMode.SYNC
         self._random = random.Random()
-        self._checked_topics: set[str] = set()
+        #: topic names that passed the name checks, each with whether it starts with
+        #: one of the pre-put step's topic prefixes (bounded: cleared past the bound)
+        self._checked_topics: dict[str, bool] = {}
         #: each peer's BORNHOST by its address (bounded: cleared when it grows past the bound)
         self._born_hosts: dict[str, HostAddress] = {}
         #: SYNC_MASTER: the HA transfer service sends are handed to (None: no waiting on a slave)
@@ -299,13 +301,26 @@ class SendProcessor:
                     SendMessageRequestHeader if code == _SEND_MESSAGE else SendMessageRequestHeaderV2, request
                 )
                 raise
-            tc, created = self._msg_check(conn, fields)
+            # msgCheck's common case inline: a topic checked before, its config there,
+            # write permission on broker and topic, a legal queue id; anything else goes
+            # to _msg_check, which checks in Java's order and raises Java's refusal
+            topic = fields[0]
+            queue_id = fields[3]
+            created = None
+            prefixed = self._checked_topics.get(topic)
+            tc = self.topics.select(topic)
+            if (
+                prefixed is None or tc is None or not self.config.broker_permission & tc.perm & PERM_WRITE
+                or (queue_id >= tc.write_queue_nums and queue_id >= tc.read_queue_nums)
+            ):
+                tc, created = self._msg_check(conn, fields)
+                prefixed = topic.startswith(self.pre_put.topic_prefixes)
             if code == _SEND_BATCH_MESSAGE or fields[_BATCH]:
                 header = SendFields._make(fields)
                 result = self._put_batch(conn, request, header, tc)
                 wait = get_property(header.properties, "WAIT")
             else:
-                result, wait = self._put_one(conn, request, fields, tc)
+                result, wait = self._put_one(conn, request, fields, tc, prefixed)
         except PutRefusedError:
             self.put_failures += 1
             raise
@@ -322,6 +337,12 @@ class SendProcessor:
             if self._sync_flush and self.store.flush_service.flushed_offset < result.end_offset:
                 flush = True
         if created is None and not flush and not replica:
+            if result.status is _PUT_OK:  # (_finish's common case, inline)
+                self.put_messages += result.msg_count
+                self.put_bytes += result.wrote_bytes
+                ok = _new(_SendOk)
+                ok.result = result
+                return ok
             return self._finish(result)
         self._answer_later(conn, request, _Later(result, created, flush, replica))
         return None
@@ -455,7 +476,7 @@ class SendProcessor:
                 raise NoPermissionError(f"Sending message to topic[{topic}] is forbidden.")
             if len(checked) >= _CHECKED_TOPICS_MAX:
                 checked.clear()
-            checked.add(topic)
+            checked[topic] = topic.startswith(self.pre_put.topic_prefixes)
         created = None
         tc = self.topics.select(topic)
         if tc is None:
@@ -505,10 +526,11 @@ class SendProcessor:
     # -- single message --------------------------------------------------------------------
 
     def _put_one(
-        self, conn: Connection, request: RemotingCommand, fields: tuple, tc: TopicConfig
+        self, conn: Connection, request: RemotingCommand, fields: tuple, tc: TopicConfig, prefixed: bool
     ) -> tuple[PutResult, str | None]:
         """Store one message; returns where it went and its ``WAIT`` property (``None``:
-        none), read by the same parse that wrote the stored properties."""
+        none), read by the same parse that wrote the stored properties. ``prefixed``: the
+        topic starts with one of the pre-put step's topic prefixes."""
         body = request.body
         if len(body) > self.max_message_size:
             raise self._illegal(f"message body is {len(body)} bytes, above the maximum of {self.max_message_size}")
@@ -526,7 +548,7 @@ class SendProcessor:
         pre_put = self.pre_put
         # PrePut.may_rewrite, inline: most sends skip the step without a call, and are
         # stored by their fields (store.put_send: no message object)
-        rewrite = topic.startswith(pre_put.topic_prefixes) or sys_flag & pre_put.sys_flags
+        rewrite = prefixed or sys_flag & pre_put.sys_flags
         if not rewrite:
             for name in pre_put.property_names:
                 if name in props:
