@@ -30,7 +30,8 @@ RocketMQ 4.9's ``SendMessageProcessor`` + ``AbstractSendMessageProcessor.msgChec
 Every refusal is a typed error of :mod:`trocket.broker.errors` (Java's code and remark),
 raised and answered by remoting; failed puts are counted.
 
-One answer path. A stored send is answered by :meth:`SendProcessor._finish` --
+One answer path. A stored send is answered by :meth:`SendProcessor._finish` (its
+SUCCESS case inline in ``process_request``, for the answer given at once) --
 counting it, then SUCCESS as a :class:`~trocket.remoting.PreparedResponse` that writes
 its frame from a template (:func:`~trocket.codecs.send_response.encode_send_ok`, no
 command made, unless a response hook must see one) or, for the other statuses, a
