@@ -30,7 +30,8 @@ RocketMQ 4.9's ``SendMessageProcessor`` + ``AbstractSendMessageProcessor.msgChec
 Every refusal is a typed error of :mod:`trocket.broker.errors` (Java's code and remark),
 raised and answered by remoting; failed puts are counted.
 
-One answer path. A stored send is answered by :meth:`SendProcessor._finish` --
+One answer path. A stored send is answered by :meth:`SendProcessor._finish` (its
+SUCCESS case inline in ``process_request``, for the answer given at once) --
 counting it, then SUCCESS as a :class:`~trocket.remoting.PreparedResponse` that writes
 its frame from a template (:func:`~trocket.codecs.send_response.encode_send_ok`, no
 command made, unless a response hook must see one) or, for the other statuses, a
@@ -159,7 +160,6 @@ _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
 #: the topic's config is looked up on every send); cleared when it grows past the bound
 _CHECKED_TOPICS_MAX = 4096
 _BORN_HOSTS_MAX = 4096
-_BATCH = SendFields._fields.index("batch")
 _PROPS_NOT_UTF8 = "properties are not valid UTF-8"
 _new = object.__new__
 
@@ -257,7 +257,9 @@ class SendProcessor:
         #: the store's flush mode is fixed when it opens
         self._sync_flush = ctx.store.config.flush_mode is FlushMode.SYNC
         self._random = random.Random()
-        self._checked_topics: set[str] = set()
+        #: topic names that passed the name checks, each with whether it starts with
+        #: one of the pre-put step's topic prefixes (bounded: cleared past the bound)
+        self._checked_topics: dict[str, bool] = {}
         #: each peer's BORNHOST by its address (bounded: cleared when it grows past the bound)
         self._born_hosts: dict[str, HostAddress] = {}
         #: SYNC_MASTER: the HA transfer service sends are handed to (None: no waiting on a slave)
@@ -299,13 +301,66 @@ class SendProcessor:
                     SendMessageRequestHeader if code == _SEND_MESSAGE else SendMessageRequestHeaderV2, request
                 )
                 raise
-            tc, created = self._msg_check(conn, fields)
-            if code == _SEND_BATCH_MESSAGE or fields[_BATCH]:
+            # msgCheck's common case inline: a topic checked before, its config there,
+            # write permission on broker and topic, a legal queue id; anything else goes
+            # to _msg_check, which checks in Java's order and raises Java's refusal
+            topic, _, _, queue_id, sys_flag, born_timestamp, flag, props, reconsume_times, _, batch = fields
+            created = None
+            prefixed = self._checked_topics.get(topic)
+            tc = self.topics.select(topic)
+            if (
+                prefixed is None or tc is None or not self.config.broker_permission & tc.perm & PERM_WRITE
+                or (queue_id >= tc.write_queue_nums and queue_id >= tc.read_queue_nums)
+            ):
+                tc, created = self._msg_check(conn, fields)
+                prefixed = topic.startswith(self.pre_put.topic_prefixes)
+            if code == _SEND_BATCH_MESSAGE or batch:
                 header = SendFields._make(fields)
                 result = self._put_batch(conn, request, header, tc)
                 wait = get_property(header.properties, "WAIT")
             else:
-                result, wait = self._put_one(conn, request, fields, tc)
+                # a single message, inline (no call and no result tuple per send): stored
+                # by its fields (store.put_send: no message object), unless the pre-put
+                # step may rewrite it (_put_rewritten); WAIT is read by the same parse
+                # that writes the stored properties
+                body = request.body
+                if len(body) > self.max_message_size:
+                    raise self._illegal(f"message body is {len(body)} bytes, above the maximum of {self.max_message_size}")
+                props = props or ""
+                if queue_id < 0:
+                    queue_id = self._pick_queue(queue_id, tc)
+                if tc.topic_filter_type == "MULTI_TAG":
+                    sys_flag |= MULTI_TAGS_FLAG
+                try:
+                    props_bytes, tags_code, wait = send_properties(props, self.cluster)
+                except MessageEncodeError:
+                    raise self._illegal(_PROPS_NOT_UTF8) from None
+                addr = conn.remote_address
+                try:
+                    born_host = self._born_hosts[addr]  # (a dict hit: a third of an lru_cache call)
+                except KeyError:
+                    born_host = self._born_host(addr)
+                pre_put = self.pre_put
+                # PrePut.may_rewrite, inline: most sends skip the step without a call
+                rewrite = prefixed or sys_flag & pre_put.sys_flags
+                if not rewrite:
+                    for name in pre_put.property_names:
+                        if name in props:
+                            rewrite = True
+                            break
+                if rewrite:
+                    result = self._put_rewritten(
+                        fields, body, queue_id, flag, props, props_bytes, sys_flag, born_timestamp, born_host,
+                        reconsume_times or 0, tags_code,
+                    )
+                else:
+                    try:
+                        result = self.store.put_send(
+                            topic, body, queue_id, flag, props_bytes, sys_flag, born_timestamp, born_host,
+                            reconsume_times or 0, tags_code,
+                        )
+                    except PutMessageError as exc:
+                        raise put_refused(exc, self.max_message_size) from None
         except PutRefusedError:
             self.put_failures += 1
             raise
@@ -322,6 +377,12 @@ class SendProcessor:
             if self._sync_flush and self.store.flush_service.flushed_offset < result.end_offset:
                 flush = True
         if created is None and not flush and not replica:
+            if result.status is _PUT_OK:  # (_finish's common case, inline)
+                self.put_messages += result.msg_count
+                self.put_bytes += result.wrote_bytes
+                ok = _new(_SendOk)
+                ok.result = result
+                return ok
             return self._finish(result)
         self._answer_later(conn, request, _Later(result, created, flush, replica))
         return None
@@ -455,7 +516,7 @@ class SendProcessor:
                 raise NoPermissionError(f"Sending message to topic[{topic}] is forbidden.")
             if len(checked) >= _CHECKED_TOPICS_MAX:
                 checked.clear()
-            checked.add(topic)
+            checked[topic] = topic.startswith(self.pre_put.topic_prefixes)
         created = None
         tc = self.topics.select(topic)
         if tc is None:
@@ -504,49 +565,19 @@ class SendProcessor:
 
     # -- single message --------------------------------------------------------------------
 
-    def _put_one(
-        self, conn: Connection, request: RemotingCommand, fields: tuple, tc: TopicConfig
-    ) -> tuple[PutResult, str | None]:
-        """Store one message; returns where it went and its ``WAIT`` property (``None``:
-        none), read by the same parse that wrote the stored properties."""
-        body = request.body
-        if len(body) > self.max_message_size:
-            raise self._illegal(f"message body is {len(body)} bytes, above the maximum of {self.max_message_size}")
-        topic, _, _, queue_id, sys_flag, born_timestamp, flag, props, reconsume_times, _, _ = fields
-        props = props or ""
-        reconsume_times = reconsume_times or 0
-        if queue_id < 0:
-            queue_id = self._pick_queue(queue_id, tc)
-        if tc.topic_filter_type == "MULTI_TAG":
-            sys_flag |= MULTI_TAGS_FLAG
-        try:
-            props_bytes, tags_code, wait = send_properties(props, self.cluster)
-        except MessageEncodeError:
-            raise self._illegal(_PROPS_NOT_UTF8) from None
+    def _put_rewritten(
+        self, fields: tuple, body: bytes | bytearray | memoryview, queue_id: int, flag: int, props: str,
+        props_bytes: bytes, sys_flag: int, born_timestamp: int, born_host: HostAddress, reconsume_times: int,
+        tags_code: int,
+    ) -> PutResult:
+        """Store a single message the pre-put step may rewrite (dead letter, half message,
+        delay: :mod:`trocket.broker.pre_put`), as a message object; the result names
+        the queue the producer addressed. ``fields``: the send header's, the rest as
+        :meth:`process_request` prepared them."""
         pre_put = self.pre_put
-        # PrePut.may_rewrite, inline: most sends skip the step without a call, and are
-        # stored by their fields (store.put_send: no message object)
-        rewrite = topic.startswith(pre_put.topic_prefixes) or sys_flag & pre_put.sys_flags
-        if not rewrite:
-            for name in pre_put.property_names:
-                if name in props:
-                    rewrite = True
-                    break
-        addr = conn.remote_address
-        try:
-            born_host = self._born_hosts[addr]  # (a dict hit: a third of an lru_cache call)
-        except KeyError:
-            born_host = self._born_host(addr)
-        if not rewrite:
-            try:
-                return self.store.put_send(
-                    topic, body, queue_id, flag, props_bytes, sys_flag, born_timestamp, born_host, reconsume_times,
-                    tags_code,
-                ), wait
-            except PutMessageError as exc:
-                raise put_refused(exc, self.max_message_size) from None
         msg = message_inner(
-            topic, body, queue_id, flag, props_bytes, sys_flag, born_timestamp, born_host, reconsume_times, tags_code,
+            fields[0], body, queue_id, flag, props_bytes, sys_flag, born_timestamp, born_host, reconsume_times,
+            tags_code,
         )
         msg.properties = pre_put_map(props, self.cluster)
         stored = pre_put.rewrite(msg, SendFields._make(fields))
@@ -558,7 +589,7 @@ class SendProcessor:
             for after_put in pre_put.after_put:  # (a half message: kept for its END)
                 after_put(msg, stored, result)
             result.queue_id = msg.queue_id  # a different record (delay, half): the addressed queue
-        return result, wait
+        return result
 
     # -- batch ---------------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -264,8 +264,9 @@ class CommitLog:
 
     config: StoreConfig
     files: MappedFileQueue
-    #: Next queue offset per (topic, queue id) (Java's ``topicQueueTable``).
-    queue_offsets: dict[tuple[str, int], int] = attrs.field(factory=dict)
+    #: Next queue offset per topic, then queue id (Java's ``topicQueueTable``; two
+    #: levels: a tuple key costs a tuple, its hash and a comparison on every put).
+    queue_offsets: dict[str, dict[int, int]] = attrs.field(factory=dict)
     #: Dispatch requests in commit-log order, appended under the append lock and
     #: drained by the dispatcher.
     pending: deque[tuple] = attrs.field(factory=deque)  # DispatchRequest-shaped tuples
@@ -290,6 +291,31 @@ class CommitLog:
     def append_lock(self) -> threading.Lock:
         """The append lock (topic deletion holds it to stop puts for a moment)."""
         return self._lock
+
+    def next_queue_offset(self, topic: str, queue_id: int) -> int | None:
+        """The queue offset the next record of the queue gets (None: the queue has had
+        none since the store opened or it was forgotten)."""
+        offsets = self.queue_offsets.get(topic)
+        return None if offsets is None else offsets.get(queue_id)
+
+    def set_queue_offset(self, topic: str, queue_id: int, offset: int) -> None:
+        """Set the queue offset the queue's next record gets (recovery, a slave's
+        replicated records). Call under the append lock, or before puts begin."""
+        offsets = self.queue_offsets.get(topic)
+        if offsets is None:
+            offsets = self.queue_offsets[topic] = {}
+        offsets[queue_id] = offset
+
+    def forget_queue_offsets(self, forget: Callable[[tuple[str, int]], bool]) -> None:
+        """Drop the next queue offsets of the ``(topic, queue id)`` keys ``forget``
+        picks: a send to such a queue afterwards starts it again at offset 0. Call
+        under the append lock."""
+        table = self.queue_offsets
+        for topic, offsets in list(table.items()):
+            for queue_id in [q for q in offsets if forget((topic, q))]:
+                del offsets[queue_id]
+            if not offsets:
+                del table[topic]
 
     @classmethod
     def open(cls, config: StoreConfig) -> CommitLog:
@@ -421,7 +447,6 @@ class CommitLog:
             raise MessageIllegalError(str(exc)) from None
         tran = sys_flag & TRANSACTION_ROLLBACK_TYPE  # _counts_in_queue, inline
         counts = tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE
-        key = (topic, queue_id)
         table = self.queue_offsets
         # acquire / release instead of ``with``: the statement looks up and calls the
         # lock's __enter__ / __exit__, about a thousand instructions more on every put
@@ -436,8 +461,11 @@ class CommitLog:
             pos = mf.wrote_position
             phys = mf.file_from_offset + pos
             if counts:
-                queue_offset = table.get(key, 0)
-                table[key] = queue_offset + 1
+                offsets = table.get(topic)
+                if offsets is None:
+                    offsets = table[topic] = {}
+                queue_offset = offsets.get(queue_id, 0)
+                offsets[queue_id] = queue_offset + 1
             else:
                 queue_offset = 0
             now = time.time_ns() // 1_000_000
@@ -546,16 +574,18 @@ class CommitLog:
         ts_at = store_timestamp_offset(sys_flag)
         topic = batch.topic
         queue_id = batch.queue_id
-        key = (topic, queue_id)
-        table = self.queue_offsets
+        offsets_of = self.queue_offsets
         count = len(sizes)
         with self._lock:
             t0 = time.perf_counter_ns()
             mf = self._segment_for(total)
             pos = mf.wrote_position
             phys = mf.file_from_offset + pos
-            first_queue_offset = table.get(key, 0)
-            table[key] = first_queue_offset + count
+            offsets = offsets_of.get(topic)
+            if offsets is None:
+                offsets = offsets_of[topic] = {}
+            first_queue_offset = offsets.get(queue_id, 0)
+            offsets[queue_id] = first_queue_offset + count
             now = time.time_ns() // 1_000_000
             at = 0
             pending = self.pending
@@ -654,7 +684,6 @@ class CommitLog:
         undecoded = self._undecoded
         delays = self.config.delay_levels_ms
         files = self.files
-        table = self.queue_offsets
         pending = self.pending
         while undecoded:
             offset, n = undecoded[0]
@@ -676,7 +705,7 @@ class CommitLog:
             with self._lock:
                 for req in requests:
                     if _counts_in_queue(req[7]):
-                        table[req[0], req[1]] = req[2] + 1
+                        self.set_queue_offset(req[0], req[1], req[2] + 1)
                     pending.append(req)
                 last_ts = requests[-1][6]
                 mf.last_store_timestamp = last_ts

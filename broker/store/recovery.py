@@ -158,7 +158,7 @@ def recover(
     for cq in queues:
         cq.correct_min_offset(min_phy)
         if cq.max_offset > 0:
-            commit_log.queue_offsets[cq.topic, cq.queue_id] = cq.max_offset
+            commit_log.set_queue_offset(cq.topic, cq.queue_id, cq.max_offset)
     commit_log.tail = (end, checkpoint.physic_msg_timestamp)
     report = RecoveryReport(
         abnormal, method, start, end, truncated, dropped, dispatcher.dispatched_count - before

@@ -627,7 +627,7 @@ class MessageStore:
             }
             if not keys:
                 return []
-            self._forget_queue_offsets(keys.__contains__)
+            self.commit_log.forget_queue_offsets(keys.__contains__)
             return self.queues.detach_queues(keys)
 
     def clean_unused_topics(self, keep: Collection[str]) -> list[DetachedTopic]:
@@ -650,7 +650,7 @@ class MessageStore:
             gone = self.queues.topics() - keep
             if not gone:
                 return []
-            self._forget_queue_offsets(lambda key: key[0] in gone)
+            self.commit_log.forget_queue_offsets(lambda key: key[0] in gone)
             return self.queues.detach_topics(gone)
 
     @contextmanager
@@ -660,13 +660,6 @@ class MessageStore:
         with self.commit_log.append_lock, self.dispatcher.lock:
             self.dispatcher.drain_locked()
             yield
-
-    def _forget_queue_offsets(self, forget: Callable[[tuple[str, int]], bool]) -> None:
-        """Drop the next queue offsets of the ``(topic, queue id)`` keys ``forget`` picks:
-        a send to such a queue afterwards starts it again at offset 0."""
-        offsets = self.commit_log.queue_offsets
-        for key in [key for key in offsets if forget(key)]:
-            del offsets[key]
 
     @staticmethod
     def destroy_detached(detached: list[DetachedTopic]) -> None:

@@ -29,7 +29,8 @@ def test_clean_unused_topics_removes_queues_files_and_offsets(store, config):
     detached = store.clean_unused_topics({"Kept"})
     assert [d.topic for d in detached] == ["Gone"]
     assert "Gone" not in store.topics() and store.get_max_offset("Gone", 0) == 0
-    assert ("Gone", 0) not in store.commit_log.queue_offsets
+    assert store.commit_log.next_queue_offset("Gone", 0) is None
+    assert "Gone" not in store.commit_log.queue_offsets
     # the directory is moved aside at once: a queue made right now starts afresh
     assert "Gone" not in _cq_dirs(config)
     store.destroy_detached(detached)
@@ -83,7 +84,7 @@ def test_deletion_while_threads_put_keeps_queues_consistent(store, config):
         if cq is None:
             continue
         assert cq.min_offset == 0
-        assert store.commit_log.queue_offsets[("Busy", qid)] == cq.max_offset
+        assert store.commit_log.next_queue_offset("Busy", qid) == cq.max_offset
         for off in range(cq.max_offset):
             assert cq.get(off) is not None
     assert not [n for n in _cq_dirs(config) if n.startswith(".deleted.")]
