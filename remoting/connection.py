@@ -33,7 +33,9 @@ the socket is closed. Per-connection failure logs go through the endpoint's
 
 Every answer goes out through :meth:`Connection.answer` (or its synchronous first
 half, :meth:`Connection.answer_soon`): opaque, response flag and serialization from
-the request, the response hooks' ``do_after_response``, encode, send. An answer may be
+the request, the response hooks' ``do_after_response``, encode, send. (One shortcut:
+an inline processor's command answered at once, with no response hook to see it, is
+finished and queued by the endpoint's ``dispatch`` itself, the same steps.) An answer may be
 a :class:`~.replies.PreparedResponse`, which writes its own frame when no response
 hook has to see a command (the broker's send processor answers SUCCESS from a template
 that way). A request an inline processor answers later counts against its
@@ -384,7 +386,7 @@ class Connection:
                 return True
         except RemotingSendRequestError:
             return False
-        return self._send_answer(frame)
+        return self.send_answer(frame)
 
     def hold_answer(self, request: RemotingCommand, entry: Admission) -> None:
         """``request``'s inline processor answers it later: count it pending against
@@ -401,7 +403,9 @@ class Connection:
             entry.pending -= 1
         held.clear()
 
-    async def _send_answer(self, frame: bytes) -> bool:
+    async def send_answer(self, frame: bytes) -> bool:
+        """Send a finished answer's frame, waiting for room; ``False`` when the
+        connection is gone (the answer is dropped)."""
         try:
             await self.outbox.send(frame)
         except RemotingSendRequestError:
