@@ -40,6 +40,7 @@ from trocket.remoting import ClientConfig, RemotingClient
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from broker_produce import stop_broker  # noqa: E402
 from instructions import JAVA_EXT, callgrind_total  # noqa: E402
 
 ECHO_CODE = 100
@@ -144,12 +145,7 @@ def main() -> None:
         finally:
             if tracer is not None and tracer.poll() is None:
                 tracer.kill()
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_broker(proc)  # (SIGINT, then kill: any child process)
         head = f"server  {args.serialize.upper():8s} {shape:20s}"
         if args.strace:
             calls = parse_strace(os.path.join(tmp, "strace"))

@@ -360,18 +360,7 @@ class Connection:
             if after:
                 self._after_oneway(request, response)
             return False
-        frame = None
-        if response.__class__ is RemotingCommand and not after:
-            # the common answer, finished and encoded here (what _answer_frame does,
-            # less its call, its class test and its hook loop)
-            response.opaque = request.opaque
-            response.flag |= RPC_RESPONSE
-            response.serialize_type = request.serialize_type
-            try:
-                frame = encode_command(response)
-            except CodecError:
-                pass  # _answer_frame below logs it and makes the answer SYSTEM_ERROR
-        if frame is None and (
+        if (
             after
             or isinstance(response, RemotingCommand)
             or (frame := response.frame_for(request)) is None  # type: ignore[union-attr]

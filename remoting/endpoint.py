@@ -136,9 +136,9 @@ class RemotingEndpoint:
         except Exception as exc:
             return self._processor_failed(conn, request, exc)
         if response.__class__ is RemotingCommand and not request.flag & RPC_ONEWAY and not self.hooks.after:
-            # the common answer, finished, encoded and queued here: answer_soon's first
-            # case without its call (nor its held-answer and hook checks: this request
-            # was never held, and no hook is there to see the answer)
+            # the common answer, finished, encoded and queued here: what answer_soon
+            # does (through _answer_frame) less its calls, its held-answer and hook
+            # checks and its class tests (this request was never held, no hook is there)
             response.opaque = request.opaque
             response.flag |= RPC_RESPONSE
             response.serialize_type = request.serialize_type
