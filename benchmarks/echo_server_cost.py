@@ -25,6 +25,7 @@ strace the server runs near its native speed; system calls move with the load.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import signal
@@ -40,7 +41,6 @@ from trocket.remoting import ClientConfig, RemotingClient
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from broker_produce import stop_broker  # noqa: E402
 from instructions import JAVA_EXT, callgrind_total  # noqa: E402
 
 ECHO_CODE = 100
@@ -95,6 +95,17 @@ def start_server(args: argparse.Namespace, out: str) -> subprocess.Popen:
                             cwd=tempfile.gettempdir(), text=True)
 
 
+def stop(proc: subprocess.Popen) -> None:
+    """SIGINT (under callgrind the counts are written as the server exits: slowly on a
+    loaded machine), then kill if it has not ended within two minutes."""
+    proc.send_signal(signal.SIGINT)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(120)
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
 def parse_strace(path: str) -> dict[str, int]:
     """``strace -c``'s table: calls per system call."""
     calls: dict[str, int] = {}
@@ -145,7 +156,7 @@ def main() -> None:
         finally:
             if tracer is not None and tracer.poll() is None:
                 tracer.kill()
-            stop_broker(proc)  # (SIGINT, then kill: any child process)
+            stop(proc)
         head = f"server  {args.serialize.upper():8s} {shape:20s}"
         if args.strace:
             calls = parse_strace(os.path.join(tmp, "strace"))
