@@ -91,8 +91,11 @@ def start_server(args: argparse.Namespace, out: str) -> subprocess.Popen:
     server = [sys.executable, os.path.join(HERE, "remoting_echo.py"), "--serve", "127.0.0.1:0"]
     if not args.strace:
         server = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}", *server]
+    # SIGINT as it should be (a background job of a script starts with it ignored, and
+    # then neither Python nor callgrind would end on it and write the counts)
     return subprocess.Popen(server, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                            cwd=tempfile.gettempdir(), text=True)
+                            cwd=tempfile.gettempdir(), text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def stop(proc: subprocess.Popen) -> None:
