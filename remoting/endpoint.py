@@ -135,7 +135,11 @@ class RemotingEndpoint:
             response = error_reply(exc, ext_fields=self.config.system_reply_ext_fields)
         except Exception as exc:
             return self._processor_failed(conn, request, exc)
-        if response.__class__ is RemotingCommand and not request.flag & RPC_ONEWAY and not self.hooks.after:
+        if request.flag & RPC_ONEWAY:  # never held, never answered
+            if self.hooks.after:
+                conn.answer_soon(request, response)  # the hooks see what the processor returned
+            return None
+        if response.__class__ is RemotingCommand and not self.hooks.after:
             # the common answer, finished, encoded and queued here: what answer_soon
             # does (through _answer_frame) less its calls, its held-answer and hook
             # checks and its class tests (this request was never held, no hook is there)
@@ -153,7 +157,7 @@ class RemotingEndpoint:
                 except RemotingSendRequestError:
                     return None  # the connection is gone: the answer is dropped
                 return conn.send_answer(frame)
-        if response is not None or request.flag & RPC_ONEWAY:
+        if response is not None:
             outcome = conn.answer_soon(request, response)
             return None if outcome.__class__ is bool else outcome  # type: ignore[return-value]
         conn.hold_answer(request, entry)  # the processor answers later, through conn.answer
