@@ -692,14 +692,9 @@ class Connection:
                             unyielded += 1
                         else:
                             probe = False
-                            if held:  # the run of reads ends: one write for its answers (_end_run)
+                            if held:  # the run of reads ends: one write for its answers
                                 held = False
-                                try:
-                                    if life.state < _CLOSING:
-                                        outbox.end_read(held_completed)
-                                finally:
-                                    if after_read:
-                                        _run_after_read(after_read)
+                                self._end_run(held_completed, after_read)
                                 held_completed = 0
                             if fd >= 0:  # (TLS: receive_some below waits itself)
                                 if not drained or unyielded >= _MAX_READS_WITHOUT_YIELD:
