@@ -33,7 +33,9 @@ the socket is closed. Per-connection failure logs go through the endpoint's
 
 Every answer goes out through :meth:`Connection.answer` (or its synchronous first
 half, :meth:`Connection.answer_soon`): opaque, response flag and serialization from
-the request, the response hooks' ``do_after_response``, encode, send. An answer may be
+the request, the response hooks' ``do_after_response``, encode, send. (One shortcut:
+an inline processor's command answered at once, with no response hook to see it, is
+finished and queued by the endpoint's ``dispatch`` itself, the same steps.) An answer may be
 a :class:`~.replies.PreparedResponse`, which writes its own frame when no response
 hook has to see a command (the broker's send processor answers SUCCESS from a template
 that way). A request an inline processor answers later counts against its
@@ -41,7 +43,10 @@ registration's capacity until that answer is given (:meth:`Connection.hold_answe
 
 After a read that left the socket empty the reader asks it (``FIONREAD``) whether the
 peer's next requests arrived meanwhile and reads them at once if so: waiting for them
-costs a pass through trio's run loop even when they are already there. The answers of
+costs a pass through trio's run loop even when they are already there. It asks only
+after a read that suggests more is on its way (several frames, a frame begun, or a
+read that asking found): a peer with one request in flight sends nothing more before
+its answer, so there the question is a syscall that always says 0. The answers of
 such a run of reads (up to the reads it makes between two yields) go out together, in
 one write after its last read: a write to a socket a peer waits on costs both sides a
 system call and a wake-up, and the requests already there are answered within
@@ -60,6 +65,7 @@ import array
 import contextvars
 import itertools
 import logging
+import os
 from typing import TYPE_CHECKING, Awaitable, Callable, Protocol
 
 import trio
@@ -100,6 +106,7 @@ log = logging.getLogger(__name__)
 
 _connection_ids = itertools.count(1)
 _wait_readable = trio.lowlevel.wait_readable
+_readv = os.readv  # a plain-TCP reader's read when readable (else fdio.read_into waits)
 _checkpoint = trio.lowlevel.checkpoint
 _checkpoint_if_cancelled = trio.lowlevel.checkpoint_if_cancelled
 #: reads in a row a reader makes without passing through trio's run loop (data that
@@ -221,7 +228,6 @@ class Connection:
         "inflight",
         "_last_read",
         "_fd",
-        "_drained",
         "_read_scope",
         "_io_scope",
         "_work",
@@ -265,7 +271,6 @@ class Connection:
         self.life = Lifecycle()
         self.inflight = 0  # request handlers running or queued for this connection
         self._last_read = self.outbox.last_io
-        self._drained = False  # the last direct read left the socket empty
         self._read_scope = trio.CancelScope()
         #: while the reader handles a read: what :func:`call_after_read` queued for its end
         self._after_read: list[Callable[[], object]] | None = None
@@ -355,18 +360,7 @@ class Connection:
             if after:
                 self._after_oneway(request, response)
             return False
-        frame = None
-        if response.__class__ is RemotingCommand and not after:
-            # the common answer, finished and encoded here (what _answer_frame does,
-            # less its call, its class test and its hook loop)
-            response.opaque = request.opaque
-            response.flag |= RPC_RESPONSE
-            response.serialize_type = request.serialize_type
-            try:
-                frame = encode_command(response)
-            except CodecError:
-                pass  # _answer_frame below logs it and makes the answer SYSTEM_ERROR
-        if frame is None and (
+        if (
             after
             or isinstance(response, RemotingCommand)
             or (frame := response.frame_for(request)) is None  # type: ignore[union-attr]
@@ -381,7 +375,7 @@ class Connection:
                 return True
         except RemotingSendRequestError:
             return False
-        return self._send_answer(frame)
+        return self.send_answer(frame)
 
     def hold_answer(self, request: RemotingCommand, entry: Admission) -> None:
         """``request``'s inline processor answers it later: count it pending against
@@ -398,7 +392,9 @@ class Connection:
             entry.pending -= 1
         held.clear()
 
-    async def _send_answer(self, frame: bytes) -> bool:
+    async def send_answer(self, frame: bytes) -> bool:
+        """Send a finished answer's frame, waiting for room; ``False`` when the
+        connection is gone (the answer is dropped)."""
         try:
             await self.outbox.send(frame)
         except RemotingSendRequestError:
@@ -662,6 +658,13 @@ class Connection:
         current_time = trio.lowlevel.current_clock().current_time
         inq = array.array("i", [0])  # FIONREAD's answer: bytes waiting in the socket
         unyielded = 0
+        # the last direct read left the socket empty (it did not fill the buffer)
+        drained = False
+        # ask FIONREAD before waiting: only after a read that suggests more is on its way
+        # (several frames, a frame begun, or itself found by asking). A peer with one
+        # request in flight sends nothing more before its answer, so asking it is a
+        # syscall that always says 0; a busier peer's reads carry several frames
+        probe = False
         # the answers of the reads since the last write, corked: when more has arrived
         # by the end of a read, that read comes at once and one write carries the
         # answers of both (a write to a socket a peer waits on costs both sides a wake-up)
@@ -679,8 +682,7 @@ class Connection:
                         # ``recv`` that raises EAGAIN (a syscall and an exception per
                         # message on a request/response connection). ``data`` is a view
                         # of the thread's buffer: the decoder copies it before the next await.
-                        if (fd >= 0 and self._drained and unyielded < _MAX_READS_WITHOUT_YIELD
-                                and bytes_waiting(fd, inq)):
+                        if probe and drained and unyielded < _MAX_READS_WITHOUT_YIELD and bytes_waiting(fd, inq):
                             # More arrived while we handled the last read: read it now (a
                             # wait would cost a pass through trio's run loop for data
                             # already there), its answers joining the held ones. Still a
@@ -689,19 +691,23 @@ class Connection:
                             await _checkpoint_if_cancelled()
                             unyielded += 1
                         else:
+                            probe = False
                             if held:  # the run of reads ends: one write for its answers
                                 held = False
                                 self._end_run(held_completed, after_read)
                                 held_completed = 0
                             if fd >= 0:  # (TLS: receive_some below waits itself)
-                                if not self._drained or unyielded >= _MAX_READS_WITHOUT_YIELD:
+                                if not drained or unyielded >= _MAX_READS_WITHOUT_YIELD:
                                     await _checkpoint()  # a busy peer must not starve the other tasks
                                 else:
                                     await _wait_readable(fd)
                             unyielded = 0
                         if fd >= 0:
-                            n = await read_into(fd, bufs)
-                            self._drained = n < size
+                            try:  # (read_into without its coroutine: readable all but always)
+                                n = _readv(fd, bufs)
+                            except BlockingIOError:
+                                n = await read_into(fd, bufs)
+                            drained = n < size
                             data = view[:n]
                         else:
                             data = await receive(size)
@@ -720,10 +726,12 @@ class Connection:
                     self._after_read = after_read
                     completed = held_completed
                     handled = False
+                    frames = 0
                     taps = tap.begin() if tap is not None else None
                     try:
                         decoder.feed(data)
                         while (payload := decoder.next_frame()) is not None:
+                            frames += 1
                             if taps is not None:
                                 taps.append(RECEIVED_PAYLOAD)
                                 taps.append(payload)
@@ -761,13 +769,15 @@ class Connection:
                         try:
                             if tap is not None:
                                 tap.end()
-                            if decoder.buffered != self.partial_bytes:  # a frame begun, finished or grown
-                                endpoint.partial_changed(self, decoder.buffered)
+                            buffered = decoder.buffered
+                            if buffered != self.partial_bytes:  # a frame begun, finished or grown
+                                endpoint.partial_changed(self, buffered)
                             if handled:
                                 # the answers (and what call_after_read queued) wait, corked,
                                 # for the loop's next turn: one write, unless more has arrived
                                 # to join them (:meth:`_end_run`)
                                 held, held_completed = True, completed
+                                probe = frames > 1 or buffered > 0 or unyielded > 0
                             else:
                                 held, held_completed = False, 0
                                 if life.state < _CLOSING:

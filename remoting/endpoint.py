@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Awaitable, Iterable
 
 import trio
 
-from trocket.codecs.command import RPC_ONEWAY, RemotingCommand
+from trocket.codecs.command import RPC_ONEWAY, RPC_RESPONSE, RemotingCommand
+from trocket.codecs.errors import CodecError
+from trocket.codecs.serialize import encode_command
 
 from .config import EndpointConfig
-from .errors import RemotingFrameError, RemotingShutdownError, ResponseCodeError
+from .errors import RemotingFrameError, RemotingSendRequestError, RemotingShutdownError, ResponseCodeError
 from .events import ChannelEventListener, notify
 from .hooks import HookSet, RequestHook
 from .invoker import Invoker, next_opaque
@@ -133,7 +135,29 @@ class RemotingEndpoint:
             response = error_reply(exc, ext_fields=self.config.system_reply_ext_fields)
         except Exception as exc:
             return self._processor_failed(conn, request, exc)
-        if response is not None or request.flag & RPC_ONEWAY:
+        if request.flag & RPC_ONEWAY:  # never held, never answered
+            if self.hooks.after:
+                conn.answer_soon(request, response)  # the hooks see what the processor returned
+            return None
+        if response.__class__ is RemotingCommand and not self.hooks.after:
+            # the common answer, finished, encoded and queued here: what answer_soon
+            # does (through _answer_frame) less its calls, its held-answer and hook
+            # checks and its class tests (this request was never held, no hook is there)
+            response.opaque = request.opaque
+            response.flag |= RPC_RESPONSE
+            response.serialize_type = request.serialize_type
+            try:
+                frame = encode_command(response)
+            except CodecError:
+                frame = None  # answer_soon below logs it and answers SYSTEM_ERROR
+            if frame is not None:
+                try:
+                    if conn.outbox.send_nowait(frame):
+                        return None
+                except RemotingSendRequestError:
+                    return None  # the connection is gone: the answer is dropped
+                return conn.send_answer(frame)
+        if response is not None:
             outcome = conn.answer_soon(request, response)
             return None if outcome.__class__ is bool else outcome  # type: ignore[return-value]
         conn.hold_answer(request, entry)  # the processor answers later, through conn.answer

@@ -99,13 +99,13 @@ async def test_inline_answers_wait_for_room_when_the_outbox_is_full(monkeypatch)
 
     big = 1024 * 1024
     waited = []
-    real_send_answer = connection.Connection._send_answer
+    real_send_answer = connection.Connection.send_answer
 
     async def counting_send_answer(self, frame):
         waited.append(len(frame))
         return await real_send_answer(self, frame)
 
-    monkeypatch.setattr(connection.Connection, "_send_answer", counting_send_answer)
+    monkeypatch.setattr(connection.Connection, "send_answer", counting_send_answer)
 
     def inline(conn, req):
         return RemotingCommand.response(0, body=req.body * big)

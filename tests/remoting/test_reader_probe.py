@@ -107,3 +107,45 @@ async def test_data_already_there_is_read_at_once():
         with trio.fail_after(10):
             assert await trio.to_thread.run_sync(peer) == 11
     assert seen == list(range(1, 12))
+
+
+async def _exchange(server, batches: list[list[bytes]]) -> int:
+    """Send each batch of frames in one write and read its answers before the next."""
+    host, port = server.address.rsplit(":", 1)
+    sock = trio.socket.socket()
+    await sock.connect((host, int(port)))
+    answered = 0
+    with sock, trio.fail_after(5):
+        for batch in batches:
+            await sock.send(b"".join(batch))
+            got = b""
+            while got.count(b'"code":0') < len(batch):
+                got += await sock.recv(65536)
+            answered += got.count(b'"code":0')
+    return answered
+
+
+async def test_one_request_in_flight_is_read_without_asking_for_more(monkeypatch):
+    """A peer with one request in flight sends nothing more before its answer: after a
+    read of one frame the reader waits for readability at once, without the FIONREAD
+    that would always say 0; after a read of several frames it asks."""
+    import trocket.remoting.connection as connection
+
+    asked: list[int] = []
+    real = connection.bytes_waiting
+
+    def counting(fd, answer):
+        asked.append(fd)
+        return real(fd, answer)
+
+    monkeypatch.setattr(connection, "bytes_waiting", counting)
+
+    def answer(conn, req):
+        return RemotingCommand.response(0)
+
+    async with serving() as server:
+        server.register_processor(STOP, answer, inline=True)
+        assert await _exchange(server, [[_frame(STOP, i)] for i in range(6)]) == 6
+        assert asked == []
+        assert await _exchange(server, [[_frame(STOP, i) for i in range(6)]]) == 6
+        assert asked  # (once, unless the six arrived in two reads)
