@@ -337,7 +337,7 @@ class SendProcessor:
                             break
                 if rewrite:
                     result = self._put_rewritten(
-                        fields, body, queue_id, flag, props, props_bytes, sys_flag, born_timestamp, born_host,
+                        fields, body, queue_id, flag, props_bytes, sys_flag, born_timestamp, born_host,
                         reconsume_times or 0, tags_code,
                     )
                 else:
@@ -553,7 +553,7 @@ class SendProcessor:
     # -- single message --------------------------------------------------------------------
 
     def _put_rewritten(
-        self, fields: tuple, body: bytes | bytearray | memoryview, queue_id: int, flag: int, props: str,
+        self, fields: tuple, body: bytes | bytearray | memoryview, queue_id: int, flag: int,
         props_bytes: bytes, sys_flag: int, born_timestamp: int, born_host: HostAddress, reconsume_times: int,
         tags_code: int,
     ) -> PutResult:
