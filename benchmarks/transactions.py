@@ -34,7 +34,9 @@ instructions per transaction: the prepared send (half message), the END (reading
 half message back, the committed message and the op record stored) and the answer, and
 the harness's few steps. trio's clock stands still meanwhile (no timer of the broker
 fires: how many would depend on how slowly callgrind runs). Each END is ended alone (in the real benchmark the ENDs of
-one read are ended together). ``--compare DIR`` measures another tree too (a folder
+one read are ended together). ``--end rollback`` ends each with a rollback (no committed
+message), ``--end none`` sends no END (the prepared sends alone): the differences are
+what the committed message and the END cost. ``--compare DIR`` measures another tree too (a folder
 holding it as the ``trocket`` package), ``--keep DIR`` keeps the callgrind output (for
 ``callgrind_annotate --inclusive=yes``):
 
@@ -151,7 +153,11 @@ def _end_header_template() -> bytes:
             b'"version":395}')
 
 
-async def _transactions(n: int) -> None:
+#: ``--end``: what ends each transaction (END_TRANSACTION's commitOrRollback), or no END
+_END_KINDS = {"commit": b"8", "rollback": b"12", "none": None}
+
+
+async def _transactions(n: int, end_kind: str = "commit") -> None:
     """``n`` transactions through the endpoint's dispatch (see the module docstring)."""
     from trocket.broker.transaction import HALF_TOPIC, OP_TOPIC
     from trocket.codecs.serialize import decode_command
@@ -161,34 +167,37 @@ async def _transactions(n: int) -> None:
         store = controller.store
         prepare = _prepare_payload()
         uniq = _UNIQ.encode()
-        end = _end_header_template()
+        kind = _END_KINDS[end_kind]
+        end = _end_header_template().replace(b'"commitOrRollback":"8"', b'"commitOrRollback":"%s"' % (kind or b"8"))
         pack = struct.Struct(">I").pack
         for i in range(n):
             key = b"7F00000100002A9F%016X" % i
             where = store.max_phy_offset  # where the half message goes (nothing else is stored)
             if dispatch(decode_command(prepare.replace(uniq, key))) is not None:
                 raise RuntimeError("the prepared send did not complete on the reader")
-            header = end % (where, key, i, key)
-            dispatch(decode_command(pack(len(header)) + header))
+            if kind is not None:
+                header = end % (where, key, i, key)
+                dispatch(decode_command(pack(len(header)) + header))
             if i & 31 == 31:
                 drain()
         committed = sum(store.get_max_offset(TX_TOPIC, q) for q in range(4))
         halves, ops = store.get_max_offset(HALF_TOPIC, 0), store.get_max_offset(OP_TOPIC, 0)
-        if not committed == halves == ops == n:
+        ended = 0 if kind is None else n
+        if halves != n or ops != ended or committed != (n if kind == b"8" else 0):
             raise RuntimeError(f"{n} transactions: {halves} half messages, {committed} committed, {ops} op records")
 
 
-def _transactions_total(pythonpath: str, n: int, keep: str, label: str) -> int:
+def _transactions_total(pythonpath: str, n: int, keep: str, label: str, end_kind: str) -> int:
     env = dict(os.environ, PYTHONHASHSEED="0")  # (the same dict layouts in every run)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
     # once outside valgrind first: bytecode caches written now, not in one measured run only
-    subprocess.run([sys.executable, __file__, "--instructions-child", "1"], env=env, check=True)
+    subprocess.run([sys.executable, __file__, "--instructions-child", "1", "--end", end_kind], env=env, check=True)
     with tempfile.TemporaryDirectory(prefix="trocket-txcg-") as tmp:
         out = os.path.join(keep or tmp, f"callgrind.{label}.{n}.out")
         subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
-             "--instructions-child", str(n)],
+             "--instructions-child", str(n), "--end", end_kind],
             env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tempfile.gettempdir(),
         )
         return callgrind_total(out)
@@ -202,8 +211,8 @@ def instructions(args: argparse.Namespace) -> None:
     for r in range(args.rounds):
         for k, (name, path) in enumerate(trees):
             label = f"{'this' if k == 0 else 'compared'}.r{r + 1}"
-            short = _transactions_total(path, args.warm, args.keep, label)
-            long = _transactions_total(path, args.warm + args.transactions, args.keep, label)
+            short = _transactions_total(path, args.warm, args.keep, label, args.end)
+            long = _transactions_total(path, args.warm + args.transactions, args.keep, label, args.end)
             figures[name].append((long - short) / args.transactions)
             print(f"{name:40s} {figures[name][-1]:10,.0f} instructions/transaction", flush=True)
     if args.compare:
@@ -225,13 +234,15 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=1000, help="--instructions: the shorter run's (default 1000)")
     parser.add_argument("--compare", metavar="DIR", default="", help="--instructions: another tree too")
     parser.add_argument("--keep", metavar="DIR", default="", help="--instructions: keep callgrind's output in DIR")
+    parser.add_argument("--end", choices=sorted(_END_KINDS), default="commit",
+                        help="--instructions: how each transaction ends (none: the prepared sends alone)")
     parser.add_argument("--instructions-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.instructions_child is not None:
         # trio's clock stands still: no timer of the broker (its persisting, statistics
         # and check loops) fires while the transactions run, as their number would
         # depend on how long callgrind takes (that would not cancel out)
-        trio.run(_transactions, args.instructions_child, clock=trio.testing.MockClock())
+        trio.run(_transactions, args.instructions_child, args.end, clock=trio.testing.MockClock())
         return
     if args.instructions:
         if "--rounds" not in sys.argv:

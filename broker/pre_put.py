@@ -23,13 +23,26 @@ message, delay.
 Triggers: topic prefixes, property names, and sysflag bits (the transaction type's
 prepared bit: a prepared send is a half message whether it says so with ``TRAN_MSG`` or
 with its sysflag).
+
+A send's message comes with its stored properties bytes and no map (``properties``
+empty); a step that rewrites properties makes the map Java's send processor hands on
+from the send header's string (:func:`sent_items`): the half step as a plain dict that
+becomes the half message's map, the delay step as a :class:`JavaHashMap`
+(:func:`pre_put_map`). A send-back's message carries its map.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, NamedTuple, Protocol
 
-from trocket.codecs.message.properties import PROPERTY_TRANSACTION_PREPARED, get_property
+from trocket.codecs.headers.fast import SendFields
+from trocket.codecs.java_hashmap import JavaHashMap, decode_properties
+from trocket.codecs.message.properties import (
+    PROPERTY_CLUSTER,
+    PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_WAIT_STORE_MSG_OK,
+    get_property,
+)
 from trocket.codecs.message.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 from trocket.codecs.names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
@@ -50,6 +63,8 @@ __all__ = [
     "delay_step",
     "half_step",
     "pre_put",
+    "pre_put_map",
+    "sent_items",
 ]
 
 #: ``MixAll.DEFAULT_MAX_RECONSUME_TIMES`` / SubscriptionGroupConfig.retryMaxTimes.
@@ -61,6 +76,25 @@ class Request(Protocol):
     fields, a send-back header)."""
 
     maxReconsumeTimes: int | None
+
+
+def sent_items(props: str, cluster: str) -> dict[str, str]:
+    """A single send's properties (``props``, as the send header carries them) as 4.9.8's
+    send processor hands them on to the store when the store rewrites the message (the
+    delay branch, the half message): ``CLUSTER`` put and ``WAIT``, removed for the
+    stored string, put back (now at its bucket's tail). A dict in the map's insertion
+    order, no key removed for good (a ``HashMap`` of it has the capacity of its size)."""
+    items = decode_properties(props)
+    items[PROPERTY_CLUSTER] = cluster
+    wait = items.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
+    if wait is not None:
+        items[PROPERTY_WAIT_STORE_MSG_OK] = wait
+    return items
+
+
+def pre_put_map(props: str, cluster: str) -> JavaHashMap:
+    """:func:`sent_items` as the ``HashMap`` a step rewrites (the delay's)."""
+    return JavaHashMap(sent_items(props, cluster).items())
 
 
 class PrePutStep(NamedTuple):
@@ -151,6 +185,7 @@ def half_step(ctx: BrokerContext) -> PrePutStep:
     (:meth:`~trocket.broker.transaction.TransactionalMessageService.prepared`; the
     context's service is made here when it has none yet: bare setups)."""
     config = ctx.config
+    cluster = config.cluster
     if ctx.transactions is None:
         ctx.transactions = TransactionalMessageService(ctx)
 
@@ -162,6 +197,8 @@ def half_step(ctx: BrokerContext) -> PrePutStep:
         if config.reject_transaction_message:
             ip = config.advertised_addr(ctx.server).rpartition(":")[0]
             raise NoPermissionError(f"the broker[{ip}] sending transaction message is forbidden")
+        if not msg.properties and type(header) is SendFields:  # a send's: its map from its header
+            return half_message(msg, sent_items(header.properties or "", cluster))
         return half_message(msg)
 
     return PrePutStep(
@@ -170,11 +207,13 @@ def half_step(ctx: BrokerContext) -> PrePutStep:
     )
 
 
-def delay_step(schedule: ScheduleMessageService) -> PrePutStep:
+def delay_step(schedule: ScheduleMessageService, cluster: str) -> PrePutStep:
     """A ``DELAY`` level above 0: stored on ``SCHEDULE_TOPIC_XXXX`` until due
     (:meth:`~trocket.broker.schedule.ScheduleMessageService.rewrite`)."""
 
     def delay(msg: MessageInner, header: Request) -> MessageInner | None:
+        if not msg.properties and type(header) is SendFields:  # a send's: its map from its header
+            msg.properties = pre_put_map(header.properties or "", cluster)
         stored = schedule.rewrite(msg)
         return None if stored is msg else stored
 
@@ -188,5 +227,5 @@ def pre_put(ctx: BrokerContext, *, dead_letter: bool = True) -> PrePut:
     itself, on the stored message's count, and Java's never runs ``handleRetryAndDLQ``."""
     steps = [dead_letter_step(ctx), half_step(ctx)] if dead_letter else [half_step(ctx)]
     if ctx.schedule is not None:
-        steps.append(delay_step(ctx.schedule))
+        steps.append(delay_step(ctx.schedule, ctx.config.cluster))
     return PrePut(tuple(steps))

@@ -110,7 +110,6 @@ from trocket.codecs.errors import MessageEncodeError
 from trocket.codecs.java_hashmap import JavaHashMap
 from trocket.codecs.message.properties import (
     PROPERTY_CLUSTER,
-    PROPERTY_WAIT_STORE_MSG_OK,
     get_property,
     send_properties,
 )
@@ -179,18 +178,6 @@ def batch_properties(props: str, cluster: str) -> bytes:
     m = JavaHashMap.from_properties(props)
     m[PROPERTY_CLUSTER] = cluster
     return m.to_properties().encode("utf-8")
-
-
-def pre_put_map(props: str, cluster: str) -> JavaHashMap:
-    """A single send's properties as 4.9.8's send processor hands them on to the store
-    when the store rewrites the message (the delay branch): ``CLUSTER`` put and ``WAIT``,
-    removed for the stored string, put back (now at its bucket's tail)."""
-    m = JavaHashMap.from_properties(props)
-    m[PROPERTY_CLUSTER] = cluster
-    wait = m.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
-    if wait is not None:
-        m[PROPERTY_WAIT_STORE_MSG_OK] = wait
-    return m
 
 
 class _SendOk:
@@ -350,7 +337,7 @@ class SendProcessor:
                             break
                 if rewrite:
                     result = self._put_rewritten(
-                        fields, body, queue_id, flag, props, props_bytes, sys_flag, born_timestamp, born_host,
+                        fields, body, queue_id, flag, props_bytes, sys_flag, born_timestamp, born_host,
                         reconsume_times or 0, tags_code,
                     )
                 else:
@@ -566,7 +553,7 @@ class SendProcessor:
     # -- single message --------------------------------------------------------------------
 
     def _put_rewritten(
-        self, fields: tuple, body: bytes | bytearray | memoryview, queue_id: int, flag: int, props: str,
+        self, fields: tuple, body: bytes | bytearray | memoryview, queue_id: int, flag: int,
         props_bytes: bytes, sys_flag: int, born_timestamp: int, born_host: HostAddress, reconsume_times: int,
         tags_code: int,
     ) -> PutResult:
@@ -579,7 +566,6 @@ class SendProcessor:
             fields[0], body, queue_id, flag, props_bytes, sys_flag, born_timestamp, born_host, reconsume_times,
             tags_code,
         )
-        msg.properties = pre_put_map(props, self.cluster)
         stored = pre_put.rewrite(msg, SendFields._make(fields))
         try:
             result = self.store.put_message(stored)

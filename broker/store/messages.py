@@ -91,7 +91,7 @@ class BatchInner:
 
 def properties_map(msg: MessageInner) -> JavaHashMap:
     """``msg``'s properties as the ``HashMap`` Java's broker rewrites them in: the send
-    processor's map when it made one (:func:`~trocket.broker.processors.send.pre_put_map`:
+    processor's map when it made one (:func:`~trocket.broker.pre_put.pre_put_map`:
     ``CLUSTER`` put, ``WAIT`` back at its bucket's tail), else the mapping given as such
     (its insertion order), else the stored string parsed. The map itself when it is one:
     copy it before changing it. ``UnicodeDecodeError`` for properties that are not UTF-8."""

@@ -48,7 +48,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 
 from trocket.codecs.errors import MessageDecodeError
-from trocket.codecs.java_hashmap import JavaHashMap
+from trocket.codecs.java_hashmap import JavaHashMap, hashmap_capacity, hashmap_properties
 from trocket.codecs.message.hosts import HostAddress, bytes_to_ip
 from trocket.codecs.message.message import MessageExt
 from trocket.codecs.message.properties import (
@@ -116,20 +116,35 @@ _REMOVE_TAG_CODE = tags_hash(REMOVE_TAG)
 _OP_PROPS = JavaHashMap(((PROPERTY_TAGS, REMOVE_TAG), (PROPERTY_WAIT_STORE_MSG_OK, "true"))).to_properties().encode()
 
 
-def half_message(msg: MessageInner) -> MessageInner:
+def half_message(msg: MessageInner, items: dict[str, str] | None = None) -> MessageInner:
     """``parseHalfMessageInner``: ``msg`` as the half topic stores it (a new message;
     ``msg`` is left as the producer addressed it): ``REAL_TOPIC`` and ``REAL_QID`` put in
-    its properties map, written in Java's order. ``UnicodeDecodeError`` for properties
-    that are not UTF-8."""
-    props = properties_map(msg).to_properties_with(
-        ((PROPERTY_REAL_TOPIC, msg.topic), (PROPERTY_REAL_QUEUE_ID, str(msg.queue_id)))
-    )
+    its properties map, written in Java's order; the map is the half message's
+    ``properties``. ``items``: that map as a dict in insertion order, no key removed
+    for good (a send's, :func:`~trocket.broker.pre_put.sent_items`: put into and kept,
+    no :class:`JavaHashMap` made); else ``msg``'s map, copied. ``UnicodeDecodeError``
+    for properties that are not UTF-8."""
+    topic = msg.topic
+    props: Mapping[str, str]
+    if items is None:
+        props = m = properties_map(msg).copy()
+        m[PROPERTY_REAL_TOPIC] = topic
+        m[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
+        text = m.to_properties()
+    else:
+        props = items
+        items[PROPERTY_REAL_TOPIC] = topic
+        items[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
+        n = len(items)  # (the capacity of a HashMap of n puts: hashmap_capacity, inline up to 12)
+        text = hashmap_properties(items, 16 if n <= 12 else hashmap_capacity(n))
     tags_code = msg.tags_code
-    return message_inner(  # (slot stores: the prepared send's path)
-        HALF_TOPIC, msg.body, HALF_QUEUE_ID, msg.flag, props.encode("utf-8"),
+    half = message_inner(  # (slot stores: the prepared send's path)
+        HALF_TOPIC, msg.body, HALF_QUEUE_ID, msg.flag, text.encode("utf-8"),
         msg.sys_flag & ~TRANSACTION_ROLLBACK_TYPE, msg.born_timestamp, msg.born_host, msg.reconsume_times,
         msg.tag_hash() if tags_code is None else tags_code,
     )
+    half.properties = props
+    return half
 
 
 class StoredMessage:
@@ -206,9 +221,9 @@ class StoredMessage:
 class PreparedHalf:
     """A half message as its prepared send stored it, kept (by the service, for a
     while) so that a prompt END_TRANSACTION needs no read of it: the half record's
-    message (``half``: its properties bytes, body, flags, born time and host, as
-    stored), the send's properties map (``properties``: the stored ones but
-    ``REAL_TOPIC``/``REAL_QID``, which are ``real_topic``/``real_queue_id``), and where
+    message (``half``: its properties bytes, body, flags, born time and host, tags
+    code, as stored), its properties map (``properties``: the stored ones, as a record
+    read back has them), where it was sent (``real_topic``/``real_queue_id``) and where
     it went (``queue_offset``; the commit-log offset is the key it is kept under).
     ``size``: the bytes it holds (body and properties). Made by
     :meth:`~trocket.broker.transaction.TransactionalMessageService.prepared`."""
@@ -269,21 +284,20 @@ def committed_fields(half: StoredMessage | PreparedHalf, commit_log_offset: int)
     committed transactional message (see the module docstring for its properties);
     the same record whether the half message was read back or kept (:class:`PreparedHalf`).
     As fields: END_TRANSACTION's path stores them without a message object."""
-    props = half.properties
     if type(half) is PreparedHalf:
         stored = half.half
         return (
             half.real_topic, stored.body, half.real_queue_id, stored.flag,
             without_properties_bytes(stored.properties_bytes, _NOT_ON_COMMIT),
             (stored.sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | TRANSACTION_COMMIT_TYPE, stored.born_timestamp,
-            stored.born_host, stored.reconsume_times, tags_hash(props.get(PROPERTY_TAGS)), commit_log_offset,
+            stored.born_host, stored.reconsume_times, stored.tags_code, commit_log_offset,
         )
     head = half.head
     return (
         half.real_topic or "", half.body, half.real_queue_id or 0, head.flag,
         without_properties_bytes(half.raw_properties, _NOT_ON_COMMIT),
         (head.sys_flag & ~TRANSACTION_ROLLBACK_TYPE) | TRANSACTION_COMMIT_TYPE, head.born_timestamp,
-        half.born_host, head.reconsume_times, tags_hash(props.get(PROPERTY_TAGS)), commit_log_offset,
+        half.born_host, head.reconsume_times, tags_hash(half.properties.get(PROPERTY_TAGS)), commit_log_offset,
     )
 
 

@@ -288,7 +288,7 @@ class TransactionalMessageService:
             return
         entry = _new(PreparedHalf)  # (slot stores: the prepared send's path)
         entry.half = half
-        entry.properties = sent.properties
+        entry.properties = half.properties
         entry.real_topic = sent.topic
         entry.real_queue_id = sent.queue_id
         entry.queue_offset = result.queue_offset

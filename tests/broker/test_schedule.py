@@ -17,7 +17,7 @@ import trio
 
 from trocket.broker.config import BrokerConfig, BrokerConfigError, load_properties_file
 from trocket.broker.config import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevelError, parse_delay_levels
-from trocket.broker.processors.send import pre_put_map
+from trocket.broker.pre_put import pre_put_map
 from trocket.broker.schedule import (
     ScheduleMessageService,
     TrioEpochClock,

@@ -16,6 +16,8 @@ from contextlib import asynccontextmanager
 
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trocket.codecs.bodies.client import HeartbeatData, ProducerData
 from trocket.codecs.command import RemotingCommand
@@ -33,7 +35,10 @@ from trocket.codecs.serialize import encode_command
 from trocket.codecs.message.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE
 from trocket.codecs.java_hashmap import JavaHashMap
 from trocket.broker.transaction import service as transaction_service
-from trocket.broker.transaction.records import committed_message, origin_offset, read_stored
+from trocket.broker.pre_put import pre_put_map, sent_items
+from trocket.broker.store.messages import message_inner
+from trocket.broker.transaction.records import committed_message, half_message, origin_offset, read_stored
+from trocket.codecs.message.hosts import HostAddress
 from trocket.remoting import ClientConfig, RemotingClient
 
 HALF = "RMQ_SYS_TRANS_HALF_TOPIC"
@@ -117,6 +122,42 @@ def visible(broker, topic: str) -> int:
 
 
 # -- half messages -------------------------------------------------------------------------------
+
+
+#: property keys for the half message's rewrite: the ones it moves or puts, each with a key
+#: of the same String.hashCode (one bucket at any capacity: insertion order decides)
+_KEYS = ["WAIT", "WAJ5", "CLUSTER", "CLUSTF3", "REAL_TOPIC", "REAL_TOPJ$", "REAL_QID", "REAL_QJ%", "TAGS", "KEYS",
+         "UNIQ_KEY", "TRAN_MSG", "PGROUP", *(f"k{i}" for i in range(24))]
+
+
+@settings(max_examples=80)
+@given(st.lists(st.tuples(st.sampled_from(_KEYS), st.sampled_from(["v", "true", "x\x01y"])), max_size=30),
+       st.integers(0, 7))
+def test_a_sends_half_message_is_the_map_rewrites(items, queue_id):
+    """A send's half message made from its header's properties (``sent_items``: no
+    HashMap model) has the bytes and properties of the model's rewrite (``pre_put_map``
+    then REAL_TOPIC / REAL_QID put: how the send path made it before), whatever the keys
+    -- WAIT moved, CLUSTER or REAL_* already there, shared buckets, repeated keys, a
+    table grown past 16 and 32."""
+    props = "\x02".join(f"{k}\x01{v}" for k, v in items)
+    msg = message_inner("TxTopic", b"body", queue_id, 0, b"", 4, 1, HostAddress("127.0.0.1", 9), 0, 0)
+    # the model, step by step as 4.9.8's send processor and parseHalfMessageInner put and remove
+    model = JavaHashMap.from_properties(props)
+    model["CLUSTER"] = "DefaultCluster"
+    wait = model.pop("WAIT", None)
+    if wait is not None:
+        model["WAIT"] = wait
+    assert model.to_properties() == pre_put_map(props, "DefaultCluster").to_properties()
+    expected = model.to_properties_with((("REAL_TOPIC", "TxTopic"), ("REAL_QID", str(queue_id))))
+    half = half_message(msg, sent_items(props, "DefaultCluster"))
+    assert half.properties_bytes == expected.encode()
+    msg.properties = model
+    before = model.to_properties()
+    from_model = half_message(msg)
+    assert from_model.properties_bytes == half.properties_bytes
+    assert dict(from_model.properties) == dict(half.properties)
+    assert model.to_properties() == before  # the message's own map unchanged
+
 
 
 async def test_prepared_send_is_a_half_message(tmp_path, wire):
@@ -300,8 +341,7 @@ async def test_an_end_finds_its_half_message_kept_as_it_would_read_it_back(tmp_p
             offset = decode_offset_msg_id(ext["msgId"]).offset
             kept, read = t.kept[offset], read_stored(broker.store, offset)
             assert kept.queue_offset == read.head.queue_offset == int(ext["queueOffset"])
-            real = {"REAL_TOPIC", "REAL_QID"}
-            assert dict(kept.properties) == {k: v for k, v in read.properties.items() if k not in real}
+            assert dict(kept.properties) == read.properties
             assert origin_offset(kept, kept.queue_offset) == origin_offset(read, kept.queue_offset)
             assert committed_message(kept, offset) == committed_message(read, offset)
         assert len(t.kept) == 4 and t.kept_bytes == sum(k.size for k in t.kept.values())
