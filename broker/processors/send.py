@@ -30,8 +30,7 @@ RocketMQ 4.9's ``SendMessageProcessor`` + ``AbstractSendMessageProcessor.msgChec
 Every refusal is a typed error of :mod:`trocket.broker.errors` (Java's code and remark),
 raised and answered by remoting; failed puts are counted.
 
-One answer path. A stored send is answered by :meth:`SendProcessor._finish` (its
-SUCCESS case inline in ``process_request``, for the answer given at once) --
+One answer path. A stored send is answered by :meth:`SendProcessor._finish` --
 counting it, then SUCCESS as a :class:`~trocket.remoting.PreparedResponse` that writes
 its frame from a template (:func:`~trocket.codecs.send_response.encode_send_ok`, no
 command made, unless a response hook must see one) or, for the other statuses, a
@@ -364,12 +363,6 @@ class SendProcessor:
             if self._sync_flush and self.store.flush_service.flushed_offset < result.end_offset:
                 flush = True
         if created is None and not flush and not replica:
-            if result.status is _PUT_OK:  # (_finish's common case, inline)
-                self.put_messages += result.msg_count
-                self.put_bytes += result.wrote_bytes
-                ok = _new(_SendOk)
-                ok.result = result
-                return ok
             return self._finish(result)
         self._answer_later(conn, request, _Later(result, created, flush, replica))
         return None
