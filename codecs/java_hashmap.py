@@ -198,17 +198,6 @@ class JavaHashMap(MutableMapping[str, str]):
             return hashmap_properties(items, self._capacity)
         return "\x02".join([f"{k}\x01{items[k]}" for k in _map_order(items, self._capacity) if k not in without])
 
-    def to_properties_with(self, items: Iterable[tuple[str, str]]) -> str:
-        """:meth:`to_properties` of a copy of this map with ``items`` put (in order),
-        this map unchanged: one call where a rewrite would copy, put and write."""
-        merged = dict(self._items)
-        capacity = self._capacity
-        for k, v in items:
-            merged[k] = v
-            if len(merged) > capacity * 3 // 4:
-                capacity *= 2
-        return hashmap_properties(merged, capacity)
-
     def __repr__(self) -> str:
         return f"JavaHashMap({{{', '.join(f'{k!r}: {v!r}' for k, v in self.items())}}}, capacity={self._capacity})"
 
