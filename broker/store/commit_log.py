@@ -23,7 +23,7 @@ from __future__ import annotations
 import struct
 import threading
 import time
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import NamedTuple
@@ -265,8 +265,9 @@ class CommitLog:
     config: StoreConfig
     files: MappedFileQueue
     #: Next queue offset per topic, then queue id (Java's ``topicQueueTable``; two
-    #: levels: a tuple key costs a tuple, its hash and a comparison on every put).
-    queue_offsets: dict[str, dict[int, int]] = attrs.field(factory=dict)
+    #: levels: a tuple key costs a tuple, its hash and a comparison on every put). A
+    #: topic's table is made by its first put (``defaultdict``).
+    queue_offsets: defaultdict[str, dict[int, int]] = attrs.field(factory=lambda: defaultdict(dict))
     #: Dispatch requests in commit-log order, appended under the append lock and
     #: drained by the dispatcher.
     pending: deque[tuple] = attrs.field(factory=deque)  # DispatchRequest-shaped tuples
@@ -301,10 +302,7 @@ class CommitLog:
     def set_queue_offset(self, topic: str, queue_id: int, offset: int) -> None:
         """Set the queue offset the queue's next record gets (recovery, a slave's
         replicated records). Call under the append lock, or before puts begin."""
-        offsets = self.queue_offsets.get(topic)
-        if offsets is None:
-            offsets = self.queue_offsets[topic] = {}
-        offsets[queue_id] = offset
+        self.queue_offsets[topic][queue_id] = offset
 
     def forget_queue_offsets(self, forget: Callable[[tuple[str, int]], bool]) -> None:
         """Drop the next queue offsets of the ``(topic, queue id)`` keys ``forget``
@@ -461,9 +459,7 @@ class CommitLog:
             pos = mf.wrote_position
             phys = mf.file_from_offset + pos
             if counts:
-                offsets = table.get(topic)
-                if offsets is None:
-                    offsets = table[topic] = {}
+                offsets = table[topic]
                 queue_offset = offsets.get(queue_id, 0)
                 offsets[queue_id] = queue_offset + 1
             else:
@@ -581,9 +577,7 @@ class CommitLog:
             mf = self._segment_for(total)
             pos = mf.wrote_position
             phys = mf.file_from_offset + pos
-            offsets = offsets_of.get(topic)
-            if offsets is None:
-                offsets = offsets_of[topic] = {}
+            offsets = offsets_of[topic]
             first_queue_offset = offsets.get(queue_id, 0)
             offsets[queue_id] = first_queue_offset + count
             now = time.time_ns() // 1_000_000
