@@ -284,7 +284,7 @@ class PullProcessor:
                 status = result.status
             if status is GetStatus.FOUND:
                 body = result.joined()
-                count = len(result.buffers)
+                count = len(result.sizes)
                 self.found += 1
                 self.found_messages += count
                 self.found_bytes += len(body)
@@ -339,18 +339,17 @@ class PullProcessor:
         """Drop records whose TAGS only collide with the subscription's hashes."""
         keep = []
         keep_offsets = []
-        dropped = []
+        dropped = False
         for buf, qoff in zip(result.buffers, result.queue_offsets):
             if sub.matches(record_tags(buf)):
                 keep.append(buf)
                 keep_offsets.append(qoff)
             else:
-                dropped.append(buf)
+                dropped = True
         if not dropped:
             return
-        for buf in dropped:
-            buf.release()
-        result.buffers = keep
+        result.release()
+        result.keep(keep)
         result.queue_offsets = keep_offsets
         result.buffer_total_size = sum(len(b) for b in keep)
         if not keep:

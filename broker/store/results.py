@@ -105,16 +105,20 @@ class PutResult:
 class GetResult:
     """``GetMessageResult``: status, offsets and the stored records to send.
 
-    ``buffers`` are memoryviews into the commit log (no copy); a pull response body is
-    their concatenation (:meth:`joined`). Hold them only as long as needed: a segment
-    deleted meanwhile stays mapped until its last view is freed.
+    ``runs`` are memoryviews into the commit log (no copy) holding the records back to
+    back, one view per stretch of a segment the records fill contiguously (a pull's 32
+    records are usually one); ``sizes`` and ``queue_offsets`` are each record's. A pull
+    response body is the runs' concatenation (:meth:`joined`); :attr:`buffers` gives
+    one view per record. Hold them only as long as needed: a segment deleted meanwhile
+    stays mapped until its last view is freed.
     """
 
     status: GetStatus
     next_begin_offset: int
     min_offset: int
     max_offset: int
-    buffers: list[memoryview] = attrs.field(factory=list)
+    runs: list[memoryview] = attrs.field(factory=list)
+    sizes: list[int] = attrs.field(factory=list)
     queue_offsets: list[int] = attrs.field(factory=list)
     buffer_total_size: int = 0
     #: ``suggestPullingFromSlave``: what this pull read lies further behind the commit
@@ -123,14 +127,36 @@ class GetResult:
 
     @property
     def message_count(self) -> int:
-        return len(self.buffers)
+        return len(self.sizes)
+
+    @property
+    def buffers(self) -> list[memoryview]:
+        """One view per record, cut from the runs by the records' sizes."""
+        out: list[memoryview] = []
+        sizes = iter(self.sizes)
+        for run in self.runs:
+            end = len(run)
+            at = 0
+            while True:
+                size = next(sizes)
+                out.append(run[at : at + size])
+                at += size
+                if at >= end or size <= 0:  # (a record of no size is a run of its own)
+                    break
+        return out
+
+    def keep(self, records: list[memoryview]) -> None:
+        """Serve ``records`` (views of some of :attr:`buffers`, the others dropped)."""
+        self.runs = records
+        self.sizes = [len(r) for r in records]
 
     def joined(self) -> bytes:
         """The records back to back: a PULL_MESSAGE body."""
-        return b"".join(self.buffers)
+        runs = self.runs
+        return bytes(runs[0]) if len(runs) == 1 else b"".join(runs)
 
     def release(self) -> None:
         """Drop the views (lets a deleted segment be unmapped)."""
-        for buf in self.buffers:
-            buf.release()
-        self.buffers = []
+        for run in self.runs:
+            run.release()
+        self.runs = []

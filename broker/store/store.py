@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import struct
 import threading
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
@@ -34,12 +35,13 @@ from trocket.codecs.message.message import MessageExt
 from trocket.codecs.message.properties import PROPERTY_WAIT_STORE_MSG_OK
 from trocket.codecs.message.record import decode_record
 from trocket.codecs.names import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
+from trocket.codecs.queue_scan import SCAN_ELSEWHERE, SCAN_FULL, scan_entries
 
 from .allocate import AllocateService
 from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog
 from .config import FlushMode, StoreConfig
-from .consume_queue import BLANK_ENTRY, CQ_STORE_UNIT_SIZE, ConsumeQueue
+from .consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
 from .dispatcher import Dispatcher, MessageArrivingListener
 from .errors import PutMessageError, StoreError, StoreLoadError
 from .flush import FlushService
@@ -55,7 +57,8 @@ __all__ = ["MessageStore", "SlaveModeError", "StoreClosedError"]
 _MIN = -(1 << 63)
 #: ``StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE``
 _TOTAL_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-_ENTRY = __import__("struct").Struct(">qiq")
+_ENTRY = struct.Struct(">qiq")
+_PHYS = struct.Struct(">q")
 #: ``MAX_MANUAL_DELETE_FILE_TIMES``: the retention passes one DELETE_EXPIRED_COMMITLOG makes manual
 MANUAL_DELETE_PASSES = 20
 #: Topics ``cleanUnusedTopic`` never removes.
@@ -71,11 +74,6 @@ class StoreClosedError(PutMessageError):
 class SlaveModeError(StoreClosedError):
     """A put on a slave's store (Java's ``checkStoreStatus``: "message store is slave
     mode, so putMessage is forbidden"; SERVICE_NOT_AVAILABLE)."""
-
-
-def _java_int(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value & 0x80000000 else value
 
 
 @attrs.define(slots=True, eq=False)
@@ -408,32 +406,50 @@ class MessageStore:
         max_offset: int,
         record_filter: Callable[[memoryview], bool] | None = None,
     ) -> GetResult:
+        """``getMessage``'s loop over the entries: :func:`scan_entries` reads the entries
+        whose records lie in the segment found last (compiled, no view a record), this
+        loop each entry it stops at -- a record in another segment (found, then scanned
+        on), or gone, or to be tested by ``record_filter`` (then the scan serves
+        nothing: it is given no segment)."""
         config = self.config
         commit_log = self.commit_log
+        files = commit_log.files
         result = GetResult(GetStatus.NO_MATCHED_MESSAGE, offset, min_offset, max_offset)
-        buffers = result.buffers
+        runs = result.runs
+        sizes = result.sizes
         queue_offsets = result.queue_offsets
-        total = 0
+        spans: list[int] = []
+        count = total = 0
         max_bytes = config.max_transfer_bytes
         max_count = min(max_msgs, config.max_transfer_count)
         scan_limit = min(len(entries), max(config.max_filter_scan_bytes, max_msgs * CQ_STORE_UNIT_SIZE))
         filter_codes = set(tag_hashes) if tag_hashes else None
         next_phy_file_start = _MIN
         status = GetStatus.NO_MATCHED_MESSAGE
-        unpack = _ENTRY.unpack_from
+        segment = None
+        seg_from = seg_end = 0
         i = 0
-        while i + CQ_STORE_UNIT_SIZE <= scan_limit:
-            phys, size, tag = unpack(entries, i)
-            if (phys == BLANK_ENTRY[0] and size == BLANK_ENTRY[1]) or (
-                next_phy_file_start != _MIN and phys < next_phy_file_start
-            ):
-                i += CQ_STORE_UNIT_SIZE
-                continue
-            if total and (len(buffers) >= max_count or total + size > max_bytes):
-                break  # isTheBatchFull
+        while True:
+            mark = len(spans)
+            i, count, total, next_phy_file_start, stop = scan_entries(
+                entries, i, scan_limit, offset, seg_from, seg_end, filter_codes, max_count, max_bytes,
+                count, total, next_phy_file_start, spans, sizes, queue_offsets,
+            )
+            if len(spans) > mark:
+                view = segment.view  # type: ignore[union-attr]
+                for k in range(mark, len(spans), 2):
+                    runs.append(view[spans[k] - seg_from : spans[k + 1] - seg_from])
+                status = GetStatus.FOUND
+            if stop != SCAN_ELSEWHERE:
+                break
+            phys, size, _tag = _ENTRY.unpack_from(entries, i)
+            if record_filter is None and size > 0:
+                mf = files.find(phys)
+                if mf is not None and not mf.closed and phys + size <= mf.file_from_offset + mf.wrote_position:
+                    segment, seg_from = mf, mf.file_from_offset
+                    seg_end = seg_from + mf.wrote_position
+                    continue  # scanned on in that segment
             i += CQ_STORE_UNIT_SIZE
-            if filter_codes is not None and _java_int(tag) not in filter_codes:
-                continue
             view = commit_log.get_message(phys, size)
             if view is None:
                 if not total:
@@ -445,14 +461,18 @@ class MessageStore:
                 if not total:
                     status = GetStatus.NO_MATCHED_MESSAGE
                 continue
-            buffers.append(view)
+            runs.append(view)
+            sizes.append(size)
             queue_offsets.append(offset + i // CQ_STORE_UNIT_SIZE - 1)
+            count += 1
             total += size
             status = GetStatus.FOUND
             next_phy_file_start = _MIN
         result.status = status
         result.buffer_total_size = total
         if total:  # getMessage's diff > memory (maxOffsetPy - maxPhyOffsetPulling)
+            # the last entry read: the one the full batch left, else the one before the end
+            (phys,) = _PHYS.unpack_from(entries, i if stop == SCAN_FULL else i - CQ_STORE_UNIT_SIZE)
             behind = commit_log.max_offset - phys
             result.suggest_pulling_from_slave = behind > _TOTAL_MEMORY * config.access_message_in_memory_max_ratio // 100
         result.next_begin_offset = offset + i // CQ_STORE_UNIT_SIZE

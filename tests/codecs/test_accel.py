@@ -86,6 +86,7 @@ DIFFERENTIAL = {
     "index_records": "test_index_records_differential",
     "offset_msg_id": "test_offset_msg_id_differential",
     "place_record": "test_place_record_differential",
+    "scan_entries": "test_queue_scan::test_scan_entries_differential",
     "send_properties": "test_send_properties_differential",
     "send_signature_matches": "test_send_signature_matches_differential",
     "signature_matches": "test_signature_matches_differential",
