@@ -3476,11 +3476,31 @@ cdef inline long long _be64(const unsigned char* p) noexcept:
         | (<unsigned long long>p[6] << 8) | <unsigned long long>p[7])
 
 
+cdef extern from "Python.h":
+    int PyByteArray_Resize(object ba, Py_ssize_t size) except -1
+
+cdef enum:
+    _NOTE = 12  # SERVED: queue offset (int64) and size (int32), native order
+    _NOTES = 64  # notes gathered before they are put into the bytearray
+
+
+cdef inline void _note(unsigned char* at, long long queue_offset, int size) noexcept:
+    memcpy(at, &queue_offset, 8)
+    memcpy(at + 8, &size, 4)
+
+
+cdef inline int _put_notes(bytearray served, const unsigned char* notes, Py_ssize_t n) except -1:
+    cdef Py_ssize_t had = PyByteArray_GET_SIZE(served)
+    PyByteArray_Resize(served, had + n)
+    memcpy(PyByteArray_AS_STRING(served) + had, notes, n)
+    return 0
+
+
 def scan_entries(entries, pos, limit, first_offset, seg_from, seg_end, codes, max_count, max_bytes, count, total,
-                 next_file_start, spans, sizes, queue_offsets):
+                 next_file_start, spans, served):
     """Twin of :func:`trocket.codecs.queue_scan.scan_entries` for a buffer of entries,
-    ints within 2**62 (``next_file_start`` any long), lists, and ``codes`` None or a set
-    of at most 16 ints; anything else to the pure function."""
+    ints within 2**62 (``next_file_start`` any long), a list and a bytearray, and
+    ``codes`` None or a set of at most 16 ints; anything else to the pure function."""
     cdef Py_buffer eb
     cdef long long p, lim, first, sfrom, send, mcount, mbytes, cnt, tot, nfs, phys, tag, c
     cdef long long run_start = 0, run_end = 0
@@ -3489,33 +3509,35 @@ def scan_entries(entries, pos, limit, first_offset, seg_from, seg_end, codes, ma
     cdef int size, tag32
     cdef bint matched, open_run = False
     cdef const unsigned char* b
-    if not (type(spans) is list and type(sizes) is list and type(queue_offsets) is list
+    cdef unsigned char notes[_NOTE * _NOTES]
+    cdef Py_ssize_t nnotes = 0
+    if not (type(spans) is list and type(served) is bytearray
             and _scan_int(pos, &p) and _scan_int(limit, &lim) and _scan_int(first_offset, &first)
             and _scan_int(seg_from, &sfrom) and _scan_int(seg_end, &send) and _scan_int(max_count, &mcount)
             and _scan_int(max_bytes, &mbytes) and _scan_int(count, &cnt) and _scan_int(total, &tot)
             and type(next_file_start) is int and PyObject_CheckBuffer(entries)):
         return _py_scan_entries(entries, pos, limit, first_offset, seg_from, seg_end, codes, max_count, max_bytes,
-                                count, total, next_file_start, spans, sizes, queue_offsets)
+                                count, total, next_file_start, spans, served)
     nfs = PyLong_AsLongLongAndOverflow(next_file_start, &overflow)
     if overflow or p < 0 or tot < 0:
         return _py_scan_entries(entries, pos, limit, first_offset, seg_from, seg_end, codes, max_count, max_bytes,
-                                count, total, next_file_start, spans, sizes, queue_offsets)
+                                count, total, next_file_start, spans, served)
     if codes is not None:
         if (type(codes) is not set and type(codes) is not frozenset) or len(codes) > _SCAN_CODES:
             return _py_scan_entries(entries, pos, limit, first_offset, seg_from, seg_end, codes, max_count,
-                                    max_bytes, count, total, next_file_start, spans, sizes, queue_offsets)
+                                    max_bytes, count, total, next_file_start, spans, served)
         ncodes = 0
         for code in codes:
             if not _scan_int(code, &c):
                 return _py_scan_entries(entries, pos, limit, first_offset, seg_from, seg_end, codes, max_count,
-                                        max_bytes, count, total, next_file_start, spans, sizes, queue_offsets)
+                                        max_bytes, count, total, next_file_start, spans, served)
             code_arr[ncodes] = c
             ncodes += 1
     PyObject_GetBuffer(entries, &eb, PyBUF_SIMPLE)
     try:
         if lim > eb.len and p + 20 <= lim:  # an entry past the buffer's end: the pure scan's error
             return _py_scan_entries(entries, pos, limit, first_offset, seg_from, seg_end, codes, max_count,
-                                    max_bytes, count, total, next_file_start, spans, sizes, queue_offsets)
+                                    max_bytes, count, total, next_file_start, spans, served)
         b = <const unsigned char*>eb.buf
         stop = 0  # SCAN_END
         while p + 20 <= lim:
@@ -3552,13 +3574,18 @@ def scan_entries(entries, pos, limit, first_offset, seg_from, seg_end, codes, ma
                 run_start = phys
                 run_end = phys + size
                 open_run = True
-            sizes.append(size)
-            queue_offsets.append(first + p // 20 - 1)
+            if nnotes == _NOTES:
+                _put_notes(served, notes, nnotes * _NOTE)
+                nnotes = 0
+            _note(notes + nnotes * _NOTE, first + p // 20 - 1, size)
+            nnotes += 1
             cnt += 1
             tot += size
             nfs = _NO_NEXT_FILE
     finally:
         PyBuffer_Release(&eb)
+    if nnotes:
+        _put_notes(served, notes, nnotes * _NOTE)
     if open_run:
         spans.append(run_start)
         spans.append(run_end)

@@ -8,7 +8,8 @@ it skips blank entries, entries below the next segment's start after a record wa
 gone, and entries whose tags code the subscription does not list; stops when the
 batch is full; and writes down each record it serves as a stretch of the segment,
 stretches of records lying back to back joined into one (a pull's records usually are:
-one stretch, one view, instead of one a record). At the first entry whose record is not
+one stretch, one view, instead of one a record; each record's queue offset and size
+noted in one bytearray, no int objects). At the first entry whose record is not
 inside those bounds it returns, and the caller reads that entry the general way (finds
 its segment, or finds it gone) and calls again.
 
@@ -28,6 +29,7 @@ __all__ = [
     "SCAN_ELSEWHERE",
     "SCAN_END",
     "SCAN_FULL",
+    "SERVED",
     "scan_entries",
 ]
 
@@ -45,6 +47,9 @@ SCAN_FULL = 1
 SCAN_ELSEWHERE = 2
 
 _ENTRY = struct.Struct(">qiq")
+#: what the scan notes of each record it serves, back to back in one bytearray: its
+#: queue offset and its size (native order: read back by the same process)
+SERVED = struct.Struct("=qi")
 
 
 def scan_entries(
@@ -61,8 +66,7 @@ def scan_entries(
     total: int,
     next_file_start: int,
     spans: list[int],
-    sizes: list[int],
-    queue_offsets: list[int],
+    served: bytearray,
 ) -> tuple[int, int, int, int, int]:
     """Scan ``entries`` from byte ``pos`` while a whole entry lies below ``limit``.
 
@@ -76,14 +80,15 @@ def scan_entries(
     segment after one whose record was gone: entries below it are skipped; a record
     served resets it).
 
-    Each record served is appended: its size to ``sizes``, its queue offset to
-    ``queue_offsets``, and its bytes to ``spans`` as a ``start, end`` pair of
-    commit-log offsets, or by moving the end of the pair this call appended last when
-    the record starts there. Returns ``(pos, count, total, next_file_start, stop)``:
+    Each record served is appended: its queue offset and size to ``served``
+    (:data:`SERVED`), and its bytes to ``spans`` as a ``start, end`` pair of commit-log
+    offsets, or by moving the end of the pair this call appended last when the record
+    starts there. Returns ``(pos, count, total, next_file_start, stop)``:
     ``stop`` is :data:`SCAN_END`, :data:`SCAN_FULL` or :data:`SCAN_ELSEWHERE` (a record
     not inside the bounds, or of a size not above 0), ``pos`` the entry it stopped at
     (for :data:`SCAN_END`, past the last entry read)."""
     unpack = _ENTRY.unpack_from
+    note = SERVED.pack
     mark = len(spans)
     while pos + CQ_ENTRY_SIZE <= limit:
         phys, size, tag = unpack(entries, pos)
@@ -105,8 +110,7 @@ def scan_entries(
         else:
             spans.append(phys)
             spans.append(phys + size)
-        sizes.append(size)
-        queue_offsets.append(first_offset + pos // CQ_ENTRY_SIZE - 1)
+        served += note(first_offset + pos // CQ_ENTRY_SIZE - 1, size)
         count += 1
         total += size
         next_file_start = NO_NEXT_FILE

@@ -284,7 +284,7 @@ class PullProcessor:
                 status = result.status
             if status is GetStatus.FOUND:
                 body = result.joined()
-                count = len(result.sizes)
+                count = result.message_count
                 self.found += 1
                 self.found_messages += count
                 self.found_bytes += len(body)
@@ -348,10 +348,7 @@ class PullProcessor:
                 dropped = True
         if not dropped:
             return
-        result.release()
-        result.keep(keep)
-        result.queue_offsets = keep_offsets
-        result.buffer_total_size = sum(len(b) for b in keep)
+        result.keep(keep, keep_offsets)
         if not keep:
             result.status = GetStatus.NO_MATCHED_MESSAGE
 

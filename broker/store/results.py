@@ -9,6 +9,7 @@ import attrs
 
 from trocket.codecs.message.hosts import HostAddress
 from trocket.codecs.message.msgid import encode_offset_msg_id
+from trocket.codecs.queue_scan import SERVED
 
 __all__ = ["GetResult", "GetStatus", "PutResult", "PutStatus"]
 
@@ -107,10 +108,11 @@ class GetResult:
 
     ``runs`` are memoryviews into the commit log (no copy) holding the records back to
     back, one view per stretch of a segment the records fill contiguously (a pull's 32
-    records are usually one); ``sizes`` and ``queue_offsets`` are each record's. A pull
-    response body is the runs' concatenation (:meth:`joined`); :attr:`buffers` gives
-    one view per record. Hold them only as long as needed: a segment deleted meanwhile
-    stays mapped until its last view is freed.
+    records are usually one); ``served`` notes each record's queue offset and size
+    (:data:`~trocket.codecs.queue_scan.SERVED`), read as :attr:`queue_offsets` and
+    :attr:`sizes`. A pull response body is the runs' concatenation (:meth:`joined`);
+    :attr:`buffers` gives one view per record. Hold them only as long as needed: a
+    segment deleted meanwhile stays mapped until its last view is freed.
     """
 
     status: GetStatus
@@ -118,8 +120,7 @@ class GetResult:
     min_offset: int
     max_offset: int
     runs: list[memoryview] = attrs.field(factory=list)
-    sizes: list[int] = attrs.field(factory=list)
-    queue_offsets: list[int] = attrs.field(factory=list)
+    served: bytearray = attrs.field(factory=bytearray)
     buffer_total_size: int = 0
     #: ``suggestPullingFromSlave``: what this pull read lies further behind the commit
     #: log's end than ``access_message_in_memory_max_ratio`` of the RAM (a slow consumer)
@@ -127,7 +128,15 @@ class GetResult:
 
     @property
     def message_count(self) -> int:
-        return len(self.sizes)
+        return len(self.served) // SERVED.size
+
+    @property
+    def queue_offsets(self) -> list[int]:
+        return [q for q, _size in SERVED.iter_unpack(self.served)]
+
+    @property
+    def sizes(self) -> list[int]:
+        return [size for _q, size in SERVED.iter_unpack(self.served)]
 
     @property
     def buffers(self) -> list[memoryview]:
@@ -145,10 +154,13 @@ class GetResult:
                     break
         return out
 
-    def keep(self, records: list[memoryview]) -> None:
-        """Serve ``records`` (views of some of :attr:`buffers`, the others dropped)."""
+    def keep(self, records: list[memoryview], queue_offsets: list[int]) -> None:
+        """Serve ``records`` (views of some of :attr:`buffers`, the others dropped) at
+        their ``queue_offsets``."""
+        self.release()
         self.runs = records
-        self.sizes = [len(r) for r in records]
+        self.served = bytearray(b"".join(SERVED.pack(q, len(r)) for q, r in zip(queue_offsets, records)))
+        self.buffer_total_size = sum(len(r) for r in records)
 
     def joined(self) -> bytes:
         """The records back to back: a PULL_MESSAGE body."""

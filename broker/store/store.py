@@ -35,7 +35,7 @@ from trocket.codecs.message.message import MessageExt
 from trocket.codecs.message.properties import PROPERTY_WAIT_STORE_MSG_OK
 from trocket.codecs.message.record import decode_record
 from trocket.codecs.names import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
-from trocket.codecs.queue_scan import SCAN_ELSEWHERE, SCAN_FULL, scan_entries
+from trocket.codecs.queue_scan import SCAN_ELSEWHERE, SCAN_FULL, SERVED, scan_entries
 
 from .allocate import AllocateService
 from .checkpoint import StoreCheckpoint
@@ -416,8 +416,7 @@ class MessageStore:
         files = commit_log.files
         result = GetResult(GetStatus.NO_MATCHED_MESSAGE, offset, min_offset, max_offset)
         runs = result.runs
-        sizes = result.sizes
-        queue_offsets = result.queue_offsets
+        served = result.served
         spans: list[int] = []
         count = total = 0
         max_bytes = config.max_transfer_bytes
@@ -426,14 +425,20 @@ class MessageStore:
         filter_codes = set(tag_hashes) if tag_hashes else None
         next_phy_file_start = _MIN
         status = GetStatus.NO_MATCHED_MESSAGE
-        segment = None
-        seg_from = seg_end = 0
+        # first guess: the segment being written (a consumer keeping up reads there)
+        segment = files.last if record_filter is None else None
+        if segment is None or segment.closed:
+            segment = None
+            seg_from = seg_end = 0
+        else:
+            seg_from = segment.file_from_offset
+            seg_end = seg_from + segment.wrote_position
         i = 0
         while True:
             mark = len(spans)
             i, count, total, next_phy_file_start, stop = scan_entries(
                 entries, i, scan_limit, offset, seg_from, seg_end, filter_codes, max_count, max_bytes,
-                count, total, next_phy_file_start, spans, sizes, queue_offsets,
+                count, total, next_phy_file_start, spans, served,
             )
             if len(spans) > mark:
                 view = segment.view  # type: ignore[union-attr]
@@ -462,8 +467,7 @@ class MessageStore:
                     status = GetStatus.NO_MATCHED_MESSAGE
                 continue
             runs.append(view)
-            sizes.append(size)
-            queue_offsets.append(offset + i // CQ_STORE_UNIT_SIZE - 1)
+            served += SERVED.pack(offset + i // CQ_STORE_UNIT_SIZE - 1, size)
             count += 1
             total += size
             status = GetStatus.FOUND

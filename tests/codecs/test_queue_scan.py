@@ -15,6 +15,7 @@ from trocket.codecs.queue_scan import (
     SCAN_ELSEWHERE,
     SCAN_END,
     SCAN_FULL,
+    SERVED,
     scan_entries,
 )
 
@@ -27,12 +28,13 @@ def entries(*items: tuple[int, int, int]) -> bytes:
 
 def scan(data, pos=0, limit=None, *, first=100, seg=(1000, 2000), codes=None, max_count=32, max_bytes=1 << 20,
          count=0, total=0, nfs=NO_NEXT_FILE, fn=scan_entries):
+    """The scan's result, its spans, and the sizes and queue offsets it noted."""
     spans: list[int] = []
-    sizes: list[int] = []
-    offsets: list[int] = []
+    served = bytearray()
     got = fn(data, pos, len(data) if limit is None else limit, first, seg[0], seg[1], codes, max_count, max_bytes,
-             count, total, nfs, spans, sizes, offsets)
-    return got, spans, sizes, offsets
+             count, total, nfs, spans, served)
+    notes = list(SERVED.iter_unpack(served))
+    return got, spans, [size for _q, size in notes], [q for q, _size in notes]
 
 
 def test_back_to_back_records_are_one_span():
@@ -71,11 +73,9 @@ def test_tags_codes_filter_as_java_ints_and_next_file_start_skips():
 
 def test_spans_join_only_what_this_call_appended():
     spans = [900, 1000]
-    sizes: list[int] = []
-    offsets: list[int] = []
-    scan_entries(entries((1000, 10, 0)), 0, 20, 0, 1000, 2000, None, 32, 1 << 20, 0, 0, NO_NEXT_FILE, spans, sizes,
-                 offsets)
-    assert spans == [900, 1000, 1000, 1010]
+    served = bytearray(SERVED.pack(7, 100))
+    scan_entries(entries((1000, 10, 0)), 0, 20, 0, 1000, 2000, None, 32, 1 << 20, 0, 0, NO_NEXT_FILE, spans, served)
+    assert spans == [900, 1000, 1000, 1010] and list(SERVED.iter_unpack(served)) == [(7, 100), (0, 10)]
 
 
 _phys = st.sampled_from([0, 990, 1000, 1010, 1020, 1500, 1990, 2000, 2500, -5, (1 << 63) - 1, -(1 << 63)])
@@ -118,11 +118,35 @@ def test_the_compiled_scan_takes_a_pulls_input_itself():
     def refuse(*args):
         raise AssertionError("handed to the pure scan")
 
-    data = entries(*((1000 + 10 * i, 10, 7) for i in range(40)))
+    data = entries(*((1000 + 10 * i, 10, 7) for i in range(140)))
     _accel.set_pure("scan_entries", refuse)
     try:
         for codes in (None, {7}, frozenset({7, 8})):
             got = scan(memoryview(data), codes=codes, max_count=32, fn=_accel.scan_entries)
             assert got[0] == (640, 32, 320, NO_NEXT_FILE, SCAN_FULL) and got[1] == [1000, 1320]
+        # more records than the compiled scan gathers before it writes them down (64)
+        got = scan(data, max_count=130, seg=(1000, 10_000), fn=_accel.scan_entries)
+        assert got[0] == (2600, 130, 1300, NO_NEXT_FILE, SCAN_FULL) and got[3] == list(range(100, 230))
     finally:
         _accel.set_pure("scan_entries", accel.pure("scan_entries"))
+
+
+@pytest.mark.skipif(not accel.ACTIVE, reason=f"accelerator off: {accel.REASON}")
+@given(st.lists(st.sampled_from(["next", "gap", "blank", "other-tag"]), min_size=60, max_size=200),
+       st.sampled_from([None, {7}]), st.integers(1, 250))
+def test_scan_entries_differential_long_runs(kinds, codes, max_count):
+    """Runs longer than what the compiled scan gathers before writing it down (64
+    records): the same on both paths."""
+    from trocket.codecs import _accel
+
+    items, phys = [], 1000
+    for kind in kinds:
+        if kind == "blank":
+            items.append((0, BLANK_ENTRY_SIZE, 0))
+            continue
+        phys += 5 if kind == "gap" else 0
+        items.append((phys, 10, 8 if kind == "other-tag" else 7))
+        phys += 10
+    data = entries(*items)
+    assert scan(data, codes=codes, max_count=max_count, seg=(1000, 10_000), fn=accel.pure("scan_entries")) == scan(
+        data, codes=codes, max_count=max_count, seg=(1000, 10_000), fn=_accel.scan_entries)
