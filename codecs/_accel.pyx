@@ -163,6 +163,8 @@ def set_pure(str name, fn):
         _wire_ext_fields = wire_ext_fields
     elif name == "scan_entries":
         _set_scan_pure(fn)
+    elif name == "decode_pull_message":
+        _set_pull_decode_pure(fn)
     else:
         raise KeyError(name)
 
@@ -3590,3 +3592,47 @@ def scan_entries(entries, pos, limit, first_offset, seg_from, seg_end, codes, ma
         spans.append(run_start)
         spans.append(run_end)
     return p, cnt, tot, nfs, stop
+
+
+# -- the pull request header (FastCodes): what every pull of a consumer carries ----------
+
+cdef object _py_decode_pull_message = None
+
+
+cdef _set_pull_decode_pure(fn):
+    global _py_decode_pull_message
+    _py_decode_pull_message = fn
+
+
+def decode_pull_message(ext):
+    """Twin of :func:`trocket.codecs.headers.fast.decode_pull_message` for a dict whose
+    group and topic are strings and whose numbers are plain ASCII digits (or ``-1``);
+    anything else to the pure function."""
+    if type(ext) is not dict or _PQ is None:
+        return _py_decode_pull_message(ext)
+    a = _req_str(<dict>ext, "consumerGroup")
+    b = _req_str(<dict>ext, "topic")
+    c = _req_int(<dict>ext, "queueId", 9)
+    e = _req_int(<dict>ext, "maxMsgNums", 9)
+    f = _req_int(<dict>ext, "sysFlag", 9)
+    d = _req_int(<dict>ext, "queueOffset", 18)
+    g = _req_int(<dict>ext, "commitOffset", 18)
+    h = _req_int(<dict>ext, "suspendTimeoutMillis", 18)
+    sv = _req_int(<dict>ext, "subVersion", 18)
+    if (a is _FAIL or b is _FAIL or c is _FAIL or d is _FAIL or e is _FAIL or f is _FAIL or g is _FAIL
+            or h is _FAIL or sv is _FAIL):
+        return _py_decode_pull_message(ext)
+    o = _new(_PQ)
+    o.consumerGroup = a
+    o.topic = b
+    o.queueId = c
+    o.maxMsgNums = e
+    o.sysFlag = f
+    o.queueOffset = d
+    o.commitOffset = g
+    o.suspendTimeoutMillis = h
+    o.subscription = _get(<dict>ext, "subscription")
+    o.subVersion = sv
+    o.expressionType = _get(<dict>ext, "expressionType")
+    o.bname = _get(<dict>ext, "bname")
+    return o

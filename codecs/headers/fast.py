@@ -537,6 +537,7 @@ decode_send_message_v2 = accelerated(decode_send_message_v2)
 decode_send_fields = accelerated(decode_send_fields)
 encode_send_message_v2 = accelerated(encode_send_message_v2)
 encode_pull_message = accelerated(encode_pull_message)
+decode_pull_message = accelerated(decode_pull_message)
 
 #: Header class -> its hand-written codec, registered as the class's codec.
 FAST_CODECS: dict[type, HeaderCodec] = {
