@@ -35,7 +35,7 @@ from trocket.codecs.message.message import MessageExt
 from trocket.codecs.message.properties import PROPERTY_WAIT_STORE_MSG_OK
 from trocket.codecs.message.record import decode_record
 from trocket.codecs.names import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
-from trocket.codecs.queue_scan import SCAN_ELSEWHERE, SCAN_FULL, SERVED, scan_entries
+from trocket.codecs.queue_scan import BLANK_ENTRY_SIZE, SCAN_ELSEWHERE, SCAN_FULL, SERVED, scan_entries
 
 from .allocate import AllocateService
 from .checkpoint import StoreCheckpoint
@@ -74,6 +74,11 @@ class StoreClosedError(PutMessageError):
 class SlaveModeError(StoreClosedError):
     """A put on a slave's store (Java's ``checkStoreStatus``: "message store is slave
     mode, so putMessage is forbidden"; SERVICE_NOT_AVAILABLE)."""
+
+
+def _java_int(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value & 0x80000000 else value
 
 
 @attrs.define(slots=True, eq=False)
@@ -407,26 +412,29 @@ class MessageStore:
         record_filter: Callable[[memoryview], bool] | None = None,
     ) -> GetResult:
         """``getMessage``'s loop over the entries: :func:`scan_entries` reads the entries
-        whose records lie in the segment found last (compiled, no view a record), this
-        loop each entry it stops at -- a record in another segment (found, then scanned
-        on), or gone, or to be tested by ``record_filter`` (then the scan serves
-        nothing: it is given no segment)."""
+        whose records lie in the segment found last (compiled, no view a record), and
+        this loop finds the segment of an entry it stops at and scans on there. A pull
+        with ``record_filter``, and the rest of one that meets a record in no segment
+        (gone, or of no size), is read entry by entry (:meth:`_collect_entries`)."""
         config = self.config
-        commit_log = self.commit_log
-        files = commit_log.files
-        result = GetResult(GetStatus.NO_MATCHED_MESSAGE, offset, min_offset, max_offset)
-        runs = result.runs
-        served = result.served
-        spans: list[int] = []
-        count = total = 0
-        max_bytes = config.max_transfer_bytes
         max_count = min(max_msgs, config.max_transfer_count)
         scan_limit = min(len(entries), max(config.max_filter_scan_bytes, max_msgs * CQ_STORE_UNIT_SIZE))
         filter_codes = set(tag_hashes) if tag_hashes else None
+        runs: list[memoryview] = []
+        served = bytearray()
+        if record_filter is not None:
+            return self._collect_entries(
+                entries, offset, max_count, scan_limit, filter_codes, min_offset, max_offset, record_filter,
+                runs, served, 0, 0, 0, _MIN, GetStatus.NO_MATCHED_MESSAGE,
+            )
+        files = self.commit_log.files
+        max_bytes = config.max_transfer_bytes
+        spans: list[int] = []
+        count = total = 0
         next_phy_file_start = _MIN
         status = GetStatus.NO_MATCHED_MESSAGE
         # first guess: the segment being written (a consumer keeping up reads there)
-        segment = files.last if record_filter is None else None
+        segment = files.last
         if segment is None or segment.closed:
             segment = None
             seg_from = seg_end = 0
@@ -448,13 +456,55 @@ class MessageStore:
             if stop != SCAN_ELSEWHERE:
                 break
             phys, size, _tag = _ENTRY.unpack_from(entries, i)
-            if record_filter is None and size > 0:
-                mf = files.find(phys)
-                if mf is not None and not mf.closed and phys + size <= mf.file_from_offset + mf.wrote_position:
-                    segment, seg_from = mf, mf.file_from_offset
-                    seg_end = seg_from + mf.wrote_position
-                    continue  # scanned on in that segment
+            mf = files.find(phys) if size > 0 else None
+            if mf is None or mf.closed or phys + size > mf.file_from_offset + mf.wrote_position:
+                return self._collect_entries(
+                    entries, offset, max_count, scan_limit, filter_codes, min_offset, max_offset, None,
+                    runs, served, i, count, total, next_phy_file_start, status,
+                )
+            segment, seg_from = mf, mf.file_from_offset  # scanned on in that segment
+            seg_end = seg_from + mf.wrote_position
+        # the last entry read: the one the full batch left, else the one before the end
+        last = i if stop == SCAN_FULL else i - CQ_STORE_UNIT_SIZE
+        return self._result(status, offset + i // CQ_STORE_UNIT_SIZE, min_offset, max_offset, runs, served, total,
+                            entries, last)
+
+    def _collect_entries(
+        self,
+        entries: memoryview,
+        offset: int,
+        max_count: int,
+        scan_limit: int,
+        filter_codes: set[int] | None,
+        min_offset: int,
+        max_offset: int,
+        record_filter: Callable[[memoryview], bool] | None,
+        runs: list[memoryview],
+        served: bytearray,
+        i: int,
+        count: int,
+        total: int,
+        next_phy_file_start: int,
+        status: GetStatus,
+    ) -> GetResult:
+        """:meth:`_collect` entry by entry from byte ``i``, in the state given: each
+        record a view of its own, tested by ``record_filter`` when there is one
+        (``isMatchedByCommitLog``: SQL92; the scan goes on past the records refused)."""
+        commit_log = self.commit_log
+        max_bytes = self.config.max_transfer_bytes
+        unpack = _ENTRY.unpack_from
+        while i + CQ_STORE_UNIT_SIZE <= scan_limit:
+            phys, size, tag = unpack(entries, i)
+            if (phys == 0 and size == BLANK_ENTRY_SIZE) or (
+                next_phy_file_start != _MIN and phys < next_phy_file_start
+            ):
+                i += CQ_STORE_UNIT_SIZE
+                continue
+            if total and (count >= max_count or total + size > max_bytes):
+                break  # isTheBatchFull
             i += CQ_STORE_UNIT_SIZE
+            if filter_codes is not None and _java_int(tag) not in filter_codes:
+                continue
             view = commit_log.get_message(phys, size)
             if view is None:
                 if not total:
@@ -472,15 +522,22 @@ class MessageStore:
             total += size
             status = GetStatus.FOUND
             next_phy_file_start = _MIN
-        result.status = status
-        result.buffer_total_size = total
+        # the last entry read: the one that broke the loop, else the one before the end
+        last = i if i + CQ_STORE_UNIT_SIZE <= scan_limit else i - CQ_STORE_UNIT_SIZE
+        return self._result(status, offset + i // CQ_STORE_UNIT_SIZE, min_offset, max_offset, runs, served, total,
+                            entries, last)
+
+    def _result(
+        self, status: GetStatus, next_begin_offset: int, min_offset: int, max_offset: int, runs: list[memoryview],
+        served: bytearray, total: int, entries: memoryview, last: int,
+    ) -> GetResult:
+        """The result of a read that stopped reading entries at byte ``last``."""
+        suggest = False
         if total:  # getMessage's diff > memory (maxOffsetPy - maxPhyOffsetPulling)
-            # the last entry read: the one the full batch left, else the one before the end
-            (phys,) = _PHYS.unpack_from(entries, i if stop == SCAN_FULL else i - CQ_STORE_UNIT_SIZE)
-            behind = commit_log.max_offset - phys
-            result.suggest_pulling_from_slave = behind > _TOTAL_MEMORY * config.access_message_in_memory_max_ratio // 100
-        result.next_begin_offset = offset + i // CQ_STORE_UNIT_SIZE
-        return result
+            (phys,) = _PHYS.unpack_from(entries, last)
+            behind = self.commit_log.max_offset - phys
+            suggest = behind > _TOTAL_MEMORY * self.config.access_message_in_memory_max_ratio // 100
+        return GetResult(status, next_begin_offset, min_offset, max_offset, runs, served, total, suggest)
 
     # -- offsets and lookups -----------------------------------------------------------
 
