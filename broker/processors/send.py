@@ -104,7 +104,7 @@ from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.errors import CustomHeaderError, InvalidNameError
 from trocket.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
-from trocket.codecs.headers.fast import SendFields, decode_send_fields
+from trocket.codecs.headers.fast import SendFields, command_send_fields
 from trocket.codecs.errors import MessageEncodeError
 from trocket.codecs.java_hashmap import JavaHashMap
 from trocket.codecs.message.properties import (
@@ -281,7 +281,7 @@ class SendProcessor:
             # the send headers' fast codec called directly; a header that does not decode
             # goes the shared way (decode_request_header), which raises Java's answer
             try:
-                fields = decode_send_fields(request.ext_fields, code != _SEND_MESSAGE)
+                fields = command_send_fields(request, code != _SEND_MESSAGE)
             except CustomHeaderError:
                 decode_request_header(
                     SendMessageRequestHeader if code == _SEND_MESSAGE else SendMessageRequestHeaderV2, request
