@@ -288,10 +288,10 @@ cdef inline object _decoded_command(int code, object lang, int version, int opaq
 # -- ext fields decoded on first read -------------------------------------------------
 #
 # A send request's ext fields are read by the send processor alone, as its send fields
-# (command_send_fields), unless something else asks (ACL, a hook, a test). So the JSON
-# decoder leaves a send request's extFields object undecoded: it checks the object as
-# the dict's decode would (the same acceptance), and keeps its text in the slot as a
-# _RawExt; RemotingCommand.ext_fields (_ExtFields, the slot's descriptor while the
+# (command_send_fields), unless something else asks (ACL, a hook, a test). So the header
+# decoders (JSON and ROCKETMQ) leave a send request's ext fields undecoded: they check
+# them as the dict's decode would (the same acceptance), read the send fields on the
+# way, and keep both, and the text, in the slot as a _RawExt; RemotingCommand.ext_fields (_ExtFields, the slot's descriptor while the
 # accelerator is on) makes the dict on the first read and keeps it in the slot, so every
 # reader sees the dict the eager decode makes. Only while the slots are known
 # (_SLOT_STORES) and the descriptor is installed (ext_fields_descriptor).
@@ -303,17 +303,25 @@ cdef bint _LAZY_EXT = False
 @cython.final
 @cython.freelist(8)
 cdef class _RawExt:
-    """A send request's extFields object, not yet made a dict: its JSON text, and the
-    send fields read from it (:func:`_json_send_ext`; None: not read), of V2's keys
+    """A send request's extFields object, not yet made a dict: its JSON text (or, if
+    ``binary``, its ROCKETMQ ext map), and the send fields read from it
+    (:func:`_json_send_ext`, :func:`_binary_send_ext`; None: not read), of V2's keys
     (``v2``) or V1's."""
     cdef bytes data
     cdef object fields
     cdef bint v2
+    cdef bint binary
 
 
 cdef object _raw_ext_dict(_RawExt raw):
     """The dict the eager decode makes of ``raw``'s text."""
     cdef _Cursor c
+    if raw.binary:
+        ext = _binary_ext(<const unsigned char*>PyBytes_AS_STRING(raw.data), 0, PyBytes_GET_SIZE(raw.data))
+        if ext is _FAIL:  # (as below)
+            ext = _py_decode_binary_header(
+                bytes(17) + PyBytes_GET_SIZE(raw.data).to_bytes(4, "big") + raw.data).ext_fields
+        return ext
     c.p = <const unsigned char*>PyBytes_AS_STRING(raw.data)
     c.pos = 0
     c.end = PyBytes_GET_SIZE(raw.data)
@@ -504,9 +512,9 @@ cdef inline object _cache_slot(const unsigned char* p, Py_ssize_t n, unsigned in
 
 cdef object _binary_header(const unsigned char* p, Py_ssize_t end):
     """The command of a ROCKETMQ header, or ``_FAIL`` for anything not plainly valid."""
-    cdef int code, version, opaque, flag, remark_len, ext_len, vlen
-    cdef unsigned int language, klen
-    cdef Py_ssize_t pos, kend, vend
+    cdef int code, version, opaque, flag, remark_len, ext_len
+    cdef unsigned int language
+    cdef Py_ssize_t pos
     if end < 21:
         return _FAIL
     code = <short>((p[0] << 8) | p[1])
@@ -532,25 +540,101 @@ cdef object _binary_header(const unsigned char* p, Py_ssize_t end):
         return _FAIL
     ext = None
     if ext_len:
-        ext = PyDict_New()
+        if _LAZY_EXT and (code == 310 or code == 10 or code == 320) and _BN is not None:
+            ext = _binary_send_ext(p, pos, end, code != 10)  # (see _json_send_ext)
+        else:
+            ext = _binary_ext(p, pos, end)
+        if ext is _FAIL:
+            return _FAIL
+    return _decoded_command(code, _LANGS[language], version, opaque, flag, remark, ext, _ROCKETMQ)
+
+
+cdef inline Py_ssize_t _binary_item(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end) noexcept:
+    """The end of the ext map's item (u16 key length, key, i32 value length, value) at
+    ``pos``, or -1 when it does not fit before ``end``."""
+    cdef unsigned int klen
+    cdef int vlen
+    cdef Py_ssize_t kend
+    if end - pos < 2:
+        return -1
+    klen = (p[pos] << 8) | p[pos + 1]
+    kend = pos + 2 + klen
+    if end - kend < 4:
+        return -1
+    vlen = _i32(p + kend)
+    if vlen < 0 or vlen > end - kend - 4:
+        return -1
+    return kend + 4 + vlen
+
+
+cdef object _binary_ext(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end):
+    """The ext map ``p[pos:end]`` as a dict, or ``_FAIL``."""
+    cdef Py_ssize_t vend, klen
+    ext = PyDict_New()
+    while pos < end:
+        vend = _binary_item(p, pos, end)
+        if vend < 0:
+            return _FAIL
+        klen = (p[pos] << 8) | p[pos + 1]
+        key = _key_text(p + pos + 2, klen)
+        value = _text(p + pos + 6 + klen, vend - pos - 6 - klen)
+        if key is _FAIL or value is _FAIL:
+            return _FAIL
+        PyDict_SetItem(ext, key, value)
+        pos = vend
+    return ext
+
+
+cdef inline bint _utf8_ok(const unsigned char* p, Py_ssize_t n):
+    """``p[:n]`` decodes as :func:`_text` decodes it (no str made for ASCII)."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        if p[i] >= 0x80:
+            return _utf8(p, n) is not _FAIL
+    return True
+
+
+cdef object _binary_send_ext(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end, bint v2):
+    """:func:`_json_send_ext` of a ROCKETMQ ext map ``p[pos:end]``: a _RawExt of its bytes
+    and send fields (a key is its UTF-8 bytes: matched as they are), or ``_FAIL`` for a
+    map :func:`_binary_ext` would refuse."""
+    cdef PyObject* v[_SEND_KEYS]
+    cdef _RawExt raw
+    cdef Py_ssize_t start = pos, vend, klen, i
+    cdef int at
+    for i in range(_SEND_KEYS):
+        v[i] = NULL
+    try:
         while pos < end:
-            if end - pos < 2:
+            vend = _binary_item(p, pos, end)
+            if vend < 0:
                 return _FAIL
             klen = (p[pos] << 8) | p[pos + 1]
-            kend = pos + 2 + klen
-            if end - kend < 4:
+            if not _utf8_ok(p + pos + 2, klen):
                 return _FAIL
-            vlen = _i32(p + kend)
-            vend = kend + 4 + vlen
-            if vlen < 0 or vlen > end - kend - 4:
-                return _FAIL
-            key = _key_text(p + pos + 2, klen)
-            value = _text(p + kend + 4, vlen)
-            if key is _FAIL or value is _FAIL:
-                return _FAIL
-            PyDict_SetItem(ext, key, value)
+            at = _send_key(p + pos + 2, klen, v2)
+            if at < 0:
+                if not _utf8_ok(p + pos + 6 + klen, vend - pos - 6 - klen):
+                    return _FAIL
+            else:
+                value = _text(p + pos + 6 + klen, vend - pos - 6 - klen)
+                if value is _FAIL:
+                    return _FAIL
+                Py_XDECREF(v[at])
+                Py_INCREF(value)
+                v[at] = <PyObject*>value
             pos = vend
-    return _decoded_command(code, _LANGS[language], version, opaque, flag, remark, ext, _ROCKETMQ)
+        raw = _RawExt.__new__(_RawExt)
+        raw.data = PyBytes_FromStringAndSize(<const char*>p + start, end - start)
+        raw.v2 = v2
+        raw.binary = True
+        fields = _send_values_of(v)
+        if fields is not _FAIL:
+            raw.fields = fields
+        return raw
+    finally:
+        for i in range(_SEND_KEYS):
+            Py_XDECREF(v[i])
 
 
 def decode_binary_header(header):

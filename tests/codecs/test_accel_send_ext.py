@@ -1,7 +1,7 @@
-"""A send request's ext fields left undecoded by the compiled JSON decoder (issue 29).
+"""A send request's ext fields left undecoded by the compiled header decoders (issue 29).
 
-The compiled decoder reads a send request's (SEND_MESSAGE, SEND_MESSAGE_V2,
-SEND_BATCH_MESSAGE) send fields in its pass over the header and keeps the extFields
+The compiled decoders (JSON and ROCKETMQ) read a send request's (SEND_MESSAGE, SEND_MESSAGE_V2,
+SEND_BATCH_MESSAGE) send fields in their pass over the header and keep the extFields
 object's text instead of a dict; ``command_send_fields`` hands the send processor those
 fields, and ``RemotingCommand.ext_fields`` (``ext_fields_descriptor``'s twin) makes the
 dict on the first read. Against the pure path (an eager dict, ``decode_send_fields`` of
@@ -15,6 +15,7 @@ import copy
 import gc
 import json
 import pickle
+import struct
 
 import attrs
 import pytest
@@ -80,10 +81,47 @@ def send_headers(draw) -> tuple[bytes, bool]:
     return header.encode(), v2
 
 
-def _decoded(raw: bytes):
+#: UTF-8 text, and one time in fifty bytes that are not (the pure decoder's error)
+_utf8_or_not = st.integers(0, 49).flatmap(
+    lambda n: st.sampled_from([b"\xff", b"a\xc3", b"\xed\xa0\x80"]) if n == 0 else text.map(str.encode))
+
+
+@st.composite
+def binary_send_headers(draw) -> tuple[bytes, bool]:
+    """:func:`send_headers` in the ROCKETMQ header (Java's and trocket's clients, the C++
+    client's V1): its fields as UTF-8 text, now and then not, repeated or unknown."""
+    code = draw(st.sampled_from([310, 310, 320, 10, 10, 11, 0]))
+    v2 = draw(st.booleans()) if code not in (10, 310, 320) else code != 10
+    keys = _V2_KEYS if v2 else _V1_KEYS
+    items = []
+    for i, key in enumerate(keys):
+        if draw(st.integers(0, 3 if i in (8, 9, 10, 11, 12, 13) else 40)) == 0:
+            continue
+        if i in _INTS:
+            value = draw(int_spellings.filter(lambda v: v is not None)).encode()
+        elif i in _BOOLS:
+            value = draw(mostly(st.sampled_from([b"true", b"false", b"1", b"0"]), _utf8_or_not))
+        else:
+            value = draw(_utf8_or_not)
+        items.append((key.encode(), value))
+    for _ in range(draw(st.integers(0, 2))):  # unknown or repeated keys
+        key = draw(mostly(st.sampled_from(keys).map(str.encode), _utf8_or_not))
+        items.insert(draw(st.integers(0, len(items))), (key, draw(_utf8_or_not)))
+    ext = b"".join(struct.pack(">H", len(k)) + k + struct.pack(">i", len(v)) + v for k, v in items)
+    head = struct.pack(">hBhii", code, 0, 395, draw(st.integers(0, 99)), 0) + struct.pack(">i", 0)
+    return head + struct.pack(">i", len(ext)) + ext, v2
+
+
+#: (the decoder's name, the header, the version it is read as)
+send_requests = st.one_of(
+    send_headers().map(lambda c: ("decode_json_header", *c)),
+    binary_send_headers().map(lambda c: ("decode_binary_header", *c)),
+)
+
+
+def _decoded(name: str, raw: bytes):
     """The pure decode (an eager dict) and the compiled one of the header ``raw``."""
-    pure = outcome(accel.pure("decode_json_header"), raw)
-    return pure, outcome(_accel.decode_json_header, raw)
+    return outcome(accel.pure(name), raw), outcome(getattr(_accel, name), raw)
 
 
 def _items(ext):
@@ -98,14 +136,14 @@ def _fields(fn, cmd, v2):
 
 
 @needs_accel
-@given(send_headers(), edits, cuts)
+@given(send_requests, edits, cuts)
 def test_command_send_fields_differential(case, edit, cut):
     """The send fields read in the decoder's pass against the pure path's (the dict's,
     through decode_send_fields), then the ext fields made on the first read: the same
     dict in the same order, the same command and frame."""
-    raw, v2 = case
+    name, raw, v2 = case
     for data in (raw, mutate(raw, edit, cut)):
-        pure, compiled = _decoded(data)
+        pure, compiled = _decoded(name, data)
         if pure[0] == "error":
             assert compiled == pure
             continue
@@ -118,13 +156,13 @@ def test_command_send_fields_differential(case, edit, cut):
 
 
 @needs_accel
-@given(send_headers(), st.sampled_from(["read", "set", "delete", "copy", "pickle", "evolve", "repr", "encode"]))
+@given(send_requests, st.sampled_from(["read", "set", "delete", "copy", "pickle", "evolve", "repr", "encode"]))
 def test_ext_fields_descriptor_differential(case, action):
     """RemotingCommand.ext_fields (ext_fields_descriptor's twin) on a command whose ext
     fields were left undecoded, as the slot's own descriptor on the pure path's command:
     every way of reading, writing or copying a command gives the same result."""
-    raw, v2 = case
-    pure, compiled = _decoded(raw)
+    name, raw, _ = case
+    pure, compiled = _decoded(name, raw)
     assert compiled[0] == pure[0]
     if pure[0] == "error":
         return
@@ -184,6 +222,13 @@ def test_a_java_send_makes_no_dict_until_read():
     # other requests keep the eager dict
     other = _accel.decode_json_header(JAVA_SEND.replace(b'"code":310', b'"code":11'))
     assert "dict" in _held(other) and "_RawExt" not in _held(other)
+    # and so does a ROCKETMQ send (trocket's and the C++ client's)
+    ref = accel.pure("decode_json_header")(JAVA_SEND)
+    ref.serialize_type = SerializeType.ROCKETMQ
+    cmd = _accel.decode_command(encode_command(ref)[4:])
+    assert "dict" not in _held(cmd) and "_RawExt" in _held(cmd)
+    assert fast.command_send_fields(cmd, True) is fast.command_send_fields(cmd, True) == fields
+    assert list(cmd.ext_fields.items()) == list(ref.ext_fields.items()) and cmd == ref
 
 
 def test_a_bad_send_header_is_the_dicts_error(impl_send_fields):
