@@ -342,6 +342,27 @@ cdef object _ext_of(object cmd):
     return ext
 
 
+cdef object _raw_send_ext(const unsigned char* p, Py_ssize_t n, PyObject** v, bint v2, bint binary, bint read):
+    """The _RawExt of the ext fields ``p[:n]``, and, if ``read``, of their send fields
+    ``v`` (when they check)."""
+    cdef _RawExt raw = _RawExt.__new__(_RawExt)
+    raw.data = PyBytes_FromStringAndSize(<const char*>p, n)
+    raw.v2 = v2
+    raw.binary = binary
+    if read:
+        fields = _send_values_of(v)
+        if fields is not _FAIL:
+            raw.fields = fields
+    return raw
+
+
+cdef inline void _release(PyObject** v) noexcept:
+    """Drop the references a send-fields array (_SEND_KEYS values) holds."""
+    cdef Py_ssize_t i
+    for i in range(_SEND_KEYS):
+        Py_XDECREF(v[i])
+
+
 cdef inline object _ext_field(object cmd):
     """:func:`_field` of the ext fields: an undecoded object made the dict."""
     ext = _field(cmd, _OFF_EXT, "ext_fields")
@@ -599,7 +620,6 @@ cdef object _binary_send_ext(const unsigned char* p, Py_ssize_t pos, Py_ssize_t 
     and send fields (a key is its UTF-8 bytes: matched as they are), or ``_FAIL`` for a
     map :func:`_binary_ext` would refuse."""
     cdef PyObject* v[_SEND_KEYS]
-    cdef _RawExt raw
     cdef Py_ssize_t start = pos, vend, klen, i
     cdef int at
     for i in range(_SEND_KEYS):
@@ -624,17 +644,9 @@ cdef object _binary_send_ext(const unsigned char* p, Py_ssize_t pos, Py_ssize_t 
                 Py_INCREF(value)
                 v[at] = <PyObject*>value
             pos = vend
-        raw = _RawExt.__new__(_RawExt)
-        raw.data = PyBytes_FromStringAndSize(<const char*>p + start, end - start)
-        raw.v2 = v2
-        raw.binary = True
-        fields = _send_values_of(v)
-        if fields is not _FAIL:
-            raw.fields = fields
-        return raw
+        return _raw_send_ext(p + start, end - start, v, v2, True, True)
     finally:
-        for i in range(_SEND_KEYS):
-            Py_XDECREF(v[i])
+        _release(v)
 
 
 def decode_binary_header(header):
@@ -987,9 +999,36 @@ cdef object _json_ext_value(_Cursor* c):
     return _FAIL
 
 
+cdef inline bint _json_colon(_Cursor* c) noexcept:
+    """Past a member's ``:`` and the whitespace around it; False if there is none."""
+    _ws(c)
+    if c.pos >= c.end or c.p[c.pos] != 58:  # ':'
+        return False
+    c.pos += 1
+    _ws(c)
+    return True
+
+
+cdef inline int _json_next(_Cursor* c) noexcept:
+    """After a member's value: past a ``,`` (1: another member follows) or the object's
+    closing ``}`` (0); -1 for anything else."""
+    _ws(c)
+    if c.pos >= c.end:
+        return -1
+    if c.p[c.pos] == 44:  # ','
+        c.pos += 1
+        _ws(c)
+        return 1
+    if c.p[c.pos] == 125:  # '}'
+        c.pos += 1
+        return 0
+    return -1
+
+
 cdef object _json_ext(_Cursor* c):
     """The extFields object at the cursor (on its ``{``), or ``_FAIL``."""
     cdef bint has_null = False
+    cdef int more
     cdef dict ext = _PyDict_NewPresized(16)  # a send's 11-15 fields: no resize on the way
     c.pos += 1
     _ws(c)
@@ -1000,30 +1039,19 @@ cdef object _json_ext(_Cursor* c):
         if c.pos >= c.end or c.p[c.pos] != 34:
             return _FAIL
         key = _json_string(c, True)
-        if key is _FAIL:
+        if key is _FAIL or not _json_colon(c):
             return _FAIL
-        _ws(c)
-        if c.pos >= c.end or c.p[c.pos] != 58:  # ':'
-            return _FAIL
-        c.pos += 1
-        _ws(c)
         value = _json_ext_value(c)
         if value is _FAIL:
             return _FAIL
         if value is None:
             has_null = True
         PyDict_SetItem(ext, key, value)
-        _ws(c)
-        if c.pos >= c.end:
+        more = _json_next(c)
+        if more < 0:
             return _FAIL
-        if c.p[c.pos] == 44:  # ','
-            c.pos += 1
-            _ws(c)
-            continue
-        if c.p[c.pos] == 125:
-            c.pos += 1
+        if not more:
             break
-        return _FAIL
     if has_null:  # the pure path keeps the first-seen order and drops the nulls
         return {k: v for k, v in ext.items() if v is not None}
     return ext
@@ -1713,10 +1741,9 @@ cdef object _json_send_ext(_Cursor* c, bint v2):
     :func:`_json_ext` would refuse (checked as it checks: :func:`_json_skip_string` and
     :func:`_json_skip_scalar` accept what :func:`_json_string` and :func:`_json_ext_value` do)."""
     cdef PyObject* v[_SEND_KEYS]
-    cdef _RawExt raw
     cdef Py_ssize_t start = c.pos, i
     cdef bint odd = False
-    cdef int at
+    cdef int at, more
     cdef unsigned char ch
     for i in range(_SEND_KEYS):
         v[i] = NULL
@@ -1743,11 +1770,8 @@ cdef object _json_send_ext(_Cursor* c, bint v2):
                         return _FAIL
                     odd = True
                     at = -1
-                _ws(c)
-                if c.pos >= c.end or c.p[c.pos] != 58:  # ':'
+                if not _json_colon(c):
                     return _FAIL
-                c.pos += 1
-                _ws(c)
                 if at < 0:
                     if not _json_skip_scalar(c):
                         return _FAIL
@@ -1760,28 +1784,14 @@ cdef object _json_send_ext(_Cursor* c, bint v2):
                     if value is not None:  # (a null: absent, as the dict drops it)
                         Py_INCREF(value)
                         v[at] = <PyObject*>value
-                _ws(c)
-                if c.pos >= c.end:
+                more = _json_next(c)
+                if more < 0:
                     return _FAIL
-                if c.p[c.pos] == 44:  # ','
-                    c.pos += 1
-                    _ws(c)
-                    continue
-                if c.p[c.pos] == 125:
-                    c.pos += 1
+                if not more:
                     break
-                return _FAIL
-        raw = _RawExt.__new__(_RawExt)
-        raw.data = PyBytes_FromStringAndSize(<const char*>c.p + start, c.pos - start)
-        raw.v2 = v2
-        if not odd:
-            fields = _send_values_of(v)
-            if fields is not _FAIL:
-                raw.fields = fields
-        return raw
+        return _raw_send_ext(c.p + start, c.pos - start, v, v2, False, not odd)
     finally:
-        for i in range(_SEND_KEYS):
-            Py_XDECREF(v[i])
+        _release(v)
 
 
 cdef object _send_header(dict ext, tuple keys, cls):

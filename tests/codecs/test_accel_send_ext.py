@@ -46,18 +46,26 @@ _json_value = st.one_of(
 )
 
 
+#: a send's code (and others), the version its fields are read as, and their names
+_codes = st.sampled_from([310, 310, 320, 10, 10, 11, 0]).flatmap(
+    lambda code: (st.booleans() if code not in (10, 310, 320) else st.just(code != 10)).map(
+        lambda v2: (code, v2, _V2_KEYS if v2 else _V1_KEYS)))
+
+
+def _present(draw, keys: list[str]) -> list[tuple[int, str]]:
+    """The fields a header carries: the optional ones missing one time in four, the
+    required ones now and then."""
+    return [(i, key) for i, key in enumerate(keys) if draw(st.integers(0, 3 if 8 <= i <= 13 else 40))]
+
+
 @st.composite
 def send_headers(draw) -> tuple[bytes, bool]:
     """A send request's JSON header as Java's clients (code first, fastjson's order) and
     odd ones write it: its fields as strings, numbers, true/false or null, now and then
     escaped, repeated, missing or unknown, and other codes; and the version it is read as."""
-    code = draw(st.sampled_from([310, 310, 320, 10, 10, 11, 0]))
-    v2 = draw(st.booleans()) if code not in (10, 310, 320) else code != 10
-    keys = _V2_KEYS if v2 else _V1_KEYS
+    code, v2, keys = draw(_codes)
     pairs = []
-    for i, key in enumerate(keys):
-        if draw(st.integers(0, 3 if i in (8, 9, 10, 11, 12, 13) else 40)) == 0:
-            continue
+    for i, key in _present(draw, keys):
         if i in _INTS:
             value = draw(mostly(int_spellings.map(json.dumps), _json_value))
         elif i in _BOOLS:
@@ -90,13 +98,9 @@ _utf8_or_not = st.integers(0, 49).flatmap(
 def binary_send_headers(draw) -> tuple[bytes, bool]:
     """:func:`send_headers` in the ROCKETMQ header (Java's and trocket's clients, the C++
     client's V1): its fields as UTF-8 text, now and then not, repeated or unknown."""
-    code = draw(st.sampled_from([310, 310, 320, 10, 10, 11, 0]))
-    v2 = draw(st.booleans()) if code not in (10, 310, 320) else code != 10
-    keys = _V2_KEYS if v2 else _V1_KEYS
+    code, v2, keys = draw(_codes)
     items = []
-    for i, key in enumerate(keys):
-        if draw(st.integers(0, 3 if i in (8, 9, 10, 11, 12, 13) else 40)) == 0:
-            continue
+    for i, key in _present(draw, keys):
         if i in _INTS:
             value = draw(int_spellings.filter(lambda v: v is not None)).encode()
         elif i in _BOOLS:
