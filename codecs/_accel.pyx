@@ -335,10 +335,15 @@ cdef object _ext_of(object cmd):
     """``cmd.ext_fields`` of a RemotingCommand (or subclass) whose slot is set and holds
     a _RawExt: the dict made and kept in the slot."""
     cdef PyObject** slot = <PyObject**>((<char*><PyObject*>cmd) + _OFF_EXT)
-    ext = _raw_ext_dict(<_RawExt>slot[0])
+    cdef PyObject* old
+    raw = <_RawExt>slot[0]  # (a reference of its own while the dict is made)
+    ext = _raw_ext_dict(raw)
+    old = slot[0]
+    if old != <PyObject*>raw:  # (set by another thread meanwhile, through the reference path)
+        return getattr(cmd, "ext_fields")
     Py_INCREF(ext)
-    Py_DECREF(<object>slot[0])
     slot[0] = <PyObject*>ext
+    Py_DECREF(<object>old)
     return ext
 
 
