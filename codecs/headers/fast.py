@@ -516,9 +516,10 @@ def decode_send_fields(ext: Mapping[str, str] | None, v2: bool) -> tuple:
 
 def command_send_fields(cmd: RemotingCommand, v2: bool) -> tuple:
     """:func:`decode_send_fields` of a send request's ext fields (the same tuple, the same
-    errors). Its compiled twin reads them straight from the header's text when the JSON
-    decoder left them undecoded (:func:`~trocket.codecs.command.ext_fields_descriptor`),
-    so a send that nothing else reads the ext fields of makes no dict of them."""
+    errors). Its compiled twin hands over the tuple the header decoder (JSON or ROCKETMQ)
+    read in its pass over the header when it left the ext fields undecoded
+    (:func:`~trocket.codecs.command.ext_fields_descriptor`), so a send that nothing else
+    reads the ext fields of makes no dict of them."""
     return decode_send_fields(cmd.ext_fields, v2)
 
 
