@@ -192,9 +192,10 @@ def floor_answer(buf: bytearray, pos: int, size: int) -> bytes | bytearray | Non
 
 async def _floor_handler(stream: trio.SocketStream) -> None:
     """Per connection, the framework's own I/O, as its reader does it (``remoting.fdio``:
-    after a read that did not fill the buffer, ask whether more is there -- then read it
-    at once -- or wait for readiness, with no read that fails; answers are held while
-    more bytes wait, then written at once, the run of reads' answers in one write)
+    after a read that did not fill the buffer and suggests more is coming -- several
+    frames, a frame begun, or itself found by asking -- ask whether more is there, then
+    read it at once; else wait for readiness, with no read that fails; answers are held
+    while more bytes wait, then written at once, the run of reads' answers in one write)
     around :func:`floor_answer` for every whole frame."""
     fd = stream.socket.fileno()
     chunk = bytearray(256 * 1024)
@@ -203,9 +204,11 @@ async def _floor_handler(stream: trio.SocketStream) -> None:
     buf = bytearray()
     held: list = []
     drained = False
+    probe = False  # the last read suggests more is coming (the reader's condition)
     try:
         while True:
-            if not (drained and bytes_waiting(fd, waiting)):  # (more waiting: read it now)
+            found = probe and drained and bytes_waiting(fd, waiting)  # (more waiting: read it now)
+            if not found:
                 if held:  # the run of reads ends
                     data = b"".join(held)
                     held.clear()
@@ -218,6 +221,7 @@ async def _floor_handler(stream: trio.SocketStream) -> None:
             drained = n < len(chunk)
             buf += view[:n]
             pos, end = 0, len(buf)
+            frames = 0
             while end - pos >= 4:
                 size = 4 + _U32.unpack_from(buf, pos)[0]
                 if end - pos < size:
@@ -226,7 +230,9 @@ async def _floor_handler(stream: trio.SocketStream) -> None:
                 if answer is not None:
                     held.append(answer)
                 pos += size
+                frames += 1
             del buf[:pos]
+            probe = frames > 1 or len(buf) > 0 or found
     except OSError:
         pass
 

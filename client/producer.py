@@ -266,6 +266,9 @@ class Producer(ServiceContextManager):
         self._drained: trio.Event | None = None  # set by aclose: the last async send ended
         self._nursery: trio.Nursery | None = None
         self._running = False
+        #: the run's clock (:meth:`run` sets it): ``trio.current_time()`` is two Python
+        #: calls more, and a send reads the time three times
+        self._now: Callable[[], float] = trio.current_time
         #: the trace dispatcher while ``trace`` is on and the producer runs
         self.tracer: TraceDispatcher | None = None
         self._trace_group = without_namespace(self.group, self._namespace)
@@ -281,6 +284,7 @@ class Producer(ServiceContextManager):
             if self.config.trace:
                 self.tracer = await nursery.start(TraceDispatcher(self.instance, self.group, self.config.trace_topic).run)
             self._nursery = nursery
+            self._now = trio.lowlevel.current_clock().current_time
             self._running = True
             task_status.started(self)
             await trio.sleep_forever()
@@ -378,9 +382,9 @@ class Producer(ServiceContextManager):
         info = self.instance.publish.get(topic)
         if info is not None and info.ok:
             return info
-        remaining = deadline - trio.current_time()
+        remaining = deadline - self._now()
         if remaining <= 0:
-            raise SendTimeoutError(f"send to {topic}: no time left for the route lookup", elapsed=trio.current_time() - begin)
+            raise SendTimeoutError(f"send to {topic}: no time left for the route lookup", elapsed=self._now() - begin)
         cfg = self.config
         try:
             return await self.instance.publish_info(
@@ -390,7 +394,7 @@ class Producer(ServiceContextManager):
         except ClientTimeoutError as exc:
             raise SendTimeoutError(
                 f"send to {topic}: the route lookup used the {(deadline - begin) * 1000:.0f} ms budget",
-                attempts=exc.attempts, elapsed=trio.current_time() - begin,
+                attempts=exc.attempts, elapsed=self._now() - begin,
             ) from exc
 
     def _request(self, p: _Prepared, mq: MessageQueue, batch: bool = False) -> RemotingCommand:
@@ -440,7 +444,7 @@ class Producer(ServiceContextManager):
         attempt, to ``mq`` at ``addr``, recorded in ``progress``); raises the final error
         of an answer that is not retried. Updates the latency fault table
         (``updateFaultItem``)."""
-        took = trio.current_time() - t0
+        took = self._now() - t0
         broker = mq.broker_name
         if failure is not None:
             self.faults.update(broker, took, isolation=True)
@@ -462,7 +466,7 @@ class Producer(ServiceContextManager):
                 raise BrokerResponseError(
                     f"send to {p.topic}: the broker's {status.value} answer does not decode: {exc}",
                     code=response.code, remark=response.remark, attempts=progress.attempts,
-                    elapsed=trio.current_time() - begin,
+                    elapsed=self._now() - begin,
                 ) from exc
             if self.tracer is not None:
                 self._trace_pub(p, mq, addr, result, took)
@@ -481,7 +485,7 @@ class Producer(ServiceContextManager):
             return None
         raise type(error)(
             error.summary, code=error.code, remark=error.remark, attempts=progress.attempts,
-            elapsed=trio.current_time() - begin,
+            elapsed=self._now() - begin,
         )
 
     def _trace_pub(self, p: _Prepared, mq: MessageQueue, addr: str, result: SendResult, took: float) -> None:
@@ -545,7 +549,7 @@ class Producer(ServiceContextManager):
             progress = _Progress()
         attempts = progress.attempts
         while len(attempts) <= retries:
-            now = trio.current_time()
+            now = self._now()
             remaining = deadline - now
             if remaining <= 0:
                 break
@@ -558,7 +562,7 @@ class Producer(ServiceContextManager):
                     # nowhere else to go: give the broker a moment to come back
                     pause = min(self.config.reconnect_backoff * 2 ** (n - 1), remaining / 2)
                     await trio.sleep(pause)
-                    now = trio.current_time()
+                    now = self._now()
                     remaining = deadline - now
             addr = self.instance.master_addr(mq.broker_name)
             if self._vip and addr is not None:
@@ -588,7 +592,7 @@ class Producer(ServiceContextManager):
         to ``queue`` when given (of the message's topic; no retry elsewhere, as Java's
         ``send(msg, mq)``)."""
         self._check_running()
-        begin = trio.current_time()
+        begin = self._now()
         deadline = begin + (timeout or self.config.send_timeout)
         if queue is not None and queue.topic != msg.topic:
             raise ValueError(f"the queue's topic {queue.topic!r} is not the message's {msg.topic!r}")
@@ -610,7 +614,7 @@ class Producer(ServiceContextManager):
         """Start a send; returns a :class:`SendFuture` once it is under way. A message that
         fails the checks raises here; everything later goes to the future and callback."""
         self._check_running()
-        begin = trio.current_time()
+        begin = self._now()
         deadline = begin + (timeout or self.config.send_timeout)
         p = self._prepare(msg)
         slots = self._async_slots
@@ -619,10 +623,10 @@ class Producer(ServiceContextManager):
         except trio.WouldBlock:
             with trio.move_on_at(deadline):
                 await slots.acquire()
-            if trio.current_time() >= deadline:
+            if self._now() >= deadline:
                 raise SendTimeoutError(
                     f"send to {p.topic}: {self.config.max_async_in_flight} async sends still in flight",
-                    elapsed=trio.current_time() - begin,
+                    elapsed=self._now() - begin,
                 ) from None
         fut = SendFuture(callback)
         # the hot path: route and connection at hand -> one remoting async call whose
@@ -651,13 +655,13 @@ class Producer(ServiceContextManager):
         """First attempt of an async send without a task: the call's callback judges the
         answer (on the connection's reader) and hands a retry to :meth:`_run_async`."""
         progress = _Progress()
-        t0 = trio.current_time()
+        t0 = self._now()
 
         def judged(response: RemotingCommand | None, failure: ClientError | None) -> None:
             try:
                 result = self._judge(p, mq, addr, t0, response, failure, progress, begin)
                 if result is None and (
-                    len(progress.attempts) > self.config.async_retries or trio.current_time() >= deadline
+                    len(progress.attempts) > self.config.async_retries or self._now() >= deadline
                 ):
                     result = self._exhausted(p, begin, deadline, progress)
             except Exception as error:  # a ClientError; anything else is a bug, still the caller's to see
@@ -708,7 +712,7 @@ class Producer(ServiceContextManager):
         """Send once with the oneway flag; nothing comes back (errors only for what fails
         here: checks, route, connection)."""
         self._check_running()
-        begin = trio.current_time()
+        begin = self._now()
         deadline = begin + (timeout or self.config.send_timeout)
         p = self._prepare(msg)
         info = self.instance.publish.get(p.topic)
@@ -722,7 +726,7 @@ class Producer(ServiceContextManager):
             addr = vip_channel_addr(addr)
         try:
             await self._api.invoke_oneway(
-                addr, self._request(p, mq), max(deadline - trio.current_time(), 0.001),
+                addr, self._request(p, mq), max(deadline - self._now(), 0.001),
                 queue=mq, begin=begin,
             )
         except ClientError:
@@ -743,7 +747,7 @@ class Producer(ServiceContextManager):
         self._check_running()
         if (selector is None) == (key is None):
             raise ValueError("send_orderly needs a selector or a key (one of them)")
-        begin = trio.current_time()
+        begin = self._now()
         deadline = begin + (timeout or self.config.send_timeout)
         p = self._prepare(msg)
         info = await self._publish_info(p.topic, begin, deadline)
@@ -792,7 +796,7 @@ class Producer(ServiceContextManager):
         table. A send that fails completes the future with its error."""
         self._check_running()
         timeout = timeout or self.config.send_timeout
-        begin = trio.current_time()
+        begin = self._now()
         deadline = begin + timeout
         instance = self.instance
         correlation_id = prepare_request(msg, instance.client_id, timeout)
@@ -811,7 +815,7 @@ class Producer(ServiceContextManager):
                 fut.send_failed(error)
 
         try:
-            await self.send_async(msg, sent, timeout=max(deadline - trio.current_time(), 0.001))
+            await self.send_async(msg, sent, timeout=max(deadline - self._now(), 0.001))
         except BaseException:
             instance.requests.pop(correlation_id)
             raise
@@ -884,7 +888,7 @@ class Producer(ServiceContextManager):
         ``max_message_size`` bytes (split as needed; one result per request, its
         ``msg_id`` the comma-joined unique keys). One budget for the whole call."""
         self._check_running()
-        begin = trio.current_time()
+        begin = self._now()
         deadline = begin + (timeout or self.config.send_timeout)
         topic, wait, entries = self._batch_entries(msgs)
         wire_topic = wrap_namespace(self._namespace, topic)

@@ -34,6 +34,8 @@ cdef extern from "Python.h":
 
 import zlib
 
+cimport cython
+
 from trocket.codecs.command import LanguageCode, RemotingCommand, SerializeType
 # (the pure builder: this module is imported from the command module's last lines, before
 # its name is rebound to the twin below)
@@ -42,7 +44,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 28
+ABI = 29
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -57,6 +59,7 @@ cdef object _py_decode_properties = None
 cdef object _py_send_properties = None
 cdef object _py_encode_record_batch = None
 cdef object _py_decode_send_fields = None
+cdef object _py_command_send_fields = None
 cdef object _py_place_record = None
 cdef object _py_encode_store_record = None
 cdef object _py_dispatch_fields = None
@@ -93,6 +96,7 @@ def set_pure(str name, fn):
     global _py_java_string_hash, _py_index_records, _py_signature_matches, _py_hashmap_properties
     global _py_send_signature_matches
     global _py_without_properties_bytes, _py_encode_command, _wire_ext_fields, _py_specialize_codec
+    global _py_command_send_fields
     if name == "FrameDecoder":
         _py_FrameDecoder = fn
         from trocket.codecs.frame import sniff_foreign_protocol
@@ -121,6 +125,10 @@ def set_pure(str name, fn):
         _py_encode_record_batch = fn
     elif name == "decode_send_fields":
         _py_decode_send_fields = fn
+    elif name == "command_send_fields":
+        _py_command_send_fields = fn
+    elif name == "ext_fields_descriptor":
+        pass  # (its pure function returns the slot's own descriptor: nothing to hand over)
     elif name == "place_record":
         _py_place_record = fn
     elif name == "encode_store_record":
@@ -281,6 +289,138 @@ cdef inline object _decoded_command(int code, object lang, int version, int opaq
     return _make_command(code, lang, version, opaque, flag, remark, ext, _EMPTY, None, stype)
 
 
+# -- ext fields decoded on first read -------------------------------------------------
+#
+# A send request's ext fields are read by the send processor alone, as its send fields
+# (command_send_fields), unless something else asks (ACL, a hook, a test). So the header
+# decoders (JSON and ROCKETMQ) leave a send request's ext fields undecoded: they check
+# them as the dict's decode would (the same acceptance), read the send fields on the
+# way, and keep both, and the text, in the slot as a _RawExt; RemotingCommand.ext_fields (_ExtFields, the slot's descriptor while the
+# accelerator is on) makes the dict on the first read and keeps it in the slot, so every
+# reader sees the dict the eager decode makes. Only while the slots are known
+# (_SLOT_STORES) and the descriptor is installed (ext_fields_descriptor).
+
+#: the descriptor is RemotingCommand's: decoders may leave ext fields undecoded
+cdef bint _LAZY_EXT = False
+
+
+@cython.final
+@cython.freelist(8)
+cdef class _RawExt:
+    """A send request's extFields object, not yet made a dict: its JSON text (or, if
+    ``binary``, its ROCKETMQ ext map), and the send fields read from it
+    (:func:`_json_send_ext`, :func:`_binary_send_ext`; None: not read), of V2's keys
+    (``v2``) or V1's."""
+    cdef bytes data
+    cdef object fields
+    cdef bint v2
+    cdef bint binary
+
+
+cdef object _raw_ext_dict(_RawExt raw):
+    """The dict the eager decode makes of ``raw``'s text."""
+    cdef _Cursor c
+    if raw.binary:
+        ext = _binary_ext(<const unsigned char*>PyBytes_AS_STRING(raw.data), 0, PyBytes_GET_SIZE(raw.data))
+        if ext is _FAIL:  # (as below)
+            ext = _py_decode_binary_header(
+                bytes(17) + PyBytes_GET_SIZE(raw.data).to_bytes(4, "big") + raw.data).ext_fields
+        return ext
+    c.p = <const unsigned char*>PyBytes_AS_STRING(raw.data)
+    c.pos = 0
+    c.end = PyBytes_GET_SIZE(raw.data)
+    ext = _json_ext(&c)
+    if ext is _FAIL or c.pos != c.end:  # (not after the check it passed: the reference decides)
+        ext = _py_decode_json_header(b'{"extFields":' + raw.data + b"}").ext_fields
+    return ext
+
+
+cdef object _ext_of(object cmd):
+    """``cmd.ext_fields`` of a RemotingCommand (or subclass) whose slot is set and holds
+    a _RawExt: the dict made and kept in the slot."""
+    cdef PyObject** slot = <PyObject**>((<char*><PyObject*>cmd) + _OFF_EXT)
+    cdef PyObject* old
+    raw = <_RawExt>slot[0]  # (a reference of its own while the dict is made)
+    ext = _raw_ext_dict(raw)
+    old = slot[0]
+    if old != <PyObject*>raw:  # (set by another thread meanwhile, through the reference path)
+        return getattr(cmd, "ext_fields")
+    Py_INCREF(ext)
+    slot[0] = <PyObject*>ext
+    Py_DECREF(<object>old)
+    return ext
+
+
+cdef object _raw_send_ext(const unsigned char* p, Py_ssize_t n, PyObject** v, bint v2, bint binary, bint read):
+    """The _RawExt of the ext fields ``p[:n]``, and, if ``read``, of their send fields
+    ``v`` (when they check)."""
+    cdef _RawExt raw = _RawExt.__new__(_RawExt)
+    raw.data = PyBytes_FromStringAndSize(<const char*>p, n)
+    raw.v2 = v2
+    raw.binary = binary
+    if read:
+        fields = _send_values_of(v)
+        if fields is not _FAIL:
+            raw.fields = fields
+    return raw
+
+
+cdef inline void _release(PyObject** v) noexcept:
+    """Drop the references a send-fields array (_SEND_KEYS values) holds."""
+    cdef Py_ssize_t i
+    for i in range(_SEND_KEYS):
+        Py_XDECREF(v[i])
+
+
+cdef inline object _ext_field(object cmd):
+    """:func:`_field` of the ext fields: an undecoded object made the dict."""
+    ext = _field(cmd, _OFF_EXT, "ext_fields")
+    if type(ext) is _RawExt:
+        return _ext_of(cmd)
+    return ext
+
+
+@cython.final
+cdef class _ExtFields:
+    """``RemotingCommand.ext_fields`` while the accelerator is on: the slot's member
+    descriptor, but an undecoded extFields object (_RawExt) is made the dict on the first
+    read. Stores and deletes as the member descriptor's."""
+    cdef object member
+
+    def __init__(self, member):
+        self.member = member
+
+    def __get__(self, obj, objtype):
+        cdef PyObject* p
+        if obj is None:
+            return self
+        if not isinstance(obj, _RC):
+            return self.member.__get__(obj, objtype)  # (its TypeError)
+        p = _slot(obj, _OFF_EXT)
+        if p == NULL:
+            return self.member.__get__(obj, objtype)  # (its AttributeError)
+        if type(<object>p) is _RawExt:
+            return _ext_of(obj)
+        return <object>p
+
+    def __set__(self, obj, value):
+        self.member.__set__(obj, value)
+
+    def __delete__(self, obj):
+        self.member.__delete__(obj)
+
+
+def ext_fields_descriptor(member):
+    """Twin of :func:`trocket.codecs.command.ext_fields_descriptor`: RemotingCommand's
+    ext_fields descriptor that makes an undecoded extFields object a dict on first read
+    (see above), when ``member`` is the slot's own and the slots are known."""
+    global _LAZY_EXT
+    if not _SLOT_STORES or member is not _RC.__dict__.get("ext_fields") or trocket_slot_offset(member) != _OFF_EXT:
+        return member
+    _LAZY_EXT = True
+    return _ExtFields(member)
+
+
 def build_command(cls, code, language, version, opaque, flag, remark, ext_fields, body, header, serialize_type):
     """Twin of :func:`trocket.codecs.command.build_command` (the builders' one way)."""
     if cls is not _RC:
@@ -402,9 +542,9 @@ cdef inline object _cache_slot(const unsigned char* p, Py_ssize_t n, unsigned in
 
 cdef object _binary_header(const unsigned char* p, Py_ssize_t end):
     """The command of a ROCKETMQ header, or ``_FAIL`` for anything not plainly valid."""
-    cdef int code, version, opaque, flag, remark_len, ext_len, vlen
-    cdef unsigned int language, klen
-    cdef Py_ssize_t pos, kend, vend
+    cdef int code, version, opaque, flag, remark_len, ext_len
+    cdef unsigned int language
+    cdef Py_ssize_t pos
     if end < 21:
         return _FAIL
     code = <short>((p[0] << 8) | p[1])
@@ -430,25 +570,92 @@ cdef object _binary_header(const unsigned char* p, Py_ssize_t end):
         return _FAIL
     ext = None
     if ext_len:
-        ext = PyDict_New()
+        if _LAZY_EXT and (code == 310 or code == 10 or code == 320) and _BN is not None:
+            ext = _binary_send_ext(p, pos, end, code != 10)  # (see _json_send_ext)
+        else:
+            ext = _binary_ext(p, pos, end)
+        if ext is _FAIL:
+            return _FAIL
+    return _decoded_command(code, _LANGS[language], version, opaque, flag, remark, ext, _ROCKETMQ)
+
+
+cdef inline Py_ssize_t _binary_item(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end) noexcept:
+    """The end of the ext map's item (u16 key length, key, i32 value length, value) at
+    ``pos``, or -1 when it does not fit before ``end``."""
+    cdef unsigned int klen
+    cdef int vlen
+    cdef Py_ssize_t kend
+    if end - pos < 2:
+        return -1
+    klen = (p[pos] << 8) | p[pos + 1]
+    kend = pos + 2 + klen
+    if end - kend < 4:
+        return -1
+    vlen = _i32(p + kend)
+    if vlen < 0 or vlen > end - kend - 4:
+        return -1
+    return kend + 4 + vlen
+
+
+cdef object _binary_ext(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end):
+    """The ext map ``p[pos:end]`` as a dict, or ``_FAIL``."""
+    cdef Py_ssize_t vend, klen
+    ext = PyDict_New()
+    while pos < end:
+        vend = _binary_item(p, pos, end)
+        if vend < 0:
+            return _FAIL
+        klen = (p[pos] << 8) | p[pos + 1]
+        key = _key_text(p + pos + 2, klen)
+        value = _text(p + pos + 6 + klen, vend - pos - 6 - klen)
+        if key is _FAIL or value is _FAIL:
+            return _FAIL
+        PyDict_SetItem(ext, key, value)
+        pos = vend
+    return ext
+
+
+cdef inline bint _utf8_ok(const unsigned char* p, Py_ssize_t n):
+    """``p[:n]`` decodes as :func:`_text` decodes it (no str made for ASCII)."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        if p[i] >= 0x80:
+            return _utf8(p, n) is not _FAIL
+    return True
+
+
+cdef object _binary_send_ext(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end, bint v2):
+    """:func:`_json_send_ext` of a ROCKETMQ ext map ``p[pos:end]``: a _RawExt of its bytes
+    and send fields (a key is its UTF-8 bytes: matched as they are), or ``_FAIL`` for a
+    map :func:`_binary_ext` would refuse."""
+    cdef PyObject* v[_SEND_KEYS]
+    cdef Py_ssize_t start = pos, vend, klen, i
+    cdef int at
+    for i in range(_SEND_KEYS):
+        v[i] = NULL
+    try:
         while pos < end:
-            if end - pos < 2:
+            vend = _binary_item(p, pos, end)
+            if vend < 0:
                 return _FAIL
             klen = (p[pos] << 8) | p[pos + 1]
-            kend = pos + 2 + klen
-            if end - kend < 4:
+            if not _utf8_ok(p + pos + 2, klen):
                 return _FAIL
-            vlen = _i32(p + kend)
-            vend = kend + 4 + vlen
-            if vlen < 0 or vlen > end - kend - 4:
-                return _FAIL
-            key = _key_text(p + pos + 2, klen)
-            value = _text(p + kend + 4, vlen)
-            if key is _FAIL or value is _FAIL:
-                return _FAIL
-            PyDict_SetItem(ext, key, value)
+            at = _send_key(p + pos + 2, klen, v2)
+            if at < 0:
+                if not _utf8_ok(p + pos + 6 + klen, vend - pos - 6 - klen):
+                    return _FAIL
+            else:
+                value = _text(p + pos + 6 + klen, vend - pos - 6 - klen)
+                if value is _FAIL:
+                    return _FAIL
+                Py_XDECREF(v[at])
+                Py_INCREF(value)
+                v[at] = <PyObject*>value
             pos = vend
-    return _decoded_command(code, _LANGS[language], version, opaque, flag, remark, ext, _ROCKETMQ)
+        return _raw_send_ext(p + start, end - start, v, v2, True, True)
+    finally:
+        _release(v)
 
 
 def decode_binary_header(header):
@@ -801,9 +1008,36 @@ cdef object _json_ext_value(_Cursor* c):
     return _FAIL
 
 
+cdef inline bint _json_colon(_Cursor* c) noexcept:
+    """Past a member's ``:`` and the whitespace around it; False if there is none."""
+    _ws(c)
+    if c.pos >= c.end or c.p[c.pos] != 58:  # ':'
+        return False
+    c.pos += 1
+    _ws(c)
+    return True
+
+
+cdef inline int _json_next(_Cursor* c) noexcept:
+    """After a member's value: past a ``,`` (1: another member follows) or the object's
+    closing ``}`` (0); -1 for anything else."""
+    _ws(c)
+    if c.pos >= c.end:
+        return -1
+    if c.p[c.pos] == 44:  # ','
+        c.pos += 1
+        _ws(c)
+        return 1
+    if c.p[c.pos] == 125:  # '}'
+        c.pos += 1
+        return 0
+    return -1
+
+
 cdef object _json_ext(_Cursor* c):
     """The extFields object at the cursor (on its ``{``), or ``_FAIL``."""
     cdef bint has_null = False
+    cdef int more
     cdef dict ext = _PyDict_NewPresized(16)  # a send's 11-15 fields: no resize on the way
     c.pos += 1
     _ws(c)
@@ -814,30 +1048,19 @@ cdef object _json_ext(_Cursor* c):
         if c.pos >= c.end or c.p[c.pos] != 34:
             return _FAIL
         key = _json_string(c, True)
-        if key is _FAIL:
+        if key is _FAIL or not _json_colon(c):
             return _FAIL
-        _ws(c)
-        if c.pos >= c.end or c.p[c.pos] != 58:  # ':'
-            return _FAIL
-        c.pos += 1
-        _ws(c)
         value = _json_ext_value(c)
         if value is _FAIL:
             return _FAIL
         if value is None:
             has_null = True
         PyDict_SetItem(ext, key, value)
-        _ws(c)
-        if c.pos >= c.end:
+        more = _json_next(c)
+        if more < 0:
             return _FAIL
-        if c.p[c.pos] == 44:  # ','
-            c.pos += 1
-            _ws(c)
-            continue
-        if c.p[c.pos] == 125:
-            c.pos += 1
+        if not more:
             break
-        return _FAIL
     if has_null:  # the pure path keeps the first-seen order and drops the nulls
         return {k: v for k, v in ext.items() if v is not None}
     return ext
@@ -981,7 +1204,13 @@ cdef object _json_header(const unsigned char* p, Py_ssize_t end):
                 if not _json_int32(&c, &code):
                     return _FAIL
             elif key == _K_EXT:
-                if ch == 123:
+                if ch == 123 and _LAZY_EXT and (code == 310 or code == 10 or code == 320) and _BN is not None:
+                    # a send's (code comes first, in fastjson's key order): its send fields
+                    # read for command_send_fields, the dict made only if something reads it
+                    ext = _json_send_ext(&c, code != 10)
+                    if ext is _FAIL:
+                        return _FAIL
+                elif ch == 123:
                     ext = _json_ext(&c)
                     if ext is _FAIL:
                         return _FAIL
@@ -1340,13 +1569,13 @@ def encode_command(cmd):
     st = _field(cmd, _OFF_STYPE, "serialize_type")
     custom = _field(cmd, _OFF_HEADER, "custom_header")
     if custom is None:
-        ext = _field(cmd, _OFF_EXT, "ext_fields")
+        ext = _ext_field(cmd)
     else:
         # wire_ext_fields' commonest case (a typed service's header, no other ext fields,
         # not a FastCodes header in a ROCKETMQ frame) without its two Python calls: the
         # class's encode_wire straight from custom_header's table, once it is there
         enc = None
-        if _header_wire is not None and not _field(cmd, _OFF_EXT, "ext_fields") and (st is _JSON or st is _ROCKETMQ) and (
+        if _header_wire is not None and not _ext_field(cmd) and (st is _JSON or st is _ROCKETMQ) and (
                 st is _JSON or type(custom) not in _fast_codes):
             enc = _header_wire.get(type(custom))
         if enc is None:
@@ -1424,25 +1653,23 @@ cdef inline object _get(dict ext, object key):
     return None if v == NULL else <object>v
 
 
-cdef inline object _req_str(dict ext, object key):
-    cdef PyObject* v = PyDict_GetItemWithError(ext, key)
+# The send fields' checks, on a field's value (NULL: absent), from a dict or a header's text.
+cdef inline object _req_str(PyObject* v):
     if v == NULL or type(<object>v) is not str:
         return _FAIL
     return <object>v
 
 
-cdef inline object _req_int(dict ext, object key, int max_digits):
+cdef inline object _req_int(PyObject* v, int max_digits):
     cdef long long x = 0
-    cdef PyObject* v = PyDict_GetItemWithError(ext, key)
     if v == NULL or not _digits(<object>v, max_digits, &x):
         return _FAIL
     return x
 
 
-cdef inline object _opt_i32(dict ext, object key):
+cdef inline object _opt_i32(PyObject* v):
     """An optional int32 field: None when absent or null, its int when plain digits, else _FAIL."""
     cdef long long x = 0
-    cdef PyObject* v = PyDict_GetItemWithError(ext, key)
     if v == NULL or <object>v is None:
         return None
     if _digits(<object>v, 9, &x):
@@ -1450,9 +1677,8 @@ cdef inline object _opt_i32(dict ext, object key):
     return _FAIL
 
 
-cdef inline object _bool(dict ext, object key):
+cdef inline object _bool(PyObject* v):
     """A Java primitive boolean: False when absent or null, else one of the accepted spellings."""
-    cdef PyObject* v = PyDict_GetItemWithError(ext, key)
     if v == NULL or <object>v is None:
         return False
     if type(<object>v) is not str:
@@ -1461,28 +1687,120 @@ cdef inline object _bool(dict ext, object key):
     return _FAIL if v == NULL else <object>v
 
 
-cdef object _send_values(dict ext, tuple keys):
+cdef enum:
+    _SEND_KEYS = 13  # the fields a..m (V2's names) the send fields are read from
+
+
+cdef object _send_values_of(PyObject** v):
     """A send header's checked values in :class:`SendFields` order (topic, defaultTopic,
     defaultTopicQueueNums, queueId, sysFlag, bornTimestamp, flag, properties,
     reconsumeTimes, maxReconsumeTimes, batch; the producer group and unitMode checked
-    too), or ``_FAIL`` for anything the pure fast decoder would not take itself (it then
-    decides, handing over to the generic path where it must)."""
-    a = _req_str(ext, keys[0])
-    b = _req_str(ext, keys[1])
-    c = _req_str(ext, keys[2])
-    d = _req_int(ext, keys[3], 9)
-    e = _req_int(ext, keys[4], 9)
-    f = _req_int(ext, keys[5], 9)
-    g = _req_int(ext, keys[6], 18)
-    h = _req_int(ext, keys[7], 9)
-    j = _opt_i32(ext, keys[9])
-    l = _opt_i32(ext, keys[11])
-    k = _bool(ext, keys[10])
-    m = _bool(ext, keys[12])
+    too), from its fields a..m (``v``, NULL when absent), or ``_FAIL`` for anything the
+    pure fast decoder would not take itself (it then decides, handing over to the
+    generic path where it must)."""
+    a = _req_str(v[0])
+    b = _req_str(v[1])
+    c = _req_str(v[2])
+    d = _req_int(v[3], 9)
+    e = _req_int(v[4], 9)
+    f = _req_int(v[5], 9)
+    g = _req_int(v[6], 18)
+    h = _req_int(v[7], 9)
+    j = _opt_i32(v[9])
+    l = _opt_i32(v[11])
+    k = _bool(v[10])
+    m = _bool(v[12])
     if (a is _FAIL or b is _FAIL or c is _FAIL or d is _FAIL or e is _FAIL or f is _FAIL
             or g is _FAIL or h is _FAIL or j is _FAIL or l is _FAIL or k is _FAIL or m is _FAIL):
         return _FAIL
-    return (b, c, d, e, f, g, h, _get(ext, keys[8]), j, l, m)
+    return (b, c, d, e, f, g, h, None if v[8] == NULL else <object>v[8], j, l, m)
+
+
+cdef object _send_values(dict ext, tuple keys):
+    """:func:`_send_values_of` the fields of ``ext`` named by ``keys``."""
+    cdef PyObject* v[_SEND_KEYS]
+    cdef Py_ssize_t i
+    for i in range(_SEND_KEYS):
+        v[i] = PyDict_GetItemWithError(ext, keys[i])
+    return _send_values_of(v)
+
+
+cdef int _send_key(const unsigned char* k, Py_ssize_t n, bint v2):
+    """The index (0-12) of the key ``k[:n]`` (ASCII) among the send fields a..m of a V2
+    (``v2``) or V1 header, or -1."""
+    cdef Py_ssize_t i
+    cdef str name
+    if v2:
+        if n == 1 and 97 <= k[0] <= 109:  # 'a'..'m'
+            return k[0] - 97
+        return -1
+    for i in range(_SEND_KEYS):
+        name = _V1_KEYS[i]
+        if PyUnicode_GET_LENGTH(name) == n and memcmp(PyUnicode_1BYTE_DATA(name), k, n) == 0:
+            return <int>i
+    return -1
+
+
+cdef object _json_send_ext(_Cursor* c, bint v2):
+    """A send request's extFields object at the cursor (on its ``{``) left undecoded: a
+    _RawExt holding its text and its send fields (:func:`_send_values_of` of V2's or
+    V1's keys, read in the same pass as the dict would hold them: the last of a
+    repeated key, a null absent; None when they do not check, or a key has an escape or
+    a non-ASCII byte: then the dict's way decides), or ``_FAIL`` for an object
+    :func:`_json_ext` would refuse (checked as it checks: :func:`_json_skip_string` and
+    :func:`_json_skip_scalar` accept what :func:`_json_string` and :func:`_json_ext_value` do)."""
+    cdef PyObject* v[_SEND_KEYS]
+    cdef Py_ssize_t start = c.pos, i
+    cdef bint odd = False
+    cdef int at, more
+    cdef unsigned char ch
+    for i in range(_SEND_KEYS):
+        v[i] = NULL
+    try:
+        c.pos += 1
+        _ws(c)
+        if c.pos < c.end and c.p[c.pos] == 125:  # '}'
+            c.pos += 1
+        else:
+            while True:
+                if c.pos >= c.end or c.p[c.pos] != 34:
+                    return _FAIL
+                i = c.pos + 1
+                while i < c.end:
+                    ch = c.p[i]
+                    if ch == 34 or ch == 92 or ch < 32 or ch >= 0x80:
+                        break
+                    i += 1
+                if i < c.end and c.p[i] == 34:  # a plain key
+                    at = _send_key(c.p + c.pos + 1, i - c.pos - 1, v2)
+                    c.pos = i + 1
+                else:
+                    if not _json_skip_string(c):
+                        return _FAIL
+                    odd = True
+                    at = -1
+                if not _json_colon(c):
+                    return _FAIL
+                if at < 0:
+                    if not _json_skip_scalar(c):
+                        return _FAIL
+                else:
+                    value = _json_ext_value(c)
+                    if value is _FAIL:
+                        return _FAIL
+                    Py_XDECREF(v[at])
+                    v[at] = NULL
+                    if value is not None:  # (a null: absent, as the dict drops it)
+                        Py_INCREF(value)
+                        v[at] = <PyObject*>value
+                more = _json_next(c)
+                if more < 0:
+                    return _FAIL
+                if not more:
+                    break
+        return _raw_send_ext(c.p + start, c.pos - start, v, v2, False, not odd)
+    finally:
+        _release(v)
 
 
 cdef object _send_header(dict ext, tuple keys, cls):
@@ -1492,7 +1810,7 @@ cdef object _send_header(dict ext, tuple keys, cls):
         return _FAIL
     b, c, d, e, f, g, h, i, j, l, m = <tuple>v
     a = _get(ext, keys[0])  # checked: a str
-    k = _bool(ext, keys[10])  # checked
+    k = _bool(PyDict_GetItemWithError(ext, keys[10]))  # checked
     o = _new(cls)
     if keys is _V2_KEYS:
         o.a = a
@@ -1552,6 +1870,25 @@ def decode_send_fields(ext, v2):
         if o is not _FAIL:
             return o
     return _py_decode_send_fields(ext, v2)
+
+
+def command_send_fields(cmd, v2):
+    """Twin of :func:`trocket.codecs.headers.fast.command_send_fields`: a send request's
+    fields as the JSON decoder read them in its pass over the header, when it left the
+    ext fields undecoded (no dict made); else from the dict, as decode_send_fields."""
+    cdef PyObject* p
+    cdef _RawExt raw
+    if type(cmd) is _RC and _LAZY_EXT and (v2 is True or v2 is False) and _V2 is not None:
+        p = _slot(cmd, _OFF_EXT)
+        if p != NULL and type(<object>p) is _RawExt:
+            raw = <_RawExt>p
+            if raw.fields is not None and raw.v2 == v2:
+                return raw.fields
+        elif p != NULL and type(<object>p) is dict:
+            o = _send_values(<dict>p, _V2_KEYS if v2 else _V1_KEYS)
+            if o is not _FAIL:
+                return o
+    return _py_command_send_fields(cmd, v2)
 
 
 # -- the hot request headers' encoders (FastCodes) -------------------------------------
@@ -3610,15 +3947,15 @@ def decode_pull_message(ext):
     anything else to the pure function."""
     if type(ext) is not dict or _PQ is None:
         return _py_decode_pull_message(ext)
-    a = _req_str(<dict>ext, "consumerGroup")
-    b = _req_str(<dict>ext, "topic")
-    c = _req_int(<dict>ext, "queueId", 9)
-    e = _req_int(<dict>ext, "maxMsgNums", 9)
-    f = _req_int(<dict>ext, "sysFlag", 9)
-    d = _req_int(<dict>ext, "queueOffset", 18)
-    g = _req_int(<dict>ext, "commitOffset", 18)
-    h = _req_int(<dict>ext, "suspendTimeoutMillis", 18)
-    sv = _req_int(<dict>ext, "subVersion", 18)
+    a = _req_str(PyDict_GetItemWithError(<dict>ext, "consumerGroup"))
+    b = _req_str(PyDict_GetItemWithError(<dict>ext, "topic"))
+    c = _req_int(PyDict_GetItemWithError(<dict>ext, "queueId"), 9)
+    e = _req_int(PyDict_GetItemWithError(<dict>ext, "maxMsgNums"), 9)
+    f = _req_int(PyDict_GetItemWithError(<dict>ext, "sysFlag"), 9)
+    d = _req_int(PyDict_GetItemWithError(<dict>ext, "queueOffset"), 18)
+    g = _req_int(PyDict_GetItemWithError(<dict>ext, "commitOffset"), 18)
+    h = _req_int(PyDict_GetItemWithError(<dict>ext, "suspendTimeoutMillis"), 18)
+    sv = _req_int(PyDict_GetItemWithError(<dict>ext, "subVersion"), 18)
     if (a is _FAIL or b is _FAIL or c is _FAIL or d is _FAIL or e is _FAIL or f is _FAIL or g is _FAIL
             or h is _FAIL or sv is _FAIL):
         return _py_decode_pull_message(ext)

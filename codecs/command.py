@@ -184,9 +184,20 @@ def response_command(
     return build_command(cls, code, language, version, opaque, RPC_RESPONSE, remark, ext_fields, body, header, serialize_type)
 
 
+def ext_fields_descriptor(member: Any) -> Any:
+    """``RemotingCommand.ext_fields``' descriptor: the slot's own, ``member``. Its compiled
+    twin wraps it so that a decoder may leave a request's ext fields undecoded until they
+    are first read (a send request's, which the send processor reads from the header's
+    text, :func:`~trocket.codecs.headers.fast.command_send_fields`): every reader still
+    gets the dict the decode makes."""
+    return member
+
+
 # (imported here, last: the compiled module imports this one, RemotingCommand defined)
 from .accel import accelerated  # noqa: E402
 
 build_command = accelerated(build_command)
 response_command = accelerated(response_command)
 RemotingCommand.response = classmethod(response_command)  # type: ignore[assignment]
+ext_fields_descriptor = accelerated(ext_fields_descriptor)
+RemotingCommand.ext_fields = ext_fields_descriptor(RemotingCommand.__dict__["ext_fields"])  # type: ignore[method-assign]

@@ -139,17 +139,22 @@ class RemotingEndpoint:
             if self.hooks.after:
                 conn.answer_soon(request, response)  # the hooks see what the processor returned
             return None
-        if response.__class__ is RemotingCommand and not self.hooks.after:
+        if response is not None and not self.hooks.after:
             # the common answer, finished, encoded and queued here: what answer_soon
             # does (through _answer_frame) less its calls, its held-answer and hook
-            # checks and its class tests (this request was never held, no hook is there)
-            response.opaque = request.opaque
-            response.flag |= RPC_RESPONSE
-            response.serialize_type = request.serialize_type
-            try:
-                frame = encode_command(response)
-            except CodecError:
-                frame = None  # answer_soon below logs it and answers SYSTEM_ERROR
+            # checks (this request was never held, no hook is there)
+            if response.__class__ is RemotingCommand:
+                response.opaque = request.opaque
+                response.flag |= RPC_RESPONSE
+                response.serialize_type = request.serialize_type
+                try:
+                    frame = encode_command(response)
+                except CodecError:
+                    frame = None  # answer_soon below logs it and answers SYSTEM_ERROR
+            elif isinstance(response, RemotingCommand):
+                frame = None  # (a subclass: answer_soon's way)
+            else:  # a PreparedResponse (the broker's stored send): its own frame, or None
+                frame = response.frame_for(request)
             if frame is not None:
                 try:
                     if conn.outbox.send_nowait(frame):

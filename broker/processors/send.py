@@ -3,10 +3,11 @@
 RocketMQ 4.9's ``SendMessageProcessor`` + ``AbstractSendMessageProcessor.msgCheck``:
 
 1. decode the header; malformed -> SYSTEM_ERROR. The processor reads V1's field names:
-   :func:`~trocket.codecs.headers.fast.decode_send_fields` gives the eleven fields the
+   :func:`~trocket.codecs.headers.fast.command_send_fields` gives the eleven fields the
    send path reads, of either header version, as one plain tuple in ``SendFields``
-   order, unpacked where they are read (its compiled twin builds it straight from the
-   ext fields, with no header object; the rare paths name them, ``SendFields._make``);
+   order, unpacked where they are read (its compiled twin hands over the tuple the
+   header decoder read in its pass over the header, with no header object and no ext
+   fields dict; the rare paths name them, ``SendFields._make``);
 2. checks, in Java's order, each with Java's code and remark: broker write permission
    (NO_PERMISSION), topic name (SYSTEM_ERROR, ``TopicValidator`` remark), send-forbidden
    system topics (NO_PERMISSION), topic config -- auto-created from the default topic
@@ -104,7 +105,7 @@ from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.errors import CustomHeaderError, InvalidNameError
 from trocket.codecs.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
-from trocket.codecs.headers.fast import SendFields, decode_send_fields
+from trocket.codecs.headers.fast import SendFields, command_send_fields
 from trocket.codecs.errors import MessageEncodeError
 from trocket.codecs.java_hashmap import JavaHashMap
 from trocket.codecs.message.properties import (
@@ -281,7 +282,7 @@ class SendProcessor:
             # the send headers' fast codec called directly; a header that does not decode
             # goes the shared way (decode_request_header), which raises Java's answer
             try:
-                fields = decode_send_fields(request.ext_fields, code != _SEND_MESSAGE)
+                fields = command_send_fields(request, code != _SEND_MESSAGE)
             except CustomHeaderError:
                 decode_request_header(
                     SendMessageRequestHeader if code == _SEND_MESSAGE else SendMessageRequestHeaderV2, request

@@ -48,13 +48,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from ..command import RemotingCommand
 from ..accel import accelerated, provide
 from ..custom_header import HeaderCodec, generic_decode, generic_encode, register_codec
 from ..custom_header._java import BOOLS as _BOOLS
 from .pull import PullMessageRequestHeader, PullMessageResponseHeader
 from .send import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
 
-__all__ = ["FAST_CODECS", "SendFields", "decode_send_fields", "pull_response_fields", "send_fields_of"]
+__all__ = [
+    "FAST_CODECS", "SendFields", "command_send_fields", "decode_send_fields", "pull_response_fields", "send_fields_of",
+]
 
 _new = object.__new__
 
@@ -521,6 +524,15 @@ def decode_send_fields(ext: Mapping[str, str] | None, v2: bool) -> tuple:
     return send_fields_of(decode_send_message(ext))
 
 
+def command_send_fields(cmd: RemotingCommand, v2: bool) -> tuple:
+    """:func:`decode_send_fields` of a send request's ext fields (the same tuple, the same
+    errors). Its compiled twin hands over the tuple the header decoder (JSON or ROCKETMQ)
+    read in its pass over the header when it left the ext fields undecoded
+    (:func:`~trocket.codecs.command.ext_fields_descriptor`), so a send that nothing else
+    reads the ext fields of makes no dict of them."""
+    return decode_send_fields(cmd.ext_fields, v2)
+
+
 def send_fields_of(h: SendMessageRequestHeader) -> tuple:
     """A V1 send header's fields as :func:`decode_send_fields` gives them (for a path that
     has the header already: the reply processor's)."""
@@ -535,6 +547,7 @@ provide("send_headers", (_V1, _V2, _BN, _PQ))
 decode_send_message = accelerated(decode_send_message)
 decode_send_message_v2 = accelerated(decode_send_message_v2)
 decode_send_fields = accelerated(decode_send_fields)
+command_send_fields = accelerated(command_send_fields)
 encode_send_message_v2 = accelerated(encode_send_message_v2)
 encode_pull_message = accelerated(encode_pull_message)
 decode_pull_message = accelerated(decode_pull_message)

@@ -69,6 +69,8 @@ DIFFERENTIAL = {
     "decode_properties": "test_get_property_differential",
     "decode_pull_message": "test_pull_header_differential",
     "decode_send_fields": "test_send_fields_differential",
+    "command_send_fields": "test_accel_send_ext::test_command_send_fields_differential",
+    "ext_fields_descriptor": "test_accel_send_ext::test_ext_fields_descriptor_differential",
     "decode_send_message": "test_send_header_v1_differential",
     "decode_send_message_v2": "test_send_header_v2_differential",
     "dispatch_fields": "test_dispatch_fields_differential",

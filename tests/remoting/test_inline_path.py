@@ -277,13 +277,16 @@ async def test_callers_woken_by_one_read_send_their_next_requests_in_one_write(m
 
 class OwnFrame:
     """A PreparedResponse: its own frame (body ``own:...``) or, when a response hook must
-    see a command, the same answer as one (body ``usual:...``)."""
+    see a command or a body starting ``cmd`` makes ``frame_for`` decline, the same
+    answer as one (body ``usual:...``)."""
 
     def __init__(self, body: bytes, frames: list[bytes]) -> None:
         self.body = body
         self.frames = frames
 
-    def frame_for(self, req: RemotingCommand) -> bytes:
+    def frame_for(self, req: RemotingCommand) -> bytes | None:
+        if self.body.startswith(b"cmd"):
+            return None
         answer = RemotingCommand.response(0, body=b"own:" + self.body)
         answer.opaque, answer.flag, answer.serialize_type = req.opaque, answer.flag | RPC_RESPONSE, req.serialize_type
         self.frames.append(self.body)
@@ -307,7 +310,8 @@ async def test_a_prepared_response_writes_its_own_frame_unless_a_response_hook_m
     """A processor's :class:`~trocket.remoting.PreparedResponse` goes out as the frame it
     encodes itself when no response hook is registered -- a request-only hook does not
     count -- and as its command when one is (the hook sees that command), for the
-    answers given at once and later alike."""
+    answers given at once and later alike; one whose ``frame_for`` declines (None) goes
+    as its command."""
     frames: list[bytes] = []
 
     def own_frame(conn, req):
@@ -325,14 +329,16 @@ async def test_a_prepared_response_writes_its_own_frame_unless_a_response_hook_m
             bodies = [b"0", b"1", b"later2"]
             answers = [await client.invoke_sync(server.address, request(INLINE, body=b)) for b in bodies]
             await client.invoke_oneway(server.address, request(INLINE, body=b"one"))
+            declined = await client.invoke_sync(server.address, request(INLINE, body=b"cmd"))
             last = await client.invoke_sync(server.address, request(INLINE, body=b"last"))
         assert [a.body for a in answers + [last]] == [kind + b for b in (*bodies, b"last")]
+        assert declined.body == b"usual:cmd"
         assert frames == ([] if kind == b"usual:" else [*bodies, b"last"])
         if hooks and isinstance(hooks[0], BeforeOnly):
-            assert hooks[0].seen == [*bodies, b"one", b"last"]
+            assert hooks[0].seen == [*bodies, b"one", b"cmd", b"last"]
         if hooks and isinstance(hooks[0], Recorder):
             # the hook saw every answer as a command, and the oneway request's None
-            assert [e[2] for e in hooks[0].events[1::2]] == [0, 0, 0, None, 0]
+            assert [e[2] for e in hooks[0].events[1::2]] == [0, 0, 0, None, 0, 0]
 
 
 async def test_call_after_read_runs_once_per_read_after_its_answers_are_written(monkeypatch):
