@@ -44,7 +44,7 @@ from trocket.codecs.errors import FrameError, FrameTooLargeError, NotRocketMQErr
 
 #: Bumped whenever a twin's contract changes; :mod:`.accel` refuses a build whose ABI
 #: differs from its own (a stale ``.so`` left by an older editable install).
-ABI = 28
+ABI = 29
 
 cdef object _py_decode_command = None
 cdef object _py_FrameDecoder = None
@@ -169,6 +169,10 @@ def set_pure(str name, fn):
         _py_encode_command = fn
         from trocket.codecs.serialize import wire_ext_fields  # defined above its accelerated line
         _wire_ext_fields = wire_ext_fields
+    elif name == "scan_entries":
+        _set_scan_pure(fn)
+    elif name == "decode_pull_message":
+        _set_pull_decode_pure(fn)
     else:
         raise KeyError(name)
 
@@ -3773,3 +3777,199 @@ def provide(str name, value):
         _header_wire, _fast_codes = value
     else:
         raise KeyError(name)
+
+
+# -- the consume queue: a pull's scan of its entries ----------------------------------------
+
+cdef extern from "Python.h":
+    bint PyObject_CheckBuffer(object o)
+
+cdef object _py_scan_entries = None
+#: ``NO_NEXT_FILE``: Long.MIN_VALUE
+cdef long long _NO_NEXT_FILE = -9223372036854775807LL - 1
+#: the most codes a subscription may list for the scan to take it (more: the pure scan)
+cdef enum:
+    _SCAN_CODES = 16
+#: the bound of the scan's integer arguments (beyond: the pure scan), so sums cannot overflow
+cdef long long _SCAN_BOUND = 1LL << 62
+
+
+cdef _set_scan_pure(fn):
+    global _py_scan_entries
+    _py_scan_entries = fn
+
+
+cdef inline bint _scan_int(object v, long long* out) noexcept:
+    """``v`` an int within the scan's bound into ``out``; False otherwise."""
+    cdef int overflow = 0
+    if type(v) is not int:
+        return False
+    out[0] = PyLong_AsLongLongAndOverflow(v, &overflow)
+    return not overflow and -_SCAN_BOUND <= out[0] <= _SCAN_BOUND
+
+
+cdef inline long long _be64(const unsigned char* p) noexcept:
+    return <long long>(
+        (<unsigned long long>p[0] << 56) | (<unsigned long long>p[1] << 48) | (<unsigned long long>p[2] << 40)
+        | (<unsigned long long>p[3] << 32) | (<unsigned long long>p[4] << 24) | (<unsigned long long>p[5] << 16)
+        | (<unsigned long long>p[6] << 8) | <unsigned long long>p[7])
+
+
+cdef extern from "Python.h":
+    int PyByteArray_Resize(object ba, Py_ssize_t size) except -1
+
+cdef enum:
+    _NOTE = 12  # SERVED: queue offset (int64) and size (int32), native order
+    _NOTES = 64  # notes gathered before they are put into the bytearray
+
+
+cdef inline void _note(unsigned char* at, long long queue_offset, int size) noexcept:
+    memcpy(at, &queue_offset, 8)
+    memcpy(at + 8, &size, 4)
+
+
+cdef inline int _put_notes(bytearray served, const unsigned char* notes, Py_ssize_t n) except -1:
+    cdef Py_ssize_t had = PyByteArray_GET_SIZE(served)
+    PyByteArray_Resize(served, had + n)
+    memcpy(PyByteArray_AS_STRING(served) + had, notes, n)
+    return 0
+
+
+def scan_entries(entries, pos, limit, first_offset, seg_from, seg_end, codes, max_count, max_bytes, count, total,
+                 next_file_start, spans, served):
+    """Twin of :func:`trocket.codecs.queue_scan.scan_entries` for a buffer of entries,
+    ints within 2**62 (``next_file_start`` any long), a list and a bytearray, and
+    ``codes`` None or a set of at most 16 ints; anything else to the pure function."""
+    cdef Py_buffer eb
+    cdef long long p, lim, first, sfrom, send, mcount, mbytes, cnt, tot, nfs, phys, tag, c
+    cdef long long run_start = 0, run_end = 0
+    cdef long long code_arr[_SCAN_CODES]
+    cdef int ncodes = -1, overflow = 0, k, stop = 0
+    cdef int size, tag32
+    cdef bint matched, open_run = False
+    cdef const unsigned char* b
+    cdef unsigned char notes[_NOTE * _NOTES]
+    cdef Py_ssize_t nnotes = 0
+    if not (type(spans) is list and type(served) is bytearray
+            and _scan_int(pos, &p) and _scan_int(limit, &lim) and _scan_int(first_offset, &first)
+            and _scan_int(seg_from, &sfrom) and _scan_int(seg_end, &send) and _scan_int(max_count, &mcount)
+            and _scan_int(max_bytes, &mbytes) and _scan_int(count, &cnt) and _scan_int(total, &tot)
+            and type(next_file_start) is int and PyObject_CheckBuffer(entries)):
+        return _py_scan_entries(entries, pos, limit, first_offset, seg_from, seg_end, codes, max_count, max_bytes,
+                                count, total, next_file_start, spans, served)
+    nfs = PyLong_AsLongLongAndOverflow(next_file_start, &overflow)
+    if overflow or p < 0 or tot < 0:
+        return _py_scan_entries(entries, pos, limit, first_offset, seg_from, seg_end, codes, max_count, max_bytes,
+                                count, total, next_file_start, spans, served)
+    if codes is not None:
+        if (type(codes) is not set and type(codes) is not frozenset) or len(codes) > _SCAN_CODES:
+            return _py_scan_entries(entries, pos, limit, first_offset, seg_from, seg_end, codes, max_count,
+                                    max_bytes, count, total, next_file_start, spans, served)
+        ncodes = 0
+        for code in codes:
+            if not _scan_int(code, &c):
+                return _py_scan_entries(entries, pos, limit, first_offset, seg_from, seg_end, codes, max_count,
+                                        max_bytes, count, total, next_file_start, spans, served)
+            code_arr[ncodes] = c
+            ncodes += 1
+    PyObject_GetBuffer(entries, &eb, PyBUF_SIMPLE)
+    try:
+        if lim > eb.len and p + 20 <= lim:  # an entry past the buffer's end: the pure scan's error
+            return _py_scan_entries(entries, pos, limit, first_offset, seg_from, seg_end, codes, max_count,
+                                    max_bytes, count, total, next_file_start, spans, served)
+        b = <const unsigned char*>eb.buf
+        stop = 0  # SCAN_END
+        while p + 20 <= lim:
+            phys = _be64(b + p)
+            size = <int>((<unsigned int>b[p + 8] << 24) | (<unsigned int>b[p + 9] << 16)
+                         | (<unsigned int>b[p + 10] << 8) | <unsigned int>b[p + 11])
+            if (phys == 0 and size == 0x7FFFFFFF) or phys < nfs:
+                p += 20
+                continue
+            if tot and (cnt >= mcount or tot + size > mbytes):
+                stop = 1  # SCAN_FULL
+                break
+            if ncodes >= 0:
+                tag = _be64(b + p + 12)
+                tag32 = <int>(<unsigned int>(<unsigned long long>tag & 0xFFFFFFFFULL))
+                matched = False
+                for k in range(ncodes):
+                    if code_arr[k] == tag32:
+                        matched = True
+                        break
+                if not matched:
+                    p += 20
+                    continue
+            if size <= 0 or phys < sfrom or phys > send - size:
+                stop = 2  # SCAN_ELSEWHERE
+                break
+            p += 20
+            if open_run and run_end == phys:
+                run_end = phys + size
+            else:
+                if open_run:
+                    spans.append(run_start)
+                    spans.append(run_end)
+                run_start = phys
+                run_end = phys + size
+                open_run = True
+            if nnotes == _NOTES:
+                _put_notes(served, notes, nnotes * _NOTE)
+                nnotes = 0
+            _note(notes + nnotes * _NOTE, first + p // 20 - 1, size)
+            nnotes += 1
+            cnt += 1
+            tot += size
+            nfs = _NO_NEXT_FILE
+    finally:
+        PyBuffer_Release(&eb)
+    if nnotes:
+        _put_notes(served, notes, nnotes * _NOTE)
+    if open_run:
+        spans.append(run_start)
+        spans.append(run_end)
+    return p, cnt, tot, nfs, stop
+
+
+# -- the pull request header (FastCodes): what every pull of a consumer carries ----------
+
+cdef object _py_decode_pull_message = None
+
+
+cdef _set_pull_decode_pure(fn):
+    global _py_decode_pull_message
+    _py_decode_pull_message = fn
+
+
+def decode_pull_message(ext):
+    """Twin of :func:`trocket.codecs.headers.fast.decode_pull_message` for a dict whose
+    group and topic are strings and whose numbers are plain ASCII digits (or ``-1``);
+    anything else to the pure function."""
+    if type(ext) is not dict or _PQ is None:
+        return _py_decode_pull_message(ext)
+    a = _req_str(PyDict_GetItemWithError(<dict>ext, "consumerGroup"))
+    b = _req_str(PyDict_GetItemWithError(<dict>ext, "topic"))
+    c = _req_int(PyDict_GetItemWithError(<dict>ext, "queueId"), 9)
+    e = _req_int(PyDict_GetItemWithError(<dict>ext, "maxMsgNums"), 9)
+    f = _req_int(PyDict_GetItemWithError(<dict>ext, "sysFlag"), 9)
+    d = _req_int(PyDict_GetItemWithError(<dict>ext, "queueOffset"), 18)
+    g = _req_int(PyDict_GetItemWithError(<dict>ext, "commitOffset"), 18)
+    h = _req_int(PyDict_GetItemWithError(<dict>ext, "suspendTimeoutMillis"), 18)
+    sv = _req_int(PyDict_GetItemWithError(<dict>ext, "subVersion"), 18)
+    if (a is _FAIL or b is _FAIL or c is _FAIL or d is _FAIL or e is _FAIL or f is _FAIL or g is _FAIL
+            or h is _FAIL or sv is _FAIL):
+        return _py_decode_pull_message(ext)
+    o = _new(_PQ)
+    o.consumerGroup = a
+    o.topic = b
+    o.queueId = c
+    o.maxMsgNums = e
+    o.sysFlag = f
+    o.queueOffset = d
+    o.commitOffset = g
+    o.suspendTimeoutMillis = h
+    o.subscription = _get(<dict>ext, "subscription")
+    o.subVersion = sv
+    o.expressionType = _get(<dict>ext, "expressionType")
+    o.bname = _get(<dict>ext, "bname")
+    return o
