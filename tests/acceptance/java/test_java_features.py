@@ -1,8 +1,8 @@
 """Features other issues brought to trocket's broker, run with the real Java client against
 both brokers (src/FeatureScenarios.java): transactions and request-reply (issue 23),
-SQL92 filters and message trace (issue 25). All have landed: no run is xfail (the trocket
-broker runs with ``enablePropertyFilter=true`` and ``traceTopicEnable=true``, as the Java
-one). (ACL, issue 24, runs on brokers with aclEnable of their own: test_java_acl.py.)"""
+SQL92 filters and message trace (issue 25). All have landed: no trocket run is xfail (the
+trocket broker runs with ``enablePropertyFilter=true`` and ``traceTopicEnable=true``, as the
+Java one); the Java broker's SQL92 run is when its own filter registration is missing. (ACL, issue 24, runs on brokers with aclEnable of their own: test_java_acl.py.)"""
 
 from __future__ import annotations
 
@@ -27,8 +27,23 @@ def test_request_reply(scenario):
 
 
 @on_both()
-def test_sql92_filter(scenario):
-    assert scenario("sql92") == {"got": [6, 7, 8, 9]}
+def test_sql92_filter(scenario, peer):
+    r = scenario("sql92")
+    if peer.kind == "java" and r != {"got": [6, 7, 8, 9]} and not _java_filter_registered(peer, "_sqlG,"):
+        # seen about once in five runs: Java's broker took the consumer's subscription
+        # (broker.log: "subscription changed ... SQL92") but its ConsumerFilterManager never
+        # registered the filter (filter.log has no "New consumer filter registered" for the
+        # group), so every pull of the scenario's 20 s got FILTER_DATA_NOT_EXIST / NOT_LATEST
+        pytest.xfail("Java 4.9.8's broker never registered the SQL92 consumer filter (its filter.log)")
+    assert r == {"got": [6, 7, 8, 9]}
+
+
+def _java_filter_registered(peer, group_suffix: str) -> bool:
+    """Whether the Java broker's filter.log records a consumer filter registered for a
+    group whose name ends with ``group_suffix`` (its ``consumerGroup=...,`` field)."""
+    log = peer.store / "logs" / "rocketmqlogs" / "filter.log"
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return any("New consumer filter registered" in line and group_suffix in line for line in text.splitlines())
 
 
 @on_both()
