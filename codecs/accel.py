@@ -25,7 +25,7 @@ from typing import TypeVar
 __all__ = ["ABI", "ACTIVE", "REASON", "accelerated", "provide", "pure", "describe"]
 
 #: The twins' contract version; must equal ``_accel.ABI``.
-ABI = 29
+ABI = 28
 
 F = TypeVar("F", bound=Callable)
 

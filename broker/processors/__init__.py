@@ -97,7 +97,7 @@ def reply(
         if ext:
             fields.update(ext)
         ext = fields
-    return RemotingCommand.response(code, remark, body=body, ext_fields={} if ext is None else ext)
+    return RemotingCommand(code=code, flag=1, remark=remark, ext_fields={} if ext is None else ext, body=body)
 
 
 def decode_request_header(cls: type[T], request: RemotingCommand) -> T:

@@ -60,8 +60,7 @@ from trocket.codecs.bodies.client import EXPRESSION_TYPE_SQL92, MessageModel, Su
 from trocket.codecs.codes import RequestCode, ResponseCode
 from trocket.codecs.command import RemotingCommand
 from trocket.codecs.errors import InvalidNameError
-from trocket.codecs.headers import PullMessageRequestHeader
-from trocket.codecs.headers.fast import pull_response_fields
+from trocket.codecs.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from trocket.codecs.message.properties import PROPERTY_TAGS, get_property
 from trocket.codecs.names import RETRY_GROUP_TOPIC_PREFIX, validate_group
 from trocket.codecs.sql92 import FilterCompileError
@@ -113,9 +112,6 @@ _CODES = {
     GetStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
     GetStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
 }
-
-_FOUND = GetStatus.FOUND
-_FOUND_REMARK = GetStatus.FOUND.value  # (an enum member's value is a property)
 
 _perf_ns = time.perf_counter_ns
 
@@ -288,7 +284,7 @@ class PullProcessor:
                 status = result.status
             if status is GetStatus.FOUND:
                 body = result.joined()
-                count = result.message_count
+                count = len(result.buffers)
                 self.found += 1
                 self.found_messages += count
                 self.found_bytes += len(body)
@@ -301,14 +297,12 @@ class PullProcessor:
                     got[0] += count
                     got[1] += len(body)
             result.release()
-        if status is _FOUND:
-            code = ResponseCode.SUCCESS
-        else:
+        if status is not GetStatus.FOUND:
             self.missed += 1
-            if status is GetStatus.NO_MESSAGE_IN_QUEUE or status is GetStatus.NO_MATCHED_LOGIC_QUEUE:
-                code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
-            else:
-                code = _CODES[status]
+        if status is GetStatus.NO_MESSAGE_IN_QUEUE or status is GetStatus.NO_MATCHED_LOGIC_QUEUE:
+            code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
+        else:
+            code = _CODES[status]
 
         if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET:
             self.offsets.commit_offset(group, topic, queue_id, header.commitOffset)
@@ -327,30 +321,38 @@ class PullProcessor:
             )
         if code == ResponseCode.PULL_NOT_FOUND:
             self.not_found += 1
-        fields = pull_response_fields(
+        header = PullMessageResponseHeader(
             # Java, with slaveReadEnable: the group's whichBrokerWhenConsumeSlowly (1) for a
             # slow consumer, else its brokerId (0); the master otherwise
-            (sg.which_broker_when_consume_slowly if result.suggest_pulling_from_slave else sg.broker_id)
-            if self.slave_read else 0,
-            result.next_begin_offset, result.min_offset, result.max_offset,
+            suggestWhichBrokerId=(
+                (sg.which_broker_when_consume_slowly if result.suggest_pulling_from_slave else sg.broker_id)
+                if self.slave_read else 0
+            ),
+            nextBeginOffset=result.next_begin_offset,
+            minOffset=result.min_offset,
+            maxOffset=result.max_offset,
         )
-        return reply(code, _FOUND_REMARK if status is _FOUND else status.value, fields, body)
+        return reply(code, status.value, None, body, header)
 
     @staticmethod
     def _exact_tag_check(result, sub: Subscription) -> None:
         """Drop records whose TAGS only collide with the subscription's hashes."""
         keep = []
         keep_offsets = []
-        dropped = False
+        dropped = []
         for buf, qoff in zip(result.buffers, result.queue_offsets):
             if sub.matches(record_tags(buf)):
                 keep.append(buf)
                 keep_offsets.append(qoff)
             else:
-                dropped = True
+                dropped.append(buf)
         if not dropped:
             return
-        result.keep(keep, keep_offsets)
+        for buf in dropped:
+            buf.release()
+        result.buffers = keep
+        result.queue_offsets = keep_offsets
+        result.buffer_total_size = sum(len(b) for b in keep)
         if not keep:
             result.status = GetStatus.NO_MATCHED_MESSAGE
 

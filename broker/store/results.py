@@ -9,7 +9,6 @@ import attrs
 
 from trocket.codecs.message.hosts import HostAddress
 from trocket.codecs.message.msgid import encode_offset_msg_id
-from trocket.codecs.queue_scan import SERVED
 
 __all__ = ["GetResult", "GetStatus", "PutResult", "PutStatus"]
 
@@ -106,21 +105,17 @@ class PutResult:
 class GetResult:
     """``GetMessageResult``: status, offsets and the stored records to send.
 
-    ``runs`` are memoryviews into the commit log (no copy) holding the records back to
-    back, one view per stretch of a segment the records fill contiguously (a pull's 32
-    records are usually one); ``served`` notes each record's queue offset and size
-    (:data:`~trocket.codecs.queue_scan.SERVED`), read as :attr:`queue_offsets` and
-    :attr:`sizes`. A pull response body is the runs' concatenation (:meth:`joined`);
-    :attr:`buffers` gives one view per record. Hold them only as long as needed: a
-    segment deleted meanwhile stays mapped until its last view is freed.
+    ``buffers`` are memoryviews into the commit log (no copy); a pull response body is
+    their concatenation (:meth:`joined`). Hold them only as long as needed: a segment
+    deleted meanwhile stays mapped until its last view is freed.
     """
 
     status: GetStatus
     next_begin_offset: int
     min_offset: int
     max_offset: int
-    runs: list[memoryview] = attrs.field(factory=list)
-    served: bytearray = attrs.field(factory=bytearray)
+    buffers: list[memoryview] = attrs.field(factory=list)
+    queue_offsets: list[int] = attrs.field(factory=list)
     buffer_total_size: int = 0
     #: ``suggestPullingFromSlave``: what this pull read lies further behind the commit
     #: log's end than ``access_message_in_memory_max_ratio`` of the RAM (a slow consumer)
@@ -128,47 +123,14 @@ class GetResult:
 
     @property
     def message_count(self) -> int:
-        return len(self.served) // SERVED.size
-
-    @property
-    def queue_offsets(self) -> list[int]:
-        return [q for q, _size in SERVED.iter_unpack(self.served)]
-
-    @property
-    def sizes(self) -> list[int]:
-        return [size for _q, size in SERVED.iter_unpack(self.served)]
-
-    @property
-    def buffers(self) -> list[memoryview]:
-        """One view per record, cut from the runs by the records' sizes."""
-        out: list[memoryview] = []
-        sizes = iter(self.sizes)
-        for run in self.runs:
-            end = len(run)
-            at = 0
-            while True:
-                size = next(sizes)
-                out.append(run[at : at + size])
-                at += size
-                if at >= end or size <= 0:  # (a record of no size is a run of its own)
-                    break
-        return out
-
-    def keep(self, records: list[memoryview], queue_offsets: list[int]) -> None:
-        """Serve ``records`` (views of some of :attr:`buffers`, the others dropped) at
-        their ``queue_offsets``."""
-        self.release()
-        self.runs = records
-        self.served = bytearray(b"".join(SERVED.pack(q, len(r)) for q, r in zip(queue_offsets, records)))
-        self.buffer_total_size = sum(len(r) for r in records)
+        return len(self.buffers)
 
     def joined(self) -> bytes:
         """The records back to back: a PULL_MESSAGE body."""
-        runs = self.runs
-        return bytes(runs[0]) if len(runs) == 1 else b"".join(runs)
+        return b"".join(self.buffers)
 
     def release(self) -> None:
         """Drop the views (lets a deleted segment be unmapped)."""
-        for run in self.runs:
-            run.release()
-        self.runs = []
+        for buf in self.buffers:
+            buf.release()
+        self.buffers = []

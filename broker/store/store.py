@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import struct
 import threading
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
@@ -35,13 +34,12 @@ from trocket.codecs.message.message import MessageExt
 from trocket.codecs.message.properties import PROPERTY_WAIT_STORE_MSG_OK
 from trocket.codecs.message.record import decode_record
 from trocket.codecs.names import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
-from trocket.codecs.queue_scan import BLANK_ENTRY_SIZE, SCAN_ELSEWHERE, SCAN_FULL, SERVED, scan_entries
 
 from .allocate import AllocateService
 from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog
 from .config import FlushMode, StoreConfig
-from .consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
+from .consume_queue import BLANK_ENTRY, CQ_STORE_UNIT_SIZE, ConsumeQueue
 from .dispatcher import Dispatcher, MessageArrivingListener
 from .errors import PutMessageError, StoreError, StoreLoadError
 from .flush import FlushService
@@ -57,8 +55,7 @@ __all__ = ["MessageStore", "SlaveModeError", "StoreClosedError"]
 _MIN = -(1 << 63)
 #: ``StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE``
 _TOTAL_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-_ENTRY = struct.Struct(">qiq")
-_PHYS = struct.Struct(">q")
+_ENTRY = __import__("struct").Struct(">qiq")
 #: ``MAX_MANUAL_DELETE_FILE_TIMES``: the retention passes one DELETE_EXPIRED_COMMITLOG makes manual
 MANUAL_DELETE_PASSES = 20
 #: Topics ``cleanUnusedTopic`` never removes.
@@ -411,96 +408,28 @@ class MessageStore:
         max_offset: int,
         record_filter: Callable[[memoryview], bool] | None = None,
     ) -> GetResult:
-        """``getMessage``'s loop over the entries: :func:`scan_entries` reads the entries
-        whose records lie in the segment found last (compiled, no view a record), and
-        this loop finds the segment of an entry it stops at and scans on there. A pull
-        with ``record_filter``, and the rest of one that meets a record in no segment
-        (gone, or of no size), is read entry by entry (:meth:`_collect_entries`)."""
         config = self.config
+        commit_log = self.commit_log
+        result = GetResult(GetStatus.NO_MATCHED_MESSAGE, offset, min_offset, max_offset)
+        buffers = result.buffers
+        queue_offsets = result.queue_offsets
+        total = 0
+        max_bytes = config.max_transfer_bytes
         max_count = min(max_msgs, config.max_transfer_count)
         scan_limit = min(len(entries), max(config.max_filter_scan_bytes, max_msgs * CQ_STORE_UNIT_SIZE))
         filter_codes = set(tag_hashes) if tag_hashes else None
-        runs: list[memoryview] = []
-        served = bytearray()
-        if record_filter is not None:
-            return self._collect_entries(
-                entries, offset, max_count, scan_limit, filter_codes, min_offset, max_offset, record_filter,
-                runs, served, 0, 0, 0, _MIN, GetStatus.NO_MATCHED_MESSAGE,
-            )
-        files = self.commit_log.files
-        max_bytes = config.max_transfer_bytes
-        spans: list[int] = []
-        count = total = 0
         next_phy_file_start = _MIN
         status = GetStatus.NO_MATCHED_MESSAGE
-        # first guess: the segment being written (a consumer keeping up reads there)
-        segment = files.last
-        if segment is None or segment.closed:
-            segment = None
-            seg_from = seg_end = 0
-        else:
-            seg_from = segment.file_from_offset
-            seg_end = seg_from + segment.wrote_position
-        i = 0
-        while True:
-            mark = len(spans)
-            i, count, total, next_phy_file_start, stop = scan_entries(
-                entries, i, scan_limit, offset, seg_from, seg_end, filter_codes, max_count, max_bytes,
-                count, total, next_phy_file_start, spans, served,
-            )
-            if len(spans) > mark:
-                view = segment.view  # type: ignore[union-attr]
-                for k in range(mark, len(spans), 2):
-                    runs.append(view[spans[k] - seg_from : spans[k + 1] - seg_from])
-                status = GetStatus.FOUND
-            if stop != SCAN_ELSEWHERE:
-                break
-            phys, size, _tag = _ENTRY.unpack_from(entries, i)
-            mf = files.find(phys) if size > 0 else None
-            if mf is None or mf.closed or phys + size > mf.file_from_offset + mf.wrote_position:
-                return self._collect_entries(
-                    entries, offset, max_count, scan_limit, filter_codes, min_offset, max_offset, None,
-                    runs, served, i, count, total, next_phy_file_start, status,
-                )
-            segment, seg_from = mf, mf.file_from_offset  # scanned on in that segment
-            seg_end = seg_from + mf.wrote_position
-        # the last entry read: the one the full batch left, else the one before the end
-        last = i if stop == SCAN_FULL else i - CQ_STORE_UNIT_SIZE
-        return self._result(status, offset + i // CQ_STORE_UNIT_SIZE, min_offset, max_offset, runs, served, total,
-                            entries, last)
-
-    def _collect_entries(
-        self,
-        entries: memoryview,
-        offset: int,
-        max_count: int,
-        scan_limit: int,
-        filter_codes: set[int] | None,
-        min_offset: int,
-        max_offset: int,
-        record_filter: Callable[[memoryview], bool] | None,
-        runs: list[memoryview],
-        served: bytearray,
-        i: int,
-        count: int,
-        total: int,
-        next_phy_file_start: int,
-        status: GetStatus,
-    ) -> GetResult:
-        """:meth:`_collect` entry by entry from byte ``i``, in the state given: each
-        record a view of its own, tested by ``record_filter`` when there is one
-        (``isMatchedByCommitLog``: SQL92; the scan goes on past the records refused)."""
-        commit_log = self.commit_log
-        max_bytes = self.config.max_transfer_bytes
         unpack = _ENTRY.unpack_from
+        i = 0
         while i + CQ_STORE_UNIT_SIZE <= scan_limit:
             phys, size, tag = unpack(entries, i)
-            if (phys == 0 and size == BLANK_ENTRY_SIZE) or (
+            if (phys == BLANK_ENTRY[0] and size == BLANK_ENTRY[1]) or (
                 next_phy_file_start != _MIN and phys < next_phy_file_start
             ):
                 i += CQ_STORE_UNIT_SIZE
                 continue
-            if total and (count >= max_count or total + size > max_bytes):
+            if total and (len(buffers) >= max_count or total + size > max_bytes):
                 break  # isTheBatchFull
             i += CQ_STORE_UNIT_SIZE
             if filter_codes is not None and _java_int(tag) not in filter_codes:
@@ -516,28 +445,18 @@ class MessageStore:
                 if not total:
                     status = GetStatus.NO_MATCHED_MESSAGE
                 continue
-            runs.append(view)
-            served += SERVED.pack(offset + i // CQ_STORE_UNIT_SIZE - 1, size)
-            count += 1
+            buffers.append(view)
+            queue_offsets.append(offset + i // CQ_STORE_UNIT_SIZE - 1)
             total += size
             status = GetStatus.FOUND
             next_phy_file_start = _MIN
-        # the last entry read: the one that broke the loop, else the one before the end
-        last = i if i + CQ_STORE_UNIT_SIZE <= scan_limit else i - CQ_STORE_UNIT_SIZE
-        return self._result(status, offset + i // CQ_STORE_UNIT_SIZE, min_offset, max_offset, runs, served, total,
-                            entries, last)
-
-    def _result(
-        self, status: GetStatus, next_begin_offset: int, min_offset: int, max_offset: int, runs: list[memoryview],
-        served: bytearray, total: int, entries: memoryview, last: int,
-    ) -> GetResult:
-        """The result of a read that stopped reading entries at byte ``last``."""
-        suggest = False
+        result.status = status
+        result.buffer_total_size = total
         if total:  # getMessage's diff > memory (maxOffsetPy - maxPhyOffsetPulling)
-            (phys,) = _PHYS.unpack_from(entries, last)
-            behind = self.commit_log.max_offset - phys
-            suggest = behind > _TOTAL_MEMORY * self.config.access_message_in_memory_max_ratio // 100
-        return GetResult(status, next_begin_offset, min_offset, max_offset, runs, served, total, suggest)
+            behind = commit_log.max_offset - phys
+            result.suggest_pulling_from_slave = behind > _TOTAL_MEMORY * config.access_message_in_memory_max_ratio // 100
+        result.next_begin_offset = offset + i // CQ_STORE_UNIT_SIZE
+        return result
 
     # -- offsets and lookups -----------------------------------------------------------
 

@@ -55,9 +55,7 @@ from ..custom_header._java import BOOLS as _BOOLS
 from .pull import PullMessageRequestHeader, PullMessageResponseHeader
 from .send import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
 
-__all__ = [
-    "FAST_CODECS", "SendFields", "command_send_fields", "decode_send_fields", "pull_response_fields", "send_fields_of",
-]
+__all__ = ["FAST_CODECS", "SendFields", "command_send_fields", "decode_send_fields", "send_fields_of"]
 
 _new = object.__new__
 
@@ -478,15 +476,7 @@ def encode_pull_message_response(o: PullMessageResponseHeader) -> dict[str, str]
     d = o.maxOffset
     if a is None or b is None or c is None or d is None:
         return generic_encode(o)
-    return pull_response_fields(a, b, c, d)
-
-
-def pull_response_fields(suggest_which_broker_id: int, next_begin_offset: int, min_offset: int,
-                         max_offset: int) -> dict[str, str]:
-    """A ``PullMessageResponseHeader``'s ext fields from its four values, with no header
-    object (what the broker's pull answer carries; the header's codec writes the same)."""
-    return {"suggestWhichBrokerId": str(suggest_which_broker_id), "nextBeginOffset": str(next_begin_offset),
-            "minOffset": str(min_offset), "maxOffset": str(max_offset)}
+    return {"suggestWhichBrokerId": str(a), "nextBeginOffset": str(b), "minOffset": str(c), "maxOffset": str(d)}
 
 
 # -- what the broker's send path reads of either send header ---------------------------
@@ -550,7 +540,6 @@ decode_send_fields = accelerated(decode_send_fields)
 command_send_fields = accelerated(command_send_fields)
 encode_send_message_v2 = accelerated(encode_send_message_v2)
 encode_pull_message = accelerated(encode_pull_message)
-decode_pull_message = accelerated(decode_pull_message)
 
 #: Header class -> its hand-written codec, registered as the class's codec.
 FAST_CODECS: dict[type, HeaderCodec] = {

@@ -67,7 +67,6 @@ DIFFERENTIAL = {
     "decode_command": "test_decode_command_differential",
     "decode_json_header": "test_json_header_differential",
     "decode_properties": "test_get_property_differential",
-    "decode_pull_message": "test_pull_header_differential",
     "decode_send_fields": "test_send_fields_differential",
     "command_send_fields": "test_accel_send_ext::test_command_send_fields_differential",
     "ext_fields_descriptor": "test_accel_send_ext::test_ext_fields_descriptor_differential",
@@ -89,7 +88,6 @@ DIFFERENTIAL = {
     "index_records": "test_index_records_differential",
     "offset_msg_id": "test_offset_msg_id_differential",
     "place_record": "test_place_record_differential",
-    "scan_entries": "test_queue_scan::test_scan_entries_differential",
     "send_properties": "test_send_properties_differential",
     "send_signature_matches": "test_send_signature_matches_differential",
     "signature_matches": "test_signature_matches_differential",
@@ -152,7 +150,6 @@ def test_the_switch_is_wired():
         ("decode_send_message_v2", fast.FAST_CODECS[fast._V2].decode),
         ("encode_send_message_v2", fast.FAST_CODECS[fast._V2].encode),
         ("encode_pull_message", fast.FAST_CODECS[fast._PQ].encode),
-        ("decode_pull_message", fast.FAST_CODECS[fast._PQ].decode),
     ]
     for name, fn in [*public.items(), *aliases]:
         expected = getattr(_accel, name) if accel.ACTIVE else accel.pure(name)
@@ -469,43 +466,6 @@ def send_exts(draw, v2: bool) -> dict:
 @given(send_exts(v2=True))
 def test_send_header_v2_differential(ext):
     same("decode_send_message_v2", ext)
-
-
-@st.composite
-def pull_exts(draw) -> dict:
-    """A PULL_MESSAGE header's ext fields: what consumers send, mostly; missing keys, odd
-    spellings and non-string values now and then."""
-    ext = {}
-    for key in ("consumerGroup", "topic", "queueId", "queueOffset", "maxMsgNums", "sysFlag", "commitOffset",
-                "suspendTimeoutMillis", "subscription", "subVersion", "expressionType", "bname"):
-        if draw(st.integers(0, 40)) == 0:
-            continue  # missing
-        if key in ("consumerGroup", "topic", "subscription", "expressionType", "bname"):
-            ext[key] = draw(mostly(text, st.none() | st.integers(0, 3)))
-        elif key in ("queueOffset", "commitOffset", "subVersion"):
-            ext[key] = draw(mostly(st.integers(0, 2**62).map(str), int_spellings))
-        else:
-            ext[key] = draw(int_spellings)
-    return ext
-
-
-@needs_accel
-@given(pull_exts())
-def test_pull_header_differential(ext):
-    same("decode_pull_message", ext)
-
-
-def test_pull_header_of_the_java_consumer(impl):
-    """The golden frame's header (the Java consumer's JSON pull) decodes alike."""
-    ext = {"queueId": "2", "maxMsgNums": "32", "sysFlag": "7", "suspendTimeoutMillis": "15000",
-           "commitOffset": "12345678000", "bname": "broker-a", "topic": "TopicTest", "queueOffset": "12345678901",
-           "expressionType": "TAG", "subscription": "TagA || TagB", "subVersion": "1700000000000",
-           "consumerGroup": "cg1"}
-    o = impl.decode_pull_message(ext)
-    assert (o.consumerGroup, o.topic, o.queueId, o.queueOffset, o.maxMsgNums, o.sysFlag, o.commitOffset,
-            o.suspendTimeoutMillis, o.subscription, o.subVersion, o.expressionType, o.bname) == (
-        "cg1", "TopicTest", 2, 12345678901, 32, 7, 12345678000, 15000, "TagA || TagB", 1700000000000, "TAG",
-        "broker-a")
 
 
 @needs_accel

@@ -180,27 +180,6 @@ def test_rollover_writes_blank_filler(tmp_path):
     store.shutdown()
 
 
-def test_a_pull_across_segments_is_one_run_a_segment(tmp_path):
-    """Records lying back to back are served as one view of their segment; a pull whose
-    records continue in the next segment gets a second; each record's own view, its
-    queue offset and the body (the records back to back) are what they were."""
-    config = small_config(tmp_path)
-    store = MessageStore.open(config)
-    results = [store.put_message(msg(body=b"%04d" % i + b"b" * 996)) for i in range(100)]
-    segment = config.commit_log_segment_size
-    first_in_second = next(i for i, r in enumerate(results) if r.physical_offset == segment)
-    start = first_in_second - 10
-    got = store.get_message("G", "T", 0, start, 32)
-    assert got.status is GetStatus.FOUND and got.message_count == 32
-    assert [len(run) for run in got.runs] == [sum(r.wrote_bytes for r in results[start:first_in_second]),
-                                              sum(r.wrote_bytes for r in results[first_in_second:start + 32])]
-    assert got.queue_offsets == list(range(start, start + 32)) == [m.queue_offset for m in records(got)]
-    assert [decode_record(b)[0].body[:4] for b in got.buffers] == [b"%04d" % i for i in range(start, start + 32)]
-    assert got.buffer_total_size == len(got.joined()) == sum(got.sizes)
-    got.release()
-    store.shutdown()
-
-
 def test_max_message_size(store, config):
     """4.9.8's MessageExtEncoder: ``maxMessageSize`` limits the body; the whole record may
     be 64 KiB more (topic, properties, the fixed fields)."""
